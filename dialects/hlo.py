@@ -1,0 +1,1302 @@
+"""
+The `hlo` dialect: tensor ops with global semantics (level G), after StableHLO.
+
+Syntax follows StableHLO's pretty form; `broadcast` is StableHLO's broadcast_in_dim, `dot`
+its dot_general (result dims: batch, lhs free, rhs free), `reduce` names its combiner
+(`add mul max min`) instead of carrying a region.
+
+```mlir
+%0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+%1 = hlo.constant dense<0.0> : tensor<16x128xf32>
+%2 = hlo.max %0, %1 : tensor<16x128xf32>
+```
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.printer import Printer
+from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from shardc.dialects.syntax import (
+    i64_array,
+    i64_attr,
+    int_list_str,
+    parse_int_list,
+    parse_keyword_int,
+    parse_keyword_int_list,
+)
+
+COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+REDUCE_KINDS = ("add", "mul", "max", "min")
+
+FLOAT, INT, BOOL = "float", "int", "bool"
+ANY_KIND = frozenset({FLOAT, INT, BOOL})
+NUMERIC = frozenset({FLOAT, INT})
+
+
+def element_kind(ty: Attribute) -> str | None:
+    """`float`, `int` or `bool` for the element types shardc supports, else None."""
+    if isinstance(ty, Float16Type | BFloat16Type | Float32Type | Float64Type):
+        return FLOAT
+    if isinstance(ty, IntegerType) and ty.signedness.data.name == "SIGNLESS":
+        return {1: BOOL, 32: INT, 64: INT}.get(ty.width.data)
+    return None
+
+
+def _tensor(value: SSAValue | Attribute) -> TensorType:
+    ty = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(ty, TensorType)
+    return ty
+
+
+def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    return _tensor(value).get_shape()
+
+
+def _int_values(attr: DenseArrayBase) -> tuple[int, ...]:
+    return attr.get_values()  # pyright: ignore[reportReturnType]
+
+
+################################################################################
+# Base classes                                                                 #
+################################################################################
+
+
+class HloOp(IRDLOperation, ABC):
+    """
+    Every `hlo` op: its tensors must have a supported element type (f32, bf16, f16, f64,
+    i32, i64, i1); `verify_semantics` adds the op's own rule.
+    """
+
+    def verify_(self) -> None:
+        for v in (*self.operands, *self.results):
+            ty = v.type
+            if not isinstance(ty, TensorType):
+                raise VerifyException(f"expected a tensor, got {ty}")
+            if element_kind(ty.element_type) is None:
+                raise VerifyException(
+                    f"unsupported element type {ty.element_type} (expected f32, bf16, "
+                    "f16, f64, i32, i64 or i1)"
+                )
+            if any(d < 0 for d in ty.get_shape()):
+                raise VerifyException(f"dynamic dimensions are not supported: {ty}")
+        self.verify_semantics()
+
+    def verify_semantics(self) -> None:
+        pass
+
+
+def _check_kind(op_name: str, ty: TensorType, allowed: frozenset[str]) -> None:
+    if element_kind(ty.element_type) not in allowed:
+        raise VerifyException(
+            f"{op_name} does not accept element type {ty.element_type} "
+            f"(accepts {', '.join(sorted(allowed))})"
+        )
+
+
+class BinaryElementwiseOp(HloOp, ABC):
+    """`%r = hlo.add %a, %b : tensor<..>`: operands and result share one type."""
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = ANY_KIND
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_semantics(self) -> None:
+        _check_kind(self.name, _tensor(self.result), self.ELEMENT_KINDS)
+
+
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    name = "hlo.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryElementwiseOp):
+    name = "hlo.sub"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class MulOp(BinaryElementwiseOp):
+    name = "hlo.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryElementwiseOp):
+    name = "hlo.div"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class MaxOp(BinaryElementwiseOp):
+    name = "hlo.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryElementwiseOp):
+    name = "hlo.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryElementwiseOp):
+    name = "hlo.pow"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class AndOp(BinaryElementwiseOp):
+    name = "hlo.and"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT, BOOL})
+
+
+@irdl_op_definition
+class OrOp(BinaryElementwiseOp):
+    name = "hlo.or"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT, BOOL})
+
+
+class UnaryElementwiseOp(HloOp, ABC):
+    """`%r = hlo.exp %a : tensor<..>`."""
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    operand = operand_def(T)
+    result = result_def(T)
+
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({FLOAT})
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand attr-dict `:` type($result)"
+
+    def __init__(self, operand: SSAValue):
+        super().__init__(operands=[operand], result_types=[operand.type])
+
+    def verify_semantics(self) -> None:
+        _check_kind(self.name, _tensor(self.result), self.ELEMENT_KINDS)
+
+
+@irdl_op_definition
+class NegOp(UnaryElementwiseOp):
+    name = "hlo.neg"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class ExpOp(UnaryElementwiseOp):
+    name = "hlo.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryElementwiseOp):
+    name = "hlo.log"
+
+
+@irdl_op_definition
+class TanhOp(UnaryElementwiseOp):
+    name = "hlo.tanh"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryElementwiseOp):
+    name = "hlo.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryElementwiseOp):
+    name = "hlo.rsqrt"
+
+
+@irdl_op_definition
+class AbsOp(UnaryElementwiseOp):
+    name = "hlo.abs"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class SinOp(UnaryElementwiseOp):
+    name = "hlo.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryElementwiseOp):
+    name = "hlo.cos"
+
+
+@irdl_op_definition
+class LogisticOp(UnaryElementwiseOp):
+    name = "hlo.logistic"
+
+
+@irdl_op_definition
+class NotOp(UnaryElementwiseOp):
+    name = "hlo.not"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT, BOOL})
+
+
+class HloHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from shardc.passes.canonicalize import HLO_PATTERNS
+
+        return HLO_PATTERNS
+
+
+################################################################################
+# compare, select, convert, constant, iota                                     #
+################################################################################
+
+
+def _parse_functional_type(
+    parser: Parser,
+) -> tuple[list[Attribute], list[Attribute]]:
+    parser.parse_punctuation(":")
+    ft = parser.parse_function_type()
+    return list(ft.inputs.data), list(ft.outputs.data)
+
+
+def _print_functional_type(printer: Printer, op: IRDLOperation) -> None:
+    printer.print_string(" : ")
+    printer.print_operation_type(op)
+
+
+@irdl_op_definition
+class CompareOp(HloOp):
+    """`%r = hlo.compare GT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>`."""
+
+    name = "hlo.compare"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    comparison_direction = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, direction: str, lhs: SSAValue, rhs: SSAValue):
+        lt = _tensor(lhs)
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[TensorType(i1, lt.get_shape())],
+            properties={"comparison_direction": StringAttr(direction)},
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CompareOp:
+        pos = parser.pos
+        direction = parser.parse_optional_identifier()
+        if direction not in COMPARISON_DIRECTIONS:
+            parser.raise_error(
+                "expected a comparison direction: " + ", ".join(COMPARISON_DIRECTIONS),
+                pos,
+            )
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        operands = parser.resolve_operands([lhs, rhs], inputs, pos)
+        op = cls.create(
+            operands=operands,
+            result_types=outputs,
+            properties={"comparison_direction": StringAttr(direction)},
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.comparison_direction.data}, ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.comparison_direction.data not in COMPARISON_DIRECTIONS:
+            raise VerifyException(
+                f'unknown comparison direction "{self.comparison_direction.data}"'
+            )
+        lt, rt, res = _tensor(self.lhs), _tensor(self.rhs), _tensor(self.result)
+        if lt != rt:
+            raise VerifyException(f"operands must have one type, got {lt} and {rt}")
+        if res != TensorType(i1, lt.get_shape()):
+            raise VerifyException(
+                f"result must be {TensorType(i1, lt.get_shape())}, got {res}"
+            )
+
+
+@irdl_op_definition
+class SelectOp(HloOp):
+    """
+    `%r = hlo.select %p, %a, %b : tensor<4xi1>, tensor<4xf32>`: the predicate has the
+    result's shape, or is a rank-0 i1 tensor that selects whole operands.
+    """
+
+    name = "hlo.select"
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    pred = operand_def(TensorType)
+    on_true = operand_def(T)
+    on_false = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($result)"
+    )
+
+    def __init__(self, pred: SSAValue, on_true: SSAValue, on_false: SSAValue):
+        super().__init__(operands=[pred, on_true, on_false], result_types=[on_true.type])
+
+    def verify_semantics(self) -> None:
+        pred = _tensor(self.pred)
+        if pred.element_type != i1:
+            raise VerifyException(f"predicate must have element type i1, got {pred}")
+        if pred.get_shape() and pred.get_shape() != _shape(self.result):
+            raise VerifyException(
+                f"predicate shape {list(pred.get_shape())} must equal the result shape "
+                f"{list(_shape(self.result))} or be rank 0"
+            )
+
+
+@irdl_op_definition
+class ConvertOp(HloOp):
+    """`%r = hlo.convert %a : (tensor<4xf32>) -> tensor<4xbf16>`."""
+
+    name = "hlo.convert"
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), HloHasCanonicalizationPatterns())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue, result_type: TensorType):
+        super().__init__(operands=[operand], result_types=[result_type])
+
+    def verify_semantics(self) -> None:
+        if _shape(self.operand) != _shape(self.result):
+            raise VerifyException(
+                f"convert keeps the shape: {self.operand.type} -> {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class ConstantOp(HloOp):
+    """`%r = hlo.constant dense<[1.0, 2.0]> : tensor<2xf32>`."""
+
+    name = "hlo.constant"
+
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), ConstantLike())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr):
+        super().__init__(result_types=[value.type], properties={"value": value})
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        pos = parser.pos
+        try:
+            value = parser.parse_attribute()
+        except (OverflowError, ValueError) as e:
+            parser.raise_error(f"invalid constant: {e}", pos, parser.pos)
+        if not isinstance(value, DenseIntOrFPElementsAttr) or not isinstance(
+            value.type, TensorType
+        ):
+            parser.raise_error(
+                "expected a dense tensor literal such as dense<1.0> : tensor<4xf32>",
+                pos,
+                parser.pos,
+            )
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(value)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_semantics(self) -> None:
+        if self.value.type != self.result.type:
+            raise VerifyException(
+                f"value type {self.value.type} differs from result type {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class IotaOp(HloOp):
+    """`%r = hlo.iota dim = 0 : tensor<8x4xi32>`: indices along one dimension."""
+
+    name = "hlo.iota"
+
+    iota_dimension = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: int, result_type: TensorType):
+        super().__init__(
+            result_types=[result_type], properties={"iota_dimension": i64_attr(dim)}
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        dim = parse_keyword_int(parser, "dim")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        if not isinstance(ty, TensorType):
+            parser.raise_error(f"hlo.iota produces a tensor, got {ty}")
+        op = cls(dim, ty)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" dim = {self.iota_dimension.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.result)
+        dim = self.iota_dimension.value.data
+        if not 0 <= dim < ty.get_num_dims():
+            raise VerifyException(f"iota dim {dim} is out of range for {ty}")
+        _check_kind(self.name, ty, NUMERIC)
+
+
+################################################################################
+# Shape ops                                                                    #
+################################################################################
+
+
+@irdl_op_definition
+class BroadcastOp(HloOp):
+    """
+    `%r = hlo.broadcast %a, dims = [1] : (tensor<128xf32>) -> tensor<16x128xf32>`:
+    operand dimension i becomes result dimension dims[i] (StableHLO broadcast_in_dim).
+    """
+
+    name = "hlo.broadcast"
+
+    operand = operand_def(TensorType)
+    broadcast_dimensions = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), HloHasCanonicalizationPatterns())
+
+    def __init__(self, operand: SSAValue, dims: Sequence[int], result_type: TensorType):
+        super().__init__(
+            operands=[operand],
+            result_types=[result_type],
+            properties={"broadcast_dimensions": i64_array(dims)},
+        )
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return _int_values(self.broadcast_dimensions)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BroadcastOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dims = parse_keyword_int_list(parser, "dims")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        (value,) = parser.resolve_operands([operand], inputs, pos)
+        op = cls.create(
+            operands=[value],
+            result_types=outputs,
+            properties={"broadcast_dimensions": i64_array(dims)},
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_string(f", dims = {int_list_str(self.dims)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        dims = self.dims
+        if src.element_type != res.element_type:
+            raise VerifyException("broadcast keeps the element type")
+        if len(dims) != src.get_num_dims():
+            raise VerifyException(
+                f"dims has {len(dims)} entries but the operand has rank {src.get_num_dims()}"
+            )
+        if any(b <= a for a, b in zip(dims, dims[1:])):
+            raise VerifyException(f"dims {list(dims)} must be strictly increasing")
+        for i, d in enumerate(dims):
+            if not 0 <= d < res.get_num_dims():
+                raise VerifyException(
+                    f"dims[{i}] = {d} is out of range for result rank {res.get_num_dims()}"
+                )
+            size, target = src.get_shape()[i], res.get_shape()[d]
+            if size not in (1, target):
+                raise VerifyException(
+                    f"operand dimension {i} has size {size}, which must be 1 or "
+                    f"{target} (result dimension {d})"
+                )
+
+
+@irdl_op_definition
+class ReshapeOp(HloOp):
+    """`%r = hlo.reshape %a : (tensor<16x128xf32>) -> tensor<2048xf32>` (row-major)."""
+
+    name = "hlo.reshape"
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), HloHasCanonicalizationPatterns())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue, result_type: TensorType):
+        super().__init__(operands=[operand], result_types=[result_type])
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        if src.element_type != res.element_type:
+            raise VerifyException("reshape keeps the element type")
+        if math.prod(src.get_shape()) != math.prod(res.get_shape()):
+            raise VerifyException(
+                f"reshape must keep the element count: {math.prod(src.get_shape())} "
+                f"elements to {math.prod(res.get_shape())}"
+            )
+
+
+@irdl_op_definition
+class TransposeOp(HloOp):
+    """`%r = hlo.transpose %a, dims = [1, 0] : (tensor<16x128xf32>) -> tensor<128x16xf32>`."""
+
+    name = "hlo.transpose"
+
+    operand = operand_def(TensorType)
+    permutation = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), HloHasCanonicalizationPatterns())
+
+    def __init__(self, operand: SSAValue, perm: Sequence[int]):
+        src = _tensor(operand)
+        shape = [src.get_shape()[p] for p in perm]
+        super().__init__(
+            operands=[operand],
+            result_types=[TensorType(src.element_type, shape)],
+            properties={"permutation": i64_array(perm)},
+        )
+
+    @property
+    def perm(self) -> tuple[int, ...]:
+        return _int_values(self.permutation)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TransposeOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dims = parse_keyword_int_list(parser, "dims")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        (value,) = parser.resolve_operands([operand], inputs, pos)
+        op = cls.create(
+            operands=[value],
+            result_types=outputs,
+            properties={"permutation": i64_array(dims)},
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_string(f", dims = {int_list_str(self.perm)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        perm = self.perm
+        if sorted(perm) != list(range(src.get_num_dims())):
+            raise VerifyException(
+                f"dims {list(perm)} is not a permutation of 0..{src.get_num_dims() - 1}"
+            )
+        want = TensorType(src.element_type, [src.get_shape()[p] for p in perm])
+        if res != want:
+            raise VerifyException(f"result must be {want}, got {res}")
+
+
+@irdl_op_definition
+class SliceOp(HloOp):
+    """`%r = hlo.slice %a [0:8, 0:128:2] : (tensor<16x128xf32>) -> tensor<8x64xf32>`."""
+
+    name = "hlo.slice"
+
+    operand = operand_def(TensorType)
+    start_indices = prop_def(DenseArrayBase)
+    limit_indices = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        operand: SSAValue,
+        start: Sequence[int],
+        limit: Sequence[int],
+        strides: Sequence[int] | None = None,
+    ):
+        strides = strides or [1] * len(start)
+        src = _tensor(operand)
+        shape = [-(-(hi - lo) // s) for lo, hi, s in zip(start, limit, strides)]
+        super().__init__(
+            operands=[operand],
+            result_types=[TensorType(src.element_type, shape)],
+            properties={
+                "start_indices": i64_array(start),
+                "limit_indices": i64_array(limit),
+                "strides": i64_array(strides),
+            },
+        )
+
+    @property
+    def bounds(self) -> list[tuple[int, int, int]]:
+        return list(
+            zip(
+                _int_values(self.start_indices),
+                _int_values(self.limit_indices),
+                _int_values(self.strides),
+            )
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SliceOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+
+        def parse_range() -> tuple[int, int, int]:
+            lo = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(":")
+            hi = parser.parse_integer(allow_boolean=False)
+            step = 1
+            if parser.parse_optional_punctuation(":"):
+                step = parser.parse_integer(allow_boolean=False)
+            return lo, hi, step
+
+        ranges = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_range)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        (value,) = parser.resolve_operands([operand], inputs, pos)
+        op = cls.create(
+            operands=[value],
+            result_types=outputs,
+            properties={
+                "start_indices": i64_array([r[0] for r in ranges]),
+                "limit_indices": i64_array([r[1] for r in ranges]),
+                "strides": i64_array([r[2] for r in ranges]),
+            },
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        parts = [f"{lo}:{hi}" + (f":{s}" if s != 1 else "") for lo, hi, s in self.bounds]
+        printer.print_string(" [" + ", ".join(parts) + "]")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        bounds = self.bounds
+        n = (
+            len(_int_values(self.start_indices)),
+            len(_int_values(self.limit_indices)),
+            len(_int_values(self.strides)),
+        )
+        if len(set(n)) != 1 or n[0] != src.get_num_dims():
+            raise VerifyException(
+                f"slice needs one range per dimension ({src.get_num_dims()}), got {n[0]}"
+            )
+        shape: list[int] = []
+        for d, ((lo, hi, step), size) in enumerate(zip(bounds, src.get_shape())):
+            if step < 1:
+                raise VerifyException(f"stride {step} of dimension {d} must be positive")
+            if not 0 <= lo <= hi <= size:
+                raise VerifyException(
+                    f"slice {lo}:{hi} of dimension {d} is out of bounds for size {size}"
+                )
+            shape.append(-(-(hi - lo) // step))
+        want = TensorType(src.element_type, shape)
+        if res != want:
+            raise VerifyException(f"result must be {want}, got {res}")
+
+
+def _verify_index_operands(indices: Sequence[SSAValue], rank: int) -> None:
+    if len(indices) != rank:
+        raise VerifyException(f"expected {rank} start indices (one per dimension), got {len(indices)}")
+    for i, v in enumerate(indices):
+        ty = _tensor(v)
+        if ty.get_shape() or element_kind(ty.element_type) != INT:
+            raise VerifyException(f"start index {i} must be a rank-0 integer tensor, got {ty}")
+
+
+def _parse_index_list(parser: Parser) -> list:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+
+
+def _print_index_list(printer: Printer, indices: Sequence[SSAValue]) -> None:
+    printer.print_string(" [")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
+@irdl_op_definition
+class DynamicSliceOp(HloOp):
+    """
+    `%r = hlo.dynamic_slice %a [%i, %j] sizes = [2, 128] : (tensor<16x128xf32>,
+    tensor<i32>, tensor<i32>) -> tensor<2x128xf32>`: offsets are clamped into bounds
+    (StableHLO semantics).
+    """
+
+    name = "hlo.dynamic_slice"
+
+    operand = operand_def(TensorType)
+    start_indices = var_operand_def(TensorType)
+    slice_sizes = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, operand: SSAValue, indices: Sequence[SSAValue], sizes: Sequence[int]
+    ):
+        src = _tensor(operand)
+        super().__init__(
+            operands=[operand, indices],
+            result_types=[TensorType(src.element_type, sizes)],
+            properties={"slice_sizes": i64_array(sizes)},
+        )
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return _int_values(self.slice_sizes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DynamicSliceOp:
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand(), *_parse_index_list(parser)]
+        sizes = parse_keyword_int_list(parser, "sizes")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(
+            operands=values,
+            result_types=outputs,
+            properties={"slice_sizes": i64_array(sizes)},
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        _print_index_list(printer, self.start_indices)
+        printer.print_string(f" sizes = {int_list_str(self.sizes)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        _verify_index_operands(self.start_indices, src.get_num_dims())
+        sizes = self.sizes
+        if len(sizes) != src.get_num_dims():
+            raise VerifyException(f"sizes needs {src.get_num_dims()} entries, got {len(sizes)}")
+        for d, (s, size) in enumerate(zip(sizes, src.get_shape())):
+            if not 0 <= s <= size:
+                raise VerifyException(
+                    f"slice size {s} of dimension {d} exceeds the operand size {size}"
+                )
+        want = TensorType(src.element_type, sizes)
+        if res != want:
+            raise VerifyException(f"result must be {want}, got {res}")
+
+
+@irdl_op_definition
+class DynamicUpdateSliceOp(HloOp):
+    """
+    `%r = hlo.dynamic_update_slice %a, %u [%i, %j] : (tensor<16x128xf32>,
+    tensor<2x128xf32>, tensor<i32>, tensor<i32>) -> tensor<16x128xf32>`.
+    """
+
+    name = "hlo.dynamic_update_slice"
+
+    operand = operand_def(TensorType)
+    update = operand_def(TensorType)
+    start_indices = var_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, operand: SSAValue, update: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[operand, update, indices], result_types=[operand.type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DynamicUpdateSliceOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        update = parser.parse_unresolved_operand()
+        operands = [operand, update, *_parse_index_list(parser)]
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(operands=values, result_types=outputs)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_string(", ")
+        printer.print_operand(self.update)
+        _print_index_list(printer, self.start_indices)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, upd, res = _tensor(self.operand), _tensor(self.update), _tensor(self.result)
+        _verify_index_operands(self.start_indices, src.get_num_dims())
+        if res != src:
+            raise VerifyException(f"result must have the operand's type {src}, got {res}")
+        if upd.element_type != src.element_type or upd.get_num_dims() != src.get_num_dims():
+            raise VerifyException(f"update {upd} must match the operand's rank and element type")
+        for d, (u, s) in enumerate(zip(upd.get_shape(), src.get_shape())):
+            if u > s:
+                raise VerifyException(
+                    f"update dimension {d} of size {u} exceeds the operand size {s}"
+                )
+
+
+@irdl_op_definition
+class ConcatenateOp(HloOp):
+    """`%r = hlo.concatenate %a, %b, dim = 0 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>`."""
+
+    name = "hlo.concatenate"
+
+    inputs = var_operand_def(TensorType)
+    dimension = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int):
+        first = _tensor(inputs[0])
+        shape = list(first.get_shape())
+        shape[dim] = sum(_shape(v)[dim] for v in inputs)
+        super().__init__(
+            operands=[inputs],
+            result_types=[TensorType(first.element_type, shape)],
+            properties={"dimension": i64_attr(dim)},
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConcatenateOp:
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(","):
+            if (operand := parser.parse_optional_unresolved_operand()) is None:
+                break
+            operands.append(operand)
+        dim = parse_keyword_int(parser, "dim")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(
+            operands=values, result_types=outputs, properties={"dimension": i64_attr(dim)}
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(f", dim = {self.dimension.value.data}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if not self.inputs:
+            raise VerifyException("concatenate needs at least one operand")
+        dim = self.dimension.value.data
+        first = _tensor(self.inputs[0])
+        if not 0 <= dim < first.get_num_dims():
+            raise VerifyException(f"dim {dim} is out of range for {first}")
+        total = 0
+        for i, v in enumerate(self.inputs):
+            ty = _tensor(v)
+            same = [s for d, s in enumerate(ty.get_shape()) if d != dim]
+            want = [s for d, s in enumerate(first.get_shape()) if d != dim]
+            if (
+                ty.element_type != first.element_type
+                or ty.get_num_dims() != first.get_num_dims()
+                or same != want
+            ):
+                raise VerifyException(
+                    f"operand {i} ({ty}) must match operand 0 ({first}) except in dimension {dim}"
+                )
+            total += ty.get_shape()[dim]
+        shape = list(first.get_shape())
+        shape[dim] = total
+        want_ty = TensorType(first.element_type, shape)
+        if self.result.type != want_ty:
+            raise VerifyException(f"result must be {want_ty}, got {self.result.type}")
+
+
+################################################################################
+# dot and reduce                                                               #
+################################################################################
+
+
+@irdl_op_definition
+class DotOp(HloOp):
+    """
+    StableHLO's dot_general: `%r = hlo.dot %a, %b, batching_dims = [0] x [0],
+    contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<4x16x8xf32>`.
+    The result's dimensions are batch, lhs free, rhs free, each in operand order.
+    """
+
+    name = "hlo.dot"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    lhs_batching_dimensions = prop_def(DenseArrayBase)
+    rhs_batching_dimensions = prop_def(DenseArrayBase)
+    lhs_contracting_dimensions = prop_def(DenseArrayBase)
+    rhs_contracting_dimensions = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        contracting: tuple[Sequence[int], Sequence[int]],
+        batching: tuple[Sequence[int], Sequence[int]] = ((), ()),
+        result_type: TensorType | None = None,
+    ):
+        props = {
+            "lhs_batching_dimensions": i64_array(batching[0]),
+            "rhs_batching_dimensions": i64_array(batching[1]),
+            "lhs_contracting_dimensions": i64_array(contracting[0]),
+            "rhs_contracting_dimensions": i64_array(contracting[1]),
+        }
+        if result_type is None:
+            result_type = dot_result_type(
+                _tensor(lhs), _tensor(rhs), batching, contracting
+            )
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=props)
+
+    @property
+    def batching(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return (
+            _int_values(self.lhs_batching_dimensions),
+            _int_values(self.rhs_batching_dimensions),
+        )
+
+    @property
+    def contracting(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return (
+            _int_values(self.lhs_contracting_dimensions),
+            _int_values(self.rhs_contracting_dimensions),
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DotOp:
+        pos = parser.pos
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        dims: dict[str, tuple[list[int], list[int]]] = {
+            "batching_dims": ([], []),
+            "contracting_dims": ([], []),
+        }
+        while parser.parse_optional_punctuation(","):
+            key_pos = parser.pos
+            key = parser.parse_optional_keyword_in(tuple(dims))
+            if key is None:
+                parser.raise_error("expected batching_dims or contracting_dims", key_pos)
+            parser.parse_punctuation("=")
+            left = parse_int_list(parser)
+            parser.parse_keyword("x")
+            dims[key] = (left, parse_int_list(parser))
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands([lhs, rhs], inputs, pos)
+        (lb, rb), (lc, rc) = dims["batching_dims"], dims["contracting_dims"]
+        op = cls.create(
+            operands=values,
+            result_types=outputs,
+            properties={
+                "lhs_batching_dimensions": i64_array(lb),
+                "rhs_batching_dimensions": i64_array(rb),
+                "lhs_contracting_dimensions": i64_array(lc),
+                "rhs_contracting_dimensions": i64_array(rc),
+            },
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        (lb, rb), (lc, rc) = self.batching, self.contracting
+        if lb or rb:
+            printer.print_string(f", batching_dims = {int_list_str(lb)} x {int_list_str(rb)}")
+        printer.print_string(f", contracting_dims = {int_list_str(lc)} x {int_list_str(rc)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        lhs, rhs, res = _tensor(self.lhs), _tensor(self.rhs), _tensor(self.result)
+        if lhs.element_type != rhs.element_type:
+            raise VerifyException(
+                f"operands must share an element type, got {lhs.element_type} and "
+                f"{rhs.element_type}"
+            )
+        if element_kind(res.element_type) != element_kind(lhs.element_type):
+            raise VerifyException(
+                f"result element type {res.element_type} is not of the operands' kind"
+            )
+        want = dot_result_type(lhs, rhs, self.batching, self.contracting)
+        if list(res.get_shape()) != list(want.get_shape()):
+            raise VerifyException(
+                f"result shape must be {list(want.get_shape())} (batch, lhs free, rhs "
+                f"free), got {list(res.get_shape())}"
+            )
+
+
+def dot_free_dims(
+    rank: int, batching: Sequence[int], contracting: Sequence[int]
+) -> list[int]:
+    """An operand's free dimensions (neither batch nor contracting), in order."""
+    return [d for d in range(rank) if d not in batching and d not in contracting]
+
+
+def dot_result_type(
+    lhs: TensorType,
+    rhs: TensorType,
+    batching: tuple[Sequence[int], Sequence[int]],
+    contracting: tuple[Sequence[int], Sequence[int]],
+) -> TensorType:
+    """The result type of a dot_general, or a `VerifyException` saying what is wrong."""
+    ls, rs = lhs.get_shape(), rhs.get_shape()
+    for what, (ld, rd) in (("batching", batching), ("contracting", contracting)):
+        if len(ld) != len(rd):
+            raise VerifyException(
+                f"{what} dims differ in number: {list(ld)} x {list(rd)}"
+            )
+        for side, dims, shape in (("lhs", ld, ls), ("rhs", rd, rs)):
+            for d in dims:
+                if not 0 <= d < len(shape):
+                    raise VerifyException(
+                        f"{side} {what} dim {d} is out of range for rank {len(shape)}"
+                    )
+        for a, b in zip(ld, rd):
+            if ls[a] != rs[b]:
+                raise VerifyException(
+                    f"{what} dims have different sizes: lhs dim {a} is {ls[a]}, "
+                    f"rhs dim {b} is {rs[b]}"
+                )
+    for side, b, c, shape in (
+        ("lhs", batching[0], contracting[0], ls),
+        ("rhs", batching[1], contracting[1], rs),
+    ):
+        used = [*b, *c]
+        if len(set(used)) != len(used):
+            raise VerifyException(f"{side} batching and contracting dims must be distinct")
+    shape = (
+        [ls[d] for d in batching[0]]
+        + [ls[d] for d in dot_free_dims(len(ls), batching[0], contracting[0])]
+        + [rs[d] for d in dot_free_dims(len(rs), batching[1], contracting[1])]
+    )
+    return TensorType(lhs.element_type, shape)
+
+
+@irdl_op_definition
+class ReduceOp(HloOp):
+    """
+    `%r = hlo.reduce add %a, dims = [1] : (tensor<16x128xf32>) -> tensor<16xf32>`:
+    reduces the listed dimensions away, starting from the kind's identity.
+    """
+
+    name = "hlo.reduce"
+
+    operand = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    dimensions = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: str, operand: SSAValue, dims: Sequence[int]):
+        src = _tensor(operand)
+        shape = [s for d, s in enumerate(src.get_shape()) if d not in dims]
+        super().__init__(
+            operands=[operand],
+            result_types=[TensorType(src.element_type, shape)],
+            properties={"kind": StringAttr(kind), "dimensions": i64_array(dims)},
+        )
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return _int_values(self.dimensions)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        kind_pos = parser.pos
+        kind = parser.parse_optional_identifier()
+        if kind not in REDUCE_KINDS:
+            parser.raise_error(
+                "expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos
+            )
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dims = parse_keyword_int_list(parser, "dims")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        (value,) = parser.resolve_operands([operand], inputs, pos)
+        op = cls.create(
+            operands=[value],
+            result_types=outputs,
+            properties={"kind": StringAttr(kind), "dimensions": i64_array(dims)},
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_operand(self.operand)
+        printer.print_string(f", dims = {int_list_str(self.dims)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')
+        src, res = _tensor(self.operand), _tensor(self.result)
+        dims = self.dims
+        if len(set(dims)) != len(dims):
+            raise VerifyException(f"dims {list(dims)} must be distinct")
+        for d in dims:
+            if not 0 <= d < src.get_num_dims():
+                raise VerifyException(f"dim {d} is out of range for {src}")
+        want = TensorType(
+            src.element_type, [s for d, s in enumerate(src.get_shape()) if d not in dims]
+        )
+        if res != want:
+            raise VerifyException(f"result must be {want}, got {res}")
+
+
+Hlo = Dialect(
+    "hlo",
+    [
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        MaxOp,
+        MinOp,
+        PowOp,
+        AndOp,
+        OrOp,
+        NegOp,
+        ExpOp,
+        LogOp,
+        TanhOp,
+        SqrtOp,
+        RsqrtOp,
+        AbsOp,
+        SinOp,
+        CosOp,
+        LogisticOp,
+        NotOp,
+        CompareOp,
+        SelectOp,
+        ConvertOp,
+        ConstantOp,
+        IotaOp,
+        BroadcastOp,
+        ReshapeOp,
+        TransposeOp,
+        SliceOp,
+        DynamicSliceOp,
+        DynamicUpdateSliceOp,
+        ConcatenateOp,
+        DotOp,
+        ReduceOp,
+    ],
+    [],
+)

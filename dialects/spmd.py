@@ -1,0 +1,535 @@
+"""
+The `spmd` dialect: device meshes and shardings (syntax mirrors Shardy's `sdy`).
+
+A program declares one `spmd.mesh`; values at level G carry `#spmd.sharding`s on function
+arguments and results and through `spmd.constraint`. After `spmd-partition` the function
+is marked `spmd.partitioned` and its types are per-device (local) shapes.
+
+```mlir
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+%r = spmd.constraint %x <@mesh, [{"data"}, {}]> : tensor<16x32xf32>
+%i = spmd.axis_index @mesh["model"] : tensor<i32>
+```
+
+This module also holds the mesh arithmetic everything else shares: device ids and
+coordinates, the device groups of a set of axes, a sharding's local shape and shard index.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FlatSymbolRefAttr,
+    IntAttr,
+    IntegerType,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from shardc.dialects.syntax import parse_string_list_in_braces, string_list_in_braces_str
+
+SHARDING_ATTR_NAME = "spmd.sharding"
+"""Argument/result attribute carrying a value's sharding."""
+PARTITIONED_ATTR_NAME = "spmd.partitioned"
+"""Unit attribute on a function whose types are per-device (after `spmd-partition`)."""
+PER_DEVICE_IO_ATTR_NAME = "spmd.per_device_io"
+"""Unit attribute on a function whose inputs and outputs are per-device arrays."""
+
+
+################################################################################
+# Attributes                                                                   #
+################################################################################
+
+
+@irdl_attr_definition
+class MeshAttr(ParametrizedAttribute):
+    """
+    The named axes of a device mesh: `<["data"=2, "model"=4]>`.
+
+    Device ids are row-major over the axes in declared order.
+    """
+
+    name = "spmd.mesh"
+
+    axis_names: ArrayAttr[StringAttr]
+    axis_sizes: ArrayAttr[IntAttr]
+
+    def __init__(self, axes: Sequence[tuple[str, int]]):
+        super().__init__(
+            ArrayAttr(StringAttr(n) for n, _ in axes),
+            ArrayAttr(IntAttr(s) for _, s in axes),
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n.data for n in self.axis_names.data)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(s.data for s in self.axis_sizes.data)
+
+    @property
+    def device_count(self) -> int:
+        return math.prod(self.shape)
+
+    def axis_size(self, axis: str) -> int:
+        return self.shape[self.names.index(axis)]
+
+    def coords(self, device: int) -> tuple[int, ...]:
+        """The coordinates of `device` (row-major ids)."""
+        coords: list[int] = []
+        for size in reversed(self.shape):
+            coords.append(device % size)
+            device //= size
+        return tuple(reversed(coords))
+
+    def device_id(self, coords: Sequence[int]) -> int:
+        device = 0
+        for c, size in zip(coords, self.shape, strict=True):
+            device = device * size + c
+        return device
+
+    def groups(self, axes: Sequence[str]) -> list[list[int]]:
+        """
+        The device groups of a collective over `axes`: devices that share every other
+        coordinate form a group; a device's rank is its row-major coordinate over `axes`
+        in the order given (first listed is major).
+        """
+        axis_index = [self.names.index(a) for a in axes]
+        others = [i for i in range(len(self.shape)) if i not in axis_index]
+        groups: list[list[int]] = []
+        for other in itertools.product(*(range(self.shape[i]) for i in others)):
+            group: list[int] = []
+            for inner in itertools.product(*(range(self.shape[i]) for i in axis_index)):
+                coords = [0] * len(self.shape)
+                for i, c in zip(others, other):
+                    coords[i] = c
+                for i, c in zip(axis_index, inner):
+                    coords[i] = c
+                group.append(self.device_id(coords))
+            groups.append(group)
+        return groups
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def parse_axis() -> tuple[str, int]:
+            pos = parser.pos
+            name = parser.parse_str_literal("mesh axis name expected")
+            parser.parse_punctuation("=")
+            size = parser.parse_integer(allow_negative=False, allow_boolean=False)
+            if size < 1:
+                parser.raise_error(
+                    f'mesh axis "{name}" must have a positive size, got {size}', pos
+                )
+            return name, size
+
+        with parser.in_angle_brackets():
+            start = parser.pos
+            axes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_axis)
+            names = [n for n, _ in axes]
+            for n in names:
+                if names.count(n) > 1:
+                    parser.raise_error(f'mesh axis "{n}" is declared twice', start)
+        return (
+            ArrayAttr(StringAttr(n) for n, _ in axes),
+            ArrayAttr(IntAttr(s) for _, s in axes),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        axes = ", ".join(f'"{n}"={s}' for n, s in zip(self.names, self.shape))
+        printer.print_string(f"<[{axes}]>")
+
+    def verify(self) -> None:
+        if len(self.axis_names.data) != len(self.axis_sizes.data):
+            raise VerifyException("mesh axis names and sizes differ in number")
+        if len(set(self.names)) != len(self.names):
+            raise VerifyException("mesh axis declared twice")
+        if any(s < 1 for s in self.shape):
+            raise VerifyException("mesh axis sizes must be positive")
+
+
+@irdl_attr_definition
+class ShardingAttr(ParametrizedAttribute):
+    """
+    How a tensor is laid out over a mesh: `<@mesh, [{"a"}, {}], unreduced={"b"}>`.
+
+    One `{...}` per tensor dimension lists the axes splitting it, major to minor; axes not
+    listed replicate; `unreduced` axes hold a pending partial sum.
+    """
+
+    name = "spmd.sharding"
+
+    mesh: FlatSymbolRefAttr
+    dims: ArrayAttr[ArrayAttr[StringAttr]]
+    unreduced: ArrayAttr[StringAttr]
+
+    def __init__(
+        self,
+        mesh: str | SymbolRefAttr,
+        dims: Sequence[Sequence[str]],
+        unreduced: Sequence[str] = (),
+    ):
+        if isinstance(mesh, str):
+            mesh = SymbolRefAttr(mesh)
+        super().__init__(
+            mesh,
+            ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims),
+            ArrayAttr(StringAttr(a) for a in unreduced),
+        )
+
+    @property
+    def mesh_name(self) -> str:
+        return self.mesh.root_reference.data
+
+    @property
+    def dim_axes(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(a.data for a in d.data) for d in self.dims.data)
+
+    @property
+    def unreduced_axes(self) -> tuple[str, ...]:
+        return tuple(a.data for a in self.unreduced.data)
+
+    @property
+    def all_axes(self) -> tuple[str, ...]:
+        return tuple(a for d in self.dim_axes for a in d) + self.unreduced_axes
+
+    def is_replicated(self) -> bool:
+        return not self.all_axes
+
+    def split_factor(self, dim: int, mesh: MeshAttr) -> int:
+        return math.prod(mesh.axis_size(a) for a in self.dim_axes[dim])
+
+    def local_shape(self, global_shape: Sequence[int], mesh: MeshAttr) -> tuple[int, ...]:
+        return tuple(
+            size // self.split_factor(d, mesh) for d, size in enumerate(global_shape)
+        )
+
+    def global_shape(self, local_shape: Sequence[int], mesh: MeshAttr) -> tuple[int, ...]:
+        return tuple(
+            size * self.split_factor(d, mesh) for d, size in enumerate(local_shape)
+        )
+
+    def shard_index(self, dim: int, mesh: MeshAttr, coords: Sequence[int]) -> int:
+        """Which block of dimension `dim` the device at `coords` holds."""
+        index = 0
+        for axis in self.dim_axes[dim]:
+            i = mesh.names.index(axis)
+            index = index * mesh.shape[i] + coords[i]
+        return index
+
+    def check(self, shape: Sequence[int], mesh: MeshAttr, *, is_global: bool) -> None:
+        """Raise `VerifyException` if this sharding does not fit a tensor of `shape`."""
+        if len(self.dim_axes) != len(shape):
+            raise VerifyException(
+                f"sharding has {len(self.dim_axes)} dimension entries but the tensor "
+                f"has rank {len(shape)}"
+            )
+        for axis in self.all_axes:
+            if axis not in mesh.names:
+                raise VerifyException(
+                    f'sharding names axis "{axis}", which mesh @{self.mesh_name} '
+                    f"does not have (its axes: {', '.join(mesh.names)})"
+                )
+        if not is_global:
+            return
+        for d, size in enumerate(shape):
+            divisor = self.split_factor(d, mesh)
+            if size % divisor:
+                raise VerifyException(
+                    f"dimension {d} of size {size} is not divisible by {divisor}, the "
+                    f"product of its mesh axes {string_list_in_braces_str(self.dim_axes[d])}"
+                )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            mesh = SymbolRefAttr(parser.parse_symbol_name())
+            parser.parse_punctuation(",")
+            start = parser.pos
+            dims = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parse_string_list_in_braces(parser)
+            )
+            unreduced: list[str] = []
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword("unreduced")
+                parser.parse_punctuation("=")
+                unreduced = parse_string_list_in_braces(parser)
+            axes = [a for d in dims for a in d] + unreduced
+            for a in axes:
+                if axes.count(a) > 1:
+                    parser.raise_error(
+                        f'mesh axis "{a}" appears more than once in a sharding',
+                        start,
+                        parser.pos,
+                    )
+        return (
+            mesh,
+            ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims),
+            ArrayAttr(StringAttr(a) for a in unreduced),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        dims = ", ".join(string_list_in_braces_str(d) for d in self.dim_axes)
+        text = f"<@{self.mesh_name}, [{dims}]"
+        if self.unreduced_axes:
+            text += f", unreduced={string_list_in_braces_str(self.unreduced_axes)}"
+        printer.print_string(text + ">")
+
+    def verify(self) -> None:
+        axes = self.all_axes
+        if len(set(axes)) != len(axes):
+            raise VerifyException("a mesh axis appears more than once in a sharding")
+
+
+################################################################################
+# Operations                                                                   #
+################################################################################
+
+
+@irdl_op_definition
+class MeshOp(IRDLOperation):
+    """
+    Declares a device mesh: `spmd.mesh @mesh = <["data"=2, "model"=4]>`.
+
+    Its device count is the number of simulated devices.
+    """
+
+    name = "spmd.mesh"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    mesh = prop_def(MeshAttr)
+
+    traits = traits_def(SymbolOpInterface())
+
+    def __init__(self, sym_name: str, mesh: MeshAttr):
+        super().__init__(properties={"sym_name": StringAttr(sym_name), "mesh": mesh})
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MeshOp:
+        sym_name = parser.parse_symbol_name()
+        parser.parse_punctuation("=")
+        params = MeshAttr.parse_parameters(parser)
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(sym_name.data, MeshAttr.new(params))
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.sym_name.data} = ")
+        self.mesh.print_parameters(printer)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ConstraintOp(IRDLOperation):
+    """
+    `%r = spmd.constraint %x <@mesh, [{"a"}, {}]> : tensor<..>`: the value must have this
+    sharding here (the identity on values).
+    """
+
+    name = "spmd.constraint"
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+
+    input = operand_def(T)
+    sharding = prop_def(ShardingAttr)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input $sharding attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue, sharding: ShardingAttr):
+        super().__init__(
+            operands=[input], result_types=[input.type], properties={"sharding": sharding}
+        )
+
+    def verify_(self) -> None:
+        mesh = lookup_mesh(self, self.sharding.mesh_name)
+        assert isinstance(self.result.type, TensorType)
+        self.sharding.check(
+            self.result.type.get_shape(), mesh, is_global=not in_partitioned_function(self)
+        )
+
+
+@irdl_op_definition
+class AxisIndexOp(IRDLOperation):
+    """
+    `%i = spmd.axis_index @mesh["model"] : tensor<i32>`: this device's coordinate on an
+    axis (meaningful after partitioning).
+    """
+
+    name = "spmd.axis_index"
+
+    mesh = prop_def(FlatSymbolRefAttr)
+    axis = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, mesh: str, axis: str, result_type: TensorType):
+        super().__init__(
+            result_types=[result_type],
+            properties={"mesh": SymbolRefAttr(mesh), "axis": StringAttr(axis)},
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AxisIndexOp:
+        mesh = parser.parse_symbol_name()
+        with parser.in_square_brackets():
+            axis = parser.parse_str_literal("mesh axis name expected")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        result_type = parser.parse_type()
+        if not isinstance(result_type, TensorType):
+            parser.raise_error("spmd.axis_index must produce a tensor type")
+        op = cls(mesh.data, axis, result_type)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' @{self.mesh.root_reference.data}["{self.axis.data}"]')
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        ty = self.result.type
+        assert isinstance(ty, TensorType)
+        if ty.get_shape() or not isinstance(ty.element_type, IntegerType):
+            raise VerifyException(
+                f"result must be a rank-0 integer tensor such as tensor<i32>, got {ty}"
+            )
+        mesh = lookup_mesh(self, self.mesh.root_reference.data)
+        if self.axis.data not in mesh.names:
+            raise VerifyException(
+                f'mesh @{self.mesh.root_reference.data} has no axis "{self.axis.data}"'
+            )
+
+
+################################################################################
+# Helpers shared by the verifiers, passes and the interpreter                  #
+################################################################################
+
+
+def lookup_mesh(op: Operation, name: str) -> MeshAttr:
+    """The mesh named `name` visible from `op`, or a `VerifyException`."""
+    anchor: Operation | None = op
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    found = SymbolTable.lookup_symbol(anchor, name) if anchor is not None else None
+    if not isinstance(found, MeshOp):
+        raise VerifyException(f"@{name} does not name an spmd.mesh")
+    return found.mesh
+
+
+def find_mesh(op: Operation) -> MeshAttr | None:
+    """The one mesh of the module containing `op` (if any)."""
+    anchor: Operation | None = op
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    if anchor is None:
+        return None
+    for child in anchor.regions[0].block.ops:
+        if isinstance(child, MeshOp):
+            return child.mesh
+    return None
+
+
+def in_partitioned_function(op: Operation) -> bool:
+    func = op.parent_op()
+    while func is not None and not isinstance(func, FuncOp):
+        func = func.parent_op()
+    return func is not None and PARTITIONED_ATTR_NAME in func.attributes
+
+
+def function_shardings(
+    func: FuncOp,
+) -> tuple[list[ShardingAttr | None], list[ShardingAttr | None]]:
+    """The `spmd.sharding` of each argument and result (None: replicated)."""
+
+    def get(attrs: ArrayAttr | None, n: int) -> list[ShardingAttr | None]:
+        if attrs is None:
+            return [None] * n
+        out: list[ShardingAttr | None] = []
+        for d in attrs.data:
+            s = d.data.get(SHARDING_ATTR_NAME)  # pyright: ignore
+            out.append(s if isinstance(s, ShardingAttr) else None)
+        return out
+
+    ft = func.function_type
+    return (
+        get(func.arg_attrs, len(ft.inputs.data)),
+        get(func.res_attrs, len(ft.outputs.data)),
+    )
+
+
+def verify_function_shardings(func: FuncOp) -> None:
+    """
+    Check the `spmd.*` attributes of a function (xDSL has no hook for argument
+    attributes): shardings name a mesh, fit their tensor, and divide its global shape.
+    """
+    for name in (PARTITIONED_ATTR_NAME, PER_DEVICE_IO_ATTR_NAME):
+        if name in func.attributes and not isinstance(func.attributes[name], UnitAttr):
+            raise VerifyException(f"{name} must be a unit attribute")
+    is_global = PARTITIONED_ATTR_NAME not in func.attributes
+    args, results = function_shardings(func)
+    ft = func.function_type
+    for kind, shardings, types in (
+        ("argument", args, ft.inputs.data),
+        ("result", results, ft.outputs.data),
+    ):
+        for i, (sharding, ty) in enumerate(zip(shardings, types)):
+            if sharding is None:
+                continue
+            if not isinstance(ty, TensorType):
+                raise VerifyException(f"{kind} {i} has a sharding but is not a tensor")
+            try:
+                mesh = lookup_mesh(func, sharding.mesh_name)
+                sharding.check(ty.get_shape(), mesh, is_global=is_global)
+            except VerifyException as e:
+                raise VerifyException(f"{kind} {i} of @{func.sym_name.data}: {e}") from e
+    _check_sharding_attr_kinds(func)
+
+
+def _check_sharding_attr_kinds(func: FuncOp) -> None:
+    for attrs in (func.arg_attrs, func.res_attrs):
+        if attrs is None:
+            continue
+        for d in attrs.data:
+            s = d.data.get(SHARDING_ATTR_NAME)  # pyright: ignore
+            if s is not None and not isinstance(s, ShardingAttr):
+                raise VerifyException(
+                    f"{SHARDING_ATTR_NAME} must be a #spmd.sharding, got {s}"
+                )
+
+
+Spmd = Dialect(
+    "spmd",
+    [MeshOp, ConstraintOp, AxisIndexOp],
+    [MeshAttr, ShardingAttr],
+)

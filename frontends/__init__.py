@@ -1,0 +1,1 @@
+"""Importers: StableHLO exported by JAX, and XLA HLO text (to come)."""

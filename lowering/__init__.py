@@ -1,0 +1,1 @@
+"""`lower-to-tpu`: tiling of `hlo` ops and collective algorithms as DMA programs (to come)."""

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv and install shardc (editable) with its test tools. Idempotent: when the
+# venv is already up to date with pyproject.toml it returns at once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+stamp=.venv/.shardc-installed
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/shardc-opt ]; then
+  exit 0
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+touch "$stamp"

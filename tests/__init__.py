@@ -1,0 +1,1 @@
+"""Tests: `filecheck/` (lit + FileCheck), `unit/` (pytest), `e2e/` (whole-tool runs)."""

@@ -1,0 +1,1 @@
+"""Command-line entry points: `shardc-opt`, `shardc-run`, `shardc-import`."""
