@@ -153,7 +153,7 @@ class CollectiveOp(IRDLOperation, ABC):
             return future.value_types
         return tuple(r.type for r in self.results)  # pyright: ignore
 
-    def operand_types(self) -> tuple[TensorType, ...]:
+    def input_types(self) -> tuple[TensorType, ...]:
         return tuple(o.type for o in self.operands)  # pyright: ignore
 
     def verify_groups(self) -> None:
@@ -309,7 +309,7 @@ def _parse_types_colon_form(
 
 def _print_types_colon_form(printer: Printer, op: CollectiveOp) -> None:
     printer.print_string(" : ")
-    printer.print_list(op.operand_types(), printer.print_attribute)
+    printer.print_list(op.input_types(), printer.print_attribute)
     if op.IS_START:
         printer.print_string(" -> ")
         printer.print_attribute(op.results[0].type)
@@ -326,7 +326,7 @@ def _parse_types_function_form(
 
 def _print_types_function_form(printer: Printer, op: CollectiveOp) -> None:
     printer.print_string(" : (")
-    printer.print_list(op.operand_types(), printer.print_attribute)
+    printer.print_list(op.input_types(), printer.print_attribute)
     printer.print_string(") -> ")
     results = [r.type for r in op.results]
     if len(results) == 1:
@@ -368,7 +368,7 @@ class AllReduceBase(CollectiveOp, ABC):
         _verify_kind(self.kind)
         if not self.operands:
             raise VerifyException("all_reduce needs at least one operand")
-        _expect_types(self.value_types(), self.operand_types())
+        _expect_types(self.value_types(), self.input_types())
 
     @classmethod
     def parse(cls, parser: Parser) -> CollectiveOp:
@@ -426,7 +426,7 @@ class AllGatherBase(CollectiveOp, ABC):
             raise VerifyException("all_gather needs at least one operand")
         dim = self.dim.value.data
         want: list[TensorType] = []
-        for t in self.operand_types():
+        for t in self.input_types():
             _check_dim(dim, t, "dim")
             want.append(_with_dim(t, dim, t.get_shape()[dim] * group_size))
         _expect_types(self.value_types(), want)
@@ -475,7 +475,7 @@ class ReduceScatterBase(CollectiveOp, ABC):
             raise VerifyException("reduce_scatter needs at least one operand")
         dim = self.dim.value.data
         want: list[TensorType] = []
-        for t in self.operand_types():
+        for t in self.input_types():
             _check_dim(dim, t, "dim")
             size = t.get_shape()[dim]
             if size % group_size:
@@ -531,7 +531,7 @@ class AllToAllBase(CollectiveOp, ABC):
     concat_dim = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
 
     def verify_types(self, group_size: int) -> None:
-        (t,) = self.operand_types()
+        (t,) = self.input_types()
         split, concat = self.split_dim.value.data, self.concat_dim.value.data
         _check_dim(split, t, "split_dim")
         _check_dim(concat, t, "concat_dim")
@@ -624,7 +624,7 @@ class PermuteBase(CollectiveOp, ABC):
                 for r in ranks:
                     if ranks.count(r) > 1:
                         raise VerifyException(f"rank {r} is a {what} more than once")
-        _expect_types(self.value_types(), self.operand_types())
+        _expect_types(self.value_types(), self.input_types())
 
     @classmethod
     def parse(cls, parser: Parser) -> CollectiveOp:

@@ -2,7 +2,134 @@
 Canonicalization patterns for `hlo` and `collective` ops.
 
 They are attached to the ops through `HasCanonicalizationPatternsTrait`, so xDSL's own
-`canonicalize` pass (which adds folding of constants and dead-code elimination) runs them.
+`canonicalize` pass (which adds constant folding, CSE-free cleanup and dead-code
+elimination) runs them. Each removes something later passes would otherwise have to
+see through: a broadcast of a constant, a transpose of a transpose, a reshape or convert
+that changes nothing, a collective over a group of one device.
 """
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from shardc.dialects import collective, hlo
+
+MAX_FOLDED_ELEMENTS = 1 << 16
+"""A non-splat constant is broadcast at compile time only up to this many elements."""
+
+
+class BroadcastOfConstant(RewritePattern):
+    """`broadcast(constant c)` is a constant of the broadcast shape."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.BroadcastOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(source := op.operand.owner, hlo.ConstantOp):
+            return
+        result_type = op.result.type
+        assert isinstance(result_type, TensorType)
+        value = source.value
+        if value.is_splat():
+            data = [value.get_values()[0]]
+        elif math.prod(result_type.get_shape()) <= MAX_FOLDED_ELEMENTS:
+            data = broadcast_values(value, op.dims, result_type)
+        else:
+            return
+        folded = DenseIntOrFPElementsAttr.from_list(result_type, data)  # pyright: ignore
+        rewriter.replace(op, hlo.ConstantOp(folded))
+
+
+def broadcast_values(
+    value: DenseIntOrFPElementsAttr, dims: tuple[int, ...], result_type: TensorType
+) -> list[float] | list[int]:
+    """The flat row-major values of broadcast_in_dim(value, dims) (StableHLO semantics)."""
+    source_shape = value.get_shape()
+    array = np.array(value.get_values()).reshape(source_shape)
+    result_shape = result_type.get_shape()
+    expanded = [1] * len(result_shape)
+    for i, d in enumerate(dims):
+        expanded[d] = source_shape[i]
+    return np.broadcast_to(array.reshape(expanded), result_shape).ravel().tolist()
+
+
+class IdentityBroadcast(RewritePattern):
+    """A broadcast to its own type with dims 0..n-1 is its operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.BroadcastOp, rewriter: PatternRewriter) -> None:
+        if op.operand.type == op.result.type and op.dims == tuple(range(len(op.dims))):
+            rewriter.replace(op, [], [op.operand])
+
+
+class ComposeTransposes(RewritePattern):
+    """`transpose(transpose(x, p1), p2)` is one transpose; the identity one disappears."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.TransposeOp, rewriter: PatternRewriter) -> None:
+        if op.perm == tuple(range(len(op.perm))):
+            rewriter.replace(op, [], [op.operand])
+            return
+        if not isinstance(inner := op.operand.owner, hlo.TransposeOp):
+            return
+        composed = [inner.perm[p] for p in op.perm]
+        if composed == list(range(len(composed))):
+            rewriter.replace(op, [], [inner.operand])
+        else:
+            rewriter.replace(op, hlo.TransposeOp(inner.operand, composed))
+
+
+class FoldReshape(RewritePattern):
+    """A reshape to the same type is its operand; a reshape of a reshape is one reshape."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.ReshapeOp, rewriter: PatternRewriter) -> None:
+        if op.operand.type == op.result.type:
+            rewriter.replace(op, [], [op.operand])
+        elif isinstance(inner := op.operand.owner, hlo.ReshapeOp):
+            result_type = op.result.type
+            assert isinstance(result_type, TensorType)
+            rewriter.replace(op, hlo.ReshapeOp(inner.operand, result_type))
+
+
+class FoldIdentityConvert(RewritePattern):
+    """A convert to the operand's own type is its operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.ConvertOp, rewriter: PatternRewriter) -> None:
+        if op.operand.type == op.result.type:
+            rewriter.replace(op, [], [op.operand])
+
+
+HLO_PATTERNS: tuple[RewritePattern, ...] = (
+    BroadcastOfConstant(),
+    IdentityBroadcast(),
+    ComposeTransposes(),
+    FoldReshape(),
+    FoldIdentityConvert(),
+)
+
+
+class RemoveTrivialCollective(RewritePattern):
+    """
+    A collective over groups of one device returns its operands unchanged (a permute
+    only when its one rank sends to itself; with no pairs it would produce zeros).
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: collective.CollectiveOp, rewriter: PatternRewriter
+    ) -> None:
+        if op.IS_START or op.group_size() != 1:
+            return
+        if isinstance(op, collective.PermuteOp) and op.source_target_pairs != [(0, 0)]:
+            return
+        if tuple(op.input_types()) != tuple(op.value_types()):
+            return
+        rewriter.replace(op, [], list(op.operands))
