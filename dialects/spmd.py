@@ -338,6 +338,19 @@ class MeshOp(IRDLOperation):
         op.attributes |= attrs
         return op
 
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        if parent is None:
+            return
+        for other in parent.regions[0].block.ops:
+            if other is self:
+                return
+            if isinstance(other, MeshOp):
+                raise VerifyException(
+                    f"a program declares one mesh, but @{other.sym_name.data} is "
+                    "declared already"
+                )
+
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data} = ")
         self.mesh.print_parameters(printer)
