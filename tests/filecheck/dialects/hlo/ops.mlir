@@ -1,0 +1,247 @@
+// RUN: SHARDC_ROUNDTRIP
+// RUN: SHARDC_GENERIC_ROUNDTRIP
+
+// Every hlo op of DESIGN.md ("Level G"), in its exact custom syntax. The round trip
+// (custom -> generic -> custom) must print each op as written here; CHECK-GENERIC pins
+// the generic form (operands, properties, types) of a few of them.
+
+func.func @binary(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<4xi32>, %j: tensor<4xi32>, %p: tensor<4xi1>, %q: tensor<4xi1>) {
+  %add = hlo.add %a, %b : tensor<4xf32>
+  %sub = hlo.sub %a, %b : tensor<4xf32>
+  %mul = hlo.mul %a, %b : tensor<4xf32>
+  %div = hlo.div %a, %b : tensor<4xf32>
+  %max = hlo.max %a, %b : tensor<4xf32>
+  %min = hlo.min %a, %b : tensor<4xf32>
+  %pow = hlo.pow %a, %b : tensor<4xf32>
+  %and = hlo.and %i, %j : tensor<4xi32>
+  %or = hlo.or %p, %q : tensor<4xi1>
+  %iadd = hlo.add %i, %j : tensor<4xi32>
+  func.return
+}
+
+// CHECK:      func.func @binary(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<4xi32>, %j: tensor<4xi32>, %p: tensor<4xi1>, %q: tensor<4xi1>) {
+// CHECK-NEXT:   %add = hlo.add %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %sub = hlo.sub %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %mul = hlo.mul %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %div = hlo.div %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %max = hlo.max %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %min = hlo.min %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %pow = hlo.pow %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %and = hlo.and %i, %j : tensor<4xi32>
+// CHECK-NEXT:   %or = hlo.or %p, %q : tensor<4xi1>
+// CHECK-NEXT:   %iadd = hlo.add %i, %j : tensor<4xi32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %add = "hlo.add"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-GENERIC: %or = "hlo.or"(%p, %q) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+
+// -----
+
+func.func @unary(%a: tensor<2x3xf32>, %h: tensor<8xbf16>, %i: tensor<4xi64>, %p: tensor<4xi1>) {
+  %neg = hlo.neg %a : tensor<2x3xf32>
+  %exp = hlo.exp %a : tensor<2x3xf32>
+  %log = hlo.log %a : tensor<2x3xf32>
+  %tanh = hlo.tanh %h : tensor<8xbf16>
+  %sqrt = hlo.sqrt %a : tensor<2x3xf32>
+  %rsqrt = hlo.rsqrt %a : tensor<2x3xf32>
+  %abs = hlo.abs %i : tensor<4xi64>
+  %sin = hlo.sin %a : tensor<2x3xf32>
+  %cos = hlo.cos %a : tensor<2x3xf32>
+  %logistic = hlo.logistic %h : tensor<8xbf16>
+  %not = hlo.not %p : tensor<4xi1>
+  %ineg = hlo.neg %i : tensor<4xi64>
+  func.return
+}
+
+// CHECK:      func.func @unary(%a: tensor<2x3xf32>, %h: tensor<8xbf16>, %i: tensor<4xi64>, %p: tensor<4xi1>) {
+// CHECK-NEXT:   %neg = hlo.neg %a : tensor<2x3xf32>
+// CHECK-NEXT:   %exp = hlo.exp %a : tensor<2x3xf32>
+// CHECK-NEXT:   %log = hlo.log %a : tensor<2x3xf32>
+// CHECK-NEXT:   %tanh = hlo.tanh %h : tensor<8xbf16>
+// CHECK-NEXT:   %sqrt = hlo.sqrt %a : tensor<2x3xf32>
+// CHECK-NEXT:   %rsqrt = hlo.rsqrt %a : tensor<2x3xf32>
+// CHECK-NEXT:   %abs = hlo.abs %i : tensor<4xi64>
+// CHECK-NEXT:   %sin = hlo.sin %a : tensor<2x3xf32>
+// CHECK-NEXT:   %cos = hlo.cos %a : tensor<2x3xf32>
+// CHECK-NEXT:   %logistic = hlo.logistic %h : tensor<8xbf16>
+// CHECK-NEXT:   %not = hlo.not %p : tensor<4xi1>
+// CHECK-NEXT:   %ineg = hlo.neg %i : tensor<4xi64>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %exp = "hlo.exp"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+
+// -----
+
+func.func @compare_select_convert(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<2x2xi32>, %j: tensor<2x2xi32>, %s: tensor<i1>) {
+  %eq = hlo.compare EQ, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %ne = hlo.compare NE, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %lt = hlo.compare LT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %le = hlo.compare LE, %i, %j : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi1>
+  %gt = hlo.compare GT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %ge = hlo.compare GE, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %sel = hlo.select %gt, %a, %b : tensor<4xi1>, tensor<4xf32>
+  %sel0 = hlo.select %s, %i, %j : tensor<i1>, tensor<2x2xi32>
+  %bf = hlo.convert %a : (tensor<4xf32>) -> tensor<4xbf16>
+  %int = hlo.convert %i : (tensor<2x2xi32>) -> tensor<2x2xf64>
+  %pred = hlo.convert %a : (tensor<4xf32>) -> tensor<4xi1>
+  func.return
+}
+
+// CHECK:      func.func @compare_select_convert(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<2x2xi32>, %j: tensor<2x2xi32>, %s: tensor<i1>) {
+// CHECK-NEXT:   %eq = hlo.compare EQ, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   %ne = hlo.compare NE, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   %lt = hlo.compare LT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   %le = hlo.compare LE, %i, %j : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi1>
+// CHECK-NEXT:   %gt = hlo.compare GT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   %ge = hlo.compare GE, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   %sel = hlo.select %gt, %a, %b : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT:   %sel0 = hlo.select %s, %i, %j : tensor<i1>, tensor<2x2xi32>
+// CHECK-NEXT:   %bf = hlo.convert %a : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK-NEXT:   %int = hlo.convert %i : (tensor<2x2xi32>) -> tensor<2x2xf64>
+// CHECK-NEXT:   %pred = hlo.convert %a : (tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %gt = "hlo.compare"(%a, %b) <{comparison_direction = "GT"}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-GENERIC: %sel0 = "hlo.select"(%s, %i, %j) : (tensor<i1>, tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>
+// CHECK-GENERIC: %bf = "hlo.convert"(%a) : (tensor<4xf32>) -> tensor<4xbf16>
+
+// -----
+
+func.func @constants() {
+  %f32s = hlo.constant dense<1.5> : tensor<4xf32>
+  %f32 = hlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %bf16s = hlo.constant dense<-2.0> : tensor<2x2xbf16>
+  %bf16 = hlo.constant dense<[1.5, -2.0]> : tensor<2xbf16>
+  %f16s = hlo.constant dense<0.25> : tensor<f16>
+  %f16 = hlo.constant dense<[0.5, 65504.0]> : tensor<2xf16>
+  %f64s = hlo.constant dense<0.0> : tensor<3xf64>
+  %f64 = hlo.constant dense<[[0.5, 2.0], [3.0, -4.0]]> : tensor<2x2xf64>
+  %i32s = hlo.constant dense<7> : tensor<i32>
+  %i32 = hlo.constant dense<[1, -2, 3]> : tensor<3xi32>
+  %i64s = hlo.constant dense<-1> : tensor<2xi64>
+  %i64 = hlo.constant dense<[[1, 2], [3, 9223372036854775807]]> : tensor<2x2xi64>
+  %i1s = hlo.constant dense<true> : tensor<3xi1>
+  %i1 = hlo.constant dense<[true, false]> : tensor<2xi1>
+  func.return
+}
+
+// CHECK:      func.func @constants() {
+// CHECK-NEXT:   %f32s = hlo.constant dense<1.500000e+00> : tensor<4xf32>
+// CHECK-NEXT:   %f32 = hlo.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:   %bf16s = hlo.constant dense<-2.000000e+00> : tensor<2x2xbf16>
+// CHECK-NEXT:   %bf16 = hlo.constant dense<[1.500000e+00, -2.000000e+00]> : tensor<2xbf16>
+// CHECK-NEXT:   %f16s = hlo.constant dense<2.500000e-01> : tensor<f16>
+// CHECK-NEXT:   %f16 = hlo.constant dense<[5.000000e-01, 6.550400e+04]> : tensor<2xf16>
+// CHECK-NEXT:   %f64s = hlo.constant dense<0.000000e+00> : tensor<3xf64>
+// CHECK-NEXT:   %f64 = hlo.constant dense<{{\[\[}}5.000000e-01, 2.000000e+00], [3.000000e+00, -4.000000e+00]]> : tensor<2x2xf64>
+// CHECK-NEXT:   %i32s = hlo.constant dense<7> : tensor<i32>
+// CHECK-NEXT:   %i32 = hlo.constant dense<[1, -2, 3]> : tensor<3xi32>
+// CHECK-NEXT:   %i64s = hlo.constant dense<-1> : tensor<2xi64>
+// CHECK-NEXT:   %i64 = hlo.constant dense<{{\[}}[1, 2], [3, 9223372036854775807]]> : tensor<2x2xi64>
+// CHECK-NEXT:   %i1s = hlo.constant dense<true> : tensor<3xi1>
+// CHECK-NEXT:   %i1 = hlo.constant dense<[true, false]> : tensor<2xi1>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %f32 = "hlo.constant"() <{value = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>}> : () -> tensor<2xf32>
+// CHECK-GENERIC: %i1 = "hlo.constant"() <{value = dense<[true, false]> : tensor<2xi1>}> : () -> tensor<2xi1>
+
+// -----
+
+func.func @shapes(%a: tensor<128xf32>, %m: tensor<16x128xf32>, %s: tensor<f32>, %i: tensor<i32>, %j: tensor<i32>, %u: tensor<2x128xf32>, %c: tensor<8x4xf32>, %d: tensor<8x4xf32>, %e: tensor<2x4xf32>) {
+  %iota = hlo.iota dim = 0 : tensor<8x4xi32>
+  %iota1 = hlo.iota dim = 1 : tensor<8x4xf32>
+  %bc = hlo.broadcast %a, dims = [1] : (tensor<128xf32>) -> tensor<16x128xf32>
+  %bc0 = hlo.broadcast %s, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+  %bc1 = hlo.broadcast %c, dims = [0, 2] : (tensor<8x4xf32>) -> tensor<8x5x4xf32>
+  %rs = hlo.reshape %m : (tensor<16x128xf32>) -> tensor<2048xf32>
+  %rs0 = hlo.reshape %s : (tensor<f32>) -> tensor<1x1xf32>
+  %tr = hlo.transpose %m, dims = [1, 0] : (tensor<16x128xf32>) -> tensor<128x16xf32>
+  %sl = hlo.slice %m [0:8, 0:128:2] : (tensor<16x128xf32>) -> tensor<8x64xf32>
+  %sl1 = hlo.slice %m [4:16, 1:128] : (tensor<16x128xf32>) -> tensor<12x127xf32>
+  %sl2 = hlo.slice %m [0:16:4, 3:10:3] : (tensor<16x128xf32>) -> tensor<4x3xf32>
+  %ds = hlo.dynamic_slice %m [%i, %j] sizes = [2, 128] : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2x128xf32>
+  %dus = hlo.dynamic_update_slice %m, %u [%i, %j] : (tensor<16x128xf32>, tensor<2x128xf32>, tensor<i32>, tensor<i32>) -> tensor<16x128xf32>
+  %cat = hlo.concatenate %c, %d, dim = 0 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+  %cat3 = hlo.concatenate %c, %e, %d, dim = 0 : (tensor<8x4xf32>, tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<18x4xf32>
+  %cat1 = hlo.concatenate %c, %d, %c, dim = 1 : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x12xf32>
+  func.return
+}
+
+// CHECK:      func.func @shapes(
+// CHECK-NEXT:   %iota = hlo.iota dim = 0 : tensor<8x4xi32>
+// CHECK-NEXT:   %iota1 = hlo.iota dim = 1 : tensor<8x4xf32>
+// CHECK-NEXT:   %bc = hlo.broadcast %a, dims = [1] : (tensor<128xf32>) -> tensor<16x128xf32>
+// CHECK-NEXT:   %bc0 = hlo.broadcast %s, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+// CHECK-NEXT:   %bc1 = hlo.broadcast %c, dims = [0, 2] : (tensor<8x4xf32>) -> tensor<8x5x4xf32>
+// CHECK-NEXT:   %rs = hlo.reshape %m : (tensor<16x128xf32>) -> tensor<2048xf32>
+// CHECK-NEXT:   %rs0 = hlo.reshape %s : (tensor<f32>) -> tensor<1x1xf32>
+// CHECK-NEXT:   %tr = hlo.transpose %m, dims = [1, 0] : (tensor<16x128xf32>) -> tensor<128x16xf32>
+// CHECK-NEXT:   %sl = hlo.slice %m [0:8, 0:128:2] : (tensor<16x128xf32>) -> tensor<8x64xf32>
+// CHECK-NEXT:   %sl1 = hlo.slice %m [4:16, 1:128] : (tensor<16x128xf32>) -> tensor<12x127xf32>
+// CHECK-NEXT:   %sl2 = hlo.slice %m [0:16:4, 3:10:3] : (tensor<16x128xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT:   %ds = hlo.dynamic_slice %m [%i, %j] sizes = [2, 128] : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2x128xf32>
+// CHECK-NEXT:   %dus = hlo.dynamic_update_slice %m, %u [%i, %j] : (tensor<16x128xf32>, tensor<2x128xf32>, tensor<i32>, tensor<i32>) -> tensor<16x128xf32>
+// CHECK-NEXT:   %cat = hlo.concatenate %c, %d, dim = 0 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+// CHECK-NEXT:   %cat3 = hlo.concatenate %c, %e, %d, dim = 0 : (tensor<8x4xf32>, tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<18x4xf32>
+// CHECK-NEXT:   %cat1 = hlo.concatenate %c, %d, %c, dim = 1 : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x12xf32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %iota = "hlo.iota"() <{iota_dimension = 0 : i64}> : () -> tensor<8x4xi32>
+// CHECK-GENERIC: %bc = "hlo.broadcast"(%a) <{broadcast_dimensions = array<i64: 1>}> : (tensor<128xf32>) -> tensor<16x128xf32>
+// CHECK-GENERIC: %bc0 = "hlo.broadcast"(%s) <{broadcast_dimensions = array<i64>}> : (tensor<f32>) -> tensor<2x3xf32>
+// CHECK-GENERIC: %tr = "hlo.transpose"(%m) <{permutation = array<i64: 1, 0>}> : (tensor<16x128xf32>) -> tensor<128x16xf32>
+// CHECK-GENERIC: %sl = "hlo.slice"(%m) <{start_indices = array<i64: 0, 0>, limit_indices = array<i64: 8, 128>, strides = array<i64: 1, 2>}> : (tensor<16x128xf32>) -> tensor<8x64xf32>
+// CHECK-GENERIC: %ds = "hlo.dynamic_slice"(%m, %i, %j) <{slice_sizes = array<i64: 2, 128>}> : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2x128xf32>
+// CHECK-GENERIC: %dus = "hlo.dynamic_update_slice"(%m, %u, %i, %j) : (tensor<16x128xf32>, tensor<2x128xf32>, tensor<i32>, tensor<i32>) -> tensor<16x128xf32>
+// CHECK-GENERIC: %cat3 = "hlo.concatenate"(%c, %e, %d) <{dimension = 0 : i64}> : (tensor<8x4xf32>, tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<18x4xf32>
+
+// -----
+
+func.func @dot_reduce(%x: tensor<16x32xf32>, %w: tensor<32x128xf32>, %a: tensor<4x16x32xf32>, %b: tensor<4x32x8xf32>, %v: tensor<32xbf16>, %m: tensor<16x128xf32>, %t: tensor<2x3x4xi32>) {
+  %mm = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+  %bmm = hlo.dot %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<4x16x8xf32>
+  %outer = hlo.dot %v, %v, contracting_dims = [] x [] : (tensor<32xbf16>, tensor<32xbf16>) -> tensor<32x32xbf16>
+  %inner = hlo.dot %v, %v, contracting_dims = [0] x [0] : (tensor<32xbf16>, tensor<32xbf16>) -> tensor<bf16>
+  %radd = hlo.reduce add %m, dims = [1] : (tensor<16x128xf32>) -> tensor<16xf32>
+  %rmul = hlo.reduce mul %m, dims = [0] : (tensor<16x128xf32>) -> tensor<128xf32>
+  %rmax = hlo.reduce max %t, dims = [0, 2] : (tensor<2x3x4xi32>) -> tensor<3xi32>
+  %rmin = hlo.reduce min %m, dims = [0, 1] : (tensor<16x128xf32>) -> tensor<f32>
+  func.return
+}
+
+// CHECK:      func.func @dot_reduce(
+// CHECK-NEXT:   %mm = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+// CHECK-NEXT:   %bmm = hlo.dot %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<4x16x8xf32>
+// CHECK-NEXT:   %outer = hlo.dot %v, %v, contracting_dims = [] x [] : (tensor<32xbf16>, tensor<32xbf16>) -> tensor<32x32xbf16>
+// CHECK-NEXT:   %inner = hlo.dot %v, %v, contracting_dims = [0] x [0] : (tensor<32xbf16>, tensor<32xbf16>) -> tensor<bf16>
+// CHECK-NEXT:   %radd = hlo.reduce add %m, dims = [1] : (tensor<16x128xf32>) -> tensor<16xf32>
+// CHECK-NEXT:   %rmul = hlo.reduce mul %m, dims = [0] : (tensor<16x128xf32>) -> tensor<128xf32>
+// CHECK-NEXT:   %rmax = hlo.reduce max %t, dims = [0, 2] : (tensor<2x3x4xi32>) -> tensor<3xi32>
+// CHECK-NEXT:   %rmin = hlo.reduce min %m, dims = [0, 1] : (tensor<16x128xf32>) -> tensor<f32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %bmm = "hlo.dot"(%a, %b) <{lhs_batching_dimensions = array<i64: 0>, rhs_batching_dimensions = array<i64: 0>, lhs_contracting_dimensions = array<i64: 2>, rhs_contracting_dimensions = array<i64: 1>}> : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<4x16x8xf32>
+// CHECK-GENERIC: %rmax = "hlo.reduce"(%t) <{kind = "max", dimensions = array<i64: 0, 2>}> : (tensor<2x3x4xi32>) -> tensor<3xi32>
+
+// -----
+
+// The example of DESIGN.md's "Level G" section, as a whole.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @main(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>},
+                %w: tensor<32x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"model"}]>})
+    -> (tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) {
+  %0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+  %1 = hlo.constant dense<0.0> : tensor<16x128xf32>
+  %2 = hlo.max %0, %1 : tensor<16x128xf32>
+  %3 = spmd.constraint %2 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>
+  func.return %3 : tensor<16x128xf32>
+}
+
+// CHECK:      spmd.mesh @mesh = <["data"=2, "model"=4]>
+// CHECK-NEXT: func.func @main(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>}, %w: tensor<32x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"model"}]>}) -> (tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) {
+// CHECK-NEXT:   %0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+// CHECK-NEXT:   %1 = hlo.constant dense<0.000000e+00> : tensor<16x128xf32>
+// CHECK-NEXT:   %2 = hlo.max %0, %1 : tensor<16x128xf32>
+// CHECK-NEXT:   %3 = spmd.constraint %2 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>
+// CHECK-NEXT:   func.return %3 : tensor<16x128xf32>

@@ -1,0 +1,104 @@
+// RUN: SHARDC_ROUNDTRIP
+// RUN: SHARDC_GENERIC_ROUNDTRIP
+
+// Every spmd op and attribute of DESIGN.md ("Level G"), in its exact custom syntax.
+// A program declares one mesh, so each mesh shape gets its own chunk.
+
+spmd.mesh @ring = <["x"=8]>
+
+func.func @one_axis(%x: tensor<16x4xf32> {spmd.sharding = #spmd.sharding<@ring, [{"x"}, {}]>}) -> (tensor<16x4xf32> {spmd.sharding = #spmd.sharding<@ring, [{}, {}]>}) {
+  %c = spmd.constraint %x <@ring, [{}, {}]> : tensor<16x4xf32>
+  %i = spmd.axis_index @ring["x"] : tensor<i32>
+  func.return %c : tensor<16x4xf32>
+}
+
+// CHECK:      spmd.mesh @ring = <["x"=8]>
+// CHECK-NEXT: func.func @one_axis(%x: tensor<16x4xf32> {spmd.sharding = #spmd.sharding<@ring, [{"x"}, {}]>}) -> (tensor<16x4xf32> {spmd.sharding = #spmd.sharding<@ring, [{}, {}]>}) {
+// CHECK-NEXT:   %c = spmd.constraint %x <@ring, [{}, {}]> : tensor<16x4xf32>
+// CHECK-NEXT:   %i = spmd.axis_index @ring["x"] : tensor<i32>
+// CHECK-NEXT:   func.return %c : tensor<16x4xf32>
+
+// CHECK-GENERIC: "spmd.mesh"() <{sym_name = "ring", mesh = #spmd.mesh<["x"=8]>}> : () -> ()
+// CHECK-GENERIC: arg_attrs = [{spmd.sharding = #spmd.sharding<@ring, [{"x"}, {}]>}], res_attrs = [{spmd.sharding = #spmd.sharding<@ring, [{}, {}]>}]
+// CHECK-GENERIC: %c = "spmd.constraint"(%x) <{sharding = #spmd.sharding<@ring, [{}, {}]>}> : (tensor<16x4xf32>) -> tensor<16x4xf32>
+// CHECK-GENERIC: %i = "spmd.axis_index"() <{mesh = @ring, axis = "x"}> : () -> tensor<i32>
+
+// -----
+
+// DESIGN.md's mesh: device (data, model) has id data*4 + model.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @two_axes(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>},
+                    %w: tensor<32x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"model"}]>},
+                    %ab: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", "model"}, {}]>},
+                    %ba: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model", "data"}, {}]>},
+                    %r: tensor<16x8xf32>,
+                    %s: tensor<f32> {spmd.sharding = #spmd.sharding<@mesh, []>})
+    -> (tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}], unreduced={"model"}>},
+        tensor<16x8xf32>,
+        tensor<f32> {spmd.sharding = #spmd.sharding<@mesh, [], unreduced={"model", "data"}>}) {
+  %0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+  %1 = spmd.constraint %0 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>
+  %2 = spmd.constraint %r <@mesh, [{"model", "data"}, {}]> : tensor<16x8xf32>
+  %3 = spmd.constraint %1 <@mesh, [{"data"}, {}], unreduced={"model"}> : tensor<16x128xf32>
+  %4 = spmd.constraint %s <@mesh, [], unreduced={"data"}> : tensor<f32>
+  %d = spmd.axis_index @mesh["data"] : tensor<i32>
+  %m = spmd.axis_index @mesh["model"] : tensor<i64>
+  func.return %3, %2, %s : tensor<16x128xf32>, tensor<16x8xf32>, tensor<f32>
+}
+
+// CHECK:      spmd.mesh @mesh = <["data"=2, "model"=4]>
+// CHECK-NEXT: func.func @two_axes(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>}, %w: tensor<32x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"model"}]>}, %ab: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", "model"}, {}]>}, %ba: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model", "data"}, {}]>}, %r: tensor<16x8xf32>, %s: tensor<f32> {spmd.sharding = #spmd.sharding<@mesh, []>})
+// CHECK-SAME:     -> (tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}], unreduced={"model"}>}, tensor<16x8xf32>, tensor<f32> {spmd.sharding = #spmd.sharding<@mesh, [], unreduced={"model", "data"}>}) {
+// CHECK-NEXT:   %0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
+// CHECK-NEXT:   %1 = spmd.constraint %0 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>
+// CHECK-NEXT:   %2 = spmd.constraint %r <@mesh, [{"model", "data"}, {}]> : tensor<16x8xf32>
+// CHECK-NEXT:   %3 = spmd.constraint %1 <@mesh, [{"data"}, {}], unreduced={"model"}> : tensor<16x128xf32>
+// CHECK-NEXT:   %4 = spmd.constraint %s <@mesh, [], unreduced={"data"}> : tensor<f32>
+// CHECK-NEXT:   %d = spmd.axis_index @mesh["data"] : tensor<i32>
+// CHECK-NEXT:   %m = spmd.axis_index @mesh["model"] : tensor<i64>
+// CHECK-NEXT:   func.return %3, %2, %s : tensor<16x128xf32>, tensor<16x8xf32>, tensor<f32>
+
+// The axis lists stay ordered lists (never sorted like an attribute dictionary).
+// CHECK-GENERIC: %2 = "spmd.constraint"(%r) <{sharding = #spmd.sharding<@mesh, [{"model", "data"}, {}]>}> : (tensor<16x8xf32>) -> tensor<16x8xf32>
+// CHECK-GENERIC: %3 = "spmd.constraint"(%1) <{sharding = #spmd.sharding<@mesh, [{"data"}, {}], unreduced={"model"}>}> : (tensor<16x128xf32>) -> tensor<16x128xf32>
+
+// -----
+
+spmd.mesh @cube = <["a"=2, "b"=2, "c"=3]>
+
+func.func @three_axes(%x: tensor<12x8xf32> {spmd.sharding = #spmd.sharding<@cube, [{"c", "a"}, {"b"}]>}) -> tensor<12x8xf32> {
+  %0 = spmd.constraint %x <@cube, [{"a", "b", "c"}, {}]> : tensor<12x8xf32>
+  %1 = spmd.constraint %0 <@cube, [{}, {"b"}], unreduced={"c", "a"}> : tensor<12x8xf32>
+  %2 = spmd.axis_index @cube["c"] : tensor<i32>
+  func.return %1 : tensor<12x8xf32>
+}
+
+// CHECK:      spmd.mesh @cube = <["a"=2, "b"=2, "c"=3]>
+// CHECK-NEXT: func.func @three_axes(%x: tensor<12x8xf32> {spmd.sharding = #spmd.sharding<@cube, [{"c", "a"}, {"b"}]>}) -> tensor<12x8xf32> {
+// CHECK-NEXT:   %0 = spmd.constraint %x <@cube, [{"a", "b", "c"}, {}]> : tensor<12x8xf32>
+// CHECK-NEXT:   %1 = spmd.constraint %0 <@cube, [{}, {"b"}], unreduced={"c", "a"}> : tensor<12x8xf32>
+// CHECK-NEXT:   %2 = spmd.axis_index @cube["c"] : tensor<i32>
+
+// CHECK-GENERIC: "spmd.mesh"() <{sym_name = "cube", mesh = #spmd.mesh<["a"=2, "b"=2, "c"=3]>}> : () -> ()
+
+// -----
+
+// After spmd-partition: local shapes, shardings kept; divisibility is checked on the
+// global shape (8x32 split 2 ways is 16x32), so a local 3x5 with a split dimension is fine.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @partitioned(%x: tensor<3x5xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) -> (tensor<3x5xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) attributes {spmd.partitioned} {
+  %i = spmd.axis_index @mesh["model"] : tensor<i32>
+  func.return %x : tensor<3x5xf32>
+}
+
+func.func @per_device(%x: tensor<8x32xf32>) -> tensor<8x32xf32> attributes {spmd.per_device_io} {
+  func.return %x : tensor<8x32xf32>
+}
+
+// CHECK:      func.func @partitioned(%x: tensor<3x5xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) -> (tensor<3x5xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) attributes {spmd.partitioned} {
+// CHECK:      func.func @per_device(%x: tensor<8x32xf32>) -> tensor<8x32xf32> attributes {spmd.per_device_io} {
+
+// CHECK-GENERIC: }) {spmd.partitioned} : () -> ()
+// CHECK-GENERIC: }) {spmd.per_device_io} : () -> ()
