@@ -23,6 +23,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from shardc.dialects import register_dialects
 from shardc.passes import registry
+from shardc.passes.errors import OpPassError
 from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
 
 SPLIT_MARKER = "// -----"
@@ -103,6 +104,8 @@ class ShardcOptMain(xDSLOptMain):
         module, self.source_map = parse_and_verify(self.ctx, text, filename, line_offset)
         try:
             self.pipeline.apply(self.ctx, module)
+        except OpPassError as e:
+            raise self.source_map.error_at(e.op, e.message) from None
         except DiagnosticException as e:
             raise DiagnosticError(f"{filename}: error: {e}") from None
         return self.output_resulting_program(module)

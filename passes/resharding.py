@@ -1,0 +1,255 @@
+"""
+Resharding: the collectives (and local slices) that turn a value with one sharding into
+the same value with another, on per-device (local) types.
+
+Steps, in the order that moves the fewest bytes: pending partial sums become a
+reduce_scatter where the target splits a dimension by that axis next, else one all_reduce;
+an axis leaving one dimension for another moves with an all_to_all; axes a dimension loses
+are all-gathered; axes it gains are taken by a local dynamic_slice at this device's block
+(no communication).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.spmd import MeshAttr, ShardingAttr
+from shardc.dialects.syntax import i64_attr
+from shardc.passes.sharding_rules import Axes, make_sharding
+
+SCALAR_I32 = TensorType(i32, [])
+
+
+@dataclass
+class Resharder:
+    """Inserts resharding ops before `anchor`; counts what it inserted."""
+
+    mesh_name: str
+    mesh: MeshAttr
+    anchor: Operation | None = None
+    steps: int = 0
+    inserted: list[Operation] = field(default_factory=list[Operation])
+
+    # Building blocks -----------------------------------------------------------
+
+    def _insert(self, op: Operation) -> Operation:
+        assert self.anchor is not None
+        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        self.inserted.append(op)
+        return op
+
+    def group(self, axes: Sequence[str]) -> dict[str, Attribute]:
+        return {
+            "mesh": SymbolRefAttr(self.mesh_name),
+            "mesh_axes": ArrayAttr(StringAttr(a) for a in axes),
+        }
+
+    def constant_i32(self, value: int) -> SSAValue:
+        attr = DenseIntOrFPElementsAttr.from_list(SCALAR_I32, [value])
+        return self._insert(hlo.ConstantOp(attr)).results[0]
+
+    def shard_index(self, axes: Sequence[str]) -> SSAValue:
+        """This device's row-major index over `axes` as a tensor<i32>."""
+        index: SSAValue | None = None
+        for a in axes:
+            coord = self._insert(spmd.AxisIndexOp(self.mesh_name, a, SCALAR_I32)).results[0]
+            if index is None:
+                index = coord
+                continue
+            size = self.constant_i32(self.mesh.axis_size(a))
+            scaled = self._insert(hlo.MulOp(index, size)).results[0]
+            index = self._insert(hlo.AddOp(scaled, coord)).results[0]
+        assert index is not None
+        return index
+
+    def all_reduce(self, value: SSAValue, axes: Sequence[str], kind: str = "add") -> SSAValue:
+        op = self._insert(collective.AllReduceOp(kind, [value], self.group(axes)))
+        return op.results[0]
+
+    def reduce_scatter(self, value: SSAValue, axes: Sequence[str], dim: int) -> SSAValue:
+        ty = _tensor(value)
+        shape = list(ty.get_shape())
+        shape[dim] //= self._size(axes)
+        op = collective.ReduceScatterOp.create(
+            operands=[value],
+            result_types=[TensorType(ty.element_type, shape)],
+            properties={"kind": StringAttr("add"), "dim": i64_attr(dim), **self.group(axes)},
+        )
+        return self._insert(op).results[0]
+
+    def all_gather(self, value: SSAValue, axes: Sequence[str], dim: int) -> SSAValue:
+        ty = _tensor(value)
+        shape = list(ty.get_shape())
+        shape[dim] *= self._size(axes)
+        op = collective.AllGatherOp.create(
+            operands=[value],
+            result_types=[TensorType(ty.element_type, shape)],
+            properties={"dim": i64_attr(dim), **self.group(axes)},
+        )
+        return self._insert(op).results[0]
+
+    def all_to_all(self, value: SSAValue, axis: str, split: int, concat: int) -> SSAValue:
+        ty = _tensor(value)
+        shape = list(ty.get_shape())
+        g = self.mesh.axis_size(axis)
+        shape[split] //= g
+        shape[concat] *= g
+        op = collective.AllToAllOp.create(
+            operands=[value],
+            result_types=[TensorType(ty.element_type, shape)],
+            properties={
+                "split_dim": i64_attr(split),
+                "concat_dim": i64_attr(concat),
+                **self.group([axis]),
+            },
+        )
+        return self._insert(op).results[0]
+
+    def local_slice(self, value: SSAValue, new_axes: Sequence[Axes]) -> SSAValue:
+        """Keep this device's block of each dimension d split further by `new_axes[d]`."""
+        ty = _tensor(value)
+        sizes = [s // self._size(a) for s, a in zip(ty.get_shape(), new_axes)]
+        offsets: list[SSAValue] = []
+        for axes, size in zip(new_axes, sizes):
+            if not axes:
+                offsets.append(self.constant_i32(0))
+                continue
+            index = self.shard_index(axes)
+            offsets.append(self._insert(hlo.MulOp(index, self.constant_i32(size))).results[0])
+        return self._insert(hlo.DynamicSliceOp(value, offsets, sizes)).results[0]
+
+    def _size(self, axes: Sequence[str]) -> int:
+        size = 1
+        for a in axes:
+            size *= self.mesh.axis_size(a)
+        return size
+
+    # The algorithm ----------------------------------------------------------------
+
+    def reshard(
+        self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr, anchor: Operation
+    ) -> SSAValue:
+        """`value` (local, laid out by `src`) laid out by `dst` instead."""
+        if src == dst:
+            return value
+        self.anchor = anchor
+        self.steps += 1
+        cur = [list(a) for a in src.dim_axes]
+        value = self._reduce_pending(value, src, dst, cur)
+        value = self._move_axes(value, dst, cur)
+        value = self._gather(value, dst, cur)
+        value = self._slice(value, dst, cur)
+        value = self._make_unreduced(value, src, dst)
+        return value
+
+    def _reduce_pending(
+        self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr, cur: list[list[str]]
+    ) -> SSAValue:
+        pending = [a for a in src.unreduced_axes if a not in dst.unreduced_axes]
+        rest: list[str] = []
+        for a in pending:
+            dim = self._scatter_dim(a, dst, cur)
+            if dim is None:
+                rest.append(a)
+                continue
+            value = self.reduce_scatter(value, [a], dim)
+            cur[dim].append(a)
+        if rest:
+            value = self.all_reduce(value, rest)
+        return value
+
+    @staticmethod
+    def _scatter_dim(axis: str, dst: ShardingAttr, cur: list[list[str]]) -> int | None:
+        """A dimension whose target split continues with `axis` after its current one."""
+        for d, want in enumerate(dst.dim_axes):
+            have = cur[d]
+            if tuple(want[: len(have)]) == tuple(have) and want[len(have) : len(have) + 1] == (
+                axis,
+            ):
+                return d
+        return None
+
+    def _move_axes(self, value: SSAValue, dst: ShardingAttr, cur: list[list[str]]) -> SSAValue:
+        moved = True
+        while moved:
+            moved = False
+            for d, have in enumerate(cur):
+                if not have or _is_prefix(have, dst.dim_axes[d]):
+                    continue
+                axis = have[-1]
+                target = self._scatter_dim(axis, dst, cur)
+                if target is None or target == d:
+                    continue
+                if _tensor(value).get_shape()[target] % self.mesh.axis_size(axis):
+                    continue
+                value = self.all_to_all(value, axis, split=target, concat=d)
+                have.pop()
+                cur[target].append(axis)
+                moved = True
+        return value
+
+    def _gather(self, value: SSAValue, dst: ShardingAttr, cur: list[list[str]]) -> SSAValue:
+        for d, have in enumerate(cur):
+            want = dst.dim_axes[d]
+            keep = 0
+            while keep < min(len(have), len(want)) and have[keep] == want[keep]:
+                keep += 1
+            if keep < len(have):
+                value = self.all_gather(value, have[keep:], d)
+                del have[keep:]
+        return value
+
+    def _slice(self, value: SSAValue, dst: ShardingAttr, cur: list[list[str]]) -> SSAValue:
+        new_axes = [tuple(dst.dim_axes[d][len(have) :]) for d, have in enumerate(cur)]
+        if not any(new_axes):
+            return value
+        value = self.local_slice(value, new_axes)
+        for d, axes in enumerate(new_axes):
+            cur[d].extend(axes)
+        return value
+
+    def _make_unreduced(
+        self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr
+    ) -> SSAValue:
+        """A replicated value as a partial sum: kept on coordinate 0 of each new axis, 0 elsewhere."""
+        new = [a for a in dst.unreduced_axes if a not in src.unreduced_axes]
+        if not new:
+            return value
+        ty = _tensor(value)
+        index = self.shard_index(new)
+        is_first = self._insert(
+            hlo.CompareOp("EQ", index, self.constant_i32(0))
+        ).results[0]
+        zero_attr = DenseIntOrFPElementsAttr.from_list(ty, [0])  # pyright: ignore
+        zero = self._insert(hlo.ConstantOp(zero_attr)).results[0]
+        return self._insert(hlo.SelectOp(is_first, value, zero)).results[0]
+
+
+def _is_prefix(have: Sequence[str], want: Sequence[str]) -> bool:
+    return tuple(want[: len(have)]) == tuple(have)
+
+
+def _tensor(value: SSAValue) -> TensorType:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty
+
+
+def local_type(ty: TensorType, sharding: ShardingAttr, mesh: MeshAttr) -> TensorType:
+    return TensorType(ty.element_type, sharding.local_shape(ty.get_shape(), mesh))
+
+
+__all__ = ["Resharder", "local_type", "make_sharding"]

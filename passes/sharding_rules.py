@@ -1,0 +1,266 @@
+"""
+How each `hlo` op relates the dimensions of its operands and results: its *factors*.
+
+A factor is one logical loop dimension of an op (Shardy's sharding rules): for an
+elementwise op each result dimension is a factor shared by all operands; a dot has batch,
+lhs-free and rhs-free factors (in the result) and contracting factors (not in the result:
+sharding one leaves a partial sum, `unreduced`). Propagation moves shardings along factors
+and the partitioner derives the operand shardings a result sharding needs from them, so
+both passes share this one description of every op.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from shardc.dialects import hlo, spmd
+from shardc.dialects.spmd import MeshAttr, ShardingAttr
+
+Axes = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FactorRule:
+    """
+    `operand_dims[i][f]` / `result_dims[f]`: the tensor dimension factor `f` maps to in
+    operand `i` / the result, or None. Factors in `reduction_factors` are summed away.
+    """
+
+    operand_dims: tuple[tuple[int | None, ...], ...]
+    result_dims: tuple[int | None, ...]
+    reduction_factors: frozenset[int] = frozenset()
+
+    @property
+    def factor_count(self) -> int:
+        return len(self.result_dims)
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.get_shape()
+
+
+def _identity_rule(op: Operation) -> FactorRule:
+    """Every operand of the result's rank maps dimension d to factor d (elementwise)."""
+    rank = len(_shape(op.results[0]))
+    dims = tuple(range(rank))
+    operands = tuple(
+        dims if len(_shape(o)) == rank else (None,) * rank for o in op.operands
+    )
+    return FactorRule(operands, dims)
+
+
+def _broadcast_rule(op: hlo.BroadcastOp) -> FactorRule:
+    src, res = _shape(op.operand), _shape(op.result)
+    operand: list[int | None] = [None] * len(res)
+    for i, d in enumerate(op.dims):
+        if src[i] == res[d]:
+            operand[d] = i
+    return FactorRule((tuple(operand),), tuple(range(len(res))))
+
+
+def _transpose_rule(op: hlo.TransposeOp) -> FactorRule:
+    return FactorRule((tuple(op.perm),), tuple(range(len(op.perm))))
+
+
+def _slice_rule(op: hlo.SliceOp) -> FactorRule:
+    src = _shape(op.operand)
+    operand = tuple(
+        d if (lo, hi, step) == (0, src[d], 1) else None
+        for d, (lo, hi, step) in enumerate(op.bounds)
+    )
+    return FactorRule((operand,), tuple(range(len(src))))
+
+
+def _dynamic_slice_rule(op: hlo.DynamicSliceOp) -> FactorRule:
+    src = _shape(op.operand)
+    operand = tuple(d if op.sizes[d] == src[d] else None for d in range(len(src)))
+    indices = tuple((None,) * len(src) for _ in op.start_indices)
+    return FactorRule((operand, *indices), tuple(range(len(src))))
+
+
+def _dynamic_update_slice_rule(op: hlo.DynamicUpdateSliceOp) -> FactorRule:
+    src, upd = _shape(op.operand), _shape(op.update)
+    dims = tuple(range(len(src)))
+    update = tuple(d if upd[d] == src[d] else None for d in dims)
+    indices = tuple((None,) * len(src) for _ in op.start_indices)
+    return FactorRule((dims, update, *indices), dims)
+
+
+def _concatenate_rule(op: hlo.ConcatenateOp) -> FactorRule:
+    rank = len(_shape(op.result))
+    cat = op.dimension.value.data
+    dims = tuple(d if d != cat else None for d in range(rank))
+    return FactorRule(tuple(dims for _ in op.inputs), tuple(range(rank)))
+
+
+def _dot_rule(op: hlo.DotOp) -> FactorRule:
+    (lb, rb), (lc, rc) = op.batching, op.contracting
+    lrank, rrank = len(_shape(op.lhs)), len(_shape(op.rhs))
+    lfree = hlo.dot_free_dims(lrank, lb, lc)
+    rfree = hlo.dot_free_dims(rrank, rb, rc)
+    lhs: list[int | None] = [*lb, *lfree, *([None] * len(rfree)), *lc]
+    rhs: list[int | None] = [*rb, *([None] * len(lfree)), *rfree, *rc]
+    n_result = len(lb) + len(lfree) + len(rfree)
+    result: list[int | None] = [*range(n_result), *([None] * len(lc))]
+    reduction = frozenset(range(n_result, n_result + len(lc)))
+    return FactorRule((tuple(lhs), tuple(rhs)), tuple(result), reduction)
+
+
+def _reduce_rule(op: hlo.ReduceOp) -> FactorRule:
+    rank = len(_shape(op.operand))
+    kept = [d for d in range(rank) if d not in op.dims]
+    result = tuple(kept.index(d) if d in kept else None for d in range(rank))
+    return FactorRule((tuple(range(rank)),), result, frozenset(op.dims))
+
+
+def _reshape_rule(op: hlo.ReshapeOp) -> FactorRule:
+    """
+    Reshape keeps a dimension's sharding when the dimension survives: either it is kept
+    whole, or it is the major dimension of a group of dimensions merged or split (row-major
+    order means a split of the major dimension is a split of the group).
+    """
+    src, res = _shape(op.operand), _shape(op.result)
+    pairs = reshape_major_dim_pairs(src, res)
+    operand: list[int | None] = [None] * len(res)
+    for s, r in pairs:
+        operand[r] = s
+    return FactorRule((tuple(operand),), tuple(range(len(res))))
+
+
+def reshape_major_dim_pairs(
+    src: Sequence[int], res: Sequence[int]
+) -> list[tuple[int, int]]:
+    """(operand dim, result dim) pairs that start the same row-major group of dims."""
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(src) and j < len(res):
+        while i < len(src) and src[i] == 1:
+            i += 1
+        while j < len(res) and res[j] == 1:
+            j += 1
+        if i == len(src) or j == len(res):
+            break
+        pairs.append((i, j))
+        a, b = src[i], res[j]
+        i, j = i + 1, j + 1
+        while a != b:
+            if a < b:
+                a *= src[i]
+                i += 1
+            else:
+                b *= res[j]
+                j += 1
+    return pairs
+
+
+def factor_rule(op: Operation) -> FactorRule | None:
+    """The op's factors, or None for an op with no sharding rule."""
+    match op:
+        case hlo.BroadcastOp():
+            return _broadcast_rule(op)
+        case hlo.TransposeOp():
+            return _transpose_rule(op)
+        case hlo.SliceOp():
+            return _slice_rule(op)
+        case hlo.DynamicSliceOp():
+            return _dynamic_slice_rule(op)
+        case hlo.DynamicUpdateSliceOp():
+            return _dynamic_update_slice_rule(op)
+        case hlo.ConcatenateOp():
+            return _concatenate_rule(op)
+        case hlo.DotOp():
+            return _dot_rule(op)
+        case hlo.ReduceOp():
+            return _reduce_rule(op)
+        case hlo.ReshapeOp():
+            return _reshape_rule(op)
+        case (
+            hlo.BinaryElementwiseOp()
+            | hlo.UnaryElementwiseOp()
+            | hlo.CompareOp()
+            | hlo.SelectOp()
+            | hlo.ConvertOp()
+            | hlo.ConstantOp()
+            | hlo.IotaOp()
+            | spmd.ConstraintOp()
+        ):
+            return _identity_rule(op)
+        case _:
+            return None
+
+
+################################################################################
+# Sharding arithmetic                                                          #
+################################################################################
+
+
+def fit_axes(axes: Sequence[str], size: int, mesh: MeshAttr) -> Axes:
+    """The longest prefix of `axes` whose product divides `size`."""
+    kept: list[str] = []
+    product = 1
+    for a in axes:
+        product *= mesh.axis_size(a)
+        if size % product:
+            break
+        kept.append(a)
+    return tuple(kept)
+
+
+def make_sharding(
+    mesh_name: str, dims: Sequence[Sequence[str]], unreduced: Sequence[str] = ()
+) -> ShardingAttr:
+    return ShardingAttr(mesh_name, [list(d) for d in dims], list(unreduced))
+
+
+def replicated(mesh_name: str, rank: int) -> ShardingAttr:
+    return make_sharding(mesh_name, [()] * rank)
+
+
+def without_unreduced(sharding: ShardingAttr) -> ShardingAttr:
+    return make_sharding(sharding.mesh_name, sharding.dim_axes)
+
+
+def factor_axes_from(
+    rule: FactorRule, dims: Sequence[int | None], sharding: ShardingAttr
+) -> list[Axes | None]:
+    """The axes each factor gets from one tensor's sharding (None: not mapped)."""
+    out: list[Axes | None] = [None] * rule.factor_count
+    for f, d in enumerate(dims):
+        if d is not None:
+            out[f] = sharding.dim_axes[d]
+    return out
+
+
+def project(
+    mesh_name: str,
+    dims: Sequence[int | None],
+    factor_axes: Sequence[Axes],
+    shape: Sequence[int],
+    mesh: MeshAttr,
+) -> ShardingAttr:
+    """A tensor's sharding from its factors' axes (unmapped dims replicated)."""
+    per_dim: list[Axes] = [()] * len(shape)
+    for f, d in enumerate(dims):
+        if d is not None:
+            per_dim[d] = fit_axes(factor_axes[f], shape[d], mesh)
+    return make_sharding(mesh_name, per_dim)
+
+
+def element_bytes(ty: TensorType) -> int:
+    """Bytes per element (i1 is stored in a byte)."""
+    width = getattr(ty.element_type, "bitwidth", 32)
+    return max(1, width // 8)
+
+
+def tensor_bytes(value: SSAValue) -> int:
+    """Bytes of the whole (global) tensor."""
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return math.prod(ty.get_shape()) * element_bytes(ty)
