@@ -7,6 +7,28 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 
+def _spmd_propagate() -> type[ModulePass]:
+    from shardc.passes.spmd_propagate import SpmdPropagatePass
+
+    return SpmdPropagatePass
+
+
+def _spmd_partition() -> type[ModulePass]:
+    from shardc.passes.spmd_partition import SpmdPartitionPass
+
+    return SpmdPartitionPass
+
+
+def _spmd_pipeline() -> type[ModulePass]:
+    from shardc.passes.spmd_pipeline import SpmdPipelinePass
+
+    return SpmdPipelinePass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
-    return {}
+    return {
+        "spmd-propagate": _spmd_propagate,
+        "spmd-partition": _spmd_partition,
+        "spmd-pipeline": _spmd_pipeline,
+    }

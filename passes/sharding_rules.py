@@ -12,7 +12,7 @@ both passes share this one description of every op.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
@@ -40,24 +40,28 @@ class FactorRule:
         return len(self.result_dims)
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
+ShapeOf = Callable[[SSAValue], tuple[int, ...]]
+
+
+def type_shape(value: SSAValue) -> tuple[int, ...]:
+    """A value's shape as its type says (global before partitioning)."""
     ty = value.type
     assert isinstance(ty, TensorType)
     return ty.get_shape()
 
 
-def _identity_rule(op: Operation) -> FactorRule:
+def _identity_rule(op: Operation, shape: ShapeOf) -> FactorRule:
     """Every operand of the result's rank maps dimension d to factor d (elementwise)."""
-    rank = len(_shape(op.results[0]))
+    rank = len(shape(op.results[0]))
     dims = tuple(range(rank))
     operands = tuple(
-        dims if len(_shape(o)) == rank else (None,) * rank for o in op.operands
+        dims if len(shape(o)) == rank else (None,) * rank for o in op.operands
     )
     return FactorRule(operands, dims)
 
 
-def _broadcast_rule(op: hlo.BroadcastOp) -> FactorRule:
-    src, res = _shape(op.operand), _shape(op.result)
+def _broadcast_rule(op: hlo.BroadcastOp, shape: ShapeOf) -> FactorRule:
+    src, res = shape(op.operand), shape(op.result)
     operand: list[int | None] = [None] * len(res)
     for i, d in enumerate(op.dims):
         if src[i] == res[d]:
@@ -65,12 +69,12 @@ def _broadcast_rule(op: hlo.BroadcastOp) -> FactorRule:
     return FactorRule((tuple(operand),), tuple(range(len(res))))
 
 
-def _transpose_rule(op: hlo.TransposeOp) -> FactorRule:
+def _transpose_rule(op: hlo.TransposeOp, shape: ShapeOf) -> FactorRule:
     return FactorRule((tuple(op.perm),), tuple(range(len(op.perm))))
 
 
-def _slice_rule(op: hlo.SliceOp) -> FactorRule:
-    src = _shape(op.operand)
+def _slice_rule(op: hlo.SliceOp, shape: ShapeOf) -> FactorRule:
+    src = shape(op.operand)
     operand = tuple(
         d if (lo, hi, step) == (0, src[d], 1) else None
         for d, (lo, hi, step) in enumerate(op.bounds)
@@ -78,31 +82,31 @@ def _slice_rule(op: hlo.SliceOp) -> FactorRule:
     return FactorRule((operand,), tuple(range(len(src))))
 
 
-def _dynamic_slice_rule(op: hlo.DynamicSliceOp) -> FactorRule:
-    src = _shape(op.operand)
+def _dynamic_slice_rule(op: hlo.DynamicSliceOp, shape: ShapeOf) -> FactorRule:
+    src = shape(op.operand)
     operand = tuple(d if op.sizes[d] == src[d] else None for d in range(len(src)))
     indices = tuple((None,) * len(src) for _ in op.start_indices)
     return FactorRule((operand, *indices), tuple(range(len(src))))
 
 
-def _dynamic_update_slice_rule(op: hlo.DynamicUpdateSliceOp) -> FactorRule:
-    src, upd = _shape(op.operand), _shape(op.update)
+def _dynamic_update_slice_rule(op: hlo.DynamicUpdateSliceOp, shape: ShapeOf) -> FactorRule:
+    src, upd = shape(op.operand), shape(op.update)
     dims = tuple(range(len(src)))
     update = tuple(d if upd[d] == src[d] else None for d in dims)
     indices = tuple((None,) * len(src) for _ in op.start_indices)
     return FactorRule((dims, update, *indices), dims)
 
 
-def _concatenate_rule(op: hlo.ConcatenateOp) -> FactorRule:
-    rank = len(_shape(op.result))
+def _concatenate_rule(op: hlo.ConcatenateOp, shape: ShapeOf) -> FactorRule:
+    rank = len(shape(op.result))
     cat = op.dimension.value.data
     dims = tuple(d if d != cat else None for d in range(rank))
     return FactorRule(tuple(dims for _ in op.inputs), tuple(range(rank)))
 
 
-def _dot_rule(op: hlo.DotOp) -> FactorRule:
+def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
     (lb, rb), (lc, rc) = op.batching, op.contracting
-    lrank, rrank = len(_shape(op.lhs)), len(_shape(op.rhs))
+    lrank, rrank = len(shape(op.lhs)), len(shape(op.rhs))
     lfree = hlo.dot_free_dims(lrank, lb, lc)
     rfree = hlo.dot_free_dims(rrank, rb, rc)
     lhs: list[int | None] = [*lb, *lfree, *([None] * len(rfree)), *lc]
@@ -113,20 +117,20 @@ def _dot_rule(op: hlo.DotOp) -> FactorRule:
     return FactorRule((tuple(lhs), tuple(rhs)), tuple(result), reduction)
 
 
-def _reduce_rule(op: hlo.ReduceOp) -> FactorRule:
-    rank = len(_shape(op.operand))
+def _reduce_rule(op: hlo.ReduceOp, shape: ShapeOf) -> FactorRule:
+    rank = len(shape(op.operand))
     kept = [d for d in range(rank) if d not in op.dims]
     result = tuple(kept.index(d) if d in kept else None for d in range(rank))
     return FactorRule((tuple(range(rank)),), result, frozenset(op.dims))
 
 
-def _reshape_rule(op: hlo.ReshapeOp) -> FactorRule:
+def _reshape_rule(op: hlo.ReshapeOp, shape: ShapeOf) -> FactorRule:
     """
     Reshape keeps a dimension's sharding when the dimension survives: either it is kept
     whole, or it is the major dimension of a group of dimensions merged or split (row-major
     order means a split of the major dimension is a split of the group).
     """
-    src, res = _shape(op.operand), _shape(op.result)
+    src, res = shape(op.operand), shape(op.result)
     pairs = reshape_major_dim_pairs(src, res)
     operand: list[int | None] = [None] * len(res)
     for s, r in pairs:
@@ -160,27 +164,30 @@ def reshape_major_dim_pairs(
     return pairs
 
 
-def factor_rule(op: Operation) -> FactorRule | None:
-    """The op's factors, or None for an op with no sharding rule."""
+def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None:
+    """
+    The op's factors, or None for an op with no sharding rule. `shape` gives a value's
+    global shape (the partitioner asks it of operands that are already local).
+    """
     match op:
         case hlo.BroadcastOp():
-            return _broadcast_rule(op)
+            return _broadcast_rule(op, shape)
         case hlo.TransposeOp():
-            return _transpose_rule(op)
+            return _transpose_rule(op, shape)
         case hlo.SliceOp():
-            return _slice_rule(op)
+            return _slice_rule(op, shape)
         case hlo.DynamicSliceOp():
-            return _dynamic_slice_rule(op)
+            return _dynamic_slice_rule(op, shape)
         case hlo.DynamicUpdateSliceOp():
-            return _dynamic_update_slice_rule(op)
+            return _dynamic_update_slice_rule(op, shape)
         case hlo.ConcatenateOp():
-            return _concatenate_rule(op)
+            return _concatenate_rule(op, shape)
         case hlo.DotOp():
-            return _dot_rule(op)
+            return _dot_rule(op, shape)
         case hlo.ReduceOp():
-            return _reduce_rule(op)
+            return _reduce_rule(op, shape)
         case hlo.ReshapeOp():
-            return _reshape_rule(op)
+            return _reshape_rule(op, shape)
         case (
             hlo.BinaryElementwiseOp()
             | hlo.UnaryElementwiseOp()
@@ -191,7 +198,7 @@ def factor_rule(op: Operation) -> FactorRule | None:
             | hlo.IotaOp()
             | spmd.ConstraintOp()
         ):
-            return _identity_rule(op)
+            return _identity_rule(op, shape)
         case _:
             return None
 

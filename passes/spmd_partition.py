@@ -1,0 +1,290 @@
+"""
+`spmd-partition`: rewrite a global program, whose values all carry shardings (after
+`spmd-propagate`), into the per-device program, inserting collectives.
+
+Each op is computed on local blocks. Its factors (`sharding_rules`) decide the operand
+shardings it needs: contracting/reduced factors keep the axes their operands are already
+split by (a local partial result, `unreduced`), the other factors take the axes of the
+result's sharding. Operands are resharded to what the op needs, the op is rewritten to
+local types, and its result is resharded once to the sharding propagation chose for it, so
+a partial sum becomes an all_reduce, or a reduce_scatter when the result is wanted split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from shardc.dialects import hlo, spmd
+from shardc.dialects.spmd import (
+    PARTITIONED_ATTR_NAME,
+    SHARDING_ATTR_NAME,
+    MeshAttr,
+    ShardingAttr,
+)
+from shardc.dialects.syntax import i64_array
+from shardc.passes.errors import OpPassError
+from shardc.passes.resharding import Resharder, local_type
+from shardc.passes.sharding_rules import (
+    Axes,
+    FactorRule,
+    factor_axes_from,
+    factor_rule,
+    fit_axes,
+    make_sharding,
+    project,
+    replicated,
+)
+from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions, module_mesh
+
+
+@dataclass
+class FunctionPartitioner:
+    """Partitions one function in place."""
+
+    function: func.FuncOp
+    mesh_name: str
+    mesh: MeshAttr
+    actual: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
+    resharder: Resharder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.resharder = Resharder(self.mesh_name, self.mesh)
+
+    def global_shape(self, value: SSAValue) -> tuple[int, ...]:
+        return _global_shape(value, self.actual.get(value), self.mesh)
+
+    def wanted(self, value: SSAValue) -> ShardingAttr:
+        """The sharding propagation chose for an op result (replicated if none)."""
+        owner = value.owner
+        if isinstance(owner, Operation):
+            s = owner.attributes.get(SHARDING_ATTR_NAME)
+            if isinstance(s, ShardingAttr):
+                return s
+        return replicated(self.mesh_name, len(_shape(value)))
+
+    def run(self) -> None:
+        block = self.function.body.block
+        args, results = spmd.function_shardings(self.function)
+        for arg, sharding in zip(list(block.args), args):
+            sharding = sharding or replicated(self.mesh_name, len(_shape(arg)))
+            new = Rewriter.replace_value_with_new_type(
+                arg, local_type(_tensor(arg), sharding, self.mesh)
+            )
+            self.actual[new] = sharding
+        for op in list(block.ops):
+            if isinstance(op, func.ReturnOp):
+                self.partition_return(op, results)
+            elif isinstance(op, spmd.ConstraintOp):
+                self.partition_constraint(op)
+            else:
+                self.partition_op(op)
+        self.function.attributes[PARTITIONED_ATTR_NAME] = UnitAttr()
+        ret = block.last_op
+        assert ret is not None
+        self.function.function_type = FunctionType.from_lists(
+            [a.type for a in block.args], [v.type for v in ret.operands]
+        )
+
+    def reshard_operand(self, op: Operation, index: int, target: ShardingAttr) -> None:
+        value = op.operands[index]
+        new = self.resharder.reshard(value, self.actual[value], target, op)
+        if new is not value:
+            op.operands[index] = new
+            self.actual[new] = target
+
+    def partition_return(
+        self, op: func.ReturnOp, results: list[ShardingAttr | None]
+    ) -> None:
+        for i, (value, sharding) in enumerate(zip(op.operands, results)):
+            self.reshard_operand(op, i, sharding or replicated(self.mesh_name, len(_shape(value))))
+
+    def partition_constraint(self, op: spmd.ConstraintOp) -> None:
+        self.reshard_operand(op, 0, op.sharding)
+        op.result.replace_by(op.input)
+        Rewriter.erase_op(op)
+
+    def partition_op(self, op: Operation) -> None:
+        rule = factor_rule(op, self.global_shape)
+        if rule is None or len(op.results) != 1:
+            raise OpPassError(op, f"spmd-partition has no rule for {op.name}")
+        result = op.results[0]
+        want = self.wanted(result)
+        factors = self.choose_factors(op, rule, want)
+        for i, (dims, operand) in enumerate(zip(rule.operand_dims, list(op.operands))):
+            shape = self.global_shape(operand)
+            target = project(self.mesh_name, dims, factors, shape, self.mesh)
+            self.reshard_operand(op, i, target)
+        natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
+        pending = [a for f in sorted(rule.reduction_factors) for a in factors[f]]
+        result = self.localize(op, natural)
+        if pending:
+            result = self.finish_reduction(op, result, pending)
+            natural = make_sharding(self.mesh_name, natural.dim_axes, _pending_unreduced(op, pending))
+        self.actual[result] = natural
+        for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
+            op.attributes.pop(name, None)
+        self.reshard_result(op, result, natural, want)
+
+    def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
+        """Reduced factors from the operands as they are, then the rest from `want`."""
+        factors: list[Axes] = [()] * rule.factor_count
+        used: set[str] = set()
+        for dims, operand in zip(rule.operand_dims, op.operands):
+            from_operand = factor_axes_from(rule, dims, self.actual[operand])
+            for f in rule.reduction_factors:
+                axes = from_operand[f]
+                if axes and not factors[f] and not used.intersection(axes):
+                    factors[f] = axes
+                    used.update(axes)
+        for f, axes in enumerate(factor_axes_from(rule, rule.result_dims, want)):
+            if axes:
+                kept = tuple(a for a in axes if a not in used)
+                factors[f] = kept
+                used.update(kept)
+        return self.fit(op, rule, factors)
+
+    def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
+        tensors = [(rule.result_dims, op.results[0])] + list(zip(rule.operand_dims, op.operands))
+        for dims, value in tensors:
+            shape = self.global_shape(value)
+            for f, d in enumerate(dims):
+                if d is not None:
+                    factors[f] = fit_axes(factors[f], shape[d], self.mesh)
+        return factors
+
+    def localize(self, op: Operation, natural: ShardingAttr) -> SSAValue:
+        """Rewrite `op` in place to local types (and local attributes where they differ)."""
+        result = op.results[0]
+        global_type = _tensor(result)
+        local = local_type(global_type, natural, self.mesh)
+        if isinstance(op, hlo.SliceOp):
+            limits = [
+                local.get_shape()[d] if (lo, hi, st) == (0, global_type.get_shape()[d], 1) else hi
+                for d, (lo, hi, st) in enumerate(op.bounds)
+            ]
+            op.limit_indices = i64_array(limits)
+        elif isinstance(op, hlo.DynamicSliceOp):
+            op.slice_sizes = i64_array(local.get_shape())
+        elif isinstance(op, hlo.ConstantOp):
+            return self.localize_constant(op, natural, local)
+        new = Rewriter.replace_value_with_new_type(result, local)
+        if isinstance(op, hlo.IotaOp):
+            return self.offset_iota(op, new, natural)
+        return new
+
+    def localize_constant(
+        self, op: hlo.ConstantOp, natural: ShardingAttr, local: TensorType
+    ) -> SSAValue:
+        if natural.is_replicated():
+            return op.result
+        if op.value.is_splat():
+            splat = DenseIntOrFPElementsAttr.from_list(local, [op.value.get_values()[0]])  # pyright: ignore
+            new_op = hlo.ConstantOp(splat)
+            Rewriter.replace_op(op, new_op)
+            return new_op.result
+        # A non-splat constant: materialize it whole, then keep this device's block.
+        full = replicated(self.mesh_name, local.get_num_dims())
+        self.actual[op.result] = full
+        anchor = op.next_op
+        assert anchor is not None
+        sliced = self.resharder.reshard(op.result, full, natural, anchor)
+        op.result.replace_uses_with_if(sliced, lambda use: use.operation not in self.resharder.inserted)
+        return sliced
+
+    def offset_iota(self, op: hlo.IotaOp, value: SSAValue, natural: ShardingAttr) -> SSAValue:
+        """Shift a local iota along a split dimension by this device's block offset."""
+        dim = op.iota_dimension.value.data
+        axes = natural.dim_axes[dim]
+        if not axes:
+            return value
+        ty = _tensor(value)
+        anchor = op.next_op
+        assert anchor is not None
+        self.resharder.anchor = anchor
+        index = self.resharder.shard_index(axes)
+        block = self.resharder.constant_i32(ty.get_shape()[dim])
+        offset = self.resharder._insert(hlo.MulOp(index, block)).results[0]  # pyright: ignore[reportPrivateUsage]
+        converted = self.resharder._insert(  # pyright: ignore[reportPrivateUsage]
+            hlo.ConvertOp(offset, TensorType(ty.element_type, []))
+        ).results[0]
+        spread = self.resharder._insert(hlo.BroadcastOp(converted, [], ty)).results[0]  # pyright: ignore[reportPrivateUsage]
+        shifted = self.resharder._insert(hlo.AddOp(value, spread)).results[0]  # pyright: ignore[reportPrivateUsage]
+        value.replace_uses_with_if(shifted, lambda use: use.operation not in self.resharder.inserted)
+        return shifted
+
+    def finish_reduction(self, op: Operation, result: SSAValue, axes: list[str]) -> SSAValue:
+        """A reduce of kind mul/max/min over split dims is all-reduced at once."""
+        if isinstance(op, hlo.ReduceOp) and op.kind.data != "add":
+            anchor = op.next_op
+            assert anchor is not None
+            self.resharder.anchor = anchor
+            reduced = self.resharder.all_reduce(result, axes, op.kind.data)
+            result.replace_uses_with_if(reduced, lambda use: use.operation not in self.resharder.inserted)
+            return reduced
+        return result
+
+    def reshard_result(
+        self, op: Operation, result: SSAValue, natural: ShardingAttr, want: ShardingAttr
+    ) -> None:
+        """Reshard a result once, right after its op, to the sharding chosen for it."""
+        if natural == want:
+            return
+        anchor = (result.owner if isinstance(result.owner, Operation) else op).next_op
+        assert anchor is not None
+        start = len(self.resharder.inserted)
+        new = self.resharder.reshard(result, natural, want, anchor)
+        inserted = set(self.resharder.inserted[start:])
+        result.replace_uses_with_if(new, lambda use: use.operation not in inserted)
+        self.actual[new] = want
+
+
+def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
+    """Partial sums stay pending (`unreduced`) only for sums: dots and add-reduces."""
+    if isinstance(op, hlo.ReduceOp) and op.kind.data != "add":
+        return []
+    return axes
+
+
+def _tensor(value: SSAValue) -> TensorType:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return _tensor(value).get_shape()
+
+
+def _global_shape(
+    value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr
+) -> tuple[int, ...]:
+    """A value's global shape: operands are already local when their sharding is known."""
+    shape = _shape(value)
+    return actual.global_shape(shape, mesh) if actual is not None else shape
+
+
+@dataclass(frozen=True)
+class SpmdPartitionPass(ModulePass):
+    """Rewrite global functions into per-device functions with collectives."""
+
+    name = "spmd-partition"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        mesh = module_mesh(op)
+        if mesh is None:
+            return
+        for function in global_functions(op):
+            FunctionPartitioner(function, *mesh).run()
