@@ -29,11 +29,14 @@ class FactorRule:
     """
     `operand_dims[i][f]` / `result_dims[f]`: the tensor dimension factor `f` maps to in
     operand `i` / the result, or None. Factors in `reduction_factors` are summed away.
+    Factors in `unsplittable_factors` cannot be computed on blocks (a sliced or
+    concatenated dimension, a dimension a reshape regroups): the op computes them whole.
     """
 
     operand_dims: tuple[tuple[int | None, ...], ...]
     result_dims: tuple[int | None, ...]
     reduction_factors: frozenset[int] = frozenset()
+    unsplittable_factors: frozenset[int] = frozenset()
 
     @property
     def factor_count(self) -> int:
@@ -79,14 +82,20 @@ def _slice_rule(op: hlo.SliceOp, shape: ShapeOf) -> FactorRule:
         d if (lo, hi, step) == (0, src[d], 1) else None
         for d, (lo, hi, step) in enumerate(op.bounds)
     )
-    return FactorRule((operand,), tuple(range(len(src))))
+    return FactorRule((operand,), tuple(range(len(src))), unsplittable_factors=_unmapped(operand))
+
+
+def _unmapped(dims: Sequence[int | None]) -> frozenset[int]:
+    return frozenset(f for f, d in enumerate(dims) if d is None)
 
 
 def _dynamic_slice_rule(op: hlo.DynamicSliceOp, shape: ShapeOf) -> FactorRule:
     src = shape(op.operand)
     operand = tuple(d if op.sizes[d] == src[d] else None for d in range(len(src)))
     indices = tuple((None,) * len(src) for _ in op.start_indices)
-    return FactorRule((operand, *indices), tuple(range(len(src))))
+    return FactorRule(
+        (operand, *indices), tuple(range(len(src))), unsplittable_factors=_unmapped(operand)
+    )
 
 
 def _dynamic_update_slice_rule(op: hlo.DynamicUpdateSliceOp, shape: ShapeOf) -> FactorRule:
@@ -94,14 +103,18 @@ def _dynamic_update_slice_rule(op: hlo.DynamicUpdateSliceOp, shape: ShapeOf) -> 
     dims = tuple(range(len(src)))
     update = tuple(d if upd[d] == src[d] else None for d in dims)
     indices = tuple((None,) * len(src) for _ in op.start_indices)
-    return FactorRule((dims, update, *indices), dims)
+    return FactorRule(
+        (dims, update, *indices), dims, unsplittable_factors=_unmapped(update)
+    )
 
 
 def _concatenate_rule(op: hlo.ConcatenateOp, shape: ShapeOf) -> FactorRule:
     rank = len(shape(op.result))
     cat = op.dimension.value.data
     dims = tuple(d if d != cat else None for d in range(rank))
-    return FactorRule(tuple(dims for _ in op.inputs), tuple(range(rank)))
+    return FactorRule(
+        tuple(dims for _ in op.inputs), tuple(range(rank)), unsplittable_factors=frozenset({cat})
+    )
 
 
 def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
@@ -135,7 +148,9 @@ def _reshape_rule(op: hlo.ReshapeOp, shape: ShapeOf) -> FactorRule:
     operand: list[int | None] = [None] * len(res)
     for s, r in pairs:
         operand[r] = s
-    return FactorRule((tuple(operand),), tuple(range(len(res))))
+    return FactorRule(
+        (tuple(operand),), tuple(range(len(res))), unsplittable_factors=_unmapped(operand)
+    )
 
 
 def reshape_major_dim_pairs(

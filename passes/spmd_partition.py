@@ -150,7 +150,7 @@ class FunctionPartitioner:
                     factors[f] = axes
                     used.update(axes)
         for f, axes in enumerate(factor_axes_from(rule, rule.result_dims, want)):
-            if axes:
+            if axes and f not in rule.unsplittable_factors:
                 kept = tuple(a for a in axes if a not in used)
                 factors[f] = kept
                 used.update(kept)

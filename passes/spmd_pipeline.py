@@ -8,6 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
+from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
@@ -15,10 +16,19 @@ from shardc.passes.spmd_propagate import SpmdPropagatePass
 
 @dataclass(frozen=True)
 class SpmdPipelinePass(ModulePass):
-    """propagate, partition, canonicalize (the order is the data flow: each needs the last)."""
+    """
+    propagate, partition, canonicalize, cse: each needs the one before; CSE merges the
+    identical index computations and reshards that different users of one value asked for.
+    """
 
     name = "spmd-pipeline"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for p in (SpmdPropagatePass(), SpmdPartitionPass(), CanonicalizePass()):
+        passes = (
+            SpmdPropagatePass(),
+            SpmdPartitionPass(),
+            CanonicalizePass(),
+            CommonSubexpressionElimination(),
+        )
+        for p in passes:
             p.apply(ctx, op)

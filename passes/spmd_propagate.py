@@ -142,6 +142,8 @@ class ShardingPropagation:
         used: set[str] = set()
         for dims, value in sources:
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
+                if f in rule.unsplittable_factors:
+                    continue
                 if not axes or factors[f] is not None or used.intersection(axes):
                     continue
                 factors[f] = axes
