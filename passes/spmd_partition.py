@@ -113,7 +113,7 @@ class FunctionPartitioner:
 
     def partition_constraint(self, op: spmd.ConstraintOp) -> None:
         self.reshard_operand(op, 0, op.sharding)
-        op.result.replace_by(op.input)
+        op.result.replace_all_uses_with(op.input)
         Rewriter.erase_op(op)
 
     def partition_op(self, op: Operation) -> None:
