@@ -71,10 +71,11 @@ func.func @slice_locally(%a: tensor<16x32xf32>)
     -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}, {}]>}) {
   func.return %a : tensor<16x32xf32>
 }
-// CHECK:      func.func @slice_locally(%a: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}]>}) -> (tensor<4x32xf32>
+// CHECK-LABEL: func.func @slice_locally(%a: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}]>}) -> (tensor<4x32xf32>
 // CHECK-NEXT: %0 = spmd.axis_index @mesh["x"] : tensor<i32>
 // CHECK:      hlo.dynamic_slice %a [{{.*}}] sizes = [4, 32] : (tensor<16x32xf32>, tensor<i32>, tensor<i32>) -> tensor<4x32xf32>
 // CHECK-NOT:  collective.
+// CHECK:      func.return %{{.*}} : tensor<4x32xf32>
 
 // -----
 
@@ -116,9 +117,11 @@ func.func @local(%a: tensor<4x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x
   %t = hlo.transpose %m, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
   func.return %t : tensor<8x4xf32>
 }
+// CHECK-LABEL: func.func @local
 // CHECK-NOT:  collective.
 // CHECK:      hlo.transpose %{{.*}}, dims = [1, 0] : (tensor<2x4xf32>) -> tensor<4x2xf32>
 // CHECK-NOT:  collective.
+// CHECK:      func.return %{{.*}} : tensor<4x2xf32>
 
 // -----
 
