@@ -77,12 +77,16 @@ class FutureType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        types = parser.parse_comma_separated_list(
-            parser.Delimiter.ANGLE, parser.parse_type
-        )
-        for t in types:
+        def parse_tensor_type() -> Attribute:
+            pos = parser.pos
+            t = parser.parse_type()
             if not isinstance(t, TensorType):
-                parser.raise_error(f"a future holds tensors, got {t}")
+                parser.raise_error(f"a future holds tensors, got {t}", pos, parser.pos)
+            return t
+
+        types = parser.parse_comma_separated_list(
+            parser.Delimiter.ANGLE, parse_tensor_type
+        )
         return (ArrayAttr(types),)
 
     def print_parameters(self, printer: Printer) -> None:

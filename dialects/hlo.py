@@ -121,9 +121,10 @@ class HloOp(IRDLOperation, ABC):
 
 
 def _check_kind(op_name: str, ty: TensorType, allowed: frozenset[str]) -> None:
+    """Raise unless `ty`'s element kind is allowed (diagnostics already name the op)."""
     if element_kind(ty.element_type) not in allowed:
         raise VerifyException(
-            f"{op_name} does not accept element type {ty.element_type} "
+            f"does not accept element type {ty.element_type} "
             f"(accepts {', '.join(sorted(allowed))})"
         )
 
@@ -446,7 +447,13 @@ class ConstantOp(HloOp):
         pos = parser.pos
         try:
             value = parser.parse_attribute()
-        except (OverflowError, ValueError) as e:
+        except OverflowError:
+            parser.raise_error(
+                "invalid constant: a value is out of range for its element type",
+                pos,
+                parser.pos,
+            )
+        except ValueError as e:
             parser.raise_error(f"invalid constant: {e}", pos, parser.pos)
         if not isinstance(value, DenseIntOrFPElementsAttr) or not isinstance(
             value.type, TensorType
@@ -574,7 +581,10 @@ class BroadcastOp(HloOp):
         src, res = _tensor(self.operand), _tensor(self.result)
         dims = self.dims
         if src.element_type != res.element_type:
-            raise VerifyException("broadcast keeps the element type")
+            raise VerifyException(
+                f"broadcast keeps the element type: {src.element_type} -> "
+                f"{res.element_type}"
+            )
         if len(dims) != src.get_num_dims():
             raise VerifyException(
                 f"dims has {len(dims)} entries but the operand has rank {src.get_num_dims()}"
@@ -613,7 +623,10 @@ class ReshapeOp(HloOp):
     def verify_semantics(self) -> None:
         src, res = _tensor(self.operand), _tensor(self.result)
         if src.element_type != res.element_type:
-            raise VerifyException("reshape keeps the element type")
+            raise VerifyException(
+                f"reshape keeps the element type: {src.element_type} -> "
+                f"{res.element_type}"
+            )
         if math.prod(src.get_shape()) != math.prod(res.get_shape()):
             raise VerifyException(
                 f"reshape must keep the element count: {math.prod(src.get_shape())} "
@@ -780,6 +793,10 @@ class SliceOp(HloOp):
         for d, ((lo, hi, step), size) in enumerate(zip(bounds, src.get_shape())):
             if step < 1:
                 raise VerifyException(f"stride {step} of dimension {d} must be positive")
+            if lo > hi:
+                raise VerifyException(
+                    f"slice {lo}:{hi} of dimension {d} starts after its limit"
+                )
             if not 0 <= lo <= hi <= size:
                 raise VerifyException(
                     f"slice {lo}:{hi} of dimension {d} is out of bounds for size {size}"
@@ -1082,11 +1099,15 @@ class DotOp(HloOp):
             "batching_dims": ([], []),
             "contracting_dims": ([], []),
         }
+        seen: set[str] = set()
         while parser.parse_optional_punctuation(","):
             key_pos = parser.pos
             key = parser.parse_optional_keyword_in(tuple(dims))
             if key is None:
                 parser.raise_error("expected batching_dims or contracting_dims", key_pos)
+            if key in seen:
+                parser.raise_error(f"{key} given twice", key_pos, parser.pos)
+            seen.add(key)
             parser.parse_punctuation("=")
             left = parse_int_list(parser)
             parser.parse_keyword("x")

@@ -138,7 +138,7 @@ class MeshAttr(ParametrizedAttribute):
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         def parse_axis() -> tuple[str, int]:
             pos = parser.pos
-            name = parser.parse_str_literal("mesh axis name expected")
+            name = parser.parse_str_literal(" (a mesh axis name)")
             parser.parse_punctuation("=")
             size = parser.parse_integer(allow_negative=False, allow_boolean=False)
             if size < 1:
@@ -414,7 +414,7 @@ class AxisIndexOp(IRDLOperation):
     def parse(cls, parser: Parser) -> AxisIndexOp:
         mesh = parser.parse_symbol_name()
         with parser.in_square_brackets():
-            axis = parser.parse_str_literal("mesh axis name expected")
+            axis = parser.parse_str_literal(" (a mesh axis name)")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         result_type = parser.parse_type()
