@@ -25,10 +25,17 @@ def _spmd_pipeline() -> type[ModulePass]:
     return SpmdPipelinePass
 
 
+def _collective_stats() -> type[ModulePass]:
+    from shardc.passes.collective_stats import CollectiveStatsPass
+
+    return CollectiveStatsPass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
     return {
         "spmd-propagate": _spmd_propagate,
         "spmd-partition": _spmd_partition,
         "spmd-pipeline": _spmd_pipeline,
+        "collective-stats": _collective_stats,
     }

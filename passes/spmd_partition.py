@@ -12,6 +12,7 @@ a partial sum becomes an all_reduce, or a reduce_scatter when the result is want
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -35,6 +36,7 @@ from shardc.dialects.spmd import (
     ShardingAttr,
 )
 from shardc.dialects.syntax import i64_array
+from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.errors import OpPassError
 from shardc.passes.resharding import Resharder, local_type
 from shardc.passes.sharding_rules import (
@@ -282,9 +284,19 @@ class SpmdPartitionPass(ModulePass):
 
     name = "spmd-partition"
 
+    stats: bool = False
+    """Print the collectives inserted (per kind, bytes per device) and resharding steps."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = module_mesh(op)
         if mesh is None:
             return
+        steps = 0
         for function in global_functions(op):
-            FunctionPartitioner(function, *mesh).run()
+            partitioner = FunctionPartitioner(function, *mesh)
+            partitioner.run()
+            steps += partitioner.resharder.steps
+        if self.stats:
+            summary = CollectiveStats.of(op)
+            summary.reshard_steps = steps
+            print(summary.format(), file=sys.stderr)

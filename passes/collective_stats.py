@@ -1,0 +1,70 @@
+"""
+`collective-stats`: what communication a per-device program does, per collective kind.
+
+Counts follow DESIGN.md's report: a `_start` counts under its kind, a variadic collective
+counts once, and bytes are the operand bytes one device contributes (independent of the
+algorithm that later moves them).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.passes import ModulePass
+
+from shardc.dialects import collective
+from shardc.passes.sharding_rules import element_bytes
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
+
+
+def collective_kind(op: collective.CollectiveOp) -> str:
+    """`all_reduce` for both `collective.all_reduce` and `collective.all_reduce_start`."""
+    return op.name.removeprefix("collective.").removesuffix("_start")
+
+
+@dataclass
+class CollectiveStats:
+    counts: Counter[str] = field(default_factory=Counter[str])
+    bytes: Counter[str] = field(default_factory=Counter[str])
+    reshard_steps: int | None = None
+
+    @staticmethod
+    def of(module: ModuleOp) -> CollectiveStats:
+        stats = CollectiveStats()
+        for op in module.walk():
+            if isinstance(op, collective.CollectiveOp):
+                kind = collective_kind(op)
+                stats.counts[kind] += 1
+                stats.bytes[kind] += sum(_bytes(t) for t in op.input_types())
+        return stats
+
+    def format(self) -> str:
+        lines = ["collective      count  bytes/device"]
+        for kind in KINDS:
+            lines.append(f"{kind:<15} {self.counts[kind]:>5}  {self.bytes[kind]:>12}")
+        lines.append(
+            f"{'total':<15} {sum(self.counts.values()):>5}  {sum(self.bytes.values()):>12}"
+        )
+        if self.reshard_steps is not None:
+            lines.append(f"resharding steps: {self.reshard_steps}")
+        return "\n".join(lines)
+
+
+def _bytes(ty: TensorType) -> int:
+    return math.prod(ty.get_shape()) * element_bytes(ty)
+
+
+@dataclass(frozen=True)
+class CollectiveStatsPass(ModulePass):
+    """Print collectives per kind and their bytes per device to stderr; the IR is unchanged."""
+
+    name = "collective-stats"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        print(CollectiveStats.of(op).format(), file=sys.stderr)
