@@ -1,0 +1,89 @@
+"""
+The semantics of every `collective` op over one group, on numpy (DESIGN.md "Level S").
+
+Each function takes the operands of the group's members in rank order (one tuple of
+arrays per member) and returns each member's results in rank order. Reductions combine in
+rank order, accumulating bf16/f16 in f32 and rounding once, and every member receives the
+very same (read-only) result arrays, so replicated results are bit-identical by
+construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from shardc.dialects import collective as coll
+from shardc.interpreter.values import combine_in_order, frozen
+
+Values = tuple[np.ndarray, ...]
+
+
+def all_reduce(kind: str, inputs: Sequence[Values]) -> list[Values]:
+    results = tuple(
+        frozen(combine_in_order(kind, [np.asarray(m[i]) for m in inputs]))
+        for i in range(len(inputs[0]))
+    )
+    return [results] * len(inputs)
+
+
+def all_gather(dim: int, inputs: Sequence[Values]) -> list[Values]:
+    results = tuple(
+        frozen(np.concatenate([m[i] for m in inputs], axis=dim))
+        for i in range(len(inputs[0]))
+    )
+    return [results] * len(inputs)
+
+
+def reduce_scatter(kind: str, dim: int, inputs: Sequence[Values]) -> list[Values]:
+    g = len(inputs)
+    per_operand = []
+    for i in range(len(inputs[0])):
+        full = combine_in_order(kind, [np.asarray(m[i]) for m in inputs])
+        per_operand.append([frozen(b) for b in np.split(full, g, axis=dim)])
+    return [tuple(blocks[r] for blocks in per_operand) for r in range(g)]
+
+
+def all_to_all(split_dim: int, concat_dim: int, inputs: Sequence[Values]) -> list[Values]:
+    g = len(inputs)
+    blocks = [np.split(np.asarray(m[0]), g, axis=split_dim) for m in inputs]
+    return [
+        (frozen(np.concatenate([blocks[s][r] for s in range(g)], axis=concat_dim)),)
+        for r in range(g)
+    ]
+
+
+def permute(pairs: Sequence[tuple[int, int]], inputs: Sequence[Values]) -> list[Values]:
+    g = len(inputs)
+    out: list[Values | None] = [None] * g
+    for source, target in pairs:
+        out[target] = (inputs[source][0],)
+    zeros: Values | None = None
+    for r in range(g):
+        if out[r] is None:
+            if zeros is None:
+                zeros = (frozen(np.zeros_like(np.asarray(inputs[r][0]))),)
+            out[r] = zeros
+    return out  # pyright: ignore[reportReturnType]
+
+
+def execute(op: coll.CollectiveOp, inputs: Sequence[Values]) -> list[Values]:
+    """Run `op` (sync or `_start` form) for one group; `inputs` in rank order."""
+    if isinstance(op, coll.AllReduceBase):
+        return all_reduce(op.kind.data, inputs)
+    if isinstance(op, coll.AllGatherBase):
+        return all_gather(op.dim.value.data, inputs)
+    if isinstance(op, coll.ReduceScatterBase):
+        return reduce_scatter(op.kind.data, op.dim.value.data, inputs)
+    if isinstance(op, coll.AllToAllBase):
+        return all_to_all(op.split_dim.value.data, op.concat_dim.value.data, inputs)
+    if isinstance(op, coll.PermuteBase):
+        return permute(op.source_target_pairs, inputs)
+    raise NotImplementedError(f"no semantics for {op.name}")
+
+
+def kind_name(op: coll.CollectiveOp) -> str:
+    """`all_reduce`, `all_gather`, ... (a `_start` form under its kind)."""
+    name = op.name.removeprefix("collective.")
+    return name.removesuffix("_start")

@@ -1,0 +1,525 @@
+"""
+The N-device executor: runs one function on every simulated device, meeting at
+collectives, reporting deadlocks, collective mismatches and misused futures.
+
+Each device runs the function as a Python generator over a precomputed plan of its
+blocks (one tuple per op: kind, op, implementation, operands, results, expected types).
+Plain ops call their xDSL implementation (`HloFunctions`, ...) directly; a collective
+`yield`s `(op, operand values)` to the scheduler, and nested regions (`scf.if`,
+`scf.for`, `func.call`) are run with `yield from`, so a collective inside them suspends
+the whole device.
+
+The scheduler runs each runnable device until it blocks at a collective or finishes. A
+group fires when all its members wait at a collective over that same group; if they all
+do but at incompatible collectives (different kind, reduction, dims or types) that is a
+mismatch error naming the devices and ops. When no device can run and some still wait,
+the run is a deadlock, reported with every waiting device, the op it waits at (with its
+location) and why its group cannot meet. Nothing ever hangs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.ir import Block, Operation
+from xdsl.traits import SymbolTable
+
+from shardc.dialects import collective as coll
+from shardc.dialects import spmd
+from shardc.interpreter import collectives
+from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.hlo_impls import (
+    DEVICE_KEY,
+    DeviceInfo,
+    HloFunctions,
+    TensorScalarFunctions,
+)
+from shardc.interpreter.values import dtype_name, tensor_spec
+from shardc.tools.source import SourceMap
+
+PLAIN, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL = range(8)
+
+Step = tuple[int, Operation, Any, Any, tuple, tuple, tuple]
+
+
+def is_level_s(function: func.FuncOp) -> bool:
+    """A per-device function: marked `spmd.partitioned` or `spmd.per_device_io`."""
+    return (
+        spmd.PARTITIONED_ATTR_NAME in function.attributes
+        or spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes
+    )
+
+
+def module_mesh(module: ModuleOp) -> tuple[str, spmd.MeshAttr] | None:
+    """The module's `spmd.mesh` (name, mesh); a module has at most one that matters."""
+    for op in module.body.block.ops:
+        if isinstance(op, spmd.MeshOp):
+            return op.sym_name.data, op.mesh
+    return None
+
+
+class Future:
+    """The pending results of one `_start` collective on one device."""
+
+    __slots__ = ("op", "values", "done")
+
+    def __init__(self, op: Operation, values: tuple[Any, ...]):
+        self.op = op
+        self.values = values
+        self.done: Operation | None = None
+
+
+@dataclass
+class _Device:
+    index: int
+    interp: Interpreter
+    futures: list[Future] = field(default_factory=list[Future])
+
+
+@dataclass
+class _Collective:
+    """What the scheduler needs of a collective op, computed once."""
+
+    member_of: dict[int, tuple[tuple[int, ...], int]]
+    """device -> (its group in rank order, its rank)."""
+    signature: tuple[Any, ...]
+    """Ops with equal signatures over the same group may meet."""
+    summary: str
+    """`all_reduce add (tensor<8xf32>)`: for messages."""
+
+
+@dataclass
+class _Wait:
+    device: int
+    op: coll.CollectiveOp
+    values: tuple[Any, ...]
+    group: tuple[int, ...]
+    rank: int
+    info: _Collective
+
+
+def _signature(op: coll.CollectiveOp) -> tuple[Any, ...]:
+    props: list[tuple[str, str]] = []
+    for name, value in sorted(op.properties.items()):
+        if name in ("mesh", "mesh_axes", "groups", "shift", "pairs"):
+            continue
+        props.append((name, str(value)))
+    if isinstance(op, coll.PermuteBase):
+        props.append(("pairs", str(sorted(op.source_target_pairs))))
+    return (
+        op.name,
+        tuple(props),
+        tuple(str(o.type) for o in op.operands),
+        tuple(str(r.type) for r in op.results),
+    )
+
+
+def _summary(op: coll.CollectiveOp) -> str:
+    kind = getattr(op, "kind", None)
+    text = op.name.removeprefix("collective.")
+    if kind is not None:
+        text += f" {kind.data}"
+    types = ", ".join(str(o.type) for o in op.operands)
+    return f"{text} ({types})"
+
+
+def _result_specs(op: Operation) -> tuple:
+    specs = []
+    for r in op.results:
+        if isinstance(r.type, TensorType):
+            specs.append(tensor_spec(r.type))
+        else:
+            specs.append(None)
+    return tuple(specs)
+
+
+class Executor:
+    """
+    Runs functions of one module on simulated devices.
+
+    `check_types` (default on) compares every result's shape and dtype with its op's
+    result type: a cheap guard against interpreter bugs (the oracle must be right).
+    """
+
+    def __init__(
+        self,
+        module: ModuleOp,
+        source_map: SourceMap | None = None,
+        filename: str | None = None,
+        check_types: bool = True,
+    ):
+        self.module = module
+        self.source_map = source_map
+        self.filename = filename or (source_map.filename if source_map else "<input>")
+        self.check_types = check_types
+        self.hlo_functions = HloFunctions()
+        self.functions: list[InterpreterFunctions] = [
+            self.hlo_functions,
+            TensorScalarFunctions(),
+        ]
+        self._fallback_functions: list[InterpreterFunctions] = [ArithFunctions()]
+        self._table: dict[type[Operation], tuple[InterpreterFunctions, Any]] = {}
+        for ft in self.functions:
+            for op_type, impl in type(ft)._impls():  # pyright: ignore[reportPrivateUsage]
+                self._table[op_type] = (ft, impl)
+        self._fallback_types: set[type[Operation]] = set()
+        for ft in self._fallback_functions:
+            for op_type, _ in type(ft)._impls():  # pyright: ignore[reportPrivateUsage]
+                self._fallback_types.add(op_type)
+        self._plans: dict[Block, list[Step]] = {}
+        self._collectives: dict[Operation, _Collective] = {}
+        self._prepared: set[tuple[func.FuncOp, bool]] = set()
+
+    # Messages -------------------------------------------------------------------------
+
+    def where(self, op: Operation) -> str:
+        """`file:line:col` of an op (or just the file for ops made by passes)."""
+        if self.source_map is not None:
+            loc = self.source_map.location_of(op)
+            if loc is not None:
+                line, col = loc.line_col()
+                return f"{loc.input.name}:{line}:{col}"
+        return self.filename
+
+    def error_at(self, op: Operation, message: str) -> InterpreterError:
+        if self.source_map is not None and self.source_map.location_of(op) is not None:
+            return InterpreterError(str(self.source_map.error_at(op, message)))
+        return InterpreterError(f"{self.filename}: error: '{op.name}' op {message}")
+
+    # Plans ----------------------------------------------------------------------------
+
+    def prepare(self, function: func.FuncOp) -> None:
+        """Plan every block reachable from `function`; unsupported ops are errors here."""
+        level_s = is_level_s(function)
+        if (function, level_s) in self._prepared:
+            return
+        self._prepared.add((function, level_s))
+        visited: set[func.FuncOp] = set()
+        self._plan_function(function, level_s, visited)
+
+    def _plan_function(
+        self, function: func.FuncOp, level_s: bool, visited: set[func.FuncOp]
+    ) -> None:
+        if function in visited:
+            return
+        visited.add(function)
+        if not function.body.blocks:
+            raise self.error_at(function, "has no body: external functions cannot run")
+        if len(function.body.blocks) > 1:
+            raise self.error_at(function, "has several blocks, which the interpreter does not support")
+        self._plan_block(function.body.block, level_s, visited)
+
+    def _plan_block(self, block: Block, level_s: bool, visited: set[func.FuncOp]) -> None:
+        steps: list[Step] = []
+        for op in block.ops:
+            steps.append(self._plan_op(op, level_s, visited))
+        self._plans[block] = steps
+
+    def _plan_op(self, op: Operation, level_s: bool, visited: set[func.FuncOp]) -> Step:
+        operands, results = tuple(op.operands), tuple(op.results)
+        specs = _result_specs(op)
+        if isinstance(op, coll.CollectiveOp):
+            if not level_s:
+                raise self.error_at(
+                    op,
+                    "needs a level-S program: the function must be marked "
+                    f"{spmd.PARTITIONED_ATTR_NAME} or {spmd.PER_DEVICE_IO_ATTR_NAME}",
+                )
+            if op not in self._collectives:
+                member_of: dict[int, tuple[tuple[int, ...], int]] = {}
+                for group in op.device_groups():
+                    key = tuple(group)
+                    for rank, device in enumerate(group):
+                        member_of[device] = (key, rank)
+                self._collectives[op] = _Collective(member_of, _signature(op), _summary(op))
+            if op.IS_START:
+                specs = (None,)
+            return (COLLECTIVE, op, None, None, operands, results, specs)
+        if isinstance(op, coll.DoneOp):
+            return (DONE, op, None, None, operands, results, specs)
+        if isinstance(op, func.ReturnOp | scf.YieldOp):
+            return (RETURN, op, None, None, operands, results, specs)
+        if isinstance(op, scf.IfOp):
+            for region in (op.true_region, op.false_region):
+                if region.blocks:
+                    self._plan_block(region.block, level_s, visited)
+            return (IF, op, None, None, operands, results, specs)
+        if isinstance(op, scf.ForOp):
+            self._plan_block(op.body.block, level_s, visited)
+            return (FOR, op, None, None, operands, results, specs)
+        if isinstance(op, func.CallOp):
+            callee = SymbolTable.lookup_symbol(self.module, op.callee)
+            if not isinstance(callee, func.FuncOp):
+                raise self.error_at(op, f"calls {op.callee}, which is not a function")
+            self._plan_function(callee, level_s, visited)
+            return (CALL, op, callee, None, operands, results, specs)
+        entry = self._table.get(type(op))
+        if entry is not None:
+            ft, impl = entry
+            return (PLAIN, op, impl, ft, operands, results, specs)
+        if type(op) in self._fallback_types and not op.regions:
+            return (FALLBACK, op, None, None, operands, results, specs)
+        raise self.error_at(op, "is not supported by the interpreter")
+
+    # Running --------------------------------------------------------------------------
+
+    def run(
+        self, function: func.FuncOp, per_device_args: Sequence[Sequence[Any]]
+    ) -> list[tuple[Any, ...]]:
+        """
+        Run `function` on `len(per_device_args)` devices (1 for a level-G function, the
+        mesh's device count for level S) and return each device's results.
+        """
+        self.prepare(function)
+        level_s = is_level_s(function)
+        n = len(per_device_args)
+        if level_s:
+            mesh = module_mesh(self.module)
+            if mesh is None:
+                raise self.error_at(function, "is a level-S function but the module declares no spmd.mesh")
+            if n != mesh[1].device_count:
+                raise InterpreterError(
+                    f"{self.filename}: error: mesh @{mesh[0]} has {mesh[1].device_count} "
+                    f"devices but {n} sets of arguments were given"
+                )
+        elif n != 1:
+            raise InterpreterError(
+                f"{self.filename}: error: a level-G function runs on one device, got {n} "
+                "sets of arguments"
+            )
+        n_args = len(function.body.block.args)
+        for d, args in enumerate(per_device_args):
+            if len(args) != n_args:
+                raise InterpreterError(
+                    f"{self.filename}: error: @{function.sym_name.data} takes {n_args} "
+                    f"arguments, device {d} was given {len(args)}"
+                )
+        devices = []
+        for d in range(n):
+            interp = Interpreter(self.module)
+            for ft in (*self.functions, *self._fallback_functions):
+                interp.register_implementations(ft)
+            if level_s:
+                interp.set_data(HloFunctions, DEVICE_KEY, DeviceInfo(d, self.module))
+            devices.append(_Device(d, interp))
+        gens = [
+            self._run_block(dev, function.body.block, tuple(args), {})
+            for dev, args in zip(devices, per_device_args)
+        ]
+        with np.errstate(all="ignore"):
+            results = self._schedule(gens)
+        self._check_futures(devices)
+        return results
+
+    def _run_block(
+        self, dev: _Device, block: Block, args: tuple[Any, ...], env: dict[Any, Any]
+    ) -> Generator[tuple[Operation, tuple[Any, ...]], Any, tuple[Any, ...]]:
+        for arg, value in zip(block.args, args):
+            env[arg] = value
+        check = self.check_types
+        for kind, op, fn, ft, operands, results, specs in self._plans[block]:
+            vals = tuple([env[v] for v in operands])
+            if kind == PLAIN:
+                try:
+                    out = fn(ft, dev.interp, op, vals).values
+                except InterpreterError:
+                    raise
+                except Exception as e:
+                    raise self._internal(op, dev, e) from e
+            elif kind == RETURN:
+                return vals
+            elif kind == COLLECTIVE:
+                out = yield (op, vals)
+                if op.IS_START:  # pyright: ignore[reportAttributeAccessIssue]
+                    dev.futures.append(out[0])
+            elif kind == DONE:
+                out = self._done(dev, op, vals[0])
+            elif kind == IF:
+                region = op.regions[0] if vals[0] else op.regions[1]
+                if region.blocks:
+                    out = yield from self._run_block(dev, region.block, (), env)
+                else:
+                    out = ()
+            elif kind == FOR:
+                lb, ub, step, *carried = vals
+                body = op.regions[0].block
+                carried = tuple(carried)
+                for i in range(int(lb), int(ub), int(step)):
+                    carried = yield from self._run_block(dev, body, (i, *carried), env)
+                out = carried
+            elif kind == CALL:
+                out = yield from self._run_block(dev, fn.body.block, vals, {})
+            else:  # FALLBACK
+                try:
+                    out = dev.interp.run_op(op, vals)
+                except Exception as e:
+                    raise self._internal(op, dev, e) from e
+            if check:
+                self._check_results(op, dev, out, specs)
+            for r, v in zip(results, out):
+                env[r] = v
+        return ()
+
+    def _internal(self, op: Operation, dev: _Device, e: Exception) -> InterpreterError:
+        return self.error_at(
+            op, f"failed on device {dev.index}: {type(e).__name__}: {e} (interpreter bug?)"
+        )
+
+    def _check_results(self, op: Operation, dev: _Device, out: Any, specs: tuple) -> None:
+        if len(out) != len(specs):
+            raise self.error_at(
+                op, f"produced {len(out)} values for {len(specs)} results on device {dev.index}"
+            )
+        for i, (v, spec) in enumerate(zip(out, specs)):
+            if spec is None:
+                continue
+            shape, dtype = spec
+            if getattr(v, "shape", None) != shape or getattr(v, "dtype", None) != dtype:
+                got = (
+                    f"{dtype_name(v.dtype)}{list(v.shape)}"
+                    if hasattr(v, "dtype")
+                    else type(v).__name__
+                )
+                raise self.error_at(
+                    op,
+                    f"result {i} on device {dev.index} is {got} but its type is "
+                    f"{op.results[i].type} (interpreter bug)",
+                )
+
+    def _done(self, dev: _Device, op: Operation, future: Any) -> tuple[Any, ...]:
+        if not isinstance(future, Future):
+            raise self.error_at(op, f"on device {dev.index}: the operand is not a future")
+        if future.done is not None:
+            raise self.error_at(
+                op,
+                f"uses the future of '{future.op.name}' ({self.where(future.op)}) a second "
+                f"time on device {dev.index} (first consumed at {self.where(future.done)}); "
+                "a future is consumed exactly once",
+            )
+        future.done = op
+        return future.values
+
+    def _check_futures(self, devices: list[_Device]) -> None:
+        unconsumed: dict[Operation, list[int]] = {}
+        for dev in devices:
+            for f in dev.futures:
+                if f.done is None:
+                    unconsumed.setdefault(f.op, []).append(dev.index)
+        for op, devs in unconsumed.items():
+            raise self.error_at(
+                op,
+                f"produces a future that is never consumed by a collective.done on "
+                f"{_devices_str(devs)}",
+            )
+
+    # Scheduling -----------------------------------------------------------------------
+
+    def _schedule(self, gens: list[Generator]) -> list[tuple[Any, ...]]:
+        n = len(gens)
+        inbox: list[Any] = [None] * n
+        finished: dict[int, tuple[Any, ...]] = {}
+        waiting: dict[int, _Wait] = {}
+        runnable = deque(range(n))
+        while runnable:
+            d = runnable.popleft()
+            try:
+                op, values = gens[d].send(inbox[d])
+            except StopIteration as stop:
+                finished[d] = stop.value
+                continue
+            inbox[d] = None
+            info = self._collectives[op]
+            member = info.member_of.get(d)
+            if member is None:
+                raise self.error_at(op, f"has no group containing device {d}")
+            group, rank = member
+            waiting[d] = _Wait(d, op, values, group, rank, info)  # pyright: ignore
+            ready = True
+            for m in group:
+                w = waiting.get(m)
+                if w is None or w.group != group:
+                    ready = False
+                    break
+            if not ready:
+                continue
+            members = [waiting[m] for m in group]
+            if any(w.info.signature != info.signature for w in members):
+                raise self._mismatch(members)
+            outputs = collectives.execute(op, [w.values for w in members])  # pyright: ignore
+            for w, out in zip(members, outputs):
+                del waiting[w.device]
+                inbox[w.device] = (Future(w.op, out),) if w.op.IS_START else out
+                runnable.append(w.device)
+        if waiting:
+            raise self._deadlock(waiting, finished)
+        return [finished[d] for d in range(n)]
+
+    def _mismatch(self, members: list[_Wait]) -> InterpreterError:
+        by_op: dict[tuple[Any, ...], list[_Wait]] = {}
+        for w in members:
+            by_op.setdefault((w.info.signature, self.where(w.op)), []).append(w)
+        lines = [
+            f"  {_devices_str([w.device for w in ws])} at {ws[0].info.summary} "
+            f"({self.where(ws[0].op)})"
+            for ws in by_op.values()
+        ]
+        group = list(members[0].group)
+        first = members[0].op
+        head = self.error_at(
+            first,
+            f"collective mismatch in group {group}: its members wait at different "
+            "collectives:",
+        )
+        return InterpreterError(str(head) + "\n" + "\n".join(lines))
+
+    def _deadlock(
+        self, waiting: dict[int, _Wait], finished: dict[int, tuple[Any, ...]]
+    ) -> InterpreterError:
+        lines: list[str] = []
+        seen: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        for d in sorted(waiting):
+            w = waiting[d]
+            seen.setdefault((id(w.op), w.group), []).append(d)
+        for devs in seen.values():
+            w = waiting[devs[0]]
+            why: list[str] = []
+            done = [m for m in w.group if m in finished]
+            if done:
+                why.append(f"{_devices_str(done)} finished")
+            elsewhere: dict[str, list[int]] = {}
+            for m in w.group:
+                other = waiting.get(m)
+                if other is not None and other.group != w.group:
+                    elsewhere.setdefault(
+                        f"{other.info.summary} ({self.where(other.op)}) over group "
+                        f"{list(other.group)}",
+                        [],
+                    ).append(m)
+            for where, ms in elsewhere.items():
+                why.append(f"{_devices_str(ms)} wait at {where}")
+            lines.append(
+                f"  {_devices_str(devs)} wait at {w.info.summary} ({self.where(w.op)}) "
+                f"over group {list(w.group)}; " + "; ".join(why or ["(no reason found)"])
+            )
+        first = waiting[min(waiting)].op
+        head = self.error_at(
+            first,
+            "deadlock: no device can proceed; these devices wait for group members that "
+            "never arrive:",
+        )
+        return InterpreterError(str(head) + "\n" + "\n".join(lines))
+
+
+def _devices_str(devices: Sequence[int]) -> str:
+    devices = list(devices)
+    if len(devices) == 1:
+        return f"device {devices[0]}"
+    return "devices " + ", ".join(str(d) for d in devices)

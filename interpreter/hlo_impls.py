@@ -1,0 +1,495 @@
+"""
+numpy implementations of the `hlo` and `spmd` ops, registered with xDSL's interpreter
+framework (`@register_impls`, `@impl`): `Interpreter.run_op(op, args)` runs any of them,
+and the device executor (`devices.py`) calls the same functions directly.
+
+Semantics are StableHLO's; numerics follow DESIGN.md: bf16/f16 values are rounded to
+their type after every op (elementwise ops on them compute in f32 and round once), and
+`dot` and `reduce` accumulate bf16/f16 in f32 and round once at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import tensor
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.ir import Operation
+
+from shardc.dialects import hlo, spmd
+from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.values import (
+    BOOL,
+    F32,
+    FLOAT_DTYPES,
+    LOW_PRECISION,
+    accumulation_dtype,
+    array_from_dense,
+    convert,
+    frozen,
+    identity,
+    reduce_ufunc,
+    tensor_spec,
+)
+
+DEVICE_KEY = "device"
+"""`Interpreter.get_data(HloFunctions, DEVICE_KEY, ...)`: the running `DeviceInfo`."""
+
+
+class DeviceInfo:
+    """Which simulated device an interpreter runs (for `spmd.axis_index`)."""
+
+    __slots__ = ("device", "module")
+
+    def __init__(self, device: int, module: Operation | None):
+        self.device = device
+        self.module = module
+
+
+# Elementwise helpers --------------------------------------------------------------------
+
+
+def _via_f32(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """Apply `fn` in the value's own type, or in f32 with one rounding for bf16/f16."""
+
+    def run(x: np.ndarray) -> np.ndarray:
+        dtype = x.dtype
+        if dtype in LOW_PRECISION:
+            return fn(x.astype(F32)).astype(dtype)
+        return fn(x)
+
+    return run
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return np.reciprocal(np.sqrt(x))
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+_exp = _via_f32(np.exp)
+_log = _via_f32(np.log)
+_tanh = _via_f32(np.tanh)
+_sqrt = _via_f32(np.sqrt)
+_sin = _via_f32(np.sin)
+_cos = _via_f32(np.cos)
+_rsqrt_any = _via_f32(_rsqrt)
+_logistic_any = _via_f32(_logistic)
+
+
+def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """
+    Integer division truncating toward zero (C, StableHLO). x / 0 is -1 (all bits set,
+    as XLA does) and INT_MIN / -1 wraps to INT_MIN.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    zero = b == 0
+    safe = np.where(zero, 1, b).astype(b.dtype)
+    q = np.floor_divide(a, safe)
+    r = a - q * safe
+    q = q + ((r != 0) & ((r < 0) != (safe < 0))).astype(q.dtype)
+    return np.where(zero, np.array(-1, dtype=a.dtype), q).astype(a.dtype)
+
+
+def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """
+    Integer power by repeated squaring with wrapping multiplication. A negative exponent
+    gives 0 except for bases 1 (1) and -1 (+-1), as XLA does.
+    """
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    dtype = a.dtype
+    result = np.ones(a.shape, dtype=dtype)
+    base = a.copy()
+    e = np.where(b < 0, 0, b).astype(dtype)
+    while np.any(e > 0):
+        odd = (e & 1).astype(bool)
+        result = np.where(odd, result * base, result)
+        base = base * base
+        e = e >> 1
+    neg = b < 0
+    if np.any(neg):
+        odd_exp = (b & 1).astype(bool)
+        special = np.where(a == 1, 1, np.where(a == -1, np.where(odd_exp, -1, 1), 0))
+        result = np.where(neg, special.astype(dtype), result)
+    return result.astype(dtype)
+
+
+def _binary(float_fn: Callable[..., Any], int_fn: Callable[..., Any] | None = None):
+    int_fn = int_fn or float_fn
+
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype in FLOAT_DTYPES:
+            return float_fn(a, b)
+        return int_fn(a, b)
+
+    return run
+
+
+def _pow_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype in LOW_PRECISION:
+        return np.power(a.astype(F32), b.astype(F32)).astype(a.dtype)
+    return np.power(a, b)
+
+
+_COMPARE = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
+
+
+# Dot ------------------------------------------------------------------------------------
+
+
+def dot_general(
+    lhs: np.ndarray,
+    rhs: np.ndarray,
+    batching: tuple[tuple[int, ...], tuple[int, ...]],
+    contracting: tuple[tuple[int, ...], tuple[int, ...]],
+    out_dtype: np.dtype[Any],
+) -> np.ndarray:
+    """
+    StableHLO dot_general: result dims are batch, lhs free, rhs free. bf16/f16 operands
+    are multiplied and accumulated in f32 and rounded once to the result type.
+    """
+    acc = accumulation_dtype(lhs.dtype)
+    lhs = np.asarray(lhs)
+    rhs = np.asarray(rhs)
+    if lhs.dtype != acc:
+        lhs = lhs.astype(acc)
+    if rhs.dtype != acc:
+        rhs = rhs.astype(acc)
+    (lb, rb), (lc, rc) = batching, contracting
+    lf = hlo.dot_free_dims(lhs.ndim, lb, lc)
+    rf = hlo.dot_free_dims(rhs.ndim, rb, rc)
+    ls, rs = lhs.shape, rhs.shape
+    batch_shape = [ls[d] for d in lb]
+    lfree_shape = [ls[d] for d in lf]
+    rfree_shape = [rs[d] for d in rf]
+    k = 1
+    for d in lc:
+        k *= ls[d]
+    m = 1
+    for s in lfree_shape:
+        m *= s
+    n = 1
+    for s in rfree_shape:
+        n *= s
+    nb = 1
+    for s in batch_shape:
+        nb *= s
+    lt = lhs.transpose([*lb, *lf, *lc])
+    rt = rhs.transpose([*rb, *rc, *rf])
+    if nb == 1 and not lb:
+        a = lt if lt.ndim == 2 and len(lf) == 1 and len(lc) == 1 else lt.reshape(m, k)
+        b = rt if rt.ndim == 2 and len(rf) == 1 and len(rc) == 1 else rt.reshape(k, n)
+        if acc == BOOL:
+            out = np.matmul(a.astype(np.int64), b.astype(np.int64)) != 0
+        else:
+            out = np.matmul(a, b)
+    else:
+        a = lt.reshape(nb, m, k)
+        b = rt.reshape(nb, k, n)
+        if acc == BOOL:
+            out = np.matmul(a.astype(np.int64), b.astype(np.int64)) != 0
+        else:
+            out = np.matmul(a, b)
+    out = out.reshape(batch_shape + lfree_shape + rfree_shape)
+    if out.dtype != out_dtype:
+        out = convert(out, out_dtype)
+    return out
+
+
+def reduce(x: np.ndarray, kind: str, dims: tuple[int, ...], out_dtype: np.dtype[Any]) -> np.ndarray:
+    """Reduce `dims` away from the kind's identity, accumulating bf16/f16 in f32."""
+    x = np.asarray(x)
+    acc = accumulation_dtype(x.dtype)
+    ufunc = reduce_ufunc(kind, x.dtype)
+    src = x.astype(acc) if x.dtype != acc else x
+    out = ufunc.reduce(src, axis=dims, dtype=acc, initial=identity(kind, acc))
+    out = np.asarray(out)
+    if out.dtype != out_dtype:
+        out = out.astype(out_dtype)
+    return out
+
+
+# The implementations --------------------------------------------------------------------
+
+
+@register_impls
+class HloFunctions(InterpreterFunctions):
+    """Every `hlo` op, `spmd.constraint` (identity) and `spmd.axis_index`."""
+
+    def __init__(self) -> None:
+        self._params: dict[Operation, Any] = {}
+
+    def params(self, op: Operation, compute: Callable[[], Any]) -> Any:
+        """Per-op constants derived from attributes, computed once."""
+        p = self._params.get(op)
+        if p is None:
+            p = self._params[op] = compute()
+        return p
+
+    # binary elementwise ---------------------------------------------------------------
+
+    @impl(hlo.AddOp)
+    def run_add(self, interp: Interpreter, op: hlo.AddOp, args: PythonValues):
+        return (np.add(args[0], args[1]),)
+
+    @impl(hlo.SubOp)
+    def run_sub(self, interp: Interpreter, op: hlo.SubOp, args: PythonValues):
+        return (np.subtract(args[0], args[1]),)
+
+    @impl(hlo.MulOp)
+    def run_mul(self, interp: Interpreter, op: hlo.MulOp, args: PythonValues):
+        return (np.multiply(args[0], args[1]),)
+
+    @impl(hlo.DivOp)
+    def run_div(self, interp: Interpreter, op: hlo.DivOp, args: PythonValues):
+        a, b = args
+        if a.dtype in FLOAT_DTYPES:
+            return (np.divide(a, b),)
+        return (int_div(a, b),)
+
+    @impl(hlo.MaxOp)
+    def run_max(self, interp: Interpreter, op: hlo.MaxOp, args: PythonValues):
+        return (np.maximum(args[0], args[1]),)
+
+    @impl(hlo.MinOp)
+    def run_min(self, interp: Interpreter, op: hlo.MinOp, args: PythonValues):
+        return (np.minimum(args[0], args[1]),)
+
+    @impl(hlo.PowOp)
+    def run_pow(self, interp: Interpreter, op: hlo.PowOp, args: PythonValues):
+        a, b = args
+        if a.dtype in FLOAT_DTYPES:
+            return (_pow_float(a, b),)
+        return (int_pow(a, b),)
+
+    @impl(hlo.AndOp)
+    def run_and(self, interp: Interpreter, op: hlo.AndOp, args: PythonValues):
+        return (np.bitwise_and(args[0], args[1]),)
+
+    @impl(hlo.OrOp)
+    def run_or(self, interp: Interpreter, op: hlo.OrOp, args: PythonValues):
+        return (np.bitwise_or(args[0], args[1]),)
+
+    # unary elementwise ----------------------------------------------------------------
+
+    @impl(hlo.NegOp)
+    def run_neg(self, interp: Interpreter, op: hlo.NegOp, args: PythonValues):
+        return (np.negative(args[0]),)
+
+    @impl(hlo.ExpOp)
+    def run_exp(self, interp: Interpreter, op: hlo.ExpOp, args: PythonValues):
+        return (_exp(args[0]),)
+
+    @impl(hlo.LogOp)
+    def run_log(self, interp: Interpreter, op: hlo.LogOp, args: PythonValues):
+        return (_log(args[0]),)
+
+    @impl(hlo.TanhOp)
+    def run_tanh(self, interp: Interpreter, op: hlo.TanhOp, args: PythonValues):
+        return (_tanh(args[0]),)
+
+    @impl(hlo.SqrtOp)
+    def run_sqrt(self, interp: Interpreter, op: hlo.SqrtOp, args: PythonValues):
+        return (_sqrt(args[0]),)
+
+    @impl(hlo.RsqrtOp)
+    def run_rsqrt(self, interp: Interpreter, op: hlo.RsqrtOp, args: PythonValues):
+        return (_rsqrt_any(args[0]),)
+
+    @impl(hlo.AbsOp)
+    def run_abs(self, interp: Interpreter, op: hlo.AbsOp, args: PythonValues):
+        return (np.absolute(args[0]),)
+
+    @impl(hlo.SinOp)
+    def run_sin(self, interp: Interpreter, op: hlo.SinOp, args: PythonValues):
+        return (_sin(args[0]),)
+
+    @impl(hlo.CosOp)
+    def run_cos(self, interp: Interpreter, op: hlo.CosOp, args: PythonValues):
+        return (_cos(args[0]),)
+
+    @impl(hlo.LogisticOp)
+    def run_logistic(self, interp: Interpreter, op: hlo.LogisticOp, args: PythonValues):
+        return (_logistic_any(args[0]),)
+
+    @impl(hlo.NotOp)
+    def run_not(self, interp: Interpreter, op: hlo.NotOp, args: PythonValues):
+        x = args[0]
+        if x.dtype == BOOL:
+            return (np.logical_not(x),)
+        return (np.invert(x),)
+
+    # compare, select, convert, constant, iota -----------------------------------------
+
+    @impl(hlo.CompareOp)
+    def run_compare(self, interp: Interpreter, op: hlo.CompareOp, args: PythonValues):
+        fn = self.params(op, lambda: _COMPARE[op.comparison_direction.data])
+        return (fn(args[0], args[1]),)
+
+    @impl(hlo.SelectOp)
+    def run_select(self, interp: Interpreter, op: hlo.SelectOp, args: PythonValues):
+        p, a, b = args
+        if np.ndim(p) == 0:
+            return (a if p else b,)
+        return (np.where(p, a, b),)
+
+    @impl(hlo.ConvertOp)
+    def run_convert(self, interp: Interpreter, op: hlo.ConvertOp, args: PythonValues):
+        dtype = self.params(op, lambda: tensor_spec(op.result.type)[1])
+        return (convert(args[0], dtype),)
+
+    @impl(hlo.ConstantOp)
+    def run_constant(self, interp: Interpreter, op: hlo.ConstantOp, args: PythonValues):
+        return (self.params(op, lambda: array_from_dense(op.value)),)
+
+    @impl(hlo.IotaOp)
+    def run_iota(self, interp: Interpreter, op: hlo.IotaOp, args: PythonValues):
+        def compute() -> np.ndarray:
+            shape, dtype = tensor_spec(op.result.type)
+            dim = op.iota_dimension.value.data
+            line = convert(np.arange(shape[dim], dtype=np.int64), dtype)
+            view = [1] * len(shape)
+            view[dim] = shape[dim]
+            return frozen(np.ascontiguousarray(np.broadcast_to(line.reshape(view), shape)))
+
+        return (self.params(op, compute),)
+
+    # shape ops ------------------------------------------------------------------------
+
+    @impl(hlo.BroadcastOp)
+    def run_broadcast(self, interp: Interpreter, op: hlo.BroadcastOp, args: PythonValues):
+        def compute() -> tuple[list[int], tuple[int, ...]]:
+            shape = tuple(op.result.type.get_shape())  # pyright: ignore
+            view = [1] * len(shape)
+            src = op.operand.type.get_shape()  # pyright: ignore
+            for i, d in enumerate(op.dims):
+                view[d] = src[i]
+            return view, shape
+
+        view, shape = self.params(op, compute)
+        return (np.broadcast_to(np.reshape(args[0], view), shape),)
+
+    @impl(hlo.ReshapeOp)
+    def run_reshape(self, interp: Interpreter, op: hlo.ReshapeOp, args: PythonValues):
+        shape = self.params(op, lambda: tuple(op.result.type.get_shape()))  # pyright: ignore
+        return (np.reshape(args[0], shape),)
+
+    @impl(hlo.TransposeOp)
+    def run_transpose(self, interp: Interpreter, op: hlo.TransposeOp, args: PythonValues):
+        perm = self.params(op, lambda: op.perm)
+        return (np.transpose(args[0], perm),)
+
+    @impl(hlo.SliceOp)
+    def run_slice(self, interp: Interpreter, op: hlo.SliceOp, args: PythonValues):
+        index = self.params(
+            op, lambda: tuple(slice(lo, hi, s) for lo, hi, s in op.bounds)
+        )
+        return (np.asarray(args[0])[index],)
+
+    @impl(hlo.DynamicSliceOp)
+    def run_dynamic_slice(
+        self, interp: Interpreter, op: hlo.DynamicSliceOp, args: PythonValues
+    ):
+        x = np.asarray(args[0])
+        sizes = self.params(op, lambda: op.sizes)
+        index = tuple(
+            slice(s, s + n)
+            for s, n in (
+                (min(max(int(i), 0), dim - n), n)
+                for i, n, dim in zip(args[1:], sizes, x.shape)
+            )
+        )
+        return (x[index],)
+
+    @impl(hlo.DynamicUpdateSliceOp)
+    def run_dynamic_update_slice(
+        self, interp: Interpreter, op: hlo.DynamicUpdateSliceOp, args: PythonValues
+    ):
+        x, u = np.asarray(args[0]), np.asarray(args[1])
+        index = tuple(
+            slice(s, s + n)
+            for s, n in (
+                (min(max(int(i), 0), dim - n), n)
+                for i, n, dim in zip(args[2:], u.shape, x.shape)
+            )
+        )
+        out = x.copy()
+        out[index] = u
+        return (out,)
+
+    @impl(hlo.ConcatenateOp)
+    def run_concatenate(
+        self, interp: Interpreter, op: hlo.ConcatenateOp, args: PythonValues
+    ):
+        dim = self.params(op, lambda: op.dimension.value.data)
+        return (np.concatenate(args, axis=dim),)
+
+    # dot and reduce -------------------------------------------------------------------
+
+    @impl(hlo.DotOp)
+    def run_dot(self, interp: Interpreter, op: hlo.DotOp, args: PythonValues):
+        batching, contracting, dtype = self.params(
+            op,
+            lambda: (op.batching, op.contracting, tensor_spec(op.result.type)[1]),
+        )
+        return (dot_general(args[0], args[1], batching, contracting, dtype),)
+
+    @impl(hlo.ReduceOp)
+    def run_reduce(self, interp: Interpreter, op: hlo.ReduceOp, args: PythonValues):
+        kind, dims, dtype = self.params(
+            op, lambda: (op.kind.data, op.dims, tensor_spec(op.result.type)[1])
+        )
+        return (reduce(args[0], kind, dims, dtype),)
+
+    # spmd -----------------------------------------------------------------------------
+
+    @impl(spmd.ConstraintOp)
+    def run_constraint(
+        self, interp: Interpreter, op: spmd.ConstraintOp, args: PythonValues
+    ):
+        return (args[0],)
+
+    @impl(spmd.AxisIndexOp)
+    def run_axis_index(self, interp: Interpreter, op: spmd.AxisIndexOp, args: PythonValues):
+        info: DeviceInfo | None = interp.get_data(HloFunctions, DEVICE_KEY, lambda: None)
+        if info is None:
+            raise InterpreterError(
+                "spmd.axis_index needs a level-S program (a function marked "
+                "spmd.partitioned or spmd.per_device_io) running on a mesh"
+            )
+        mesh = spmd.lookup_mesh(op, op.mesh.root_reference.data)
+        coords = mesh.coords(info.device)
+        value = coords[mesh.names.index(op.axis.data)]
+        _, dtype = tensor_spec(op.result.type)
+        return (np.array(value, dtype=dtype),)
+
+
+@register_impls
+class TensorScalarFunctions(InterpreterFunctions):
+    """
+    The bridge from tensors to scalars for control flow on device values: `tensor.extract`
+    of a numpy array gives a Python scalar (so `arith` and `scf.if` can use it).
+    """
+
+    @impl(tensor.ExtractOp)
+    def run_extract(self, interp: Interpreter, op: tensor.ExtractOp, args: PythonValues):
+        x, *indices = args
+        return (np.asarray(x)[tuple(int(i) for i in indices)].item(),)
