@@ -128,7 +128,8 @@ class ShardingPropagation:
         factors = self.fit(rule, op, factors)
         for dims, value in unknown:
             self.known[value] = project(self.mesh_name, dims, factors, _shape(value), self.mesh)
-            froms = sorted({describe(source_of[f]) for f in range(len(factors)) if f in source_of})
+            contributors = source_of.values() or [v for _, v in sources]
+            froms = sorted({describe(v) for v in contributors})
             self.origin[value] = f"{direction} through {op.name}" + (
                 f" from {', '.join(froms)}" if froms else ""
             )
