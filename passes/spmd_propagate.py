@@ -103,16 +103,16 @@ class ShardingPropagation:
         while changed:
             changed = False
             for op in ops:
-                changed |= self.propagate(op, "forward")
+                changed |= self.propagate(op)
             for op in reversed(ops):
-                changed |= self.propagate(op, "backward")
+                changed |= self.propagate(op)
         for op in ops:
             for value in (*op.operands, *op.results):
                 if value not in self.known:
                     self.known[value] = replicated(self.mesh_name, _rank(value))
                     self.origin[value] = "no annotation reaches it: replicated"
 
-    def propagate(self, op: Operation, direction: str) -> bool:
+    def propagate(self, op: Operation) -> bool:
         rule = factor_rule(op)
         if rule is None:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
@@ -130,6 +130,7 @@ class ShardingPropagation:
             self.known[value] = project(self.mesh_name, dims, factors, _shape(value), self.mesh)
             contributors = source_of.values() or [v for _, v in sources]
             froms = sorted({describe(v) for v in contributors})
+            direction = "forward" if value in op.results else "backward"
             self.origin[value] = f"{direction} through {op.name}" + (
                 f" from {', '.join(froms)}" if froms else ""
             )
