@@ -41,6 +41,7 @@ from shardc.passes.sharding_rules import (
     factor_axes_from,
     factor_rule,
     fit_axes,
+    make_sharding,
     project,
     replicated,
     tensor_bytes,
@@ -68,6 +69,8 @@ class ShardingPropagation:
     known: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
     origin: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])
     fixed: set[SSAValue] = field(default_factory=set[SSAValue])
+    open: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
+    """Dimensions of a propagated value that no neighbour decided: later ones may split them."""
 
     def fix(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
         self.known[value] = sharding
@@ -119,39 +122,70 @@ class ShardingPropagation:
         tensors = [(rule.result_dims, op.results[0])] + [
             (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands)
         ]
-        unknown = [(dims, v) for dims, v in tensors if v not in self.known]
+        targets = [(d, v) for d, v in tensors if v not in self.known or self.open.get(v)]
         sources = [(dims, v) for dims, v in tensors if v in self.known]
-        if not unknown or not sources:
+        if not targets or not sources:
             return False
         sources.sort(key=lambda s: (s[1] not in self.fixed, -tensor_bytes(s[1])))
-        factors, source_of = self.choose_factors(rule, sources)
+        factors, decided, source_of = self.choose_factors(rule, sources)
         factors = self.fit(rule, op, factors)
-        for dims, value in unknown:
-            self.known[value] = project(self.mesh_name, dims, factors, _shape(value), self.mesh)
+        changed = False
+        for dims, value in targets:
+            candidate = project(self.mesh_name, dims, factors, _shape(value), self.mesh)
+            if value in self.known:
+                if not self.refine(value, candidate):
+                    continue
+            else:
+                self.known[value] = candidate
+                self.open[value] = {d for f, d in enumerate(dims) if d is not None and f not in decided}
+            changed = True
             contributors = source_of.values() or [v for _, v in sources]
-            froms = sorted({describe(v) for v in contributors})
+            froms = sorted({describe(v) for v in contributors if v is not value})
             direction = "forward" if value in op.results else "backward"
             self.origin[value] = f"{direction} through {op.name}" + (
                 f" from {', '.join(froms)}" if froms else ""
             )
-        return True
+        return changed
+
+    def refine(self, value: SSAValue, candidate: ShardingAttr) -> bool:
+        """Fill a value's open dimensions (ones no neighbour had decided) from `candidate`."""
+        dims = [list(a) for a in self.known[value].dim_axes]
+        used = {a for d in dims for a in d}
+        refined = False
+        for d in sorted(self.open[value]):
+            axes = candidate.dim_axes[d]
+            if axes and not used.intersection(axes):
+                dims[d] = list(axes)
+                used.update(axes)
+                self.open[value].discard(d)
+                refined = True
+        if refined:
+            self.known[value] = make_sharding(self.mesh_name, dims)
+        return refined
 
     def choose_factors(
         self, rule: FactorRule, sources: list[tuple[tuple[int | None, ...], SSAValue]]
-    ) -> tuple[list[Axes], dict[int, SSAValue]]:
+    ) -> tuple[list[Axes], set[int], dict[int, SSAValue]]:
+        """
+        Each factor's axes from the first source that splits it; `decided` holds the
+        factors some source has a closed (not open) dimension for, split or not.
+        """
         factors: list[Axes | None] = [None] * rule.factor_count
+        decided: set[int] = set()
         source_of: dict[int, SSAValue] = {}
         used: set[str] = set()
         for dims, value in sources:
+            open_dims = self.open.get(value, set())
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
-                if f in rule.unsplittable_factors:
+                if f in rule.unsplittable_factors or axes is None or dims[f] in open_dims:
                     continue
+                decided.add(f)
                 if not axes or factors[f] is not None or used.intersection(axes):
                     continue
                 factors[f] = axes
                 source_of[f] = value
                 used.update(axes)
-        return [f or () for f in factors], source_of
+        return [f or () for f in factors], decided, source_of
 
     def fit(self, rule: FactorRule, op: Operation, factors: list[Axes]) -> list[Axes]:
         """Each factor's axes cut to what divides every dimension it maps to."""
