@@ -1,0 +1,627 @@
+// RUN: shardc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: shardc-opt %s --split-input-file --verify-diagnostics | filecheck %s --check-prefix=NOIR
+
+// One chunk per rule of DESIGN.md's "Type rules" (and issue 2 item 4) for hlo ops.
+// Each diagnostic names this file, the line and the column of the failing op (or, for
+// a syntax error, of the offending token). No chunk may verify:
+// NOIR-NOT: builtin.module
+
+// Elementwise: operands and result share one type (reachable through the generic form).
+func.func @binary_operand_types(%a: tensor<4xf32>, %b: tensor<4xi32>) {
+  %0 = "hlo.add"(%a, %b) : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.add' op operand 'rhs' at position 1 does not verify:
+  // CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @binary_result_type(%a: tensor<4xf32>) {
+  %0 = "hlo.mul"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf16>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.mul' op result 'result' at position 0 does not verify:
+  // CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<4xf16>
+  func.return
+}
+
+// -----
+
+func.func @unary_result_type(%a: tensor<4xf32>) {
+  %0 = "hlo.exp"(%a) : (tensor<4xf32>) -> tensor<8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.exp' op result 'result' at position 0 does not verify:
+  // CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<8xf32>
+  func.return
+}
+
+// -----
+
+// Element kinds: and/or/not take integers and i1, transcendental ops take floats.
+func.func @and_of_floats(%a: tensor<4xf32>) {
+  %0 = hlo.and %a, %a : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.and' op does not accept element type f32 (accepts bool, int)
+  func.return
+}
+
+// -----
+
+func.func @exp_of_ints(%a: tensor<4xi32>) {
+  %0 = hlo.exp %a : tensor<4xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.exp' op does not accept element type i32 (accepts float)
+  func.return
+}
+
+// -----
+
+func.func @sub_of_bools(%a: tensor<4xi1>) {
+  %0 = hlo.sub %a, %a : tensor<4xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sub' op does not accept element type i1 (accepts float, int)
+  func.return
+}
+
+// -----
+
+// Unsupported element types: only f32, bf16, f16, f64, i32, i64 and i1.
+func.func @i8(%a: tensor<4xi8>) {
+  %0 = hlo.add %a, %a : tensor<4xi8>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.add' op unsupported element type i8 (expected f32, bf16, f16, f64, i32, i64 or i1)
+  func.return
+}
+
+// -----
+
+func.func @unsigned(%a: tensor<4xui32>) {
+  %0 = hlo.neg %a : tensor<4xui32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.neg' op unsupported element type ui32 (expected f32, bf16, f16, f64, i32, i64 or i1)
+  func.return
+}
+
+// -----
+
+func.func @constant_f8() {
+  %0 = hlo.constant dense<1.0> : tensor<2xf8E4M3FN>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.constant' op unsupported element type f8E4M3FN (expected f32, bf16, f16, f64, i32, i64 or i1)
+  func.return
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?xf32>) {
+  %0 = hlo.abs %a : tensor<?xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.abs' op dynamic dimensions are not supported: tensor<?xf32>
+  func.return
+}
+
+// -----
+
+func.func @not_a_tensor(%a: memref<4xf32>) {
+  %0 = "hlo.neg"(%a) : (memref<4xf32>) -> memref<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.neg' op operand 'operand' at position 0 does not verify:
+  // CHECK-NEXT: memref<4xf32> should be of base attribute tensor
+  func.return
+}
+
+// -----
+
+// compare: operands share one type, the result is i1 of their shape.
+func.func @compare_operand_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  %0 = hlo.compare LT, %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.compare' op operands must have one type, got tensor<4xf32> and tensor<4xf16>
+  func.return
+}
+
+// -----
+
+func.func @compare_result_not_i1(%a: tensor<4xf32>) {
+  %0 = hlo.compare LT, %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.compare' op result must be tensor<4xi1>, got tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @compare_result_shape(%a: tensor<4xf32>) {
+  %0 = hlo.compare GE, %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<2x2xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.compare' op result must be tensor<4xi1>, got tensor<2x2xi1>
+  func.return
+}
+
+// -----
+
+// An unknown comparison direction is a parse error at the direction.
+func.func @compare_unknown_direction(%a: tensor<4xf32>) {
+  %0 = hlo.compare LESS, %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:20: error: expected a comparison direction: EQ, NE, LT, LE, GT, GE
+  func.return
+}
+
+// -----
+
+func.func @compare_generic_unknown_direction(%a: tensor<4xf32>) {
+  %0 = "hlo.compare"(%a, %a) <{comparison_direction = "lt"}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.compare' op unknown comparison direction "lt"
+  func.return
+}
+
+// -----
+
+// select: an i1 predicate of the result's shape (or rank 0); both branches one type.
+func.func @select_predicate_type(%p: tensor<4xi32>, %a: tensor<4xf32>) {
+  %0 = hlo.select %p, %a, %a : tensor<4xi32>, tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select' op predicate must have element type i1, got tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @select_predicate_shape(%p: tensor<2xi1>, %a: tensor<4xf32>) {
+  %0 = hlo.select %p, %a, %a : tensor<2xi1>, tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select' op predicate shape [2] must equal the result shape [4] or be rank 0
+  func.return
+}
+
+// -----
+
+func.func @select_branch_types(%p: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
+  %0 = "hlo.select"(%p, %a, %b) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select' op operand 'on_false' at position 2 does not verify:
+  // CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<4xf16>
+  func.return
+}
+
+// -----
+
+func.func @convert_shape(%a: tensor<4xf32>) {
+  %0 = hlo.convert %a : (tensor<4xf32>) -> tensor<2x2xbf16>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.convert' op convert keeps the shape: tensor<4xf32> -> tensor<2x2xbf16>
+  func.return
+}
+
+// -----
+
+func.func @constant_type() {
+  %0 = "hlo.constant"() <{value = dense<1.0> : tensor<4xf32>}> : () -> tensor<2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.constant' op value type tensor<4xf32> differs from result type tensor<2xf32>
+  func.return
+}
+
+// -----
+
+func.func @constant_not_dense() {
+  %0 = hlo.constant 1.0 : f32
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:21: error: expected a dense tensor literal such as dense<1.0> : tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @constant_f16_overflow() {
+  %0 = hlo.constant dense<1.0e10> : tensor<2xf16>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:21: error: invalid constant: a value is out of range for its element type
+  func.return
+}
+
+// -----
+
+func.func @iota_dim() {
+  %0 = hlo.iota dim = 2 : tensor<8x4xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.iota' op iota dim 2 is out of range for tensor<8x4xi32>
+  func.return
+}
+
+// -----
+
+// broadcast: one dims entry per operand dimension, strictly increasing, in range, and
+// each operand size 1 or equal to the result size there.
+func.func @broadcast_rank(%a: tensor<4xf32>) {
+  %0 = hlo.broadcast %a, dims = [0, 1] : (tensor<4xf32>) -> tensor<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.broadcast' op dims has 2 entries but the operand has rank 1
+  func.return
+}
+
+// -----
+
+func.func @broadcast_order(%a: tensor<4x4xf32>) {
+  %0 = hlo.broadcast %a, dims = [1, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.broadcast' op dims [1, 0] must be strictly increasing
+  func.return
+}
+
+// -----
+
+func.func @broadcast_repeated(%a: tensor<4x4xf32>) {
+  %0 = hlo.broadcast %a, dims = [1, 1] : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.broadcast' op dims [1, 1] must be strictly increasing
+  func.return
+}
+
+// -----
+
+func.func @broadcast_out_of_range(%a: tensor<4xf32>) {
+  %0 = hlo.broadcast %a, dims = [2] : (tensor<4xf32>) -> tensor<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.broadcast' op dims[0] = 2 is out of range for result rank 2
+  func.return
+}
+
+// -----
+
+func.func @broadcast_size(%a: tensor<3xf32>) {
+  %0 = hlo.broadcast %a, dims = [1] : (tensor<3xf32>) -> tensor<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.broadcast' op operand dimension 0 has size 3, which must be 1 or 4 (result dimension 1)
+  func.return
+}
+
+// -----
+
+func.func @broadcast_element_type(%a: tensor<4xf32>) {
+  %0 = hlo.broadcast %a, dims = [1] : (tensor<4xf32>) -> tensor<4x4xbf16>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.broadcast' op broadcast keeps the element type: f32 -> bf16
+  func.return
+}
+
+// -----
+
+// transpose: dims is a permutation, and the result is the permuted shape.
+func.func @transpose_repeated(%a: tensor<4x4xf32>) {
+  %0 = hlo.transpose %a, dims = [0, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.transpose' op dims [0, 0] is not a permutation of 0..1
+  func.return
+}
+
+// -----
+
+func.func @transpose_length(%a: tensor<2x4xf32>) {
+  %0 = hlo.transpose %a, dims = [0, 1, 2] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.transpose' op dims [0, 1, 2] is not a permutation of 0..1
+  func.return
+}
+
+// -----
+
+func.func @transpose_result(%a: tensor<2x4xf32>) {
+  %0 = hlo.transpose %a, dims = [1, 0] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.transpose' op result must be tensor<4x2xf32>, got tensor<2x4xf32>
+  func.return
+}
+
+// -----
+
+// reshape keeps the element count (and type).
+func.func @reshape_count(%a: tensor<2x4xf32>) {
+  %0 = hlo.reshape %a : (tensor<2x4xf32>) -> tensor<9xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reshape' op reshape must keep the element count: 8 elements to 9
+  func.return
+}
+
+// -----
+
+func.func @reshape_element_type(%a: tensor<2x4xf32>) {
+  %0 = hlo.reshape %a : (tensor<2x4xf32>) -> tensor<8xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reshape' op reshape keeps the element type: f32 -> i32
+  func.return
+}
+
+// -----
+
+// slice: bounds lie inside the operand, strides are positive, one range per dimension.
+func.func @slice_limit(%a: tensor<16x128xf32>) {
+  %0 = hlo.slice %a [0:8, 0:130] : (tensor<16x128xf32>) -> tensor<8x130xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.slice' op slice 0:130 of dimension 1 is out of bounds for size 128
+  func.return
+}
+
+// -----
+
+func.func @slice_negative_start(%a: tensor<16x128xf32>) {
+  %0 = hlo.slice %a [-1:4, 0:128] : (tensor<16x128xf32>) -> tensor<5x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.slice' op slice -1:4 of dimension 0 is out of bounds for size 16
+  func.return
+}
+
+// -----
+
+func.func @slice_reversed(%a: tensor<16x128xf32>) {
+  %0 = hlo.slice %a [8:4, 0:128] : (tensor<16x128xf32>) -> tensor<0x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.slice' op slice 8:4 of dimension 0 starts after its limit
+  func.return
+}
+
+// -----
+
+func.func @slice_stride(%a: tensor<16x128xf32>) {
+  %0 = hlo.slice %a [0:8, 0:128:0] : (tensor<16x128xf32>) -> tensor<8x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.slice' op stride 0 of dimension 1 must be positive
+  func.return
+}
+
+// -----
+
+func.func @slice_rank(%a: tensor<16x128xf32>) {
+  %0 = hlo.slice %a [0:8] : (tensor<16x128xf32>) -> tensor<8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.slice' op slice needs one range per dimension (2), got 1
+  func.return
+}
+
+// -----
+
+func.func @slice_result(%a: tensor<16x128xf32>) {
+  %0 = hlo.slice %a [0:8, 0:128:2] : (tensor<16x128xf32>) -> tensor<8x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.slice' op result must be tensor<8x64xf32>, got tensor<8x128xf32>
+  func.return
+}
+
+// -----
+
+// dynamic_slice: one rank-0 integer index and one size per dimension, sizes in bounds.
+func.func @dynamic_slice_index_count(%a: tensor<16x128xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_slice %a [%i] sizes = [2, 128] : (tensor<16x128xf32>, tensor<i32>) -> tensor<2x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_slice' op expected 2 start indices (one per dimension), got 1
+  func.return
+}
+
+// -----
+
+func.func @dynamic_slice_index_type(%a: tensor<16x128xf32>, %i: tensor<i32>, %j: tensor<f32>) {
+  %0 = hlo.dynamic_slice %a [%i, %j] sizes = [2, 128] : (tensor<16x128xf32>, tensor<i32>, tensor<f32>) -> tensor<2x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_slice' op start index 1 must be a rank-0 integer tensor, got tensor<f32>
+  func.return
+}
+
+// -----
+
+func.func @dynamic_slice_size_count(%a: tensor<16x128xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_slice %a [%i, %i] sizes = [2] : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_slice' op sizes needs 2 entries, got 1
+  func.return
+}
+
+// -----
+
+func.func @dynamic_slice_size(%a: tensor<16x128xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_slice %a [%i, %i] sizes = [2, 256] : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2x256xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_slice' op slice size 256 of dimension 1 exceeds the operand size 128
+  func.return
+}
+
+// -----
+
+func.func @dynamic_slice_result(%a: tensor<16x128xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_slice %a [%i, %i] sizes = [2, 128] : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2x64xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_slice' op result must be tensor<2x128xf32>, got tensor<2x64xf32>
+  func.return
+}
+
+// -----
+
+func.func @dynamic_update_slice_index_count(%a: tensor<16x128xf32>, %u: tensor<2x128xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_update_slice %a, %u [%i] : (tensor<16x128xf32>, tensor<2x128xf32>, tensor<i32>) -> tensor<16x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_update_slice' op expected 2 start indices (one per dimension), got 1
+  func.return
+}
+
+// -----
+
+func.func @dynamic_update_slice_update_size(%a: tensor<16x128xf32>, %u: tensor<2x256xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_update_slice %a, %u [%i, %i] : (tensor<16x128xf32>, tensor<2x256xf32>, tensor<i32>, tensor<i32>) -> tensor<16x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_update_slice' op update dimension 1 of size 256 exceeds the operand size 128
+  func.return
+}
+
+// -----
+
+func.func @dynamic_update_slice_update_rank(%a: tensor<16x128xf32>, %u: tensor<2xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_update_slice %a, %u [%i, %i] : (tensor<16x128xf32>, tensor<2xf32>, tensor<i32>, tensor<i32>) -> tensor<16x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_update_slice' op update tensor<2xf32> must match the operand's rank and element type
+  func.return
+}
+
+// -----
+
+func.func @dynamic_update_slice_result(%a: tensor<16x128xf32>, %u: tensor<2x128xf32>, %i: tensor<i32>) {
+  %0 = hlo.dynamic_update_slice %a, %u [%i, %i] : (tensor<16x128xf32>, tensor<2x128xf32>, tensor<i32>, tensor<i32>) -> tensor<8x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dynamic_update_slice' op result must have the operand's type tensor<16x128xf32>, got tensor<8x128xf32>
+  func.return
+}
+
+// -----
+
+// concatenate: operands agree except in `dim`; the result sums that dimension.
+func.func @concatenate_shapes(%a: tensor<8x4xf32>, %b: tensor<8x5xf32>) {
+  %0 = hlo.concatenate %a, %b, dim = 0 : (tensor<8x4xf32>, tensor<8x5xf32>) -> tensor<16x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.concatenate' op operand 1 (tensor<8x5xf32>) must match operand 0 (tensor<8x4xf32>) except in dimension 0
+  func.return
+}
+
+// -----
+
+func.func @concatenate_element_types(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>, %c: tensor<8x4xbf16>) {
+  %0 = hlo.concatenate %a, %b, %c, dim = 0 : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xbf16>) -> tensor<24x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.concatenate' op operand 2 (tensor<8x4xbf16>) must match operand 0 (tensor<8x4xf32>) except in dimension 0
+  func.return
+}
+
+// -----
+
+func.func @concatenate_dim(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) {
+  %0 = hlo.concatenate %a, %b, dim = 2 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.concatenate' op dim 2 is out of range for tensor<8x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @concatenate_result(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) {
+  %0 = hlo.concatenate %a, %b, %a, dim = 0 : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.concatenate' op result must be tensor<24x4xf32>, got tensor<16x4xf32>
+  func.return
+}
+
+// -----
+
+// dot: batching and contracting dims pair up (same count, same sizes, in range, distinct),
+// and the result is batch, lhs free, rhs free.
+func.func @dot_batching_count(%a: tensor<4x16x32xf32>, %b: tensor<4x32x8xf32>) {
+  %0 = hlo.dot %a, %b, batching_dims = [0] x [], contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<4x16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op batching dims differ in number: [0] x []
+  func.return
+}
+
+// -----
+
+func.func @dot_contracting_count(%a: tensor<16x32xf32>, %b: tensor<32x8xf32>) {
+  %0 = hlo.dot %a, %b, contracting_dims = [1, 0] x [0] : (tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op contracting dims differ in number: [1, 0] x [0]
+  func.return
+}
+
+// -----
+
+func.func @dot_contracting_size(%a: tensor<16x32xf32>, %b: tensor<30x8xf32>) {
+  %0 = hlo.dot %a, %b, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<30x8xf32>) -> tensor<16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op contracting dims have different sizes: lhs dim 1 is 32, rhs dim 0 is 30
+  func.return
+}
+
+// -----
+
+func.func @dot_batching_size(%a: tensor<4x16x32xf32>, %b: tensor<2x32x8xf32>) {
+  %0 = hlo.dot %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<2x32x8xf32>) -> tensor<4x16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op batching dims have different sizes: lhs dim 0 is 4, rhs dim 0 is 2
+  func.return
+}
+
+// -----
+
+func.func @dot_lhs_out_of_range(%a: tensor<16x32xf32>, %b: tensor<32x8xf32>) {
+  %0 = hlo.dot %a, %b, contracting_dims = [2] x [0] : (tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op lhs contracting dim 2 is out of range for rank 2
+  func.return
+}
+
+// -----
+
+func.func @dot_rhs_out_of_range(%a: tensor<4x16x32xf32>, %b: tensor<4x32x8xf32>) {
+  %0 = hlo.dot %a, %b, batching_dims = [0] x [3], contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<4x16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op rhs batching dim 3 is out of range for rank 3
+  func.return
+}
+
+// -----
+
+func.func @dot_dims_not_distinct(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>) {
+  %0 = hlo.dot %a, %b, batching_dims = [1] x [0], contracting_dims = [1] x [1] : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op lhs batching and contracting dims must be distinct
+  func.return
+}
+
+// -----
+
+func.func @dot_result_shape(%a: tensor<16x32xf32>, %b: tensor<32x8xf32>) {
+  %0 = hlo.dot %a, %b, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<8x16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op result shape must be [16, 8] (batch, lhs free, rhs free), got [8, 16]
+  func.return
+}
+
+// -----
+
+func.func @dot_result_batch_first(%a: tensor<4x16x32xf32>, %b: tensor<4x32x8xf32>) {
+  %0 = hlo.dot %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<4x16x32xf32>, tensor<4x32x8xf32>) -> tensor<16x4x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op result shape must be [4, 16, 8] (batch, lhs free, rhs free), got [16, 4, 8]
+  func.return
+}
+
+// -----
+
+func.func @dot_element_types(%a: tensor<16x32xf32>, %b: tensor<32x8xbf16>) {
+  %0 = hlo.dot %a, %b, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x8xbf16>) -> tensor<16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.dot' op operands must share an element type, got f32 and bf16
+  func.return
+}
+
+// -----
+
+func.func @dot_repeated_keyword(%a: tensor<16x32xf32>, %b: tensor<32x8xf32>) {
+  %0 = hlo.dot %a, %b, contracting_dims = [1] x [0], contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<16x8xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:54: error: contracting_dims given twice
+  func.return
+}
+
+// -----
+
+// reduce: dims distinct and in range; the result drops them.
+func.func @reduce_repeated(%a: tensor<16x128xf32>) {
+  %0 = hlo.reduce add %a, dims = [1, 1] : (tensor<16x128xf32>) -> tensor<16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce' op dims [1, 1] must be distinct
+  func.return
+}
+
+// -----
+
+func.func @reduce_out_of_range(%a: tensor<16x128xf32>) {
+  %0 = hlo.reduce mul %a, dims = [2] : (tensor<16x128xf32>) -> tensor<16x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce' op dim 2 is out of range for tensor<16x128xf32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_negative(%a: tensor<16x128xf32>) {
+  %0 = hlo.reduce min %a, dims = [-1] : (tensor<16x128xf32>) -> tensor<16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce' op dim -1 is out of range for tensor<16x128xf32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_result(%a: tensor<16x128xf32>) {
+  %0 = hlo.reduce max %a, dims = [1] : (tensor<16x128xf32>) -> tensor<128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce' op result must be tensor<16xf32>, got tensor<128xf32>
+  func.return
+}
+
+// -----
+
+// An unknown reduction kind is a parse error at the kind.
+func.func @reduce_unknown_kind(%a: tensor<16x128xf32>) {
+  %0 = hlo.reduce sum %a, dims = [1] : (tensor<16x128xf32>) -> tensor<16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:19: error: expected a reduction kind: add, mul, max, min
+  func.return
+}
+
+// -----
+
+func.func @reduce_generic_unknown_kind(%a: tensor<16x128xf32>) {
+  %0 = "hlo.reduce"(%a) <{kind = "and", dimensions = array<i64: 1>}> : (tensor<16x128xf32>) -> tensor<16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce' op unknown reduction kind "and"
+  func.return
+}
+
+// -----
+
+// A syntax error, an unknown op, an unknown attribute, an unknown type.
+func.func @syntax(%a: tensor<4xf32>) {
+  %0 = hlo.add %a %a : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:19: error: Expected ','
+  func.return
+}
+
+// -----
+
+func.func @unknown_op(%a: tensor<4xf32>) {
+  %0 = hlo.frobnicate %a : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: Operation hlo.frobnicate is not registered
+  func.return
+}
+
+// -----
+
+func.func @unknown_attribute(%a: tensor<4xf32>) {
+  %0 = hlo.add %a, %a {precision = #hlo.precision<HIGH>} : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: 'hlo.precision' is not registered
+  func.return
+}
+
+// -----
+
+func.func @unknown_type(%a: tensor<4x!hlo.token>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: 'hlo.token' is not registered
+  func.return
+}

@@ -1,0 +1,264 @@
+// RUN: shardc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: shardc-opt %s --split-input-file --verify-diagnostics | filecheck %s --check-prefix=NOIR
+
+// One chunk per rule of DESIGN.md for meshes and shardings. Function argument and result
+// shardings are reported at the function; op shardings at the op; errors found while
+// parsing at the offending text. No chunk may verify:
+// NOIR-NOT: builtin.module
+
+// Every axis a sharding names exists in its mesh: on an argument, a result, an op.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @argument_axis(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"batch"}, {}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @argument_axis: sharding names axis "batch", which mesh @mesh does not have (its axes: data, model)
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @result_axis(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}], unreduced={"pipe"}>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op result 1 of @result_axis: sharding names axis "pipe", which mesh @mesh does not have (its axes: data, model)
+  func.return %x, %x : tensor<16x32xf32>, tensor<16x32xf32>
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @constraint_axis(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{}, {"tensor"}]> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op sharding names axis "tensor", which mesh @mesh does not have (its axes: data, model)
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_index_axis() {
+  %0 = spmd.axis_index @mesh["pipe"] : tensor<i32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.axis_index' op mesh @mesh has no axis "pipe"
+  func.return
+}
+
+// -----
+
+// The mesh a sharding or an axis_index names exists.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @argument_mesh(%x: tensor<16xf32> {spmd.sharding = #spmd.sharding<@nomesh, [{}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @argument_mesh: @nomesh does not name an spmd.mesh
+  func.return
+}
+
+// -----
+
+func.func @constraint_without_mesh(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{"data"}, {}]> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op @mesh does not name an spmd.mesh
+  func.return
+}
+
+// -----
+
+func.func @axis_index_names_a_function() {
+  %0 = spmd.axis_index @axis_index_names_a_function["x"] : tensor<i32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.axis_index' op @axis_index_names_a_function does not name an spmd.mesh
+  func.return
+}
+
+// -----
+
+// A sharding has one entry per tensor dimension.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @argument_rank(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @argument_rank: sharding has 1 dimension entries but the tensor has rank 2
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @constraint_rank(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{}, {}, {}]> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op sharding has 3 dimension entries but the tensor has rank 2
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @scalar_rank(%x: tensor<f32> {spmd.sharding = #spmd.sharding<@mesh, [{}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @scalar_rank: sharding has 1 dimension entries but the tensor has rank 0
+  func.return
+}
+
+// -----
+
+// An axis appears once per sharding, across dimensions, within one, and in unreduced.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_twice_across_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"data"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:96: error: mesh axis "data" appears more than once in a sharding
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_twice_in_dim(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{"model", "model"}, {}]> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:35: error: mesh axis "model" appears more than once in a sharding
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_split_and_unreduced(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}], unreduced={"data"}>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:98: error: mesh axis "data" appears more than once in a sharding
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_twice_in_unreduced(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{}, {}], unreduced={"model", "model"}> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:35: error: mesh axis "model" appears more than once in a sharding
+  func.return
+}
+
+// -----
+
+// A split dimension of the global shape divides evenly; the message names the
+// dimension, its size and the divisor.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @argument_divisibility(%x: tensor<16x30xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @argument_divisibility: dimension 1 of size 30 is not divisible by 4, the product of its mesh axes {"model"}
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @result_divisibility() -> (tensor<6xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op result 0 of @result_divisibility: dimension 0 of size 6 is not divisible by 4, the product of its mesh axes {"model"}
+  %0 = hlo.constant dense<1.0> : tensor<6xf32>
+  func.return %0 : tensor<6xf32>
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @constraint_divisibility(%x: tensor<12x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{"model", "data"}, {}]> : tensor<12x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op dimension 0 of size 12 is not divisible by 8, the product of its mesh axes {"model", "data"}
+  func.return
+}
+
+// -----
+
+// The sharding syntax: axis names are string literals, the only keyword is `unreduced`.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @unquoted_axis(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{data}, {}]> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:37: error: string literal expected
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @unknown_keyword(%x: tensor<16x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{"data"}, {}], reduced={"model"}> : tensor<16x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:51: error: Expected 'unreduced'
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @not_a_sharding(%x: tensor<16xf32> {spmd.sharding = "data"}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op spmd.sharding must be a #spmd.sharding, got "data"
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @constraint_type(%x: tensor<16x32xf32>) {
+  %0 = "spmd.constraint"(%x) <{sharding = #spmd.sharding<@mesh, [{"data"}, {}]>}> : (tensor<16x32xf32>) -> tensor<16x16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op result 'result' at position 0 does not verify:
+  // CHECK-NEXT: attribute tensor<16x32xf32> expected from variable 'T', but got tensor<16x16xf32>
+  func.return
+}
+
+// -----
+
+// Meshes: distinct axis names, positive sizes, quoted names, one mesh per program.
+spmd.mesh @mesh = <["data"=2, "data"=4]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:20: error: mesh axis "data" is declared twice
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=0]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:31: error: mesh axis "model" must have a positive size, got 0
+
+// -----
+
+spmd.mesh @mesh = <[data=2]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:21: error: string literal expected (a mesh axis name)
+
+// -----
+
+spmd.mesh @mesh = <["data"=2]>
+spmd.mesh @other = <["x"=2]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'spmd.mesh' op a program declares one mesh, but @mesh is declared already
+
+// -----
+
+// axis_index gives a rank-0 integer tensor.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_index_type() {
+  %0 = spmd.axis_index @mesh["data"] : tensor<2xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.axis_index' op result must be a rank-0 integer tensor such as tensor<i32>, got tensor<2xi32>
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @axis_index_unquoted() {
+  %0 = spmd.axis_index @mesh[data] : tensor<i32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:30: error: string literal expected (a mesh axis name)
+  func.return
+}
+
+// -----
+
+// spmd.partitioned and spmd.per_device_io are unit attributes.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @partitioned_value(%x: tensor<16xf32>) -> tensor<16xf32> attributes {spmd.partitioned = 1} {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op spmd.partitioned must be a unit attribute
+  func.return %x : tensor<16xf32>
+}
+
+// -----
+
+func.func @per_device_io_value(%x: tensor<16xf32>) -> tensor<16xf32> attributes {spmd.per_device_io = "yes"} {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op spmd.per_device_io must be a unit attribute
+  func.return %x : tensor<16xf32>
+}
+
+// -----
+
+// An unknown spmd op and an unknown spmd attribute.
+func.func @unknown_op(%x: tensor<16xf32>) {
+  %0 = spmd.reshard %x : tensor<16xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: Operation spmd.reshard is not registered
+  func.return
+}
+
+// -----
+
+func.func @unknown_attribute(%x: tensor<16xf32> {spmd.sharding = #spmd.layout<[0]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: 'spmd.layout' is not registered
+  func.return
+}
