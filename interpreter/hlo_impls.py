@@ -98,7 +98,7 @@ def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     safe = np.where(zero, 1, b).astype(b.dtype)
     q = np.floor_divide(a, safe)
     r = a - q * safe
-    q = q + ((r != 0) & ((r < 0) != (safe < 0))).astype(q.dtype)
+    q = q + ((r != 0) & ((a < 0) != (safe < 0))).astype(q.dtype)
     return np.where(zero, np.array(-1, dtype=a.dtype), q).astype(a.dtype)
 
 

@@ -1,14 +1,421 @@
-"""`shardc-run`: runs a program on simulated devices (issue 3; not implemented yet)."""
+"""
+`shardc-run`: runs a program at the level it is in on simulated devices (DESIGN.md
+"Tools"; the interpreter is `shardc.interpreter`).
+
+    shardc-run FILE [-p PIPELINE] [--entry NAME] [--inputs IN.npz] [--outputs OUT.npz]
+               [--seed N] [--check] [--report-json REPORT.json]
+
+Inputs are global arrays `in_0..` (per-device `in_K.D` for `spmd.per_device_io`
+programs), read from `--inputs` or drawn from `--seed` using the program's signature
+*before* `-p`, so one seed gives the same inputs whatever the pipeline. Outputs are
+`out_0..` (or `out_K.D`). Every error is one diagnostic on stderr and exit status 1, and
+no output file is written unless the run succeeded.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import os
 import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+
+from shardc.dialects import make_context
+from shardc.interpreter import io
+from shardc.interpreter.devices import Executor, module_mesh
+from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
+from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
+
+PROG = "shardc-run"
+
+TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-5, F16: 5e-3, BF16: 2e-2}
+"""--check: relative tolerance per float dtype, against the largest |reference| value."""
+
+NOT_YET = {
+    "chip": "--chip (the timing model, issue 6)",
+    "timing_only": "--timing-only (the timing model, issue 6)",
+    "trace": "--trace (timelines, issue 8)",
+    "plot": "--plot (timelines, issue 8)",
+}
+
+EPILOG = """\
+levels: a function marked spmd.partitioned or spmd.per_device_io runs on the mesh's
+devices (level S); any other runs on one device with global semantics (level G).
+
+--check runs the program as read (before -p) as the reference and compares every output:
+exact for integers and i1, and for floats |diff| <= rtol * max|reference| with rtol
+f64 1e-10, f32 1e-5, f16 5e-3, bf16 2e-2. Without -p a level-G program is its own
+reference (the check passes trivially); a level-S file without -p has no level-G
+reference and --check is an error. A failed check exits 1 and writes no --outputs (the
+--report-json is still written, with "check": {"passed": false, ...}).
+
+bf16 arrays are stored in .npz files as raw 2-byte values (numpy's '|V2'); --inputs
+accepts them that way.
+
+not implemented yet (exit status 2): --chip and --timing-only (timing model, issue 6),
+--trace and --plot (timelines, issue 8).
+"""
 
 
-def main() -> int:
-    print("shardc-run: not implemented yet", file=sys.stderr)
-    return 2
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 1 (bad input), like shardc-opt
+        self.print_usage(sys.stderr)
+        raise DiagnosticError(f"{PROG}: error: {message}")
 
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog=PROG,
+        description="Run a shardc program (level G or S) on simulated devices.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", metavar="FILE", help="the program (.mlir), or - for stdin")
+    p.add_argument("-p", "--passes", metavar="PIPELINE", default=None,
+                   help="compile with this pass pipeline first (shardc-opt syntax)")
+    p.add_argument("--entry", metavar="NAME", default=None,
+                   help="function to run (default: @main, else the only public function)")
+    p.add_argument("--inputs", metavar="IN.npz", default=None,
+                   help="input arrays in_0.. (in_K.D for per-device programs)")
+    p.add_argument("--outputs", metavar="OUT.npz", default=None,
+                   help="write output arrays out_0.. (out_K.D for per-device programs)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random inputs when --inputs is not given (default 0)")
+    p.add_argument("--check", action="store_true",
+                   help="also run the program before -p and compare outputs")
+    p.add_argument("--report-json", metavar="REPORT.json", default=None,
+                   help="write the summary as JSON")
+    p.add_argument("--chip", default=None, help="chip preset (not implemented yet)")
+    p.add_argument("--timing-only", action="store_true", help="(not implemented yet)")
+    p.add_argument("--trace", metavar="TRACE.json", default=None, help="(not implemented yet)")
+    p.add_argument("--plot", metavar="TIMELINE.png", default=None, help="(not implemented yet)")
+    return p
+
+
+# Compiling ------------------------------------------------------------------------------
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    from xdsl.transforms import get_all_passes
+
+    from shardc.passes import registry
+
+    passes = dict(get_all_passes())
+    passes.update(registry.all_passes())
+    return passes
+
+
+def compile_module(
+    module: ModuleOp, source_map: SourceMap, spec: str, filename: str
+) -> None:
+    """Apply a pass pipeline in place, verifying after every pass (as shardc-opt does)."""
+
+    def verify_after(
+        previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
+    ) -> None:
+        if previous is None:
+            return
+        try:
+            verify_module(module, source_map)
+        except DiagnosticError as e:
+            raise DiagnosticError(f"after pass '{previous.name}': {e}") from None
+
+    try:
+        pipeline = PassPipeline.parse_spec(available_passes(), spec, verify_after)
+    except (ValueError, ArgSpecParseError) as e:
+        raise DiagnosticError(f"{PROG}: error: invalid pass pipeline '{spec}': {e}") from None
+    try:
+        pipeline.apply(make_context(), module)
+    except DiagnosticException as e:
+        op = getattr(e, "op", None)
+        if op is not None:
+            raise DiagnosticError(str(source_map.error_at(op, getattr(e, "message", str(e))))) from None
+        raise DiagnosticError(f"{filename}: error: {e}") from None
+
+
+# Comparing ------------------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    name: str
+    max_abs_diff: float
+    tolerance: float
+    passed: bool
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "max_abs_diff": _json_float(self.max_abs_diff),
+            "tolerance": self.tolerance,
+            "passed": self.passed,
+        }
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+def _json_float(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return Comparison(
+            name, math.inf, 0.0, False,
+            f"got {type_str(got.shape, got.dtype)}, reference {type_str(ref.shape, ref.dtype)}",
+        )
+    if got.size == 0:
+        return Comparison(name, 0.0, 0.0, True)
+    if ref.dtype not in FLOAT_DTYPES:
+        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+        worst = float(diff.max())
+        return Comparison(name, worst, 0.0, worst == 0.0)
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(r)
+    with np.errstate(all="ignore"):
+        diff = np.where(both_nan, 0.0, np.abs(g - r))
+        same_inf = np.isinf(g) & (g == r)
+        diff = np.where(same_inf, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    worst = float(diff.max())
+    finite = np.abs(r[np.isfinite(r)])
+    scale = float(finite.max()) if finite.size else 0.0
+    tol = TOLERANCES[ref.dtype] * max(scale, 1e-30)
+    return Comparison(name, worst, tol, worst <= tol)
+
+
+# The run --------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    file: str
+    entry: str
+    level: str
+    devices: int
+    mesh: str | None
+    pipeline: str | None
+    inputs: dict[str, Any]
+    outputs: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    check: dict[str, Any] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "entry": self.entry,
+            "level": self.level,
+            "devices": self.devices,
+            "mesh": self.mesh,
+            "pipeline": self.pipeline,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "check": self.check,
+        }
+
+
+def read_text(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except (OSError, UnicodeDecodeError) as e:
+        raise DiagnosticError(f"{PROG}: error: cannot read '{path}': {e}") from None
+
+
+def load_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:
+        raise DiagnosticError(f"{PROG}: error: cannot read inputs '{path}': {e}") from None
+
+
+def write_atomically(path: str, write: Callable[[Any], None], binary: bool) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb" if binary else "w") as f:
+            write(f)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise DiagnosticError(f"{PROG}: error: cannot write '{path}': {e}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    for key, what in NOT_YET.items():
+        if getattr(args, key):
+            print(f"{PROG}: {what} is not implemented yet", file=sys.stderr)
+            return 2
+    text, filename = read_text(args.file)
+    ctx = make_context()
+    original, original_map = parse_and_verify(ctx, text, filename)
+    entry = io.find_entry(original, args.entry, filename)
+    original_sig = io.signature(original, entry, filename)
+
+    if args.inputs is not None:
+        inputs = load_inputs(args.inputs)
+        input_source = args.inputs
+        inputs_info: dict[str, Any] = {"source": args.inputs}
+    else:
+        inputs = io.random_inputs(original_sig, args.seed)
+        input_source = f"random inputs (seed {args.seed})"
+        inputs_info = {"source": "random", "seed": args.seed}
+    # validate against the program as written (bad inputs are reported before compiling)
+    inputs = io.check_inputs(original_sig, inputs, input_source)
+
+    if args.check and args.passes is None and original_sig.level == "S":
+        raise DiagnosticError(
+            f"{filename}: error: --check needs a level-G reference, but @{entry.sym_name.data} "
+            "is already a per-device (level S) program and no -p pipeline was given: "
+            "there is nothing to compare it with (run the level-G source with -p instead)"
+        )
+
+    if args.passes is not None:
+        module, source_map = parse_and_verify(ctx, text, filename)
+        compile_module(module, source_map, args.passes, filename)
+        function = io.find_entry(module, entry.sym_name.data, filename)
+        sig = io.signature(module, function, filename)
+        if sig.input_specs() != original_sig.input_specs():
+            raise DiagnosticError(
+                f"{filename}: error: the pipeline changed the inputs of "
+                f"@{entry.sym_name.data}: before {_specs_str(original_sig.input_specs())}, "
+                f"after {_specs_str(sig.input_specs())}"
+            )
+    else:
+        module, source_map, sig = original, original_map, original_sig
+
+    outputs = io.run(Executor(module, source_map, filename), sig, inputs, input_source)
+
+    mesh = module_mesh(module)
+    report = Report(
+        file=filename,
+        entry=sig.name,
+        level=sig.level,
+        devices=sig.devices,
+        mesh=_mesh_str(*mesh) if mesh and sig.level == "S" else None,
+        pipeline=args.passes,
+        inputs=inputs_info,
+        outputs=[
+            {"name": n, "shape": list(v.shape), "dtype": dtype_name(v.dtype)}
+            for n, v in outputs.items()
+        ],
+    )
+    passed = True
+    comparisons: list[Comparison] = []
+    if args.check:
+        if args.passes is None:
+            reference = outputs
+            ref_what = "the program itself (no -p given)"
+        else:
+            reference = io.run(
+                Executor(original, original_map, filename), original_sig, inputs, input_source
+            )
+            ref_what = f"the level-{original_sig.level} program before -p"
+        names = list(reference)
+        if list(outputs) != names:
+            raise DiagnosticError(
+                f"{filename}: error: --check: the compiled program has outputs "
+                f"{list(outputs)} but the reference has {names}"
+            )
+        comparisons = [compare(n, outputs[n], reference[n]) for n in names]
+        passed = all(c.passed for c in comparisons)
+        report.check = {
+            "reference": ref_what,
+            "passed": passed,
+            "outputs": [c.as_json() for c in comparisons],
+        }
+
+    print_summary(report, outputs, comparisons)
+    if args.report_json is not None:
+        write_atomically(
+            args.report_json,
+            lambda f: f.write(json.dumps(report.as_json(), indent=2) + "\n"),
+            binary=False,
+        )
+    if not passed:
+        print(f"{PROG}: check failed", file=sys.stderr)
+        return 1
+    if args.outputs is not None:
+        write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
+        print(f"wrote {args.outputs}")
+    return 0
+
+
+def _mesh_str(name: str, mesh: Any) -> str:
+    axes = ", ".join(f'"{n}"={s}' for n, s in zip(mesh.names, mesh.shape))
+    return f"@{name} <[{axes}]>"
+
+
+def _specs_str(specs: Sequence[tuple[str, tuple[int, ...], Any]]) -> str:
+    return "(" + ", ".join(f"{n}: {type_str(s, d)}" for n, s, d in specs) + ")"
+
+
+def print_summary(
+    report: Report, outputs: dict[str, np.ndarray], comparisons: list[Comparison]
+) -> None:
+    devices = f"{report.devices} device" + ("s" if report.devices != 1 else "")
+    mesh = f" on mesh {report.mesh}" if report.mesh else ""
+    lines = [f"{report.file} @{report.entry}: level {report.level}, {devices}{mesh}"]
+    if report.pipeline:
+        lines.append(f"pipeline: {report.pipeline}")
+    src = report.inputs
+    lines.append(
+        "inputs: " + (f"random (seed {src['seed']})" if src["source"] == "random" else src["source"])
+    )
+    width = max((len(n) for n in outputs), default=0)
+    for name, value in outputs.items():
+        lines.append(f"  {name:<{width}}  {type_str(value.shape, value.dtype)}")
+    if report.check is not None:
+        verdict = "pass" if report.check["passed"] else "FAIL"
+        lines.append(f"check against {report.check['reference']}: {verdict}")
+        for c in comparisons:
+            tol = "exact" if c.tolerance == 0.0 else f"tolerance {c.tolerance:.3g}"
+            status = "ok" if c.passed else "FAIL"
+            note = f"  ({c.note})" if c.note else ""
+            lines.append(f"  {c.name:<{width}}  max |diff| {c.max_abs_diff:.3g} ({tol}) {status}{note}")
+    print("\n".join(lines))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_arg_parser().parse_args(argv)
+        return run(args)
+    except DiagnosticError as e:  # includes InterpreterError
+        print(e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit as e:  # --help
+        return int(e.code or 0) if isinstance(e.code, int) else 1
+    except Exception as e:  # a bug in shardc: say so in one line, keep the details opt-in
+        if os.environ.get("SHARDC_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"{PROG}: internal error: {type(e).__name__}: {e} "
+            "(set SHARDC_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+__all__ = ["main", "InterpreterError"]
 
 if __name__ == "__main__":
     sys.exit(main())

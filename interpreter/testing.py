@@ -1,0 +1,56 @@
+"""
+Helpers for tests that run programs: parse MLIR text, run it on given per-device or
+global arrays, and compare a program before and after a transformation.
+
+```python
+from shardc.interpreter.testing import run_global, run_per_device
+outs = run_per_device(TEXT, [[x0], [x1], [x2], [x3]])  # each device's results
+outs = run_global(TEXT, {"in_0": x})                   # {"out_0": ...}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from shardc.dialects import make_context
+from shardc.interpreter import io
+from shardc.interpreter.devices import Executor
+from shardc.tools.source import SourceMap, parse_and_verify
+
+_CTX = None
+
+
+def parse(text: str, filename: str = "<test>") -> tuple[ModuleOp, SourceMap]:
+    """Parse and verify (a bad program raises `DiagnosticError`)."""
+    global _CTX
+    if _CTX is None:
+        _CTX = make_context()
+    return parse_and_verify(_CTX, text, filename)
+
+
+def run_per_device(
+    text: str, per_device_args: Sequence[Sequence[Any]], entry: str | None = None
+) -> list[tuple[Any, ...]]:
+    """Run the entry function on `len(per_device_args)` devices; each device's results."""
+    module, source_map = parse(text)
+    function = io.find_entry(module, entry, "<test>")
+    return Executor(module, source_map).run(function, per_device_args)
+
+
+def run_global(
+    text: str,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    entry: str | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Run like `shardc-run`: global (or `in_K.D`) arrays in, `out_..` arrays out."""
+    module, source_map = parse(text)
+    return io.run_module(
+        module, inputs, entry=entry, seed=seed, source_map=source_map, filename="<test>"
+    )
