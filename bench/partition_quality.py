@@ -1,0 +1,198 @@
+"""
+Partition quality: collectives and bytes per device that `spmd-pipeline` inserts for each
+example program, next to what XLA's own SPMD partitioner (through JAX, on 8 simulated CPU
+devices) inserts for the same program, measured in one run.
+
+    python bench/partition_quality.py [--jax-python PATH]
+
+XLA's side needs a Python with `jax` (default: this one; `--jax-python` or the
+SHARDC_JAX_PYTHON variable name another). Without one, only our column is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from shardc.dialects import make_context
+from shardc.passes.collective_stats import KINDS, CollectiveStats
+from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.tools.source import parse_and_verify
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+PROGRAMS = [
+    "megatron_mlp",
+    "attention",
+    "layernorm",
+    "softmax",
+    "matmul_reduce_scatter",
+    "reshard",
+    "dp_train_step",
+]
+
+# The same programs in JAX; each entry: mesh shape and names, function, input shapes and
+# their PartitionSpecs, output PartitionSpecs.
+JAX_SCRIPT = r'''
+import json, re, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+def mesh(shape, names):
+    return Mesh(np.array(jax.devices()[: int(np.prod(shape))]).reshape(shape), names)
+
+def megatron(x, w1, b1, w2):
+    return jnp.maximum(x @ w1 + b1, 0) @ w2
+
+def attention(x, wq, wk, wv, wo):
+    q = jnp.einsum("bsd,dhk->bshk", x, wq)
+    k = jnp.einsum("bsd,dhk->bshk", x, wk)
+    v = jnp.einsum("bsd,dhk->bshk", x, wv)
+    s = jnp.einsum("bqhk,bshk->bhqs", q, k) * 0.25
+    p = jnp.exp(s - s.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    c = jnp.einsum("bhqs,bshk->bhqk", p, v)
+    return jnp.einsum("bhqk,hkd->bqd", c, wo)
+
+def layernorm(x, g, b):
+    mean = x.sum(1, keepdims=True) * 0.015625
+    xc = x - mean
+    var = (xc * xc).sum(1, keepdims=True) * 0.015625
+    return xc * jax.lax.rsqrt(var + 1e-5) * g + b
+
+def softmax(x):
+    e = jnp.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+def matmul(a, b):
+    return a @ b
+
+def reshard(a):
+    c = jax.lax.with_sharding_constraint(a, NamedSharding(MESH, P(None, "x")))
+    return jnp.exp(c)
+
+def dp_step(x, t, w1, w2):
+    def loss(w1, w2):
+        y = jnp.tanh(x @ w1) @ w2
+        return 0.5 * jnp.sum((y - t) ** 2)
+    g1, g2 = jax.grad(loss, argnums=(0, 1))(w1, w2)
+    return w1 - 0.01 * g1, w2 - 0.01 * g2
+
+PROGRAMS = {
+    "megatron_mlp": ((2, 4), ("data", "model"), megatron,
+        [((16, 32), P("data", None)), ((32, 128), P(None, "model")), ((128,), P("model")), ((128, 32), P("model", None))],
+        P("data", None)),
+    "attention": ((2, 4), ("data", "model"), attention,
+        [((4, 16, 64), P("data")), ((64, 8, 16), P(None, "model")), ((64, 8, 16), P(None, "model")),
+         ((64, 8, 16), P(None, "model")), ((8, 16, 64), P("model"))],
+        P("data")),
+    "layernorm": ((2, 4), ("data", "model"), layernorm,
+        [((8, 64), P("data", "model")), ((64,), P("model")), ((64,), P("model"))], P("data", "model")),
+    "softmax": ((4,), ("x",), softmax, [((8, 64), P(None, "x"))], P(None, "x")),
+    "matmul_reduce_scatter": ((8,), ("x",), matmul,
+        [((32, 64), P(None, "x")), ((64, 128), P("x", None))], P(None, "x")),
+    "reshard": ((4,), ("x",), reshard, [((16, 32), P("x", None))], P()),
+    "dp_train_step": ((8,), ("data",), dp_step,
+        [((64, 32), P("data")), ((64, 16), P("data")), ((32, 64), P()), ((64, 16), P())],
+        (P(), P())),
+}
+BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "f64": 8, "pred": 1, "s64": 8}
+KIND = {"all-reduce": "all_reduce", "all-gather": "all_gather", "reduce-scatter": "reduce_scatter",
+        "all-to-all": "all_to_all", "collective-permute": "permute"}
+
+def shape_bytes(text):
+    total = 0
+    for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", text):
+        n = 1
+        for d in filter(None, dims.split(",")):
+            n *= int(d)
+        total += n * BYTES.get(dtype, 4)
+    return total
+
+def group_size(line):
+    m = re.search(r"replica_groups=\{\{([\d,]+)\}", line) or re.search(r"replica_groups=\[\d+,(\d+)\]", line)
+    if not m:
+        return 1
+    return len(m.group(1).split(",")) if "," in m.group(1) or "{" in line else int(m.group(1))
+
+result = {}
+for name, (shape, names, fn, ins, out) in PROGRAMS.items():
+    MESH = mesh(shape, names)
+    S = lambda spec: NamedSharding(MESH, spec)
+    outs = tuple(S(o) for o in out) if isinstance(out, tuple) else S(out)
+    jitted = jax.jit(fn, in_shardings=tuple(S(p) for _, p in ins), out_shardings=outs)
+    hlo = jitted.lower(*[jnp.zeros(s, jnp.float32) for s, _ in ins]).compile().as_text()
+    counts, nbytes = {}, {}
+    for line in hlo.splitlines():
+        m = re.search(r"=\s*(.*?)\s+(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(-start)?\(", line)
+        if not m:
+            continue
+        kind = KIND[m.group(2)]
+        out_bytes = shape_bytes(m.group(1))
+        g = group_size(line)
+        operand = out_bytes // g if kind == "all_gather" else out_bytes * g if kind == "reduce_scatter" else out_bytes
+        counts[kind] = counts.get(kind, 0) + 1
+        nbytes[kind] = nbytes.get(kind, 0) + operand
+    result[name] = {"counts": counts, "bytes": nbytes}
+print(json.dumps(result))
+'''
+
+
+def ours(name: str) -> CollectiveStats:
+    ctx = make_context()
+    text = (EXAMPLES / f"{name}.mlir").read_text()
+    module, _ = parse_and_verify(ctx, text, name)
+    SpmdPipelinePass().apply(ctx, module)
+    return CollectiveStats.of(module)
+
+
+def xla(python: str) -> dict[str, dict[str, dict[str, int]]] | None:
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    try:
+        out = subprocess.run(
+            [python, "-c", JAX_SCRIPT], capture_output=True, text=True, env=env, timeout=600
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"(XLA side not measured: {e})", file=sys.stderr)
+        return None
+    if out.returncode != 0:
+        print(f"(XLA side not measured: {out.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
+        return None
+    return json.loads(out.stdout)
+
+
+def describe(counts: dict[str, int]) -> str:
+    return ", ".join(f"{counts[k]} {k}" for k in KINDS if counts.get(k)) or "none"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jax-python", default=os.environ.get("SHARDC_JAX_PYTHON", sys.executable))
+    args = parser.parse_args()
+    reference = xla(args.jax_python)
+    rows = [
+        "| program | shardc collectives | shardc bytes/device | XLA collectives | XLA bytes/device | shardc <= XLA |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in PROGRAMS:
+        stats = ours(name)
+        mine = sum(stats.counts.values()), sum(stats.bytes.values())
+        if reference is None:
+            rows.append(f"| {name} | {describe(stats.counts)} | {mine[1]} | n/a | n/a | n/a |")
+            continue
+        theirs = reference[name]
+        xla_total = sum(theirs["counts"].values()), sum(theirs["bytes"].values())
+        ok = "yes" if mine[0] <= xla_total[0] and mine[1] <= xla_total[1] else "**no**"
+        rows.append(
+            f"| {name} | {describe(stats.counts)} | {mine[1]} | "
+            f"{describe(theirs['counts'])} | {xla_total[1]} | {ok} |"
+        )
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
