@@ -504,9 +504,9 @@ class Executor:
                         [],
                     ).append(m)
             for where, ms in elsewhere.items():
-                why.append(f"{_devices_str(ms)} wait at {where}")
+                why.append(f"{_devices_str(ms)} {_wait(ms)} at {where}")
             lines.append(
-                f"  {_devices_str(devs)} wait at {w.info.summary} ({self.where(w.op)}) "
+                f"  {_devices_str(devs)} {_wait(devs)} at {w.info.summary} ({self.where(w.op)}) "
                 f"over group {list(w.group)}; " + "; ".join(why or ["(no reason found)"])
             )
         first = waiting[min(waiting)].op
@@ -516,6 +516,10 @@ class Executor:
             "never arrive:",
         )
         return InterpreterError(str(head) + "\n" + "\n".join(lines))
+
+
+def _wait(devices: Sequence[int]) -> str:
+    return "waits" if len(devices) == 1 else "wait"
 
 
 def _devices_str(devices: Sequence[int]) -> str:
