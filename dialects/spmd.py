@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -86,11 +86,11 @@ class MeshAttr(ParametrizedAttribute):
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(n.data for n in self.axis_names.data)
+        return _mesh_names(self)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(s.data for s in self.axis_sizes.data)
+        return _mesh_shape(self)
 
     @property
     def device_count(self) -> int:
@@ -207,11 +207,11 @@ class ShardingAttr(ParametrizedAttribute):
 
     @property
     def dim_axes(self) -> tuple[tuple[str, ...], ...]:
-        return tuple(tuple(a.data for a in d.data) for d in self.dims.data)
+        return _dim_axes(self)
 
     @property
     def unreduced_axes(self) -> tuple[str, ...]:
-        return tuple(a.data for a in self.unreduced.data)
+        return _unreduced_axes(self)
 
     @property
     def all_axes(self) -> tuple[str, ...]:
@@ -303,6 +303,48 @@ class ShardingAttr(ParametrizedAttribute):
         axes = self.all_axes
         if len(set(axes)) != len(axes):
             raise VerifyException("a mesh axis appears more than once in a sharding")
+
+
+# Attributes are immutable, so what passes decode from them is cached per attribute object.
+# Keyed by id() with the attribute kept alive in the entry (so an id is never reused while
+# cached): hashing a nested attribute costs more than decoding it again.
+
+_Decoded = dict[int, tuple[Attribute, tuple[Any, ...]]]
+_MESH_NAMES: _Decoded = {}
+_MESH_SHAPES: _Decoded = {}
+_DIM_AXES: _Decoded = {}
+_UNREDUCED: _Decoded = {}
+
+
+def _cached(cache: _Decoded, attr: Attribute, decode: Callable[[], tuple[Any, ...]]) -> Any:
+    entry = cache.get(id(attr))
+    if entry is not None and entry[0] is attr:
+        return entry[1]
+    if len(cache) > 65536:
+        cache.clear()
+    value = decode()
+    cache[id(attr)] = (attr, value)
+    return value
+
+
+def _mesh_names(mesh: MeshAttr) -> tuple[str, ...]:
+    return _cached(_MESH_NAMES, mesh, lambda: tuple(n.data for n in mesh.axis_names.data))
+
+
+def _mesh_shape(mesh: MeshAttr) -> tuple[int, ...]:
+    return _cached(_MESH_SHAPES, mesh, lambda: tuple(s.data for s in mesh.axis_sizes.data))
+
+
+def _dim_axes(sharding: ShardingAttr) -> tuple[tuple[str, ...], ...]:
+    return _cached(
+        _DIM_AXES,
+        sharding,
+        lambda: tuple(tuple(a.data for a in d.data) for d in sharding.dims.data),
+    )
+
+
+def _unreduced_axes(sharding: ShardingAttr) -> tuple[str, ...]:
+    return _cached(_UNREDUCED, sharding, lambda: tuple(a.data for a in sharding.unreduced.data))
 
 
 ################################################################################

@@ -11,6 +11,7 @@ are all-gathered; axes it gains are taken by a local dynamic_slice at this devic
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -58,8 +59,7 @@ class Resharder:
         }
 
     def constant_i32(self, value: int) -> SSAValue:
-        attr = DenseIntOrFPElementsAttr.from_list(SCALAR_I32, [value])
-        return self._insert(hlo.ConstantOp(attr)).results[0]
+        return self._insert(hlo.ConstantOp(_i32_literal(value))).results[0]
 
     def shard_index(self, axes: Sequence[str]) -> SSAValue:
         """This device's row-major index over `axes` as a tensor<i32>."""
@@ -236,6 +236,11 @@ class Resharder:
         zero_attr = DenseIntOrFPElementsAttr.from_list(ty, [0])  # pyright: ignore
         zero = self._insert(hlo.ConstantOp(zero_attr)).results[0]
         return self._insert(hlo.SelectOp(is_first, value, zero)).results[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _i32_literal(value: int) -> DenseIntOrFPElementsAttr:
+    return DenseIntOrFPElementsAttr.from_list(SCALAR_I32, [value])
 
 
 def _is_prefix(have: Sequence[str], want: Sequence[str]) -> bool:

@@ -11,6 +11,7 @@ both passes share this one description of every op.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -238,7 +239,15 @@ def fit_axes(axes: Sequence[str], size: int, mesh: MeshAttr) -> Axes:
 def make_sharding(
     mesh_name: str, dims: Sequence[Sequence[str]], unreduced: Sequence[str] = ()
 ) -> ShardingAttr:
-    return ShardingAttr(mesh_name, [list(d) for d in dims], list(unreduced))
+    return _make_sharding(mesh_name, tuple(tuple(d) for d in dims), tuple(unreduced))
+
+
+@functools.lru_cache(maxsize=4096)
+def _make_sharding(
+    mesh_name: str, dims: tuple[tuple[str, ...], ...], unreduced: tuple[str, ...]
+) -> ShardingAttr:
+    """Attributes are immutable, and building one (with its verification) is costly."""
+    return ShardingAttr(mesh_name, dims, unreduced)
 
 
 def replicated(mesh_name: str, rank: int) -> ShardingAttr:

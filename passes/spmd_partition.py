@@ -119,6 +119,7 @@ class FunctionPartitioner:
         Rewriter.erase_op(op)
 
     def partition_op(self, op: Operation) -> None:
+        self.resharder.inserted.clear()
         rule = factor_rule(op, self.global_shape)
         if rule is None or len(op.results) != 1:
             raise OpPassError(op, f"spmd-partition has no rule for {op.name}")
@@ -202,8 +203,9 @@ class FunctionPartitioner:
         self.actual[op.result] = full
         anchor = op.next_op
         assert anchor is not None
+        since = len(self.resharder.inserted)
         sliced = self.resharder.reshard(op.result, full, natural, anchor)
-        op.result.replace_uses_with_if(sliced, lambda use: use.operation not in self.resharder.inserted)
+        self.redirect_uses(op.result, sliced, since)
         return sliced
 
     def offset_iota(self, op: hlo.IotaOp, value: SSAValue, natural: ShardingAttr) -> SSAValue:
@@ -216,6 +218,7 @@ class FunctionPartitioner:
         anchor = op.next_op
         assert anchor is not None
         self.resharder.anchor = anchor
+        since = len(self.resharder.inserted)
         index = self.resharder.shard_index(axes)
         block = self.resharder.constant_i32(ty.get_shape()[dim])
         offset = self.resharder._insert(hlo.MulOp(index, block)).results[0]  # pyright: ignore[reportPrivateUsage]
@@ -224,7 +227,7 @@ class FunctionPartitioner:
         ).results[0]
         spread = self.resharder._insert(hlo.BroadcastOp(converted, [], ty)).results[0]  # pyright: ignore[reportPrivateUsage]
         shifted = self.resharder._insert(hlo.AddOp(value, spread)).results[0]  # pyright: ignore[reportPrivateUsage]
-        value.replace_uses_with_if(shifted, lambda use: use.operation not in self.resharder.inserted)
+        self.redirect_uses(value, shifted, since)
         return shifted
 
     def finish_reduction(self, op: Operation, result: SSAValue, axes: list[str]) -> SSAValue:
@@ -233,8 +236,9 @@ class FunctionPartitioner:
             anchor = op.next_op
             assert anchor is not None
             self.resharder.anchor = anchor
+            since = len(self.resharder.inserted)
             reduced = self.resharder.all_reduce(result, axes, op.kind.data)
-            result.replace_uses_with_if(reduced, lambda use: use.operation not in self.resharder.inserted)
+            self.redirect_uses(result, reduced, since)
             return reduced
         return result
 
@@ -246,11 +250,15 @@ class FunctionPartitioner:
             return
         anchor = (result.owner if isinstance(result.owner, Operation) else op).next_op
         assert anchor is not None
-        start = len(self.resharder.inserted)
+        since = len(self.resharder.inserted)
         new = self.resharder.reshard(result, natural, want, anchor)
-        inserted = set(self.resharder.inserted[start:])
-        result.replace_uses_with_if(new, lambda use: use.operation not in inserted)
+        self.redirect_uses(result, new, since)
         self.actual[new] = want
+
+    def redirect_uses(self, old: SSAValue, new: SSAValue, since: int) -> None:
+        """Uses of `old`, except by the ops inserted (since `since`) to compute `new`, use `new`."""
+        inserted = set(self.resharder.inserted[since:])
+        old.replace_uses_with_if(new, lambda use: use.operation not in inserted)
 
 
 def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
