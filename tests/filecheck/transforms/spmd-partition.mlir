@@ -134,3 +134,18 @@ func.func @slice(%a: tensor<8x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x
 }
 // CHECK:      %0 = collective.all_gather %a on @mesh["x"], dim = 0 : (tensor<4x4xf32>) -> tensor<8x4xf32>
 // CHECK-NEXT: %s = hlo.slice %0 [1:5:2, 0:4] : (tensor<8x4xf32>) -> tensor<2x4xf32>
+
+// -----
+
+// Same axes, same local shape, blocks in other places: one permute moves each block once.
+spmd.mesh @mesh = <["a"=2, "b"=2]>
+func.func @permute(%x: tensor<8x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a", "b"}, {}]>},
+                   %y: tensor<8x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"}, {"b"}]>})
+    -> (tensor<8x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"b", "a"}, {}]>},
+        tensor<8x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"b"}, {"a"}]>}) {
+  func.return %x, %y : tensor<8x4xf32>, tensor<8x8xf32>
+}
+// CHECK-LABEL: func.func @permute
+// CHECK:      %0 = collective.permute %x on @mesh["a", "b"], pairs = [[0, 0], [2, 1], [1, 2], [3, 3]] : tensor<2x4xf32>
+// CHECK-NEXT: %1 = collective.permute %y on @mesh["a", "b"], pairs = [[0, 0], [2, 1], [1, 2], [3, 3]] : tensor<4x4xf32>
+// CHECK-NEXT: func.return %0, %1
