@@ -28,7 +28,6 @@ import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions
-from xdsl.interpreters.arith import ArithFunctions
 from xdsl.ir import Block, Operation
 from xdsl.traits import SymbolTable
 
@@ -165,15 +164,12 @@ class Executor:
             self.hlo_functions,
             TensorScalarFunctions(),
         ]
-        self._fallback_functions: list[InterpreterFunctions] = [ArithFunctions()]
         self._table: dict[type[Operation], tuple[InterpreterFunctions, Any]] = {}
         for ft in self.functions:
             for op_type, impl in type(ft)._impls():  # pyright: ignore[reportPrivateUsage]
                 self._table[op_type] = (ft, impl)
-        self._fallback_types: set[type[Operation]] = set()
-        for ft in self._fallback_functions:
-            for op_type, _ in type(ft)._impls():  # pyright: ignore[reportPrivateUsage]
-                self._fallback_types.add(op_type)
+        self._fallback_functions: list[InterpreterFunctions] = []
+        self._fallback_types: set[type[Operation]] | None = None
         self._plans: dict[Block, list[Step]] = {}
         self._collectives: dict[Operation, _Collective] = {}
         self._prepared: set[tuple[func.FuncOp, bool]] = set()
@@ -265,9 +261,24 @@ class Executor:
         if entry is not None:
             ft, impl = entry
             return (PLAIN, op, impl, ft, operands, results, specs)
-        if type(op) in self._fallback_types and not op.regions:
+        if type(op) in self._load_fallbacks() and not op.regions:
             return (FALLBACK, op, None, None, operands, results, specs)
         raise self.error_at(op, "is not supported by the interpreter")
+
+    def _load_fallbacks(self) -> set[type[Operation]]:
+        """
+        xDSL's stock scalar `arith` implementations, for control flow on device values
+        (loaded on first need: importing `xdsl.interpreters` costs half a second).
+        """
+        if self._fallback_types is None:
+            from xdsl.interpreters.arith import ArithFunctions
+
+            self._fallback_functions = [ArithFunctions()]
+            self._fallback_types = set()
+            for ft in self._fallback_functions:
+                for op_type, _ in type(ft)._impls():  # pyright: ignore[reportPrivateUsage]
+                    self._fallback_types.add(op_type)
+        return self._fallback_types
 
     # Running --------------------------------------------------------------------------
 

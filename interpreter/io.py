@@ -51,8 +51,10 @@ class ValueSpec:
 
     index: int
     local_shape: tuple[int, ...]
+    """The function's type (global at level G, per-device at level S)."""
     dtype: np.dtype[Any]
     sharding: spmd.ShardingAttr | None
+    """The declared sharding (used to split and assemble at level S only)."""
     mesh: spmd.MeshAttr | None
     global_shape: tuple[int, ...]
 
@@ -169,8 +171,9 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
             shape, dtype = tensor_spec(ty)
             smesh = None
             global_shape = shape
-            if partitioned and not per_device and sharding is not None:
+            if sharding is not None and not per_device:
                 smesh = spmd.lookup_mesh(function, sharding.mesh_name)
+            if partitioned and smesh is not None and sharding is not None:
                 if smesh.device_count != devices:
                     raise InterpreterError(
                         f"{filename}: error: {what} {i} is sharded over mesh "
@@ -299,7 +302,7 @@ def split_inputs(sig: Signature, inputs: Mapping[str, np.ndarray]) -> list[list[
                 per_device[d].append(inputs[f"in_{spec.index}.{d}"])
             continue
         value = inputs[f"in_{spec.index}"]
-        if spec.sharding is None or spec.mesh is None:
+        if sig.level == "G" or spec.sharding is None or spec.mesh is None:
             for d in range(sig.devices):
                 per_device[d].append(value)
             continue

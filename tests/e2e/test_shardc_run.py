@@ -1,0 +1,279 @@
+"""`shardc-run` end to end, as a user runs it (subprocess), plus a few in-process cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from shardc.tools import shardc_run
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+BIN = Path(sys.executable).parent / "shardc-run"
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def shardc_run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "shardc.tools.shardc_run"]
+    return subprocess.run(
+        [*cmd, *args], capture_output=True, text=True, input=stdin, cwd=cwd, timeout=120
+    )
+
+
+def assert_one_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    for n in needles:
+        assert n in proc.stderr, proc.stderr
+
+
+def test_megatron_level_g_runs_with_random_inputs(tmp_path: Path) -> None:
+    out = tmp_path / "out.npz"
+    proc = shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--outputs", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "level G, 1 device" in proc.stdout
+    assert "out_0  tensor<16x32xf32>" in proc.stdout
+    with np.load(out) as z:
+        assert z.files == ["out_0"] and z["out_0"].shape == (16, 32)
+    # the same seed gives the same random inputs, hence the same outputs
+    out2 = tmp_path / "out2.npz"
+    assert shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--outputs", str(out2)).returncode == 0
+    with np.load(out) as a, np.load(out2) as b:
+        assert np.array_equal(a["out_0"], b["out_0"])
+
+
+def test_collectives_on_four_devices_match_numpy_with_inputs_and_outputs(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", in_0=a)
+    proc = shardc_run_cli(
+        str(EXAMPLES / "collectives.mlir"),
+        "--inputs", str(tmp_path / "in.npz"),
+        "--outputs", str(tmp_path / "out.npz"),
+        "--report-json", str(tmp_path / "r.json"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "level S, 4 devices" in proc.stdout
+    blocks = [a[2 * r : 2 * r + 2] for r in range(4)]
+    total = blocks[0] + blocks[1] + blocks[2] + blocks[3]
+    with np.load(tmp_path / "out.npz") as z:
+        assert z.files == [f"out_{i}" for i in range(5)]
+        np.testing.assert_array_equal(z["out_0"], total)
+        np.testing.assert_array_equal(z["out_1"], a)
+        np.testing.assert_array_equal(z["out_2"], total)
+        np.testing.assert_array_equal(z["out_3"], a)
+        np.testing.assert_array_equal(z["out_4"], np.roll(a, 2, axis=0))
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["devices"] == 4 and report["level"] == "S"
+    assert report["outputs"][1] == {"name": "out_1", "shape": [8, 8], "dtype": "f32"}
+    assert report["check"] is None
+    assert report["inputs"] == {"source": str(tmp_path / "in.npz")}
+
+
+def test_pipeline_and_check(tmp_path: Path) -> None:
+    proc = shardc_run_cli(
+        str(EXAMPLES / "megatron_mlp.mlir"), "-p", "canonicalize,cse", "--check",
+        "--report-json", str(tmp_path / "r.json"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "check against the level-G program before -p: pass" in proc.stdout
+    assert "out_0  max |diff| 0 " in proc.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["check"]["passed"] is True
+    assert report["check"]["outputs"][0]["name"] == "out_0"
+    assert report["pipeline"] == "canonicalize,cse"
+
+
+def test_partitioned_megatron_checks_against_level_g(tmp_path: Path) -> None:
+    proc = shardc_run_cli(
+        str(EXAMPLES / "megatron_mlp.mlir"), "-p", "spmd-pipeline", "--check", "--seed", "3",
+        "--outputs", str(tmp_path / "out.npz"),
+    )
+    if proc.returncode != 0 and "invalid pass pipeline" in proc.stderr:
+        pytest.skip("spmd-pipeline is not registered")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "level S, 8 devices" in proc.stdout
+    assert "pass" in proc.stdout
+    ref = tmp_path / "ref.npz"
+    assert shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--seed", "3", "--outputs", str(ref)).returncode == 0
+    with np.load(tmp_path / "out.npz") as a, np.load(ref) as b:
+        np.testing.assert_allclose(a["out_0"], b["out_0"], rtol=1e-4, atol=1e-4)
+
+
+def test_check_on_a_level_s_file_without_pipeline_is_an_error() -> None:
+    proc = shardc_run_cli(str(EXAMPLES / "collectives.mlir"), "--check")
+    assert_one_error(proc, "--check needs a level-G reference")
+
+
+def test_per_device_io_program(tmp_path: Path) -> None:
+    src = tmp_path / "p.mlir"
+    src.write_text("""
+spmd.mesh @mesh = <["x"=2]>
+func.func @main(%x: tensor<3xbf16>) -> tensor<3xbf16> attributes {spmd.per_device_io} {
+  %r = collective.all_reduce add %x on @mesh["x"] : tensor<3xbf16>
+  func.return %r : tensor<3xbf16>
+}""")
+    x0 = np.array([1.0, 2.0, 3.0], BF16)
+    x1 = np.array([0.5, 0.25, -3.0], BF16)
+    np.savez(tmp_path / "in.npz", **{"in_0.0": x0, "in_0.1": x1})
+    proc = shardc_run_cli(str(src), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "o.npz"))
+    assert proc.returncode == 0, proc.stderr
+    with np.load(tmp_path / "o.npz") as z:
+        assert sorted(z.files) == ["out_0.0", "out_0.1"]
+        for k in z.files:  # bf16 is saved as raw 2-byte values
+            assert z[k].view(BF16).astype(np.float32).tolist() == [1.5, 2.25, 0.0]
+    proc = shardc_run_cli(str(src))  # random per-device inputs
+    assert proc.returncode == 0 and "out_0.1" in proc.stdout
+
+
+def test_stdin_and_entry(tmp_path: Path) -> None:
+    text = """
+func.func @double(%a: tensor<2xi32>) -> tensor<2xi32> {
+  %r = hlo.add %a, %a : tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}
+func.func @other(%a: tensor<2xi32>) -> tensor<2xi32> { func.return %a : tensor<2xi32> }"""
+    np.savez(tmp_path / "in.npz", in_0=np.array([3, -4], np.int32))
+    proc = shardc_run_cli("-", "--entry", "double", "--inputs", str(tmp_path / "in.npz"),
+                          "--outputs", str(tmp_path / "o.npz"), stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    with np.load(tmp_path / "o.npz") as z:
+        assert z["out_0"].tolist() == [6, -8]
+    assert_one_error(shardc_run_cli("-", stdin=text), "no @main and several public functions")
+
+
+BAD_INPUTS = {
+    "missing": ({"in_0": np.zeros((16, 32), np.float32)}, "input array 'in_1' is missing: expected tensor<32x128xf32>"),
+    "extra": ({f"in_{i}": a for i, a in enumerate([np.zeros((16, 32)), np.zeros((32, 128)), np.zeros(128), np.zeros((128, 32)), np.zeros(1)])},
+              "unexpected input array 'in_4'"),
+    "shape": ({"in_0": np.zeros((16, 31), np.float32)}, "input 'in_0' (argument 0 of @main"),
+    "dtype": ({"in_0": np.zeros((16, 32), np.float64)}, "has dtype f64, expected f32"),
+    "divisible": ({"in_0": np.zeros((15, 32), np.float32)}, "dimension 0 of size 15 is not divisible by 2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_arrays(tmp_path: Path, case: str) -> None:
+    arrays, needle = BAD_INPUTS[case]
+    full = {
+        "in_0": np.zeros((16, 32), np.float32),
+        "in_1": np.zeros((32, 128), np.float32),
+        "in_2": np.zeros((128,), np.float32),
+        "in_3": np.zeros((128, 32), np.float32),
+    }
+    if case == "missing":
+        full.pop("in_1")
+    elif case == "extra":
+        full = {k: v.astype(np.float32) for k, v in arrays.items()}
+    else:
+        full |= arrays
+    np.savez(tmp_path / "in.npz", **full)
+    out = tmp_path / "out.npz"
+    proc = shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--inputs", str(tmp_path / "in.npz"),
+                          "--outputs", str(out), "--report-json", str(tmp_path / "r.json"))
+    assert_one_error(proc, needle)
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not (tmp_path / "r.json").exists()
+    assert os.listdir(tmp_path) == ["in.npz"]
+
+
+def test_bad_entry_file_and_pipeline(tmp_path: Path) -> None:
+    out = tmp_path / "out.npz"
+    proc = shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--entry", "nope", "--outputs", str(out))
+    assert_one_error(proc, "entry function @nope does not exist (functions: @main)")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %r = hlo.bogus %a : tensor<2xf32>\n  func.return %r : tensor<2xf32>\n}\n")
+    proc = shardc_run_cli(str(bad), "--outputs", str(out))
+    assert_one_error(proc, f"{bad}:2:")
+    assert not out.exists()
+
+
+def test_bad_pipeline_and_missing_file_in_process(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out.npz"
+    assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "no-such-pass", "--outputs", str(out)]) == 1
+    assert "invalid pass pipeline 'no-such-pass'" in capsys.readouterr().err
+    assert shardc_run.main([str(tmp_path / "missing.mlir")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "--bogus-flag"]) == 1
+    assert "unrecognized arguments: --bogus-flag" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_deadlock_is_reported_not_hung(tmp_path: Path) -> None:
+    src = tmp_path / "d.mlir"
+    src.write_text("""
+spmd.mesh @m = <["x"=2]>
+func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> attributes {spmd.partitioned} {
+  %i = spmd.axis_index @m["x"] : tensor<i32>
+  %c = tensor.extract %i[] : tensor<i32>
+  %zero = arith.constant 0 : i32
+  %p = arith.cmpi eq, %c, %zero : i32
+  %r = scf.if %p -> (tensor<2xf32>) {
+    scf.yield %x : tensor<2xf32>
+  } else {
+    %s = collective.all_reduce add %x on @m["x"] : tensor<2xf32>
+    scf.yield %s : tensor<2xf32>
+  }
+  func.return %r : tensor<2xf32>
+}""")
+    out = tmp_path / "o.npz"
+    proc = shardc_run_cli(str(src), "--outputs", str(out))
+    assert_one_error(proc, f"{src}:11:5: error:", "deadlock", "device 1 waits at all_reduce add", "device 0 finished")
+    assert not out.exists()
+
+
+def test_not_implemented_flags_exit_2(capsys) -> None:
+    for flags in (["--chip", "v5e"], ["--timing-only"], ["--trace", "t.json"], ["--plot", "p.png"]):
+        assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), *flags]) == 2
+        assert "not implemented yet" in capsys.readouterr().err
+    assert shardc_run.main(["--help"]) == 0
+    assert "not implemented yet" in capsys.readouterr().out
+
+
+# In process: the failing --check path and the comparison rules ---------------------------
+
+
+def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch, capsys) -> None:
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+
+    from shardc.dialects import hlo
+
+    def broken_compile(module, source_map, spec, filename):  # a "pass" that changes a constant
+        for op in module.walk():
+            if isinstance(op, hlo.ConstantOp):
+                op.value = DenseIntOrFPElementsAttr.from_list(TensorType(f32, [16, 128]), [5.0])
+
+    monkeypatch.setattr(shardc_run, "compile_module", broken_compile)
+    out, rep = tmp_path / "o.npz", tmp_path / "r.json"
+    status = shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "cse", "--check",
+                              "--outputs", str(out), "--report-json", str(rep)])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "FAIL" in captured.out and "check failed" in captured.err
+    assert not out.exists()
+    report = json.loads(rep.read_text())
+    assert report["check"]["passed"] is False and report["check"]["outputs"][0]["max_abs_diff"] > 0
+
+
+def test_compare_rules() -> None:
+    c = shardc_run.compare("o", np.array([1, 2], np.int32), np.array([1, 3], np.int32))
+    assert not c.passed and c.max_abs_diff == 1.0 and c.tolerance == 0.0
+    c = shardc_run.compare("o", np.array([100.0, 1.0], np.float32), np.array([100.0005, 1.0], np.float32))
+    assert c.passed
+    c = shardc_run.compare("o", np.array([100.0, 1.0], np.float32), np.array([100.1, 1.0], np.float32))
+    assert not c.passed
+    c = shardc_run.compare("o", np.array([np.nan, np.inf], np.float32), np.array([np.nan, np.inf], np.float32))
+    assert c.passed and c.max_abs_diff == 0.0
+    c = shardc_run.compare("o", np.array([np.nan], np.float32), np.array([1.0], np.float32))
+    assert not c.passed
+    c = shardc_run.compare("o", np.array([1.0, 2.0], BF16), np.array([1.0, 2.0078125], BF16))
+    assert c.passed  # one bf16 ulp
+    c = shardc_run.compare("o", np.zeros(2, np.float32), np.zeros(3, np.float32))
+    assert not c.passed and "reference" in c.note
