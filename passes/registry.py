@@ -31,6 +31,12 @@ def _collective_stats() -> type[ModulePass]:
     return CollectiveStatsPass
 
 
+def _collective_combine() -> type[ModulePass]:
+    from shardc.passes.collective_combine import CollectiveCombinePass
+
+    return CollectiveCombinePass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
     return {
@@ -38,4 +44,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "spmd-partition": _spmd_partition,
         "spmd-pipeline": _spmd_pipeline,
         "collective-stats": _collective_stats,
+        "collective-combine": _collective_combine,
     }

@@ -10,6 +10,7 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
+from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 
@@ -17,8 +18,9 @@ from shardc.passes.spmd_propagate import SpmdPropagatePass
 @dataclass(frozen=True)
 class SpmdPipelinePass(ModulePass):
     """
-    propagate, partition, canonicalize, cse: each needs the one before; CSE merges the
-    identical index computations and reshards that different users of one value asked for.
+    propagate, partition, canonicalize, cse, collective-combine: each needs the one before;
+    CSE merges the identical index computations and reshards that different users of one
+    value asked for, and the combiner then merges independent collectives of one kind.
     """
 
     name = "spmd-pipeline"
@@ -29,6 +31,7 @@ class SpmdPipelinePass(ModulePass):
             SpmdPartitionPass(),
             CanonicalizePass(),
             CommonSubexpressionElimination(),
+            CollectiveCombinePass(),
         )
         for p in passes:
             p.apply(ctx, op)

@@ -1,0 +1,193 @@
+"""
+`collective-combine{threshold-bytes= max-count=}`: merge independent collectives of one
+kind into one variadic collective (XLA's AllReduce/AllGather/ReduceScatterCombiner).
+
+A collective has a fixed latency whatever its size, so one combined op beats many small
+ones. Two collectives combine only when their key matches (op, reduction kind, groups,
+gather/scatter dimension, element type) and neither depends on the other; a group never
+exceeds `threshold-bytes` of operands or `max-count` ops, and an op bigger than the
+threshold alone is left as it is. Greedy in program order, like XLA's
+CombineInstructionsByKey. The block is then re-ordered (a stable topological sort) so that
+every combined op comes after its operands and before its users.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from shardc.dialects import collective
+from shardc.passes.sharding_rules import element_bytes
+
+COMBINABLE = (collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp)
+
+
+def combine_key(op: collective.CollectiveOp) -> Hashable:
+    """What must agree for two collectives to become one."""
+    props = op.properties
+    dtypes = tuple(t.element_type for t in op.input_types())
+    return (
+        op.name,
+        props.get("kind"),
+        props.get("dim"),
+        props.get("mesh"),
+        props.get("mesh_axes"),
+        props.get("groups"),
+        dtypes[0] if len(set(dtypes)) == 1 else dtypes,
+    )
+
+
+def operand_bytes(op: Operation) -> int:
+    total = 0
+    for value in op.operands:
+        ty = value.type
+        assert isinstance(ty, TensorType)
+        total += math.prod(ty.get_shape()) * element_bytes(ty)
+    return total
+
+
+@dataclass
+class Group:
+    ops: list[collective.CollectiveOp] = field(default_factory=list[collective.CollectiveOp])
+    mask: int = 0
+    bytes: int = 0
+
+
+def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operation, int]:
+    """For each op, a bit set of the collectives (by `index`) it depends on, transitively."""
+    masks: dict[Operation, int] = {}
+    for op in block.ops:
+        mask = 0
+        for value in _used_values(op):
+            owner = value.owner
+            if isinstance(owner, Operation) and owner in masks:
+                mask |= masks[owner]
+        if op in index:
+            mask |= 1 << index[op]
+        masks[op] = mask
+    return masks
+
+
+def _used_values(op: Operation) -> list[SSAValue]:
+    """Operands of `op` and of the ops nested in its regions."""
+    values = list(op.operands)
+    for region in op.regions:
+        for nested in region.walk():
+            values.extend(nested.operands)
+    return values
+
+
+def plan_groups(
+    block: Block, threshold_bytes: int, max_count: int
+) -> list[list[collective.CollectiveOp]]:
+    candidates = [op for op in block.ops if isinstance(op, COMBINABLE)]
+    index = {op: i for i, op in enumerate(candidates)}
+    masks = dependency_masks(block, index)
+    open_groups: dict[Hashable, Group] = {}
+    done: list[list[collective.CollectiveOp]] = []
+    for op in candidates:
+        size = operand_bytes(op)
+        if size > threshold_bytes:
+            continue
+        key = combine_key(op)
+        group = open_groups.get(key)
+        if group is not None and (
+            masks[op] & group.mask
+            or group.bytes + size > threshold_bytes
+            or len(group.ops) >= max_count
+        ):
+            done.append(group.ops)
+            group = None
+        if group is None:
+            group = open_groups[key] = Group()
+        group.ops.append(op)
+        group.mask |= 1 << index[op]
+        group.bytes += size
+    done.extend(g.ops for g in open_groups.values())
+    return [g for g in done if len(g) > 1]
+
+
+def combine(ops: list[collective.CollectiveOp]) -> Operation:
+    """One variadic op computing all of `ops`, inserted before the first; uses redirected."""
+    first = ops[0]
+    combined = type(first).create(
+        operands=[v for op in ops for v in op.operands],
+        result_types=[r.type for op in ops for r in op.results],
+        properties=dict(first.properties),
+        attributes=dict(first.attributes),
+    )
+    Rewriter.insert_op(combined, InsertPoint.before(first))
+    results = iter(combined.results)
+    for op in ops:
+        for old in op.results:
+            new = next(results)
+            new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        Rewriter.erase_op(op)
+    return combined
+
+
+def topological_reorder(block: Block) -> None:
+    """Stable topological sort: each op as early as its original place allows."""
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    waiting: dict[Operation, int] = {}
+    for op in ops:
+        deps = {
+            v.owner
+            for v in _used_values(op)
+            if isinstance(v.owner, Operation) and v.owner in position and v.owner is not op
+        }
+        waiting[op] = len(deps)
+        for d in deps:
+            users[d].append(op)
+    ready = [(position[op], op) for op in ops if waiting[op] == 0]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for user in users[op]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, (position[user], user))
+    assert len(order) == len(ops), "combining created a cycle"
+    if order == ops:
+        return
+    for op in ops:
+        block.detach_op(op)
+    for op in order:
+        block.add_op(op)
+
+
+@dataclass(frozen=True)
+class CollectiveCombinePass(ModulePass):
+    """Merge independent same-kind collectives into variadic ones (see the module docstring)."""
+
+    name = "collective-combine"
+
+    threshold_bytes: int = 32 * 1024 * 1024
+    """Largest total operand size of one combined collective (XLA's default order)."""
+    max_count: int = 256
+    """Most collectives merged into one (XLA's kMaxCombineCount)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in op.walk():
+            if not isinstance(function, func.FuncOp) or not function.body.blocks:
+                continue
+            for block in function.body.blocks:
+                groups = plan_groups(block, self.threshold_bytes, self.max_count)
+                for group in groups:
+                    combine(group)
+                if groups:
+                    topological_reorder(block)

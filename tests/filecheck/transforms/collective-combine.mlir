@@ -1,0 +1,67 @@
+// RUN: shardc-opt %s -p collective-combine --split-input-file | filecheck %s
+// RUN: shardc-opt %s -p 'collective-combine{threshold-bytes=64}' --split-input-file | filecheck %s --check-prefix=SMALL
+// RUN: shardc-opt %s -p 'collective-combine{max-count=2}' --split-input-file | filecheck %s --check-prefix=COUNT
+// RUN: not shardc-opt %s -p 'collective-combine{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADOPT
+
+// BADOPT: shardc-opt: error: invalid pass pipeline 'collective-combine{bogus=1}'
+
+// Independent all_reduces of one kind over one group become one variadic all_reduce,
+// placed after the last operand it needs; users are redirected.
+spmd.mesh @mesh = <["data"=2, "model"=2]>
+func.func @combine(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>)
+    attributes {spmd.partitioned} {
+  %ra = collective.all_reduce add %a on @mesh["data"] : tensor<8xf32>
+  %x = hlo.exp %ra : tensor<8xf32>
+  %b2 = hlo.exp %b : tensor<8xf32>
+  %rb = collective.all_reduce add %b2 on @mesh["data"] : tensor<8xf32>
+  %rc = collective.all_reduce add %c on @mesh["data"] : tensor<4xf32>
+  func.return %x, %rb, %rc : tensor<8xf32>, tensor<8xf32>, tensor<4xf32>
+}
+// CHECK-LABEL: func.func @combine
+// CHECK:       %b2 = hlo.exp %b : tensor<8xf32>
+// CHECK-NEXT:  %ra, %rb, %rc = collective.all_reduce add %a, %b2, %c on @mesh["data"] : tensor<8xf32>, tensor<8xf32>, tensor<4xf32>
+// CHECK-NEXT:  %x = hlo.exp %ra : tensor<8xf32>
+// CHECK-NEXT:  func.return %x, %rb, %rc
+// Over the threshold (64 bytes): 32 + 32 fit, the third (16 more) would not.
+// SMALL-LABEL: func.func @combine
+// SMALL:       %ra, %rb = collective.all_reduce add %a, %b2 on @mesh["data"]
+// SMALL:       %rc = collective.all_reduce add %c on @mesh["data"]
+// COUNT-LABEL: func.func @combine
+// COUNT:       %ra, %rb = collective.all_reduce add %a, %b2 on @mesh["data"]
+// COUNT:       %rc = collective.all_reduce add %c on @mesh["data"]
+
+// -----
+
+// Never across a dependency; kinds, reduction kinds, groups and dtypes never mixed.
+spmd.mesh @mesh = <["data"=2, "model"=2]>
+func.func @keep(%a: tensor<8xf32>, %i: tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi32>)
+    attributes {spmd.partitioned} {
+  %r1 = collective.all_reduce add %a on @mesh["data"] : tensor<8xf32>
+  %r2 = collective.all_reduce add %r1 on @mesh["data"] : tensor<8xf32>
+  %r3 = collective.all_reduce max %a on @mesh["data"] : tensor<8xf32>
+  %r4 = collective.all_reduce add %a on @mesh["model"] : tensor<8xf32>
+  %r5 = collective.all_reduce add %i on @mesh["data"] : tensor<8xi32>
+  func.return %r1, %r2, %r3, %r4, %r5 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi32>
+}
+// CHECK-LABEL: func.func @keep
+// CHECK-COUNT-5: collective.all_reduce {{add|max}} %{{[a-z0-9]+}} on
+// CHECK-NOT:   collective.all_reduce
+// CHECK:       func.return
+
+// -----
+
+// all_gathers combine by dimension; reduce_scatters by kind and dimension.
+spmd.mesh @mesh = <["x"=4]>
+func.func @gathers(%a: tensor<2x4xf32>, %b: tensor<2x8xf32>, %c: tensor<4x2xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<2x2xf32>, tensor<2x2xf32>)
+    attributes {spmd.partitioned} {
+  %ga = collective.all_gather %a on @mesh["x"], dim = 0 : (tensor<2x4xf32>) -> tensor<8x4xf32>
+  %gb = collective.all_gather %b on @mesh["x"], dim = 0 : (tensor<2x8xf32>) -> tensor<8x8xf32>
+  %gc = collective.all_gather %c on @mesh["x"], dim = 1 : (tensor<4x2xf32>) -> tensor<4x8xf32>
+  %sa = collective.reduce_scatter add %b on @mesh["x"], dim = 1 : (tensor<2x8xf32>) -> tensor<2x2xf32>
+  %sb = collective.reduce_scatter add %b on @mesh["x"], dim = 1 : (tensor<2x8xf32>) -> tensor<2x2xf32>
+  func.return %ga, %gb, %gc, %sa, %sb : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<2x2xf32>, tensor<2x2xf32>
+}
+// CHECK-LABEL: func.func @gathers
+// CHECK:       %ga, %gb = collective.all_gather %a, %b on @mesh["x"], dim = 0 : (tensor<2x4xf32>, tensor<2x8xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>)
+// CHECK-NEXT:  %gc = collective.all_gather %c on @mesh["x"], dim = 1
+// CHECK-NEXT:  %sa, %sb = collective.reduce_scatter add %b, %b on @mesh["x"], dim = 1
