@@ -1,8 +1,95 @@
 """
-The reference interpreter (levels G and S; level T comes with issue 6/8).
+The reference interpreter: levels G and S on numpy (level T comes with issues 6/8).
 
-Layout: `values` (dtypes, literals, accumulation, conversions, random inputs),
-`hlo_impls` (xDSL `InterpreterFunctions` for every hlo/spmd op), `collectives` (group
-semantics of every collective), `devices` (the N-device executor), `io` (signatures,
-input validation, split/assemble), `errors`.
+It is the project's oracle: passes are tested by running a program before and after them.
+
+Modules
+-------
+* `values`: element types <-> numpy dtypes (bf16 is `ml_dtypes.bfloat16`, i1 is numpy
+  bool), dense literals to arrays, accumulation types, reduction identities, StableHLO
+  `convert`, random inputs.
+* `hlo_impls`: `HloFunctions`, an xDSL `InterpreterFunctions` (`@register_impls`,
+  `@impl(hlo.AddOp)`, ...) with every `hlo` op, `spmd.constraint` (the identity) and
+  `spmd.axis_index`; `TensorScalarFunctions` (`tensor.extract` to a Python scalar, for
+  `scf.if` on device values). `Interpreter.run_op(op, args)` / `call_op` run them as usual.
+* `collectives`: the semantics of every collective over one group, on numpy.
+* `devices`: `Executor`, the N-device executor with the rendezvous scheduler.
+* `io`: the entry function's `Signature`, input validation, splitting global inputs by
+  sharding and assembling global outputs (what `shardc-run` uses).
+* `testing`: parse-and-run helpers for tests (`run_per_device`, `run_global`).
+* `errors`: `InterpreterError` (a `tools.source.DiagnosticError`: one message, exit 1).
+
+Levels
+------
+A function marked `spmd.partitioned` or `spmd.per_device_io` is level S and runs on every
+device of the module's `spmd.mesh` (N = its device count), each with its own values.
+Any other function is level G and runs on one device with global semantics; its
+shardings are only used for input diagnostics. A collective in a level-G function and
+`spmd.axis_index` outside level S are errors. The entry function is `main`, else the only
+public function, else `--entry`.
+
+Semantics decisions (StableHLO where it speaks)
+-----------------------------------------------
+* Numerics: bf16/f16 values are rounded to their type after every op. Elementwise ops
+  on them compute in f32 and round once (for + - * / this equals correctly rounded bf16 /
+  f16 arithmetic, as f32 has more than 2p + 2 bits); `dot`, `reduce`, reducing
+  collectives and the runner's `unreduced` sums accumulate in f32 and round once at the
+  end. f32 computes in f32, f64 in f64. `reduce` uses numpy's (pairwise) order;
+  collectives and unreduced sums combine strictly in rank order.
+* `dot` = dot_general via `np.matmul` (result dims batch, lhs free, rhs free); the result
+  element type may differ from the operands' (e.g. bf16 x bf16 -> f32). i1 dot is
+  or-of-ands.
+* Integer `div` truncates toward zero; x / 0 = -1 and INT_MIN / -1 = INT_MIN (as XLA).
+  Integer `pow` squares with wrapping; a negative exponent gives 0, except bases 1 (1)
+  and -1 (+-1). Integer overflow wraps everywhere.
+* `convert`: float -> int truncates toward zero, NaN -> 0, out of range saturates;
+  int -> float and narrowing float conversions round to nearest even, once (f64 -> bf16
+  goes through f32 rounded to odd, because ml_dtypes' direct cast rounds twice);
+  any -> i1 is `!= 0`; i1 -> any is 0 / 1.
+* i1: add / max = or, mul / min = and (in `reduce`, `all_reduce` and elementwise).
+* `reduce` identities: add 0, mul 1, max -inf / int min / false, min +inf / int max /
+  true. `max`/`min` propagate NaN.
+* `dynamic_slice` / `dynamic_update_slice` clamp start indices into
+  [0, size - slice size]; `select` with a rank-0 predicate picks a whole operand.
+* Values are never written in place; arrays may be shared between SSA values and
+  devices (collective results are one read-only array for the whole group, so replicated
+  results are bit-identical by construction).
+
+Level S execution
+-----------------
+Each device runs the function as a generator over a precomputed plan (per op: kind,
+implementation, operands, results, expected result types); plain ops call the xDSL
+implementations directly (cheaper than `Interpreter.run_op`, measured in
+bench/interpreter.py); other region-free ops with a stock xDSL implementation (`arith`
+on scalars) go through `Interpreter.run_op`. `scf.if`, `scf.for` and `func.call` run
+their regions with `yield from`, so collectives may sit inside them. Every result's shape
+and dtype is checked against its type (`check_types`, on by default: the oracle must not
+drift silently).
+
+A collective (sync or `_start`) is a rendezvous: the device yields and waits until every
+member of its group (by `CollectiveOp.device_groups()`, rank = position in the group)
+waits at a collective over the same group; then the group fires if all members' ops
+agree (same op name, kind, dims, shift/pairs, operand and result types; different ops
+with equal signatures, e.g. in two branches, may meet) and is a *collective mismatch*
+error naming devices and ops if not. A `_start` op rendezvous at the start (collectives
+are issued in program order, as XLA requires) and yields a future; `collective.done`
+unwraps it. A future consumed twice, or never (checked when all devices finish), is an
+error naming the op and devices. When no device can run and some wait, the run is a
+*deadlock*, reported with each waiting device, the op it waits at (file:line:col), its
+group, and which members finished or wait elsewhere. Nothing hangs (except a program
+that loops forever on its own).
+
+Inputs and outputs (`io`, `shardc-run`)
+---------------------------------------
+Global arrays `in_K` / `out_K`; per-device `in_K.D` / `out_K.D` for `spmd.per_device_io`.
+A partitioned function's global shapes are its local shapes times the axes splitting
+each dimension. Splitting gives each device block `shard_index` of every split dimension
+(views, shared by replicas); for an `unreduced` argument, devices at coordinate 0 on the
+unreduced axes hold the value and the others zeros. Assembly concatenates blocks by shard
+index, requires replicated copies to be bit-identical (else names the first device that
+differs) and sums unreduced partial values in rank order. Random inputs (`--seed`) are
+drawn from the program before `-p`: standard normal for floats (drawn in f32, f64 for
+f64, rounded to the type), integers in [-8, 8), fair bools, argument by argument. bf16
+arrays in .npz files are raw 2-byte values (`|V2`, how numpy saves ml_dtypes); inputs
+accept them.
 """

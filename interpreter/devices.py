@@ -95,7 +95,7 @@ class _Collective:
     """`all_reduce add (tensor<8xf32>)`: for messages."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Wait:
     device: int
     op: coll.CollectiveOp
@@ -374,7 +374,11 @@ class Executor:
                 except Exception as e:
                     raise self._internal(op, dev, e) from e
             if check:
-                self._check_results(op, dev, out, specs)
+                if len(out) != len(specs):
+                    self._check_results(op, dev, out, specs)
+                for v, spec in zip(out, specs):
+                    if spec is not None and (v.shape != spec[0] or v.dtype != spec[1]):
+                        self._check_results(op, dev, out, specs)
             for r, v in zip(results, out):
                 env[r] = v
         return ()
@@ -393,7 +397,7 @@ class Executor:
             if spec is None:
                 continue
             shape, dtype = spec
-            if getattr(v, "shape", None) != shape or getattr(v, "dtype", None) != dtype:
+            if getattr(v, "shape", None) != shape or getattr(v, "dtype", None) != dtype:  # noqa
                 got = (
                     f"{dtype_name(v.dtype)}{list(v.shape)}"
                     if hasattr(v, "dtype")
