@@ -348,9 +348,9 @@ def _finish(
     pos: int,
     types: tuple[list[Attribute], list[Attribute]],
     properties: dict[str, Attribute],
+    attrs: dict[str, Attribute],
 ) -> CollectiveOp:
     inputs, outputs = types
-    attrs = parser.parse_optional_attr_dict()
     values = parser.resolve_operands(operands, inputs, pos)
     op = cls.create(operands=values, result_types=outputs, properties=properties)
     op.attributes |= attrs
@@ -380,8 +380,9 @@ class AllReduceBase(CollectiveOp, ABC):
         pos = parser.pos
         operands = cls.parse_operand_list(parser)
         props = {"kind": kind, **cls.parse_group_spec(parser)}
+        attrs = parser.parse_optional_attr_dict()
         types = _parse_types_colon_form(parser, cls.IS_START)
-        return _finish(parser, cls, operands, pos, types, props)
+        return _finish(parser, cls, operands, pos, types, props, attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data} ")
@@ -441,8 +442,9 @@ class AllGatherBase(CollectiveOp, ABC):
         operands = cls.parse_operand_list(parser)
         props = cls.parse_group_spec(parser)
         props["dim"] = _parse_keyword_int(parser, "dim")
+        attrs = parser.parse_optional_attr_dict()
         types = _parse_types_function_form(parser)
-        return _finish(parser, cls, operands, pos, types, props)
+        return _finish(parser, cls, operands, pos, types, props, attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -497,8 +499,9 @@ class ReduceScatterBase(CollectiveOp, ABC):
         operands = cls.parse_operand_list(parser)
         props = {"kind": kind, **cls.parse_group_spec(parser)}
         props["dim"] = _parse_keyword_int(parser, "dim")
+        attrs = parser.parse_optional_attr_dict()
         types = _parse_types_function_form(parser)
-        return _finish(parser, cls, operands, pos, types, props)
+        return _finish(parser, cls, operands, pos, types, props, attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data} ")
@@ -556,8 +559,9 @@ class AllToAllBase(CollectiveOp, ABC):
         props = cls.parse_group_spec(parser)
         props["split_dim"] = _parse_keyword_int(parser, "split_dim")
         props["concat_dim"] = _parse_keyword_int(parser, "concat_dim")
+        attrs = parser.parse_optional_attr_dict()
         types = _parse_types_function_form(parser)
-        return _finish(parser, cls, operands, pos, types, props)
+        return _finish(parser, cls, operands, pos, types, props, attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -646,10 +650,11 @@ class PermuteBase(CollectiveOp, ABC):
             parser.parse_keyword("shift", " or 'pairs'")
             parser.parse_punctuation("=")
             props["shift"] = i64_attr(parser.parse_integer(allow_boolean=False))
+        attrs = parser.parse_optional_attr_dict()
         types = _parse_types_colon_form(parser, cls.IS_START)
         if len(types[0]) != 1:
             parser.raise_error("permute takes one operand type")
-        return _finish(parser, cls, operands, pos, types, props)
+        return _finish(parser, cls, operands, pos, types, props, attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

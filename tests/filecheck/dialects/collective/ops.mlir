@@ -129,3 +129,32 @@ func.func @ring_ops(%x: tensor<8x64xf32>, %y: tensor<8x16xf32>) {
 // CHECK-NEXT:   func.return
 
 // CHECK-GENERIC: %e = "collective.permute"(%y) <{mesh = @ring, mesh_axes = ["x"], pairs = []}> : (tensor<8x16xf32>) -> tensor<8x16xf32>
+
+// -----
+
+// Discardable attributes print before the `:` and read back from there.
+spmd.mesh @ring = <["x"=8]>
+
+func.func @attr_dicts(%x: tensor<8x16xf32>) {
+  %r = collective.all_reduce add %x on @ring["x"] {tag = 0 : i64} : tensor<8x16xf32>
+  %g = collective.all_gather %x on @ring["x"], dim = 0 {tag = 1 : i64} : (tensor<8x16xf32>) -> tensor<64x16xf32>
+  %s = collective.reduce_scatter add %x on @ring["x"], dim = 0 {tag = 2 : i64} : (tensor<8x16xf32>) -> tensor<1x16xf32>
+  %t = collective.all_to_all %x on @ring["x"], split_dim = 1, concat_dim = 0 {tag = 3 : i64} : (tensor<8x16xf32>) -> tensor<64x2xf32>
+  %p = collective.permute %x on @ring["x"], shift = 1 {tag = 4 : i64} : tensor<8x16xf32>
+  %q = collective.permute %x on groups [[0, 1, 2, 3, 4, 5, 6, 7]], pairs = [[0, 1]] {tag = 5 : i64} : tensor<8x16xf32>
+  %f = collective.all_gather_start %x on @ring["x"], dim = 1 {tag = 6 : i64} : (tensor<8x16xf32>) -> !collective.future<tensor<8x128xf32>>
+  %d = collective.done %f {tag = 7 : i64} : !collective.future<tensor<8x128xf32>> -> tensor<8x128xf32>
+  func.return
+}
+
+// CHECK:      func.func @attr_dicts(%x: tensor<8x16xf32>) {
+// CHECK-NEXT:   %r = collective.all_reduce add %x on @ring["x"] {tag = 0 : i64} : tensor<8x16xf32>
+// CHECK-NEXT:   %g = collective.all_gather %x on @ring["x"], dim = 0 {tag = 1 : i64} : (tensor<8x16xf32>) -> tensor<64x16xf32>
+// CHECK-NEXT:   %s = collective.reduce_scatter add %x on @ring["x"], dim = 0 {tag = 2 : i64} : (tensor<8x16xf32>) -> tensor<1x16xf32>
+// CHECK-NEXT:   %t = collective.all_to_all %x on @ring["x"], split_dim = 1, concat_dim = 0 {tag = 3 : i64} : (tensor<8x16xf32>) -> tensor<64x2xf32>
+// CHECK-NEXT:   %p = collective.permute %x on @ring["x"], shift = 1 {tag = 4 : i64} : tensor<8x16xf32>
+// CHECK-NEXT:   %q = collective.permute %x on groups {{\[\[}}0, 1, 2, 3, 4, 5, 6, 7]], pairs = {{\[\[}}0, 1]] {tag = 5 : i64} : tensor<8x16xf32>
+// CHECK-NEXT:   %f = collective.all_gather_start %x on @ring["x"], dim = 1 {tag = 6 : i64} : (tensor<8x16xf32>) -> !collective.future<tensor<8x128xf32>>
+// CHECK-NEXT:   %d = collective.done %f {tag = 7 : i64} : !collective.future<tensor<8x128xf32>> -> tensor<8x128xf32>
+
+// CHECK-GENERIC: %r = "collective.all_reduce"(%x) <{kind = "add", mesh = @ring, mesh_axes = ["x"]}> {tag = 0 : i64} : (tensor<8x16xf32>) -> tensor<8x16xf32>

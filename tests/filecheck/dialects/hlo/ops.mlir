@@ -245,3 +245,45 @@ func.func @main(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"
 // CHECK-NEXT:   %2 = hlo.max %0, %1 : tensor<16x128xf32>
 // CHECK-NEXT:   %3 = spmd.constraint %2 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>
 // CHECK-NEXT:   func.return %3 : tensor<16x128xf32>
+
+// -----
+
+// Discardable attributes print before the `:` (after the literal for constant) and read
+// back from there.
+func.func @attr_dicts(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %i: tensor<i32>, %p: tensor<4x8xi1>) {
+  %add = hlo.add %x, %x {tag = 0 : i64} : tensor<4x8xf32>
+  %exp = hlo.exp %x {tag = 1 : i64} : tensor<4x8xf32>
+  %cmp = hlo.compare NE, %x, %x {tag = 2 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+  %sel = hlo.select %p, %x, %x {tag = 3 : i64} : tensor<4x8xi1>, tensor<4x8xf32>
+  %cst = hlo.constant dense<1> : tensor<2xi32> {tag = 4 : i64}
+  %iota = hlo.iota dim = 0 {tag = 5 : i64} : tensor<4xi32>
+  %bc = hlo.broadcast %i, dims = [] {tag = 6 : i64} : (tensor<i32>) -> tensor<2xi32>
+  %tr = hlo.transpose %x, dims = [1, 0] {tag = 7 : i64} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %sl = hlo.slice %x [0:2, 0:8:4] {tag = 8 : i64} : (tensor<4x8xf32>) -> tensor<2x2xf32>
+  %ds = hlo.dynamic_slice %x [%i, %i] sizes = [1, 8] {tag = 9 : i64} : (tensor<4x8xf32>, tensor<i32>, tensor<i32>) -> tensor<1x8xf32>
+  %dus = hlo.dynamic_update_slice %x, %ds [%i, %i] {tag = 10 : i64} : (tensor<4x8xf32>, tensor<1x8xf32>, tensor<i32>, tensor<i32>) -> tensor<4x8xf32>
+  %cat = hlo.concatenate %x, %x, dim = 1 {tag = 11 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  %dot = hlo.dot %x, %w, contracting_dims = [1] x [0] {tag = 12 : i64} : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %red = hlo.reduce add %x, dims = [1] {tag = 13 : i64} : (tensor<4x8xf32>) -> tensor<4xf32>
+  %cvt = hlo.convert %x {tag = 14 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  %rs = hlo.reshape %x {tag = 15 : i64} : (tensor<4x8xf32>) -> tensor<32xf32>
+  func.return
+}
+
+// CHECK:      func.func @attr_dicts(
+// CHECK-NEXT:   %add = hlo.add %x, %x {tag = 0 : i64} : tensor<4x8xf32>
+// CHECK-NEXT:   %exp = hlo.exp %x {tag = 1 : i64} : tensor<4x8xf32>
+// CHECK-NEXT:   %cmp = hlo.compare NE, %x, %x {tag = 2 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+// CHECK-NEXT:   %sel = hlo.select %p, %x, %x {tag = 3 : i64} : tensor<4x8xi1>, tensor<4x8xf32>
+// CHECK-NEXT:   %cst = hlo.constant dense<1> : tensor<2xi32> {tag = 4 : i64}
+// CHECK-NEXT:   %iota = hlo.iota dim = 0 {tag = 5 : i64} : tensor<4xi32>
+// CHECK-NEXT:   %bc = hlo.broadcast %i, dims = [] {tag = 6 : i64} : (tensor<i32>) -> tensor<2xi32>
+// CHECK-NEXT:   %tr = hlo.transpose %x, dims = [1, 0] {tag = 7 : i64} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT:   %sl = hlo.slice %x [0:2, 0:8:4] {tag = 8 : i64} : (tensor<4x8xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT:   %ds = hlo.dynamic_slice %x [%i, %i] sizes = [1, 8] {tag = 9 : i64} : (tensor<4x8xf32>, tensor<i32>, tensor<i32>) -> tensor<1x8xf32>
+// CHECK-NEXT:   %dus = hlo.dynamic_update_slice %x, %ds [%i, %i] {tag = 10 : i64} : (tensor<4x8xf32>, tensor<1x8xf32>, tensor<i32>, tensor<i32>) -> tensor<4x8xf32>
+// CHECK-NEXT:   %cat = hlo.concatenate %x, %x, dim = 1 {tag = 11 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT:   %dot = hlo.dot %x, %w, contracting_dims = [1] x [0] {tag = 12 : i64} : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+// CHECK-NEXT:   %red = hlo.reduce add %x, dims = [1] {tag = 13 : i64} : (tensor<4x8xf32>) -> tensor<4xf32>
+// CHECK-NEXT:   %cvt = hlo.convert %x {tag = 14 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf16>
+// CHECK-NEXT:   %rs = hlo.reshape %x {tag = 15 : i64} : (tensor<4x8xf32>) -> tensor<32xf32>

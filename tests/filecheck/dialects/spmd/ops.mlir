@@ -102,3 +102,21 @@ func.func @per_device(%x: tensor<8x32xf32>) -> tensor<8x32xf32> attributes {spmd
 
 // CHECK-GENERIC: }) {spmd.partitioned} : () -> ()
 // CHECK-GENERIC: }) {spmd.per_device_io} : () -> ()
+
+// -----
+
+// Discardable attributes print before the `:` and read back from there.
+spmd.mesh @mesh = <["data"=2]> {tag = 0 : i64}
+
+func.func @attr_dicts(%x: tensor<16xf32>) {
+  %c = spmd.constraint %x <@mesh, [{"data"}]> {tag = 1 : i64} : tensor<16xf32>
+  %i = spmd.axis_index @mesh["data"] {tag = 2 : i64} : tensor<i32>
+  func.return
+}
+
+// CHECK:      spmd.mesh @mesh = <["data"=2]> {tag = 0 : i64}
+// CHECK-NEXT: func.func @attr_dicts(%x: tensor<16xf32>) {
+// CHECK-NEXT:   %c = spmd.constraint %x <@mesh, [{"data"}]> {tag = 1 : i64} : tensor<16xf32>
+// CHECK-NEXT:   %i = spmd.axis_index @mesh["data"] {tag = 2 : i64} : tensor<i32>
+
+// CHECK-GENERIC: "spmd.mesh"() <{sym_name = "mesh", mesh = #spmd.mesh<["data"=2]>}> {tag = 0 : i64} : () -> ()
