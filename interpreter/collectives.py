@@ -10,7 +10,7 @@ construction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -68,19 +68,32 @@ def permute(pairs: Sequence[tuple[int, int]], inputs: Sequence[Values]) -> list[
     return out  # pyright: ignore[reportReturnType]
 
 
-def execute(op: coll.CollectiveOp, inputs: Sequence[Values]) -> list[Values]:
-    """Run `op` (sync or `_start` form) for one group; `inputs` in rank order."""
+def prepare(op: coll.CollectiveOp) -> Callable[[Sequence[Values]], list[Values]]:
+    """
+    The function running `op` (sync or `_start` form) for one group, with the op's
+    attributes read once; it takes the members' operands in rank order.
+    """
     if isinstance(op, coll.AllReduceBase):
-        return all_reduce(op.kind.data, inputs)
+        kind = op.kind.data
+        return lambda inputs: all_reduce(kind, inputs)
     if isinstance(op, coll.AllGatherBase):
-        return all_gather(op.dim.value.data, inputs)
+        dim = op.dim.value.data
+        return lambda inputs: all_gather(dim, inputs)
     if isinstance(op, coll.ReduceScatterBase):
-        return reduce_scatter(op.kind.data, op.dim.value.data, inputs)
+        kind, dim = op.kind.data, op.dim.value.data
+        return lambda inputs: reduce_scatter(kind, dim, inputs)
     if isinstance(op, coll.AllToAllBase):
-        return all_to_all(op.split_dim.value.data, op.concat_dim.value.data, inputs)
+        split, concat = op.split_dim.value.data, op.concat_dim.value.data
+        return lambda inputs: all_to_all(split, concat, inputs)
     if isinstance(op, coll.PermuteBase):
-        return permute(op.source_target_pairs, inputs)
+        pairs = op.source_target_pairs
+        return lambda inputs: permute(pairs, inputs)
     raise NotImplementedError(f"no semantics for {op.name}")
+
+
+def execute(op: coll.CollectiveOp, inputs: Sequence[Values]) -> list[Values]:
+    """Run `op` for one group; `inputs` in rank order."""
+    return prepare(op)(inputs)
 
 
 def kind_name(op: coll.CollectiveOp) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from shardc.dialects import collective as coll
@@ -37,6 +37,7 @@ from shardc.interpreter import collectives
 from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.hlo_impls import (
     DEVICE_KEY,
+    RAW_IMPL_KEY,
     DeviceInfo,
     HloFunctions,
     TensorScalarFunctions,
@@ -44,7 +45,7 @@ from shardc.interpreter.hlo_impls import (
 from shardc.interpreter.values import dtype_name, tensor_spec
 from shardc.tools.source import SourceMap
 
-PLAIN, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL = range(8)
+PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL = range(9)
 
 Step = tuple[int, Operation, Any, Any, tuple, tuple, tuple]
 
@@ -93,6 +94,8 @@ class _Collective:
     """Ops with equal signatures over the same group may meet."""
     summary: str
     """`all_reduce add (tensor<8xf32>)`: for messages."""
+    execute: Any
+    """Runs the op for one group (`collectives.prepare`)."""
 
 
 @dataclass(slots=True)
@@ -171,6 +174,8 @@ class Executor:
         self._fallback_functions: list[InterpreterFunctions] = []
         self._fallback_types: set[type[Operation]] | None = None
         self._plans: dict[Block, list[Step]] = {}
+        self._block_args: dict[Block, tuple[int, ...]] = {}
+        self._frame_size: dict[func.FuncOp, int] = {}
         self._collectives: dict[Operation, _Collective] = {}
         self._prepared: set[tuple[func.FuncOp, bool]] = set()
 
@@ -211,16 +216,40 @@ class Executor:
             raise self.error_at(function, "has no body: external functions cannot run")
         if len(function.body.blocks) > 1:
             raise self.error_at(function, "has several blocks, which the interpreter does not support")
-        self._plan_block(function.body.block, level_s, visited)
+        # every value of the function (nested regions included) gets a slot in its frame
+        slots: dict[SSAValue, int] = {}
+        for op in function.walk():
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        slots[arg] = len(slots)
+            for r in op.results:
+                slots[r] = len(slots)
+        self._frame_size[function] = len(slots)
+        self._plan_block(function.body.block, level_s, visited, slots)
 
-    def _plan_block(self, block: Block, level_s: bool, visited: set[func.FuncOp]) -> None:
+    def _plan_block(
+        self,
+        block: Block,
+        level_s: bool,
+        visited: set[func.FuncOp],
+        slots: dict[SSAValue, int],
+    ) -> None:
         steps: list[Step] = []
         for op in block.ops:
-            steps.append(self._plan_op(op, level_s, visited))
+            steps.append(self._plan_op(op, level_s, visited, slots))
         self._plans[block] = steps
+        self._block_args[block] = tuple(slots[a] for a in block.args)
 
-    def _plan_op(self, op: Operation, level_s: bool, visited: set[func.FuncOp]) -> Step:
-        operands, results = tuple(op.operands), tuple(op.results)
+    def _plan_op(
+        self,
+        op: Operation,
+        level_s: bool,
+        visited: set[func.FuncOp],
+        slots: dict[SSAValue, int],
+    ) -> Step:
+        operands = tuple(slots[v] for v in op.operands)
+        results = tuple(slots[r] for r in op.results)
         specs = _result_specs(op)
         if isinstance(op, coll.CollectiveOp):
             if not level_s:
@@ -235,7 +264,9 @@ class Executor:
                     key = tuple(group)
                     for rank, device in enumerate(group):
                         member_of[device] = (key, rank)
-                self._collectives[op] = _Collective(member_of, _signature(op), _summary(op))
+                self._collectives[op] = _Collective(
+                    member_of, _signature(op), _summary(op), collectives.prepare(op)
+                )
             if op.IS_START:
                 specs = (None,)
             return (COLLECTIVE, op, None, None, operands, results, specs)
@@ -246,10 +277,10 @@ class Executor:
         if isinstance(op, scf.IfOp):
             for region in (op.true_region, op.false_region):
                 if region.blocks:
-                    self._plan_block(region.block, level_s, visited)
+                    self._plan_block(region.block, level_s, visited, slots)
             return (IF, op, None, None, operands, results, specs)
         if isinstance(op, scf.ForOp):
-            self._plan_block(op.body.block, level_s, visited)
+            self._plan_block(op.body.block, level_s, visited, slots)
             return (FOR, op, None, None, operands, results, specs)
         if isinstance(op, func.CallOp):
             callee = SymbolTable.lookup_symbol(self.module, op.callee)
@@ -260,7 +291,10 @@ class Executor:
         entry = self._table.get(type(op))
         if entry is not None:
             ft, impl = entry
-            return (PLAIN, op, impl, ft, operands, results, specs)
+            raw = getattr(impl, RAW_IMPL_KEY, None)
+            if raw is not None:
+                return (PLAIN, op, raw, ft, operands, results, specs)
+            return (WRAPPED, op, impl, ft, operands, results, specs)
         if type(op) in self._load_fallbacks() and not op.regions:
             return (FALLBACK, op, None, None, operands, results, specs)
         raise self.error_at(op, "is not supported by the interpreter")
@@ -321,8 +355,9 @@ class Executor:
             if level_s:
                 interp.set_data(HloFunctions, DEVICE_KEY, DeviceInfo(d, self.module))
             devices.append(_Device(d, interp))
+        size = self._frame_size[function]
         gens = [
-            self._run_block(dev, function.body.block, tuple(args), {})
+            self._run_block(dev, function.body.block, tuple(args), [None] * size)
             for dev, args in zip(devices, per_device_args)
         ]
         with np.errstate(all="ignore"):
@@ -331,22 +366,29 @@ class Executor:
         return results
 
     def _run_block(
-        self, dev: _Device, block: Block, args: tuple[Any, ...], env: dict[Any, Any]
+        self, dev: _Device, block: Block, args: tuple[Any, ...], env: list[Any]
     ) -> Generator[tuple[Operation, tuple[Any, ...]], Any, tuple[Any, ...]]:
-        for arg, value in zip(block.args, args):
-            env[arg] = value
+        for slot, value in zip(self._block_args[block], args):
+            env[slot] = value
         check = self.check_types
         for kind, op, fn, ft, operands, results, specs in self._plans[block]:
             vals = tuple([env[v] for v in operands])
             if kind == PLAIN:
                 try:
-                    out = fn(ft, dev.interp, op, vals).values
+                    out = fn(ft, dev.interp, op, vals)
                 except InterpreterError:
                     raise
                 except Exception as e:
                     raise self._internal(op, dev, e) from e
             elif kind == RETURN:
                 return vals
+            elif kind == WRAPPED:
+                try:
+                    out = fn(ft, dev.interp, op, vals).values
+                except InterpreterError:
+                    raise
+                except Exception as e:
+                    raise self._internal(op, dev, e) from e
             elif kind == COLLECTIVE:
                 out = yield (op, vals)
                 if op.IS_START:  # pyright: ignore[reportAttributeAccessIssue]
@@ -367,7 +409,8 @@ class Executor:
                     carried = yield from self._run_block(dev, body, (i, *carried), env)
                 out = carried
             elif kind == CALL:
-                out = yield from self._run_block(dev, fn.body.block, vals, {})
+                frame = [None] * self._frame_size[fn]
+                out = yield from self._run_block(dev, fn.body.block, vals, frame)
             else:  # FALLBACK
                 try:
                     out = dev.interp.run_op(op, vals)
@@ -442,6 +485,7 @@ class Executor:
         inbox: list[Any] = [None] * n
         finished: dict[int, tuple[Any, ...]] = {}
         waiting: dict[int, _Wait] = {}
+        arrived: dict[tuple[int, ...], int] = {}
         runnable = deque(range(n))
         while runnable:
             d = runnable.popleft()
@@ -457,18 +501,18 @@ class Executor:
                 raise self.error_at(op, f"has no group containing device {d}")
             group, rank = member
             waiting[d] = _Wait(d, op, values, group, rank, info)  # pyright: ignore
-            ready = True
-            for m in group:
-                w = waiting.get(m)
-                if w is None or w.group != group:
-                    ready = False
-                    break
-            if not ready:
+            # how many members wait at a collective over this very group
+            count = arrived.get(group, 0) + 1
+            if count < len(group):
+                arrived[group] = count
                 continue
+            arrived[group] = 0
             members = [waiting[m] for m in group]
-            if any(w.info.signature != info.signature for w in members):
-                raise self._mismatch(members)
-            outputs = collectives.execute(op, [w.values for w in members])  # pyright: ignore
+            signature = info.signature
+            for w in members:
+                if w.info.signature != signature:
+                    raise self._mismatch(members)
+            outputs = info.execute([w.values for w in members])
             for w, out in zip(members, outputs):
                 del waiting[w.device]
                 inbox[w.device] = (Future(w.op, out),) if w.op.IS_START else out

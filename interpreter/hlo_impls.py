@@ -40,6 +40,24 @@ from shardc.interpreter.values import (
     tensor_spec,
 )
 
+RAW_IMPL_KEY = "__shardc_raw_impl__"
+"""Attribute of an `@fast_impl` implementation holding the undecorated function."""
+
+
+def fast_impl(op_type: type[Operation]) -> Callable[[Callable[..., Any]], Any]:
+    """
+    `@impl(op_type)` that also keeps the plain function (returning the results tuple),
+    so the device executor can call it without xDSL's `OpImplResult` wrapper.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Any:
+        wrapped = impl(op_type)(fn)
+        setattr(wrapped, RAW_IMPL_KEY, fn)
+        return wrapped
+
+    return deco
+
+
 DEVICE_KEY = "device"
 """`Interpreter.get_data(HloFunctions, DEVICE_KEY, ...)`: the running `DeviceInfo`."""
 
@@ -246,91 +264,91 @@ class HloFunctions(InterpreterFunctions):
 
     # binary elementwise ---------------------------------------------------------------
 
-    @impl(hlo.AddOp)
+    @fast_impl(hlo.AddOp)
     def run_add(self, interp: Interpreter, op: hlo.AddOp, args: PythonValues):
         return (np.add(args[0], args[1]),)
 
-    @impl(hlo.SubOp)
+    @fast_impl(hlo.SubOp)
     def run_sub(self, interp: Interpreter, op: hlo.SubOp, args: PythonValues):
         return (np.subtract(args[0], args[1]),)
 
-    @impl(hlo.MulOp)
+    @fast_impl(hlo.MulOp)
     def run_mul(self, interp: Interpreter, op: hlo.MulOp, args: PythonValues):
         return (np.multiply(args[0], args[1]),)
 
-    @impl(hlo.DivOp)
+    @fast_impl(hlo.DivOp)
     def run_div(self, interp: Interpreter, op: hlo.DivOp, args: PythonValues):
         a, b = args
         if a.dtype in FLOAT_DTYPES:
             return (np.divide(a, b),)
         return (int_div(a, b),)
 
-    @impl(hlo.MaxOp)
+    @fast_impl(hlo.MaxOp)
     def run_max(self, interp: Interpreter, op: hlo.MaxOp, args: PythonValues):
         return (np.maximum(args[0], args[1]),)
 
-    @impl(hlo.MinOp)
+    @fast_impl(hlo.MinOp)
     def run_min(self, interp: Interpreter, op: hlo.MinOp, args: PythonValues):
         return (np.minimum(args[0], args[1]),)
 
-    @impl(hlo.PowOp)
+    @fast_impl(hlo.PowOp)
     def run_pow(self, interp: Interpreter, op: hlo.PowOp, args: PythonValues):
         a, b = args
         if a.dtype in FLOAT_DTYPES:
             return (_pow_float(a, b),)
         return (int_pow(a, b),)
 
-    @impl(hlo.AndOp)
+    @fast_impl(hlo.AndOp)
     def run_and(self, interp: Interpreter, op: hlo.AndOp, args: PythonValues):
         return (np.bitwise_and(args[0], args[1]),)
 
-    @impl(hlo.OrOp)
+    @fast_impl(hlo.OrOp)
     def run_or(self, interp: Interpreter, op: hlo.OrOp, args: PythonValues):
         return (np.bitwise_or(args[0], args[1]),)
 
     # unary elementwise ----------------------------------------------------------------
 
-    @impl(hlo.NegOp)
+    @fast_impl(hlo.NegOp)
     def run_neg(self, interp: Interpreter, op: hlo.NegOp, args: PythonValues):
         return (np.negative(args[0]),)
 
-    @impl(hlo.ExpOp)
+    @fast_impl(hlo.ExpOp)
     def run_exp(self, interp: Interpreter, op: hlo.ExpOp, args: PythonValues):
         return (_exp(args[0]),)
 
-    @impl(hlo.LogOp)
+    @fast_impl(hlo.LogOp)
     def run_log(self, interp: Interpreter, op: hlo.LogOp, args: PythonValues):
         return (_log(args[0]),)
 
-    @impl(hlo.TanhOp)
+    @fast_impl(hlo.TanhOp)
     def run_tanh(self, interp: Interpreter, op: hlo.TanhOp, args: PythonValues):
         return (_tanh(args[0]),)
 
-    @impl(hlo.SqrtOp)
+    @fast_impl(hlo.SqrtOp)
     def run_sqrt(self, interp: Interpreter, op: hlo.SqrtOp, args: PythonValues):
         return (_sqrt(args[0]),)
 
-    @impl(hlo.RsqrtOp)
+    @fast_impl(hlo.RsqrtOp)
     def run_rsqrt(self, interp: Interpreter, op: hlo.RsqrtOp, args: PythonValues):
         return (_rsqrt_any(args[0]),)
 
-    @impl(hlo.AbsOp)
+    @fast_impl(hlo.AbsOp)
     def run_abs(self, interp: Interpreter, op: hlo.AbsOp, args: PythonValues):
         return (np.absolute(args[0]),)
 
-    @impl(hlo.SinOp)
+    @fast_impl(hlo.SinOp)
     def run_sin(self, interp: Interpreter, op: hlo.SinOp, args: PythonValues):
         return (_sin(args[0]),)
 
-    @impl(hlo.CosOp)
+    @fast_impl(hlo.CosOp)
     def run_cos(self, interp: Interpreter, op: hlo.CosOp, args: PythonValues):
         return (_cos(args[0]),)
 
-    @impl(hlo.LogisticOp)
+    @fast_impl(hlo.LogisticOp)
     def run_logistic(self, interp: Interpreter, op: hlo.LogisticOp, args: PythonValues):
         return (_logistic_any(args[0]),)
 
-    @impl(hlo.NotOp)
+    @fast_impl(hlo.NotOp)
     def run_not(self, interp: Interpreter, op: hlo.NotOp, args: PythonValues):
         x = args[0]
         if x.dtype == BOOL:
@@ -339,28 +357,28 @@ class HloFunctions(InterpreterFunctions):
 
     # compare, select, convert, constant, iota -----------------------------------------
 
-    @impl(hlo.CompareOp)
+    @fast_impl(hlo.CompareOp)
     def run_compare(self, interp: Interpreter, op: hlo.CompareOp, args: PythonValues):
         fn = self.params(op, lambda: _COMPARE[op.comparison_direction.data])
         return (fn(args[0], args[1]),)
 
-    @impl(hlo.SelectOp)
+    @fast_impl(hlo.SelectOp)
     def run_select(self, interp: Interpreter, op: hlo.SelectOp, args: PythonValues):
         p, a, b = args
         if np.ndim(p) == 0:
             return (a if p else b,)
         return (np.where(p, a, b),)
 
-    @impl(hlo.ConvertOp)
+    @fast_impl(hlo.ConvertOp)
     def run_convert(self, interp: Interpreter, op: hlo.ConvertOp, args: PythonValues):
         dtype = self.params(op, lambda: tensor_spec(op.result.type)[1])
         return (convert(args[0], dtype),)
 
-    @impl(hlo.ConstantOp)
+    @fast_impl(hlo.ConstantOp)
     def run_constant(self, interp: Interpreter, op: hlo.ConstantOp, args: PythonValues):
         return (self.params(op, lambda: array_from_dense(op.value)),)
 
-    @impl(hlo.IotaOp)
+    @fast_impl(hlo.IotaOp)
     def run_iota(self, interp: Interpreter, op: hlo.IotaOp, args: PythonValues):
         def compute() -> np.ndarray:
             shape, dtype = tensor_spec(op.result.type)
@@ -374,7 +392,7 @@ class HloFunctions(InterpreterFunctions):
 
     # shape ops ------------------------------------------------------------------------
 
-    @impl(hlo.BroadcastOp)
+    @fast_impl(hlo.BroadcastOp)
     def run_broadcast(self, interp: Interpreter, op: hlo.BroadcastOp, args: PythonValues):
         def compute() -> tuple[list[int], tuple[int, ...]]:
             shape = tuple(op.result.type.get_shape())  # pyright: ignore
@@ -387,24 +405,24 @@ class HloFunctions(InterpreterFunctions):
         view, shape = self.params(op, compute)
         return (np.broadcast_to(np.reshape(args[0], view), shape),)
 
-    @impl(hlo.ReshapeOp)
+    @fast_impl(hlo.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: hlo.ReshapeOp, args: PythonValues):
         shape = self.params(op, lambda: tuple(op.result.type.get_shape()))  # pyright: ignore
         return (np.reshape(args[0], shape),)
 
-    @impl(hlo.TransposeOp)
+    @fast_impl(hlo.TransposeOp)
     def run_transpose(self, interp: Interpreter, op: hlo.TransposeOp, args: PythonValues):
         perm = self.params(op, lambda: op.perm)
         return (np.transpose(args[0], perm),)
 
-    @impl(hlo.SliceOp)
+    @fast_impl(hlo.SliceOp)
     def run_slice(self, interp: Interpreter, op: hlo.SliceOp, args: PythonValues):
         index = self.params(
             op, lambda: tuple(slice(lo, hi, s) for lo, hi, s in op.bounds)
         )
         return (np.asarray(args[0])[index],)
 
-    @impl(hlo.DynamicSliceOp)
+    @fast_impl(hlo.DynamicSliceOp)
     def run_dynamic_slice(
         self, interp: Interpreter, op: hlo.DynamicSliceOp, args: PythonValues
     ):
@@ -419,7 +437,7 @@ class HloFunctions(InterpreterFunctions):
         )
         return (x[index],)
 
-    @impl(hlo.DynamicUpdateSliceOp)
+    @fast_impl(hlo.DynamicUpdateSliceOp)
     def run_dynamic_update_slice(
         self, interp: Interpreter, op: hlo.DynamicUpdateSliceOp, args: PythonValues
     ):
@@ -435,7 +453,7 @@ class HloFunctions(InterpreterFunctions):
         out[index] = u
         return (out,)
 
-    @impl(hlo.ConcatenateOp)
+    @fast_impl(hlo.ConcatenateOp)
     def run_concatenate(
         self, interp: Interpreter, op: hlo.ConcatenateOp, args: PythonValues
     ):
@@ -444,7 +462,7 @@ class HloFunctions(InterpreterFunctions):
 
     # dot and reduce -------------------------------------------------------------------
 
-    @impl(hlo.DotOp)
+    @fast_impl(hlo.DotOp)
     def run_dot(self, interp: Interpreter, op: hlo.DotOp, args: PythonValues):
         batching, contracting, dtype = self.params(
             op,
@@ -452,7 +470,7 @@ class HloFunctions(InterpreterFunctions):
         )
         return (dot_general(args[0], args[1], batching, contracting, dtype),)
 
-    @impl(hlo.ReduceOp)
+    @fast_impl(hlo.ReduceOp)
     def run_reduce(self, interp: Interpreter, op: hlo.ReduceOp, args: PythonValues):
         kind, dims, dtype = self.params(
             op, lambda: (op.kind.data, op.dims, tensor_spec(op.result.type)[1])
@@ -461,13 +479,13 @@ class HloFunctions(InterpreterFunctions):
 
     # spmd -----------------------------------------------------------------------------
 
-    @impl(spmd.ConstraintOp)
+    @fast_impl(spmd.ConstraintOp)
     def run_constraint(
         self, interp: Interpreter, op: spmd.ConstraintOp, args: PythonValues
     ):
         return (args[0],)
 
-    @impl(spmd.AxisIndexOp)
+    @fast_impl(spmd.AxisIndexOp)
     def run_axis_index(self, interp: Interpreter, op: spmd.AxisIndexOp, args: PythonValues):
         info: DeviceInfo | None = interp.get_data(HloFunctions, DEVICE_KEY, lambda: None)
         if info is None:
@@ -489,7 +507,7 @@ class TensorScalarFunctions(InterpreterFunctions):
     of a numpy array gives a Python scalar (so `arith` and `scf.if` can use it).
     """
 
-    @impl(tensor.ExtractOp)
+    @fast_impl(tensor.ExtractOp)
     def run_extract(self, interp: Interpreter, op: tensor.ExtractOp, args: PythonValues):
         x, *indices = args
         return (np.asarray(x)[tuple(int(i) for i in indices)].item(),)

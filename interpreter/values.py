@@ -177,10 +177,16 @@ def random_array(
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Bit-identical (NaNs with the same payload are equal, -0.0 differs from 0.0)."""
+    if a is b:
+        return True
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    if a.size == 0:
+        return True
+    a_bytes = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    b_bytes = np.ascontiguousarray(b).reshape(-1).view(np.uint8)
+    return bool(np.array_equal(a_bytes, b_bytes))
 
 
 # Conversions --------------------------------------------------------------------------
