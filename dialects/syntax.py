@@ -9,8 +9,9 @@ these helpers keep those hand-written parts short and uniform.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i64
+from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerAttr, i64
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
@@ -66,3 +67,39 @@ def i64_attr(value: int) -> IntegerAttr:
 
 def print_keyword_value(printer: Printer, keyword: str, value: str) -> None:
     printer.print_string(f"{keyword} = {value}")
+
+
+def patch_hex_float_elements() -> None:
+    """
+    Read a hexadecimal element of a float `dense<...>` literal as the value's bits.
+
+    That is how MLIR (and xDSL's printer) writes inf and nan: `dense<0xff800000> :
+    tensor<f32>` is -inf. xDSL 0.74 reads a hexadecimal scalar float attribute this way
+    but converts a hexadecimal `dense` element as an integer (2.14e9), so printing a
+    constant holding inf or nan and reading it back changed its value. Patched once, for
+    every parser (custom and generic forms alike).
+    """
+    element = AttrParser._TensorLiteralElement  # pyright: ignore[reportPrivateUsage]
+    if getattr(element, "_shardc_hex_floats", False):
+        return
+    to_type = element.to_type
+
+    def to_type_reading_hex_bits(self: Any, parser: AttrParser, type: Any) -> Any:
+        text = self.span.text.lstrip("-").strip()
+        if isinstance(type, AnyFloat) and text[:2] in ("0x", "0X"):
+            if self.is_negative:
+                parser.raise_error(
+                    "a hexadecimal float literal gives the bits and takes no sign",
+                    self.span,
+                )
+            bits = int(text, 16)
+            if bits >= 1 << (8 * type.compile_time_size):
+                parser.raise_error(
+                    f"hexadecimal literal {text} does not fit in {type}", self.span
+                )
+            raw = bits.to_bytes(type.compile_time_size, "little")
+            return next(iter(type.iter_unpack(raw)))
+        return to_type(self, parser, type)
+
+    element.to_type = to_type_reading_hex_bits
+    element._shardc_hex_floats = True  # pyright: ignore[reportAttributeAccessIssue]

@@ -180,3 +180,15 @@ func.func @real_collectives(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x8
 // CHECK-NEXT:    %f = collective.all_reduce_start add %x on @mesh["one"] : tensor<4x8xf32> -> !collective.future<tensor<4x8xf32>>
 // CHECK-NEXT:    %d = collective.done %f : !collective.future<tensor<4x8xf32>> -> tensor<4x8xf32>
 // CHECK-NEXT:    func.return %ar, %ag, %rs, %aa, %ps, %pe, %gr, %d, %x :
+
+// -----
+
+// Folding keeps special float values.
+func.func @broadcast_of_inf() -> tensor<2x2xf32> {
+  %c = hlo.constant dense<0xff800000> : tensor<f32>
+  %b = hlo.broadcast %c, dims = [] : (tensor<f32>) -> tensor<2x2xf32>
+  func.return %b : tensor<2x2xf32>
+}
+
+// CHECK-LABEL: func.func @broadcast_of_inf() -> tensor<2x2xf32> {
+// CHECK-NEXT:    %b = hlo.constant dense<0xff800000> : tensor<2x2xf32>

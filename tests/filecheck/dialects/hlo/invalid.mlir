@@ -201,6 +201,22 @@ func.func @constant_f16_overflow() {
 
 // -----
 
+func.func @constant_signed_hex_float() {
+  %0 = hlo.constant dense<-0x7f800000> : tensor<f32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:27: error: a hexadecimal float literal gives the bits and takes no sign
+  func.return
+}
+
+// -----
+
+func.func @constant_wide_hex_float() {
+  %0 = hlo.constant dense<[1.0, 0x7f8000000]> : tensor<2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:33: error: hexadecimal literal 0x7f8000000 does not fit in f32
+  func.return
+}
+
+// -----
+
 func.func @iota_dim() {
   %0 = hlo.iota dim = 2 : tensor<8x4xi32>
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.iota' op iota dim 2 is out of range for tensor<8x4xi32>

@@ -287,3 +287,25 @@ func.func @attr_dicts(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %i: tensor<i32>,
 // CHECK-NEXT:   %red = hlo.reduce add %x, dims = [1] {tag = 13 : i64} : (tensor<4x8xf32>) -> tensor<4xf32>
 // CHECK-NEXT:   %cvt = hlo.convert %x {tag = 14 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf16>
 // CHECK-NEXT:   %rs = hlo.reshape %x {tag = 15 : i64} : (tensor<4x8xf32>) -> tensor<32xf32>
+
+// -----
+
+// Float constants that have no decimal form (inf, nan) are written as their bits in hex,
+// as MLIR prints them (either case); they read back as the same values.
+func.func @special_floats() {
+  %f32 = hlo.constant dense<[0x7f800000, 0x7FC00000, 0xff800000, -0.0]> : tensor<4xf32>
+  %bf16 = hlo.constant dense<0xFF80> : tensor<2xbf16>
+  %f16 = hlo.constant dense<[0x7c00, 0x7e00]> : tensor<2xf16>
+  %f64 = hlo.constant dense<0xfff0000000000000> : tensor<f64>
+  %i32 = hlo.constant dense<0x10> : tensor<2xi32>
+  func.return
+}
+
+// CHECK:      func.func @special_floats() {
+// CHECK-NEXT:   %f32 = hlo.constant dense<[0x7f800000, 0x7fc00000, 0xff800000, -0.000000e+00]> : tensor<4xf32>
+// CHECK-NEXT:   %bf16 = hlo.constant dense<0xff80> : tensor<2xbf16>
+// CHECK-NEXT:   %f16 = hlo.constant dense<[0x7c00, 0x7e00]> : tensor<2xf16>
+// CHECK-NEXT:   %f64 = hlo.constant dense<0xfff0000000000000> : tensor<f64>
+// CHECK-NEXT:   %i32 = hlo.constant dense<16> : tensor<2xi32>
+
+// CHECK-GENERIC: %f32 = "hlo.constant"() <{value = dense<[0x7f800000, 0x7fc00000, 0xff800000, -0.000000e+00]> : tensor<4xf32>}> : () -> tensor<4xf32>
