@@ -1,1 +1,4 @@
-"""Chip presets, topology and the cost model shared by `schedule` and the interpreter (to come)."""
+"""
+The hardware model shared by `schedule` and the interpreter: chip presets (`chips`), and
+the cost of every op and collective on a chip and mesh (`cost`).
+"""

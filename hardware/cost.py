@@ -1,0 +1,165 @@
+"""
+The cost of each op on a chip: one model for the scheduler and the interpreter's timing.
+
+Compute ops: roofline `max(flops / peak, bytes / HBM bandwidth)`, with dtype-aware bytes and
+FLOPs (dots on the MXU, everything else on the VPU; see `chips`). Bytes are what the op
+reads and writes in HBM; a reshape is a bitcast and moves nothing.
+
+Collectives over mesh axes (DESIGN.md "Hardware model", scaling book Part 3), V the bytes of
+the full (gathered) array, N the group size, W the axis bandwidth (both directions of a ring
+with wraparound, one without), T the per-hop latency:
+- all_gather = reduce_scatter = max(latency, V/W * (N-1)/N); all_reduce twice that;
+- all_to_all: a quarter of an all_gather on a bidirectional ring, half on a line;
+- latency: T * N/2 with wraparound, T * (N-1) without; over k axes at once the bandwidth
+  term is divided by k and the latencies add;
+- permute: the farthest pair's hops * T + its bytes over one link direction.
+Mesh axes map to torus axes in order; mesh axes beyond the torus's dimensions fold into
+its last axis (which then has their product as length for the wraparound rule). Explicit
+groups are costed as one ring of the group's size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.spmd import MeshAttr
+from shardc.hardware.chips import Chip
+
+MXU_DTYPE_FACTOR = {"f64": 1 / 8}
+"""Fraction of the bf16 MXU peak per element type (others: 1, see `chips`)."""
+
+
+@dataclass(frozen=True)
+class OpCost:
+    flops: float
+    bytes: int
+    time: float
+
+
+def tensor_bytes(ty: TensorType) -> int:
+    width = getattr(ty.element_type, "bitwidth", 32)
+    return math.prod(ty.get_shape()) * max(1, width // 8)
+
+
+def _elements(ty: TensorType) -> int:
+    return math.prod(ty.get_shape())
+
+
+def _tensor_types(values: object) -> list[TensorType]:
+    return [v.type for v in values if isinstance(v.type, TensorType)]  # pyright: ignore
+
+
+@dataclass
+class CostModel:
+    """Costs on `chip` for programs over `mesh` (None: one device)."""
+
+    chip: Chip
+    mesh: MeshAttr | None = None
+
+    # Compute ---------------------------------------------------------------------
+
+    def op_cost(self, op: Operation) -> OpCost:
+        """Roofline cost of a compute op (collectives: see `collective_time`)."""
+        flops, rate = self.flops(op)
+        nbytes = self.hbm_bytes(op)
+        time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
+        return OpCost(flops, nbytes, time)
+
+    def flops(self, op: Operation) -> tuple[float, float]:
+        """(FLOPs, FLOP/s of the unit that runs them)."""
+        if isinstance(op, hlo.DotOp):
+            lhs, rhs = op.lhs.type, op.rhs.type
+            assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+            (lb, _), (lc, _) = op.batching, op.contracting
+            contracted = math.prod(lhs.get_shape()[d] for d in lc)
+            out = op.result.type
+            assert isinstance(out, TensorType)
+            factor = MXU_DTYPE_FACTOR.get(str(lhs.element_type), 1.0)
+            return 2.0 * _elements(out) * contracted, self.chip.flops_bf16 * factor
+        if isinstance(op, hlo.ReduceOp):
+            src = op.operand.type
+            assert isinstance(src, TensorType)
+            return float(_elements(src)), self.chip.vpu_flops
+        if isinstance(
+            op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp | hlo.CompareOp | hlo.SelectOp
+        ):
+            out = op.results[0].type
+            assert isinstance(out, TensorType)
+            return float(_elements(out)), self.chip.vpu_flops
+        return 0.0, self.chip.vpu_flops
+
+    def hbm_bytes(self, op: Operation) -> int:
+        if isinstance(op, hlo.ReshapeOp | spmd.AxisIndexOp | spmd.ConstraintOp):
+            return 0
+        if isinstance(op, hlo.ConstantOp | hlo.IotaOp):
+            return sum(tensor_bytes(t) for t in _tensor_types(op.results))
+        return sum(tensor_bytes(t) for t in _tensor_types(op.operands)) + sum(
+            tensor_bytes(t) for t in _tensor_types(op.results)
+        )
+
+    # Communication ----------------------------------------------------------------
+
+    def comm_bytes(self, op: collective.CollectiveOp) -> int:
+        """Operand bytes one device contributes (DESIGN.md's `comm_bytes`)."""
+        return sum(tensor_bytes(t) for t in op.input_types())
+
+    def axis_rings(self, op: collective.CollectiveOp) -> list[tuple[int, bool]]:
+        """(size, wraparound) of each ring the collective runs over."""
+        if op.explicit_groups is not None or self.mesh is None:
+            size = op.group_size()
+            return [(size, self.chip.has_wraparound(size))]
+        torus = self.torus_axis_lengths()
+        rings: list[tuple[int, bool]] = []
+        for axis in op.axes:
+            i = self.mesh.names.index(axis)
+            length = torus[min(i, len(torus) - 1)]
+            rings.append((self.mesh.axis_size(axis), self.chip.has_wraparound(length)))
+        return rings
+
+    def torus_axis_lengths(self) -> list[int]:
+        assert self.mesh is not None
+        shape = list(self.mesh.shape)
+        dims = self.chip.torus_dims
+        if len(shape) <= dims:
+            return shape
+        return shape[: dims - 1] + [math.prod(shape[dims - 1 :])]
+
+    def collective_time(self, op: collective.CollectiveOp) -> float:
+        rings = [(n, wrap) for n, wrap in self.axis_rings(op) if n > 1]
+        if not rings:
+            return 0.0
+        n_total = math.prod(n for n, _ in rings)
+        latency = sum(
+            self.chip.hop_latency * (n / 2 if wrap else n - 1) for n, wrap in rings
+        )
+        bandwidth = min(self.chip.axis_bandwidth_for(wrap) for _, wrap in rings) * len(rings)
+        local = self.comm_bytes(op)
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        if kind == "permute":
+            return self.permute_time(op, local)
+        full = local * n_total if kind in ("all_gather", "all_to_all") else local
+        gather = full / bandwidth * (n_total - 1) / n_total
+        if kind == "all_reduce":
+            transfer = 2 * gather
+        elif kind == "all_to_all":
+            transfer = gather / (4 if all(w for _, w in rings) else 2)
+        else:
+            transfer = gather
+        return max(latency, transfer)
+
+    def permute_time(self, op: collective.CollectiveOp, local: int) -> float:
+        assert isinstance(op, collective.PermuteBase)
+        size = op.group_size()
+        wrap = self.axis_rings(op)[0][1] if size > 1 else False
+        hops = 0
+        for src, dst in op.source_target_pairs:
+            d = abs(dst - src)
+            hops = max(hops, min(d, size - d) if wrap else d)
+        if hops == 0:
+            return 0.0
+        return hops * self.chip.hop_latency + local / self.chip.ici_link_bw
