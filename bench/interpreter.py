@@ -20,6 +20,11 @@ outputs (what `shardc-run` does after parsing). Parse time is excluded (reported
 
 Also: the per-op dispatch cost on tiny tensors (a chain of 2000 `hlo.add` on
 tensor<4xf32>) against one numpy add, and the cost of one collective rendezvous.
+
+BLAS threads: unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS are set, the benchmark uses
+one BLAS thread. On a busy machine OpenBLAS's spinning threads make small matmuls (like
+dp_grads') vary by 10x between runs, for numpy and the interpreter alike; one thread
+gives stable ratios. Times are the best of interleaved repetitions.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ import argparse
 import os
 import sys
 import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 from collections.abc import Callable
 from typing import Any
 
@@ -244,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| interpreter `hlo.add` (check_types=False) | {d['unchecked'] * 1e6:.2f} µs |")
     print(f"| xDSL `Interpreter.call_op`, same impls | {d['xdsl'] * 1e6:.2f} µs |")
     print(f"| one collective.permute rendezvous on 8 devices | {d['collective'] * 1e6:.1f} µs |")
-    print(f"\n(total benchmark time {time.perf_counter() - t0:.1f} s)")
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    print(f"\n(BLAS threads {threads}; total benchmark time {time.perf_counter() - t0:.1f} s)")
     return 0
 
 
