@@ -396,7 +396,7 @@ def _first_difference(a: np.ndarray, b: np.ndarray) -> str:
     if not len(diff):
         return "same values"
     idx = tuple(int(i) for i in diff[0])
-    return f"first at index {list(idx)}: {a[idx]} vs {b[idx]}"
+    return f"first at index {list(idx)}: {str(a[idx])} vs {str(b[idx])}"
 
 
 # Running --------------------------------------------------------------------------------

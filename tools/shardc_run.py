@@ -32,7 +32,6 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor, module_mesh
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
 from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
 
@@ -415,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-__all__ = ["main", "InterpreterError"]
+__all__ = ["main"]
 
 if __name__ == "__main__":
     sys.exit(main())
