@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,12 +20,19 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.lexer import Input
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from shardc.dialects import register_dialects
 from shardc.passes import registry
 from shardc.passes.errors import OpPassError
-from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
+from shardc.tools.source import (
+    DiagnosticError,
+    Location,
+    SourceMap,
+    parse_and_verify,
+    verify_module,
+)
 
 SPLIT_MARKER = "// -----"
 
@@ -59,10 +67,7 @@ class ShardcOptMain(xDSLOptMain):
                 return  # the input was verified right after parsing
             if not self.args.disable_verify:
                 assert self.source_map is not None
-                try:
-                    verify_module(module, self.source_map)
-                except DiagnosticError as e:
-                    raise DiagnosticError(f"after pass '{previous.name}': {e}") from None
+                verify_module(module, self.source_map, note=f"after pass '{previous.name}'")
             if following is not None and self.args.print_between_passes:
                 print(f"// IR after {previous.name}:")
                 Printer(stream=sys.stdout).print_op(module)
@@ -73,20 +78,27 @@ class ShardcOptMain(xDSLOptMain):
                 self.available_passes, self.args.passes, verify_after
             )
         except (ValueError, ArgSpecParseError) as e:
-            raise DiagnosticError(
-                f"shardc-opt: error: invalid pass pipeline '{self.args.passes}': {e}"
-            ) from None
+            raise DiagnosticError(pipeline_diagnostic(self.args.passes, e)) from None
 
     def read_input(self) -> tuple[str, str]:
         """The input text and the name diagnostics use for it."""
         name = self.args.input_file
         if name is None or name == "-":
-            return sys.stdin.read(), "<stdin>"
+            data = sys.stdin.buffer.read()
+            try:
+                return data.decode("utf-8"), "<stdin>"
+            except UnicodeDecodeError as e:
+                raise DiagnosticError(_undecodable(data, "<stdin>", e)) from None
         try:
-            with open(name, encoding="utf-8") as f:
-                return f.read(), name
-        except (OSError, UnicodeDecodeError) as e:
-            raise DiagnosticError(f"shardc-opt: error: cannot read '{name}': {e}") from None
+            with open(name, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            reason = e.strerror or str(e)
+            raise DiagnosticError(f"{name}:1:1: error: cannot read the file: {reason}") from None
+        try:
+            return data.decode("utf-8"), name
+        except UnicodeDecodeError as e:
+            raise DiagnosticError(_undecodable(data, name, e)) from None
 
     def chunks(self, text: str) -> list[tuple[str, int]]:
         """The input split at `// -----` (if asked), each with its first line's offset."""
@@ -107,7 +119,9 @@ class ShardcOptMain(xDSLOptMain):
         except OpPassError as e:
             raise self.source_map.error_at(e.op, e.message) from None
         except DiagnosticException as e:
-            raise DiagnosticError(f"{filename}: error: {e}") from None
+            # A pass failed without naming an op: report it at the start of the input.
+            start = Location(Input(text, filename), 0, line_offset)
+            raise DiagnosticError(start.format(str(e))) from None
         return self.output_resulting_program(module)
 
     def run(self) -> None:
@@ -128,6 +142,67 @@ class ShardcOptMain(xDSLOptMain):
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(result)
         os.replace(tmp, self.args.output_file)
+
+
+def _undecodable(data: bytes, name: str, error: UnicodeDecodeError) -> str:
+    """A located diagnostic for input that is not UTF-8."""
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    line_end = data.find(b"\n", error.start)
+    source = data[line_start : line_end if line_end != -1 else len(data)]
+    before = data[line_start : error.start].decode("utf-8", errors="replace")
+    line = data.count(b"\n", 0, error.start) + 1
+    return (
+        f"{name}:{line}:{len(before) + 1}: error: invalid UTF-8 byte 0x{data[error.start]:02x}\n"
+        f"{source.decode('utf-8', errors='replace')}\n{' ' * len(before)}^"
+    )
+
+
+PIPELINE_NAME = "<pass-pipeline>"
+
+
+def pipeline_diagnostic(spec: str, error: Exception) -> str:
+    """
+    A bad `-p` as one MLIR-style diagnostic located in the pipeline text:
+    `<pass-pipeline>:1:col: error: message`, the pipeline and a caret.
+    """
+    message = str(error)
+    col = 1
+    if isinstance(error, ArgSpecParseError):
+        # xDSL: "Error parsing ...:\npass-pipeline:1:14\n<spec>\n<caret>\n<why>"
+        if found := re.search(r"pass-pipeline:\d+:(\d+)", message):
+            col = int(found.group(1))
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        message = lines[-1] if lines else message
+    elif found := re.fullmatch(r"Unrecognized passes: \[(.*)\]", message):
+        names = re.findall(r"'([^']*)'", found.group(1))
+        name = names[0] if names else ""
+        col = _find_word(spec, name)
+        message = f"unknown pass '{name}'"
+    elif found := re.fullmatch(
+        r'Provided arguments \[(.*)\] not found in expected arguments \[(.*)\]', message
+    ):
+        given = re.findall(r'"([^"]*)"', found.group(1))
+        expected = re.findall(r'"([^"]*)"', found.group(2))
+        name = (given[0] if given else "").replace("_", "-")
+        col = _find_word(spec, name)
+        known = ", ".join(e.replace("_", "-") for e in expected) or "none"
+        message = f"unknown pass option '{name}' (the pass's options: {known})"
+    elif found := re.fullmatch(r"Incompatible types: given \((.*?),?\), expected (.*)", message):
+        value = found.group(1).strip("'\"")
+        expected = re.sub(r"<class '(\w+)'>", r"\1", found.group(2))
+        col = _find_word(spec, value, after="=")
+        message = f"invalid pass option value '{value}': expected {expected}"
+    caret = " " * (col - 1) + "^"
+    return f"{PIPELINE_NAME}:1:{col}: error: invalid pass pipeline: {message}\n{spec}\n{caret}"
+
+
+def _find_word(spec: str, word: str, after: str = "") -> int:
+    """The 1-based column of `word` as a whole token of `spec` (1 if absent)."""
+    if word:
+        pattern = re.escape(after) + r"\s*[\"']?(" + re.escape(word) + r")(?![\w-])"
+        if found := re.search(r"(?<![\w-])" + pattern if not after else pattern, spec):
+            return found.start(1) + 1
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

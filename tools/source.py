@@ -9,15 +9,27 @@ and a caret, and never in a Python traceback.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    ComplexType,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    RankedStructure,
+)
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
+from xdsl.irdl import base
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from shardc.dialects.spmd import verify_function_shardings
 
@@ -47,9 +59,13 @@ class Location:
         return text[start : end if end != -1 else len(text)]
 
     def format(self, message: str, length: int = 1) -> str:
+        """`file:line:col: error: message`, the source line and a caret line under it."""
         line, col = self.line_col()
         src = self.source_line()
         caret = " " * (col - 1) + "^" * max(1, min(length, len(src) - col + 1))
+        # xDSL's messages sometimes span lines ("... does not verify:\n<why>"): keep the
+        # diagnostic to exactly one message line.
+        message = " ".join(part.strip() for part in message.splitlines() if part.strip())
         return f"{self.input.name}:{line}:{col}: error: {message}\n{src}\n{caret}"
 
 
@@ -59,6 +75,9 @@ class SourceMap:
 
     filename: str
     locations: dict[Operation, Location] = field(default_factory=dict[Operation, Location])
+    input: Input[str] | None = None
+    """The parsed text: ops with no located ancestor are reported at its start."""
+    line_offset: int = 0
 
     def location_of(self, op: Operation) -> Location | None:
         """The op's location, or its nearest located ancestor's (for ops made by passes)."""
@@ -72,9 +91,33 @@ class SourceMap:
     def error_at(self, op: Operation, message: str) -> DiagnosticError:
         loc = self.location_of(op)
         text = f"'{op.name}' op {message}"
+        if loc is None and self.input is not None:
+            loc = Location(self.input, 0, self.line_offset)
         if loc is None:
-            return DiagnosticError(f"{self.filename}: error: {text}")
+            return DiagnosticError(f"{self.filename}:1:1: error: {text}")
         return DiagnosticError(loc.format(text))
+
+
+_DENSE_LITERAL_TYPE = base(
+    RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType]  # pyright: ignore
+)
+"""xDSL 0.74 rebuilds this constraint for every `dense<...>` literal (~150 recursive calls
+each, most of the cost of parsing a constant); it never changes, so build it once."""
+
+
+class SafeLexer(MLIRLexer):
+    """
+    xDSL's MLIR lexer with a string-literal pattern that cannot backtrack.
+
+    xDSL 0.74 matches string literals with `"(?:[^"...]+|\\...)*"`, a nested quantifier:
+    an unterminated `"` followed by a long line takes exponential time (a 60-character
+    line hangs the parser for hours). The possessive form accepts exactly the same
+    literals and fails in linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
+    )
 
 
 class LocatedParser(Parser):
@@ -84,52 +127,120 @@ class LocatedParser(Parser):
     line_offset: int
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
-        super().__init__(ctx, text, name)
-        self.source_map = SourceMap(name)
+        super().__init__(ctx, "", name)
+        # The same state Parser.__init__ builds, on the safe lexer.
+        self._parser_state = ParserState(SafeLexer(Input(text, name)))
+        self.source_map = SourceMap(name, input=self.lexer.input, line_offset=line_offset)
         self.line_offset = line_offset
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except (ParseError, RecursionError):
+            raise
+        except Exception as e:
+            # An op or attribute constructor rejected what was parsed (an integer out of
+            # range for i64, a type the declarative format's constraint refuses...): it
+            # happens after the op's last token, so report it at the op's start instead
+            # of wherever the parser stands by then.
+            message = str(e) or type(e).__name__
+            end = self._current_token.span.start
+            raise ParseError(Span(start, end, self.lexer.input), message) from None
         self.source_map.locations[op] = Location(self.lexer.input, start, self.line_offset)
         return op
+
+    def _parse_dense_literal_type(self) -> Attribute:  # pyright: ignore[reportIncompatibleMethodOverride]
+        # Same as xDSL's, with the type constraint built once (see _DENSE_LITERAL_TYPE).
+        type = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
+        if not _DENSE_LITERAL_TYPE.verifies(type):
+            self.raise_error(
+                "Expected memref, vector or tensor type of "
+                "integer, index, float, or complex type"
+            )
+        if any(dim == DYNAMIC_INDEX for dim in type.get_shape()):  # pyright: ignore
+            self.raise_error("Dense literal attribute should have a static shape.")
+        return type
+
+
+_UNKNOWN_OP = re.compile(r"Operation (\S+) is not registered")
+_UNKNOWN_ATTR = re.compile(r"'(\S+)' is not registered")
 
 
 def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
     span: Span[str] = error.span  # pyright: ignore[reportAssignmentType]
-    loc = Location(span.input, span.start, line_offset)
-    return loc.format(error.msg, span.end - span.start)
+    start, length, message = span.start, span.end - span.start, error.msg
+    text = span.input.content
+    # xDSL reports an unknown op at the token after its name and an unknown attribute or
+    # type at the `<` after its name; MLIR points at the name itself, and so do we.
+    if found := _UNKNOWN_OP.fullmatch(message):
+        name = found.group(1)
+        line_start = text.rfind("\n", 0, start) + 1
+        at = text.rfind(name, line_start, start + 1)
+        if at != -1:
+            quoted = at > 0 and text[at - 1] == '"'
+            start, length = at - quoted, len(name) + 2 * quoted
+        message = f"unknown operation '{name}'"
+    elif found := _UNKNOWN_ATTR.fullmatch(message):
+        name = found.group(1)
+        at = text.rfind(name, 0, start + 1)
+        if at > 0 and text[at - 1] in "#!":
+            start, length = at - 1, len(name) + 1
+        message = f"unknown attribute or type '{name}'"
+    return Location(span.input, start, line_offset).format(message, length)
 
 
 def parse_module(
     ctx: Context, text: str, filename: str, line_offset: int = 0
 ) -> tuple[ModuleOp, SourceMap]:
     """Parse `text`; a syntax error becomes a located `DiagnosticError`."""
-    parser = LocatedParser(ctx, text, filename, line_offset)
+    parser: LocatedParser | None = None
     try:
+        parser = LocatedParser(ctx, text, filename, line_offset)  # lexes the first token
         module = parser.parse_module()
     except ParseError as e:
         raise DiagnosticError(format_parse_error(e, line_offset)) from None
+    except RecursionError:
+        raise DiagnosticError(
+            _location_of_parser(parser, text, filename, line_offset).format(
+                "nesting is too deep"
+            )
+        ) from None
     except Exception as e:
         # Attribute constructors may reject values while parsing (e.g. a float literal
         # out of range for f16); report them where the parser stood.
-        span = parser._current_token.span  # pyright: ignore[reportPrivateUsage]
-        loc = Location(span.input, span.start, line_offset)  # pyright: ignore
+        loc = _location_of_parser(parser, text, filename, line_offset)
         raise DiagnosticError(loc.format(f"invalid input: {e}")) from None
     return module, parser.source_map
 
 
-def verify_module(module: ModuleOp, source_map: SourceMap) -> None:
-    """Verify op by op so that a failure is reported at the op that failed."""
+def _location_of_parser(
+    parser: Parser | None, text: str, filename: str, line_offset: int
+) -> Location:
+    """Where `parser` stands (the start of the text if it could not even start)."""
+    if parser is None:
+        return Location(Input(text, filename), 0, line_offset)
+    span = parser._current_token.span  # pyright: ignore[reportPrivateUsage]
+    return Location(span.input, span.start, line_offset)  # pyright: ignore[reportArgumentType]
+
+
+def verify_module(module: ModuleOp, source_map: SourceMap, note: str = "") -> None:
+    """
+    Verify op by op so that a failure is reported at the op that failed; `note` (such as
+    "after pass 'canonicalize'") is appended to the message in parentheses.
+    """
+    suffix = f" ({note})" if note else ""
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
             if isinstance(op, FuncOp):
                 verify_function_shardings(op)
         except VerifyException as e:
-            raise source_map.error_at(op, str(e)) from None
+            raise source_map.error_at(op, f"{e}{suffix}") from None
+        except RecursionError:
+            raise source_map.error_at(op, f"is nested too deeply to verify{suffix}") from None
         except Exception as e:  # a verifier that trips on malformed generic IR
-            raise source_map.error_at(op, f"is malformed: {e}") from None
+            raise source_map.error_at(op, f"is malformed: {e}{suffix}") from None
 
 
 def parse_and_verify(
