@@ -149,6 +149,8 @@ class Executor:
 
     `check_types` (default on) compares every result's shape and dtype with its op's
     result type: a cheap guard against interpreter bugs (the oracle must be right).
+    An executor keeps plans and per-op constants of the module as it was when first
+    run: make a new one after transforming the module.
     """
 
     def __init__(

@@ -72,6 +72,16 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise DiagnosticError(f"{PROG}: error: {message}")
 
 
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+_seed.__name__ = "non-negative integer"
+
+
 def build_arg_parser() -> argparse.ArgumentParser:
     p = _ArgumentParser(
         prog=PROG,
@@ -88,7 +98,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help="input arrays in_0.. (in_K.D for per-device programs)")
     p.add_argument("--outputs", metavar="OUT.npz", default=None,
                    help="write output arrays out_0.. (out_K.D for per-device programs)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_seed, default=0,
                    help="seed of the random inputs when --inputs is not given (default 0)")
     p.add_argument("--check", action="store_true",
                    help="also run the program before -p and compare outputs")
