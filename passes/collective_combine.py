@@ -13,7 +13,6 @@ every combined op comes after its operands and before its users.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from shardc.dialects import collective
+from shardc.passes.block_order import topological_reorder, used_values
 from shardc.passes.sharding_rules import element_bytes
 
 COMBINABLE = (collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp)
@@ -67,7 +67,7 @@ def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operatio
     masks: dict[Operation, int] = {}
     for op in block.ops:
         mask = 0
-        for value in _used_values(op):
+        for value in used_values(op):
             owner = value.owner
             if isinstance(owner, Operation) and owner in masks:
                 mask |= masks[owner]
@@ -75,15 +75,6 @@ def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operatio
             mask |= 1 << index[op]
         masks[op] = mask
     return masks
-
-
-def _used_values(op: Operation) -> list[SSAValue]:
-    """Operands of `op` and of the ops nested in its regions."""
-    values = list(op.operands)
-    for region in op.regions:
-        for nested in region.walk():
-            values.extend(nested.operands)
-    return values
 
 
 def plan_groups(
@@ -134,40 +125,6 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
             old.replace_all_uses_with(new)
         Rewriter.erase_op(op)
     return combined
-
-
-def topological_reorder(block: Block) -> None:
-    """Stable topological sort: each op as early as its original place allows."""
-    ops = list(block.ops)
-    position = {op: i for i, op in enumerate(ops)}
-    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
-    waiting: dict[Operation, int] = {}
-    for op in ops:
-        deps = {
-            v.owner
-            for v in _used_values(op)
-            if isinstance(v.owner, Operation) and v.owner in position and v.owner is not op
-        }
-        waiting[op] = len(deps)
-        for d in deps:
-            users[d].append(op)
-    ready = [(position[op], op) for op in ops if waiting[op] == 0]
-    heapq.heapify(ready)
-    order: list[Operation] = []
-    while ready:
-        _, op = heapq.heappop(ready)
-        order.append(op)
-        for user in users[op]:
-            waiting[user] -= 1
-            if waiting[user] == 0:
-                heapq.heappush(ready, (position[user], user))
-    assert len(order) == len(ops), "combining created a cycle"
-    if order == ops:
-        return
-    for op in ops:
-        block.detach_op(op)
-    for op in order:
-        block.add_op(op)
 
 
 @dataclass(frozen=True)
