@@ -3,7 +3,7 @@
 // RUN: shardc-opt %s -p 'collective-combine{max-count=2}' --split-input-file | filecheck %s --check-prefix=COUNT
 // RUN: not shardc-opt %s -p 'collective-combine{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADOPT
 
-// BADOPT: shardc-opt: error: invalid pass pipeline 'collective-combine{bogus=1}'
+// BADOPT: <pass-pipeline>:1:{{[0-9]+}}: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: threshold-bytes, max-count)
 
 // Independent all_reduces of one kind over one group become one variadic all_reduce,
 // placed after the last operand it needs; users are redirected.
