@@ -165,6 +165,7 @@ class LocatedParser(Parser):
 
 _UNKNOWN_OP = re.compile(r"Operation (\S+) is not registered")
 _UNKNOWN_ATTR = re.compile(r"'(\S+)' is not registered")
+_UNDEFINED_VALUES = re.compile(r"values used but not defined: \[(.*)\]")
 
 
 def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
@@ -181,6 +182,12 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
             quoted = at > 0 and text[at - 1] == '"'
             start, length = at - quoted, len(name) + 2 * quoted
         message = f"unknown operation '{name}'"
+    elif found := _UNDEFINED_VALUES.fullmatch(message):
+        # xDSL reports these at the end of the file; MLIR at the (first) use.
+        name = found.group(1).split(", ")[0]
+        if use := re.search(re.escape(name) + r"(?![\w.$-])", text):
+            start, length = use.start(), len(name)
+        message = f"use of undefined value '{name}'"
     elif found := _UNKNOWN_ATTR.fullmatch(message):
         name = found.group(1)
         at = text.rfind(name, 0, start + 1)
