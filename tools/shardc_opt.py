@@ -138,10 +138,31 @@ class ShardcOptMain(xDSLOptMain):
         if self.args.output_file is None:
             sys.stdout.write(result)
             return
-        tmp = f"{self.args.output_file}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(result)
-        os.replace(tmp, self.args.output_file)
+        write_output(self.args.output_file, result)
+
+
+def write_output(path: str, text: str) -> None:
+    """
+    Write `text` to `path` all at once: a regular file is replaced atomically (a temporary
+    file renamed over it, so a reader never sees half of it); a device or pipe such as
+    /dev/null or /dev/stdout is written directly (renaming over it would replace it).
+    """
+    try:
+        if os.path.exists(path) and not os.path.isfile(path):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise DiagnosticError(f"{path}:1:1: error: cannot write the output file: {reason}") from None
 
 
 def _undecodable(data: bytes, name: str, error: UnicodeDecodeError) -> str:

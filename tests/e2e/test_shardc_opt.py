@@ -275,3 +275,21 @@ def test_console_script_bad_input(args, file_name, line, col, message, tmp_path:
         result.returncode, result.stdout, result.stderr, file_name.format(src=src), line, col, message
     )
     assert not dst.exists()
+
+
+def test_output_to_a_device_is_written_directly(tmp_path: Path):
+    """`-o /dev/null` must not rename a temporary file over the device."""
+    import os
+    import stat
+
+    code, out, err = run([write(tmp_path, GOOD), "-o", os.devnull])
+    assert (code, out, err) == (0, "", "")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_unwritable_output(tmp_path: Path):
+    dst = tmp_path / "no" / "such" / "dir.mlir"
+    code, out, err = run([write(tmp_path, GOOD), "-o", str(dst)])
+    assert (code, out) == (1, "")
+    assert len(DIAGNOSTIC.findall(err)) == 1 and "cannot write the output file" in err
+    assert "Traceback" not in err
