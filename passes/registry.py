@@ -37,6 +37,12 @@ def _collective_combine() -> type[ModulePass]:
     return CollectiveCombinePass
 
 
+def _schedule() -> type[ModulePass]:
+    from shardc.passes.schedule import SchedulePass
+
+    return SchedulePass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
     return {
@@ -45,4 +51,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "spmd-pipeline": _spmd_pipeline,
         "collective-stats": _collective_stats,
         "collective-combine": _collective_combine,
+        "schedule": _schedule,
     }

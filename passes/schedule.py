@@ -1,0 +1,300 @@
+"""
+`schedule{memory-limit= max-in-flight= chip=}`: a list scheduler for per-device programs.
+
+It re-orders each block (never changing an op) so that communication hides behind
+compute: a `_start` is issued as soon as its operands exist, a `done` is placed as late as
+the ops that need its results allow, and independent compute fills the time between.
+Costs come from `hardware.cost` (the same model the interpreter's timing uses): the
+scheduler simulates one device's compute stream and collective engine.
+
+Rules, in priority order at each step:
+1. issue a ready `_start` if fewer than `max-in-flight` collectives are in flight and the
+   memory limit allows its buffers;
+2. else run the ready compute op that came first in the original order, if it fits;
+3. else retire the in-flight collective that finishes first (its `done`).
+Live bytes are tracked (a `_start` allocates its results' buffers, its operands stay live
+until its `done`); a step that would exceed `memory-limit` is not taken. If no step fits,
+the limit is below what this program needs: the error says the minimum, which is the peak
+of the program in its original order with every collective synchronous.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from shardc.dialects import collective
+from shardc.dialects.spmd import find_mesh
+from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel, tensor_bytes
+from shardc.passes.block_order import block_dependencies, set_order
+
+
+def value_bytes(value: SSAValue) -> int:
+    ty = value.type
+    if isinstance(ty, TensorType):
+        return tensor_bytes(ty)
+    if isinstance(ty, collective.FutureType):
+        return sum(tensor_bytes(t) for t in ty.value_types)
+    return 0
+
+
+@dataclass
+class MemoryTracker:
+    """Live bytes of one block as ops are placed (arguments live until their last use)."""
+
+    remaining_uses: dict[SSAValue, int]
+    live: int = 0
+    peak: int = 0
+
+    @staticmethod
+    def for_block(block: Block, uses: dict[SSAValue, int]) -> MemoryTracker:
+        tracker = MemoryTracker(dict(uses))
+        tracker.live = sum(value_bytes(a) for a in block.args)
+        tracker.peak = tracker.live
+        return tracker
+
+    def delta(self, op: Operation, consumed: list[SSAValue]) -> tuple[int, int]:
+        """(bytes live while `op` runs, bytes live after it)."""
+        if isinstance(op, collective.DoneOp):
+            # A done's results are its start's buffers: nothing new, and the future's
+            # bytes live on in them.
+            allocated = 0
+            consumed = [v for v in consumed if v is not op.future]
+        else:
+            allocated = sum(value_bytes(r) for r in op.results if r.uses)
+        freed = sum(
+            value_bytes(v)
+            for v in set(consumed)
+            if self.remaining_uses.get(v, 0) == consumed.count(v)
+        )
+        during = self.live + allocated
+        return during, during - freed
+
+    def place(self, op: Operation, consumed: list[SSAValue]) -> None:
+        during, after = self.delta(op, consumed)
+        self.peak = max(self.peak, during)
+        for v in consumed:
+            self.remaining_uses[v] -= 1
+        self.live = after
+
+
+def consumed_values(op: Operation, start_of: dict[Operation, Operation]) -> list[SSAValue]:
+    """The values an op uses, for liveness: a done also releases its start's operands."""
+    values = list(op.operands)
+    if op in start_of:
+        values.extend(start_of[op].operands)
+    return values
+
+
+def use_counts(block: Block, start_of: dict[Operation, Operation]) -> dict[SSAValue, int]:
+    counts: dict[SSAValue, int] = {}
+    for op in block.ops:
+        for v in consumed_values(op, start_of):
+            counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def pair_starts_and_dones(block: Block) -> dict[Operation, Operation]:
+    """done -> its start (a start's operands stay live until the done)."""
+    pairs: dict[Operation, Operation] = {}
+    for op in block.ops:
+        if isinstance(op, collective.DoneOp) and isinstance(op.future.owner, Operation):
+            pairs[op] = op.future.owner
+    return pairs
+
+
+def sync_order(block: Block) -> list[Operation]:
+    """The block's order with each `done` moved up to right after its start."""
+    start_of = pair_starts_and_dones(block)
+    done_of = {s: d for d, s in start_of.items()}
+    order: list[Operation] = []
+    for op in block.ops:
+        if op in start_of:
+            continue
+        order.append(op)
+        if op in done_of:
+            order.append(done_of[op])
+    return order
+
+
+def sync_peak(block: Block) -> int:
+    """Peak live bytes of the block in its order with each collective synchronous."""
+    start_of = pair_starts_and_dones(block)
+    tracker = MemoryTracker.for_block(block, use_counts(block, start_of))
+    for op in sync_order(block):
+        tracker.place(op, consumed_values(op, start_of))
+    return tracker.peak
+
+
+class ScheduleStuck(Exception):
+    """No step fits the memory limit."""
+
+
+@dataclass
+class BlockScheduler:
+    block: Block
+    model: CostModel
+    memory_limit: int | None
+    max_in_flight: int
+    clock: float = 0.0
+    engine_free: float = 0.0
+    in_flight: dict[Operation, float] = field(default_factory=dict[Operation, float])
+
+    def run(self) -> tuple[list[Operation], int, float]:
+        ops = list(self.block.ops)
+        position = {op: i for i, op in enumerate(ops)}
+        deps = block_dependencies(self.block)
+        start_of = pair_starts_and_dones(self.block)
+        memory = MemoryTracker.for_block(self.block, use_counts(self.block, start_of))
+        terminator = self.block.last_op
+        placed: set[Operation] = set()
+        order: list[Operation] = []
+
+        def ready(op: Operation) -> bool:
+            return op not in placed and deps[op] <= placed
+
+        def fits(op: Operation) -> bool:
+            if self.memory_limit is None:
+                return True
+            during, _ = memory.delta(op, consumed_values(op, start_of))
+            return during <= self.memory_limit
+
+        def place(op: Operation) -> None:
+            memory.place(op, consumed_values(op, start_of))
+            placed.add(op)
+            order.append(op)
+
+        while len(order) < len(ops):
+            candidates = [op for op in ops if ready(op) and op is not terminator]
+            if not candidates:
+                assert terminator is not None
+                place(terminator)
+                continue
+            step = next(
+                (
+                    s
+                    for s in candidates
+                    if _is_start(s) and len(self.in_flight) < self.max_in_flight and fits(s)
+                ),
+                None,
+            ) or next(
+                (
+                    c
+                    for c in candidates
+                    if not _is_start(c) and not isinstance(c, collective.DoneOp) and fits(c)
+                ),
+                None,
+            )
+            waiting_start = any(_is_start(c) for c in candidates)
+            finished = [
+                d
+                for d in candidates
+                if isinstance(d, collective.DoneOp)
+                and self.finish_of(start_of.get(d)) <= self.clock
+            ]
+            if waiting_start and finished and len(self.in_flight) >= self.max_in_flight:
+                # A start waits for a slot another collective has already freed: retire it
+                # now, which costs no time, so the waiting one starts earlier.
+                step = min(finished, key=lambda d: position[d])
+            if step is None:
+                dones = [d for d in candidates if isinstance(d, collective.DoneOp)]
+                if not dones:
+                    raise ScheduleStuck
+                step = min(dones, key=lambda d: (self.finish_of(start_of.get(d)), position[d]))
+            if _is_start(step):
+                self.issue(step)
+            elif isinstance(step, collective.DoneOp):
+                self.retire(start_of.get(step))
+            else:
+                self.run_compute(step)
+            place(step)
+        return order, memory.peak, self.clock
+
+    def finish_of(self, start: Operation | None) -> float:
+        return self.in_flight.get(start, self.clock) if start is not None else self.clock
+
+    def issue(self, start: Operation) -> None:
+        assert isinstance(start, collective.CollectiveOp)
+        begin = max(self.clock, self.engine_free)
+        self.engine_free = begin + self.model.collective_time(start)
+        self.in_flight[start] = self.engine_free
+
+    def retire(self, start: Operation | None) -> None:
+        if start is not None and start in self.in_flight:
+            self.clock = max(self.clock, self.in_flight.pop(start))
+
+    def run_compute(self, op: Operation) -> None:
+        if isinstance(op, collective.CollectiveOp):  # a sync collective blocks the stream
+            begin = max(self.clock, self.engine_free)
+            self.clock = self.engine_free = begin + self.model.collective_time(op)
+        else:
+            self.clock += self.model.op_cost(op).time
+
+
+def _is_start(op: Operation) -> bool:
+    return isinstance(op, collective.CollectiveOp) and op.IS_START
+
+
+@dataclass(frozen=True)
+class SchedulePass(ModulePass):
+    """Order each function's ops so collectives overlap compute (see the module docstring)."""
+
+    name = "schedule"
+
+    memory_limit: int | None = None
+    """Bytes one device may hold live at once (default: no limit)."""
+    max_in_flight: int = 4
+    """Collectives started and not yet done, at most."""
+    chip: str = "v5e"
+    """The chip whose costs drive the schedule."""
+    report: bool = False
+    """Print each function's peak memory and estimated time to stderr."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.memory_limit is not None and self.memory_limit <= 0:
+            raise PassFailedException(f"schedule: memory-limit must be positive, got {self.memory_limit}")
+        if self.max_in_flight < 1:
+            raise PassFailedException(f"schedule: max-in-flight must be at least 1, got {self.max_in_flight}")
+        try:
+            chip = get_chip(self.chip)
+        except UnknownChipError as e:
+            raise PassFailedException(f"schedule: {e}") from None
+        model = CostModel(chip, find_mesh(op))
+        for function in op.ops:
+            if not isinstance(function, func.FuncOp) or not function.body.blocks:
+                continue
+            for block in function.body.blocks:
+                order, peak, time = self.schedule_block(block, model)
+                set_order(block, order)
+                if self.report:
+                    print(
+                        f"schedule @{function.sym_name.data}: peak memory {peak} bytes, "
+                        f"estimated time {time:.3g} s",
+                        file=sys.stderr,
+                    )
+
+    def schedule_block(
+        self, block: Block, model: CostModel
+    ) -> tuple[list[Operation], int, float]:
+        """The overlapping schedule; if it cannot fit the limit, the original order if that fits."""
+        try:
+            return BlockScheduler(block, model, self.memory_limit, self.max_in_flight).run()
+        except ScheduleStuck:
+            minimum = sync_peak(block)
+            if self.memory_limit is not None and minimum > self.memory_limit:
+                raise PassFailedException(
+                    f"schedule: memory-limit={self.memory_limit} is below this program's "
+                    f"minimum of {minimum} bytes (its peak in program order with "
+                    "synchronous collectives)"
+                ) from None
+            return sync_order(block), minimum, float("nan")
+
+
