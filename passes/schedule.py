@@ -20,6 +20,7 @@ of the program in its original order with every collective synchronous.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from dataclasses import dataclass, field
 
@@ -147,76 +148,73 @@ class BlockScheduler:
     clock: float = 0.0
     engine_free: float = 0.0
     in_flight: dict[Operation, float] = field(default_factory=dict[Operation, float])
+    position: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    start_of: dict[Operation, Operation] = field(default_factory=dict[Operation, Operation])
+    memory: MemoryTracker = field(default_factory=lambda: MemoryTracker({}))
 
     def run(self) -> tuple[list[Operation], int, float]:
         ops = list(self.block.ops)
-        position = {op: i for i, op in enumerate(ops)}
+        self.position = {op: i for i, op in enumerate(ops)}
         deps = block_dependencies(self.block)
-        start_of = pair_starts_and_dones(self.block)
-        memory = MemoryTracker.for_block(self.block, use_counts(self.block, start_of))
+        users: dict[Operation, list[Operation]] = {op: [] for op in ops}
+        for op, ds in deps.items():
+            for d in ds:
+                users[d].append(op)
+        waiting = {op: len(ds) for op, ds in deps.items()}
+        self.start_of = pair_starts_and_dones(self.block)
+        self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
         terminator = self.block.last_op
-        placed: set[Operation] = set()
+        ready = sorted((op for op in ops if not waiting[op] and op is not terminator), key=self.position.get)
         order: list[Operation] = []
+        while ready:
+            step = self.choose(ready)
+            ready.remove(step)
+            self.advance(step)
+            self.memory.place(step, consumed_values(step, self.start_of))
+            order.append(step)
+            for user in users[step]:
+                waiting[user] -= 1
+                if not waiting[user] and user is not terminator:
+                    bisect.insort(ready, user, key=self.position.get)
+        if terminator is not None:
+            order.append(terminator)
+        return order, self.memory.peak, self.clock
 
-        def ready(op: Operation) -> bool:
-            return op not in placed and deps[op] <= placed
+    def fits(self, op: Operation) -> bool:
+        if self.memory_limit is None:
+            return True
+        during, _ = self.memory.delta(op, consumed_values(op, self.start_of))
+        return during <= self.memory_limit
 
-        def fits(op: Operation) -> bool:
-            if self.memory_limit is None:
-                return True
-            during, _ = memory.delta(op, consumed_values(op, start_of))
-            return during <= self.memory_limit
+    def choose(self, ready: list[Operation]) -> Operation:
+        """The next op to place, by the module docstring's rules."""
+        slot_free = len(self.in_flight) < self.max_in_flight
+        starts = [op for op in ready if _is_start(op)]
+        dones = [op for op in ready if isinstance(op, collective.DoneOp)]
+        if slot_free:
+            if (start := next((s for s in starts if self.fits(s)), None)) is not None:
+                return start
+        elif starts:
+            # A start waits for a slot: a collective that has already finished frees one
+            # at no cost, so the waiting start begins earlier.
+            finished = [d for d in dones if self.finish_of(self.start_of.get(d)) <= self.clock]
+            if finished:
+                return finished[0]
+        computes = (op for op in ready if not _is_start(op) and op not in dones)
+        if (compute := next((c for c in computes if self.fits(c)), None)) is not None:
+            return compute
+        if not dones:
+            raise ScheduleStuck
+        return min(dones, key=lambda d: (self.finish_of(self.start_of.get(d)), self.position[d]))
 
-        def place(op: Operation) -> None:
-            memory.place(op, consumed_values(op, start_of))
-            placed.add(op)
-            order.append(op)
-
-        while len(order) < len(ops):
-            candidates = [op for op in ops if ready(op) and op is not terminator]
-            if not candidates:
-                assert terminator is not None
-                place(terminator)
-                continue
-            step = next(
-                (
-                    s
-                    for s in candidates
-                    if _is_start(s) and len(self.in_flight) < self.max_in_flight and fits(s)
-                ),
-                None,
-            ) or next(
-                (
-                    c
-                    for c in candidates
-                    if not _is_start(c) and not isinstance(c, collective.DoneOp) and fits(c)
-                ),
-                None,
-            )
-            waiting_start = any(_is_start(c) for c in candidates)
-            finished = [
-                d
-                for d in candidates
-                if isinstance(d, collective.DoneOp)
-                and self.finish_of(start_of.get(d)) <= self.clock
-            ]
-            if waiting_start and finished and len(self.in_flight) >= self.max_in_flight:
-                # A start waits for a slot another collective has already freed: retire it
-                # now, which costs no time, so the waiting one starts earlier.
-                step = min(finished, key=lambda d: position[d])
-            if step is None:
-                dones = [d for d in candidates if isinstance(d, collective.DoneOp)]
-                if not dones:
-                    raise ScheduleStuck
-                step = min(dones, key=lambda d: (self.finish_of(start_of.get(d)), position[d]))
-            if _is_start(step):
-                self.issue(step)
-            elif isinstance(step, collective.DoneOp):
-                self.retire(start_of.get(step))
-            else:
-                self.run_compute(step)
-            place(step)
-        return order, memory.peak, self.clock
+    def advance(self, op: Operation) -> None:
+        """Move the simulated clocks past `op`."""
+        if _is_start(op):
+            self.issue(op)
+        elif isinstance(op, collective.DoneOp):
+            self.retire(self.start_of.get(op))
+        else:
+            self.run_compute(op)
 
     def finish_of(self, start: Operation | None) -> float:
         return self.in_flight.get(start, self.clock) if start is not None else self.clock
