@@ -19,6 +19,7 @@ location) and why its group cannot meet. Nothing ever hangs.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from xdsl.traits import SymbolTable
 
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd
+from shardc.hardware.chips import Chip
+from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
 from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.hlo_impls import (
@@ -42,12 +45,31 @@ from shardc.interpreter.hlo_impls import (
     HloFunctions,
     TensorScalarFunctions,
 )
+from shardc.interpreter.timing import (
+    CollectiveCost,
+    DeviceClock,
+    Timeline,
+    collective_kind,
+    compute_cost,
+    memory_plan,
+    value_bytes,
+)
 from shardc.interpreter.values import dtype_name, tensor_spec
 from shardc.tools.source import SourceMap
 
 PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL = range(9)
+# timing-only (abstract) forms of PLAIN, WRAPPED, FALLBACK: run only on known small
+# operands; ABSTRACT never runs (large results)
+A_PLAIN, A_WRAPPED, A_FALLBACK, ABSTRACT = range(9, 13)
 
-Step = tuple[int, Operation, Any, Any, tuple, tuple, tuple]
+Step = tuple[int, Operation, Any, Any, tuple, tuple, tuple, Any, int, int]
+"""kind, op, implementation, its functions object, operand slots, result slots, result
+specs, compute time (None: not on the timeline), bytes allocated, bytes freed after."""
+
+SMALL_ELEMENTS = 4096
+"""--timing-only still computes results of at most this many elements (per result) whose
+operands are all known: constants, iota, axis_index, scalar arith, so loop bounds and
+device-dependent branches work without computing any large value."""
 
 
 def is_level_s(function: func.FuncOp) -> bool:
@@ -69,12 +91,14 @@ def module_mesh(module: ModuleOp) -> tuple[str, spmd.MeshAttr] | None:
 class Future:
     """The pending results of one `_start` collective on one device."""
 
-    __slots__ = ("op", "values", "done")
+    __slots__ = ("op", "values", "done", "end")
 
-    def __init__(self, op: Operation, values: tuple[Any, ...]):
+    def __init__(self, op: Operation, values: tuple[Any, ...], end: float = 0.0):
         self.op = op
         self.values = values
         self.done: Operation | None = None
+        self.end = end
+        """When the collective ends on the simulated machine (timing runs)."""
 
 
 @dataclass
@@ -82,6 +106,7 @@ class _Device:
     index: int
     interp: Interpreter
     futures: list[Future] = field(default_factory=list[Future])
+    tm: DeviceClock | None = None
 
 
 @dataclass
@@ -96,6 +121,10 @@ class _Collective:
     """`all_reduce add (tensor<8xf32>)`: for messages."""
     execute: Any
     """Runs the op for one group (`collectives.prepare`)."""
+    n_values: int
+    """How many values it produces (inside the future for `_start`)."""
+    cost: CollectiveCost | None = None
+    """Kind, time and bytes on the simulated machine (timing runs)."""
 
 
 @dataclass(slots=True)
@@ -106,6 +135,7 @@ class _Wait:
     group: tuple[int, ...]
     rank: int
     info: _Collective
+    arrival: float
 
 
 def _signature(op: coll.CollectiveOp) -> tuple[Any, ...]:
@@ -151,6 +181,13 @@ class Executor:
     result type: a cheap guard against interpreter bugs (the oracle must be right).
     An executor keeps plans and per-op constants of the module as it was when first
     run: make a new one after transforming the module.
+
+    `chip` turns on the timing model (`interpreter.timing`): after `run`, `timeline`
+    holds every device's clocks and slices (`timeline.report()`, `timeline.trace()`).
+    `abstract` (--timing-only) computes no values: arguments may be None, results of more
+    than `SMALL_ELEMENTS` elements (and any depending on an unknown value) are None, and
+    collectives still meet and are timed; only small known values (loop bounds, device
+    coordinates) are computed, for control flow.
     """
 
     def __init__(
@@ -159,11 +196,24 @@ class Executor:
         source_map: SourceMap | None = None,
         filename: str | None = None,
         check_types: bool = True,
+        chip: Chip | None = None,
+        abstract: bool = False,
     ):
         self.module = module
         self.source_map = source_map
         self.filename = filename or (source_map.filename if source_map else "<input>")
-        self.check_types = check_types
+        self.check_types = check_types and not abstract
+        self.chip = chip
+        self.abstract = abstract
+        self.timeline: Timeline | None = None
+        """The last run's timeline (when `chip` is given)."""
+        self.cost_model: CostModel | None = None
+        if chip is not None:
+            mesh = module_mesh(module)
+            self.cost_model = CostModel(chip, mesh[1] if mesh else None)
+        self._op_costs: dict[Operation, OpCost] = {}
+        self._collective_costs: dict[Operation, CollectiveCost] = {}
+        self._memory: dict[Operation, tuple[int, int]] = {}
         self.hlo_functions = HloFunctions()
         self.functions: list[InterpreterFunctions] = [
             self.hlo_functions,
@@ -182,6 +232,15 @@ class Executor:
         self._prepared: set[tuple[func.FuncOp, bool]] = set()
 
     # Messages -------------------------------------------------------------------------
+
+    def location(self, op: Operation) -> str | None:
+        """`file:line:col` of an op, None for ops without a source location."""
+        if self.source_map is not None:
+            loc = self.source_map.location_of(op)
+            if loc is not None:
+                line, col = loc.line_col()
+                return f"{loc.input.name}:{line}:{col}"
+        return None
 
     def where(self, op: Operation) -> str:
         """`file:line:col` of an op (or just the file for ops made by passes)."""
@@ -228,6 +287,8 @@ class Executor:
             for r in op.results:
                 slots[r] = len(slots)
         self._frame_size[function] = len(slots)
+        if self.cost_model is not None:
+            self._memory.update(memory_plan(function))
         self._plan_block(function.body.block, level_s, visited, slots)
 
     def _plan_block(
@@ -238,8 +299,20 @@ class Executor:
         slots: dict[SSAValue, int],
     ) -> None:
         steps: list[Step] = []
+        model = self.cost_model
         for op in block.ops:
-            steps.append(self._plan_op(op, level_s, visited, slots))
+            step = self._plan_op(op, level_s, visited, slots)
+            if self.abstract and step[0] <= FALLBACK:
+                step = (self._abstract_kind(op, step[0]), *step[1:])
+            time: float | None = None
+            alloc = free = 0
+            if model is not None:
+                cost = compute_cost(model, op)
+                if cost is not None:
+                    self._op_costs[op] = cost
+                    time = cost.time
+                alloc, free = self._memory.get(op, (0, 0))
+            steps.append((*step, time, alloc, free))
         self._plans[block] = steps
         self._block_args[block] = tuple(slots[a] for a in block.args)
 
@@ -266,8 +339,21 @@ class Executor:
                     key = tuple(group)
                     for rank, device in enumerate(group):
                         member_of[device] = (key, rank)
+                cost = None
+                if self.cost_model is not None:
+                    cost = CollectiveCost(
+                        collective_kind(op),
+                        self.cost_model.collective_time(op),
+                        self.cost_model.comm_bytes(op),
+                    )
+                    self._collective_costs[op] = cost
                 self._collectives[op] = _Collective(
-                    member_of, _signature(op), _summary(op), collectives.prepare(op)
+                    member_of,
+                    _signature(op),
+                    _summary(op),
+                    collectives.prepare(op),
+                    len(op.value_types()),
+                    cost,
                 )
             if op.IS_START:
                 specs = (None,)
@@ -300,6 +386,13 @@ class Executor:
         if type(op) in self._load_fallbacks() and not op.regions:
             return (FALLBACK, op, None, None, operands, results, specs)
         raise self.error_at(op, "is not supported by the interpreter")
+
+    def _abstract_kind(self, op: Operation, kind: int) -> int:
+        """--timing-only: small results still run (on known operands), others never do."""
+        for r in op.results:
+            if isinstance(r.type, TensorType) and math.prod(r.type.get_shape()) > SMALL_ELEMENTS:
+                return ABSTRACT
+        return {PLAIN: A_PLAIN, WRAPPED: A_WRAPPED, FALLBACK: A_FALLBACK}[kind]
 
     def _load_fallbacks(self) -> set[type[Operation]]:
         """
@@ -349,6 +442,11 @@ class Executor:
                     f"{self.filename}: error: @{function.sym_name.data} takes {n_args} "
                     f"arguments, device {d} was given {len(args)}"
                 )
+        timed = self.cost_model is not None
+        arg_bytes = 0
+        if timed:
+            arg_bytes = sum(value_bytes(a.type) for a in function.body.block.args)
+        self.timeline = None
         devices = []
         for d in range(n):
             interp = Interpreter(self.module)
@@ -356,15 +454,25 @@ class Executor:
                 interp.register_implementations(ft)
             if level_s:
                 interp.set_data(HloFunctions, DEVICE_KEY, DeviceInfo(d, self.module))
-            devices.append(_Device(d, interp))
+            devices.append(_Device(d, interp, tm=DeviceClock(d, arg_bytes) if timed else None))
         size = self._frame_size[function]
         gens = [
             self._run_block(dev, function.body.block, tuple(args), [None] * size)
             for dev, args in zip(devices, per_device_args)
         ]
         with np.errstate(all="ignore"):
-            results = self._schedule(gens)
+            results = self._schedule(gens, devices)
         self._check_futures(devices)
+        if timed:
+            assert self.chip is not None
+            self.timeline = Timeline(
+                self.chip,
+                "S" if level_s else "G",
+                [dev.tm for dev in devices],  # pyright: ignore[reportArgumentType]
+                self._op_costs,
+                self._collective_costs,
+                self.location,
+            )
         return results
 
     def _run_block(
@@ -373,7 +481,9 @@ class Executor:
         for slot, value in zip(self._block_args[block], args):
             env[slot] = value
         check = self.check_types
-        for kind, op, fn, ft, operands, results, specs in self._plans[block]:
+        tm = dev.tm
+        timed = tm is not None
+        for kind, op, fn, ft, operands, results, specs, cost, alloc, free in self._plans[block]:
             vals = tuple([env[v] for v in operands])
             if kind == PLAIN:
                 try:
@@ -398,6 +508,8 @@ class Executor:
             elif kind == DONE:
                 out = self._done(dev, op, vals[0])
             elif kind == IF:
+                if vals[0] is None:
+                    raise self._unknown_control(op, dev, "branch condition")
                 region = op.regions[0] if vals[0] else op.regions[1]
                 if region.blocks:
                     out = yield from self._run_block(dev, region.block, (), env)
@@ -405,6 +517,8 @@ class Executor:
                     out = ()
             elif kind == FOR:
                 lb, ub, step, *carried = vals
+                if lb is None or ub is None or step is None:
+                    raise self._unknown_control(op, dev, "loop bounds")
                 body = op.regions[0].block
                 carried = tuple(carried)
                 for i in range(int(lb), int(ub), int(step)):
@@ -413,11 +527,26 @@ class Executor:
             elif kind == CALL:
                 frame = [None] * self._frame_size[fn]
                 out = yield from self._run_block(dev, fn.body.block, vals, frame)
-            else:  # FALLBACK
+            elif kind == FALLBACK:
                 try:
                     out = dev.interp.run_op(op, vals)
                 except Exception as e:
                     raise self._internal(op, dev, e) from e
+            else:  # --timing-only forms
+                out = self._run_abstract(dev, kind, op, fn, ft, vals, len(results))
+            if timed:
+                if cost is not None:
+                    start = tm.clock  # pyright: ignore[reportOptionalMemberAccess]
+                    end = start + cost
+                    tm.clock = end  # pyright: ignore[reportOptionalMemberAccess]
+                    tm.busy += cost  # pyright: ignore[reportOptionalMemberAccess]
+                    tm.compute.append((op, start, end))  # pyright: ignore[reportOptionalMemberAccess]
+                if alloc or free:
+                    live = tm.live + alloc  # pyright: ignore[reportOptionalMemberAccess]
+                    if live > tm.peak:  # pyright: ignore[reportOptionalMemberAccess]
+                        tm.peak = live  # pyright: ignore[reportOptionalMemberAccess]
+                        tm.peak_op = op  # pyright: ignore[reportOptionalMemberAccess]
+                    tm.live = live - free  # pyright: ignore[reportOptionalMemberAccess]
             if check:
                 if len(out) != len(specs):
                     self._check_results(op, dev, out, specs)
@@ -427,6 +556,30 @@ class Executor:
             for r, v in zip(results, out):
                 env[r] = v
         return ()
+
+    def _run_abstract(
+        self, dev: _Device, kind: int, op: Operation, fn: Any, ft: Any, vals: tuple, n: int
+    ) -> tuple[Any, ...]:
+        """--timing-only: compute small results of known operands, else unknown (None)."""
+        if kind == ABSTRACT or any(v is None for v in vals):
+            return (None,) * n
+        try:
+            if kind == A_PLAIN:
+                return fn(ft, dev.interp, op, vals)
+            if kind == A_WRAPPED:
+                return fn(ft, dev.interp, op, vals).values
+            return dev.interp.run_op(op, vals)
+        except InterpreterError:
+            raise
+        except Exception as e:
+            raise self._internal(op, dev, e) from e
+
+    def _unknown_control(self, op: Operation, dev: _Device, what: str) -> InterpreterError:
+        return self.error_at(
+            op,
+            f"on device {dev.index}: the {what} depends on values --timing-only does not "
+            "compute (inputs or large tensors); run without --timing-only",
+        )
 
     def _internal(self, op: Operation, dev: _Device, e: Exception) -> InterpreterError:
         return self.error_at(
@@ -465,6 +618,10 @@ class Executor:
                 "a future is consumed exactly once",
             )
         future.done = op
+        tm = dev.tm
+        if tm is not None and future.end > tm.clock:
+            tm.waits.append((op, tm.clock, future.end))
+            tm.clock = future.end
         return future.values
 
     def _check_futures(self, devices: list[_Device]) -> None:
@@ -482,8 +639,11 @@ class Executor:
 
     # Scheduling -----------------------------------------------------------------------
 
-    def _schedule(self, gens: list[Generator]) -> list[tuple[Any, ...]]:
+    def _schedule(self, gens: list[Generator], devices: list[_Device]) -> list[tuple[Any, ...]]:
         n = len(gens)
+        clocks = [dev.tm for dev in devices]
+        timed = self.cost_model is not None
+        abstract = self.abstract
         inbox: list[Any] = [None] * n
         finished: dict[int, tuple[Any, ...]] = {}
         waiting: dict[int, _Wait] = {}
@@ -502,7 +662,8 @@ class Executor:
             if member is None:
                 raise self.error_at(op, f"has no group containing device {d}")
             group, rank = member
-            waiting[d] = _Wait(d, op, values, group, rank, info)  # pyright: ignore
+            arrival = clocks[d].clock if timed else 0.0  # pyright: ignore[reportOptionalMemberAccess]
+            waiting[d] = _Wait(d, op, values, group, rank, info, arrival)  # pyright: ignore
             # how many members wait at a collective over this very group
             count = arrived.get(group, 0) + 1
             if count < len(group):
@@ -514,14 +675,47 @@ class Executor:
             for w in members:
                 if w.info.signature != signature:
                     raise self._mismatch(members)
-            outputs = info.execute([w.values for w in members])
+            if abstract and any(v is None for w in members for v in w.values):
+                outputs = [(None,) * info.n_values] * len(members)
+            else:
+                outputs = info.execute([w.values for w in members])
+            end = 0.0
+            if timed:
+                end = self._time_collective(members, clocks)
             for w, out in zip(members, outputs):
                 del waiting[w.device]
-                inbox[w.device] = (Future(w.op, out),) if w.op.IS_START else out
+                inbox[w.device] = (Future(w.op, out, end),) if w.op.IS_START else out
                 runnable.append(w.device)
         if waiting:
             raise self._deadlock(waiting, finished)
         return [finished[d] for d in range(n)]
+
+    @staticmethod
+    def _time_collective(members: list[_Wait], clocks: list[Any]) -> float:
+        """
+        Start the group's collective when the last member has issued it and every
+        member's engine is free; a sync form blocks each member's compute stream until
+        it ends. Returns the end time.
+        """
+        cost = members[0].info.cost
+        assert cost is not None
+        start = 0.0
+        for w in members:
+            tm = clocks[w.device]
+            start = max(start, w.arrival, tm.engine)
+        end = start + cost.time
+        kind, nbytes = cost.kind, cost.bytes
+        for w in members:
+            tm = clocks[w.device]
+            tm.engine = end
+            tm.comm += cost.time
+            tm.collectives.append((w.op, w.arrival, start, end))
+            tm.counts[kind] += 1
+            tm.comm_bytes[kind] += nbytes
+            if not w.op.IS_START and end > tm.clock:
+                tm.waits.append((w.op, tm.clock, end))
+                tm.clock = end
+        return end
 
     def _mismatch(self, members: list[_Wait]) -> InterpreterError:
         by_op: dict[tuple[Any, ...], list[_Wait]] = {}

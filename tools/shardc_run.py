@@ -3,13 +3,20 @@
 "Tools"; the interpreter is `shardc.interpreter`).
 
     shardc-run FILE [-p PIPELINE] [--entry NAME] [--inputs IN.npz] [--outputs OUT.npz]
-               [--seed N] [--check] [--report-json REPORT.json]
+               [--seed N] [--check] [--chip v5e] [--timing-only] [--trace TRACE.json]
+               [--report-json REPORT.json]
 
 Inputs are global arrays `in_0..` (per-device `in_K.D` for `spmd.per_device_io`
 programs), read from `--inputs` or drawn from `--seed` using the program's signature
 *before* `-p`, so one seed gives the same inputs whatever the pipeline. Outputs are
 `out_0..` (or `out_K.D`). Every error is one diagnostic on stderr and exit status 1, and
 no output file is written unless the run succeeded.
+
+Every run is also timed on the simulated machine (`--chip`, default v5e; the model is
+`shardc.interpreter.timing` over `shardc.hardware.cost`): the summary and the report
+give step time, compute, exposed communication, the roofline bound, collectives, bytes
+and peak memory; `--trace` writes the per-device timeline as Chrome/Perfetto JSON.
+`--timing-only` skips the values altogether (shapes and the timing model only).
 """
 
 from __future__ import annotations
@@ -30,8 +37,10 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from shardc.dialects import make_context
+from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor, module_mesh
+from shardc.interpreter.timing import Timeline, summary_lines
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
 from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
 
@@ -41,11 +50,10 @@ TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-5, F16: 5e-3, BF16: 2e-2}
 """--check: relative tolerance per float dtype, against the largest |reference| value."""
 
 NOT_YET = {
-    "chip": "--chip (the timing model, issue 6)",
-    "timing_only": "--timing-only (the timing model, issue 6)",
-    "trace": "--trace (timelines, issue 8)",
-    "plot": "--plot (timelines, issue 8)",
+    "plot": "--plot (timeline pictures, issue 8)",
 }
+
+DEFAULT_CHIP = "v5e"
 
 EPILOG = """\
 levels: a function marked spmd.partitioned or spmd.per_device_io runs on the mesh's
@@ -61,8 +69,27 @@ reference and --check is an error. A failed check exits 1 and writes no --output
 bf16 arrays are stored in .npz files as raw 2-byte values (numpy's '|V2'); --inputs
 accepts them that way.
 
-not implemented yet (exit status 2): --chip and --timing-only (timing model, issue 6),
---trace and --plot (timelines, issue 8).
+timing: every run is also timed on a simulated machine of --chip (v4, v5e, v5p, v6e;
+default v5e). Each device has a compute stream (each hlo op takes its roofline time,
+max(FLOPs / peak, HBM bytes / bandwidth)) and a collective engine (one collective at a
+time, in issue order); a collective starts when every member of its group has reached
+it and its engines are free; a sync collective blocks the compute stream until it ends,
+a _start only at its done. The summary and --report-json give (of the slowest device)
+step_time_s, compute_time_s, exposed_comm_time_s (step - compute: time the compute
+stream waits for communication), roofline_time_s (max over devices of max(total
+compute, total communication), a lower bound), collectives (executed, per kind),
+comm_bytes (operand bytes of those collectives), and peak_memory_bytes (live tensors,
+max over program order and devices). --trace writes the timeline as Chrome/Perfetto
+trace-event JSON (ui.perfetto.dev): a process per device, threads "compute" and
+"collectives".
+
+--timing-only computes no values and allocates no arrays: inputs are not drawn, ops
+only propagate types (small values such as loop bounds and device coordinates are still
+computed, for control flow), collectives still meet and are timed. It cannot be used
+with --inputs, --outputs or --check (there are no values); a branch or loop bound that
+depends on input values is an error.
+
+not implemented yet (exit status 2): --plot (timeline pictures, issue 8).
 """
 
 
@@ -104,9 +131,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help="also run the program before -p and compare outputs")
     p.add_argument("--report-json", metavar="REPORT.json", default=None,
                    help="write the summary as JSON")
-    p.add_argument("--chip", default=None, help="chip preset (not implemented yet)")
-    p.add_argument("--timing-only", action="store_true", help="(not implemented yet)")
-    p.add_argument("--trace", metavar="TRACE.json", default=None, help="(not implemented yet)")
+    p.add_argument("--chip", default=DEFAULT_CHIP,
+                   help=f"chip preset of the timing model: {', '.join(CHIPS)} (default {DEFAULT_CHIP})")
+    p.add_argument("--timing-only", action="store_true",
+                   help="no values: shapes and the timing model only (see below)")
+    p.add_argument("--trace", metavar="TRACE.json", default=None,
+                   help="write the per-device timeline as Chrome/Perfetto trace JSON")
     p.add_argument("--plot", metavar="TIMELINE.png", default=None, help="(not implemented yet)")
     return p
 
@@ -220,9 +250,12 @@ class Report:
     inputs: dict[str, Any]
     outputs: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     check: dict[str, Any] | None = None
+    timing_only: bool = False
+    timing: dict[str, Any] | None = None
+    """`Timeline.report()`: DESIGN.md's timing keys, merged into the top level."""
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "file": self.file,
             "entry": self.entry,
             "level": self.level,
@@ -232,7 +265,12 @@ class Report:
             "inputs": self.inputs,
             "outputs": self.outputs,
             "check": self.check,
+            "timing_only": self.timing_only,
         }
+        if self.timing is not None:
+            for key, value in self.timing.items():
+                out.setdefault(key, value)
+        return out
 
 
 def read_text(path: str) -> tuple[str, str]:
@@ -270,11 +308,26 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, key):
             print(f"{PROG}: {what} is not implemented yet", file=sys.stderr)
             return 2
+    try:
+        chip = get_chip(args.chip)
+    except UnknownChipError as e:
+        raise DiagnosticError(f"{PROG}: error: --chip: {e}") from None
+    if args.timing_only:
+        clash = [f for f, v in (("--inputs", args.inputs), ("--outputs", args.outputs),
+                                ("--check", args.check)) if v]
+        if clash:
+            raise DiagnosticError(
+                f"{PROG}: error: --timing-only computes no values, so it cannot be used with "
+                f"{' or '.join(clash)}"
+            )
     text, filename = read_text(args.file)
     ctx = make_context()
     original, original_map = parse_and_verify(ctx, text, filename)
     entry = io.find_entry(original, args.entry, filename)
     original_sig = io.signature(original, entry, filename)
+
+    if args.timing_only:
+        return run_timing_only(args, chip, ctx, text, filename, original, original_map, original_sig)
 
     if args.inputs is not None:
         inputs = load_inputs(args.inputs)
@@ -308,7 +361,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         module, source_map, sig = original, original_map, original_sig
 
-    outputs = io.run(Executor(module, source_map, filename), sig, inputs, input_source)
+    executor = Executor(module, source_map, filename, chip=chip)
+    outputs = io.run(executor, sig, inputs, input_source)
+    timeline = executor.timeline
+    assert timeline is not None
 
     mesh = module_mesh(module)
     report = Report(
@@ -323,6 +379,7 @@ def run(args: argparse.Namespace) -> int:
             {"name": n, "shape": list(v.shape), "dtype": dtype_name(v.dtype)}
             for n, v in outputs.items()
         ],
+        timing=timeline.report(),
     )
     passed = True
     comparisons: list[Comparison] = []
@@ -349,20 +406,78 @@ def run(args: argparse.Namespace) -> int:
             "outputs": [c.as_json() for c in comparisons],
         }
 
-    print_summary(report, outputs, comparisons)
+    print_summary(report, {n: type_str(v.shape, v.dtype) for n, v in outputs.items()}, comparisons)
+    write_report(args, report)
+    if not passed:
+        print(f"{PROG}: check failed", file=sys.stderr)
+        return 1
+    write_trace(args, timeline)
+    if args.outputs is not None:
+        write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
+        print(f"wrote {args.outputs}")
+    return 0
+
+
+def run_timing_only(
+    args: argparse.Namespace,
+    chip: Any,
+    ctx: Any,
+    text: str,
+    filename: str,
+    original: ModuleOp,
+    original_map: SourceMap,
+    original_sig: io.Signature,
+) -> int:
+    """--timing-only: no inputs drawn, no values computed; shapes and timing only."""
+    if args.passes is not None:
+        # the original is not needed any more: compile it in place (no second parse)
+        module, source_map = original, original_map
+        compile_module(module, source_map, args.passes, filename)
+        function = io.find_entry(module, original_sig.name, filename)
+        sig = io.signature(module, function, filename)
+    else:
+        module, source_map, sig = original, original_map, original_sig
+    executor = Executor(module, source_map, filename, chip=chip, abstract=True)
+    n_args = len(sig.function.body.block.args)
+    executor.run(sig.function, [[None] * n_args for _ in range(sig.devices)])
+    timeline = executor.timeline
+    assert timeline is not None
+    mesh = module_mesh(module)
+    specs = sig.output_specs()
+    report = Report(
+        file=filename,
+        entry=sig.name,
+        level=sig.level,
+        devices=sig.devices,
+        mesh=_mesh_str(*mesh) if mesh and sig.level == "S" else None,
+        pipeline=args.passes,
+        inputs={"source": "none (--timing-only)"},
+        outputs=[
+            {"name": n, "shape": list(shape), "dtype": dtype_name(dtype)}
+            for n, shape, dtype in specs
+        ],
+        timing_only=True,
+        timing=timeline.report(),
+    )
+    print_summary(report, {n: type_str(shape, dtype) for n, shape, dtype in specs}, [])
+    write_report(args, report)
+    write_trace(args, timeline)
+    return 0
+
+
+def write_report(args: argparse.Namespace, report: Report) -> None:
     if args.report_json is not None:
         write_atomically(
             args.report_json,
             lambda f: f.write(json.dumps(report.as_json(), indent=2) + "\n"),
             binary=False,
         )
-    if not passed:
-        print(f"{PROG}: check failed", file=sys.stderr)
-        return 1
-    if args.outputs is not None:
-        write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
-        print(f"wrote {args.outputs}")
-    return 0
+
+
+def write_trace(args: argparse.Namespace, timeline: Timeline) -> None:
+    if args.trace is not None:
+        write_atomically(args.trace, lambda f: f.write(timeline.trace_json()), binary=False)
+        print(f"wrote trace {args.trace} (open it in ui.perfetto.dev)")
 
 
 def _mesh_str(name: str, mesh: Any) -> str:
@@ -375,7 +490,7 @@ def _specs_str(specs: Sequence[tuple[str, tuple[int, ...], Any]]) -> str:
 
 
 def print_summary(
-    report: Report, outputs: dict[str, np.ndarray], comparisons: list[Comparison]
+    report: Report, outputs: dict[str, str], comparisons: list[Comparison]
 ) -> None:
     devices = f"{report.devices} device" + ("s" if report.devices != 1 else "")
     mesh = f" on mesh {report.mesh}" if report.mesh else ""
@@ -386,9 +501,11 @@ def print_summary(
     lines.append(
         "inputs: " + (f"random (seed {src['seed']})" if src["source"] == "random" else src["source"])
     )
+    if report.timing_only:
+        lines.append("outputs (not computed: --timing-only):")
     width = max((len(n) for n in outputs), default=0)
-    for name, value in outputs.items():
-        lines.append(f"  {name:<{width}}  {type_str(value.shape, value.dtype)}")
+    for name, ty in outputs.items():
+        lines.append(f"  {name:<{width}}  {ty}")
     if report.check is not None:
         verdict = "pass" if report.check["passed"] else "FAIL"
         lines.append(f"check against {report.check['reference']}: {verdict}")
@@ -397,6 +514,8 @@ def print_summary(
             status = "ok" if c.passed else "FAIL"
             note = f"  ({c.note})" if c.note else ""
             lines.append(f"  {c.name:<{width}}  max |diff| {c.max_abs_diff:.3g} ({tol}) {status}{note}")
+    if report.timing is not None:
+        lines.extend(summary_lines(report.timing))
     print("\n".join(lines))
 
 

@@ -1,0 +1,456 @@
+"""
+Level-S (and level-G) timing: the simulated machine's clocks, the per-device timeline, the
+report DESIGN.md names, and a Chrome/Perfetto trace.
+
+The cost of every op comes from `shardc.hardware.cost.CostModel` (the one model the
+`schedule` pass uses too); this module only decides *when* things run.
+
+The machine
+-----------
+Every device has a **compute stream** and a **collective engine**.
+
+* A compute op (every `hlo` op and `spmd.constraint`) runs on the compute stream for
+  `CostModel.op_cost(op).time`, in program order. Control ops (`scf`, `func`, scalar
+  `arith`, `tensor.extract`, `spmd.axis_index`) take no time and are not on the timeline.
+* A collective (sync or `_start`) is *issued* when the device's compute stream reaches
+  it (its arrival time = the compute clock then). It **starts** when every member of its
+  group has issued it and every member's engine is free: start = max(members' arrival
+  times, members' engine-free times), and takes `CostModel.collective_time(op)`. All
+  members see the same start and end.
+* A sync collective blocks its device's compute stream until the collective ends.
+* A `_start` does not block: compute continues while the engine works; its
+  `collective.done` blocks the compute stream until the collective has ended.
+* In flight: any number of `_start`s may be outstanding (issued and not yet done) on a
+  device (bounding that is the scheduler's job, as XLA's latency-hiding scheduler does),
+  but one device's engine runs **one collective at a time, in issue order** (a FIFO).
+  Collectives share the device's ICI links, so running two at once would split their
+  bandwidth: serializing them gives the same finish time for the pair without modelling
+  link sharing. (Collectives over disjoint torus axes could overlap on real hardware;
+  per-link engines come with level T.)
+* Level G: one device, compute only.
+
+Report (`Timeline.report()`, the keys of DESIGN.md "Report JSON keys")
+-------------------------------------------------------------------------
+* A device's *finish* time is when it returns (its compute clock then; every collective
+  has ended by then, because every `_start` has its `done`).
+* `step_time_s`: the largest finish time. The *slowest device* is the first device with
+  that finish time; every other per-device number below is of that device, except
+  `roofline_time_s` and `peak_memory_bytes`.
+* `compute_time_s`: the slowest device's compute-stream busy time (sum of its compute
+  ops' times).
+* `exposed_comm_time_s`: `step_time_s - compute_time_s`: the time the slowest device's
+  compute stream is idle, i.e. blocked at a sync collective or a `done` (waiting for the
+  transfer itself, for the engine, or for a late group member to arrive).
+* `roofline_time_s`: the schedule's lower bound, `max over devices of max(total compute,
+  total communication)`, communication being the sum of the collective times on the
+  device's engine. Always `<= step_time_s`.
+* `collectives`: collectives the slowest device executed, per kind (keys exactly
+  `all_reduce all_gather reduce_scatter all_to_all permute`); a `_start` counts under its
+  kind, a variadic collective once; a collective in a loop counts once per iteration.
+* `comm_bytes`: the slowest device's operand bytes of those collectives (algorithm-free),
+  an integer; `comm_bytes_by_kind` splits it per kind.
+* `peak_memory_bytes`: the largest live-tensor total over program order and devices.
+
+Extra keys: `chip`, `comm_time_s` (the slowest device's engine busy time),
+`slowest_device`, and `per_device` (each device's finish, compute, communication,
+exposed time, comm bytes and peak memory).
+
+Memory model (`memory_plan`)
+----------------------------
+Per device, in program order: the entry function's arguments are live throughout (the
+caller owns them); every other tensor value is a buffer of its type's size (`tensor_bytes`:
+elements x bytes per element, i1 one byte), allocated when its op runs and freed after its
+last use (an unused result right after its op). While an op runs its operands and its
+results are both live; the peak is taken there. A `_start`'s operands stay live until its
+`done` (the engine reads them); its future holds the result buffers, which its `done`
+hands to its results (no new allocation). Values used inside a nested region
+(`scf.for`/`scf.if` bodies) are live until the op containing that region ends. Block
+arguments of nested blocks (loop-carried values) alias the values passed in, so they are
+not counted again. Reshapes are counted as new buffers (XLA makes them bitcasts: a small
+overestimate).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from shardc.dialects import collective as coll
+from shardc.dialects import spmd
+from shardc.hardware.chips import Chip
+from shardc.hardware.cost import CostModel, OpCost, tensor_bytes
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
+"""Collective kinds, in the report's order (`collective-stats`' too)."""
+
+REPORT_KEYS = (
+    "devices",
+    "step_time_s",
+    "compute_time_s",
+    "exposed_comm_time_s",
+    "roofline_time_s",
+    "collectives",
+    "comm_bytes",
+    "peak_memory_bytes",
+)
+"""The report keys DESIGN.md fixes."""
+
+COMPUTE_TID = 0
+COLLECTIVE_TID = 1
+
+
+def collective_kind(op: Operation) -> str:
+    return op.name.removeprefix("collective.").removesuffix("_start")
+
+
+def is_timed(op: Operation) -> bool:
+    """Ops that run on the compute stream (and appear on the timeline)."""
+    return op.dialect_name() == "hlo" or isinstance(op, spmd.ConstraintOp)
+
+
+def value_bytes(ty: Attribute) -> int:
+    """Bytes of a tensor or of the buffers a future holds; 0 for scalars."""
+    if isinstance(ty, TensorType):
+        return tensor_bytes(ty)
+    if isinstance(ty, coll.FutureType):
+        return sum(tensor_bytes(t) for t in ty.value_types)
+    return 0
+
+
+# Memory plan ----------------------------------------------------------------------------
+
+
+def memory_plan(function: func.FuncOp) -> dict[Operation, tuple[int, int]]:
+    """
+    For every op of `function` (nested ones included): (bytes allocated when it runs,
+    bytes freed after it), per the module docstring's memory model.
+    """
+    position: dict[Operation, int] = {}
+    for op in function.walk():
+        for region in op.regions:
+            for block in region.blocks:
+                for i, inner in enumerate(block.ops):
+                    position[inner] = i
+    alloc: dict[Operation, int] = {}
+    free: dict[Operation, int] = {}
+    for op in function.walk():
+        if op is function:
+            continue
+        if isinstance(op, coll.DoneOp) and _from_start(op.operands[0]):
+            alloc[op] = 0  # the future's buffers become the results
+        else:
+            alloc[op] = sum(value_bytes(r.type) for r in op.results)
+        block = op.parent_block()
+        for r in op.results:
+            size = value_bytes(r.type)
+            if not size:
+                continue
+            if isinstance(r.type, coll.FutureType) and r.uses and all(
+                isinstance(u.operation, coll.DoneOp) for u in r.uses
+            ):
+                continue  # handed to the done's results, freed at their last uses
+            last = _last_use(r, op, block, position)
+            free[last] = free.get(last, 0) + size
+    return {op: (alloc[op], free.get(op, 0)) for op in alloc}
+
+
+def _from_start(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, coll.CollectiveOp) and owner.IS_START
+
+
+def _last_use(
+    value: SSAValue, definer: Operation, block: Block | None, position: dict[Operation, int]
+) -> Operation:
+    users: list[Operation] = []
+    for use in value.uses:
+        user = use.operation
+        users.append(user)
+        if isinstance(user, coll.CollectiveOp) and user.IS_START:
+            # the engine reads the operand until the collective's done
+            users.extend(u.operation for u in user.results[0].uses)
+    last, last_pos = definer, position.get(definer, -1)
+    for user in users:
+        while user is not None and user.parent_block() is not block:
+            user = user.parent_op()
+        if user is None:
+            continue
+        pos = position.get(user, -1)
+        if pos > last_pos:
+            last, last_pos = user, pos
+    return last
+
+
+# Per-device state -----------------------------------------------------------------------
+
+
+class DeviceClock:
+    """One device's clocks, counters and timeline while (and after) it runs."""
+
+    __slots__ = (
+        "device",
+        "clock",
+        "engine",
+        "busy",
+        "comm",
+        "live",
+        "peak",
+        "peak_op",
+        "compute",
+        "collectives",
+        "waits",
+        "counts",
+        "comm_bytes",
+    )
+
+    def __init__(self, device: int, live: int = 0):
+        self.device = device
+        self.clock = 0.0
+        """When the compute stream is next free (seconds)."""
+        self.engine = 0.0
+        """When the collective engine is next free."""
+        self.busy = 0.0
+        """Compute-stream busy time so far."""
+        self.comm = 0.0
+        """Engine busy time so far."""
+        self.live = live
+        self.peak = live
+        self.peak_op: Operation | None = None
+        self.compute: list[tuple[Operation, float, float]] = []
+        """Compute-stream slices (op, start, end)."""
+        self.collectives: list[tuple[Operation, float, float, float]] = []
+        """Engine slices (op, issued, start, end)."""
+        self.waits: list[tuple[Operation, float, float]] = []
+        """Compute stream blocked at a sync collective or a done (op, start, end)."""
+        self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.comm_bytes: dict[str, int] = dict.fromkeys(KINDS, 0)
+
+    @property
+    def finish(self) -> float:
+        return max(self.clock, self.engine)
+
+
+@dataclass
+class CollectiveCost:
+    """A collective's cost, computed once per op."""
+
+    kind: str
+    time: float
+    bytes: int
+
+
+# The timeline and its outputs -----------------------------------------------------------
+
+
+@dataclass
+class Timeline:
+    """Every device's clocks and slices after one run, and what they add up to."""
+
+    chip: Chip
+    level: str
+    devices: list[DeviceClock]
+    op_costs: dict[Operation, OpCost]
+    collective_costs: dict[Operation, CollectiveCost]
+    where: Callable[[Operation], str | None] = field(default=lambda op: None)
+    """Source location (`file:line:col`) of an op, None if unknown."""
+
+    @property
+    def slowest(self) -> DeviceClock:
+        return max(self.devices, key=lambda d: d.finish)  # first of the slowest
+
+    def report(self) -> dict[str, Any]:
+        """DESIGN.md's report keys (see the module docstring) and a few more."""
+        slow = self.slowest
+        step = slow.finish
+        roofline = max(max(d.busy, d.comm) for d in self.devices)
+        return {
+            "devices": len(self.devices),
+            "step_time_s": step,
+            "compute_time_s": slow.busy,
+            "exposed_comm_time_s": max(0.0, step - slow.busy),
+            "roofline_time_s": roofline,
+            "collectives": dict(slow.counts),
+            "comm_bytes": sum(slow.comm_bytes.values()),
+            "peak_memory_bytes": max(d.peak for d in self.devices),
+            "chip": self.chip.name,
+            "comm_time_s": slow.comm,
+            "comm_bytes_by_kind": dict(slow.comm_bytes),
+            "slowest_device": slow.device,
+            "per_device": [
+                {
+                    "device": d.device,
+                    "finish_time_s": d.finish,
+                    "compute_time_s": d.busy,
+                    "comm_time_s": d.comm,
+                    "exposed_comm_time_s": max(0.0, d.finish - d.busy),
+                    "comm_bytes": sum(d.comm_bytes.values()),
+                    "peak_memory_bytes": d.peak,
+                }
+                for d in self.devices
+            ],
+        }
+
+    # Trace ---------------------------------------------------------------------------
+
+    def trace(self) -> dict[str, Any]:
+        """
+        Chrome trace-event JSON (ui.perfetto.dev and chrome://tracing open it): one
+        process per device, one thread per stream ("compute", "collectives"), each op a
+        complete ("X") event named after the op, ts/dur in microseconds, with its FLOPs or
+        bytes and source location in `args`. Time the compute stream spends blocked at a
+        sync collective or a `done` is a "wait" event on the compute thread.
+        """
+        events: list[dict[str, Any]] = []
+        labels: dict[Operation, dict[str, Any]] = {}
+
+        def base_args(op: Operation) -> dict[str, Any]:
+            args = labels.get(op)
+            if args is None:
+                args = {"op": op.name}
+                names = [r.name_hint for r in op.results if r.name_hint]
+                if names:
+                    args["results"] = ", ".join(f"%{n}" for n in names)
+                loc = self.where(op)
+                if loc:
+                    args["loc"] = loc
+                labels[op] = args
+            return args
+
+        for d in self.devices:
+            pid = d.device
+            events.append(_meta("process_name", pid, None, f"device {pid}"))
+            events.append(_meta("process_sort_index", pid, None, pid, key="sort_index"))
+            events.append(_meta("thread_name", pid, COMPUTE_TID, "compute"))
+            if self.level == "S":
+                events.append(_meta("thread_name", pid, COLLECTIVE_TID, "collectives"))
+            for op, start, end in d.compute:
+                cost = self.op_costs.get(op)
+                args = dict(base_args(op))
+                if cost is not None:
+                    args["flops"] = cost.flops
+                    args["bytes"] = cost.bytes
+                events.append(_slice(op.name, "compute", pid, COMPUTE_TID, start, end, args))
+            for op, start, end in d.waits:
+                args = dict(base_args(op))
+                args["waits_for"] = op.name
+                events.append(
+                    _slice(f"wait {collective_kind(op) if isinstance(op, coll.CollectiveOp) else op.name}",
+                           "wait", pid, COMPUTE_TID, start, end, args)
+                )
+            for op, issued, start, end in d.collectives:
+                cc = self.collective_costs.get(op)
+                args = dict(base_args(op))
+                if cc is not None:
+                    args["bytes"] = cc.bytes
+                args["issued_us"] = issued * 1e6
+                events.append(_slice(op.name, "collective", pid, COLLECTIVE_TID, start, end, args))
+        return {
+            "traceEvents": events,
+            "displayTimeUnit": "ns",
+            "otherData": {"chip": self.chip.name, "level": self.level},
+        }
+
+    def trace_json(self) -> str:
+        return json.dumps(self.trace(), separators=(",", ":"))
+
+
+def _meta(name: str, pid: int, tid: int | None, value: Any, key: str = "name") -> dict[str, Any]:
+    event: dict[str, Any] = {"name": name, "ph": "M", "pid": pid, "args": {key: value}}
+    if tid is not None:
+        event["tid"] = tid
+    return event
+
+
+def _slice(
+    name: str, cat: str, pid: int, tid: int, start: float, end: float, args: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "cat": cat,
+        "ph": "X",
+        "pid": pid,
+        "tid": tid,
+        "ts": start * 1e6,
+        "dur": (end - start) * 1e6,
+        "args": args,
+    }
+
+
+# Formatting -----------------------------------------------------------------------------
+
+
+def format_seconds(t: float) -> str:
+    if t == 0:
+        return "0 s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:.3g} {unit}"
+    return f"{t / 1e-9:.3g} ns"
+
+
+def format_bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    """The timing part of `shardc-run`'s summary."""
+    step = report["step_time_s"]
+    lines = [
+        f"timing on {report['chip']}"
+        + (f" (slowest device {report['slowest_device']})" if report["devices"] > 1 else "")
+        + ":",
+        f"  step time            {format_seconds(step)}",
+        f"  compute              {format_seconds(report['compute_time_s'])}",
+        f"  exposed comm         {format_seconds(report['exposed_comm_time_s'])}",
+        f"  roofline bound       {format_seconds(report['roofline_time_s'])}"
+        + (f" ({report['roofline_time_s'] / step:.0%} of step)" if step > 0 else ""),
+    ]
+    counts = report["collectives"]
+    total = sum(counts.values())
+    if total:
+        kinds = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+        lines.append(
+            f"  collectives          {total} ({kinds}), {format_bytes(report['comm_bytes'])} "
+            f"per device, {format_seconds(report['comm_time_s'])} on the engine"
+        )
+    else:
+        lines.append("  collectives          none")
+    lines.append(f"  peak memory          {format_bytes(report['peak_memory_bytes'])}")
+    return lines
+
+
+def cost_model(chip: Chip, mesh: Any) -> CostModel:
+    return CostModel(chip, mesh)
+
+
+def compute_cost(model: CostModel, op: Operation) -> OpCost | None:
+    """The op's compute cost, or None for ops that take no time (control, scalars)."""
+    if not is_timed(op):
+        return None
+    cost = model.op_cost(op)
+    if not math.isfinite(cost.time):
+        return None
+    return cost
+
+
+__all__ = [
+    "KINDS",
+    "REPORT_KEYS",
+    "CollectiveCost",
+    "DeviceClock",
+    "Timeline",
+    "compute_cost",
+    "memory_plan",
+    "summary_lines",
+    "value_bytes",
+]
