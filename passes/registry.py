@@ -43,6 +43,36 @@ def _schedule() -> type[ModulePass]:
     return SchedulePass
 
 
+def _reduce_scatter_create() -> type[ModulePass]:
+    from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
+
+    return ReduceScatterCreatePass
+
+
+def _all_gather_slice_simplify() -> type[ModulePass]:
+    from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
+
+    return AllGatherSliceSimplifyPass
+
+
+def _all_reduce_reassociate() -> type[ModulePass]:
+    from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
+
+    return AllReduceReassociatePass
+
+
+def _collective_matmul() -> type[ModulePass]:
+    from shardc.passes.collective_matmul import CollectiveMatmulPass
+
+    return CollectiveMatmulPass
+
+
+def _async_split() -> type[ModulePass]:
+    from shardc.passes.async_split import AsyncSplitPass
+
+    return AsyncSplitPass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
     return {
@@ -51,5 +81,10 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "spmd-pipeline": _spmd_pipeline,
         "collective-stats": _collective_stats,
         "collective-combine": _collective_combine,
+        "reduce-scatter-create": _reduce_scatter_create,
+        "all-gather-slice-simplify": _all_gather_slice_simplify,
+        "all-reduce-reassociate": _all_reduce_reassociate,
+        "collective-matmul": _collective_matmul,
+        "async-split": _async_split,
         "schedule": _schedule,
     }

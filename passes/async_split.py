@@ -1,0 +1,115 @@
+"""
+`async-split{inverse=false min-bytes=0}`: every sync collective becomes its `_start` form
+and one `collective.done` right after it (XLA's AsyncCollectiveCreator); the `schedule`
+pass then moves the two apart so that compute runs while the collective is in flight.
+
+    %r = collective.all_reduce add %x on @mesh["data"] : tensor<8xf32>
+  ->
+    %0 = collective.all_reduce_start add %x on @mesh["data"] : tensor<8xf32> -> !collective.future<tensor<8xf32>>
+    %r = collective.done %0 : !collective.future<tensor<8xf32>> -> tensor<8xf32>
+
+Variadic collectives become one `_start` whose future holds every result and one `done`
+with as many results. Collectives whose operands total fewer than `min-bytes` stay sync
+(XLA's *_min_threshold_in_bytes: a tiny collective is latency, there is nothing to hide).
+Discardable attributes move to the `_start`.
+
+`inverse=true` is the opposite (XLA's ConvertAsyncCollectivesToSync, for after
+scheduling): a `_start` whose `done` follows it with nothing in between but free ops
+(`hlo.constant`, `spmd.axis_index`), so that no compute overlaps it, becomes the sync
+collective again, at the place of the `done`. Pairs with real work between them, and
+futures used by anything but one `done` in the same block, stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from shardc.dialects import collective, hlo, spmd
+from shardc.passes.collective_combine import operand_bytes
+from shardc.passes.rewrite_utils import check_option
+
+TO_START: dict[type[collective.CollectiveOp], type[collective.CollectiveOp]] = dict(
+    zip(collective.SYNC_OPS, collective.START_OPS, strict=True)
+)
+TO_SYNC = {start: sync for sync, start in TO_START.items()}
+
+FREE_OPS = (hlo.ConstantOp, spmd.AxisIndexOp)
+"""Ops that take no time: a start/done pair with only these between them overlaps nothing."""
+
+
+def split(op: collective.CollectiveOp) -> collective.DoneOp:
+    """Replace the sync `op` by its `_start` and a `done` right after it."""
+    start_cls = TO_START[type(op)]
+    start = start_cls.create(
+        operands=list(op.operands),
+        result_types=[collective.FutureType([r.type for r in op.results])],  # pyright: ignore
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    done = collective.DoneOp(start.results[0])
+    Rewriter.insert_op([start, done], InsertPoint.before(op))
+    for old, new in zip(op.results, done.results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    Rewriter.erase_op(op)
+    return done
+
+
+def join(done: collective.DoneOp) -> Operation | None:
+    """The sync form of `done`'s `_start` if nothing but free ops lies between them."""
+    start = done.future.owner
+    if not isinstance(start, collective.START_OPS) or start.parent is not done.parent:
+        return None
+    if not start.results[0].has_one_use():
+        return None
+    between = start.next_op
+    while between is not None and between is not done:
+        if not isinstance(between, FREE_OPS):
+            return None
+        between = between.next_op
+    if between is None:
+        return None
+    sync = TO_SYNC[type(start)].create(
+        operands=list(start.operands),
+        result_types=[r.type for r in done.results],
+        properties=dict(start.properties),
+        attributes=dict(start.attributes),
+    )
+    Rewriter.insert_op(sync, InsertPoint.before(done))
+    for old, new in zip(done.results, sync.results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    Rewriter.erase_op(done)
+    Rewriter.erase_op(start)
+    return sync
+
+
+@dataclass(frozen=True)
+class AsyncSplitPass(ModulePass):
+    """Sync collectives -> `_start` + `done` pairs, or back (see the module docstring)."""
+
+    name = "async-split"
+
+    inverse: bool = False
+    """Join `_start`/`done` pairs with nothing between them into sync collectives."""
+    min_bytes: int = 0
+    """Collectives with fewer operand bytes stay sync."""
+
+    def __post_init__(self) -> None:
+        check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for candidate in list(op.walk()):
+            if self.inverse:
+                if isinstance(candidate, collective.DoneOp):
+                    join(candidate)
+            elif type(candidate) in TO_START:
+                assert isinstance(candidate, collective.CollectiveOp)
+                if operand_bytes(candidate) >= self.min_bytes:
+                    split(candidate)

@@ -1,0 +1,383 @@
+"""
+`collective-matmul{bidirectional= min-bytes=0}`: an all_gather feeding a dot, and a dot
+feeding a reduce_scatter, become an unrolled ring of permutes and partial dots that the
+scheduler can overlap (Wang et al., "Overlap Communication with Dependent Computation via
+Decomposition in Large Deep Learning Models", ASPLOS 2023; XLA's windowed einsum; the
+"collective matmul" of How to Scale Your Model).
+
+all_gather + dot. `dot(all_gather(x, dim = g), w)` where `g` is a free (or batch)
+dimension of that dot operand: device r holds block r of the gathered operand. Each step
+computes the partial dot of the block it holds and writes it with `dynamic_update_slice`
+into its place of the result (a zero buffer of the result's type), while a
+`collective.permute` (shift 1) passes the block on to the next device; after G - 1
+permutes every block was seen. The other operand is used whole (free `g`), or sliced to
+the same block (batch `g`). Every element of the result comes from the same dot on the
+same numbers as before: results are identical.
+
+dot + reduce_scatter. `reduce_scatter(dot(a, b), dim = d)` where `d` is a result dimension
+from a free (or batch) dimension: each device computes, per step, the partial dot for
+one block of `d` (a `dynamic_slice` of `a` or `b`, or both for a batch dimension), adds it
+to the partial sum that arrived from its neighbour and passes the sum on; after G - 1
+permutes each device holds the complete sum for its own block. Any reduction kind works
+(add, mul, max, min: the matching `hlo` op combines). Sums are added in ring order, not
+rank order: integers are identical, floats agree up to summation order; bf16/f16 partial
+dots accumulate in f32 and are rounded once at the end, as the reduce_scatter did.
+
+Bidirectional (`bidirectional=true`, the default when the group size is even): two rings
+at once, one passing blocks to rank + 1 and one to rank - 1, each covering about half of
+the other devices, so there are about G / 2 steps instead of G - 1 (same bytes in total,
+half the latency on a bidirectional ring).
+
+Block offsets are computed from `spmd.axis_index`: `((axis_index + c) mod G) * block`, the
+modulo as a compare/select (`hlo` has no remainder).
+
+Only collectives over exactly one mesh axis are rewritten: a ring over several axes (or
+explicit groups) has no single `axis_index` to count steps with, so those are left as they
+are, as are variadic collectives, `_start` forms (run before `async-split`), an
+all_gather or dot result with other users (the collective would stay), gathering a
+contracting dimension, and collectives whose operand (all_gather result, reduce_scatter
+input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    Float16Type,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Attribute
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.syntax import i64_attr
+from shardc.passes.rewrite_utils import (
+    SCALAR_I32,
+    check_option,
+    const_i32,
+    erase_if_dead,
+    tensor_type,
+    zeros,
+)
+from shardc.passes.sharding_rules import element_bytes
+
+COMBINE: dict[str, type[hlo.BinaryElementwiseOp]] = {
+    "add": hlo.AddOp,
+    "mul": hlo.MulOp,
+    "max": hlo.MaxOp,
+    "min": hlo.MinOp,
+}
+
+
+def _with_dim(
+    ty: TensorType, dim: int, size: int, element_type: Attribute | None = None
+) -> TensorType:
+    shape = list(ty.get_shape())
+    shape[dim] = size
+    return TensorType(element_type or ty.element_type, shape)
+
+
+def _bytes(value: SSAValue) -> int:
+    ty = tensor_type(value)
+    return math.prod(ty.get_shape()) * element_bytes(ty)
+
+
+def ring_axis(op: collective.CollectiveOp) -> tuple[str, str, int] | None:
+    """(mesh, axis, group size) of a one-operand sync collective over exactly one mesh axis."""
+    if op.mesh is None or len(op.axes) != 1 or len(op.operands) != 1:
+        return None
+    size = op.group_size()
+    if size < 2:
+        return None
+    return op.mesh.root_reference.data, op.axes[0], size
+
+
+@dataclass
+class RingBuilder:
+    """Emits the unrolled ring before `anchor`, sharing the index computations."""
+
+    anchor: Operation
+    mesh: str
+    axis: str
+    size: int
+    ops: list[Operation] = field(default_factory=list[Operation])
+    _consts: dict[int, SSAValue] = field(default_factory=dict[int, SSAValue])
+    _index: dict[int, SSAValue] = field(default_factory=dict[int, SSAValue])
+    _offset: dict[tuple[int, int], SSAValue] = field(
+        default_factory=dict[tuple[int, int], SSAValue]
+    )
+    _rank: SSAValue | None = None
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def const(self, value: int) -> SSAValue:
+        if value not in self._consts:
+            self._consts[value] = self.emit(const_i32(value))
+        return self._consts[value]
+
+    def rank(self) -> SSAValue:
+        if self._rank is None:
+            self._rank = self.emit(spmd.AxisIndexOp(self.mesh, self.axis, SCALAR_I32))
+        return self._rank
+
+    def block_index(self, c: int) -> SSAValue:
+        """`(rank + c) mod size` for a constant c."""
+        c %= self.size
+        if c not in self._index:
+            if c == 0:
+                self._index[c] = self.rank()
+            else:
+                t = self.emit(hlo.AddOp(self.rank(), self.const(c)))
+                n = self.const(self.size)
+                wraps = self.emit(hlo.CompareOp("GE", t, n))
+                wrapped = self.emit(hlo.SubOp(t, n))
+                self._index[c] = self.emit(hlo.SelectOp(wraps, wrapped, t))
+        return self._index[c]
+
+    def block_offset(self, c: int, block: int) -> SSAValue:
+        key = (c % self.size, block)
+        if key not in self._offset:
+            self._offset[key] = self.emit(
+                hlo.MulOp(self.block_index(c), self.const(block))
+            )
+        return self._offset[key]
+
+    def offsets(self, rank: int, dim: int, c: int, block: int) -> list[SSAValue]:
+        return [
+            self.block_offset(c, block) if d == dim else self.const(0) for d in range(rank)
+        ]
+
+    def slice_block(self, value: SSAValue, dim: int, c: int, block: int) -> SSAValue:
+        """Block `(rank + c) mod size` of `value` along `dim`."""
+        ty = tensor_type(value)
+        sizes = list(ty.get_shape())
+        sizes[dim] = block
+        return self.emit(
+            hlo.DynamicSliceOp(value, self.offsets(ty.get_num_dims(), dim, c, block), sizes)
+        )
+
+    def permute(self, value: SSAValue, shift: int) -> SSAValue:
+        op = collective.PermuteOp.create(
+            operands=[value],
+            result_types=[value.type],
+            properties={
+                "shift": i64_attr(shift),
+                "mesh": SymbolRefAttr(self.mesh),
+                "mesh_axes": ArrayAttr([StringAttr(self.axis)]),
+            },
+        )
+        return self.emit(op)
+
+    def finish(self, old: SSAValue, new: SSAValue) -> None:
+        Rewriter.insert_op(self.ops, InsertPoint.before(self.anchor))
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+
+
+def _ring_steps(size: int, bidirectional: bool) -> tuple[int, int]:
+    """Blocks handled by the +1 ring and by the -1 ring (they add up to size - 1)."""
+    if not bidirectional:
+        return size - 1, 0
+    return size // 2, (size - 1) // 2
+
+
+# all_gather + dot -------------------------------------------------------------------------
+
+
+def gather_into_dot(dot: hlo.DotOp, bidirectional: bool | None, min_bytes: int) -> bool:
+    for side in (0, 1):
+        value = dot.operands[side]
+        ag = value.owner
+        if not isinstance(ag, collective.AllGatherOp) or not value.has_one_use():
+            continue
+        ring = ring_axis(ag)
+        if ring is None or _bytes(value) < min_bytes:
+            continue
+        if _rewrite_gather(dot, side, ag, ring, bidirectional):
+            return True
+    return False
+
+
+def _rewrite_gather(
+    dot: hlo.DotOp,
+    side: int,
+    ag: collective.AllGatherOp,
+    ring: tuple[str, str, int],
+    bidirectional: bool | None,
+) -> bool:
+    mesh, axis, n = ring
+    g = ag.dim.value.data
+    batching, contracting = dot.batching, dot.contracting
+    rank = tensor_type(dot.operands[side]).get_num_dims()
+    free = hlo.dot_free_dims(rank, batching[side], contracting[side])
+    nb = len(batching[0])
+    other_dim: int | None = None
+    if g in free:
+        lhs_free = len(
+            hlo.dot_free_dims(tensor_type(dot.lhs).get_num_dims(), batching[0], contracting[0])
+        )
+        e = nb + free.index(g) + (lhs_free if side == 1 else 0)
+    elif g in batching[side]:
+        i = batching[side].index(g)
+        e = i
+        other_dim = batching[1 - side][i]
+    else:
+        return False  # a gathered contracting dimension: partial sums, not blocks
+    x = ag.operands[0]
+    block = tensor_type(x).get_shape()[g]
+    other = dot.operands[1 - side]
+    out_type = tensor_type(dot.result)
+    part_type = _with_dim(out_type, e, block)
+    b = RingBuilder(dot, mesh, axis, n)
+
+    def partial(cur: SSAValue, c: int) -> SSAValue:
+        """The dot of block `(rank + c) mod n`, held in `cur`."""
+        o = other if other_dim is None else b.slice_block(other, other_dim, c, block)
+        lhs, rhs = (cur, o) if side == 0 else (o, cur)
+        return b.emit(hlo.DotOp(lhs, rhs, contracting, batching, part_type))
+
+    buffer = b.emit(zeros(out_type))
+
+    def place(part: SSAValue, c: int) -> None:
+        nonlocal buffer
+        offsets = b.offsets(out_type.get_num_dims(), e, c, block)
+        buffer = b.emit(hlo.DynamicUpdateSliceOp(buffer, part, offsets))
+
+    bidi = n % 2 == 0 if bidirectional is None else bidirectional
+    k1, k2 = _ring_steps(n, bidi)
+    # Each step first sends on what it holds, then computes with it (overlap).
+    cw_next = b.permute(x, 1) if k1 >= 1 else None
+    ccw_next = b.permute(x, -1) if k2 >= 1 else None
+    place(partial(x, 0), 0)
+    cw = ccw = x
+    for s in range(1, max(k1, k2) + 1):
+        if s <= k1:
+            assert cw_next is not None
+            cw = cw_next
+            if s + 1 <= k1:
+                cw_next = b.permute(cw, 1)
+        if s <= k2:
+            assert ccw_next is not None
+            ccw = ccw_next
+            if s + 1 <= k2:
+                ccw_next = b.permute(ccw, -1)
+        if s <= k1:
+            place(partial(cw, -s), -s)  # after s shifts by +1: block rank - s
+        if s <= k2:
+            place(partial(ccw, s), s)  # after s shifts by -1: block rank + s
+    b.finish(dot.result, buffer)
+    Rewriter.erase_op(dot)
+    erase_if_dead([ag.results[0]])
+    return True
+
+
+# dot + reduce_scatter -----------------------------------------------------------------
+
+
+def dot_into_scatter(
+    rs: collective.ReduceScatterOp, bidirectional: bool | None, min_bytes: int
+) -> bool:
+    ring = ring_axis(rs)
+    if ring is None:
+        return False
+    value = rs.operands[0]
+    dot = value.owner
+    if not isinstance(dot, hlo.DotOp) or not value.has_one_use() or _bytes(value) < min_bytes:
+        return False
+    mesh, axis, n = ring
+    d = rs.dim.value.data
+    batching, contracting = dot.batching, dot.contracting
+    lhs_t, rhs_t = tensor_type(dot.lhs), tensor_type(dot.rhs)
+    nb = len(batching[0])
+    lf = hlo.dot_free_dims(lhs_t.get_num_dims(), batching[0], contracting[0])
+    rf = hlo.dot_free_dims(rhs_t.get_num_dims(), batching[1], contracting[1])
+    slice_lhs = slice_rhs = None
+    if d < nb:
+        slice_lhs, slice_rhs = batching[0][d], batching[1][d]
+    elif d < nb + len(lf):
+        slice_lhs = lf[d - nb]
+    else:
+        slice_rhs = rf[d - nb - len(lf)]
+    y_type = tensor_type(value)
+    block = y_type.get_shape()[d] // n
+    low = isinstance(y_type.element_type, BFloat16Type | Float16Type)
+    acc_element = f32 if low else y_type.element_type
+    part_type = _with_dim(y_type, d, block, acc_element)
+    combine = COMBINE[rs.kind.data]
+    b = RingBuilder(rs, mesh, axis, n)
+
+    def partial(c: int) -> SSAValue:
+        """This device's partial result for block `(rank + c) mod n`."""
+        lhs = dot.lhs if slice_lhs is None else b.slice_block(dot.lhs, slice_lhs, c, block)
+        rhs = dot.rhs if slice_rhs is None else b.slice_block(dot.rhs, slice_rhs, c, block)
+        return b.emit(hlo.DotOp(lhs, rhs, contracting, batching, part_type))
+
+    bidi = n % 2 == 0 if bidirectional is None else bidirectional
+    k1, k2 = _ring_steps(n, bidi)
+    # The +1 ring: the sum for block t starts k1 devices before t (device t - k1 adds
+    # block t first) and reaches t after k1 permutes; the -1 ring likewise from t + k2.
+    cw = partial(k1) if k1 >= 1 else None
+    ccw = partial(-k2) if k2 >= 1 else None
+    cw_in = ccw_in = None
+    for s in range(1, max(k1, k2) + 1):
+        if s <= k1:
+            assert cw is not None
+            moved = b.permute(cw, 1)
+            if s < k1:
+                cw = b.emit(combine(moved, partial(k1 - s)))
+            else:
+                cw_in = moved
+        if s <= k2:
+            assert ccw is not None
+            moved = b.permute(ccw, -1)
+            if s < k2:
+                ccw = b.emit(combine(moved, partial(s - k2)))
+            else:
+                ccw_in = moved
+    result = partial(0)
+    for arrived in (cw_in, ccw_in):
+        if arrived is not None:
+            result = b.emit(combine(result, arrived))
+    if low:
+        result = b.emit(hlo.ConvertOp(result, tensor_type(rs.results[0])))
+    b.finish(rs.results[0], result)
+    Rewriter.erase_op(rs)
+    Rewriter.erase_op(dot)
+    return True
+
+
+@dataclass(frozen=True)
+class CollectiveMatmulPass(ModulePass):
+    """all_gather + dot and dot + reduce_scatter -> rings of permutes (module docstring)."""
+
+    name = "collective-matmul"
+
+    bidirectional: bool | None = None
+    """Two rings in opposite directions; default: when the group size is even."""
+    min_bytes: int = 0
+    """Only collectives moving at least this many bytes (gathered / scattered array)."""
+
+    def __post_init__(self) -> None:
+        check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for candidate in list(op.walk()):
+            if candidate.parent is None:
+                continue
+            if isinstance(candidate, hlo.DotOp):
+                gather_into_dot(candidate, self.bidirectional, self.min_bytes)
+            elif isinstance(candidate, collective.ReduceScatterOp):
+                dot_into_scatter(candidate, self.bidirectional, self.min_bytes)

@@ -1,0 +1,219 @@
+"""
+What a small integer expression evaluates to on every device: the shared matcher of the
+"this device's block" patterns (`reduce-scatter-create`, `all-gather-slice-simplify`,
+`all-reduce-reassociate`).
+
+The partitioner computes a device's block offset as `spmd.axis_index * block` (several
+axes: the row-major shard index times the block); imported XLA programs use lookup tables
+(`dynamic_slice` of a constant table at the device's index), `iota`, subtraction, and so
+on. Rather than match each spelling, `device_values` evaluates the expression once per
+device of the mesh (an abstract interpretation over the device id) and the passes check
+the per-device numbers against the collective's groups and ranks. An expression that
+reads anything else (a function argument, a float, an op not listed) is unknown: None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.spmd import MeshAttr
+
+MAX_ELEMENTS = 4096
+"""Bigger index tensors are not evaluated (they are no offsets)."""
+MAX_DEPTH = 64
+
+
+def device_values(value: SSAValue, mesh: MeshAttr) -> np.ndarray | None:
+    """
+    `value` on every device as an int64 array of shape (devices, *value's shape), or None
+    when it is not a function of the device's mesh coordinates alone.
+    """
+    return _Evaluator(mesh).eval(value, 0)
+
+
+def scalar_device_values(value: SSAValue, mesh: MeshAttr) -> np.ndarray | None:
+    """A rank-0 integer `value` on every device: shape (devices,)."""
+    got = device_values(value, mesh)
+    if got is None:
+        return None
+    return got.reshape(got.shape[0])
+
+
+def device_ranks(op: collective.CollectiveOp) -> tuple[list[list[int]], np.ndarray]:
+    """The op's groups and each device's rank in its group (indexed by device id)."""
+    groups = op.device_groups()
+    ranks = np.zeros(sum(len(g) for g in groups), dtype=np.int64)
+    for group in groups:
+        for r, d in enumerate(group):
+            ranks[d] = r
+    return groups, ranks
+
+
+def clamped_offsets(
+    indices: Sequence[SSAValue], shape: Sequence[int], sizes: Sequence[int], mesh: MeshAttr
+) -> list[np.ndarray] | None:
+    """
+    The start offsets of a dynamic_slice (or dynamic_update_slice) on every device, each
+    clamped into bounds as StableHLO does; None when one is not device-computable.
+    """
+    out: list[np.ndarray] = []
+    for index, dim, size in zip(indices, shape, sizes, strict=True):
+        values = scalar_device_values(index, mesh)
+        if values is None:
+            return None
+        out.append(np.clip(values, 0, dim - size))
+    return out
+
+
+def is_invariant(values: np.ndarray) -> bool:
+    return bool(np.all(values == values[0]))
+
+
+def _int_type(value: SSAValue) -> tuple[TensorType, int, int] | None:
+    """The tensor type and the value range [lo, hi) of an i1/i32/i64 tensor."""
+    ty = value.type
+    if not isinstance(ty, TensorType) or not isinstance(ty.element_type, IntegerType):
+        return None
+    width = ty.element_type.width.data
+    if width == 1:
+        return ty, 0, 2
+    if width not in (32, 64):
+        return None
+    return ty, -(1 << (width - 1)), 1 << (width - 1)
+
+
+_COMPARE = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
+
+
+class _Evaluator:
+    def __init__(self, mesh: MeshAttr):
+        self.mesh = mesh
+        self.devices = mesh.device_count
+        self.coords = np.array(
+            [mesh.coords(d) for d in range(self.devices)], dtype=np.int64
+        ).reshape(self.devices, len(mesh.shape))
+        self.memo: dict[SSAValue, np.ndarray | None] = {}
+
+    def eval(self, value: SSAValue, depth: int) -> np.ndarray | None:
+        if value in self.memo:
+            return self.memo[value]
+        result = None
+        if depth < MAX_DEPTH:
+            result = self._eval(value, depth)
+        if result is not None:
+            typed = _int_type(value)
+            if typed is None:
+                result = None
+            else:
+                ty, lo, hi = typed
+                if (
+                    result.shape[1:] != tuple(ty.get_shape())
+                    or result.size > MAX_ELEMENTS * self.devices
+                    or np.any(result < lo)
+                    or np.any(result >= hi)
+                ):
+                    result = None  # overflow: the program's values would wrap
+        self.memo[value] = result
+        return result
+
+    def _eval(self, value: SSAValue, depth: int) -> np.ndarray | None:
+        op = value.owner
+        if not isinstance(op, Operation) or _int_type(value) is None:
+            return None
+        args: list[np.ndarray] = []
+        n = self.devices
+        if isinstance(op, spmd.AxisIndexOp):
+            if op.axis.data not in self.mesh.names:
+                return None
+            return self.coords[:, self.mesh.names.index(op.axis.data)].copy()
+        if isinstance(op, hlo.ConstantOp):
+            attr = op.value
+            if not isinstance(attr, DenseIntOrFPElementsAttr):
+                return None
+            ty = attr.get_type()
+            shape = tuple(ty.get_shape())
+            if np.prod(shape, dtype=np.int64) > MAX_ELEMENTS:
+                return None
+            data = np.array([int(v) for v in attr.get_values()], dtype=np.int64)
+            data = np.broadcast_to(data, (int(np.prod(shape, dtype=np.int64)),)).reshape(shape)
+            return np.broadcast_to(data, (n, *shape)).copy()
+        if isinstance(op, hlo.IotaOp):
+            shape = tuple(op.result.type.get_shape())  # pyright: ignore
+            if np.prod(shape, dtype=np.int64) > MAX_ELEMENTS:
+                return None
+            dim = op.iota_dimension.value.data
+            ramp = np.arange(shape[dim], dtype=np.int64)
+            ramp = ramp.reshape([shape[dim] if d == dim else 1 for d in range(len(shape))])
+            return np.broadcast_to(ramp, (n, *shape)).copy()
+        for i in range(len(op.operands)):
+            if isinstance(op, hlo.DynamicSliceOp) and i > 0:
+                break  # the start indices are evaluated below
+            got = self.eval(op.operands[i], depth + 1)
+            if got is None:
+                return None
+            args.append(got)
+        if isinstance(op, hlo.AddOp):
+            return args[0] + args[1]
+        if isinstance(op, hlo.SubOp):
+            return args[0] - args[1]
+        if isinstance(op, hlo.MulOp):
+            return args[0] * args[1]
+        if isinstance(op, hlo.MaxOp):
+            return np.maximum(args[0], args[1])
+        if isinstance(op, hlo.MinOp):
+            return np.minimum(args[0], args[1])
+        if isinstance(op, hlo.DivOp):
+            a, b = args
+            if np.any(b == 0):
+                return None
+            q = np.abs(a) // np.abs(b)
+            return np.where((a < 0) != (b < 0), -q, q)
+        if isinstance(op, hlo.ConvertOp | hlo.ReshapeOp):
+            shape = tuple(op.results[0].type.get_shape())  # pyright: ignore
+            return args[0].reshape((n, *shape))
+        if isinstance(op, hlo.BroadcastOp):
+            res = tuple(op.result.type.get_shape())  # pyright: ignore
+            src = args[0]
+            expanded = [1] * len(res)
+            for i, d in enumerate(op.dims):
+                expanded[d] = src.shape[1 + i]
+            return np.broadcast_to(src.reshape((n, *expanded)), (n, *res)).copy()
+        if isinstance(op, hlo.TransposeOp):
+            return args[0].transpose([0, *(p + 1 for p in op.perm)])
+        if isinstance(op, hlo.SliceOp):
+            index = tuple(slice(lo, hi, st) for lo, hi, st in op.bounds)
+            return args[0][(slice(None), *index)]
+        if isinstance(op, hlo.ConcatenateOp):
+            return np.concatenate(args, axis=1 + op.dimension.value.data)
+        if isinstance(op, hlo.CompareOp):
+            fn = _COMPARE[op.comparison_direction.data]
+            return fn(args[0], args[1]).astype(np.int64)
+        if isinstance(op, hlo.SelectOp):
+            return np.where(args[0] != 0, args[1], args[2])
+        if isinstance(op, hlo.DynamicSliceOp):
+            src = args[0]
+            shape = src.shape[1:]
+            offsets = []
+            for i, (dim, size) in enumerate(zip(shape, op.sizes)):
+                off = self.eval(op.start_indices[i], depth + 1)
+                if off is None:
+                    return None
+                offsets.append(np.clip(off.reshape(n), 0, dim - size))
+            out = np.empty((n, *op.sizes), dtype=np.int64)
+            for d in range(n):
+                index = tuple(slice(o[d], o[d] + s) for o, s in zip(offsets, op.sizes))
+                out[d] = src[d][index]
+            return out
+        return None

@@ -1,0 +1,127 @@
+"""Small building blocks shared by the collective optimization passes."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterable, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.traits import is_side_effect_free
+
+from shardc.dialects import collective, hlo
+from shardc.dialects.spmd import MeshAttr
+from shardc.dialects.syntax import i64_array
+
+SCALAR_I32 = TensorType(i32, [])
+
+
+def check_option(pass_name: str, option: str, ok: bool, expected: str, got: object) -> None:
+    """A bad pass option: one `ValueError` that the tools report as a bad pipeline."""
+    if not ok:
+        raise ValueError(f"pass '{pass_name}': option '{option}' must be {expected}, got {got}")
+
+
+@functools.lru_cache(maxsize=256)
+def _i32_literal(value: int) -> DenseIntOrFPElementsAttr:
+    return DenseIntOrFPElementsAttr.from_list(SCALAR_I32, [value])
+
+
+def const_i32(value: int) -> hlo.ConstantOp:
+    return hlo.ConstantOp(_i32_literal(value))
+
+
+def zeros(ty: TensorType) -> hlo.ConstantOp:
+    return hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, [0]))  # pyright: ignore
+
+
+def tensor_type(value: SSAValue) -> TensorType:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty
+
+
+def group_properties(op: collective.CollectiveOp) -> dict[str, Attribute]:
+    """The `on ...` part of `op` as properties for a new collective."""
+    return {k: v for k, v in op.properties.items() if k in ("mesh", "mesh_axes", "groups")}
+
+
+def properties_for_groups(
+    op: collective.CollectiveOp, groups: list[list[int]], mesh: MeshAttr | None
+) -> dict[str, Attribute]:
+    """
+    Properties naming `groups` (each in rank order): `op`'s own if they are its groups,
+    else `op`'s mesh axes in the order that gives them, else explicit groups.
+    """
+    want = sorted(tuple(g) for g in groups)
+    if sorted(tuple(g) for g in op.device_groups()) == want:
+        return group_properties(op)
+    if op.mesh is not None and mesh is not None and len(op.axes) <= 4:
+        for perm in itertools.permutations(op.axes):
+            if sorted(tuple(g) for g in mesh.groups(perm)) == want:
+                return {
+                    "mesh": SymbolRefAttr(op.mesh.root_reference.data),
+                    "mesh_axes": ArrayAttr(StringAttr(a) for a in perm),
+                }
+    return {"groups": ArrayAttr(i64_array(g) for g in sorted(groups))}
+
+
+def erase_if_dead(values: Iterable[SSAValue]) -> None:
+    """Erase the side-effect-free ops defining `values` that have no uses left, transitively."""
+    work = [v.owner for v in values if isinstance(v.owner, Operation)]
+    while work:
+        op = work.pop()
+        if op.parent is None or any(r.uses for r in op.results):
+            continue
+        if not is_side_effect_free(op):
+            continue
+        operands = [o.owner for o in op.operands if isinstance(o.owner, Operation)]
+        Rewriter.erase_op(op)
+        work.extend(operands)
+
+
+def single_user(value: SSAValue) -> Operation | None:
+    """The one op using `value` (possibly several times), or None."""
+    users = {use.operation for use in value.uses}
+    if len(users) != 1:
+        return None
+    return next(iter(users))
+
+
+def replay_data_movement(op: Operation, value: SSAValue) -> Operation:
+    """
+    A copy of the reshape/transpose/slice/dynamic_slice/convert `op` applied to `value`
+    instead (a dynamic_slice keeps its start indices).
+    """
+    if isinstance(op, hlo.DynamicSliceOp):
+        return hlo.DynamicSliceOp(value, list(op.start_indices), op.sizes)
+    if isinstance(op, hlo.ConvertOp):
+        return hlo.ConvertOp(value, tensor_type(op.result))
+    if isinstance(op, hlo.ReshapeOp):
+        return hlo.ReshapeOp(value, tensor_type(op.result))
+    if isinstance(op, hlo.TransposeOp):
+        return hlo.TransposeOp(value, op.perm)
+    if isinstance(op, hlo.SliceOp):
+        lo, hi, st = zip(*op.bounds) if op.bounds else ((), (), ())
+        return hlo.SliceOp(value, list(lo), list(hi), list(st))
+    raise AssertionError(f"not a data movement op: {op.name}")
+
+
+def static_slice_or_value(
+    value: SSAValue, starts: Sequence[int], sizes: Sequence[int]
+) -> tuple[SSAValue, list[Operation]]:
+    """`value[starts : starts + sizes]` (no op when that is all of it)."""
+    shape = tensor_type(value).get_shape()
+    if all(s == 0 for s in starts) and tuple(sizes) == tuple(shape):
+        return value, []
+    op = hlo.SliceOp(value, list(starts), [s + n for s, n in zip(starts, sizes)])
+    return op.result, [op]

@@ -1,0 +1,61 @@
+"""
+Shared by the differential tests of the collective passes: run a level-S program on the
+simulated devices before and after a pass, on the same inputs, and compare.
+
+Integers must match exactly; floats exactly when `exact`, else within a tight tolerance
+relative to the output's scale (bf16/f16 at their own precision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from shardc.dialects import make_context
+from shardc.interpreter import io
+from shardc.tools.source import parse_and_verify
+
+CTX = make_context()
+
+
+def count_ops(module: ModuleOp, name: str) -> int:
+    return sum(1 for op in module.walk() if op.name == name)
+
+
+def assert_close(before: dict[str, np.ndarray], after: dict[str, np.ndarray], exact: bool) -> None:
+    assert before.keys() == after.keys()
+    for name, want in before.items():
+        have = after[name]
+        assert have.shape == want.shape and have.dtype == want.dtype, name
+        if exact or not np.issubdtype(want.dtype, np.floating) and want.dtype.kind != "V":
+            np.testing.assert_array_equal(have, want, err_msg=name)
+            continue
+        w = want.astype(np.float64)
+        h = have.astype(np.float64)
+        low = want.dtype.itemsize <= 2
+        rtol = 2e-2 if low else 1e-5
+        scale = max(1.0, float(np.max(np.abs(w))) if w.size else 1.0)
+        np.testing.assert_allclose(h, w, rtol=rtol, atol=rtol * scale, err_msg=name)
+
+
+def check_pass(
+    text: str,
+    passes: ModulePass | Sequence[ModulePass],
+    *,
+    exact: bool = True,
+    seed: int = 0,
+) -> ModuleOp:
+    """Apply `passes` to `text`; outputs before and after must agree. The module after."""
+    module, source_map = parse_and_verify(CTX, text, "<test>")
+    function = io.find_entry(module, None, "<test>")
+    inputs = io.random_inputs(io.signature(module, function, "<test>"), seed)
+    before = io.run_module(module.clone(), inputs, source_map=source_map)
+    for p in [passes] if isinstance(passes, ModulePass) else passes:
+        p.apply(CTX, module)
+        module.verify()
+    after = io.run_module(module, inputs)
+    assert_close(before, after, exact)
+    return module
