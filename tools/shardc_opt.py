@@ -104,13 +104,7 @@ class ShardcOptMain(xDSLOptMain):
         """The input split at `// -----` (if asked), each with its first line's offset."""
         if not self.args.split_input_file:
             return [(text, 0)]
-        pieces = text.split(SPLIT_MARKER)
-        out: list[tuple[str, int]] = []
-        offset = 0
-        for piece in pieces:
-            out.append((piece, offset))
-            offset += piece.count("\n")
-        return out
+        return split_chunks(text)
 
     def process_chunk(self, text: str, filename: str, line_offset: int) -> str:
         module, self.source_map = parse_and_verify(self.ctx, text, filename, line_offset)
@@ -163,6 +157,26 @@ def write_output(path: str, text: str) -> None:
     except OSError as e:
         reason = e.strerror or str(e)
         raise DiagnosticError(f"{path}:1:1: error: cannot write the output file: {reason}") from None
+
+
+def split_chunks(text: str) -> list[tuple[str, int]]:
+    """
+    Split at every line that starts with `// -----` (the whole line is the marker, as the
+    rest of it is a comment anyway), keeping each chunk's lines whole so that its
+    diagnostics give the file's line and column numbers: (chunk, lines before it).
+    """
+    chunks: list[tuple[str, int]] = []
+    current: list[str] = []
+    start = 0
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(SPLIT_MARKER):
+            chunks.append(("\n".join(current) + "\n", start))
+            current, start = [], i + 1
+        else:
+            current.append(line)
+    chunks.append(("\n".join(current), start))
+    return chunks
 
 
 def _undecodable(data: bytes, name: str, error: UnicodeDecodeError) -> str:

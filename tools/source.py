@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     RankedStructure,
+    TensorType,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation
@@ -29,7 +31,7 @@ from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from shardc.dialects.spmd import verify_function_shardings
 
@@ -105,6 +107,10 @@ _DENSE_LITERAL_TYPE = base(
 each, most of the cost of parsing a constant); it never changes, so build it once."""
 
 
+_STATIC_TENSOR_TYPE = re.compile(r"tensor<(?:\d+x)*(?:bf16|f16|f32|f64|i1|i8|i16|i32|i64)>")
+"""A ranked tensor type of static shape and a plain element type, and nothing else."""
+
+
 class SafeLexer(MLIRLexer):
     """
     xDSL's MLIR lexer with a string-literal pattern that cannot backtrack.
@@ -131,6 +137,7 @@ class LocatedParser(Parser):
         # The same state Parser.__init__ builds, on the safe lexer.
         self._parser_state = ParserState(SafeLexer(Input(text, name)))
         self.source_map = SourceMap(name, input=self.lexer.input, line_offset=line_offset)
+        self._tensor_types: dict[str, TensorType] = {}
         self.line_offset = line_offset
 
     def parse_operation(self) -> Operation:
@@ -149,6 +156,31 @@ class LocatedParser(Parser):
             raise ParseError(Span(start, end, self.lexer.input), message) from None
         self.source_map.locations[op] = Location(self.lexer.input, start, self.line_offset)
         return op
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        # MLIR reads a file with no operations (empty, or only comments) as an empty
+        # module; xDSL refuses it ("Could not parse entire input!").
+        if allow_implicit_module and self._current_token.kind is MLIRTokenKind.EOF:
+            return ModuleOp([])
+        return super().parse_module(allow_implicit_module)
+
+    def parse_optional_type(self) -> Any:
+        # A static tensor type is re-parsed at each of its uses (in every op's signature);
+        # parsing one costs ~50 us, about half of the time to parse a typical op. The
+        # parsed attribute is immutable, so a repeat of the same text reuses it.
+        token = self._current_token
+        if token.kind is MLIRTokenKind.BARE_IDENT and token.text == "tensor":
+            found = _STATIC_TENSOR_TYPE.match(self.lexer.input.content, token.span.start)
+            if found is not None:
+                cached = self._tensor_types.get(found.group())
+                if cached is not None:
+                    self._resume_from(found.end())
+                    return cached
+                parsed = super().parse_optional_type()
+                if isinstance(parsed, TensorType):
+                    self._tensor_types[found.group()] = parsed
+                return parsed
+        return super().parse_optional_type()
 
     def _parse_dense_literal_type(self) -> Attribute:  # pyright: ignore[reportIncompatibleMethodOverride]
         # Same as xDSL's, with the type constraint built once (see _DENSE_LITERAL_TYPE).
@@ -188,6 +220,8 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
         if use := re.search(re.escape(name) + r"(?![\w.$-])", text):
             start, length = use.start(), len(name)
         message = f"use of undefined value '{name}'"
+    elif message == "Could not parse entire input!":
+        message = "expected an operation"
     elif found := _UNKNOWN_ATTR.fullmatch(message):
         name = found.group(1)
         at = text.rfind(name, 0, start + 1)

@@ -293,3 +293,14 @@ def test_unwritable_output(tmp_path: Path):
     assert (code, out) == (1, "")
     assert len(DIAGNOSTIC.findall(err)) == 1 and "cannot write the output file" in err
     assert "Traceback" not in err
+
+
+def test_split_marker_with_trailing_text(tmp_path: Path):
+    """`// -----text` is a marker line (the rest is a comment); positions stay the file's."""
+    bad = GOOD.replace("hlo.transpose %0", "hlo.transposed %0")
+    text = "// -----\n" + GOOD + "// ----- next\n" + bad
+    src = write(tmp_path, text)
+    code, out, err = run([src, "--split-input-file"])
+    line = 1 + GOOD.count("\n") + 1 + 5
+    expect_one_diagnostic(code, out, err, src, line, 8, "unknown operation")
+    assert err.split("\n")[1] == text.split("\n")[line - 1]
