@@ -138,6 +138,38 @@ OTHER = {
 KNOWN_OPCODES = (
     set(BINARY) | set(UNARY) | EXPANDED | COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES | OTHER
 )
+COMMON_ATTRS = frozenset(
+    {
+        "metadata", "backend_config", "frontend_attributes", "sharding", "statistics",
+        "statistics_viz", "control-predecessors", "origin", "result_accuracy",
+        "parameter_replication", "operand_precision", "algorithm", "constrain_layout",
+        "output_to_operand_aliasing", "schedule_name", "async_execution_thread",
+        "custom_call_schedule", "api_version", "layout_canonicalized",
+    }
+)
+"""Attributes that change no value (layout, scheduling and debug information)."""
+COLLECTIVE_ATTRS = frozenset({"channel_id", "replica_groups", "use_global_device_ids", "to_apply", "dimensions"})
+KNOWN_ATTRS: dict[str, frozenset[str]] = {
+    "compare": frozenset({"direction", "type"}),
+    "iota": frozenset({"iota_dimension"}),
+    "broadcast": frozenset({"dimensions"}),
+    "transpose": frozenset({"dimensions"}),
+    "concatenate": frozenset({"dimensions"}),
+    "slice": frozenset({"slice"}),
+    "dynamic-slice": frozenset({"dynamic_slice_sizes"}),
+    "dot": frozenset({"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"}),
+    "reduce": frozenset({"dimensions", "to_apply"}),
+    "get-tuple-element": frozenset({"index"}),
+    "fusion": frozenset({"kind", "calls"}),
+    "call": frozenset({"to_apply"}),
+    "async-start": frozenset({"calls"}),
+    "custom-call": frozenset({"custom_call_target"}),
+    "collective-permute": frozenset({"channel_id", "source_target_pairs"}),
+    "collective-permute-start": frozenset({"channel_id", "source_target_pairs"}),
+}
+for _c in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "all-reduce-start", "all-gather-start"):
+    KNOWN_ATTRS[_c] = COLLECTIVE_ATTRS
+
 REDUCERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
 BOOL_REDUCERS = {"or": "max", "and": "min"}
 
@@ -459,6 +491,16 @@ class HloTextImporter:
                         "not support it",
                         len(i.opcode),
                     )
+                known = KNOWN_ATTRS.get(i.opcode, frozenset())
+                for key, a in i.attrs.items():
+                    if key not in known and key not in COMMON_ATTRS:
+                        at = self.text.rfind(key, 0, a.pos)
+                        raise self.error(
+                            at if at >= 0 else a.pos,
+                            f"unknown attribute '{key}' on {i.opcode}: shardc's HLO importer "
+                            "does not support it",
+                            len(key),
+                        )
         entries = [c for c in comps if c.entry]
         if len(entries) > 1:
             raise self.error(entries[1].pos, "the module has two ENTRY computations")
@@ -1202,6 +1244,41 @@ def mesh_axes_groups(text: str) -> list[list[int]]:
     return arr.reshape(-1, group_size).tolist()
 
 
+def per_device_inputs(
+    function: func.FuncOp, arrays: Sequence[np.ndarray], devices: int
+) -> dict[str, np.ndarray]:
+    """
+    `in_K.D` arrays for an imported per-device function from global arrays: argument K
+    is split as its `mhlo.sharding` attribute says (replicated if it has none).
+    """
+    attrs = function.arg_attrs.data if function.arg_attrs is not None else []
+    out: dict[str, np.ndarray] = {}
+    for k, array in enumerate(arrays):
+        sharding = None
+        if k < len(attrs):
+            s = attrs[k].data.get("mhlo.sharding")  # pyright: ignore
+            if isinstance(s, StringAttr):
+                sharding = hs.parse_hlo_sharding(s.data)
+        for d, part in enumerate(hs.split_global(np.asarray(array), sharding, devices)):
+            out[f"in_{k}.{d}"] = part
+    return out
+
+
+def global_outputs(
+    outputs: dict[str, np.ndarray],
+    shardings: Sequence[str | None],
+    global_shapes: Sequence[Sequence[int]],
+    devices: int,
+) -> list[np.ndarray]:
+    """Global arrays from `out_K.D` arrays, given each result's HloSharding string."""
+    result = []
+    for k, (text, shape) in enumerate(zip(shardings, global_shapes)):
+        sharding = hs.parse_hlo_sharding(text) if text else None
+        parts = [outputs[f"out_{k}.{d}"] for d in range(devices)]
+        result.append(hs.assemble_global(parts, sharding, shape))
+    return result
+
+
 def import_hlo_text(text: str, filename: str = "<hlo>") -> ImportResult:
     """Import XLA HLO module text; any problem is one located `DiagnosticError`."""
     return HloTextImporter(text, filename).run()
@@ -1217,4 +1294,11 @@ def looks_like_hlo_text(text: str) -> bool:
     return False
 
 
-__all__ = ["import_hlo_text", "looks_like_hlo_text", "mesh_axes_groups", "permute_groups"]
+__all__ = [
+    "global_outputs",
+    "import_hlo_text",
+    "looks_like_hlo_text",
+    "mesh_axes_groups",
+    "per_device_inputs",
+    "permute_groups",
+]

@@ -1,13 +1,132 @@
-"""`shardc-import`: StableHLO / XLA HLO text to `hlo` + `spmd` (issue 5; not implemented yet)."""
+"""
+`shardc-import`: StableHLO (what JAX's `lower().as_text()` prints, Shardy or GSPMD
+shardings) or XLA HLO module text (`compile().as_text()`, `--xla_dump_to`) to `hlo` +
+`spmd` (+ `collective`).
+
+    shardc-import FILE|- [-o OUT.mlir] [--format auto|stablehlo|hlo] [--stats]
+
+The format is detected from the text (HLO module text starts with `HloModule`). A
+StableHLO program becomes a level-G program (or a partitioned level-S one if it uses
+shard_map), an HLO module a per-device level-S program marked `spmd.per_device_io`
+(see `shardc.frontends`). `--stats` prints, on stderr, the source ops and constructs the
+import converted. Any problem in the input is one `file:line:col: error: ...` diagnostic
+naming the op or attribute, exit status 1, and no output file is written.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+import traceback
+from collections.abc import Sequence
+
+from xdsl.printer import Printer
+
+from shardc.frontends.common import ImportResult
+from shardc.tools.source import DiagnosticError
+
+PROG = "shardc-import"
 
 
-def main() -> int:
-    print("shardc-import: not implemented yet", file=sys.stderr)
-    return 2
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 1, like the other tools
+        self.print_usage(sys.stderr)
+        raise DiagnosticError(f"{PROG}: error: {message}")
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog=PROG,
+        description="Import StableHLO or XLA HLO text as shardc hlo/spmd/collective IR.",
+    )
+    p.add_argument("file", metavar="FILE", help="the input (.mlir StableHLO or HLO text), - for stdin")
+    p.add_argument("-o", "--output", metavar="OUT.mlir", default=None,
+                   help="write the program here (default: stdout)")
+    p.add_argument("--format", choices=("auto", "stablehlo", "hlo"), default="auto",
+                   help="the input format (default: detected from the text)")
+    p.add_argument("--stats", action="store_true",
+                   help="print the ops and constructs converted (on stderr)")
+    return p
+
+
+def read_input(path: str) -> tuple[str, str]:
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        name = "<stdin>"
+    else:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise DiagnosticError(
+                f"{path}:1:1: error: cannot read the file: {e.strerror or e}"
+            ) from None
+        name = path
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as e:
+        raise DiagnosticError(f"{name}: error: not UTF-8 text (byte {e.start})") from None
+
+
+def import_text(text: str, filename: str, fmt: str = "auto") -> ImportResult:
+    """Import StableHLO or HLO text (`fmt` auto-detects)."""
+    from shardc.frontends.hlo_text import import_hlo_text, looks_like_hlo_text
+
+    if fmt == "auto":
+        fmt = "hlo" if looks_like_hlo_text(text) else "stablehlo"
+    if fmt == "hlo":
+        return import_hlo_text(text, filename)
+    from shardc.frontends.stablehlo import import_stablehlo
+
+    return import_stablehlo(text, filename)
+
+
+def render(result: ImportResult) -> str:
+    from io import StringIO
+
+    out = StringIO()
+    Printer(stream=out).print_op(result.module)
+    out.write("\n")
+    return out.getvalue()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_arg_parser().parse_args(argv)
+        text, filename = read_input(args.file)
+        result = import_text(text, filename, args.format)
+        output = render(result)
+        if args.stats:
+            print(result.stats.summary(), file=sys.stderr)
+        if args.output is None:
+            sys.stdout.write(output)
+        else:
+            from shardc.tools.shardc_opt import write_output
+
+            write_output(args.output, output)
+        return 0
+    except DiagnosticError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit as e:  # --help
+        return int(e.code or 0) if isinstance(e.code, int) else 1
+    except RecursionError:
+        print(f"{PROG}: error: the input nests too deeply", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in shardc: one line, details opt-in
+        if os.environ.get("SHARDC_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"{PROG}: internal error: {type(e).__name__}: {e} "
+            "(set SHARDC_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":
