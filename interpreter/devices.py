@@ -493,6 +493,8 @@ class Executor:
                 except Exception as e:
                     raise self._internal(op, dev, e) from e
             elif kind == RETURN:
+                if free:  # values of a nested block that die at its yield
+                    tm.live -= free  # pyright: ignore[reportOptionalMemberAccess]
                 return vals
             elif kind == WRAPPED:
                 try:

@@ -6,6 +6,7 @@ global arrays, and compare a program before and after a transformation.
 from shardc.interpreter.testing import run_global, run_per_device
 outs = run_per_device(TEXT, [[x0], [x1], [x2], [x3]])  # each device's results
 outs = run_global(TEXT, {"in_0": x})                   # {"out_0": ...}
+timeline = time_program(TEXT, chip="v5e")              # .report(), .trace()
 ```
 """
 
@@ -19,7 +20,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 from shardc.dialects import make_context
 from shardc.interpreter import io
+from shardc.hardware.chips import get_chip
 from shardc.interpreter.devices import Executor
+from shardc.interpreter.timing import Timeline
 from shardc.tools.source import SourceMap, parse_and_verify
 
 _CTX = None
@@ -54,3 +57,29 @@ def run_global(
     return io.run_module(
         module, inputs, entry=entry, seed=seed, source_map=source_map, filename="<test>"
     )
+
+
+def time_program(
+    text: str,
+    chip: str = "v5e",
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    abstract: bool = False,
+    entry: str | None = None,
+    seed: int = 0,
+) -> Timeline:
+    """
+    Run with the timing model on `chip` (random inputs from `seed` unless given;
+    `abstract`: --timing-only, no values) and return the timeline.
+    """
+    module, source_map = parse(text)
+    function = io.find_entry(module, entry, "<test>")
+    sig = io.signature(module, function, "<test>")
+    executor = Executor(module, source_map, "<test>", chip=get_chip(chip), abstract=abstract)
+    if abstract:
+        n_args = len(function.body.block.args)
+        executor.run(function, [[None] * n_args for _ in range(sig.devices)])
+    else:
+        io.run(executor, sig, io.random_inputs(sig, seed) if inputs is None else inputs)
+    assert executor.timeline is not None
+    return executor.timeline

@@ -277,3 +277,152 @@ def test_compare_rules() -> None:
     assert c.passed  # one bf16 ulp
     c = shardc_run.compare("o", np.zeros(2, np.float32), np.zeros(3, np.float32))
     assert not c.passed and "reference" in c.note
+
+
+# Timing: --chip, --timing-only, --trace and the report keys ------------------------------
+
+REPORT_KEYS = ("devices", "step_time_s", "compute_time_s", "exposed_comm_time_s",
+               "roofline_time_s", "collectives", "comm_bytes", "peak_memory_bytes")
+KINDS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute"]
+
+
+def _is_level_s(path: Path) -> bool:
+    text = path.read_text()
+    return "spmd.partitioned" in text or "spmd.per_device_io" in text
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.mlir")))
+def test_every_example_runs_with_a_timing_report(example: str, tmp_path: Path, capsys) -> None:
+    path = EXAMPLES / example
+    flags = [] if _is_level_s(path) else ["-p", "spmd-pipeline"]
+    rep = tmp_path / "r.json"
+    assert shardc_run.main([str(path), *flags, "--report-json", str(rep)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "timing on v5e" in out and "step time" in out and "peak memory" in out
+    r = json.loads(rep.read_text())
+    for key in REPORT_KEYS:
+        assert key in r, key
+    for key in ("file", "entry", "level", "mesh", "pipeline", "inputs", "outputs", "check"):
+        assert key in r, key  # the keys from before the timing model stay
+    assert r["level"] == "S" and r["devices"] > 1
+    assert list(r["collectives"]) == KINDS
+    assert all(isinstance(v, int) for v in r["collectives"].values())
+    assert isinstance(r["comm_bytes"], int) and isinstance(r["peak_memory_bytes"], int)
+    assert sum(r["collectives"].values()) > 0 and r["comm_bytes"] > 0
+    assert 0 < r["roofline_time_s"] <= r["step_time_s"]
+    assert r["compute_time_s"] <= r["step_time_s"]
+    assert r["exposed_comm_time_s"] == pytest.approx(r["step_time_s"] - r["compute_time_s"])
+    assert r["peak_memory_bytes"] > 0
+
+
+def test_level_g_report_has_one_device_and_no_communication(tmp_path: Path, capsys) -> None:
+    rep = tmp_path / "r.json"
+    assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "--report-json", str(rep)]) == 0
+    r = json.loads(rep.read_text())
+    assert r["devices"] == 1 and r["level"] == "G" and r["chip"] == "v5e"
+    assert r["exposed_comm_time_s"] == 0 and r["comm_bytes"] == 0
+    assert r["collectives"] == dict.fromkeys(KINDS, 0)
+    assert r["step_time_s"] == pytest.approx(r["compute_time_s"]) and r["step_time_s"] > 0
+
+
+def test_chip_changes_the_times(tmp_path: Path, capsys) -> None:
+    times = {}
+    for chip in ("v4", "v5e", "v5p", "v6e"):
+        rep = tmp_path / f"{chip}.json"
+        assert shardc_run.main([str(EXAMPLES / "dp_grads.mlir"), "--chip", chip, "--timing-only",
+                                "--report-json", str(rep)]) == 0
+        r = json.loads(rep.read_text())
+        assert r["chip"] == chip
+        times[chip] = r["compute_time_s"]
+    # dp_grads' small matmuls are HBM-bound: the order of HBM bandwidth
+    assert times["v5p"] < times["v6e"] < times["v4"] < times["v5e"]
+
+
+def test_bad_chip_is_one_error_exit_1(tmp_path: Path) -> None:
+    rep = tmp_path / "r.json"
+    proc = shardc_run_cli(str(EXAMPLES / "dp_grads.mlir"), "--chip", "v9", "--report-json", str(rep))
+    assert_one_error(proc, "unknown chip 'v9'", "v4, v5e, v5p, v6e")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not rep.exists()
+
+
+def test_timing_only_refuses_value_flags(tmp_path: Path, capsys) -> None:
+    np.savez(tmp_path / "in.npz", in_0=np.zeros((8, 8), np.float32))
+    for flags, needle in ((["--check", "-p", "spmd-pipeline"], "--check"),
+                          (["--outputs", str(tmp_path / "o.npz")], "--outputs"),
+                          (["--inputs", str(tmp_path / "in.npz")], "--inputs")):
+        assert shardc_run.main([str(EXAMPLES / "collectives.mlir"), "--timing-only", *flags]) == 1
+        err = capsys.readouterr().err
+        assert "--timing-only computes no values" in err and needle in err
+    assert not (tmp_path / "o.npz").exists()
+
+
+HUGE_PROGRAM = """
+spmd.mesh @m = <["data"=2, "model"=4]>
+func.func @main(%x: tensor<16384x65536xbf16>, %w: tensor<65536x65536xbf16>) -> tensor<16384x65536xbf16> attributes {spmd.partitioned} {
+  %f = collective.all_gather_start %w on @m["model"], dim = 1 : (tensor<65536x65536xbf16>) -> !collective.future<tensor<65536x262144xbf16>>
+  %h = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16384x65536xbf16>, tensor<65536x65536xbf16>) -> tensor<16384x65536xbf16>
+  %g = collective.done %f : !collective.future<tensor<65536x262144xbf16>> -> tensor<65536x262144xbf16>
+  %e = hlo.exp %h : tensor<16384x65536xbf16>
+  %r = collective.all_reduce add %e on @m["data"] : tensor<16384x65536xbf16>
+  func.return %r : tensor<16384x65536xbf16>
+}"""
+
+
+def test_timing_only_costs_gib_sized_weights_in_seconds(tmp_path: Path) -> None:
+    src = tmp_path / "huge.mlir"
+    src.write_text(HUGE_PROGRAM)
+    rep, trace = tmp_path / "r.json", tmp_path / "t.json"
+    import time
+
+    start = time.perf_counter()
+    proc = shardc_run_cli(str(src), "--timing-only", "--chip", "v5p", "--report-json", str(rep),
+                          "--trace", str(trace))
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr
+    assert elapsed < 10, elapsed  # process start included; the run itself is well under a second
+    assert "not computed: --timing-only" in proc.stdout
+    r = json.loads(rep.read_text())
+    assert r["timing_only"] is True and r["inputs"] == {"source": "none (--timing-only)"}
+    assert r["outputs"] == [{"name": "out_0", "shape": [16384, 65536], "dtype": "bf16"}]
+    assert r["comm_bytes"] == 8 * 2**30 + 2 * 2**30
+    assert r["peak_memory_bytes"] > 8 * 2**30 * 4  # the gathered weight alone is 32 GiB
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_trace_file_is_perfetto_json(tmp_path: Path, capsys) -> None:
+    trace = tmp_path / "t.json"
+    assert shardc_run.main([str(EXAMPLES / "collectives.mlir"), "--trace", str(trace)]) == 0
+    assert f"wrote trace {trace}" in capsys.readouterr().out
+    data = json.loads(trace.read_text())
+    events = data["traceEvents"]
+    processes = {e["pid"] for e in events if e["name"] == "process_name"}
+    assert processes == {0, 1, 2, 3}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert set(threads.values()) == {"compute", "collectives"}
+    slices = [e for e in events if e["ph"] == "X"]
+    names = {e["name"] for e in slices if e["tid"] == 1}
+    assert names == {"collective.all_reduce", "collective.all_gather", "collective.reduce_scatter",
+                     "collective.all_to_all", "collective.permute_start"}
+    assert all(e["args"]["loc"].startswith(str(EXAMPLES / "collectives.mlir")) for e in slices)
+    for pid in processes:
+        for tid in (0, 1):
+            stream = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices if (e["pid"], e["tid"]) == (pid, tid))
+            assert all(b[0] >= a[1] - 1e-9 for a, b in zip(stream, stream[1:]))
+
+
+def test_no_trace_when_the_check_fails(tmp_path, monkeypatch, capsys) -> None:
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+
+    from shardc.dialects import hlo
+
+    def broken_compile(module, source_map, spec, filename):
+        for op in module.walk():
+            if isinstance(op, hlo.ConstantOp):
+                op.value = DenseIntOrFPElementsAttr.from_list(TensorType(f32, [16, 128]), [5.0])
+
+    monkeypatch.setattr(shardc_run, "compile_module", broken_compile)
+    trace = tmp_path / "t.json"
+    assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "cse", "--check",
+                            "--trace", str(trace)]) == 1
+    assert not trace.exists()
