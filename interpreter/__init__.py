@@ -1,5 +1,6 @@
 """
-The reference interpreter: levels G and S on numpy (level T comes with issues 6/8).
+The reference interpreter: levels G and S on numpy, with a timing model of the simulated
+machine (level T comes with issue 7).
 
 It is the project's oracle: passes are tested by running a program before and after them.
 
@@ -16,7 +17,11 @@ Modules
 * `devices`: `Executor`, the N-device executor with the rendezvous scheduler.
 * `io`: the entry function's `Signature`, input validation, splitting global inputs by
   sharding and assembling global outputs (what `shardc-run` uses).
-* `testing`: parse-and-run helpers for tests (`run_per_device`, `run_global`).
+* `timing`: the simulated machine's clocks (a compute stream and a collective engine per
+  device), peak-memory accounting, the report (`Timeline.report()`, DESIGN.md's keys) and
+  the Chrome/Perfetto trace (`Timeline.trace()`); costs come from `shardc.hardware.cost`.
+* `testing`: parse-and-run helpers for tests (`run_per_device`, `run_global`,
+  `time_program`).
 * `errors`: `InterpreterError` (a `tools.source.DiagnosticError`: one message, exit 1).
 
 Levels
@@ -78,6 +83,24 @@ error naming the op and devices. When no device can run and some wait, the run i
 *deadlock*, reported with each waiting device, the op it waits at (file:line:col), its
 group, and which members finished or wait elsewhere. Nothing hangs (except a program
 that loops forever on its own).
+
+Timing (`timing`, `Executor(..., chip=...)`, `shardc-run --chip/--trace/--timing-only`)
+--------------------------------------------------------------------------------------
+With a chip, every run is also timed: each compute op (`hlo`, `spmd.constraint`) takes
+`CostModel.op_cost(op).time` on its device's compute stream (computed once per op at
+plan time); a collective is issued when the compute stream reaches it and starts when
+every group member has issued it and all members' engines are free (start = max of
+arrivals and engine-free times), taking `CostModel.collective_time(op)`; a sync
+collective blocks the compute stream until it ends, a `_start` only at its `done`; a
+device's engine runs one collective at a time in issue order (any number may be
+outstanding). Peak memory counts live tensors in program order (arguments throughout,
+other values until their last use, `_start` operands until the `done`). The timing module
+docstring defines every report number. `abstract=True` (`--timing-only`) computes no
+values: arguments are None, results larger than `SMALL_ELEMENTS` elements or depending on
+an unknown value are None, small known values (constants, `axis_index`, scalar `arith`)
+are still computed so that loops and device-dependent branches run; a branch on an
+unknown value is an error; collectives still meet (deadlocks and mismatches are still
+found) and are timed.
 
 Inputs and outputs (`io`, `shardc-run`)
 ---------------------------------------
