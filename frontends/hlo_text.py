@@ -283,8 +283,17 @@ TOKEN_NAMES = {
 }
 
 
+_FIRST = ("RPAR", "RSQB", "RBRACE", "COMMA", "EQUAL", "_NL")
+
+
 def _expected(names: set[str]) -> str:
-    words = sorted({TOKEN_NAMES.get(n, n.strip("_").lower()) for n in names})
+    first = [n for n in _FIRST if n in names]
+    rest = sorted(n for n in names if n not in _FIRST)
+    words: list[str] = []
+    for n in first + rest:
+        w = TOKEN_NAMES.get(n, n.strip("_").lower())
+        if w not in words:
+            words.append(w)
     if len(words) > 8:
         words = words[:8] + ["..."]
     return ", ".join(words)
@@ -1006,10 +1015,10 @@ class HloTextImporter:
             red = self.reducer(instr, xs[0].type.element_type)  # pyright: ignore
             (dim,) = self.ints_attr(instr, "dimensions")
             props = {"kind": StringAttr(red), "dim": i64_attr(dim), **self.group_props(groups)}
-            cls = collective.ReduceScatterOp
+            cls = collective.ReduceScatterStartOp if start else collective.ReduceScatterOp
         elif kind == "all-to-all":
             groups = self.groups(instr, False)
-            return self.all_to_all(instr, xs, groups, rtypes)
+            return self.all_to_all(instr, xs, groups, rtypes, start)
         elif kind == "collective-permute":
             return self.permute(instr, xs, rtypes, start)
         else:
@@ -1038,7 +1047,12 @@ class HloTextImporter:
         return [shape]
 
     def all_to_all(
-        self, instr: Instr, xs: list[SSAValue], groups: list[list[int]], rtypes: list[TensorType]
+        self,
+        instr: Instr,
+        xs: list[SSAValue],
+        groups: list[list[int]],
+        rtypes: list[TensorType],
+        start: bool = False,
     ) -> Value:
         e = self.emit
         size = len(groups[0])
@@ -1046,6 +1060,10 @@ class HloTextImporter:
         if dims is not None:
             (dim,) = self.ints_attr(instr, "dimensions")
             props = {"split_dim": i64_attr(dim), "concat_dim": i64_attr(dim), **self.group_props(groups)}
+            if start and len(xs) == 1:
+                future = collective.FutureType(rtypes)
+                op = e.collective(collective.AllToAllStartOp, xs, [future], props)
+                return FutureVal(op.results[0])
             outs = [
                 e.collective(collective.AllToAllOp, [x], [rt], props).results[0]
                 for x, rt in zip(xs, rtypes)
@@ -1122,18 +1140,23 @@ class HloTextImporter:
         )
 
     def async_start(self, instr: Instr, env: dict[str, Value]) -> Value:
+        """`async-start(...), calls=%c`: a `_start` collective if %c is one collective of
+        its parameters, else %c inlined (run synchronously; `async-done` returns it)."""
         comp = self.called(instr, "calls")
         args = self.operands(instr, env)
         root = comp.root
-        if root.opcode in COLLECTIVES and root.opcode in ("all-reduce", "all-gather", "collective-permute"):
-            params = {self.parameter_number(i): i for i in comp.instrs if i.opcode == "parameter"}
-            inner_args = [args[self.parameter_number(comp.by_name[n])] for n in root.operand_names()]
-            if all(comp.by_name[n].opcode == "parameter" for n in root.operand_names()) and params:
-                self.emit.location = self.located(root.pos)
-                future = self.collective(root, root.opcode, inner_args, start=True)
-                if isinstance(future, FutureVal):
-                    self.stats.constructs["async-start/async-done"] += 1
-                    return future
+        names = root.operand_names()
+        if (
+            root.opcode in COLLECTIVES
+            and len(args) == len([i for i in comp.instrs if i.opcode == "parameter"])
+            and all(n in comp.by_name and comp.by_name[n].opcode == "parameter" for n in names)
+        ):
+            inner_args = [args[self.parameter_number(comp.by_name[n])] for n in names]
+            self.emit.location = self.located(root.pos)
+            self.stats.ops[root.opcode] += 1
+            value = self.collective(root, root.opcode, inner_args, start=True)
+            self.stats.constructs["async-start/async-done"] += 1
+            return value if isinstance(value, FutureVal) else FutureVal(None, [value])
         value = self.inline(instr, comp, args)
         return FutureVal(None, [value])
 

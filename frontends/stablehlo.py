@@ -105,11 +105,19 @@ from shardc.frontends.common import (
 from shardc.frontends.stablehlo_dialect import (
     KeyValueAttr,
     OpaqueEnumAttr,
+    SdyManualAxesAttr,
+    SdyMeshAttr,
     SdyShardingAttr,
     SdyShardingPerValueAttr,
     make_import_context,
 )
-from shardc.tools.source import DiagnosticError, SourceMap, parse_module, verify_module
+from shardc.tools.source import (
+    DiagnosticError,
+    Location,
+    SourceMap,
+    parse_module,
+    verify_module,
+)
 
 # Op tables -------------------------------------------------------------------------------
 
@@ -185,6 +193,18 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "sdy.manual_computation": frozenset({"in_shardings", "out_shardings", "manual_axes"}),
     "func.call": frozenset({"callee", "arg_attrs", "res_attrs", "no_inline"}),
 }
+
+TOPLEVEL_ELEMENTWISE = frozenset(
+    set(BINARY) | set(UNARY)
+    | {
+        "stablehlo.convert", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
+        "stablehlo.sign", "stablehlo.is_finite", "stablehlo.exponential_minus_one",
+        "stablehlo.log_plus_one", "stablehlo.tan", "stablehlo.xor", "chlo.square",
+        "chlo.sinh", "chlo.cosh", "chlo.tan", "chlo.erf", "chlo.erfc", "chlo.is_inf",
+        "chlo.is_pos_inf", "chlo.is_neg_inf",
+    }
+)
+"""Pointwise ops: outside a manual computation they run on local values as they are."""
 
 LOCAL_ONLY = frozenset(
     {
@@ -346,6 +366,11 @@ class View:
     sharding: spmd.ShardingAttr | None
     arg: int | None = None
     constant: bool = False
+    declared: spmd.ShardingAttr | None = None
+    """An argument's declared sharding (its layout unless a manual computation says)."""
+    scalar: SSAValue | None = None
+    """For a splat: its rank-0 value, broadcast to whatever layout a user needs."""
+    global_type: TensorType | None = None
 
 
 class StablehloImporter:
@@ -457,6 +482,15 @@ class StablehloImporter:
                 )
             m = meshes[0]
             self.stats.ops["sdy.mesh"] += 1
+            generic = m.properties.get("mesh")
+            if isinstance(generic, SdyMeshAttr):  # "sdy.mesh"() <{mesh = #sdy.mesh<...>}>
+                m.properties["axis_names"] = generic.axis_names
+                m.properties["axis_sizes"] = generic.axis_sizes
+                if generic.device_ids.data:
+                    m.properties["device_ids"] = generic.device_ids
+                del m.properties["mesh"]
+            if "axis_names" not in m.properties or not isinstance(m.properties.get("sym_name"), StringAttr):
+                raise self.error(m, "sdy.mesh needs a name and axes")
             names = [a.data for a in m.properties["axis_names"].data]  # pyright: ignore
             sizes = [a.data for a in m.properties["axis_sizes"].data]  # pyright: ignore
             if "device_ids" in m.properties:
@@ -638,13 +672,14 @@ class StablehloImporter:
         src_block = main.body.block
         block = self.block
         views: dict[SSAValue, View] = {}
-        for arg in src_block.args:
+        arg_attrs_in = _dicts(main.arg_attrs, len(src_block.args))
+        for arg, attrs in zip(src_block.args, arg_attrs_in):
             self.check_type(main, arg.type, f"argument {arg.index} of @{main.sym_name.data}")
-            new = block.insert_arg(arg.type, len(block.args))
-            views[arg] = View(None, None, arg=arg.index)
-            self._arg_values[arg.index] = new
-        for attrs in _dicts(main.arg_attrs, len(src_block.args)):
             self.check_function_attrs(main, attrs, "an argument")
+            new = block.insert_arg(arg.type, len(block.args))
+            declared = self.sharding_attr_of(main, attrs, _rank(arg.type), f"argument {arg.index}")
+            views[arg] = View(None, None, arg=arg.index, declared=declared)
+            self._arg_values[arg.index] = new
         env: dict[SSAValue, SSAValue] = {}
         pending: dict[SSAValue, spmd.ShardingAttr] = {}
         returned = self.convert_toplevel(src_block, views, env, pending)
@@ -658,8 +693,10 @@ class StablehloImporter:
                     f"result {i} is a per-device value returned without leaving the "
                     "manual computation",
                 )
-            if view.local is None:  # an argument returned untouched
-                self.localize(view, None, ret_op, value)
+            if view.local is None and view.scalar is None:  # an argument returned untouched
+                self.localize(view, view.declared, ret_op, value)
+            if view.local is None:
+                self.materialize(view, None, ret_op, value)
             assert view.local is not None
             results.append(view.local)
             a: dict[str, Attribute] = {}
@@ -670,7 +707,7 @@ class StablehloImporter:
         for arg in src_block.args:
             view = views[arg]
             if view.local is None:
-                self.localize(view, None, main, arg)
+                self.localize(view, view.declared, main, arg)
             a = {}
             if view.sharding is not None and not view.sharding.is_replicated():
                 a[spmd.SHARDING_ATTR_NAME] = view.sharding
@@ -706,6 +743,8 @@ class StablehloImporter:
         """`view`'s local value under `sharding` (fixing an argument's split on first use)."""
         if sharding is not None and sharding.is_replicated():
             sharding = None
+        if view.scalar is not None:
+            return self.materialize(view, sharding, op, value)
         if view.local is None:
             assert view.arg is not None
             try:
@@ -757,8 +796,19 @@ class StablehloImporter:
                 self.convert_boundary_call(op, views, env, pending)
                 continue
             if name == "stablehlo.constant":
-                results = self.convert_op(op, env, local=True)
-                views[op.results[0]] = View(results[0], None, constant=True)
+                views[op.results[0]] = self.toplevel_constant(op, env)
+                continue
+            if name == "stablehlo.broadcast_in_dim" and op.operands[0] in views:
+                src = views[op.operands[0]]
+                if src.scalar is not None and _rank(op.operands[0].type) == 0:
+                    self.stats.ops[name] += 1
+                    views[op.results[0]] = View(None, None, scalar=src.scalar, global_type=op.results[0].type)  # pyright: ignore
+                    continue
+            if name in TOPLEVEL_ELEMENTWISE and all(v in views for v in op.operands):
+                self.toplevel_elementwise(op, views)
+                continue
+            if name in ("sdy.sharding_constraint", "sdy.reshard") and op.operands[0] in views:
+                self.toplevel_constraint(op, views)
                 continue
             if name == "func.call" and any(v in views for v in op.operands):
                 self.stats.constructs["func.call (inlined)"] += 1
@@ -797,12 +847,88 @@ class StablehloImporter:
                 env[r] = v
         raise self.error(None, "function without a return")
 
+    def materialize(
+        self, view: View, sharding: spmd.ShardingAttr | None, op: Operation, value: SSAValue
+    ) -> SSAValue:
+        """A splat view as a local value under `sharding` (a broadcast of its scalar)."""
+        assert view.scalar is not None
+        ty = view.global_type or value.type
+        try:
+            local = self.local_type(ty, sharding)
+        except ValueError as e:
+            raise self.error(op, str(e)) from None
+        if local == view.scalar.type:
+            return view.scalar
+        return self.emit.broadcast(view.scalar, [], local)
+
+    def toplevel_constant(self, op: Operation, env: dict[SSAValue, SSAValue]) -> View:
+        self.stats.ops[op.name] += 1
+        self.check_attrs(op)
+        value = self.prop(op, "value")
+        r = op.results[0]
+        self.check_type(op, r.type, "the constant")
+        if isinstance(value, DenseIntOrFPElementsAttr) and splat_value(value) is not None:
+            ty = r.type
+            assert isinstance(ty, TensorType)
+            scalar_ty = TensorType(ty.element_type, [])
+            attr = DenseIntOrFPElementsAttr.from_list(scalar_ty, [splat_value(value)])  # pyright: ignore
+            scalar = self.emit.value(hlo.ConstantOp(attr))
+            return View(scalar if not ty.get_shape() else None, None, constant=True, scalar=scalar, global_type=ty)
+        results = self.convert_op(op, env, local=True)
+        self.stats.ops[op.name] -= 1
+        return View(results[0], None, constant=True)
+
+    def toplevel_elementwise(self, op: Operation, views: dict[SSAValue, View]) -> None:
+        """A pointwise op outside manual computations: the op on local values, when its
+        operands share one layout (splats take any)."""
+        layouts: list[spmd.ShardingAttr | None] = []
+        for v in op.operands:
+            view = views[v]
+            if view.scalar is not None:
+                continue
+            if view.local is None:
+                self.localize(view, view.declared, op, v)
+            s = view.sharding if view.sharding is not None and not view.sharding.is_replicated() else None
+            if s not in layouts:
+                layouts.append(s)
+        if len(layouts) > 1:
+            raise self.error(
+                op,
+                f"'{op.name}' outside the manual computation combines values split as "
+                f"{' and '.join(str(s or 'replicated') for s in layouts)}; shardc imports "
+                "shard_map programs as per-device programs and does not reshard there",
+            )
+        sharding = layouts[0] if layouts else None
+        env = {v: self.localize(views[v], sharding, op, v) for v in op.operands}
+        self.stats.constructs["pointwise op outside shard_map"] += 1
+        results = self.convert_op(op, env, local=True)
+        for r, v in zip(op.results, results):
+            views[r] = View(v, sharding)
+
+    def toplevel_constraint(self, op: Operation, views: dict[SSAValue, View]) -> None:
+        self.stats.ops[op.name] += 1
+        self.check_attrs(op)
+        x = op.operands[0]
+        view = views[x]
+        want = self.sdy_to_spmd(op, self.prop(op, "sharding"), _rank(x.type), op.name)
+        if want is None:  # open everywhere: constrains nothing
+            views[op.results[0]] = view
+            return
+        if view.scalar is not None:
+            local = self.materialize(view, want, op, x)
+            views[op.results[0]] = View(local, want)
+            return
+        if view.local is None:
+            self.localize(view, want, op, x)
+        self.localize(view, want, op, x)  # the same layout, or an error saying it differs
+        views[op.results[0]] = view
+
     def convert_manual_computation(self, op: Operation, views: dict[SSAValue, View]) -> None:
         assert self.mesh is not None
-        manual = [a.data for a in op.properties["manual_axes"].data]  # pyright: ignore
+        manual = [a.data for a in _axes_list(self.prop(op, "manual_axes"))]
         free = [a for a in self.mesh.names if a not in manual]
-        in_sh = list(op.properties["in_shardings"].data)  # pyright: ignore
-        out_sh = list(op.properties["out_shardings"].data)  # pyright: ignore
+        in_sh = _sharding_list(self.prop(op, "in_shardings"))
+        out_sh = _sharding_list(self.prop(op, "out_shardings"))
         for s in in_sh + out_sh:
             assert isinstance(s, SdyShardingAttr)
             used = {a.split(":")[0] for d in s.dim_axes for a in d} | set(s.unreduced_axes)
@@ -945,7 +1071,18 @@ class StablehloImporter:
         for k in list(op.properties) + list(op.attributes):
             if k in known or k in COMMON_ATTRS or k in ("mhlo.sharding", "sdy.sharding"):
                 continue
-            raise self.error(op, f"unknown attribute '{k}' on {op.name}")
+            raise self.error_at_name(op, k, f"unknown attribute '{k}' on {op.name}")
+
+    def error_at_name(self, op: Operation, name: str, message: str) -> DiagnosticError:
+        """An error at `name` as written in `op`'s text (else at the op)."""
+        loc = self.src_map.location_of(op)
+        if loc is not None:
+            text = loc.input.content
+            end = text.find("\n", loc.offset)
+            at = text.find(name, loc.offset, end if end >= 0 else len(text))
+            if at >= 0:
+                return DiagnosticError(Location(loc.input, at, loc.line_offset).format(message, len(name)))
+        return self.error(op, message)
 
     def prop(self, op: Operation, key: str) -> Attribute:
         a = _get(op, key)
@@ -1021,8 +1158,9 @@ class StablehloImporter:
             if not isinstance(value, DenseIntOrFPElementsAttr):
                 raise ValueError(f"expected a dense constant, got {value}")
             return [e.value(hlo.ConstantOp(value))]
-        if name == "stablehlo.convert":
-            return [e.convert(xs[0], rtypes[0])]
+        if name == "stablehlo.convert":  # the operand's (maybe local) shape
+            shape = xs[0].type.get_shape()  # pyright: ignore
+            return [e.convert(xs[0], TensorType(rtypes[0].element_type, shape))]  # pyright: ignore
         if name == "stablehlo.iota":
             dim = one_int(self.prop(op, "iota_dimension"))
             return [e.value(hlo.IotaOp(dim, rtypes[0]))]  # pyright: ignore
@@ -1341,6 +1479,18 @@ class StablehloImporter:
             return p
 
         return e.binary("div", e.binary("mul", xc, poly(ERF_ALPHA)), poly(ERF_BETA))
+
+
+def _axes_list(attr: Attribute) -> list[StringAttr]:
+    if isinstance(attr, SdyManualAxesAttr):
+        return list(attr.axes.data)
+    return list(attr.data)  # pyright: ignore
+
+
+def _sharding_list(attr: Attribute) -> list[Attribute]:
+    if isinstance(attr, SdyShardingPerValueAttr):
+        return list(attr.shardings.data)
+    return list(attr.data)  # pyright: ignore
 
 
 def hs_i64(values: list[int]) -> Attribute:

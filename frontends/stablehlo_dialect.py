@@ -188,6 +188,67 @@ class SdyShardingPerValueAttr(ParametrizedAttribute):
         printer.print_string("<...>")
 
 
+@irdl_attr_definition
+class SdyMeshAttr(ParametrizedAttribute):
+    """`#sdy.mesh<["a"=2, "b"=4], device_ids=[...]>` (the generic form of sdy.mesh)."""
+
+    name = "sdy.mesh"
+
+    axis_names: ArrayAttr[StringAttr]
+    axis_sizes: ArrayAttr[IntAttr]
+    device_ids: ArrayAttr[IntAttr]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        names, sizes, ids = _parse_mesh_body(parser)
+        return (
+            ArrayAttr(StringAttr(n) for n in names),
+            ArrayAttr(IntAttr(s) for s in sizes),
+            ArrayAttr(IntAttr(i) for i in (ids or [])),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<...>")
+
+
+def _parse_mesh_body(parser: AttrParser) -> tuple[list[str], list[int], list[int] | None]:
+    """`<["a"=2, "b"=4]>` or `<[...], device_ids=[...]>`."""
+    names: list[str] = []
+    sizes: list[int] = []
+    device_ids: list[int] | None = None
+
+    def parse_axis() -> None:
+        names.append(parser.parse_str_literal(" (a mesh axis name)"))
+        parser.parse_punctuation("=")
+        sizes.append(parser.parse_integer(allow_negative=False, allow_boolean=False))
+
+    with parser.in_angle_brackets():
+        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_axis)
+        if parser.parse_optional_punctuation(","):
+            parser.parse_keyword("device_ids")
+            parser.parse_punctuation("=")
+            device_ids = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer
+            )
+    return names, sizes, device_ids
+
+
+@irdl_attr_definition
+class SdyManualAxesAttr(ParametrizedAttribute, SpacedOpaqueSyntaxAttribute):
+    """`#sdy<manual_axes{"a", "b"}>` (the generic form of `manual_axes={...}`)."""
+
+    name = "sdy.manual_axes"
+
+    axes: ArrayAttr[StringAttr]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return (ArrayAttr(StringAttr(a) for a in _parse_axis_set(parser)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("{...}")
+
+
 class KeyValueAttr(ParametrizedAttribute):
     """
     A `#dialect.name<key = value, ...>` attribute whose values are integers, integer
@@ -644,23 +705,7 @@ def _parse_custom_call(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
 def _parse_sdy_mesh(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     sym = parser.parse_symbol_name()
     parser.parse_punctuation("=")
-    names: list[str] = []
-    sizes: list[int] = []
-    device_ids: list[int] | None = None
-
-    def parse_axis() -> None:
-        names.append(parser.parse_str_literal(" (a mesh axis name)"))
-        parser.parse_punctuation("=")
-        sizes.append(parser.parse_integer(allow_negative=False, allow_boolean=False))
-
-    with parser.in_angle_brackets():
-        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_axis)
-        if parser.parse_optional_punctuation(","):
-            parser.parse_keyword("device_ids")
-            parser.parse_punctuation("=")
-            device_ids = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, parser.parse_integer
-            )
+    names, sizes, device_ids = _parse_mesh_body(parser)
     attrs = parser.parse_optional_attr_dict()
     props: dict[str, Attribute] = {
         "sym_name": StringAttr(sym.data),
@@ -801,7 +846,11 @@ def _dialects() -> list[Dialect]:
             ],
         ),
         Dialect("chlo", chlo_ops, []),
-        Dialect("sdy", sdy_ops, [SdyShardingAttr, SdyShardingPerValueAttr]),
+        Dialect(
+            "sdy",
+            sdy_ops,
+            [SdyShardingAttr, SdyShardingPerValueAttr, SdyMeshAttr, SdyManualAxesAttr],
+        ),
     ]
 
 

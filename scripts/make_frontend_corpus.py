@@ -11,6 +11,8 @@ program it writes:
   .as_text()` with the Shardy partitioner (sdy.mesh, #sdy.sharding, manual_computation);
 * `NAME.gspmd.mlir` (some programs): the same with `jax_use_shardy_partitioner` off
   (GSPMD `mhlo.sharding` strings, custom_call @Sharding / @SPMDFullToShardShape);
+* `NAME.generic.mlir`, `NAME.debuginfo.mlir` (some programs): the Shardy form printed
+  in MLIR's generic op form, and with debug locations (`loc(...)`, `#loc = ...`);
 * `NAME.hlo.txt`: `.compile().as_text()`, the per-device HLO module after SPMD
   partitioning (what XLA dumps);
 * `NAME.npz`: the global inputs `in_0..` and JAX's outputs `out_0..`;
@@ -65,6 +67,8 @@ class Program:
     out_shardings: Any
     mesh: Any
     gspmd: bool = False
+    other_forms: bool = False
+    """Also export the generic op form and the form with debug locations."""
     seed: int = 0
     args: list[np.ndarray] = field(default_factory=list)
 
@@ -130,8 +134,9 @@ def train_step(w1: Any, w2: Any, x: Any, y: Any) -> Any:
 
 
 def shard_map_psum(x: Any) -> Any:
+    # pointwise ops before and after the shard_map run outside the manual computation
     body = lambda a: jax.lax.psum(a * 2.0, "x")  # noqa: E731
-    return jax.shard_map(body, mesh=RING, in_specs=P("x"), out_specs=P())(x)
+    return 3.0 * jax.shard_map(body, mesh=RING, in_specs=P("x"), out_specs=P())(jnp.tanh(x))
 
 
 def shard_map_all_gather(x: Any) -> Any:
@@ -175,12 +180,12 @@ PROGRAMS = [
             megatron_mlp, [(8, 16), (16, 64), (64,), (64, 16)],
             [ns(MESH_2x4, "data"), ns(MESH_2x4, None, "model"), ns(MESH_2x4, "model"),
              ns(MESH_2x4, "model", None)],
-            ns(MESH_2x4, "data", None), MESH_2x4, gspmd=True),
+            ns(MESH_2x4, "data", None), MESH_2x4, gspmd=True, other_forms=True),
     Program("attention", "causal multi-head attention (heads split on model) on 2x4",
             attention, [(2, 8, 32), (32, 32), (32, 32), (32, 32)],
             [ns(MESH_2x4, "data"), ns(MESH_2x4, None, "model"), ns(MESH_2x4, None, "model"),
              ns(MESH_2x4, None, "model")],
-            ns(MESH_2x4, "data"), MESH_2x4),
+            ns(MESH_2x4, "data"), MESH_2x4, other_forms=True),
     Program("layer_norm", "layer norm, batch split on data", layer_norm,
             [(16, 32), (32,), (32,)], [ns(MESH_2x4, "data"), ns(MESH_2x4), ns(MESH_2x4)],
             ns(MESH_2x4, "data"), MESH_2x4, gspmd=True),
@@ -193,7 +198,7 @@ PROGRAMS = [
             (ns(MESH_2x4), ns(MESH_2x4, None, "model"), ns(MESH_2x4, "model", None)),
             MESH_2x4, gspmd=True),
     Program("shard_map_psum", "shard_map with psum over 8 devices", shard_map_psum,
-            [(16, 4)], [ns(RING, "x")], ns(RING), RING, gspmd=True),
+            [(16, 4)], [ns(RING, "x")], ns(RING), RING, gspmd=True, other_forms=True),
     Program("shard_map_all_gather", "shard_map all_gather over model on 2x4",
             shard_map_all_gather, [(8, 16)], [ns(MESH_2x4, "data", "model")],
             ns(MESH_2x4, "data", None), MESH_2x4),
@@ -226,6 +231,12 @@ def export(program: Program, out_dir: Path) -> dict[str, Any]:
     lowered = jitted.lower(*args)
     files = {"stablehlo": f"{program.name}.stablehlo.mlir"}
     (out_dir / files["stablehlo"]).write_text(lowered.as_text())
+    if program.other_forms:
+        generic = lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True)
+        files["generic"] = f"{program.name}.generic.mlir"
+        (out_dir / files["generic"]).write_text(generic)
+        files["debuginfo"] = f"{program.name}.debuginfo.mlir"
+        (out_dir / files["debuginfo"]).write_text(lowered.as_text(debug_info=True))
     compiled = lowered.compile()
     files["hlo"] = f"{program.name}.hlo.txt"
     (out_dir / files["hlo"]).write_text(compiled.as_text())

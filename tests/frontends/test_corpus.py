@@ -1,6 +1,7 @@
 """
 The JAX corpus (`tests/frontends/corpus/`, made by `scripts/make_frontend_corpus.py`):
-every program's StableHLO (Shardy, and GSPMD where exported) imported, compiled with
+every program's StableHLO (Shardy; for some also GSPMD, MLIR's generic op form and
+the form with debug locations) imported, compiled with
 `spmd-pipeline` and run must give JAX's outputs; its compiled per-device HLO text
 imported and run at level S on per-device inputs must too. Each test prints the
 constructs the importer saw (`pytest -s` shows them) and checks the ones the program is
@@ -90,7 +91,7 @@ def run(text: str, inputs: dict[str, np.ndarray], pipeline: str | None) -> dict[
 STABLEHLO_CASES = [
     (name, form)
     for name, meta in MANIFEST.items()
-    for form in ("stablehlo", "gspmd")
+    for form in ("stablehlo", "gspmd", "generic", "debuginfo")
     if form in meta["files"]
 ]
 
