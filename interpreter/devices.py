@@ -385,6 +385,9 @@ class Executor:
             return (WRAPPED, op, impl, ft, operands, results, specs)
         if type(op) in self._load_fallbacks() and not op.regions:
             return (FALLBACK, op, None, None, operands, results, specs)
+        if self.abstract and not op.regions:
+            # --timing-only needs types, not implementations
+            return (ABSTRACT, op, None, None, operands, results, specs)
         raise self.error_at(op, "is not supported by the interpreter")
 
     def _abstract_kind(self, op: Operation, kind: int) -> int:

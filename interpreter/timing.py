@@ -52,7 +52,7 @@ Report (`Timeline.report()`, the keys of DESIGN.md "Report JSON keys")
 * `peak_memory_bytes`: the largest live-tensor total over program order and devices.
 
 Extra keys: `chip`, `comm_time_s` (the slowest device's engine busy time),
-`slowest_device`, and `per_device` (each device's finish, compute, communication,
+`slowest_device`, `peak_memory_at` (the op where the peak is reached), and `per_device` (each device's finish, compute, communication,
 exposed time, comm bytes and peak memory).
 
 Memory model (`memory_plan`)
@@ -283,6 +283,7 @@ class Timeline:
             "comm_time_s": slow.comm,
             "comm_bytes_by_kind": dict(slow.comm_bytes),
             "slowest_device": slow.device,
+            "peak_memory_at": self._peak_location(),
             "per_device": [
                 {
                     "device": d.device,
@@ -296,6 +297,14 @@ class Timeline:
                 for d in self.devices
             ],
         }
+
+    def _peak_location(self) -> str | None:
+        """Where the device with the largest peak reached it (op name and location)."""
+        top = max(self.devices, key=lambda d: d.peak)
+        if top.peak_op is None:
+            return None
+        loc = self.where(top.peak_op)
+        return f"{top.peak_op.name} on device {top.device}" + (f" at {loc}" if loc else "")
 
     # Trace ---------------------------------------------------------------------------
 
@@ -425,7 +434,11 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append("  collectives          none")
-    lines.append(f"  peak memory          {format_bytes(report['peak_memory_bytes'])}")
+    at = report.get("peak_memory_at")
+    lines.append(
+        f"  peak memory          {format_bytes(report['peak_memory_bytes'])}"
+        + (f" (at {at})" if at else "")
+    )
     return lines
 
 
