@@ -544,7 +544,7 @@ class StablehloImporter:
         try:
             return hs.parse_hlo_sharding(text)
         except hs.ShardingSyntaxError as e:
-            raise self.error(op, f"bad mhlo.sharding \"{text}\": {e}") from None
+            raise self.error_at_name(op, text, f"bad mhlo.sharding \"{text}\": {e}") from None
 
     def sdy_to_spmd(
         self, op: Operation, attr: Attribute, rank: int, what: str
@@ -553,8 +553,9 @@ class StablehloImporter:
         if not isinstance(attr, SdyShardingAttr):
             raise self.error(op, f"{what}: expected a #sdy.sharding, got {attr}")
         if self.mesh is None or attr.mesh_name != self.mesh_name:
-            raise self.error(
-                op, f"{what}: sharding names mesh @{attr.mesh_name}, which is not declared"
+            raise self.error_at_name(
+                op, "@" + attr.mesh_name,
+                f"{what}: sharding names mesh @{attr.mesh_name}, which is not declared",
             )
         dims = attr.dim_axes
         if len(dims) != rank:
@@ -564,12 +565,16 @@ class StablehloImporter:
         for d in dims + [attr.unreduced_axes]:
             for a in d:
                 if ":" in a:
-                    raise self.error(
-                        op, f"{what}: sub-axis \"{a}\" is not supported (shardc splits a "
-                        "dimension by whole mesh axes)"
+                    name, _, sub = a.partition(":")
+                    raise self.error_at_name(
+                        op, f'"{name}":{sub}',
+                        f"{what}: sub-axis \"{name}\":{sub} is not supported (shardc splits "
+                        "a dimension by whole mesh axes)",
                     )
                 if a not in self.mesh.names:
-                    raise self.error(op, f'{what}: mesh @{self.mesh_name} has no axis "{a}"')
+                    raise self.error_at_name(
+                        op, f'"{a}"', f'{what}: mesh @{self.mesh_name} has no axis "{a}"'
+                    )
         if any(attr.open_dims):
             self.stats.constructs["sdy open dimension"] += 1
         if all(attr.open_dims) and not any(dims) and not attr.unreduced_axes and rank:
@@ -1544,8 +1549,31 @@ def _device_count(s: hs.HloSharding) -> int:
 def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     """Import StableHLO text; any problem is one located `DiagnosticError`."""
     ctx = make_import_context()
-    module, source_map = parse_module(ctx, strip_locations(text), filename)
+    try:
+        module, source_map = parse_module(ctx, strip_locations(text), filename)
+    except DiagnosticError as e:
+        raise DiagnosticError(_reword(str(e))) from None
     return StablehloImporter(module, source_map, filename).run()
+
+
+_NOT_REGISTERED_OP = re.compile(r"error: (?:Operation (\S+) is not registered|unknown operation '(\S+)')$")
+_NOT_REGISTERED_ATTR = re.compile(r"error: (?:'(\S+)' is not registered|unknown attribute or type '(\S+)')$")
+
+
+def _reword(diagnostic: str) -> str:
+    """Say which op / attribute shardc's importer does not know, in its own words."""
+    first, _, rest = diagnostic.partition("\n")
+    if m := _NOT_REGISTERED_OP.search(first):
+        name = m.group(1) or m.group(2)
+        first = first[: m.start()] + (
+            f"error: unknown operation '{name}': shardc's StableHLO importer does not support it"
+        )
+    elif m := _NOT_REGISTERED_ATTR.search(first):
+        name = m.group(1) or m.group(2)
+        first = first[: m.start()] + (
+            f"error: unknown attribute '{name}': shardc's StableHLO importer does not support it"
+        )
+    return first + ("\n" + rest if rest else "")
 
 
 __all__ = ["import_stablehlo", "strip_locations", "StablehloImporter"]
