@@ -25,7 +25,12 @@ def count_ops(module: ModuleOp, name: str) -> int:
     return sum(1 for op in module.walk() if op.name == name)
 
 
-def assert_close(before: dict[str, np.ndarray], after: dict[str, np.ndarray], exact: bool) -> None:
+def assert_close(
+    before: dict[str, np.ndarray],
+    after: dict[str, np.ndarray],
+    exact: bool,
+    rtol: float | None = None,
+) -> None:
     assert before.keys() == after.keys()
     for name, want in before.items():
         have = after[name]
@@ -36,9 +41,9 @@ def assert_close(before: dict[str, np.ndarray], after: dict[str, np.ndarray], ex
         w = want.astype(np.float64)
         h = have.astype(np.float64)
         low = want.dtype.itemsize <= 2
-        rtol = 2e-2 if low else 1e-5
+        tol = rtol if rtol is not None else 2e-2 if low else 1e-5
         scale = max(1.0, float(np.max(np.abs(w))) if w.size else 1.0)
-        np.testing.assert_allclose(h, w, rtol=rtol, atol=rtol * scale, err_msg=name)
+        np.testing.assert_allclose(h, w, rtol=tol, atol=tol * scale, err_msg=name)
 
 
 def check_pass(
@@ -47,6 +52,7 @@ def check_pass(
     *,
     exact: bool = True,
     seed: int = 0,
+    rtol: float | None = None,
 ) -> ModuleOp:
     """Apply `passes` to `text`; outputs before and after must agree. The module after."""
     module, source_map = parse_and_verify(CTX, text, "<test>")
@@ -57,5 +63,5 @@ def check_pass(
         p.apply(CTX, module)
         module.verify()
     after = io.run_module(module, inputs)
-    assert_close(before, after, exact)
+    assert_close(before, after, exact, rtol)
     return module

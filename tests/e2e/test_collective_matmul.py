@@ -1,0 +1,142 @@
+"""
+collective-matmul: the rings of permutes and partial dots compute what the all_gather +
+dot (bit-identical) and the dot + reduce_scatter (up to float summation order) did.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shardc.passes.collective_matmul import CollectiveMatmulPass
+from shardc.tests.e2e.differential import check_pass, count_ops
+
+FILECHECK = Path(__file__).parents[1] / "filecheck" / "transforms" / "collective-matmul.mlir"
+CHUNKS = FILECHECK.read_text().split("// -----")
+
+
+@pytest.mark.parametrize("bidirectional", [None, False, True])
+@pytest.mark.parametrize("index", range(len(CHUNKS)))
+def test_filecheck_programs_keep_their_values(index: int, bidirectional: bool | None) -> None:
+    chunk = CHUNKS[index]
+    exact = "reduce_scatter" not in chunk
+    check_pass(chunk, CollectiveMatmulPass(bidirectional=bidirectional), exact=exact)
+
+
+def test_fsdp_layer_on_8_devices() -> None:
+    """Megatron-style: gathered activations, column-parallel matmul, then row-parallel
+    matmul whose partial sums are reduce-scattered; both become rings."""
+    text = """
+spmd.mesh @mesh = <["data"=2, "model"=8]>
+func.func @main(%x: tensor<4x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<4x64xf32> attributes {spmd.partitioned, spmd.per_device_io} {
+  %g = collective.all_gather %x on @mesh["model"], dim = 0 : (tensor<4x64xf32>) -> tensor<32x64xf32>
+  %h = hlo.dot %g, %w1, contracting_dims = [1] x [0] : (tensor<32x64xf32>, tensor<64x32xf32>) -> tensor<32x32xf32>
+  %a = hlo.tanh %h : tensor<32x32xf32>
+  %y = hlo.dot %a, %w2, contracting_dims = [1] x [0] : (tensor<32x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  %r = collective.reduce_scatter add %y on @mesh["model"], dim = 0 : (tensor<32x64xf32>) -> tensor<4x64xf32>
+  func.return %r : tensor<4x64xf32>
+}
+"""
+    for bidi, permutes in ((False, 14), (True, 14)):
+        after = check_pass(text, CollectiveMatmulPass(bidirectional=bidi), exact=False)
+        assert count_ops(after, "collective.permute") == permutes
+        assert count_ops(after, "collective.all_gather") == 0
+        assert count_ops(after, "collective.reduce_scatter") == 0
+
+
+@st.composite
+def ring_programs(draw: st.DrawFn) -> tuple[str, bool, bool | None]:
+    """
+    all_gather + dot or dot + reduce_scatter over one axis of a 1- or 2-axis mesh, the
+    collective on a free or batch dimension of either operand.
+    (text, whether bit-identical, bidirectional option).
+    """
+    n = draw(st.integers(2, 6))
+    mesh = [("x", n)] if draw(st.booleans()) else [("d", 2), ("x", n)]
+    if math.prod(s for _, s in mesh) > 8:
+        mesh = [("x", n)]
+    dtype = draw(st.sampled_from(["f32", "i32", "bf16"]))
+    batched = draw(st.booleans())
+    b, m, k, p = (draw(st.integers(1, 3)) for _ in range(4))
+    lhs = [b, m, k] if batched else [m, k]
+    rhs = [b, k, p] if batched else [k, p]
+    out = [b, m, p] if batched else [m, p]
+    dims = (
+        "batching_dims = [0] x [0], contracting_dims = [2] x [1]"
+        if batched
+        else "contracting_dims = [1] x [0]"
+    )
+
+    def t(shape: list[int]) -> str:
+        return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
+
+    bidi = draw(st.sampled_from([None, True, False]))
+    variant = draw(st.sampled_from(["gather", "scatter"]))
+    side = draw(st.sampled_from(["lhs", "rhs"]))
+    body: list[str] = []
+    if variant == "gather":
+        # Gather a free (or the batch) dimension of one operand.
+        shape = lhs if side == "lhs" else rhs
+        choices = [0 if batched else None, len(shape) - 2 if side == "lhs" else len(shape) - 1]
+        dim = draw(st.sampled_from([c for c in choices if c is not None]))
+        local = list(shape)
+        gathered = list(shape)
+        gathered[dim] = local[dim] * n
+        full_out = list(out)
+        if dim == 0 and batched:
+            full_out[0] *= n
+            other = rhs if side == "lhs" else lhs
+            other = [other[0] * n, *other[1:]]
+        else:
+            full_out[len(out) - 2 if side == "lhs" else len(out) - 1] *= n
+            other = rhs if side == "lhs" else lhs
+        args = f"%v: {t(local)}, %o: {t(other)}"
+        body.append(f'  %g = collective.all_gather %v on @mesh["x"], dim = {dim} : ({t(local)}) -> {t(gathered)}')
+        operands = ("%g", "%o") if side == "lhs" else ("%o", "%g")
+        types = (t(gathered), t(other)) if side == "lhs" else (t(other), t(gathered))
+        body.append(f"  %y = hlo.dot {operands[0]}, {operands[1]}, {dims} : ({types[0]}, {types[1]}) -> {t(full_out)}")
+        result, result_type, exact = "%y", t(full_out), True
+    else:
+        # Scatter a result dimension: batch, lhs free or rhs free.
+        choices = ([0] if batched else []) + [len(out) - 2, len(out) - 1]
+        dim = draw(st.sampled_from(choices))
+        full_lhs, full_rhs, full_out = list(lhs), list(rhs), list(out)
+        full_out[dim] *= n
+        if batched and dim == 0:
+            full_lhs[0] *= n
+            full_rhs[0] *= n
+        elif dim == len(out) - 2:
+            full_lhs[-2] *= n
+        else:
+            full_rhs[-1] *= n
+        kind = draw(st.sampled_from(["add", "max"] + (["mul", "min"] if dtype == "i32" else [])))
+        local_out = list(out)
+        args = f"%l: {t(full_lhs)}, %r: {t(full_rhs)}"
+        body.append(f"  %y = hlo.dot %l, %r, {dims} : ({t(full_lhs)}, {t(full_rhs)}) -> {t(full_out)}")
+        body.append(f'  %s = collective.reduce_scatter {kind} %y on @mesh["x"], dim = {dim} : ({t(full_out)}) -> {t(local_out)}')
+        result, result_type, exact = "%s", t(local_out), dtype == "i32" or kind == "max"
+        exact = exact and dtype != "bf16"
+    text = "\n".join(
+        [
+            "spmd.mesh @mesh = <[" + ", ".join(f'"{a}"={s}' for a, s in mesh) + "]>",
+            f"func.func @main({args}) -> {result_type} attributes {{spmd.partitioned, spmd.per_device_io}} {{",
+            *body,
+            f"  func.return {result} : {result_type}",
+            "}",
+        ]
+    )
+    return text, exact, bidi
+
+
+@settings(max_examples=40, deadline=None)
+@given(ring_programs())
+def test_generated_programs(case: tuple[str, bool, bool | None]) -> None:
+    text, exact, bidi = case
+    after = check_pass(text, CollectiveMatmulPass(bidirectional=bidi), exact=exact)
+    assert count_ops(after, "collective.all_gather") == 0, text
+    assert count_ops(after, "collective.reduce_scatter") == 0, text
+    assert count_ops(after, "collective.permute") > 0, text
