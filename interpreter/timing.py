@@ -442,10 +442,6 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def cost_model(chip: Chip, mesh: Any) -> CostModel:
-    return CostModel(chip, mesh)
-
-
 def compute_cost(model: CostModel, op: Operation) -> OpCost | None:
     """The op's compute cost, or None for ops that take no time (control, scalars)."""
     if not is_timed(op):

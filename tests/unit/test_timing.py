@@ -489,3 +489,84 @@ func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
     ex = Executor(module, sm)
     ex.run(next(iter(module.ops)), [[np.ones(4, np.float32)]])  # pyright: ignore
     assert ex.timeline is None
+
+
+# Properties on generated programs --------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SIZES = {"a": "tensor<64xf32>", "b": "tensor<65536xf32>"}
+OPS = st.lists(
+    st.tuples(st.sampled_from(["exp", "dot", "ar", "ag", "start_ar", "start_ag", "done", "dev0"]),
+              st.sampled_from(["a", "b"]), st.integers(0, 3)),
+    max_size=14,
+)
+
+
+def generated_program(ops: list[tuple[str, str, int]]) -> str:
+    lines: list[str] = []
+    pending: list[tuple[str, str]] = []
+    n = 0
+    dot_t = "tensor<256x256xf32>"
+    for kind, arg, pick in ops:
+        n += 1
+        t = SIZES[arg]
+        if kind == "exp":
+            lines.append(f"  %v{n} = hlo.exp %{arg} : {t}")
+        elif kind == "dot":
+            lines.append(f"  %v{n} = hlo.dot %m, %m, contracting_dims = [1] x [0] : ({dot_t}, {dot_t}) -> {dot_t}")
+        elif kind == "ar":
+            lines.append(f'  %v{n} = collective.all_reduce add %{arg} on @m["x"] : {t}')
+        elif kind == "ag":
+            lines.append(f'  %v{n} = collective.all_gather %a on @m["x"], dim = 0 : (tensor<64xf32>) -> tensor<256xf32>')
+        elif kind == "start_ar":
+            lines.append(f'  %f{n} = collective.all_reduce_start add %{arg} on @m["x"] : {t} -> !collective.future<{t}>')
+            pending.append((f"%f{n}", t))
+        elif kind == "start_ag":
+            lines.append(f'  %f{n} = collective.all_gather_start %a on @m["x"], dim = 0 : (tensor<64xf32>) -> !collective.future<tensor<256xf32>>')
+            pending.append((f"%f{n}", "tensor<256xf32>"))
+        elif kind == "done" and pending:
+            f, rt = pending.pop(pick % len(pending))
+            lines.append(f"  %v{n} = collective.done {f} : !collective.future<{rt}> -> {rt}")
+        elif kind == "dev0":
+            lines.append(f"""  %i{n} = spmd.axis_index @m["x"] : tensor<i32>
+  %c{n} = tensor.extract %i{n}[] : tensor<i32>
+  %z{n} = arith.constant {pick} : i32
+  %p{n} = arith.cmpi eq, %c{n}, %z{n} : i32
+  %v{n} = scf.if %p{n} -> ({t}) {{
+    %e{n} = hlo.exp %{arg} : {t}
+    scf.yield %e{n} : {t}
+  }} else {{
+    scf.yield %{arg} : {t}
+  }}""")
+    for k, (f, rt) in enumerate(pending):
+        lines.append(f"  %last{k} = collective.done {f} : !collective.future<{rt}> -> {rt}")
+    body = "\n".join(lines)
+    return ring(4, body + "\n  func.return %a : tensor<64xf32>",
+                "%a: tensor<64xf32>, %b: tensor<65536xf32>, %m: tensor<256x256xf32>", "tensor<64xf32>")
+
+
+@settings(max_examples=25, deadline=None)
+@given(OPS)
+def test_generated_programs_respect_the_bounds_and_stream_order(ops) -> None:
+    text = generated_program(ops)
+    tl = time_program(text, abstract=True)
+    r = tl.report()
+    assert r["step_time_s"] == max(d.finish for d in tl.devices)
+    assert r["roofline_time_s"] <= r["step_time_s"] * (1 + 1e-12) + 1e-18
+    assert r["step_time_s"] <= sum(d.busy + d.comm for d in tl.devices) * (1 + 1e-12) + 1e-18
+    assert 0 <= r["exposed_comm_time_s"] <= r["step_time_s"]
+    for d in tl.devices:
+        assert d.busy <= d.finish * (1 + 1e-12) + 1e-18 and d.comm <= d.finish * (1 + 1e-12) + 1e-18
+        stream = sorted([(s, e) for _, s, e in d.compute] + [(s, e) for _, s, e in d.waits])
+        assert all(b[0] >= a[1] - 1e-15 for a, b in zip(stream, stream[1:]))
+        engine = [(s, e) for _, _, s, e in d.collectives]
+        assert engine == sorted(engine)  # issue order
+        assert all(b[0] >= a[1] - 1e-15 for a, b in zip(engine, engine[1:]))
+        assert all(issued <= s for _, issued, s, _ in d.collectives)
+    # busy + idle = finish on the compute stream: idle time is exactly the waits
+    slow = tl.slowest
+    assert sum(e - s for _, s, e in slow.waits) == pytest.approx(r["exposed_comm_time_s"], abs=1e-15)
+    # the value run times the same program identically
+    assert time_program(text).report() == r
