@@ -135,6 +135,26 @@ OTHER = {
     "partition-id", "replica-id", "opt-barrier", "async-start", "async-done",
     "async-update", "copy-start", "copy-done", "custom-call",
 }
+XLA_OPCODES = frozenset(
+    """abs add add-dependency after-all all-gather all-gather-done all-gather-start
+    all-reduce all-reduce-done all-reduce-start all-to-all and async-done async-start
+    async-update atan2 batch-norm-grad batch-norm-inference batch-norm-training bitcast
+    bitcast-convert broadcast call cbrt ceil cholesky clamp clz collective-broadcast
+    collective-permute collective-permute-done collective-permute-start compare complex
+    concatenate conditional constant convert convolution copy copy-done copy-start cosine
+    custom-call divide domain dot dynamic-reshape dynamic-slice dynamic-update-slice erf
+    exponential exponential-minus-one fft floor fusion gather get-dimension-size
+    get-tuple-element imag infeed iota is-finite log log-plus-one logistic map maximum
+    minimum multiply negate not opt-barrier or outfeed pad parameter partition-id popcnt
+    power ragged-all-to-all real recv recv-done reduce reduce-precision reduce-scatter
+    reduce-window remainder replica-id reshape reverse rng rng-bit-generator
+    rng-get-and-update-state round-nearest-afz round-nearest-even rsqrt scatter select
+    select-and-scatter send send-done set-dimension-size shift-left
+    shift-right-arithmetic shift-right-logical sign sine slice sort sqrt stochastic-convert
+    subtract tan tanh topk transpose triangular-solve tuple while xor""".split()
+)
+"""Every HLO opcode XLA prints (HloOpcode): the ones not handled here are "not supported"."""
+
 KNOWN_OPCODES = (
     set(BINARY) | set(UNARY) | EXPANDED | COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES | OTHER
 )
@@ -494,12 +514,13 @@ class HloTextImporter:
         for c in comps:
             for i in c.instrs:
                 if i.opcode not in KNOWN_OPCODES:
-                    raise self.error(
-                        i.opcode_pos,
-                        f"unknown HLO instruction '{i.opcode}': shardc's HLO importer does "
-                        "not support it",
-                        len(i.opcode),
+                    what = (
+                        f"HLO instruction '{i.opcode}' is not supported by shardc's HLO importer"
+                        if i.opcode in XLA_OPCODES
+                        else f"unknown HLO instruction '{i.opcode}': shardc's HLO importer "
+                        "does not support it"
                     )
+                    raise self.error(i.opcode_pos, what, len(i.opcode))
                 known = KNOWN_ATTRS.get(i.opcode, frozenset())
                 for key, a in i.attrs.items():
                     if key not in known and key not in COMMON_ATTRS:
@@ -634,6 +655,17 @@ class HloTextImporter:
                     raise self.error(o.pos, f"%{name} is not defined in {comp.name}", len(o.text))
                 if state.get(name) != 2 and name not in env:
                     stack.append((dep, False))
+        # text order when it defines before use (XLA prints post-order), else the DFS order
+        needed = {i.name for i in order}
+        textual = [i for i in comp.instrs if i.name in needed]
+        seen: set[str] = set(env)
+        for i in textual:
+            if i.opcode not in ("parameter", "constant", "iota", "partition-id", "replica-id"):
+                if any(n not in seen for n in i.operand_names()):
+                    break
+            seen.add(i.name)
+        else:
+            order = textual
         for instr in order:
             if instr.name in env:
                 continue
