@@ -129,14 +129,20 @@ class CostModel:
             return shape
         return shape[: dims - 1] + [math.prod(shape[dims - 1 :])]
 
+    def collective_latency(self, op: collective.CollectiveOp) -> float:
+        """The latency floor of a ring collective: T * N/2 with wraparound, T * (N-1) without."""
+        return sum(
+            self.chip.hop_latency * (n / 2 if wrap else n - 1)
+            for n, wrap in self.axis_rings(op)
+            if n > 1
+        )
+
     def collective_time(self, op: collective.CollectiveOp) -> float:
         rings = [(n, wrap) for n, wrap in self.axis_rings(op) if n > 1]
         if not rings:
             return 0.0
         n_total = math.prod(n for n, _ in rings)
-        latency = sum(
-            self.chip.hop_latency * (n / 2 if wrap else n - 1) for n, wrap in rings
-        )
+        latency = self.collective_latency(op)
         bandwidth = min(self.chip.axis_bandwidth_for(wrap) for _, wrap in rings) * len(rings)
         local = self.comm_bytes(op)
         kind = op.name.removeprefix("collective.").removesuffix("_start")

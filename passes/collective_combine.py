@@ -23,8 +23,12 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
 
 from shardc.dialects import collective
+from shardc.dialects.spmd import find_mesh
+from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import topological_reorder, used_values
 from shardc.passes.sharding_rules import element_bytes
 
@@ -77,8 +81,44 @@ def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operatio
     return masks
 
 
+@dataclass
+class OverlapGuard:
+    """
+    Keeps the combiner from destroying overlap, using the cost model: a collective joins a
+    group only if (1) the compute between the group's first member and it takes no longer
+    than the latency combining saves (else the earlier members would start late), and (2)
+    no member's result is used before it (else that user would wait for the whole group).
+    """
+
+    clock: dict[Operation, float]
+    first_use: dict[Operation, int]
+    position: dict[Operation, int]
+    model: CostModel
+
+    @staticmethod
+    def for_block(block: Block, model: CostModel) -> OverlapGuard:
+        clock: dict[Operation, float] = {}
+        position: dict[Operation, int] = {}
+        now = 0.0
+        for i, op in enumerate(block.ops):
+            clock[op], position[op] = now, i
+            if not isinstance(op, collective.CollectiveOp) and op.name.startswith("hlo."):
+                now += model.op_cost(op).time
+        first_use = {
+            op: min((position[u.operation] for r in op.results for u in r.uses if u.operation in position), default=len(position))
+            for op in block.ops
+        }
+        return OverlapGuard(clock, first_use, position, model)
+
+    def allows(self, group: Group, op: collective.CollectiveOp) -> bool:
+        saved = self.model.collective_latency(op)
+        if self.clock[op] - self.clock[group.ops[0]] > saved:
+            return False
+        return all(self.first_use[m] > self.position[op] for m in group.ops)
+
+
 def plan_groups(
-    block: Block, threshold_bytes: int, max_count: int
+    block: Block, threshold_bytes: int, max_count: int, guard: OverlapGuard | None = None
 ) -> list[list[collective.CollectiveOp]]:
     candidates = [op for op in block.ops if isinstance(op, COMBINABLE)]
     index = {op: i for i, op in enumerate(candidates)}
@@ -95,6 +135,7 @@ def plan_groups(
             masks[op] & group.mask
             or group.bytes + size > threshold_bytes
             or len(group.ops) >= max_count
+            or (guard is not None and not guard.allows(group, op))
         ):
             done.append(group.ops)
             group = None
@@ -137,13 +178,26 @@ class CollectiveCombinePass(ModulePass):
     """Largest total operand size of one combined collective (XLA's default order)."""
     max_count: int = 256
     """Most collectives merged into one (XLA's kMaxCombineCount)."""
+    overlap_aware: bool = True
+    """Refuse merges that would delay a collective or its users (false: XLA's behaviour)."""
+    chip: str = "v5e"
+    """The chip whose costs `overlap-aware` weighs."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.threshold_bytes < 0 or self.max_count < 1:
+            raise PassFailedException(
+                "collective-combine: threshold-bytes must be >= 0 and max-count >= 1"
+            )
+        try:
+            model = CostModel(get_chip(self.chip), find_mesh(op))
+        except UnknownChipError as e:
+            raise PassFailedException(f"collective-combine: {e}") from None
         for function in op.walk():
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue
             for block in function.body.blocks:
-                groups = plan_groups(block, self.threshold_bytes, self.max_count)
+                guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
+                groups = plan_groups(block, self.threshold_bytes, self.max_count, guard)
                 for group in groups:
                     combine(group)
                 if groups:

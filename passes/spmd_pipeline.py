@@ -1,4 +1,23 @@
-"""`spmd-pipeline`: from a global program to the partitioned per-device program."""
+"""
+`spmd-pipeline{chip= memory-limit= combine-threshold-bytes=}`: from a global program to the
+optimized, scheduled per-device program.
+
+The order is the data flow, each pass needing what the one before made:
+
+1. `spmd-propagate`, `spmd-partition`: the per-device program with sync collectives;
+2. `canonicalize`, `cse`: fold what partitioning left (index arithmetic, identical reshards);
+3. `reduce-scatter-create`, `all-gather-slice-simplify`, `all-reduce-reassociate`: fewer,
+   smaller collectives (cleanups of patterns partitioning and users write);
+4. `collective-combine`: merge independent collectives of one kind — before async-split,
+   which only wraps what is left;
+5. `collective-matmul`: overlap an all_gather feeding a dot (or a dot feeding a
+   reduce_scatter) with the dot itself, by decomposition into permutes;
+6. `async-split`, `schedule`: every collective as start/done, ordered by the cost model so
+   communication hides behind independent compute.
+
+`bench/overlap.py` measures the result against synchronous collectives and the roofline.
+On a level-S program (already partitioned) steps 1 skip it and the rest apply.
+"""
 
 from __future__ import annotations
 
@@ -10,28 +29,45 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
+from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
+from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
+from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.collective_combine import CollectiveCombinePass
+from shardc.passes.collective_matmul import CollectiveMatmulPass
+from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
+from shardc.passes.schedule import SchedulePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 
 
 @dataclass(frozen=True)
 class SpmdPipelinePass(ModulePass):
-    """
-    propagate, partition, canonicalize, cse, collective-combine: each needs the one before;
-    CSE merges the identical index computations and reshards that different users of one
-    value asked for, and the combiner then merges independent collectives of one kind.
-    """
+    """The passes of the module docstring, in its order."""
 
     name = "spmd-pipeline"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        passes = (
+    chip: str = "v5e"
+    """The chip whose cost model drives the scheduler."""
+    memory_limit: int | None = None
+    """Passed to `schedule`."""
+    combine_threshold_bytes: int = 32 * 1024 * 1024
+    """Passed to `collective-combine`."""
+
+    def passes(self) -> list[ModulePass]:
+        return [
             SpmdPropagatePass(),
             SpmdPartitionPass(),
             CanonicalizePass(),
             CommonSubexpressionElimination(),
-            CollectiveCombinePass(),
-        )
-        for p in passes:
+            ReduceScatterCreatePass(),
+            AllGatherSliceSimplifyPass(),
+            AllReduceReassociatePass(),
+            CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes),
+            CollectiveMatmulPass(),
+            AsyncSplitPass(),
+            SchedulePass(memory_limit=self.memory_limit, chip=self.chip),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for p in self.passes():
             p.apply(ctx, op)

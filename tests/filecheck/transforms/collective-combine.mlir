@@ -1,9 +1,10 @@
-// RUN: shardc-opt %s -p collective-combine --split-input-file | filecheck %s
-// RUN: shardc-opt %s -p 'collective-combine{threshold-bytes=64}' --split-input-file | filecheck %s --check-prefix=SMALL
-// RUN: shardc-opt %s -p 'collective-combine{max-count=2}' --split-input-file | filecheck %s --check-prefix=COUNT
+// RUN: shardc-opt %s -p 'collective-combine{overlap-aware=false}' --split-input-file | filecheck %s
+// RUN: shardc-opt %s -p collective-combine --split-input-file | filecheck %s --check-prefix=AWARE
+// RUN: shardc-opt %s -p 'collective-combine{threshold-bytes=64 overlap-aware=false}' --split-input-file | filecheck %s --check-prefix=SMALL
+// RUN: shardc-opt %s -p 'collective-combine{max-count=2 overlap-aware=false}' --split-input-file | filecheck %s --check-prefix=COUNT
 // RUN: not shardc-opt %s -p 'collective-combine{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADOPT
 
-// BADOPT: <pass-pipeline>:1:{{[0-9]+}}: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: threshold-bytes, max-count)
+// BADOPT: <pass-pipeline>:1:{{[0-9]+}}: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: threshold-bytes, max-count, overlap-aware, chip)
 
 // Independent all_reduces of one kind over one group become one variadic all_reduce,
 // placed after the last operand it needs; users are redirected.
@@ -22,6 +23,11 @@ func.func @combine(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4xf32>) -> (
 // CHECK-NEXT:  %ra, %rb, %rc = collective.all_reduce add %a, %b2, %c on @mesh["data"] : tensor<8xf32>, tensor<8xf32>, tensor<4xf32>
 // CHECK-NEXT:  %x = hlo.exp %ra : tensor<8xf32>
 // CHECK-NEXT:  func.return %x, %rb, %rc
+// Overlap-aware (the default): %ra's result is used (by %x) before %rb exists, so merging
+// would make that use wait for the whole group; %rb and %rc still merge.
+// AWARE-LABEL: func.func @combine
+// AWARE:       %ra = collective.all_reduce add %a on @mesh["data"]
+// AWARE:       %rb, %rc = collective.all_reduce add %b2, %c on @mesh["data"]
 // Over the threshold (64 bytes): 32 + 32 fit, the third (16 more) would not.
 // SMALL-LABEL: func.func @combine
 // SMALL:       %ra, %rb = collective.all_reduce add %a, %b2 on @mesh["data"]
@@ -65,3 +71,21 @@ func.func @gathers(%a: tensor<2x4xf32>, %b: tensor<2x8xf32>, %c: tensor<4x2xf32>
 // CHECK:       %ga, %gb = collective.all_gather %a, %b on @mesh["x"], dim = 0 : (tensor<2x4xf32>, tensor<2x8xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>)
 // CHECK-NEXT:  %gc = collective.all_gather %c on @mesh["x"], dim = 1
 // CHECK-NEXT:  %sa, %sb = collective.reduce_scatter add %b, %b on @mesh["x"], dim = 1
+
+// -----
+
+// Overlap-aware: a long matmul between two gradients' all_reduces; merging would start the
+// first one only after the matmul, so they stay apart (XLA's combiner merges them).
+spmd.mesh @mesh = <["data"=8]>
+func.func @apart(%a: tensor<1024x1024xbf16>, %b: tensor<2048x2048xbf16>) -> (tensor<1024x1024xbf16>, tensor<2048x2048xbf16>)
+    attributes {spmd.partitioned} {
+  %ra = collective.all_reduce add %a on @mesh["data"] : tensor<1024x1024xbf16>
+  %d = hlo.dot %b, %b, contracting_dims = [1] x [0] : (tensor<2048x2048xbf16>, tensor<2048x2048xbf16>) -> tensor<2048x2048xbf16>
+  %rd = collective.all_reduce add %d on @mesh["data"] : tensor<2048x2048xbf16>
+  func.return %ra, %rd : tensor<1024x1024xbf16>, tensor<2048x2048xbf16>
+}
+// AWARE-LABEL: func.func @apart
+// AWARE:       %ra = collective.all_reduce add %a on @mesh["data"]
+// AWARE:       %rd = collective.all_reduce add %d on @mesh["data"]
+// CHECK-LABEL: func.func @apart
+// CHECK:       %ra, %rd = collective.all_reduce add %a, %d on @mesh["data"]

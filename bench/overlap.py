@@ -1,0 +1,187 @@
+"""
+How much communication the full pipeline hides: simulated step time (the interpreter's
+timing model, `--timing-only`) of each program after `spmd-pipeline`, against (a) the same
+program with synchronous collectives and no optimization and (b) the roofline lower bound
+max(compute, communication), per chip and size, in one run.
+
+    python bench/overlap.py [--write-trace examples/overlap_trace.json]
+
+Programs: `dp_grads` (8-way data-parallel gradients, level S), `megatron4` (the Megatron
+MLP stacked 4 layers on a 2x4 mesh, level G), `fsdp` (4 layers of all_gather + dot,
+level S). Targets (issue 6): >= 1.3x faster than (a) where communication is at least a third
+of the step; within 1.15x of (b) where compute exceeds communication.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.printer import Printer
+
+from shardc.dialects import make_context
+from shardc.interpreter.testing import time_program
+from shardc.passes.spmd_partition import SpmdPartitionPass
+from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.passes.spmd_propagate import SpmdPropagatePass
+from shardc.tools.source import parse_and_verify
+
+
+def dp_grads(batch: int, hidden: int, layers: int = 8) -> str:
+    """Per-device data-parallel backward pass: a weight gradient and its all_reduce per layer."""
+    t_x = f"tensor<{batch}x{hidden}xbf16>"
+    t_w = f"tensor<{hidden}x{hidden}xbf16>"
+    args = [f"%x: {t_x}", f"%g0: {t_x}"] + [f"%w{i}: {t_w}" for i in range(layers)]
+    body, results = [], []
+    for i in range(layers):
+        body.append(f"  %dw{i} = hlo.dot %x, %g{i}, contracting_dims = [0] x [0] : ({t_x}, {t_x}) -> {t_w}")
+        body.append(f'  %ar{i} = collective.all_reduce add %dw{i} on @dp["data"] : {t_w}')
+        body.append(f"  %g{i + 1} = hlo.dot %g{i}, %w{i}, contracting_dims = [1] x [1] : ({t_x}, {t_w}) -> {t_x}")
+        results.append(f"%ar{i}")
+    types = ", ".join([t_w] * layers + [t_x])
+    return "\n".join(
+        [
+            'spmd.mesh @dp = <["data"=8]>',
+            f"func.func @main({', '.join(args)}) -> ({types}) attributes {{spmd.partitioned}} {{",
+            *body,
+            f"  func.return {', '.join(results)}, %g{layers} : {types}",
+            "}",
+        ]
+    )
+
+
+def megatron4(batch: int, hidden: int, ffn: int, layers: int = 4) -> str:
+    """The Megatron MLP (column- then row-parallel) stacked `layers` deep, global program."""
+    t_x = f"tensor<{batch}x{hidden}xbf16>"
+    t_h = f"tensor<{batch}x{ffn}xbf16>"
+    t_1 = f"tensor<{hidden}x{ffn}xbf16>"
+    t_2 = f"tensor<{ffn}x{hidden}xbf16>"
+    rows, cols, by_data = _sharding('{}, {"model"}'), _sharding('{"model"}, {}'), _sharding('{"data"}, {}')
+    args = [f"%x: {t_x} {by_data}"]
+    body = []
+    prev = "%x"
+    for i in range(layers):
+        args.append(f"%a{i}: {t_1} {rows}")
+        args.append(f"%b{i}: {t_2} {cols}")
+        body.append(f"  %h{i} = hlo.dot {prev}, %a{i}, contracting_dims = [1] x [0] : ({t_x}, {t_1}) -> {t_h}")
+        body.append(f"  %r{i} = hlo.tanh %h{i} : {t_h}")
+        body.append(f"  %y{i} = hlo.dot %r{i}, %b{i}, contracting_dims = [1] x [0] : ({t_h}, {t_2}) -> {t_x}")
+        prev = f"%y{i}"
+    return "\n".join(
+        [
+            'spmd.mesh @mesh = <["data"=2, "model"=4]>',
+            f"func.func @main({', '.join(args)}) -> ({t_x} {by_data}) {{",
+            *body,
+            f"  func.return {prev} : {t_x}",
+            "}",
+        ]
+    )
+
+
+def _sharding(dims: str) -> str:
+    return "{spmd.sharding = #spmd.sharding<@mesh, [" + dims + "]>}"
+
+
+def fsdp(batch: int, hidden: int, layers: int = 4, devices: int = 8) -> str:
+    """Per-device FSDP forward: each layer all-gathers its weight shard, then multiplies."""
+    t_x = f"tensor<{batch}x{hidden}xbf16>"
+    t_s = f"tensor<{hidden // devices}x{hidden}xbf16>"
+    t_w = f"tensor<{hidden}x{hidden}xbf16>"
+    args = [f"%x: {t_x}"] + [f"%s{i}: {t_s}" for i in range(layers)]
+    body = []
+    prev = "%x"
+    for i in range(layers):
+        body.append(f'  %w{i} = collective.all_gather %s{i} on @dp["data"], dim = 0 : ({t_s}) -> {t_w}')
+        body.append(f"  %y{i} = hlo.dot {prev}, %w{i}, contracting_dims = [1] x [0] : ({t_x}, {t_w}) -> {t_x}")
+        prev = f"%y{i}"
+    return "\n".join(
+        [
+            f'spmd.mesh @dp = <["data"={devices}]>',
+            f"func.func @main({', '.join(args)}) -> {t_x} attributes {{spmd.partitioned}} {{",
+            *body,
+            f"  func.return {prev} : {t_x}",
+            "}",
+        ]
+    )
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable[[], str]
+    level_g: bool
+
+
+CASES = [
+    Case("dp_grads small", lambda: dp_grads(256, 1024), False),
+    Case("dp_grads large", lambda: dp_grads(2048, 4096), False),
+    Case("megatron4 small", lambda: megatron4(512, 1024, 4096), True),
+    Case("megatron4 large", lambda: megatron4(8192, 4096, 16384), True),
+    Case("fsdp small", lambda: fsdp(1024, 2048), False),
+    Case("fsdp large", lambda: fsdp(8192, 8192), False),
+]
+
+
+def compile_text(text: str, passes: list) -> str:
+    ctx = make_context()
+    module, _ = parse_and_verify(ctx, text, "bench")
+    for p in passes:
+        p.apply(ctx, module)
+    module.verify()
+    return _print(module)
+
+
+def _print(module: object) -> str:
+    from io import StringIO
+
+    out = StringIO()
+    Printer(stream=out).print_op(module)  # pyright: ignore
+    return out.getvalue()
+
+
+def measure(case: Case, chip: str) -> dict[str, float]:
+    text = case.make()
+    baseline_passes = [SpmdPropagatePass(), SpmdPartitionPass()] if case.level_g else []
+    baseline = time_program(compile_text(text, baseline_passes), chip, abstract=True).report()
+    full_text = compile_text(text, [SpmdPipelinePass(chip=chip)])
+    full = time_program(full_text, chip, abstract=True).report()
+    return {
+        "baseline": baseline["step_time_s"],
+        "full": full["step_time_s"],
+        "roofline": full["roofline_time_s"],
+        "compute": full["compute_time_s"],
+        "comm": full.get("comm_time_s", 0.0),
+        "baseline_comm_share": 1 - baseline["compute_time_s"] / baseline["step_time_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chips", nargs="+", default=["v5e", "v5p"])
+    args = parser.parse_args()
+    rows = [
+        "| program | chip | (a) sync, unoptimized | full pipeline | speedup vs (a) | (b) roofline | full / (b) | comm share of (a) | target met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case in CASES:
+        for chip in args.chips:
+            m = measure(case, chip)
+            speedup = m["baseline"] / m["full"]
+            to_roof = m["full"] / m["roofline"]
+            checks = []
+            if m["baseline_comm_share"] >= 1 / 3:
+                checks.append(speedup >= 1.3)
+            if m["compute"] > m["comm"]:
+                checks.append(to_roof <= 1.15)
+            met = "n/a" if not checks else ("yes" if all(checks) else "**no**")
+            rows.append(
+                f"| {case.name} | {chip} | {m['baseline'] * 1e6:.1f} us | {m['full'] * 1e6:.1f} us | "
+                f"{speedup:.2f}x | {m['roofline'] * 1e6:.1f} us | {to_roof:.2f}x | "
+                f"{m['baseline_comm_share']:.0%} | {met} |"
+            )
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
