@@ -21,6 +21,29 @@ from shardc.tools.source import parse_and_verify
 CTX = make_context()
 
 
+def partition(text: str) -> str:
+    """
+    The per-device program the partitioner makes from a level-G `text`: propagate,
+    partition, canonicalize, cse (not the whole `spmd-pipeline`, which runs the passes
+    under test).
+    """
+    from xdsl.transforms.canonicalize import CanonicalizePass
+    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+
+    from shardc.passes.spmd_partition import SpmdPartitionPass
+    from shardc.passes.spmd_propagate import SpmdPropagatePass
+
+    module, _ = parse_and_verify(CTX, text, "<level G>")
+    for p in (
+        SpmdPropagatePass(),
+        SpmdPartitionPass(),
+        CanonicalizePass(),
+        CommonSubexpressionElimination(),
+    ):
+        p.apply(CTX, module)
+    return str(module)
+
+
 def count_ops(module: ModuleOp, name: str) -> int:
     return sum(1 for op in module.walk() if op.name == name)
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from shardc.dialects import collective
 from shardc.passes.async_split import AsyncSplitPass
-from shardc.passes.spmd_pipeline import SpmdPipelinePass
-from shardc.tests.e2e.differential import CTX, check_pass
+from shardc.tests.e2e.differential import CTX, check_pass, partition
 from shardc.tests.unit.strategies import build_collective_program, DrawChooser
 from shardc.tools.source import parse_and_verify
 
@@ -32,9 +31,7 @@ def test_filecheck_programs_keep_their_values(index: int) -> None:
 
 @pytest.mark.parametrize("name", ["megatron_mlp.mlir", "dp_grads.mlir", "attention.mlir"])
 def test_partitioned_examples(name: str) -> None:
-    module, _ = parse_and_verify(CTX, (EXAMPLES / name).read_text(), name)
-    SpmdPipelinePass().apply(CTX, module)
-    text = str(module)
+    text = partition((EXAMPLES / name).read_text())
     split = check_pass(text, AsyncSplitPass())
     assert sync_count(split) == 0
     joined = check_pass(text, [AsyncSplitPass(), AsyncSplitPass(inverse=True)])

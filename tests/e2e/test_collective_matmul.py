@@ -1,6 +1,10 @@
 """
 collective-matmul: the rings of permutes and partial dots compute what the all_gather +
-dot (bit-identical) and the dot + reduce_scatter (up to float summation order) did.
+dot and the dot + reduce_scatter did: integers bit-identical; floats within a tight
+tolerance. (For all_gather + dot every element comes from the same products summed in
+the same order, but the interpreter's float dot is numpy's BLAS, whose kernel choice
+depends on the operand shapes: a block of rows can differ from the same rows of the
+full product in the last bit.)
 """
 
 from __future__ import annotations
@@ -23,8 +27,7 @@ CHUNKS = FILECHECK.read_text().split("// -----")
 @pytest.mark.parametrize("index", range(len(CHUNKS)))
 def test_filecheck_programs_keep_their_values(index: int, bidirectional: bool | None) -> None:
     chunk = CHUNKS[index]
-    exact = "reduce_scatter" not in chunk
-    check_pass(chunk, CollectiveMatmulPass(bidirectional=bidirectional), exact=exact)
+    check_pass(chunk, CollectiveMatmulPass(bidirectional=bidirectional), exact=False)
 
 
 def test_fsdp_layer_on_8_devices() -> None:
@@ -99,7 +102,7 @@ def ring_programs(draw: st.DrawFn) -> tuple[str, bool, bool | None]:
         operands = ("%g", "%o") if side == "lhs" else ("%o", "%g")
         types = (t(gathered), t(other)) if side == "lhs" else (t(other), t(gathered))
         body.append(f"  %y = hlo.dot {operands[0]}, {operands[1]}, {dims} : ({types[0]}, {types[1]}) -> {t(full_out)}")
-        result, result_type, exact = "%y", t(full_out), True
+        result, result_type, exact = "%y", t(full_out), dtype == "i32"
     else:
         # Scatter a result dimension: batch, lhs free or rhs free.
         choices = ([0] if batched else []) + [len(out) - 2, len(out) - 1]
@@ -118,8 +121,7 @@ def ring_programs(draw: st.DrawFn) -> tuple[str, bool, bool | None]:
         args = f"%l: {t(full_lhs)}, %r: {t(full_rhs)}"
         body.append(f"  %y = hlo.dot %l, %r, {dims} : ({t(full_lhs)}, {t(full_rhs)}) -> {t(full_out)}")
         body.append(f'  %s = collective.reduce_scatter {kind} %y on @mesh["x"], dim = {dim} : ({t(full_out)}) -> {t(local_out)}')
-        result, result_type, exact = "%s", t(local_out), dtype == "i32" or kind == "max"
-        exact = exact and dtype != "bf16"
+        result, result_type, exact = "%s", t(local_out), dtype == "i32"
     text = "\n".join(
         [
             "spmd.mesh @mesh = <[" + ", ".join(f'"{a}"={s}' for a, s in mesh) + "]>",

@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 
 from shardc.dialects import collective
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
-from shardc.passes.spmd_pipeline import SpmdPipelinePass
-from shardc.tests.e2e.differential import CTX, check_pass, count_ops
-from shardc.tools.source import parse_and_verify
+from shardc.tests.e2e.differential import check_pass, count_ops, partition
 
 FILECHECK = Path(__file__).parents[1] / "filecheck" / "transforms" / "reduce-scatter-create.mlir"
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -27,12 +25,6 @@ def test_filecheck_programs_keep_their_values(index: int) -> None:
     chunk = CHUNKS[index]
     exact = not any(name in chunk for name in REORDERED)
     check_pass(chunk, ReduceScatterCreatePass(), exact=exact)
-
-
-def partition(text: str) -> str:
-    module, _ = parse_and_verify(CTX, text, "<test>")
-    SpmdPipelinePass().apply(CTX, module)
-    return str(module)
 
 
 def test_partitioner_all_reduce_then_minor_major_split() -> None:
