@@ -16,8 +16,8 @@ The output:
   results are sharded, so `shardc-run` takes `in_K.D` and writes `out_K.D`. Arguments
   are the entry's parameters numbered by `parameter(N)` (not by their order in the
   text); a parameter's `sharding={...}` is kept as the argument attribute
-  `mhlo.sharding = "..."` (information: `hlo_sharding.split_global` turns a global array
-  into the per-device inputs it describes);
+  `mhlo.sharding = "..."` (information: `per_device_inputs` turns global arrays into the
+  per-device inputs it describes), and so is the ROOT's, when it has one, on the results;
 * the entry computation's instructions reachable from ROOT, with fusions, `call`s and
   `async-start` bodies inlined; tuples and `get-tuple-element` are resolved while
   importing (a tuple-shaped ROOT gives several results);
@@ -123,7 +123,7 @@ UNARY = {
 }
 EXPANDED = {
     "exponential-minus-one", "log-plus-one", "sign", "tan", "clamp", "is-finite", "erf",
-    "xor",
+    "xor", "remainder",
 }
 COLLECTIVES = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"}
 ASYNC_STARTS = {f"{c}-start": c for c in ("all-reduce", "all-gather", "collective-permute")}
@@ -584,10 +584,26 @@ class HloTextImporter:
         results = self.flatten(root, entry.root)
         self.emit.location = self.located(entry.root.pos)
         self.emit.add(func.ReturnOp(*results))
-        f = make_function("main", self.block, [v.type for v in results], arg_attrs)
+        res_attrs = self.result_shardings(entry.root, len(results))
+        f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
         f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
         self.out_map.locations[f] = self.located(entry.pos)
         return f
+
+    def result_shardings(self, root: Instr, n: int) -> list[dict[str, Attribute]]:
+        """The ROOT's `sharding=` (a tuple sharding: one per result), kept as information."""
+        a = root.attrs.get("sharding")
+        if a is None:
+            return [{} for _ in range(n)]
+        try:
+            s = hs.parse_hlo_sharding(a.text)
+        except hs.ShardingSyntaxError as e:
+            raise self.error(a.pos + e.offset, f"bad sharding: {e}") from None
+        parts = list(s.elements) if s.kind == "tuple" else [s]
+        if len(parts) != n:
+            return [{} for _ in range(n)]
+        self.stats.constructs["ROOT sharding="] += 1
+        return [{"mhlo.sharding": StringAttr(p.text)} for p in parts]
 
     def flatten(self, value: Value, instr: Instr) -> list[SSAValue]:
         if isinstance(value, TupleVal):
@@ -790,6 +806,11 @@ class HloTextImporter:
 
     def array_op(self, instr: Instr, op: str, xs: list[SSAValue]) -> SSAValue:
         e = self.emit
+        if op == "reduce" and len(xs) != 2:
+            raise ValueError(
+                f"a reduce of {len(xs) // 2} operands together (such as argmax) is not "
+                "supported: hlo.reduce reduces one operand"
+            )
         ty = self.tensor_type(instr.shape)
         if op in BINARY:
             return e.binary(BINARY[op], *xs)
@@ -886,6 +907,11 @@ class HloTextImporter:
         if op == "clamp":
             lo, v, hi = xs
             return e.binary("min", e.binary("max", v, e.broadcast_scalar(lo, v)), e.broadcast_scalar(hi, v))
+        if op == "remainder":
+            a, b = xs
+            if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
+                raise ValueError("remainder on floats is not supported (integers only)")
+            return e.binary("sub", a, e.binary("mul", e.binary("div", a, b), b))
         if op == "xor":
             if not is_bool(x.type.element_type):  # pyright: ignore
                 raise ValueError("xor on integers is not supported (pred only)")

@@ -199,7 +199,8 @@ TOPLEVEL_ELEMENTWISE = frozenset(
     | {
         "stablehlo.convert", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
         "stablehlo.sign", "stablehlo.is_finite", "stablehlo.exponential_minus_one",
-        "stablehlo.log_plus_one", "stablehlo.tan", "stablehlo.xor", "chlo.square",
+        "stablehlo.log_plus_one", "stablehlo.tan", "stablehlo.xor", "stablehlo.remainder",
+        "chlo.square",
         "chlo.sinh", "chlo.cosh", "chlo.tan", "chlo.erf", "chlo.erfc", "chlo.is_inf",
         "chlo.is_pos_inf", "chlo.is_neg_inf",
     }
@@ -1260,7 +1261,7 @@ class StablehloImporter:
             body = list(block.ops)
             if len(block.args) != 2 * n:
                 raise ValueError(f"the reduction body takes {len(block.args)} arguments, expected {2 * n}")
-            names = [o.name for o in body]
+            names = list(dict.fromkeys(o.name for o in body))
             if (
                 n == 1
                 and len(body) == 2
@@ -1289,7 +1290,11 @@ class StablehloImporter:
     def reduce(self, op: Operation, xs: list[SSAValue]) -> list[SSAValue]:
         n = len(xs) // 2
         if n != 1:
-            names = [o.name for o in op.regions[0].block.ops] if op.regions and op.regions[0].blocks else []
+            names = (
+                list(dict.fromkeys(o.name for o in op.regions[0].block.ops))
+                if op.regions and op.regions[0].blocks
+                else []
+            )
             raise ValueError(
                 f"a reduce of {n} operands together (such as argmax; its body computes "
                 f"{', '.join(names)}) is not supported: hlo.reduce reduces one operand"
@@ -1465,6 +1470,15 @@ class StablehloImporter:
             lo, v, hi = xs
             lo, hi = e.broadcast_scalar(lo, v), e.broadcast_scalar(hi, v)
             return [e.binary("min", e.binary("max", v, lo), hi)]
+        if name == "stablehlo.remainder":
+            a, b = xs
+            if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
+                raise ValueError(
+                    "stablehlo.remainder on floats is not supported (hlo has no trunc); "
+                    "integers only"
+                )
+            # a - trunc(a / b) * b: hlo.div truncates toward zero, as StableHLO does
+            return [e.binary("sub", a, e.binary("mul", e.binary("div", a, b), b))]
         if name == "stablehlo.xor":
             if not is_bool(xs[0].type.element_type):  # pyright: ignore
                 raise ValueError("stablehlo.xor on integers is not supported (i1 only)")

@@ -204,11 +204,12 @@ add {
 ENTRY entry {
   x = f32[4,3]{1,0} parameter(0)
   one = f32[] constant(1)
-  ROOT r = f32[4]{0} reduce(x, one), dimensions={1}, to_apply=add
+  ROOT r = f32[4]{0} reduce(x, one), dimensions={1}, to_apply=add, sharding={replicated}
 }
 """
     program, _ = imported(text)
     assert "spmd.per_device_io" in program
+    assert '-> (tensor<4xf32> {mhlo.sharding = "{replicated}"})' in program
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     (out,) = run(text, [[x]])[0]
     np.testing.assert_array_equal(out, x.sum(axis=1) + 1)

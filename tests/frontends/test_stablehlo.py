@@ -59,15 +59,23 @@ def test_expansions_match_numpy() -> None:
     %p = stablehlo.compare GT, %arg0, %z, FLOAT : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xi1>
     %n = stablehlo.not %p : tensor<16xi1>
     %11 = stablehlo.xor %p, %n : tensor<16xi1>
-    %12 = stablehlo.convert %11 : (tensor<16xi1>) -> tensor<16xf32>
+    %q = stablehlo.convert %arg0 : (tensor<16xf32>) -> tensor<16xi32>
+    %three = stablehlo.constant dense<3> : tensor<16xi32>
+    %r = stablehlo.remainder %q, %three : tensor<16xi32>
+    %rf = stablehlo.convert %r : (tensor<16xi32>) -> tensor<16xf32>
+    %x1 = stablehlo.convert %11 : (tensor<16xi1>) -> tensor<16xf32>
+    %12 = stablehlo.add %x1, %rf : tensor<16xf32>
     return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %12 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi1>, tensor<16xf32>, tensor<16xf32>"""
     text = module(body, "%arg0: tensor<16xf32>", ", ".join(["tensor<16xf32>"] * 9 + ["tensor<16xi1>", "tensor<16xf32>", "tensor<16xf32>"]))
-    x = np.linspace(-2, 2, 16).astype(np.float32)
+    x = np.linspace(-7, 7, 16).astype(np.float32) / 3.5
+    x[-1] = 6.5  # truncates to 6: remainder 0; the negative ones keep their sign
     out = run_global(imported(text), {"in_0": x})
+    q = np.trunc(x).astype(np.int32)
     erf = np.array([math.erf(v) for v in x], dtype=np.float32)
     expect = [
         np.sinh(x), np.cosh(x), erf, 1 - erf, np.tan(x), np.sign(x), np.clip(x, -0.5, 0.5),
-        np.expm1(x), np.log1p(np.abs(x)), np.isfinite(x), x * x, np.ones(16, np.float32),
+        np.expm1(x), np.log1p(np.abs(x)), np.isfinite(x), x * x,
+        1 + np.fmod(q, 3).astype(np.float32),
     ]
     for k, want in enumerate(expect):
         got = out[f"out_{k}"]
