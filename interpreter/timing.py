@@ -76,7 +76,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
@@ -249,6 +249,21 @@ class CollectiveCost:
 # The timeline and its outputs -----------------------------------------------------------
 
 
+class Slice(NamedTuple):
+    """One interval of one device's timeline (`Timeline.slices()`)."""
+
+    device: int
+    stream: str
+    """"compute", "collectives" or "wait" (the compute stream blocked on communication)."""
+    op: Operation
+    start: float
+    end: float
+    flops: float
+    """0 for collectives and waits."""
+    bytes: int
+    """HBM bytes of a compute op; operand bytes of a collective; 0 for waits."""
+
+
 @dataclass
 class Timeline:
     """Every device's clocks and slices after one run, and what they add up to."""
@@ -305,6 +320,21 @@ class Timeline:
             return None
         loc = self.where(top.peak_op)
         return f"{top.peak_op.name} on device {top.device}" + (f" at {loc}" if loc else "")
+
+    def slices(self) -> list[Slice]:
+        """Every device's timeline as flat slices, device by device, stream by stream."""
+        out: list[Slice] = []
+        for d in self.devices:
+            for op, start, end in d.compute:
+                cost = self.op_costs.get(op)
+                out.append(Slice(d.device, "compute", op, start, end,
+                                 cost.flops if cost else 0.0, cost.bytes if cost else 0))
+            for op, start, end in d.waits:
+                out.append(Slice(d.device, "wait", op, start, end, 0.0, 0))
+            for op, _, start, end in d.collectives:
+                cc = self.collective_costs.get(op)
+                out.append(Slice(d.device, "collectives", op, start, end, 0.0, cc.bytes if cc else 0))
+        return out
 
     # Trace ---------------------------------------------------------------------------
 
@@ -363,7 +393,11 @@ class Timeline:
         return {
             "traceEvents": events,
             "displayTimeUnit": "ns",
-            "otherData": {"chip": self.chip.name, "level": self.level},
+            "otherData": {
+                "chip": self.chip.name,
+                "level": self.level,
+                **{k: v for k, v in self.report().items() if k != "per_device"},
+            },
         }
 
     def trace_json(self) -> str:
@@ -455,6 +489,7 @@ def compute_cost(model: CostModel, op: Operation) -> OpCost | None:
 __all__ = [
     "KINDS",
     "REPORT_KEYS",
+    "Slice",
     "CollectiveCost",
     "DeviceClock",
     "Timeline",

@@ -570,3 +570,20 @@ def test_generated_programs_respect_the_bounds_and_stream_order(ops) -> None:
     assert sum(e - s for _, s, e in slow.waits) == pytest.approx(r["exposed_comm_time_s"], abs=1e-15)
     # the value run times the same program identically
     assert time_program(text).report() == r
+
+
+def test_slices_flatten_the_timeline() -> None:
+    text = ring(2, f"""
+  %y = hlo.dot %a, %a, contracting_dims = [1] x [0] : {DOT_BF16}
+  %s = collective.all_reduce add %x on @m["x"] : tensor<1024xf32>
+  func.return %s, %y : tensor<1024xf32>, tensor<1024x1024xbf16>""",
+                "%x: tensor<1024xf32>, %a: tensor<1024x1024xbf16>", "tensor<1024xf32>, tensor<1024x1024xbf16>")
+    tl = time_program(text, abstract=True)
+    slices = tl.slices()
+    assert [(s.device, s.stream, s.op.name) for s in slices] == [
+        (0, "compute", "hlo.dot"), (0, "wait", "collective.all_reduce"), (0, "collectives", "collective.all_reduce"),
+        (1, "compute", "hlo.dot"), (1, "wait", "collective.all_reduce"), (1, "collectives", "collective.all_reduce"),
+    ]
+    assert slices[0].flops == 2 * 1024**3 and slices[0].bytes == 3 * 2 * 2**20
+    assert slices[2].bytes == 4096 and slices[2].start == pytest.approx(T_DOT)
+    assert tl.trace()["otherData"]["step_time_s"] == tl.report()["step_time_s"]
