@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -67,7 +66,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.utils.lexer import Input
 
 from shardc.dialects import collective, hlo, spmd

@@ -89,7 +89,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_attr
+from shardc.dialects.syntax import i64_array, i64_attr
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import (
     Emitter,
@@ -1021,8 +1021,8 @@ class StablehloImporter:
             return
         if target == "SPMDFullToShardShape":
             sharding = pending.get(x)
-            if sharding is None and views[x].arg is not None:
-                sharding = self._declared_arg_sharding(x)
+            if sharding is None and views[x].local is None:
+                sharding = views[x].declared
             local = self.localize(views[x], sharding, op, x)
             if local.type != r.type:
                 raise self.error(
@@ -1033,9 +1033,6 @@ class StablehloImporter:
             env[r] = local
             return
         raise self.error(op, f"custom_call @{target} on a global value is not supported")
-
-    def _declared_arg_sharding(self, x: SSAValue) -> spmd.ShardingAttr | None:
-        return None
 
     # ops -----------------------------------------------------------------------------------
 
@@ -1416,13 +1413,13 @@ class StablehloImporter:
         else:
             rank_pairs = sorted(pairs)
             size = n
-            group = {"groups": ArrayAttr([hs_i64(list(range(n)))])}
+            group = {"groups": ArrayAttr([i64_array(list(range(n)))])}
         props: dict[str, Attribute] = dict(group)
         k = shift_of(rank_pairs, size)
         if k is not None:
             props["shift"] = i64_attr(k)
         else:
-            props["pairs"] = ArrayAttr(hs_i64(list(p)) for p in rank_pairs)
+            props["pairs"] = ArrayAttr(i64_array(list(p)) for p in rank_pairs)
         self.stats.constructs["collective_permute as " + ("shift" if k is not None else "pairs")] += 1
         return e.collective(collective.PermuteOp, [x], [x.type], props).results[0]
 
@@ -1510,12 +1507,6 @@ def _sharding_list(attr: Attribute) -> list[Attribute]:
     if isinstance(attr, SdyShardingPerValueAttr):
         return list(attr.shardings.data)
     return list(attr.data)  # pyright: ignore
-
-
-def hs_i64(values: list[int]) -> Attribute:
-    from shardc.dialects.syntax import i64_array
-
-    return i64_array(values)
 
 
 def _get(op: Operation, key: str) -> Attribute | None:

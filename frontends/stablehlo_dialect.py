@@ -21,11 +21,9 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseArrayBase,
     IntAttr,
     IntegerAttr,
     StringAttr,
-    SymbolRefAttr,
     i64,
 )
 from xdsl.ir import (
