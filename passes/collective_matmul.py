@@ -1,5 +1,5 @@
 """
-`collective-matmul{bidirectional= min-bytes=0}`: an all_gather feeding a dot, and a dot
+`collective-matmul{bidirectional= min-bytes=0 f32-accumulation=false}`: an all_gather feeding a dot, and a dot
 feeding a reduce_scatter, become an unrolled ring of permutes and partial dots that the
 scheduler can overlap (Wang et al., "Overlap Communication with Dependent Computation via
 Decomposition in Large Deep Learning Models", ASPLOS 2023; XLA's windowed einsum; the
@@ -20,8 +20,11 @@ one block of `d` (a `dynamic_slice` of `a` or `b`, or both for a batch dimension
 to the partial sum that arrived from its neighbour and passes the sum on; after G - 1
 permutes each device holds the complete sum for its own block. Any reduction kind works
 (add, mul, max, min: the matching `hlo` op combines). Sums are added in ring order, not
-rank order: integers are identical, floats agree up to summation order; bf16/f16 partial
-dots accumulate in f32 and are rounded once at the end, as the reduce_scatter did.
+rank order: integers are identical, floats agree up to summation order. The partial sums
+travel in the reduce_scatter's element type, as a ring reduce-scatter's do on hardware
+(and XLA's windowed einsum): for bf16/f16 each step rounds. `f32-accumulation=true`
+keeps them in f32 and rounds once at the end, as DESIGN.md's reduce_scatter does, at
+twice the permute bytes.
 
 Bidirectional (`bidirectional=true`, the default when the group size is even): two rings
 at once, one passing blocks to rank + 1 and one to rank - 1, each covering about half of
@@ -288,7 +291,10 @@ def _rewrite_gather(
 
 
 def dot_into_scatter(
-    rs: collective.ReduceScatterOp, bidirectional: bool | None, min_bytes: int
+    rs: collective.ReduceScatterOp,
+    bidirectional: bool | None,
+    min_bytes: int,
+    f32_accumulation: bool = False,
 ) -> bool:
     ring = ring_axis(rs)
     if ring is None:
@@ -313,7 +319,7 @@ def dot_into_scatter(
         slice_rhs = rf[d - nb - len(lf)]
     y_type = tensor_type(value)
     block = y_type.get_shape()[d] // n
-    low = isinstance(y_type.element_type, BFloat16Type | Float16Type)
+    low = f32_accumulation and isinstance(y_type.element_type, BFloat16Type | Float16Type)
     acc_element = f32 if low else y_type.element_type
     part_type = _with_dim(y_type, d, block, acc_element)
     combine = COMBINE[rs.kind.data]
@@ -369,6 +375,8 @@ class CollectiveMatmulPass(ModulePass):
     """Two rings in opposite directions; default: when the group size is even."""
     min_bytes: int = 0
     """Only collectives moving at least this many bytes (gathered / scattered array)."""
+    f32_accumulation: bool = False
+    """bf16/f16 partial sums in f32 (the reduce_scatter's numerics, twice the bytes)."""
 
     def __post_init__(self) -> None:
         check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
@@ -380,4 +388,6 @@ class CollectiveMatmulPass(ModulePass):
             if isinstance(candidate, hlo.DotOp):
                 gather_into_dot(candidate, self.bidirectional, self.min_bytes)
             elif isinstance(candidate, collective.ReduceScatterOp):
-                dot_into_scatter(candidate, self.bidirectional, self.min_bytes)
+                dot_into_scatter(
+                    candidate, self.bidirectional, self.min_bytes, self.f32_accumulation
+                )

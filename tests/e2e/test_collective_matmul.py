@@ -23,11 +23,16 @@ FILECHECK = Path(__file__).parents[1] / "filecheck" / "transforms" / "collective
 CHUNKS = FILECHECK.read_text().split("// -----")
 
 
-@pytest.mark.parametrize("bidirectional", [None, False, True])
+@pytest.mark.parametrize(
+    ("bidirectional", "f32_accumulation"), [(None, False), (False, False), (True, True)]
+)
 @pytest.mark.parametrize("index", range(len(CHUNKS)))
-def test_filecheck_programs_keep_their_values(index: int, bidirectional: bool | None) -> None:
+def test_filecheck_programs_keep_their_values(
+    index: int, bidirectional: bool | None, f32_accumulation: bool
+) -> None:
     chunk = CHUNKS[index]
-    check_pass(chunk, CollectiveMatmulPass(bidirectional=bidirectional), exact=False)
+    p = CollectiveMatmulPass(bidirectional=bidirectional, f32_accumulation=f32_accumulation)
+    check_pass(chunk, p, exact=False)
 
 
 def test_fsdp_layer_on_8_devices() -> None:
@@ -135,10 +140,12 @@ def ring_programs(draw: st.DrawFn) -> tuple[str, bool, bool | None]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(ring_programs())
-def test_generated_programs(case: tuple[str, bool, bool | None]) -> None:
+@given(ring_programs(), st.booleans())
+def test_generated_programs(case: tuple[str, bool, bool | None], f32_accumulation: bool) -> None:
+    """bf16 partial sums round at every step by default: bf16 tolerance (2e-2 of scale)."""
     text, exact, bidi = case
-    after = check_pass(text, CollectiveMatmulPass(bidirectional=bidi), exact=exact)
+    p = CollectiveMatmulPass(bidirectional=bidi, f32_accumulation=f32_accumulation)
+    after = check_pass(text, p, exact=exact)
     assert count_ops(after, "collective.all_gather") == 0, text
     assert count_ops(after, "collective.reduce_scatter") == 0, text
     assert count_ops(after, "collective.permute") > 0, text

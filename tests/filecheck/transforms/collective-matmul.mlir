@@ -1,6 +1,7 @@
 // RUN: shardc-opt %s -p 'collective-matmul{bidirectional=false}' --split-input-file | filecheck %s --check-prefix=UNI
 // RUN: shardc-opt %s -p collective-matmul --split-input-file | filecheck %s --check-prefix=BIDI
 // RUN: shardc-opt %s -p 'collective-matmul{min-bytes=100000}' --split-input-file | filecheck %s --check-prefix=BIG
+// RUN: shardc-opt %s -p 'collective-matmul{f32-accumulation=true}' --split-input-file | filecheck %s --check-prefix=F32ACC
 // RUN: not shardc-opt %s -p 'collective-matmul{min-bytes=-5}' 2>&1 | filecheck %s --check-prefix=NEG
 // RUN: not shardc-opt %s -p 'collective-matmul{bidirectional=2}' 2>&1 | filecheck %s --check-prefix=TYPE
 
@@ -127,9 +128,10 @@ func.func @scatter(%a: tensor<16x32xf32>, %w: tensor<32x8xf32>) -> tensor<4x8xf3
 
 // -----
 
-// bf16: the partial dots produce f32, the sums run in f32 and are rounded once, as the
-// reduce_scatter did. A max reduce_scatter combines with hlo.max; scattering a column
-// (rhs free) dimension slices the rhs.
+// bf16: the partial sums travel as bf16, like a ring reduce_scatter's (same bytes). With
+// f32-accumulation=true the partial dots produce f32, the sums run in f32 and are rounded
+// once, as DESIGN.md's reduce_scatter does. A max reduce_scatter combines with hlo.max;
+// scattering a column (rhs free) dimension slices the rhs.
 spmd.mesh @mesh = <["x"=2]>
 func.func @scatter_bf16_max(%a: tensor<4x8xbf16>, %w: tensor<8x6xbf16>, %b: tensor<4x8xi32>, %v: tensor<8x6xi32>) -> (tensor<2x6xbf16>, tensor<4x3xi32>) attributes {spmd.partitioned, spmd.per_device_io} {
   %y = hlo.dot %a, %w, contracting_dims = [1] x [0] : (tensor<4x8xbf16>, tensor<8x6xbf16>) -> tensor<4x6xbf16>
@@ -138,10 +140,15 @@ func.func @scatter_bf16_max(%a: tensor<4x8xbf16>, %w: tensor<8x6xbf16>, %b: tens
   %s = collective.reduce_scatter max %z on @mesh["x"], dim = 1 : (tensor<4x6xi32>) -> tensor<4x3xi32>
   func.return %r, %s : tensor<2x6xbf16>, tensor<4x3xi32>
 }
+// F32ACC-LABEL: func.func @scatter_bf16_max
+// F32ACC:         hlo.dot %{{.*}}, %w, contracting_dims = [1] x [0] : (tensor<2x8xbf16>, tensor<8x6xbf16>) -> tensor<2x6xf32>
+// F32ACC:         collective.permute %{{.*}} : tensor<2x6xf32>
+// F32ACC:         hlo.add %{{.*}}, %{{.*}} : tensor<2x6xf32>
+// F32ACC-NEXT:    %r = hlo.convert %{{.*}} : (tensor<2x6xf32>) -> tensor<2x6xbf16>
 // BIDI-LABEL: func.func @scatter_bf16_max
-// BIDI:         hlo.dot %{{.*}}, %w, contracting_dims = [1] x [0] : (tensor<2x8xbf16>, tensor<8x6xbf16>) -> tensor<2x6xf32>
-// BIDI:         hlo.add %{{.*}}, %{{.*}} : tensor<2x6xf32>
-// BIDI-NEXT:    %r = hlo.convert %{{.*}} : (tensor<2x6xf32>) -> tensor<2x6xbf16>
+// BIDI:         hlo.dot %{{.*}}, %w, contracting_dims = [1] x [0] : (tensor<2x8xbf16>, tensor<8x6xbf16>) -> tensor<2x6xbf16>
+// BIDI:         collective.permute %{{.*}} : tensor<2x6xbf16>
+// BIDI:         %r = hlo.add %{{.*}}, %{{.*}} : tensor<2x6xbf16>
 // BIDI:         %[[VB:.*]] = hlo.dynamic_slice %v [%{{.*}}, %{{.*}}] sizes = [8, 3]
 // BIDI-NEXT:    hlo.dot %b, %[[VB]], contracting_dims = [1] x [0] : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
 // BIDI:         %s = hlo.max %{{.*}}, %{{.*}} : tensor<4x3xi32>
