@@ -31,8 +31,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from shardc.dialects import collective, hlo, spmd
-from shardc.passes.collective_combine import operand_bytes
-from shardc.passes.rewrite_utils import check_option
+from shardc.passes.rewrite_utils import check_option, operand_bytes
 
 TO_START: dict[type[collective.CollectiveOp], type[collective.CollectiveOp]] = dict(
     zip(collective.SYNC_OPS, collective.START_OPS, strict=True)

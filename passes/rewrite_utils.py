@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 
 from xdsl.dialects.builtin import (
@@ -48,6 +49,17 @@ def tensor_type(value: SSAValue) -> TensorType:
     ty = value.type
     assert isinstance(ty, TensorType)
     return ty
+
+
+def operand_bytes(op: Operation) -> int:
+    """The bytes of `op`'s operands (a collective's message size)."""
+    from shardc.passes.sharding_rules import element_bytes
+
+    total = 0
+    for value in op.operands:
+        ty = tensor_type(value)
+        total += math.prod(ty.get_shape()) * element_bytes(ty)
+    return total
 
 
 def group_properties(op: collective.CollectiveOp) -> dict[str, Attribute]:
