@@ -65,9 +65,8 @@ class Location:
         line, col = self.line_col()
         src = self.source_line()
         caret = " " * (col - 1) + "^" * max(1, min(length, len(src) - col + 1))
-        # xDSL's messages sometimes span lines ("... does not verify:\n<why>"): keep the
-        # diagnostic to exactly one message line.
-        message = " ".join(part.strip() for part in message.splitlines() if part.strip())
+        # (xDSL's constraint messages span two lines, "... does not verify:\n<why>"; they
+        # are kept as they are, the source line and caret follow them.)
         return f"{self.input.name}:{line}:{col}: error: {message}\n{src}\n{caret}"
 
 
@@ -205,7 +204,8 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
     start, length, message = span.start, span.end - span.start, error.msg
     text = span.input.content
     # xDSL reports an unknown op at the token after its name and an unknown attribute or
-    # type at the `<` after its name; MLIR points at the name itself, and so do we.
+    # type at the `<` after its name; MLIR points at the name itself, and so do we
+    # (keeping xDSL's wording, which tests match).
     if found := _UNKNOWN_OP.fullmatch(message):
         name = found.group(1)
         line_start = text.rfind("\n", 0, start) + 1
@@ -213,13 +213,17 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
         if at != -1:
             quoted = at > 0 and text[at - 1] == '"'
             start, length = at - quoted, len(name) + 2 * quoted
-        message = f"unknown operation '{name}'"
     elif found := _UNDEFINED_VALUES.fullmatch(message):
         # xDSL reports these at the end of the file; MLIR at the (first) use.
         name = found.group(1).split(", ")[0]
         if use := re.search(re.escape(name) + r"(?![\w.$-])", text):
             start, length = use.start(), len(name)
         message = f"use of undefined value '{name}'"
+    elif not message.strip() or message.startswith(" "):
+        # xDSL appends a context to an empty message (" in block definition")
+        at_end = not text[start:].strip()
+        what = "unexpected end of input" if at_end else "unexpected input"
+        message = f"{what} {message.strip()}".strip()
     elif message == "Could not parse entire input!":
         message = "expected an operation"
     elif found := _UNKNOWN_ATTR.fullmatch(message):
@@ -227,7 +231,6 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
         at = text.rfind(name, 0, start + 1)
         if at > 0 and text[at - 1] in "#!":
             start, length = at - 1, len(name) + 1
-        message = f"unknown attribute or type '{name}'"
     return Location(span.input, start, line_offset).format(message, length)
 
 

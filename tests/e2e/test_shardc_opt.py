@@ -59,12 +59,14 @@ def expect_one_diagnostic(
     found = DIAGNOSTIC.findall(err)
     assert len(found) == 1, err
     lines = err.rstrip("\n").split("\n")
-    assert len(lines) == 3, err  # the diagnostic, the source line, the caret line
+    # the diagnostic (xDSL's constraint messages take a second line), the source line,
+    # the caret line
+    assert 3 <= len(lines) <= 4, err
     head = DIAGNOSTIC.fullmatch(lines[0])
     assert head is not None, err
     assert (head["file"], int(head["line"]), int(head["col"])) == (file, line, col), err
     assert re.search(message, head["msg"]), err
-    assert lines[2].index("^") == col - 1, err
+    assert re.fullmatch(r" *\^+", lines[-1]) and lines[-1].index("^") == col - 1, err
 
 
 def write(tmp_path: Path, text: str, name: str = "in.mlir") -> str:
@@ -97,7 +99,7 @@ def test_stdin(tmp_path: Path):
     assert (code, err) == (0, "")
     assert "hlo.dot" in out
     code, out, err = run([], stdin=GOOD.replace("hlo.dot", "hlo.dott"))
-    expect_one_diagnostic(code, out, err, "<stdin>", 4, 8, "unknown operation 'hlo.dott'")
+    expect_one_diagnostic(code, out, err, "<stdin>", 4, 8, "Operation hlo.dott is not registered")
 
 
 def test_split_input_file(tmp_path: Path):
@@ -123,14 +125,14 @@ BAD_FILES = {
         GOOD.replace("%0 = hlo.dot %x, %w,", "%0 = hlo.dot %x %w,"),
         (4, 19, "expected|Expected"),
     ),
-    "unknown op": (GOOD.replace("hlo.transpose %0", "hlo.transposed %0"), (5, 8, "unknown operation 'hlo.transposed'")),
+    "unknown op": (GOOD.replace("hlo.transpose %0", "hlo.transposed %0"), (5, 8, "Operation hlo.transposed is not registered")),
     "unknown attribute": (
         GOOD.replace("#spmd.sharding<@mesh", "#spmd.shading<@mesh"),
-        (2, 56, "unknown attribute or type 'spmd.shading'"),
+        (2, 56, "'spmd.shading' is not registered"),
     ),
     "unknown type": (
         GOOD.replace("%w: tensor<32x128xf32>)", "%w: !hlo.token)"),
-        (3, 21, "unknown attribute or type 'hlo.token'"),
+        (3, 21, "'hlo.token' is not registered"),
     ),
     "verifier failure": (
         GOOD.replace("dims = [1, 0] : (tensor<16x128xf32>)", "dims = [0, 0] : (tensor<16x128xf32>)"),
@@ -172,7 +174,7 @@ def test_bad_file(case: str, tmp_path: Path):
         assert head is not None, err
         line, col = int(head["line"]), int(head["col"])
     expect_one_diagnostic(code, out, err, src, line, col, message)
-    assert err.split("\n")[1] == text.split("\n")[line - 1]
+    assert err.rstrip("\n").split("\n")[-2] == text.split("\n")[line - 1]
     assert not dst.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["in.mlir"]
 
@@ -192,7 +194,7 @@ def test_bad_pass_pipeline(case: str, tmp_path: Path):
     dst = tmp_path / "out.mlir"
     code, out, err = run([str(EXAMPLE), "-p", spec, "-o", str(dst)])
     expect_one_diagnostic(code, out, err, "<pass-pipeline>", 1, col, message)
-    assert err.split("\n")[1] == spec
+    assert err.rstrip("\n").split("\n")[-2] == spec
     assert not dst.exists()
 
 
@@ -204,8 +206,8 @@ def test_split_input_file_later_chunk_fails(tmp_path: Path):
     dst = tmp_path / "out.mlir"
     code, out, err = run([src, "--split-input-file", "-o", str(dst)])
     line = 2 * GOOD.count("\n") + 2 + 5  # two chunks and their markers, then line 5
-    expect_one_diagnostic(code, out, err, src, line, 8, "unknown operation")
-    assert err.split("\n")[1] == text.split("\n")[line - 1]
+    expect_one_diagnostic(code, out, err, src, line, 8, "Operation hlo.transposed is not registered")
+    assert err.rstrip("\n").split("\n")[-2] == text.split("\n")[line - 1]
     assert not dst.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["in.mlir"]
 
@@ -236,7 +238,7 @@ def test_verify_diagnostics_reports_instead_of_failing(tmp_path: Path):
     bad = GOOD.replace("hlo.transpose %0", "hlo.transposed %0")
     code, out, err = run([write(tmp_path, GOOD + "// -----\n" + bad), "--split-input-file", "--verify-diagnostics"])
     assert code == 0, err
-    assert "unknown operation 'hlo.transposed'" in out
+    assert "Operation hlo.transposed is not registered" in out
 
 
 def test_bad_command_line_exits_1():
@@ -258,7 +260,7 @@ def console_script() -> Path:
 @pytest.mark.parametrize(
     ("args", "file_name", "line", "col", "message"),
     [
-        (["{src}"], "{src}", 5, 8, "unknown operation 'hlo.transposed'"),
+        (["{src}"], "{src}", 5, 8, "Operation hlo.transposed is not registered"),
         (["{src}", "-p", "nope"], "<pass-pipeline>", 1, 1, "unknown pass 'nope'"),
     ],
 )
@@ -302,5 +304,5 @@ def test_split_marker_with_trailing_text(tmp_path: Path):
     src = write(tmp_path, text)
     code, out, err = run([src, "--split-input-file"])
     line = 1 + GOOD.count("\n") + 1 + 5
-    expect_one_diagnostic(code, out, err, src, line, 8, "unknown operation")
-    assert err.split("\n")[1] == text.split("\n")[line - 1]
+    expect_one_diagnostic(code, out, err, src, line, 8, "Operation hlo.transposed is not registered")
+    assert err.rstrip("\n").split("\n")[-2] == text.split("\n")[line - 1]
