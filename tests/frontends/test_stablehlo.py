@@ -300,3 +300,27 @@ def test_unsupported_input_is_one_located_error(case: str) -> None:
     message = error_of(text)
     assert expected in message, message
     assert message.count("error:") == 1
+
+
+def test_constant_forms() -> None:
+    """Splat, dense, bool, hexadecimal elements (inf) and the hex blob MLIR prints for
+    large constants."""
+    blob = np.arange(300, dtype=np.float32) * 0.5
+    hexblob = "0x" + blob.astype("<f4").tobytes().hex().upper()
+    text = module(
+        f"""
+    %a = stablehlo.constant dense<[[1.5, -2.0], [3.0, 4.25]]> : tensor<2x2xf32>
+    %b = stablehlo.constant dense<[true, false]> : tensor<2xi1>
+    %c = stablehlo.constant dense<[0x7F800000, 0xFF800000]> : tensor<2xf32>
+    %d = stablehlo.constant dense<"{hexblob}"> : tensor<300xf32>
+    %e = stablehlo.constant dense<7> : tensor<3xi64>
+    return %a, %b, %c, %d, %e : tensor<2x2xf32>, tensor<2xi1>, tensor<2xf32>, tensor<300xf32>, tensor<3xi64>""",
+        "",
+        "tensor<2x2xf32>, tensor<2xi1>, tensor<2xf32>, tensor<300xf32>, tensor<3xi64>",
+    )
+    out = run_global(imported(text), {})
+    np.testing.assert_array_equal(out["out_0"], [[1.5, -2.0], [3.0, 4.25]])
+    np.testing.assert_array_equal(out["out_1"], [True, False])
+    np.testing.assert_array_equal(out["out_2"], [np.inf, -np.inf])
+    np.testing.assert_array_equal(out["out_3"], blob)
+    np.testing.assert_array_equal(out["out_4"], [7, 7, 7])
