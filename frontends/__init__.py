@@ -20,6 +20,15 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
 * `common`: statistics (which source ops and constructs an import converted) and the op
   builder both importers use.
 
+Not supported (each a located error naming it): ops with no `hlo` counterpart (gather,
+scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng and bit
+operations, floor / round, float remainder), reduces of several operands together
+(argmax), TOTALORDER compares, element types other than f32 / bf16 / f16 / f64 / i32 /
+i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially
+manual computations that split over their free axes, and, in a shard_map program, ops
+outside the manual computations other than pointwise ones on values of one layout (they
+would need shardc to partition a mixed global / per-device program).
+
 Neither importer needs jax: `scripts/make_frontend_corpus.py` (jax, the `jax` extra)
 regenerates the test corpus in `tests/frontends/corpus/`. Anything an importer does not
 know (an op, an attribute, a sharding it cannot express) is one located diagnostic
