@@ -81,7 +81,7 @@ compute, total communication), a lower bound), collectives (executed, per kind),
 comm_bytes (operand bytes of those collectives), and peak_memory_bytes (live tensors,
 max over program order and devices). --trace writes the timeline as Chrome/Perfetto
 trace-event JSON (ui.perfetto.dev): a process per device, threads "compute" and
-"collectives".
+"collectives" (written, like --outputs, only when the run and its check succeed).
 
 --timing-only computes no values and allocates no arrays: inputs are not drawn, ops
 only propagate types (small values such as loop bounds and device coordinates are still
