@@ -36,10 +36,11 @@ modulo as a compare/select (`hlo` has no remainder).
 
 Only collectives over exactly one mesh axis are rewritten: a ring over several axes (or
 explicit groups) has no single `axis_index` to count steps with, so those are left as they
-are, as are variadic collectives, `_start` forms (run before `async-split`), an
+are, as are `_start` forms (run before `async-split`), an
 all_gather or dot result with other users (the collective would stay), gathering a
 contracting dimension, and collectives whose operand (all_gather result, reduce_scatter
-input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum).
+input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum). One operand
+of a variadic (combined) collective is taken out of it; the others stay combined.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from xdsl.dialects.builtin import (
     f32,
 )
 from xdsl.ir import Attribute
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import OpResult, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -69,7 +70,6 @@ from shardc.passes.rewrite_utils import (
     SCALAR_I32,
     check_option,
     const_i32,
-    erase_if_dead,
     tensor_type,
     zeros,
 )
@@ -97,13 +97,36 @@ def _bytes(value: SSAValue) -> int:
 
 
 def ring_axis(op: collective.CollectiveOp) -> tuple[str, str, int] | None:
-    """(mesh, axis, group size) of a one-operand sync collective over exactly one mesh axis."""
-    if op.mesh is None or len(op.axes) != 1 or len(op.operands) != 1:
+    """(mesh, axis, group size) of a sync collective over exactly one mesh axis."""
+    if op.mesh is None or len(op.axes) != 1:
         return None
     size = op.group_size()
     if size < 2:
         return None
     return op.mesh.root_reference.data, op.axes[0], size
+
+
+def peel(op: collective.CollectiveOp, k: int) -> None:
+    """
+    Drop operand `k` (whose result is unused now) from the variadic `op`: the others stay
+    one combined collective.
+    """
+    assert not op.results[k].uses
+    if len(op.operands) == 1:
+        Rewriter.erase_op(op)
+        return
+    keep = [i for i in range(len(op.operands)) if i != k]
+    rest = type(op).create(
+        operands=[op.operands[i] for i in keep],
+        result_types=[op.results[i].type for i in keep],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    Rewriter.insert_op(rest, InsertPoint.before(op))
+    for new, i in zip(rest.results, keep, strict=True):
+        new.name_hint = op.results[i].name_hint
+        op.results[i].replace_all_uses_with(new)
+    Rewriter.erase_op(op)
 
 
 @dataclass
@@ -206,10 +229,11 @@ def gather_into_dot(dot: hlo.DotOp, bidirectional: bool | None, min_bytes: int) 
         ag = value.owner
         if not isinstance(ag, collective.AllGatherOp) or not value.has_one_use():
             continue
+        assert isinstance(value, OpResult)
         ring = ring_axis(ag)
         if ring is None or _bytes(value) < min_bytes:
             continue
-        if _rewrite_gather(dot, side, ag, ring, bidirectional):
+        if _rewrite_gather(dot, side, ag, value.index, ring, bidirectional):
             return True
     return False
 
@@ -218,6 +242,7 @@ def _rewrite_gather(
     dot: hlo.DotOp,
     side: int,
     ag: collective.AllGatherOp,
+    k: int,
     ring: tuple[str, str, int],
     bidirectional: bool | None,
 ) -> bool:
@@ -239,7 +264,7 @@ def _rewrite_gather(
         other_dim = batching[1 - side][i]
     else:
         return False  # a gathered contracting dimension: partial sums, not blocks
-    x = ag.operands[0]
+    x = ag.operands[k]
     block = tensor_type(x).get_shape()[g]
     other = dot.operands[1 - side]
     out_type = tensor_type(dot.result)
@@ -283,7 +308,7 @@ def _rewrite_gather(
             place(partial(ccw, s), s)  # after s shifts by -1: block rank + s
     b.finish(dot.result, buffer)
     Rewriter.erase_op(dot)
-    erase_if_dead([ag.results[0]])
+    peel(ag, k)
     return True
 
 
@@ -299,10 +324,23 @@ def dot_into_scatter(
     ring = ring_axis(rs)
     if ring is None:
         return False
-    value = rs.operands[0]
-    dot = value.owner
-    if not isinstance(dot, hlo.DotOp) or not value.has_one_use() or _bytes(value) < min_bytes:
-        return False
+    for k, value in enumerate(rs.operands):
+        dot = value.owner
+        if isinstance(dot, hlo.DotOp) and value.has_one_use() and _bytes(value) >= min_bytes:
+            _rewrite_scatter(rs, k, dot, ring, bidirectional, f32_accumulation)
+            return True
+    return False
+
+
+def _rewrite_scatter(
+    rs: collective.ReduceScatterOp,
+    k: int,
+    dot: hlo.DotOp,
+    ring: tuple[str, str, int],
+    bidirectional: bool | None,
+    f32_accumulation: bool,
+) -> None:
+    value = rs.operands[k]
     mesh, axis, n = ring
     d = rs.dim.value.data
     batching, contracting = dot.batching, dot.contracting
@@ -358,11 +396,10 @@ def dot_into_scatter(
         if arrived is not None:
             result = b.emit(combine(result, arrived))
     if low:
-        result = b.emit(hlo.ConvertOp(result, tensor_type(rs.results[0])))
-    b.finish(rs.results[0], result)
-    Rewriter.erase_op(rs)
+        result = b.emit(hlo.ConvertOp(result, tensor_type(rs.results[k])))
+    b.finish(rs.results[k], result)
+    peel(rs, k)
     Rewriter.erase_op(dot)
-    return True
 
 
 @dataclass(frozen=True)

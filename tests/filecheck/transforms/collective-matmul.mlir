@@ -157,9 +157,9 @@ func.func @scatter_bf16_max(%a: tensor<4x8xbf16>, %w: tensor<8x6xbf16>, %b: tens
 
 // Left alone: groups over two mesh axes or explicit groups (no single axis_index to
 // count ring steps with), an all_gather or dot result with another user, a gathered
-// contracting dimension, a variadic all_gather.
+// contracting dimension.
 spmd.mesh @mesh = <["a"=2, "b"=2]>
-func.func @no_change(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %k: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>) attributes {spmd.partitioned, spmd.per_device_io} {
+func.func @no_change(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %k: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>) attributes {spmd.partitioned, spmd.per_device_io} {
   %g0 = collective.all_gather %x on @mesh["a", "b"], dim = 0 : (tensor<2x8xf32>) -> tensor<8x8xf32>
   %y0 = hlo.dot %g0, %w, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   %g1 = collective.all_gather %x on groups [[0, 3], [1, 2]], dim = 0 : (tensor<2x8xf32>) -> tensor<4x8xf32>
@@ -168,13 +168,30 @@ func.func @no_change(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %k: tensor<16x4xf
   %y2 = hlo.dot %g2, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %g3 = collective.all_gather %x on @mesh["a"], dim = 1 : (tensor<2x8xf32>) -> tensor<2x16xf32>
   %y3 = hlo.dot %g3, %k, contracting_dims = [1] x [0] : (tensor<2x16xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
-  %g4, %g5 = collective.all_gather %x, %x on @mesh["b"], dim = 0 : (tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
-  %y4 = hlo.dot %g4, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %y6 = hlo.dot %g2, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %r6 = collective.reduce_scatter add %y6 on @mesh["a", "b"], dim = 0 : (tensor<4x4xf32>) -> tensor<1x4xf32>
   %r7 = collective.reduce_scatter add %y2 on @mesh["b"], dim = 0 : (tensor<4x4xf32>) -> tensor<2x4xf32>
-  func.return %y0, %y1, %y2, %g5, %y3, %y4, %r7, %y2 : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>
+  func.return %y0, %y1, %y2, %y3, %r7, %y2 : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>
 }
 // UNI-LABEL: func.func @no_change
 // UNI-NOT:     collective.permute
 // UNI:         func.return
+
+// -----
+
+// A combined (variadic) all_gather or reduce_scatter: the operand feeding (fed by) the
+// dot leaves it for the ring, the others stay combined.
+spmd.mesh @mesh = <["x"=2]>
+func.func @variadic(%x: tensor<2x8xf32>, %v: tensor<3xf32>, %w: tensor<8x4xf32>, %a: tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<6xf32>, tensor<2x4xf32>, tensor<3xf32>) attributes {spmd.partitioned, spmd.per_device_io} {
+  %g, %gv = collective.all_gather %x, %v on @mesh["x"], dim = 0 : (tensor<2x8xf32>, tensor<3xf32>) -> (tensor<4x8xf32>, tensor<6xf32>)
+  %y = hlo.dot %g, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %z = hlo.dot %a, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %v2 = hlo.concatenate %v, %v, dim = 0 : (tensor<3xf32>, tensor<3xf32>) -> tensor<6xf32>
+  %r, %rv = collective.reduce_scatter add %z, %v2 on @mesh["x"], dim = 0 : (tensor<4x4xf32>, tensor<6xf32>) -> (tensor<2x4xf32>, tensor<3xf32>)
+  func.return %y, %gv, %r, %rv : tensor<4x4xf32>, tensor<6xf32>, tensor<2x4xf32>, tensor<3xf32>
+}
+// UNI-LABEL: func.func @variadic
+// UNI:         %gv = collective.all_gather %v on @mesh["x"], dim = 0 : (tensor<3xf32>) -> tensor<6xf32>
+// UNI:         collective.permute %x on @mesh["x"], shift = 1
+// UNI:         %rv = collective.reduce_scatter add %v2 on @mesh["x"], dim = 0 : (tensor<6xf32>) -> tensor<3xf32>
+// UNI:         func.return %y, %gv, %r, %rv
