@@ -14,11 +14,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.transforms.canonicalize import CanonicalizePass
 
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.passes.collective_stats import CollectiveStats
+from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tools.source import parse_and_verify
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -53,9 +57,16 @@ def test_examples_partition_to_the_same_numbers(name: str) -> None:
     partition_and_compare((EXAMPLES / name).read_text())
 
 
+def partition_only(text: str) -> ModuleOp:
+    """Propagate and partition (sync collectives, before the collective optimizations)."""
+    module, _ = parse_and_verify(CTX, text, "m")
+    for p in (SpmdPropagatePass(), SpmdPartitionPass(), CanonicalizePass()):
+        p.apply(CTX, module)
+    return module
+
+
 def test_megatron_mlp_needs_exactly_one_all_reduce_over_model() -> None:
-    module, _ = parse_and_verify(CTX, (EXAMPLES / "megatron_mlp.mlir").read_text(), "m")
-    SpmdPipelinePass().apply(CTX, module)
+    module = partition_only((EXAMPLES / "megatron_mlp.mlir").read_text())
     stats = CollectiveStats.of(module)
     assert dict(stats.counts) == {"all_reduce": 1}
     (op,) = [o for o in module.walk() if o.name == "collective.all_reduce"]
@@ -63,9 +74,7 @@ def test_megatron_mlp_needs_exactly_one_all_reduce_over_model() -> None:
 
 
 def test_contracting_sharded_matmul_uses_one_reduce_scatter() -> None:
-    text = (EXAMPLES / "matmul_reduce_scatter.mlir").read_text()
-    module, _ = parse_and_verify(CTX, text, "m")
-    SpmdPipelinePass().apply(CTX, module)
+    module = partition_only((EXAMPLES / "matmul_reduce_scatter.mlir").read_text())
     assert dict(CollectiveStats.of(module).counts) == {"reduce_scatter": 1}
 
 

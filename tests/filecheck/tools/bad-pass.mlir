@@ -15,23 +15,27 @@ func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // UNKNOWN-NOT: Traceback
-// UNKNOWN:     shardc-opt: error: invalid pass pipeline 'nope': Unrecognized passes: ['nope']
+// UNKNOWN:      <pass-pipeline>:1:1: error: invalid pass pipeline: unknown pass 'nope'
+// UNKNOWN-NEXT: {{^}}nope{{$}}
+// UNKNOWN-NEXT: {{^\^$}}
 // UNKNOWN-NOT: {{.}}
 
 // UNKNOWN2-NOT: Traceback
-// UNKNOWN2:     shardc-opt: error: invalid pass pipeline 'canonicalize,nope': Unrecognized passes: ['nope']
+// UNKNOWN2:      <pass-pipeline>:1:14: error: invalid pass pipeline: unknown pass 'nope'
+// UNKNOWN2-NEXT: {{^}}canonicalize,nope{{$}}
+// UNKNOWN2-NEXT: {{^ {13}\^$}}
 // UNKNOWN2-NOT: {{.}}
 
 // OPTION-NOT: Traceback
-// OPTION:     shardc-opt: error: invalid pass pipeline 'canonicalize{bogus=1}': Provided arguments ["bogus"] not found in expected arguments []
+// OPTION:      <pass-pipeline>:1:14: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: none)
+// OPTION-NEXT: {{^}}canonicalize{bogus=1}{{$}}
+// OPTION-NEXT: {{^ {13}\^$}}
 // OPTION-NOT: {{.}}
 
 // SYNTAX-NOT: Traceback
-// SYNTAX:      shardc-opt: error: invalid pass pipeline 'canonicalize{': Error parsing pass pipeline specification:
-// SYNTAX-NEXT: pass-pipeline:1:14
+// SYNTAX:      <pass-pipeline>:1:14: error: invalid pass pipeline: Expected argument name here
 // SYNTAX-NEXT: {{^}}canonicalize{{[{]$}}
 // SYNTAX-NEXT: {{^ {13}\^$}}
-// SYNTAX-NEXT: Expected argument name here
 // SYNTAX-NOT: Traceback
 
 // EMPTY-NOT: {{.}}

@@ -1,4 +1,4 @@
-// RUN: shardc-opt %s -p spmd-pipeline --split-input-file | filecheck %s
+// RUN: shardc-opt %s -p spmd-propagate,spmd-partition,canonicalize,cse --split-input-file | filecheck %s
 
 // Megatron MLP: column-parallel then row-parallel matmul: exactly one all_reduce over "model".
 spmd.mesh @mesh = <["data"=2, "model"=4]>
