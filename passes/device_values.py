@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import functools
+
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from shardc.dialects import collective, hlo, spmd
@@ -33,7 +35,10 @@ def device_values(value: SSAValue, mesh: MeshAttr) -> np.ndarray | None:
     `value` on every device as an int64 array of shape (devices, *value's shape), or None
     when it is not a function of the device's mesh coordinates alone.
     """
-    return _Evaluator(mesh).eval(value, 0)
+    got = _Evaluator(mesh).eval(value, 0)
+    if got is None:
+        return None
+    return np.broadcast_to(got, (mesh.device_count, *got.shape[1:]))
 
 
 def scalar_device_values(value: SSAValue, mesh: MeshAttr) -> np.ndarray | None:
@@ -97,13 +102,25 @@ _COMPARE = {
 }
 
 
+@functools.lru_cache(maxsize=16)
+def _mesh_coords(mesh: MeshAttr) -> np.ndarray:
+    """(devices, axes): every device's coordinates (row-major ids)."""
+    grids = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in mesh.shape), indexing="ij")
+    return np.stack([g.reshape(-1) for g in grids], axis=1).reshape(
+        mesh.device_count, len(mesh.shape)
+    )
+
+
 class _Evaluator:
+    """
+    Values have a leading device axis of size `devices`, or 1 when the same on every
+    device (constants and what is computed from them only), so that big meshes and
+    lookup tables stay cheap; numpy broadcasting mixes the two.
+    """
+
     def __init__(self, mesh: MeshAttr):
         self.mesh = mesh
         self.devices = mesh.device_count
-        self.coords = np.array(
-            [mesh.coords(d) for d in range(self.devices)], dtype=np.int64
-        ).reshape(self.devices, len(mesh.shape))
         self.memo: dict[SSAValue, np.ndarray | None] = {}
 
     def eval(self, value: SSAValue, depth: int) -> np.ndarray | None:
@@ -120,7 +137,7 @@ class _Evaluator:
                 ty, lo, hi = typed
                 if (
                     result.shape[1:] != tuple(ty.get_shape())
-                    or result.size > MAX_ELEMENTS * self.devices
+                    or result.size > MAX_ELEMENTS * 64
                     or np.any(result < lo)
                     or np.any(result >= hi)
                 ):
@@ -133,22 +150,18 @@ class _Evaluator:
         if not isinstance(op, Operation) or _int_type(value) is None:
             return None
         args: list[np.ndarray] = []
-        n = self.devices
         if isinstance(op, spmd.AxisIndexOp):
             if op.axis.data not in self.mesh.names:
                 return None
-            return self.coords[:, self.mesh.names.index(op.axis.data)].copy()
+            return _mesh_coords(self.mesh)[:, self.mesh.names.index(op.axis.data)].copy()
         if isinstance(op, hlo.ConstantOp):
             attr = op.value
-            if not isinstance(attr, DenseIntOrFPElementsAttr):
-                return None
-            ty = attr.get_type()
-            shape = tuple(ty.get_shape())
-            if np.prod(shape, dtype=np.int64) > MAX_ELEMENTS:
+            shape = tuple(attr.get_type().get_shape())
+            count = int(np.prod(shape, dtype=np.int64))
+            if count > MAX_ELEMENTS:
                 return None
             data = np.array([int(v) for v in attr.get_values()], dtype=np.int64)
-            data = np.broadcast_to(data, (int(np.prod(shape, dtype=np.int64)),)).reshape(shape)
-            return np.broadcast_to(data, (n, *shape)).copy()
+            return np.broadcast_to(data, (count,)).reshape((1, *shape)).copy()
         if isinstance(op, hlo.IotaOp):
             shape = tuple(op.result.type.get_shape())  # pyright: ignore
             if np.prod(shape, dtype=np.int64) > MAX_ELEMENTS:
@@ -156,7 +169,7 @@ class _Evaluator:
             dim = op.iota_dimension.value.data
             ramp = np.arange(shape[dim], dtype=np.int64)
             ramp = ramp.reshape([shape[dim] if d == dim else 1 for d in range(len(shape))])
-            return np.broadcast_to(ramp, (n, *shape)).copy()
+            return np.broadcast_to(ramp, (1, *shape)).copy()
         for i in range(len(op.operands)):
             if isinstance(op, hlo.DynamicSliceOp) and i > 0:
                 break  # the start indices are evaluated below
@@ -182,21 +195,24 @@ class _Evaluator:
             return np.where((a < 0) != (b < 0), -q, q)
         if isinstance(op, hlo.ConvertOp | hlo.ReshapeOp):
             shape = tuple(op.results[0].type.get_shape())  # pyright: ignore
-            return args[0].reshape((n, *shape))
+            return args[0].reshape((args[0].shape[0], *shape))
         if isinstance(op, hlo.BroadcastOp):
             res = tuple(op.result.type.get_shape())  # pyright: ignore
             src = args[0]
+            lead = src.shape[0]
             expanded = [1] * len(res)
             for i, d in enumerate(op.dims):
                 expanded[d] = src.shape[1 + i]
-            return np.broadcast_to(src.reshape((n, *expanded)), (n, *res)).copy()
+            return np.broadcast_to(src.reshape((lead, *expanded)), (lead, *res)).copy()
         if isinstance(op, hlo.TransposeOp):
             return args[0].transpose([0, *(p + 1 for p in op.perm)])
         if isinstance(op, hlo.SliceOp):
             index = tuple(slice(lo, hi, st) for lo, hi, st in op.bounds)
             return args[0][(slice(None), *index)]
         if isinstance(op, hlo.ConcatenateOp):
-            return np.concatenate(args, axis=1 + op.dimension.value.data)
+            lead = max(a.shape[0] for a in args)
+            parts = [np.broadcast_to(a, (lead, *a.shape[1:])) for a in args]
+            return np.concatenate(parts, axis=1 + op.dimension.value.data)
         if isinstance(op, hlo.CompareOp):
             fn = _COMPARE[op.comparison_direction.data]
             return fn(args[0], args[1]).astype(np.int64)
@@ -205,15 +221,23 @@ class _Evaluator:
         if isinstance(op, hlo.DynamicSliceOp):
             src = args[0]
             shape = src.shape[1:]
-            offsets = []
+            offsets: list[np.ndarray] = []
             for i, (dim, size) in enumerate(zip(shape, op.sizes)):
                 off = self.eval(op.start_indices[i], depth + 1)
                 if off is None:
                     return None
-                offsets.append(np.clip(off.reshape(n), 0, dim - size))
-            out = np.empty((n, *op.sizes), dtype=np.int64)
-            for d in range(n):
-                index = tuple(slice(o[d], o[d] + s) for o, s in zip(offsets, op.sizes))
-                out[d] = src[d][index]
+                offsets.append(np.clip(off.reshape(off.shape[0]), 0, dim - size))
+            lead = max([src.shape[0], *(o.shape[0] for o in offsets)])
+            if lead == 1:
+                index = tuple(slice(o[0], o[0] + s) for o, s in zip(offsets, op.sizes))
+                return src[(slice(None), *index)].copy()
+            out = np.empty((lead, *op.sizes), dtype=np.int64)
+            for d in range(lead):
+                row = src[d if src.shape[0] > 1 else 0]
+                index = tuple(
+                    slice(o[d if o.shape[0] > 1 else 0], o[d if o.shape[0] > 1 else 0] + s)
+                    for o, s in zip(offsets, op.sizes)
+                )
+                out[d] = row[index]
             return out
         return None
