@@ -61,6 +61,9 @@ class FunctionPartitioner:
     mesh: MeshAttr
     actual: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
     resharder: Resharder = field(init=False)
+    resharded: dict[tuple[SSAValue, ShardingAttr], SSAValue] = field(
+        default_factory=dict[tuple[SSAValue, ShardingAttr], SSAValue]
+    )
 
     def __post_init__(self) -> None:
         self.resharder = Resharder(self.mesh_name, self.mesh)
@@ -101,8 +104,17 @@ class FunctionPartitioner:
         )
 
     def reshard_operand(self, op: Operation, index: int, target: ShardingAttr) -> None:
+        """
+        Give `op` its operand laid out by `target`. A value resharded once is reused by
+        later users wanting the same layout (the block is straight-line: the first reshard
+        dominates them), so a value used by many ops is moved once, not once per use.
+        """
         value = op.operands[index]
-        new = self.resharder.reshard(value, self.actual[value], target, op)
+        key = (value, target)
+        new = self.resharded.get(key)
+        if new is None:
+            new = self.resharder.reshard(value, self.actual[value], target, op)
+            self.resharded[key] = new
         if new is not value:
             op.operands[index] = new
             self.actual[new] = target
