@@ -97,7 +97,7 @@ class MeshAttr(ParametrizedAttribute):
         return math.prod(self.shape)
 
     def axis_size(self, axis: str) -> int:
-        return self.shape[self.names.index(axis)]
+        return _axis_sizes(self)[axis]
 
     def coords(self, device: int) -> tuple[int, ...]:
         """The coordinates of `device` (row-major ids)."""
@@ -333,6 +333,13 @@ def _mesh_names(mesh: MeshAttr) -> tuple[str, ...]:
 
 def _mesh_shape(mesh: MeshAttr) -> tuple[int, ...]:
     return _cached(_MESH_SHAPES, mesh, lambda: tuple(s.data for s in mesh.axis_sizes.data))
+
+
+_AXIS_SIZES: _Decoded = {}
+
+
+def _axis_sizes(mesh: MeshAttr) -> dict[str, int]:
+    return _cached(_AXIS_SIZES, mesh, lambda: dict(zip(mesh.names, mesh.shape)))  # pyright: ignore
 
 
 def _dim_axes(sharding: ShardingAttr) -> tuple[tuple[str, ...], ...]:

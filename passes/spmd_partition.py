@@ -61,6 +61,9 @@ class FunctionPartitioner:
     mesh: MeshAttr
     actual: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
     resharder: Resharder = field(init=False)
+    global_shapes: dict[tuple[SSAValue, object], tuple[int, ...]] = field(
+        default_factory=dict[tuple[SSAValue, object], tuple[int, ...]]
+    )
     resharded: dict[tuple[SSAValue, ShardingAttr], SSAValue] = field(
         default_factory=dict[tuple[SSAValue, ShardingAttr], SSAValue]
     )
@@ -69,7 +72,11 @@ class FunctionPartitioner:
         self.resharder = Resharder(self.mesh_name, self.mesh)
 
     def global_shape(self, value: SSAValue) -> tuple[int, ...]:
-        return _global_shape(value, self.actual.get(value), self.mesh)
+        key = (value, value.type)
+        shape = self.global_shapes.get(key)
+        if shape is None:
+            shape = self.global_shapes[key] = _global_shape(value, self.actual.get(value), self.mesh)
+        return shape
 
     def wanted(self, value: SSAValue) -> ShardingAttr:
         """The sharding propagation chose for an op result (replicated if none)."""

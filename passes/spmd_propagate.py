@@ -70,6 +70,9 @@ class ShardingPropagation:
     origin: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])
     fixed: set[SSAValue] = field(default_factory=set[SSAValue])
     open: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
+    rules: dict[Operation, FactorRule | None] = field(
+        default_factory=dict[Operation, FactorRule | None]
+    )
     """Dimensions of a propagated value that no neighbour decided: later ones may split them."""
 
     def fix(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
@@ -116,7 +119,12 @@ class ShardingPropagation:
                     self.origin[value] = "no annotation reaches it: replicated"
 
     def propagate(self, op: Operation) -> bool:
-        rule = factor_rule(op)
+        values = (*op.results, *op.operands)
+        if all(v in self.known and not self.open.get(v) for v in values):
+            return False
+        rule = self.rules.get(op)
+        if rule is None:
+            rule = self.rules[op] = factor_rule(op)
         if rule is None:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
         tensors = [(rule.result_dims, op.results[0])] + [
