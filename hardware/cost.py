@@ -3,7 +3,8 @@ The cost of each op on a chip: one model for the scheduler and the interpreter's
 
 Compute ops: roofline `max(flops / peak, bytes / HBM bandwidth)`, with dtype-aware bytes and
 FLOPs (dots on the MXU, everything else on the VPU; see `chips`). Bytes are what the op
-reads and writes in HBM; a reshape is a bitcast and moves nothing.
+reads and writes in HBM: a reshape is a bitcast and moves nothing, a slice reads only what
+it keeps, a dynamic_update_slice writes its update in place.
 
 Collectives over mesh axes (DESIGN.md "Hardware model", scaling book Part 3), V the bytes of
 the full (gathered) array, N the group size, W the axis bandwidth (both directions of a ring
@@ -98,6 +99,14 @@ class CostModel:
             return 0
         if isinstance(op, hlo.ConstantOp | hlo.IotaOp):
             return sum(tensor_bytes(t) for t in _tensor_types(op.results))
+        if isinstance(op, hlo.SliceOp | hlo.DynamicSliceOp):
+            # Reads only the slice, writes the result.
+            return 2 * sum(tensor_bytes(t) for t in _tensor_types(op.results))
+        if isinstance(op, hlo.DynamicUpdateSliceOp):
+            # In place: reads the update, writes it into the buffer.
+            update = op.update.type
+            assert isinstance(update, TensorType)
+            return 2 * tensor_bytes(update)
         return sum(tensor_bytes(t) for t in _tensor_types(op.operands)) + sum(
             tensor_bytes(t) for t in _tensor_types(op.results)
         )
