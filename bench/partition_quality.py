@@ -18,9 +18,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from xdsl.passes import ModulePass
+from xdsl.transforms.canonicalize import CanonicalizePass
+from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+
 from shardc.dialects import make_context
 from shardc.passes.collective_stats import KINDS, CollectiveStats
-from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
+from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
+from shardc.passes.collective_combine import CollectiveCombinePass
+from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
+from shardc.passes.spmd_partition import SpmdPartitionPass
+from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tools.source import parse_and_verify
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -142,11 +151,30 @@ print(json.dumps(result))
 '''
 
 
+def partitioning_passes() -> list[ModulePass]:
+    """
+    spmd-pipeline up to its combiner: the collectives partitioning decides. (Later steps
+    turn collectives into async pairs or permute rings, which XLA's count would not show.)
+    The combiner runs with XLA's policy (`overlap-aware=false`) to compare like for like.
+    """
+    return [
+        SpmdPropagatePass(),
+        SpmdPartitionPass(),
+        CanonicalizePass(),
+        CommonSubexpressionElimination(),
+        ReduceScatterCreatePass(),
+        AllGatherSliceSimplifyPass(),
+        AllReduceReassociatePass(),
+        CollectiveCombinePass(overlap_aware=False),
+    ]
+
+
 def ours(name: str) -> CollectiveStats:
     ctx = make_context()
     text = (EXAMPLES / f"{name}.mlir").read_text()
     module, _ = parse_and_verify(ctx, text, name)
-    SpmdPipelinePass().apply(ctx, module)
+    for p in partitioning_passes():
+        p.apply(ctx, module)
     return CollectiveStats.of(module)
 
 
