@@ -1,6 +1,7 @@
 """
 The project's dialects, one module each: `hlo` (global tensor ops, level G), `spmd`
-(meshes and shardings), `collective` (per-device communication, level S).
+(meshes and shardings), `collective` (per-device communication, level S), `tpu` (per-device
+kernels of DMAs, semaphores and vector blocks, level T).
 """
 
 from xdsl.context import Context
@@ -11,8 +12,9 @@ def register_dialects(ctx: Context) -> None:
     from shardc.dialects.collective import Collective
     from shardc.dialects.hlo import Hlo
     from shardc.dialects.spmd import Spmd
+    from shardc.dialects.tpu import Tpu
 
-    for dialect in (Hlo, Spmd, Collective):
+    for dialect in (Hlo, Spmd, Collective, Tpu):
         if dialect.name not in ctx.registered_dialect_names:
             ctx.register_dialect(dialect.name, lambda d=dialect: d)
 
