@@ -51,7 +51,7 @@ from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from shardc.dialects.spmd import find_mesh, lookup_mesh
-from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list
+from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list, quote, symbol
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 
@@ -214,8 +214,8 @@ class CollectiveOp(IRDLOperation, ABC):
         if explicit is not None:
             return "on groups [" + ", ".join(int_list_str(g) for g in explicit) + "]"
         assert self.mesh is not None
-        axes = ", ".join(f'"{a}"' for a in self.axes)
-        return f"on @{self.mesh.root_reference.data}[{axes}]"
+        axes = ", ".join(quote(a) for a in self.axes)
+        return f"on {symbol(self.mesh.root_reference.data)}[{axes}]"
 
     @classmethod
     def parse_operand_list(cls, parser: Parser) -> list[UnresolvedOperand]:

@@ -50,7 +50,12 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from shardc.dialects.syntax import parse_string_list_in_braces, string_list_in_braces_str
+from shardc.dialects.syntax import (
+    parse_string_list_in_braces,
+    quote,
+    string_list_in_braces_str,
+    symbol,
+)
 
 SHARDING_ATTR_NAME = "spmd.sharding"
 """Argument/result attribute carrying a value's sharding."""
@@ -160,7 +165,7 @@ class MeshAttr(ParametrizedAttribute):
         )
 
     def print_parameters(self, printer: Printer) -> None:
-        axes = ", ".join(f'"{n}"={s}' for n, s in zip(self.names, self.shape))
+        axes = ", ".join(f"{quote(n)}={s}" for n, s in zip(self.names, self.shape))
         printer.print_string(f"<[{axes}]>")
 
     def verify(self) -> None:
@@ -294,7 +299,7 @@ class ShardingAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         dims = ", ".join(string_list_in_braces_str(d) for d in self.dim_axes)
-        text = f"<@{self.mesh_name}, [{dims}]"
+        text = f"<{symbol(self.mesh_name)}, [{dims}]"
         if self.unreduced_axes:
             text += f", unreduced={string_list_in_braces_str(self.unreduced_axes)}"
         printer.print_string(text + ">")
@@ -401,7 +406,7 @@ class MeshOp(IRDLOperation):
                 )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" @{self.sym_name.data} = ")
+        printer.print_string(f" {symbol(self.sym_name.data)} = ")
         self.mesh.print_parameters(printer)
         printer.print_op_attributes(self.attributes)
 
@@ -474,7 +479,8 @@ class AxisIndexOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f' @{self.mesh.root_reference.data}["{self.axis.data}"]')
+        mesh = symbol(self.mesh.root_reference.data)
+        printer.print_string(f" {mesh}[{quote(self.axis.data)}]")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)

@@ -14,6 +14,7 @@ from typing import Any
 from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerAttr, i64
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 
 def parse_int_list(parser: AttrParser) -> list[int]:
@@ -53,8 +54,34 @@ def parse_string_list_in_braces(parser: AttrParser) -> list[str]:
     )
 
 
+def quote(text: str) -> str:
+    """
+    `text` as an MLIR string literal that parses back unchanged: `\\`, `"` and control
+    characters escaped (`\\\\`, `\\22`, `\\0A`). Other non-ASCII characters stay as
+    they are: xDSL reads an escaped non-ASCII byte as a bytes literal, not a string.
+    """
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    out: list[str] = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == '"' or ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\{ord(char):02X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def symbol(name: str) -> str:
+    """`@name`, quoted when it is not a bare identifier (`@"my mesh"`)."""
+    if MLIRLexer.bare_identifier_regex.fullmatch(name):
+        return f"@{name}"
+    return f"@{quote(name)}"
+
+
 def string_list_in_braces_str(values: Sequence[str]) -> str:
-    return "{" + ", ".join(f'"{v}"' for v in values) + "}"
+    return "{" + ", ".join(quote(v) for v in values) + "}"
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase:

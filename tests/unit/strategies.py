@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from shardc.dialects.syntax import quote, symbol
+
 T = TypeVar("T")
 
 FLOAT_TYPES = ("f32", "bf16", "f16", "f64")
@@ -63,8 +65,11 @@ UNARY_OPS: dict[str, tuple[str, ...]] = {
 COMPARISONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")
 DIM_SIZES = (1, 2, 3, 4, 6, 8)
-AXIS_NAMES = ("x", "y", "z", "data", "model", "pipe", "a b", "k-1")
-MESH_NAMES = ("mesh", "m", "ring", "dp", "grid_2")
+AXIS_NAMES = ("x", "y", "z", "data", "model", "pipe", "a b", "k-1", 'q"t', "b\\s")
+"""Axis names, some of which need quoting or escaping. (Not non-ASCII ones: xDSL 0.74
+prints a non-ASCII StringAttr as escaped bytes that it reads back as a bytes literal, so
+the generic form would not round-trip.)"""
+MESH_NAMES = ("mesh", "m", "ring", "dp", "grid_2", "my mesh")
 
 
 def tensor_type(shape: Sequence[int], dtype: str) -> str:
@@ -76,7 +81,7 @@ def int_list(values: Sequence[int]) -> str:
 
 
 def braces(names: Sequence[str]) -> str:
-    return "{" + ", ".join(f'"{n}"' for n in names) + "}"
+    return "{" + ", ".join(quote(n) for n in names) + "}"
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,8 @@ class Mesh:
         return math.prod(s for _, s in self.axes)
 
     def decl(self) -> str:
-        axes = ", ".join(f'"{n}"={s}' for n, s in self.axes)
-        return f"spmd.mesh @{self.name} = <[{axes}]>"
+        axes = ", ".join(f"{quote(n)}={s}" for n, s in self.axes)
+        return f"spmd.mesh {symbol(self.name)} = <[{axes}]>"
 
 
 ################################################################################
@@ -304,7 +309,7 @@ class ProgramBuilder:
                         unused.remove(a)
             dims.append(axes)
         unreduced = [a for a in unused if self.c.chance(0.2)]
-        text = f"@{self.mesh.name}, [" + ", ".join(braces(d) for d in dims) + "]"
+        text = f"{symbol(self.mesh.name)}, [" + ", ".join(braces(d) for d in dims) + "]"
         if unreduced:
             text += f", unreduced={braces(unreduced)}"
         return text
@@ -552,7 +557,9 @@ class ProgramBuilder:
         axis = self.c.choice(self.mesh.names)
         dtype = self.c.choice(INT_TYPES)
         return self.emit(
-            f'spmd.axis_index @{self.mesh.name}["{axis}"] : tensor<{dtype}>', (), dtype
+            f"spmd.axis_index {symbol(self.mesh.name)}[{quote(axis)}] : tensor<{dtype}>",
+            (),
+            dtype,
         )
 
     HLO_OPS: tuple[str, ...] = (
@@ -596,7 +603,7 @@ class ProgramBuilder:
             return "on groups [" + ", ".join(int_list(gr) for gr in groups) + "]", g
         axes = self.c.shuffled(self.mesh.names)[: self.c.int(1, len(self.mesh.names))]
         size = math.prod(self.mesh.size(a) for a in axes)
-        return f"on @{self.mesh.name}[{', '.join(f'{chr(34)}{a}{chr(34)}' for a in axes)}]", size
+        return f"on {symbol(self.mesh.name)}[{', '.join(quote(a) for a in axes)}]", size
 
     def finish_collective(
         self,

@@ -1014,3 +1014,26 @@ func.func @main(%x: tensor<2x8xf32> {{spmd.sharding = #spmd.sharding{sharding}}}
     with pytest.raises(DiagnosticError, match=message) as info:
         parse(text, "f.mlir")
     assert str(info.value).startswith(("f.mlir:2:", "f.mlir:1:"))
+
+
+def test_names_that_need_quoting_round_trip():
+    """Mesh and axis names with spaces, quotes and backslashes print escaped, parse back."""
+    from shardc.dialects.syntax import quote, symbol
+
+    assert quote("data") == '"data"'
+    assert quote('a"b\\c') == '"a\\22b\\\\c"'
+    assert symbol("mesh") == "@mesh" and symbol("my mesh") == '@"my mesh"'
+    text = r"""spmd.mesh @"my mesh" = <["a\"b"=2, "c\\d"=2]>
+func.func @main(%x: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@"my mesh", [{"a\"b"}, {}]>}) -> tensor<4x4xf32> {
+  %0 = collective.all_reduce add %x on @"my mesh"["c\\d", "a\"b"] : tensor<4x4xf32>
+  %1 = spmd.axis_index @"my mesh"["a\"b"] : tensor<i32>
+  %2 = spmd.constraint %0 <@"my mesh", [{}, {"c\\d"}]> : tensor<4x4xf32>
+  func.return %2 : tensor<4x4xf32>
+}
+"""
+    module = parse(text)
+    mesh = next(op for op in module.ops if isinstance(op, spmd.MeshOp))
+    assert mesh.sym_name.data == "my mesh" and mesh.mesh.names == ('a"b', "c\\d")
+    custom = print_module(module)
+    assert print_module(parse(custom)) == custom
+    assert print_module(parse(print_module(module, generic=True))) == custom
