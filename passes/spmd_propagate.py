@@ -119,14 +119,13 @@ class ShardingPropagation:
                     self.origin[value] = "no annotation reaches it: replicated"
 
     def propagate(self, op: Operation) -> bool:
-        values = (*op.results, *op.operands)
-        if all(v in self.known and not self.open.get(v) for v in values):
-            return False
-        rule = self.rules.get(op)
-        if rule is None:
-            rule = self.rules[op] = factor_rule(op)
+        if op not in self.rules:
+            self.rules[op] = factor_rule(op)
+        rule = self.rules[op]
         if rule is None:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
+        if all(v in self.known and not self.open.get(v) for v in (*op.results, *op.operands)):
+            return False
         tensors = [(rule.result_dims, op.results[0])] + [
             (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands)
         ]
