@@ -73,6 +73,12 @@ def _async_split() -> type[ModulePass]:
     return AsyncSplitPass
 
 
+def _micro_batch() -> type[ModulePass]:
+    from shardc.passes.micro_batch import MicroBatchPass
+
+    return MicroBatchPass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
     return {
@@ -85,6 +91,7 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "all-gather-slice-simplify": _all_gather_slice_simplify,
         "all-reduce-reassociate": _all_reduce_reassociate,
         "collective-matmul": _collective_matmul,
+        "micro-batch": _micro_batch,
         "async-split": _async_split,
         "schedule": _schedule,
     }

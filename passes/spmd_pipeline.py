@@ -34,6 +34,7 @@ from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
+from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.schedule import SchedulePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
@@ -64,6 +65,7 @@ class SpmdPipelinePass(ModulePass):
             AllReduceReassociatePass(),
             CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes),
             CollectiveMatmulPass(),
+            MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit),
             AsyncSplitPass(),
             SchedulePass(memory_limit=self.memory_limit, chip=self.chip),
         ]

@@ -1,0 +1,634 @@
+"""
+`micro-batch{chunks=0 max-chunks=8 chip=v5e min-gain=0.02 force=false memory-limit= max-in-flight=4}`:
+split a per-device program into independent chunks along a dimension that flows through
+its collectives (the batch, usually), so that the collective of one chunk overlaps the
+compute of the next. Tensor parallelism needs this: the all_reduce after a row-parallel
+dot depends on the whole dot and the next layer depends on the whole all_reduce, so
+there is nothing to overlap until the work is cut into independent pieces (the
+micro-batching of Megatron-LM's and XLA's "overlap via decomposition" along a batch
+dimension; Wang et al., ASPLOS 2023, decompose along the dot instead, see
+`collective-matmul`).
+
+Which dimension. Every (value, dimension) pair is a node; each op links the dimensions
+of its results to the operand dimensions they come from element for element
+(elementwise ops, select, convert: the same dimension; broadcast: a non-expanded operand
+dimension; transpose: the permuted one; reshape: a dimension kept with the same size
+and the same number of elements before it; dot: batch and free dimensions, never
+contracting ones; reduce: kept dimensions; slice / dynamic_slice / dynamic_update_slice:
+dimensions they keep whole; concatenate: all but the concatenated one; collectives:
+every dimension but the gathered / scattered / all-to-all ones (operand k with result k
+of a variadic collective); constants and iota: every dimension). The linked classes
+(union-find) are the candidate dimensions. A class qualifies when it contains a result
+dimension of a sync collective, every value has at most one dimension in it, all have
+one size, and every op producing a value in it can be split on it (all its results in
+the class, through its links). Ops that are not linked (unknown ops, ops with regions,
+`_start` forms) are never split; they get the whole value.
+
+The rewrite, for a class and a chunk count k that divides its size: every op whose
+results are in the class becomes k ops on chunks (same op, same attributes; a slice's
+limit and a dynamic_slice's size shrink to the chunk on that dimension), in place, chunk
+0 first. Operands linked to the split dimension are taken chunk by chunk; others (the
+weights) are shared by all chunks. Values in the class made outside the split ops
+(arguments, non-splat constants) are cut by static slices; splat constants become one
+chunk-sized constant; a split value used by an op that is not split (the return, a
+reduction over the batch) is reassembled with one concatenate. Every element is
+computed by the same op from the same numbers as before: integers are identical; float
+dots agree to rounding (BLAS picks its kernel by shape).
+
+When. The pass splits only when the cost model says so: for each qualifying class (at
+most 4, those covering the most collectives first) and each chunk count (`chunks`, or
+every divisor of the class size from 2 to `max-chunks`), it splits a copy of the module,
+makes its collectives async and list-schedules the block with `schedule`'s scheduler
+and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
+keeps the fastest; the original is estimated the same way. It fires only if the best
+estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
+collective but re-read the shared operands (weights) once per chunk and pay the
+collectives' latency per chunk: for small, memory-bound layers one split is already too
+many. `force=true` splits whenever a class qualifies (the best estimate even if slower;
+for tests). `memory-limit` and `max-in-flight` are `schedule`'s, for the estimate: a
+split that cannot be scheduled within the limit is not taken.
+
+Runs on level-S programs (after `spmd-partition`) on sync collectives: in
+`spmd-pipeline` after `collective-combine` (which would merge the chunks' collectives
+back into one) and `collective-matmul`, before `async-split` and `schedule`. Only
+single-block function bodies are split.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from shardc.dialects import collective, hlo
+from shardc.dialects.spmd import find_mesh
+from shardc.dialects.syntax import i64_array
+from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel
+from shardc.passes.block_order import block_dependencies, set_order
+from shardc.passes.async_split import split as async_split
+from shardc.passes.rewrite_utils import check_option, erase_if_dead
+from shardc.passes.schedule import BlockScheduler, ScheduleStuck
+
+Node = tuple[SSAValue, int]
+"""A dimension of a value."""
+
+Links = dict[tuple[int, int], list[tuple[int, int]]]
+"""(result index, result dim) -> the (operand index, operand dim) it comes from."""
+
+MAX_CLASSES = 4
+"""Candidate dimensions estimated per function, at most."""
+
+
+# Which dimensions each op carries through -------------------------------------------
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    ty = value.type
+    return tuple(ty.get_shape()) if isinstance(ty, TensorType) else ()
+
+
+def _same_dims(op: Operation, operands: Sequence[int]) -> Links:
+    """Result 0 dimension d from dimension d of each listed operand of the same rank."""
+    rank = len(_shape(op.results[0]))
+    return {
+        (0, d): [(i, d) for i in operands if len(_shape(op.operands[i])) == rank]
+        for d in range(rank)
+    }
+
+
+def _reshape_links(op: hlo.ReshapeOp) -> Links:
+    src, dst = _shape(op.operands[0]), _shape(op.results[0])
+    links: Links = {}
+    for j, size in enumerate(dst):
+        before = math.prod(dst[:j])
+        for i, s in enumerate(src):
+            if s == size and math.prod(src[:i]) == before:
+                links[(0, j)] = [(0, i)]
+                break
+    return links
+
+
+def _dot_links(op: hlo.DotOp) -> Links:
+    (lb, rb), (lc, rc) = op.batching, op.contracting
+    lf = hlo.dot_free_dims(len(_shape(op.lhs)), lb, lc)
+    rf = hlo.dot_free_dims(len(_shape(op.rhs)), rb, rc)
+    links: Links = {}
+    for i, (l, r) in enumerate(zip(lb, rb)):
+        links[(0, i)] = [(0, l), (1, r)]
+    for i, l in enumerate(lf):
+        links[(0, len(lb) + i)] = [(0, l)]
+    for i, r in enumerate(rf):
+        links[(0, len(lb) + len(lf) + i)] = [(1, r)]
+    return links
+
+
+def _collective_links(op: collective.CollectiveOp) -> Links:
+    excluded: set[int] = set()
+    if isinstance(op, collective.AllGatherOp | collective.ReduceScatterOp):
+        excluded = {op.dim.value.data}
+    elif isinstance(op, collective.AllToAllOp):
+        excluded = {op.split_dim.value.data, op.concat_dim.value.data}
+    return {
+        (k, d): [(k, d)]
+        for k, r in enumerate(op.results)
+        for d in range(len(_shape(r)))
+        if d not in excluded
+    }
+
+
+def op_links(op: Operation) -> Links | None:
+    """
+    How `op` can be split: for each result dimension it can be split on, the operand
+    dimensions split with it (others are used whole). None: never split.
+    """
+    if op.regions or not op.results:
+        return None
+    if not all(isinstance(r.type, TensorType) for r in op.results):
+        return None
+    if isinstance(op, hlo.ConstantOp | hlo.IotaOp):
+        return {(0, d): [] for d in range(len(_shape(op.results[0])))}
+    if isinstance(op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp | hlo.CompareOp):
+        return _same_dims(op, range(len(op.operands)))
+    if isinstance(op, hlo.SelectOp | hlo.ConvertOp):
+        return _same_dims(op, range(len(op.operands)))
+    if isinstance(op, hlo.BroadcastOp):
+        src, dst = _shape(op.operand), _shape(op.result)
+        links: Links = {(0, d): [] for d in range(len(dst))}
+        for i, d in enumerate(op.dims):
+            if src[i] == dst[d]:
+                links[(0, d)] = [(0, i)]
+        return links
+    if isinstance(op, hlo.TransposeOp):
+        return {(0, i): [(0, p)] for i, p in enumerate(op.perm)}
+    if isinstance(op, hlo.ReshapeOp):
+        return _reshape_links(op)
+    if isinstance(op, hlo.DotOp):
+        return _dot_links(op)
+    if isinstance(op, hlo.ReduceOp):
+        kept = [d for d in range(len(_shape(op.operand))) if d not in op.dims]
+        return {(0, i): [(0, d)] for i, d in enumerate(kept)}
+    if isinstance(op, hlo.SliceOp):
+        src = _shape(op.operand)
+        return {
+            (0, d): [(0, d)]
+            for d, (lo, hi, st) in enumerate(op.bounds)
+            if lo == 0 and hi == src[d] and st == 1
+        }
+    if isinstance(op, hlo.DynamicSliceOp):
+        src = _shape(op.operand)
+        return {(0, d): [(0, d)] for d, s in enumerate(op.sizes) if s == src[d]}
+    if isinstance(op, hlo.DynamicUpdateSliceOp):
+        src, upd = _shape(op.operand), _shape(op.update)
+        return {(0, d): [(0, d), (1, d)] for d in range(len(src)) if src[d] == upd[d]}
+    if isinstance(op, hlo.ConcatenateOp):
+        cat = op.dimension.value.data
+        return {
+            (0, d): [(i, d) for i in range(len(op.operands))]
+            for d in range(len(_shape(op.result)))
+            if d != cat
+        }
+    if isinstance(op, collective.SYNC_OPS):
+        return _collective_links(op)
+    return None
+
+
+# Candidate dimensions ----------------------------------------------------------------
+
+
+@dataclass
+class UnionFind:
+    parent: dict[Node, Node] = field(default_factory=dict[Node, Node])
+
+    def find(self, x: Node) -> Node:
+        root = x
+        while (p := self.parent.get(root, root)) != root:
+            root = p
+        while x != root:
+            self.parent[x], x = root, self.parent.get(x, x)
+        return root
+
+    def union(self, a: Node, b: Node) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+@dataclass
+class Candidate:
+    """A dimension class to split on: the split dimension of each value in it."""
+
+    key: tuple[int, int, int]
+    """(position of its first collective in the block, result index, dim): names the
+    class in a copy of the block."""
+    dim_of: dict[SSAValue, int]
+    split_ops: set[Operation]
+    """The ops split into chunks (the others making a value of the class stay whole)."""
+    size: int
+    collectives: int
+
+
+def _values(block: Block) -> list[SSAValue]:
+    values: list[SSAValue] = list(block.args)
+    for op in block.ops:
+        values.extend(op.results)
+    return values
+
+
+def candidates(block: Block) -> list[Candidate]:
+    """The qualifying classes of `block` (module docstring), most collectives first."""
+    ops = list(block.ops)
+    links = {op: op_links(op) for op in ops}
+    uf = UnionFind()
+    for op, ls in links.items():
+        if ls is None:
+            continue
+        for (k, d), sources in ls.items():
+            for i, e in sources:
+                uf.union((op.results[k], d), (op.operands[i], e))
+    members: dict[Node, list[Node]] = {}
+    for v in _values(block):
+        for d, size in enumerate(_shape(v)):
+            if size >= 2:
+                members.setdefault(uf.find((v, d)), []).append((v, d))
+    found: list[Candidate] = []
+    seen: set[Node] = set()
+    for pos, op in enumerate(ops):
+        if not isinstance(op, collective.SYNC_OPS):
+            continue
+        for k, r in enumerate(op.results):
+            for d in range(len(_shape(r))):
+                root = uf.find((r, d))
+                if root in seen or root not in members:
+                    continue
+                seen.add(root)
+                cand = _qualify((pos, k, d), members[root], links)
+                if cand is not None:
+                    found.append(cand)
+    found.sort(key=lambda c: (-c.collectives, c.key))
+    return found[:MAX_CLASSES]
+
+
+def _qualify(
+    key: tuple[int, int, int], nodes: list[Node], links: dict[Operation, Links | None]
+) -> Candidate | None:
+    dim_of: dict[SSAValue, int] = {}
+    sizes: set[int] = set()
+    for v, d in nodes:
+        if v in dim_of:
+            return None  # two dimensions of one value
+        dim_of[v] = d
+        sizes.add(_shape(v)[d])
+    if len(sizes) != 1:
+        return None
+    split_ops: set[Operation] = set()
+    count = 0
+    for v in dim_of:
+        op = v.owner
+        if not isinstance(op, Operation) or op in split_ops:
+            continue
+        ls = links.get(op)
+        if ls is None or not all(
+            r in dim_of and (k, dim_of[r]) in ls for k, r in enumerate(op.results)
+        ):
+            continue  # made whole, cut into chunks where a split op needs them
+        split_ops.add(op)
+        if isinstance(op, collective.SYNC_OPS):
+            count += 1
+    if not count:
+        return None
+    return Candidate(key, dim_of, split_ops, sizes.pop(), count)
+
+
+def find_candidate(block: Block, key: tuple[int, int, int]) -> Candidate | None:
+    for cand in candidates(block):
+        if cand.key == key:
+            return cand
+    return None
+
+
+# The rewrite -------------------------------------------------------------------------
+
+
+def _with_dim(ty: TensorType, dim: int, size: int) -> TensorType:
+    shape = list(ty.get_shape())
+    shape[dim] = size
+    return TensorType(ty.element_type, shape)
+
+
+@dataclass
+class Splitter:
+    """Splits the ops of `block` in `cand` into `k` chunks (module docstring)."""
+
+    block: Block
+    cand: Candidate
+    k: int
+    chunk_major: bool = True
+    """Re-order the block chunk by chunk (else each op's chunks stay at its place)."""
+    chunks: dict[SSAValue, list[SSAValue]] = field(default_factory=dict[SSAValue, list[SSAValue]])
+    wholes: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
+    replaced: set[SSAValue] = field(default_factory=set[SSAValue])
+    chunk_index: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    """The chunk each new per-chunk op computes (for the final order)."""
+
+    @property
+    def chunk(self) -> int:
+        return self.cand.size // self.k
+
+    def run(self) -> None:
+        originals: list[Operation] = []
+        sources: list[SSAValue] = []
+        for op in list(self.block.ops):
+            if op not in self.cand.split_ops:
+                self.reassemble_uses(op)
+            elif isinstance(op, hlo.ConstantOp | hlo.IotaOp):
+                if self.split_source(op):
+                    sources.extend(op.results)
+            else:
+                self.split(op)
+                originals.append(op)
+        for op in reversed(originals):
+            Rewriter.erase_op(op)
+        erase_if_dead(sources)
+        if self.chunk_major:
+            chunk_major_order(self.block, self.chunk_index)
+
+    def chunks_of(self, value: SSAValue, before: Operation) -> list[SSAValue]:
+        """The k chunks of `value` (static slices of it if no split op made it)."""
+        if value not in self.chunks:
+            d = self.cand.dim_of[value]
+            shape = _shape(value)
+            slices: list[Operation] = []
+            for j in range(self.k):
+                lo = [0] * len(shape)
+                hi = list(shape)
+                lo[d], hi[d] = j * self.chunk, (j + 1) * self.chunk
+                slices.append(hlo.SliceOp(value, lo, hi))
+            self._name(slices, value)
+            self.chunk_index.update((s, j) for j, s in enumerate(slices))
+            Rewriter.insert_op(slices, InsertPoint.before(before))
+            self.chunks[value] = [s.results[0] for s in slices]
+        return self.chunks[value]
+
+    def whole(self, value: SSAValue, before: Operation) -> SSAValue:
+        """`value` itself, or the concatenation of its chunks if its op was split."""
+        if value not in self.replaced:
+            return value
+        if value not in self.wholes:
+            cat = hlo.ConcatenateOp(self.chunks[value], self.cand.dim_of[value])
+            cat.result.name_hint = value.name_hint
+            Rewriter.insert_op(cat, InsertPoint.before(before))
+            self.wholes[value] = cat.result
+        return self.wholes[value]
+
+    def reassemble_uses(self, op: Operation) -> None:
+        for nested in op.walk():
+            for i, v in enumerate(nested.operands):
+                if v in self.replaced:
+                    nested.operands[i] = self.whole(v, op)
+
+    def split_source(self, op: hlo.ConstantOp | hlo.IotaOp) -> bool:
+        """
+        A splat constant or an iota along another dimension: one chunk-sized op for all
+        chunks. Other constants and iotas stay whole (sliced where used).
+        """
+        r = op.results[0]
+        d = self.cand.dim_of[r]
+        ty = r.type
+        assert isinstance(ty, TensorType)
+        chunk_type = _with_dim(ty, d, self.chunk)
+        if isinstance(op, hlo.ConstantOp) and op.value.is_splat():
+            first = next(iter(op.value.iter_values()))
+            new: Operation = hlo.ConstantOp(
+                DenseIntOrFPElementsAttr.from_list(chunk_type, [first])  # pyright: ignore
+            )
+        elif isinstance(op, hlo.IotaOp) and op.iota_dimension.value.data != d:
+            new = hlo.IotaOp(op.iota_dimension.value.data, chunk_type)
+        else:
+            return False
+        new.results[0].name_hint = r.name_hint
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        self.chunks[r] = [new.results[0]] * self.k
+        return True
+
+    def split(self, op: Operation) -> None:
+        ls = op_links(op)
+        assert ls is not None
+        dims = [self.cand.dim_of[r] for r in op.results]
+        chunked: dict[int, int] = {}
+        for k, d in enumerate(dims):
+            for i, e in ls[(k, d)]:
+                chunked[i] = e
+        operand_chunks = {i: self.chunks_of(op.operands[i], op) for i in chunked}
+        shared = {
+            i: self.whole(v, op) for i, v in enumerate(op.operands) if i not in chunked
+        }
+        result_types = [
+            _with_dim(r.type, d, self.chunk)  # pyright: ignore
+            for r, d in zip(op.results, dims)
+        ]
+        props = dict(op.properties)
+        if isinstance(op, hlo.SliceOp):
+            limits = list(_int_list(op.limit_indices))
+            limits[dims[0]] = self.chunk
+            props["limit_indices"] = i64_array(limits)
+        elif isinstance(op, hlo.DynamicSliceOp):
+            sizes = list(op.sizes)
+            sizes[dims[0]] = self.chunk
+            props["slice_sizes"] = i64_array(sizes)
+        clones: list[Operation] = []
+        for j in range(self.k if chunked else 1):
+            operands = [
+                operand_chunks[i][j] if i in chunked else shared[i]
+                for i in range(len(op.operands))
+            ]
+            clones.append(
+                type(op).create(
+                    operands=operands,
+                    result_types=result_types,
+                    properties=dict(props),
+                    attributes=dict(op.attributes),
+                )
+            )
+        Rewriter.insert_op(clones, InsertPoint.before(op))
+        if chunked:
+            self.chunk_index.update((c, j) for j, c in enumerate(clones))
+        else:
+            clones *= self.k  # nothing chunk-dependent: one op serves every chunk
+        for n, r in enumerate(op.results):
+            self.chunks[r] = [c.results[n] for c in clones]
+            self.replaced.add(r)
+            if r.name_hint and chunked:
+                for j, c in enumerate(clones):
+                    c.results[n].name_hint = f"{r.name_hint}_c{j}"
+            elif r.name_hint:
+                clones[0].results[n].name_hint = r.name_hint
+
+    @staticmethod
+    def _name(ops: list[Operation], value: SSAValue) -> None:
+        if value.name_hint:
+            for j, o in enumerate(ops):
+                o.results[0].name_hint = f"{value.name_hint}_c{j}"
+
+
+def chunk_major_order(block: Block, chunk_index: dict[Operation, int]) -> None:
+    """
+    Stable topological order by (chunk, position): chunk 0 as far as it goes before chunk
+    1's ops, and so on. The list scheduler fills with the first ready op in block order,
+    so this makes the first chunk's collective start as early as it can and the next
+    chunk's compute fill the time it takes. Ops of no chunk count as chunk 0.
+    """
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    deps = block_dependencies(block)
+    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    for op, ds in deps.items():
+        for d in ds:
+            users[d].append(op)
+    waiting = {op: len(ds) for op, ds in deps.items()}
+
+    def key(op: Operation) -> tuple[int, int]:
+        return (chunk_index.get(op, 0), position[op])
+
+    terminator = block.last_op
+    ready = [(key(op), op) for op in ops if not waiting[op] and op is not terminator]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for user in users[op]:
+            waiting[user] -= 1
+            if not waiting[user] and user is not terminator:
+                heapq.heappush(ready, (key(user), user))
+    if terminator is not None and terminator not in order:
+        order.append(terminator)
+    set_order(block, order)
+
+
+def _int_list(attr: object) -> list[int]:
+    return list(attr.get_values())  # pyright: ignore
+
+
+# Estimates ---------------------------------------------------------------------------
+
+
+def _function_blocks(module: ModuleOp) -> list[Block]:
+    """The single-block bodies of `module`'s functions, in order."""
+    blocks: list[Block] = []
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and len(op.body.blocks) == 1:
+            blocks.append(op.body.blocks[0])
+    return blocks
+
+
+@dataclass(frozen=True)
+class Plan:
+    key: tuple[int, int, int]
+    """The class (`Candidate.key`)."""
+    k: int
+    chunk_major: bool
+
+
+@dataclass(frozen=True)
+class MicroBatchPass(ModulePass):
+    """Split per-device programs along a batch dimension when it hides collectives."""
+
+    name = "micro-batch"
+
+    chunks: int = 0
+    """Chunks to split into; 0: the best divisor from 2 to `max-chunks` by the cost model."""
+    max_chunks: int = 8
+    """Most chunks tried when `chunks=0`."""
+    chip: str = "v5e"
+    """The chip whose cost model decides."""
+    min_gain: float = 0.02
+    """Fire only if the estimated time drops by at least this fraction."""
+    force: bool = False
+    """Split whenever a dimension qualifies (the best estimate even if slower)."""
+    memory_limit: int | None = None
+    """`schedule`'s memory limit, for the estimates."""
+    max_in_flight: int = 4
+    """`schedule`'s bound on collectives in flight, for the estimates."""
+
+    def __post_init__(self) -> None:
+        check_option(self.name, "chunks", self.chunks == 0 or self.chunks >= 2, "0 or at least 2", self.chunks)
+        check_option(self.name, "max-chunks", self.max_chunks >= 2, "at least 2", self.max_chunks)
+        check_option(self.name, "min-gain", 0 <= self.min_gain < 1, "in [0, 1)", self.min_gain)
+        check_option(
+            self.name, "memory-limit",
+            self.memory_limit is None or self.memory_limit > 0, "positive", self.memory_limit,
+        )
+        check_option(self.name, "max-in-flight", self.max_in_flight >= 1, "at least 1", self.max_in_flight)
+        try:
+            get_chip(self.chip)
+        except UnknownChipError as e:
+            check_option(self.name, "chip", False, "a known chip", f"'{self.chip}' ({e})")
+
+    def counts(self, size: int) -> list[int]:
+        if self.chunks:
+            return [self.chunks] if size % self.chunks == 0 else []
+        return [k for k in range(2, self.max_chunks + 1) if size % k == 0]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            model = CostModel(get_chip(self.chip), find_mesh(op))
+        except UnknownChipError as e:
+            raise PassFailedException(f"micro-batch: {e}") from None
+        for index, block in enumerate(_function_blocks(op)):
+            plan = self.plan(op, index, block, model)
+            if plan is None:
+                continue
+            cand = find_candidate(block, plan.key)
+            assert cand is not None
+            Splitter(block, cand, plan.k, plan.chunk_major).run()
+
+    def plan(self, module: ModuleOp, index: int, block: Block, model: CostModel) -> Plan | None:
+        """The best split of function `index` by the estimates, or None."""
+        found = candidates(block)
+        if not found:
+            return None
+        base = self.estimate(module, index, None, model)
+        best: tuple[float, Plan] | None = None
+        for cand in found:
+            for k in self.counts(cand.size):
+                for chunk_major in (True, False):
+                    plan = Plan(cand.key, k, chunk_major)
+                    t = self.estimate(module, index, plan, model)
+                    if best is None or t < best[0]:
+                        best = (t, plan)
+        if best is None or best[0] == math.inf:
+            return None
+        if not self.force and best[0] > base * (1 - self.min_gain):
+            return None
+        return best[1]
+
+    def estimate(self, module: ModuleOp, index: int, plan: Plan | None, model: CostModel) -> float:
+        """The scheduler's time for function `index` (split by `plan`), on a copy."""
+        copy = module.clone()
+        block = _function_blocks(copy)[index]
+        if plan is not None:
+            cand = find_candidate(block, plan.key)
+            assert cand is not None
+            Splitter(block, cand, plan.k, plan.chunk_major).run()
+        for op in list(block.ops):
+            if isinstance(op, collective.SYNC_OPS):
+                async_split(op)
+        try:
+            _, _, time = BlockScheduler(block, model, self.memory_limit, self.max_in_flight).run()
+        except ScheduleStuck:
+            return math.inf
+        return time
