@@ -740,6 +740,11 @@ class DoneOp(IRDLOperation):
             )
 
 
+def collective_kind(op: CollectiveOp) -> str:
+    """`all_reduce` for both `collective.all_reduce` and `collective.all_reduce_start`."""
+    return op.name.removeprefix("collective.").removesuffix("_start")
+
+
 SYNC_OPS: tuple[type[CollectiveOp], ...] = (
     AllReduceOp,
     AllGatherOp,

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
 
@@ -40,11 +41,6 @@ class OpCost:
     flops: float
     bytes: int
     time: float
-
-
-def tensor_bytes(ty: TensorType) -> int:
-    width = getattr(ty.element_type, "bitwidth", 32)
-    return math.prod(ty.get_shape()) * max(1, width // 8)
 
 
 def _elements(ty: TensorType) -> int:

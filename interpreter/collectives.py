@@ -96,7 +96,3 @@ def execute(op: coll.CollectiveOp, inputs: Sequence[Values]) -> list[Values]:
     return prepare(op)(inputs)
 
 
-def kind_name(op: coll.CollectiveOp) -> str:
-    """`all_reduce`, `all_gather`, ... (a `_start` form under its kind)."""
-    name = op.name.removeprefix("collective.")
-    return name.removesuffix("_start")

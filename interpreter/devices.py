@@ -49,11 +49,11 @@ from shardc.interpreter.timing import (
     CollectiveCost,
     DeviceClock,
     Timeline,
-    collective_kind,
     compute_cost,
     memory_plan,
-    value_bytes,
 )
+from shardc.dialects.collective import collective_kind
+from shardc.dialects.sizes import value_bytes
 from shardc.interpreter.values import dtype_name, tensor_spec
 from shardc.tools.source import SourceMap
 

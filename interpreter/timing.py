@@ -85,7 +85,9 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import CostModel, OpCost, tensor_bytes
+from shardc.dialects.collective import collective_kind
+from shardc.dialects.sizes import value_bytes
+from shardc.hardware.cost import CostModel, OpCost
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
 """Collective kinds, in the report's order (`collective-stats`' too)."""
@@ -106,22 +108,9 @@ COMPUTE_TID = 0
 COLLECTIVE_TID = 1
 
 
-def collective_kind(op: Operation) -> str:
-    return op.name.removeprefix("collective.").removesuffix("_start")
-
-
 def is_timed(op: Operation) -> bool:
     """Ops that run on the compute stream (and appear on the timeline)."""
     return op.dialect_name() == "hlo" or isinstance(op, spmd.ConstraintOp)
-
-
-def value_bytes(ty: Attribute) -> int:
-    """Bytes of a tensor or of the buffers a future holds; 0 for scalars."""
-    if isinstance(ty, TensorType):
-        return tensor_bytes(ty)
-    if isinstance(ty, coll.FutureType):
-        return sum(tensor_bytes(t) for t in ty.value_types)
-    return 0
 
 
 # Memory plan ----------------------------------------------------------------------------
@@ -496,5 +485,4 @@ __all__ = [
     "compute_cost",
     "memory_plan",
     "summary_lines",
-    "value_bytes",
 ]

@@ -30,7 +30,7 @@ from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import topological_reorder, used_values
-from shardc.passes.sharding_rules import element_bytes
+from shardc.dialects.sizes import tensor_bytes
 
 COMBINABLE = (collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp)
 
@@ -55,7 +55,7 @@ def operand_bytes(op: Operation) -> int:
     for value in op.operands:
         ty = value.type
         assert isinstance(ty, TensorType)
-        total += math.prod(ty.get_shape()) * element_bytes(ty)
+        total += tensor_bytes(ty)
     return total
 
 

@@ -73,7 +73,7 @@ from shardc.passes.rewrite_utils import (
     tensor_type,
     zeros,
 )
-from shardc.passes.sharding_rules import element_bytes
+from shardc.dialects.sizes import tensor_bytes
 
 COMBINE: dict[str, type[hlo.BinaryElementwiseOp]] = {
     "add": hlo.AddOp,
@@ -93,7 +93,7 @@ def _with_dim(
 
 def _bytes(value: SSAValue) -> int:
     ty = tensor_type(value)
-    return math.prod(ty.get_shape()) * element_bytes(ty)
+    return tensor_bytes(ty)
 
 
 def ring_axis(op: collective.CollectiveOp) -> tuple[str, str, int] | None:

@@ -18,14 +18,10 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 
 from shardc.dialects import collective
-from shardc.passes.sharding_rules import element_bytes
+from shardc.dialects.collective import collective_kind
+from shardc.dialects.sizes import tensor_bytes
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
-
-
-def collective_kind(op: collective.CollectiveOp) -> str:
-    """`all_reduce` for both `collective.all_reduce` and `collective.all_reduce_start`."""
-    return op.name.removeprefix("collective.").removesuffix("_start")
 
 
 @dataclass
@@ -41,7 +37,7 @@ class CollectiveStats:
             if isinstance(op, collective.CollectiveOp):
                 kind = collective_kind(op)
                 stats.counts[kind] += 1
-                stats.bytes[kind] += sum(_bytes(t) for t in op.input_types())
+                stats.bytes[kind] += sum(tensor_bytes(t) for t in op.input_types())
         return stats
 
     def format(self) -> str:
@@ -54,10 +50,6 @@ class CollectiveStats:
         if self.reshard_steps is not None:
             lines.append(f"resharding steps: {self.reshard_steps}")
         return "\n".join(lines)
-
-
-def _bytes(ty: TensorType) -> int:
-    return math.prod(ty.get_shape()) * element_bytes(ty)
 
 
 @dataclass(frozen=True)

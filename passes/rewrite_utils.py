@@ -53,12 +53,12 @@ def tensor_type(value: SSAValue) -> TensorType:
 
 def operand_bytes(op: Operation) -> int:
     """The bytes of `op`'s operands (a collective's message size)."""
-    from shardc.passes.sharding_rules import element_bytes
+    from shardc.dialects.sizes import tensor_bytes
 
     total = 0
     for value in op.operands:
         ty = tensor_type(value)
-        total += math.prod(ty.get_shape()) * element_bytes(ty)
+        total += tensor_bytes(ty)
     return total
 
 

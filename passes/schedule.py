@@ -31,20 +31,15 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from shardc.dialects import collective
+from shardc.dialects import collective, sizes
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel, tensor_bytes
+from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import block_dependencies, set_order
 
 
 def value_bytes(value: SSAValue) -> int:
-    ty = value.type
-    if isinstance(ty, TensorType):
-        return tensor_bytes(ty)
-    if isinstance(ty, collective.FutureType):
-        return sum(tensor_bytes(t) for t in ty.value_types)
-    return 0
+    return sizes.value_bytes(value.type)
 
 
 @dataclass

@@ -282,16 +282,3 @@ def project(
         if d is not None:
             per_dim[d] = fit_axes(factor_axes[f], shape[d], mesh)
     return make_sharding(mesh_name, per_dim)
-
-
-def element_bytes(ty: TensorType) -> int:
-    """Bytes per element (i1 is stored in a byte)."""
-    width = getattr(ty.element_type, "bitwidth", 32)
-    return max(1, width // 8)
-
-
-def tensor_bytes(value: SSAValue) -> int:
-    """Bytes of the whole (global) tensor."""
-    ty = value.type
-    assert isinstance(ty, TensorType)
-    return math.prod(ty.get_shape()) * element_bytes(ty)

@@ -34,6 +34,7 @@ from shardc.dialects.spmd import (
     MeshAttr,
     ShardingAttr,
 )
+from shardc.dialects.sizes import value_bytes
 from shardc.passes.errors import OpPassError
 from shardc.passes.sharding_rules import (
     Axes,
@@ -44,7 +45,6 @@ from shardc.passes.sharding_rules import (
     make_sharding,
     project,
     replicated,
-    tensor_bytes,
 )
 
 ORIGIN_ATTR_NAME = "spmd.origin"
@@ -133,7 +133,7 @@ class ShardingPropagation:
         sources = [(dims, v) for dims, v in tensors if v in self.known]
         if not targets or not sources:
             return False
-        sources.sort(key=lambda s: (s[1] not in self.fixed, -tensor_bytes(s[1])))
+        sources.sort(key=lambda s: (s[1] not in self.fixed, -value_bytes(s[1].type)))
         factors, decided, source_of = self.choose_factors(rule, sources)
         factors = self.fit(rule, op, factors)
         changed = False
