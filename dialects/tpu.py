@@ -912,6 +912,12 @@ class BarrierOp(IRDLOperation):
         props: dict[str, Attribute] = {}
         if parser.parse_optional_keyword("on") is not None:
             props = _parse_group_spec_after_on(parser)
+        else:
+            pos = parser.pos
+            if parser.parse_optional_symbol_name() is not None:
+                parser.raise_error(
+                    "a barrier's group follows `on`: tpu.barrier on @mesh[...]", pos
+                )
         attrs = parser.parse_optional_attr_dict()
         op = cls.create(properties=props)
         op.attributes |= attrs
