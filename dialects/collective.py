@@ -51,7 +51,15 @@ from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from shardc.dialects.spmd import find_mesh, lookup_mesh
-from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list, quote, symbol
+from shardc.dialects.syntax import (
+    i64_array,
+    i64_attr,
+    int_list_str,
+    parse_i64,
+    parse_int_list,
+    quote,
+    symbol,
+)
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 
@@ -290,7 +298,7 @@ def _parse_keyword_int(parser: Parser, keyword: str) -> IntegerAttr:
     parser.parse_punctuation(",")
     parser.parse_keyword(keyword)
     parser.parse_punctuation("=")
-    return i64_attr(parser.parse_integer(allow_boolean=False))
+    return i64_attr(parse_i64(parser))
 
 
 def _future_or(types: Sequence[Attribute], IS_START: bool) -> list[Attribute]:
@@ -649,7 +657,7 @@ class PermuteBase(CollectiveOp, ABC):
         else:
             parser.parse_keyword("shift", " or 'pairs'")
             parser.parse_punctuation("=")
-            props["shift"] = i64_attr(parser.parse_integer(allow_boolean=False))
+            props["shift"] = i64_attr(parse_i64(parser))
         attrs = parser.parse_optional_attr_dict()
         types = _parse_types_colon_form(parser, cls.IS_START)
         if len(types[0]) != 1:

@@ -55,6 +55,7 @@ from shardc.dialects.syntax import (
     i64_array,
     i64_attr,
     int_list_str,
+    parse_i64,
     parse_int_list,
     parse_keyword_int,
     parse_keyword_int_list,
@@ -504,9 +505,10 @@ class IotaOp(HloOp):
         dim = parse_keyword_int(parser, "dim")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_pos = parser.pos
         ty = parser.parse_type()
         if not isinstance(ty, TensorType):
-            parser.raise_error(f"hlo.iota produces a tensor, got {ty}")
+            parser.raise_error(f"hlo.iota produces a tensor, got {ty}", type_pos, parser.pos)
         op = cls(dim, ty)
         op.attributes |= attrs
         return op
@@ -748,12 +750,12 @@ class SliceOp(HloOp):
         operand = parser.parse_unresolved_operand()
 
         def parse_range() -> tuple[int, int, int]:
-            lo = parser.parse_integer(allow_boolean=False)
+            lo = parse_i64(parser)
             parser.parse_punctuation(":")
-            hi = parser.parse_integer(allow_boolean=False)
+            hi = parse_i64(parser)
             step = 1
             if parser.parse_optional_punctuation(":"):
-                step = parser.parse_integer(allow_boolean=False)
+                step = parse_i64(parser)
             return lo, hi, step
 
         ranges = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_range)

@@ -471,9 +471,12 @@ class AxisIndexOp(IRDLOperation):
             axis = parser.parse_str_literal(" (a mesh axis name)")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_pos = parser.pos
         result_type = parser.parse_type()
         if not isinstance(result_type, TensorType):
-            parser.raise_error("spmd.axis_index must produce a tensor type")
+            parser.raise_error(
+                "spmd.axis_index must produce a tensor type", type_pos, parser.pos
+            )
         op = cls(mesh.data, axis, result_type)
         op.attributes |= attrs
         return op

@@ -17,11 +17,21 @@ from xdsl.printer import Printer
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+def parse_i64(parser: AttrParser) -> int:
+    """An integer literal that fits an i64 (else an error at the literal, not a wrap)."""
+    start = parser.pos
+    value = parser.parse_integer(allow_boolean=False)
+    if not I64_MIN <= value <= I64_MAX:
+        parser.raise_error(f"integer {value} does not fit in 64 bits", start, parser.pos)
+    return value
+
+
 def parse_int_list(parser: AttrParser) -> list[int]:
     """Parse `[1, 2, 3]` (possibly empty)."""
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_integer
-    )
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_i64(parser))
 
 
 def int_list_str(values: Sequence[int]) -> str:
@@ -32,7 +42,7 @@ def parse_keyword_int(parser: AttrParser, keyword: str) -> int:
     """Parse `keyword = 3`."""
     parser.parse_keyword(keyword)
     parser.parse_punctuation("=")
-    return parser.parse_integer()
+    return parse_i64(parser)
 
 
 def parse_keyword_int_list(parser: AttrParser, keyword: str) -> list[int]:
