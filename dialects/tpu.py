@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC
-from collections.abc import Sequence
+from collections.abc import Sequence, Set as AbstractSet
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -145,7 +145,9 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
-    MemoryAllocEffect,
+    EffectInstance,
+    MemoryEffect,
+    MemoryEffectKind,
     MemoryFreeEffect,
     MemoryReadEffect,
     MemoryWriteEffect,
@@ -484,6 +486,17 @@ def _print_with_type(printer: Printer, ty: Attribute) -> None:
 ################################################################################
 
 
+class AllocatesResult(MemoryEffect):
+    """
+    The op allocates its result and has no other effect, so an unused allocation is dead
+    (xDSL's `MemoryAllocEffect` names no value, which keeps every allocation alive).
+    """
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance]:
+        return {EffectInstance(MemoryEffectKind.ALLOC, op.results[0])}
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """
@@ -502,7 +515,7 @@ class AllocOp(IRDLOperation):
 
     result = result_def(AnyRefConstr)
 
-    traits = traits_def(MemoryAllocEffect())
+    traits = traits_def(AllocatesResult())
 
     assembly_format = "attr-dict `:` type($result)"
 
