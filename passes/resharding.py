@@ -299,8 +299,28 @@ def _tensor(value: SSAValue) -> TensorType:
     return ty
 
 
+Layout = tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]
+
+
+def layout(sharding: ShardingAttr) -> Layout:
+    """A sharding as plain tuples: cheap to hash, unlike the nested attribute."""
+    return sharding.dim_axes, sharding.unreduced_axes
+
+
+_LOCAL_TYPES: dict[tuple[object, ...], tuple[TensorType, TensorType]] = {}
+
+
 def local_type(ty: TensorType, sharding: ShardingAttr, mesh: MeshAttr) -> TensorType:
-    return TensorType(ty.element_type, sharding.local_shape(ty.get_shape(), mesh))
+    """The per-device type (cached: building and verifying a TensorType is costly)."""
+    key = (id(ty), layout(sharding), mesh.names, mesh.shape)
+    entry = _LOCAL_TYPES.get(key)
+    if entry is not None and entry[0] is ty:
+        return entry[1]
+    local = TensorType(ty.element_type, sharding.local_shape(ty.get_shape(), mesh))
+    if len(_LOCAL_TYPES) > 65536:
+        _LOCAL_TYPES.clear()
+    _LOCAL_TYPES[key] = (ty, local)
+    return local
 
 
 __all__ = ["Resharder", "local_type", "make_sharding"]

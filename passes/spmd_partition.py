@@ -38,7 +38,7 @@ from shardc.dialects.spmd import (
 from shardc.dialects.syntax import i64_array
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.errors import OpPassError
-from shardc.passes.resharding import Resharder, local_type
+from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,
@@ -61,21 +61,22 @@ class FunctionPartitioner:
     mesh: MeshAttr
     actual: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
     resharder: Resharder = field(init=False)
-    global_shapes: dict[tuple[SSAValue, object], tuple[int, ...]] = field(
-        default_factory=dict[tuple[SSAValue, object], tuple[int, ...]]
+    global_shapes: dict[SSAValue, tuple[int, ...]] = field(
+        default_factory=dict[SSAValue, tuple[int, ...]]
     )
-    resharded: dict[tuple[SSAValue, ShardingAttr], SSAValue] = field(
-        default_factory=dict[tuple[SSAValue, ShardingAttr], SSAValue]
+    """A value's global shape (a value whose type changes is a new SSA value)."""
+    resharded: dict[tuple[SSAValue, Layout], SSAValue] = field(
+        default_factory=dict[tuple[SSAValue, Layout], SSAValue]
     )
 
     def __post_init__(self) -> None:
         self.resharder = Resharder(self.mesh_name, self.mesh)
 
     def global_shape(self, value: SSAValue) -> tuple[int, ...]:
-        key = (value, value.type)
-        shape = self.global_shapes.get(key)
+        shape = self.global_shapes.get(value)
         if shape is None:
-            shape = self.global_shapes[key] = _global_shape(value, self.actual.get(value), self.mesh)
+            shape = _global_shape(value, self.actual.get(value), self.mesh)
+            self.global_shapes[value] = shape
         return shape
 
     def wanted(self, value: SSAValue) -> ShardingAttr:
@@ -117,7 +118,7 @@ class FunctionPartitioner:
         dominates them), so a value used by many ops is moved once, not once per use.
         """
         value = op.operands[index]
-        key = (value, target)
+        key = (value, layout(target))
         new = self.resharded.get(key)
         if new is None:
             new = self.resharder.reshard(value, self.actual[value], target, op)
