@@ -211,6 +211,8 @@ class ProgramBuilder:
     def op_slice(self) -> None:
         v, s = self.pick(2)
         d = self.draw(st.integers(0, 1))
+        if s[d] % 2:
+            return self.op_unary()  # two halves concatenated must give the shape back
         half = s[d] // 2
         bounds = [f"0:{s[0]}", f"0:{s[1]}"]
         bounds[d] = f"{half}:{s[d]}"
