@@ -4,10 +4,10 @@ split a per-device program into independent chunks along a dimension that flows 
 its collectives (the batch, usually), so that the collective of one chunk overlaps the
 compute of the next. Tensor parallelism needs this: the all_reduce after a row-parallel
 dot depends on the whole dot and the next layer depends on the whole all_reduce, so
-there is nothing to overlap until the work is cut into independent pieces (the
-micro-batching of Megatron-LM's and XLA's "overlap via decomposition" along a batch
-dimension; Wang et al., ASPLOS 2023, decompose along the dot instead, see
-`collective-matmul`).
+there is nothing to overlap until the work is cut into independent pieces. (Wang et
+al., ASPLOS 2023, and XLA's windowed einsum decompose the dot next to the collective
+instead, see `collective-matmul`; here the whole chain of ops between collectives is cut,
+which in this cost model pays more for tensor parallelism: see `bench/overlap.py`.)
 
 Which dimension. Every (value, dimension) pair is a node; each op links the dimensions
 of its results to the operand dimensions they come from element for element
@@ -18,33 +18,39 @@ contracting ones; reduce: kept dimensions; slice / dynamic_slice / dynamic_updat
 dimensions they keep whole; concatenate: all but the concatenated one; collectives:
 every dimension but the gathered / scattered / all-to-all ones (operand k with result k
 of a variadic collective); constants and iota: every dimension). The linked classes
-(union-find) are the candidate dimensions. A class qualifies when it contains a result
-dimension of a sync collective, every value has at most one dimension in it, all have
-one size, and every op producing a value in it can be split on it (all its results in
-the class, through its links). Ops that are not linked (unknown ops, ops with regions,
-`_start` forms) are never split; they get the whole value.
+(union-find) are the candidate dimensions. A class qualifies when every value has at
+most one dimension in it, all have one size, and it splits at least one sync collective.
+An op is split when all its results are in the class on dimensions it links (a variadic
+collective with one operand outside the class is not); the other ops are not split
+(unknown ops, ops with regions, `_start` forms, a partial slice): they take their
+operands whole and, if their result is in the class, it is cut into chunks where a
+split op needs it.
 
-The rewrite, for a class and a chunk count k that divides its size: every op whose
-results are in the class becomes k ops on chunks (same op, same attributes; a slice's
-limit and a dynamic_slice's size shrink to the chunk on that dimension), in place, chunk
-0 first. Operands linked to the split dimension are taken chunk by chunk; others (the
-weights) are shared by all chunks. Values in the class made outside the split ops
-(arguments, non-splat constants) are cut by static slices; splat constants become one
-chunk-sized constant; a split value used by an op that is not split (the return, a
-reduction over the batch) is reassembled with one concatenate. Every element is
-computed by the same op from the same numbers as before: integers are identical; float
-dots agree to rounding (BLAS picks its kernel by shape).
+The rewrite, for a class and a chunk count k that divides its size: every split op
+becomes k ops on chunks (same op, same attributes; a slice's limit and a dynamic_slice's
+size shrink to the chunk on that dimension). Operands linked to the split dimension are
+taken chunk by chunk; others (the weights) are shared by all chunks, and an op with no
+chunked operand (a bias broadcast) is made once for all chunks. Values of the class
+made by ops that are not split (arguments, non-splat constants) are cut by static
+slices; splat constants become one chunk-sized constant; a split value used by an op
+that is not split (the return, a reduction over the batch) is reassembled with one
+concatenate. Every element is computed by the same op from the same numbers as before:
+integers are identical; float dots agree to rounding (BLAS picks its kernel by shape).
+The block is then left with each op's chunks at its place, or re-ordered chunk by chunk
+(all of chunk 0 that does not wait for others first), whichever the estimate prefers:
+`schedule` fills idle time with the first ready op in block order, so the order decides
+how early the first chunk's collective starts.
 
 When. The pass splits only when the cost model says so: for each qualifying class (at
 most 4, those covering the most collectives first) and each chunk count (`chunks`, or
 every divisor of the class size from 2 to `max-chunks`), it splits a copy of the module,
 makes its collectives async and list-schedules the block with `schedule`'s scheduler
 and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
-keeps the fastest; the original is estimated the same way. It fires only if the best
+keeps the fastest (of both block orders); the original is estimated the same way. It fires only if the best
 estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
 collective but re-read the shared operands (weights) once per chunk and pay the
-collectives' latency per chunk: for small, memory-bound layers one split is already too
-many. `force=true` splits whenever a class qualifies (the best estimate even if slower;
+collectives' latency per chunk: for small, memory-bound layers two chunks are the most
+that pays, for large compute-bound ones more hide more. `force=true` splits whenever a class qualifies (the best estimate even if slower;
 for tests). `memory-limit` and `max-in-flight` are `schedule`'s, for the estimate: a
 split that cannot be scheduled within the limit is not taken.
 
@@ -76,7 +82,7 @@ from xdsl.utils.exceptions import PassFailedException
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_array
-from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import block_dependencies, set_order
 from shardc.passes.async_split import split as async_split
@@ -573,10 +579,7 @@ class MicroBatchPass(ModulePass):
             self.memory_limit is None or self.memory_limit > 0, "positive", self.memory_limit,
         )
         check_option(self.name, "max-in-flight", self.max_in_flight >= 1, "at least 1", self.max_in_flight)
-        try:
-            get_chip(self.chip)
-        except UnknownChipError as e:
-            check_option(self.name, "chip", False, "a known chip", f"'{self.chip}' ({e})")
+        check_option(self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'")
 
     def counts(self, size: int) -> list[int]:
         if self.chunks:

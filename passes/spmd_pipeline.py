@@ -1,5 +1,5 @@
 """
-`spmd-pipeline{chip= memory-limit= combine-threshold-bytes=}`: from a global program to the
+`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch=true}`: from a global program to the
 optimized, scheduled per-device program.
 
 The order is the data flow, each pass needing what the one before made:
@@ -12,7 +12,14 @@ The order is the data flow, each pass needing what the one before made:
    which only wraps what is left;
 5. `collective-matmul`: overlap an all_gather feeding a dot (or a dot feeding a
    reduce_scatter) with the dot itself, by decomposition into permutes;
-6. `async-split`, `schedule`: every collective as start/done, ordered by the cost model so
+6. `micro-batch`: where the cost model says it pays, cut the program into chunks along a
+   dimension that flows through its collectives (the batch), so that one chunk's
+   collective overlaps the next chunk's compute (tensor parallelism: the all_reduce after
+   each row-parallel dot). After `collective-combine`, which would merge the chunks'
+   collectives back into one, and after `collective-matmul`, whose rings it can cut too
+   (its estimate sees them); before `async-split`, since it splits sync collectives and
+   estimates each choice by running async-split and the scheduler on a copy;
+7. `async-split`, `schedule`: every collective as start/done, ordered by the cost model so
    communication hides behind independent compute.
 
 `bench/overlap.py` measures the result against synchronous collectives and the roofline.
@@ -53,6 +60,8 @@ class SpmdPipelinePass(ModulePass):
     """Passed to `schedule`."""
     combine_threshold_bytes: int = 32 * 1024 * 1024
     """Passed to `collective-combine`."""
+    micro_batch: bool = True
+    """Run `micro-batch` (false: leave the program unsplit)."""
 
     def passes(self) -> list[ModulePass]:
         return [
@@ -65,7 +74,7 @@ class SpmdPipelinePass(ModulePass):
             AllReduceReassociatePass(),
             CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes),
             CollectiveMatmulPass(),
-            MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit),
+            *([MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)] if self.micro_batch else []),
             AsyncSplitPass(),
             SchedulePass(memory_limit=self.memory_limit, chip=self.chip),
         ]
