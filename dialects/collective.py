@@ -27,7 +27,6 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttr,
     IntegerAttr,
     StringAttr,
-    SymbolRefAttr,
     TensorType,
     i64,
 )
@@ -50,15 +49,19 @@ from xdsl.printer import Printer
 from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from shardc.dialects.spmd import find_mesh, lookup_mesh
+from shardc.dialects.spmd import (
+    group_spec_str,
+    lookup_mesh,
+    parse_group_spec_after_on,
+    verify_explicit_groups,
+    verify_group_axes,
+)
 from shardc.dialects.syntax import (
     i64_array,
     i64_attr,
     int_list_str,
     parse_i64,
     parse_int_list,
-    quote,
-    symbol,
 )
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
@@ -173,19 +176,10 @@ class CollectiveOp(IRDLOperation, ABC):
         if (self.mesh is None) == (explicit is None):
             raise VerifyException("a collective needs either `on @mesh[...]` or `on groups`")
         if explicit is not None:
-            _verify_explicit_groups(self, explicit)
-            return
-        if self.mesh_axes is None or not self.axes:
-            raise VerifyException("a collective over a mesh must name at least one axis")
-        assert self.mesh is not None
-        mesh = lookup_mesh(self, self.mesh.root_reference.data)
-        for a in self.axes:
-            if a not in mesh.names:
-                raise VerifyException(
-                    f'mesh @{self.mesh.root_reference.data} has no axis "{a}"'
-                )
-            if self.axes.count(a) > 1:
-                raise VerifyException(f'mesh axis "{a}" is named twice')
+            verify_explicit_groups(self, explicit)
+        else:
+            assert self.mesh is not None
+            verify_group_axes(self, self.mesh.root_reference.data, self.axes)
 
     def verify_(self) -> None:
         self.verify_groups()
@@ -203,27 +197,11 @@ class CollectiveOp(IRDLOperation, ABC):
     def parse_group_spec(cls, parser: Parser) -> dict[str, Attribute]:
         """Parse `on @mesh["a", "b"]` or `on groups [[0, 1], [2, 3]]`."""
         parser.parse_keyword("on")
-        if parser.parse_optional_keyword("groups"):
-            groups = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: parse_int_list(parser)
-            )
-            return {"groups": ArrayAttr(i64_array(g) for g in groups)}
-        mesh = parser.parse_symbol_name()
-        axes = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, parser.parse_str_literal
-        )
-        return {
-            "mesh": SymbolRefAttr(mesh),
-            "mesh_axes": ArrayAttr(StringAttr(a) for a in axes),
-        }
+        return parse_group_spec_after_on(parser)
 
     def group_spec_str(self) -> str:
-        explicit = self.explicit_groups
-        if explicit is not None:
-            return "on groups [" + ", ".join(int_list_str(g) for g in explicit) + "]"
-        assert self.mesh is not None
-        axes = ", ".join(quote(a) for a in self.axes)
-        return f"on {symbol(self.mesh.root_reference.data)}[{axes}]"
+        mesh = self.mesh.root_reference.data if self.mesh is not None else None
+        return "on " + group_spec_str(mesh, self.axes, self.explicit_groups)
 
     @classmethod
     def parse_operand_list(cls, parser: Parser) -> list[UnresolvedOperand]:
@@ -235,21 +213,6 @@ class CollectiveOp(IRDLOperation, ABC):
 
     def print_operand_list(self, printer: Printer) -> None:
         printer.print_list(self.operands, printer.print_operand)
-
-
-def _verify_explicit_groups(op: CollectiveOp, groups: list[list[int]]) -> None:
-    if not groups or not groups[0]:
-        raise VerifyException("explicit groups must be non-empty")
-    if any(len(g) != len(groups[0]) for g in groups):
-        raise VerifyException("explicit groups must all have the same size")
-    devices = sorted(d for g in groups for d in g)
-    mesh = find_mesh(op)
-    count = mesh.device_count if mesh is not None else len(devices)
-    if devices != list(range(count)):
-        raise VerifyException(
-            f"explicit groups must partition the {count} devices 0..{count - 1}, "
-            f"each device in exactly one group"
-        )
 
 
 def _tensor(ty: Attribute) -> TensorType:

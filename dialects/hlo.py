@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,

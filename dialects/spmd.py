@@ -51,6 +51,9 @@ from xdsl.traits import Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from shardc.dialects.syntax import (
+    i64_array,
+    int_list_str,
+    parse_int_list,
     parse_string_list_in_braces,
     quote,
     string_list_in_braces_str,
@@ -529,6 +532,60 @@ def find_mesh(op: Operation) -> MeshAttr | None:
         if isinstance(child, MeshOp):
             return child.mesh
     return None
+
+
+# Device groups: `on @mesh["a", "b"]` or `on groups [[0, 1], [2, 3]]`, shared by the
+# collectives and by tpu.barrier.
+
+
+def parse_group_spec_after_on(parser: Parser) -> dict[str, Attribute]:
+    """`@mesh["a", "b"]` or `groups [[0, 1], [2, 3]]`, as `mesh`/`mesh_axes` or `groups`."""
+    if parser.parse_optional_keyword("groups"):
+        groups = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_int_list(parser)
+        )
+        return {"groups": ArrayAttr(i64_array(g) for g in groups)}
+    mesh = parser.parse_symbol_name()
+    axes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_str_literal)
+    return {"mesh": SymbolRefAttr(mesh), "mesh_axes": ArrayAttr(StringAttr(a) for a in axes)}
+
+
+def group_spec_str(
+    mesh: str | None, axes: Sequence[str], groups: Sequence[Sequence[int]] | None
+) -> str:
+    """The text after `on`."""
+    if groups is not None:
+        return "groups [" + ", ".join(int_list_str(g) for g in groups) + "]"
+    assert mesh is not None
+    return f"{symbol(mesh)}[{', '.join(quote(a) for a in axes)}]"
+
+
+def verify_group_axes(op: Operation, mesh_name: str, axes: Sequence[str]) -> None:
+    """Axes of a group over a mesh: at least one, each existing and named once."""
+    if not axes:
+        raise VerifyException("a group over a mesh must name at least one axis")
+    mesh = lookup_mesh(op, mesh_name)
+    for a in axes:
+        if a not in mesh.names:
+            raise VerifyException(f"mesh {symbol(mesh_name)} has no axis {quote(a)}")
+        if axes.count(a) > 1:
+            raise VerifyException(f"mesh axis {quote(a)} is named twice")
+
+
+def verify_explicit_groups(op: Operation, groups: list[list[int]]) -> None:
+    """Explicit groups: non-empty, equal sizes, a partition of the program's devices."""
+    if not groups or not groups[0]:
+        raise VerifyException("explicit groups must be non-empty")
+    if any(len(g) != len(groups[0]) for g in groups):
+        raise VerifyException("explicit groups must all have the same size")
+    devices = sorted(d for g in groups for d in g)
+    mesh = find_mesh(op)
+    count = mesh.device_count if mesh is not None else len(devices)
+    if devices != list(range(count)):
+        raise VerifyException(
+            f"explicit groups must partition the {count} devices 0..{count - 1}, "
+            "each device in exactly one group"
+        )
 
 
 def in_partitioned_function(op: Operation) -> bool:

@@ -157,7 +157,14 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from shardc.dialects.hlo import element_kind
-from shardc.dialects.spmd import MeshAttr, find_mesh, lookup_mesh
+from shardc.dialects.spmd import (
+    find_mesh,
+    group_spec_str,
+    lookup_mesh,
+    parse_group_spec_after_on,
+    verify_explicit_groups,
+    verify_group_axes,
+)
 from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
@@ -914,17 +921,16 @@ class BarrierOp(IRDLOperation):
                 "a barrier names either `on @mesh[...]`, `on groups` or nothing (all devices)"
             )
         if self.mesh is not None:
-            mesh = lookup_mesh(self, self.mesh.root_reference.data)
-            _verify_axes(mesh, self.mesh.root_reference.data, self.axes)
+            verify_group_axes(self, self.mesh.root_reference.data, self.axes)
         explicit = self.explicit_groups
         if explicit is not None:
-            _verify_explicit_groups(self, explicit)
+            verify_explicit_groups(self, explicit)
 
     @classmethod
     def parse(cls, parser: Parser) -> BarrierOp:
         props: dict[str, Attribute] = {}
         if parser.parse_optional_keyword("on") is not None:
-            props = _parse_group_spec_after_on(parser)
+            props = parse_group_spec_after_on(parser)
         else:
             pos = parser.pos
             if parser.parse_optional_symbol_name() is not None:
@@ -938,53 +944,10 @@ class BarrierOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         explicit = self.explicit_groups
-        if explicit is not None:
-            printer.print_string(
-                " on groups [" + ", ".join(int_list_str(g) for g in explicit) + "]"
-            )
-        elif self.mesh is not None:
-            axes = ", ".join(f'"{a}"' for a in self.axes)
-            printer.print_string(f" on @{self.mesh.root_reference.data}[{axes}]")
+        if explicit is not None or self.mesh is not None:
+            mesh = self.mesh.root_reference.data if self.mesh is not None else None
+            printer.print_string(" on " + group_spec_str(mesh, self.axes, explicit))
         printer.print_op_attributes(self.attributes)
-
-
-def _parse_group_spec_after_on(parser: Parser) -> dict[str, Attribute]:
-    """`@mesh["a", "b"]` or `groups [[0, 1], [2, 3]]` (after `on`)."""
-    if parser.parse_optional_keyword("groups"):
-        groups = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: parse_int_list(parser)
-        )
-        return {"groups": ArrayAttr(i64_array(g) for g in groups)}
-    mesh = parser.parse_symbol_name()
-    axes = parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_str_literal
-    )
-    return {"mesh": SymbolRefAttr(mesh), "mesh_axes": ArrayAttr(StringAttr(a) for a in axes)}
-
-
-def _verify_axes(mesh: MeshAttr, mesh_name: str, axes: Sequence[str]) -> None:
-    if not axes:
-        raise VerifyException("a group over a mesh must name at least one axis")
-    for a in axes:
-        if a not in mesh.names:
-            raise VerifyException(f'mesh @{mesh_name} has no axis "{a}"')
-        if axes.count(a) > 1:
-            raise VerifyException(f'mesh axis "{a}" is named twice')
-
-
-def _verify_explicit_groups(op: Operation, groups: list[list[int]]) -> None:
-    if not groups or not groups[0]:
-        raise VerifyException("explicit groups must be non-empty")
-    if any(len(g) != len(groups[0]) for g in groups):
-        raise VerifyException("explicit groups must all have the same size")
-    devices = sorted(d for g in groups for d in g)
-    mesh = find_mesh(op)
-    count = mesh.device_count if mesh is not None else len(devices)
-    if devices != list(range(count)):
-        raise VerifyException(
-            f"explicit groups must partition the {count} devices 0..{count - 1}, "
-            "each device in exactly one group"
-        )
 
 
 ################################################################################

@@ -665,7 +665,7 @@ def _parse_reduce(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
         if body is None:
             tok = parser._current_token  # pyright: ignore[reportPrivateUsage]
             body = tok.text
-            parser.raise_error(f"expected the name of the reduction op after 'applies'", body_pos)
+            parser.raise_error("expected the name of the reduction op after 'applies'", body_pos)
         props["applies"] = StringAttr(body)
     parser.parse_keyword("across")
     dims = _parse_keyword_ints(parser, "dimensions")
@@ -872,7 +872,7 @@ def make_import_context() -> Context:
 
 
 def known_ops() -> list[str]:
-    ctx = make_import_context()
+    make_import_context()  # loads the dialects into _DIALECTS
     return sorted(op.name for d in (_DIALECTS or []) for op in d.operations)
 
 

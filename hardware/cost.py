@@ -72,7 +72,7 @@ class CostModel:
         if isinstance(op, hlo.DotOp):
             lhs, rhs = op.lhs.type, op.rhs.type
             assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
-            (lb, _), (lc, _) = op.batching, op.contracting
+            _, (lc, _) = op.batching, op.contracting
             contracted = math.prod(lhs.get_shape()[d] for d in lc)
             out = op.result.type
             assert isinstance(out, TensorType)

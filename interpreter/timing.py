@@ -79,8 +79,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd

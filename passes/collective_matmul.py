@@ -45,7 +45,6 @@ of a variadic (combined) collective is taken out of it; the others stay combined
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context

@@ -8,13 +8,12 @@ algorithm that later moves them).
 
 from __future__ import annotations
 
-import math
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from shardc.dialects import collective

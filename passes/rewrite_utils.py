@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Iterable, Sequence
 
 from xdsl.dialects.builtin import (

@@ -12,7 +12,6 @@ both passes share this one description of every op.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 

@@ -14,7 +14,6 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
-from io import StringIO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline

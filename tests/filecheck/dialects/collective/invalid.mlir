@@ -36,7 +36,7 @@ func.func @axis_twice(%x: tensor<8x32xf32>) {
 spmd.mesh @mesh = <["data"=2, "model"=4]>
 func.func @no_axis(%x: tensor<8x32xf32>) {
   %0 = collective.permute %x on @mesh[], shift = 1 : tensor<8x32xf32>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'collective.permute' op a collective over a mesh must name at least one axis
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'collective.permute' op a group over a mesh must name at least one axis
   func.return
 }
 
