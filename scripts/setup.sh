@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install shardc (editable) with its test tools. Idempotent: when the
+# Create .venv and install shardc (editable) with its test tools and the plot extra
+# (matplotlib, for shardc-run --plot). Idempotent: when the
 # venv is already up to date with pyproject.toml it returns at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,5 +10,5 @@ if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ -x .venv/bin/shardc-o
   exit 0
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,plot]'
 touch "$stamp"
