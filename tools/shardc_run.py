@@ -4,7 +4,7 @@
 
     shardc-run FILE [-p PIPELINE] [--entry NAME] [--inputs IN.npz] [--outputs OUT.npz]
                [--seed N] [--check] [--chip v5e] [--timing-only] [--trace TRACE.json]
-               [--report-json REPORT.json]
+               [--report-json REPORT.json] [--plot TIMELINE.png]
 
 Inputs are global arrays `in_0..` (per-device `in_K.D` for `spmd.per_device_io`
 programs), read from `--inputs` or drawn from `--seed` using the program's signature
@@ -15,7 +15,8 @@ no output file is written unless the run succeeded.
 Every run is also timed on the simulated machine (`--chip`, default v5e; the model is
 `shardc.interpreter.timing` over `shardc.hardware.cost`): the summary and the report
 give step time, compute, exposed communication, the roofline bound, collectives, bytes
-and peak memory; `--trace` writes the per-device timeline as Chrome/Perfetto JSON.
+and peak memory; `--trace` writes the per-device timeline as Chrome/Perfetto JSON and
+`--plot` draws it as a PNG (`shardc.interpreter.plot`; needs matplotlib, the `plot` extra).
 `--timing-only` skips the values altogether (shapes and the timing model only).
 """
 
@@ -49,9 +50,8 @@ PROG = "shardc-run"
 TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-5, F16: 5e-3, BF16: 2e-2}
 """--check: relative tolerance per float dtype, against the largest |reference| value."""
 
-NOT_YET = {
-    "plot": "--plot (timeline pictures, issue 8)",
-}
+NOT_YET: dict[str, str] = {}
+"""Flags parsed but not implemented yet (exit status 2): option name -> what."""
 
 DEFAULT_CHIP = "v5e"
 
@@ -82,14 +82,17 @@ comm_bytes (operand bytes of those collectives), and peak_memory_bytes (live ten
 max over program order and devices). --trace writes the timeline as Chrome/Perfetto
 trace-event JSON (ui.perfetto.dev): a process per device, threads "compute" and
 "collectives" (written, like --outputs, only when the run and its check succeed).
+--plot draws the same timeline as a PNG: per device a compute row (matmuls, other ops,
+and hatched where the compute stream waits for communication) and a collectives row
+(coloured by kind), the step time and roofline bound as vertical lines, the program,
+chip, step time and exposed communication in the title (needs matplotlib: pip install
+'shardc[plot]'; without it --plot is an error before anything runs).
 
 --timing-only computes no values and allocates no arrays: inputs are not drawn, ops
 only propagate types (small values such as loop bounds and device coordinates are still
 computed, for control flow), collectives still meet and are timed. It cannot be used
 with --inputs, --outputs or --check (there are no values); a branch or loop bound that
 depends on input values is an error.
-
-not implemented yet (exit status 2): --plot (timeline pictures, issue 8).
 """
 
 
@@ -137,7 +140,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help="no values: shapes and the timing model only (see below)")
     p.add_argument("--trace", metavar="TRACE.json", default=None,
                    help="write the per-device timeline as Chrome/Perfetto trace JSON")
-    p.add_argument("--plot", metavar="TIMELINE.png", default=None, help="(not implemented yet)")
+    p.add_argument("--plot", metavar="TIMELINE.png", default=None, help="draw the per-device timeline as a PNG (needs matplotlib)")
     return p
 
 
@@ -308,6 +311,10 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, key):
             print(f"{PROG}: {what} is not implemented yet", file=sys.stderr)
             return 2
+    if args.plot is not None:
+        from shardc.interpreter.plot import require_matplotlib
+
+        require_matplotlib(f"{PROG}: error: --plot")  # before any work
     try:
         chip = get_chip(args.chip)
     except UnknownChipError as e:
@@ -361,25 +368,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         module, source_map, sig = original, original_map, original_sig
 
-    executor = Executor(module, source_map, filename, chip=chip)
-    outputs = io.run(executor, sig, inputs, input_source)
-    timeline = executor.timeline
-    assert timeline is not None
-
-    mesh = module_mesh(module)
-    report = Report(
-        file=filename,
-        entry=sig.name,
-        level=sig.level,
-        devices=sig.devices,
-        mesh=_mesh_str(*mesh) if mesh and sig.level == "S" else None,
-        pipeline=args.passes,
-        inputs=inputs_info,
-        outputs=[
-            {"name": n, "shape": list(v.shape), "dtype": dtype_name(v.dtype)}
-            for n, v in outputs.items()
-        ],
-        timing=timeline.report(),
+    outputs, timeline = execute(module, source_map, sig, filename, chip, inputs, input_source)
+    report = make_report(
+        filename, module, sig, args.passes, inputs_info,
+        [(n, v.shape, v.dtype) for n, v in outputs.items()], timeline,
     )
     passed = True
     comparisons: list[Comparison] = []
@@ -412,6 +404,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: check failed", file=sys.stderr)
         return 1
     write_trace(args, timeline)
+    write_plot(args, timeline, report)
     if args.outputs is not None:
         write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
         print(f"wrote {args.outputs}")
@@ -437,32 +430,82 @@ def run_timing_only(
         sig = io.signature(module, function, filename)
     else:
         module, source_map, sig = original, original_map, original_sig
-    executor = Executor(module, source_map, filename, chip=chip, abstract=True)
-    n_args = len(sig.function.body.block.args)
-    executor.run(sig.function, [[None] * n_args for _ in range(sig.devices)])
+    _, timeline = execute(module, source_map, sig, filename, chip, None, "", timing_only=True)
+    specs = sig.output_specs()
+    report = make_report(
+        filename, module, sig, args.passes, {"source": "none (--timing-only)"}, specs,
+        timeline, timing_only=True,
+    )
+    print_summary(report, {n: type_str(shape, dtype) for n, shape, dtype in specs}, [])
+    write_report(args, report)
+    write_trace(args, timeline)
+    write_plot(args, timeline, report)
+    return 0
+
+
+def execute(
+    module: ModuleOp,
+    source_map: SourceMap | None,
+    sig: io.Signature,
+    filename: str,
+    chip: Any,
+    inputs: Any,
+    input_source: str,
+    *,
+    timing_only: bool = False,
+) -> tuple[dict[str, np.ndarray], Timeline]:
+    """
+    Run `sig`'s function of the (compiled) module on `chip`'s simulated devices: the
+    output arrays by name (none with `timing_only`: no values, `inputs` unused) and the
+    timeline. Shared by `shardc-run` and the Python API (`shardc.run`).
+    """
+    executor = Executor(module, source_map, filename, chip=chip, abstract=timing_only)
+    if timing_only:
+        n_args = len(sig.function.body.block.args)
+        executor.run(sig.function, [[None] * n_args for _ in range(sig.devices)])
+        outputs: dict[str, np.ndarray] = {}
+    else:
+        outputs = io.run(executor, sig, inputs, input_source)
     timeline = executor.timeline
     assert timeline is not None
+    return outputs, timeline
+
+
+def make_report(
+    filename: str,
+    module: ModuleOp,
+    sig: io.Signature,
+    pipeline: str | None,
+    inputs_info: dict[str, Any],
+    output_specs: Sequence[tuple[str, Sequence[int], Any]],
+    timeline: Timeline,
+    *,
+    timing_only: bool = False,
+) -> Report:
+    """The run's report (DESIGN.md's keys and the run's description)."""
     mesh = module_mesh(module)
-    specs = sig.output_specs()
-    report = Report(
+    return Report(
         file=filename,
         entry=sig.name,
         level=sig.level,
         devices=sig.devices,
         mesh=_mesh_str(*mesh) if mesh and sig.level == "S" else None,
-        pipeline=args.passes,
-        inputs={"source": "none (--timing-only)"},
+        pipeline=pipeline,
+        inputs=inputs_info,
         outputs=[
             {"name": n, "shape": list(shape), "dtype": dtype_name(dtype)}
-            for n, shape, dtype in specs
+            for n, shape, dtype in output_specs
         ],
-        timing_only=True,
+        timing_only=timing_only,
         timing=timeline.report(),
     )
-    print_summary(report, {n: type_str(shape, dtype) for n, shape, dtype in specs}, [])
-    write_report(args, report)
-    write_trace(args, timeline)
-    return 0
+
+
+def program_title(report: Report) -> str:
+    """`file @entry -p PIPELINE`: how a picture of the run names the program."""
+    name = os.path.basename(report.file) if report.file not in ("<stdin>",) else report.file
+    title = f"{name} @{report.entry}"
+    return title + (f"  -p {report.pipeline}" if report.pipeline else "")
 
 
 def write_report(args: argparse.Namespace, report: Report) -> None:
@@ -478,6 +521,15 @@ def write_trace(args: argparse.Namespace, timeline: Timeline) -> None:
     if args.trace is not None:
         write_atomically(args.trace, lambda f: f.write(timeline.trace_json()), binary=False)
         print(f"wrote trace {args.trace} (open it in ui.perfetto.dev)")
+
+
+def write_plot(args: argparse.Namespace, timeline: Timeline, report: Report) -> None:
+    if args.plot is not None:
+        from shardc.interpreter.plot import plot_timeline
+
+        plot_timeline(timeline, args.plot, program=program_title(report),
+                      what=f"{PROG}: error: --plot")
+        print(f"wrote timeline {args.plot}")
 
 
 def _mesh_str(name: str, mesh: Any) -> str:
