@@ -158,7 +158,7 @@ def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 
 def compile_module(
-    module: ModuleOp, source_map: SourceMap, spec: str, filename: str
+    module: ModuleOp, source_map: SourceMap, spec: str, filename: str, prog: str = PROG
 ) -> None:
     """Apply a pass pipeline in place, verifying after every pass (as shardc-opt does)."""
 
@@ -175,7 +175,7 @@ def compile_module(
     try:
         pipeline = PassPipeline.parse_spec(available_passes(), spec, verify_after)
     except (ValueError, ArgSpecParseError) as e:
-        raise DiagnosticError(f"{PROG}: error: invalid pass pipeline '{spec}': {e}") from None
+        raise DiagnosticError(f"{prog}: error: invalid pass pipeline '{spec}': {e}") from None
     try:
         pipeline.apply(make_context(), module)
     except DiagnosticException as e:

@@ -1,0 +1,272 @@
+"""
+The Python API for notebooks: `shardc.compile` and `shardc.run` (re-exported, lazily, by
+the package root).
+
+```python
+import shardc
+module = shardc.compile(open("examples/megatron_mlp.mlir").read())  # spmd-pipeline, v5e
+result = shardc.run(module)               # random inputs from seed 0, as shardc-run draws them
+result.outputs["out_0"]                   # numpy arrays by name, out_0..
+result.report["step_time_s"]              # the report dict (DESIGN.md's keys), as --report-json
+print(result.summary())                   # the timing summary shardc-run prints
+result.plot("timeline.png")               # the picture of shardc-run --plot (needs matplotlib)
+```
+
+Both go through what the tools use, not a copy of it: parsing with located diagnostics
+(`shardc.tools.source.parse_and_verify`), the pass registry and the verify-after-every-pass
+pipeline of `shardc-run -p` (`tools.shardc_run.compile_module`), the inputs, splitting,
+execution and report of `shardc-run` (`interpreter.io`, `tools.shardc_run.execute` and
+`make_report`). Every user error (a bad program, pipeline, chip or input array) is one
+`shardc.DiagnosticError` whose text is the diagnostic `shardc-run` would print.
+
+`compile` gives every pass of the pipeline that takes a `chip` option (`spmd-pipeline`,
+`schedule`, `lower-to-tpu`, ...) the `chip` argument unless the pipeline string sets it.
+A module `compile` returns remembers its source text, so `run` reports errors at the
+original file's lines. `compile` never changes a module passed to it (it compiles a copy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from shardc.tools.source import DiagnosticError, SourceMap
+
+DEFAULT_PIPELINE = "spmd-pipeline"
+DEFAULT_CHIP = "v5e"
+DEFAULT_FILENAME = "<string>"
+
+_SOURCES: weakref.WeakKeyDictionary[ModuleOp, tuple[SourceMap, str]] = weakref.WeakKeyDictionary()
+"""Modules made by `compile` (or parsed by `run`) -> their source map and file name."""
+_PIPELINES: weakref.WeakKeyDictionary[ModuleOp, str] = weakref.WeakKeyDictionary()
+"""Modules made by `compile` -> the pipeline that made them (for the report)."""
+
+
+def _parse(text: str, filename: str) -> tuple[ModuleOp, SourceMap]:
+    from shardc.dialects import make_context
+    from shardc.tools.source import parse_and_verify
+
+    module, source_map = parse_and_verify(make_context(), text, filename)
+    _SOURCES[module] = (source_map, filename)
+    return module, source_map
+
+
+def _module_and_source(
+    program: Any, filename: str | None, *, copy: bool, what: str
+) -> tuple[ModuleOp, SourceMap, str]:
+    """Parse text, or take (a copy of) a module with its source map if it has one."""
+    if isinstance(program, str):
+        name = filename or DEFAULT_FILENAME
+        module, source_map = _parse(program, name)
+        return module, source_map, name
+    if isinstance(program, ModuleOp):
+        known = _SOURCES.get(program)
+        if known is not None:
+            source_map, name = known
+        else:
+            name = filename or "<module>"
+            source_map = SourceMap(name)
+        if copy:
+            clone = program.clone()
+            # keep the locations: map the clone's ops to the original's
+            if source_map.locations:
+                located = SourceMap(source_map.filename, input=source_map.input,
+                                    line_offset=source_map.line_offset)
+                for old, new in zip(program.walk(), clone.walk()):
+                    loc = source_map.locations.get(old)
+                    if loc is not None:
+                        located.locations[new] = loc
+                source_map = located
+            program = clone
+        if known is None:
+            from shardc.tools.source import verify_module
+
+            verify_module(program, source_map)
+        return program, source_map, name
+    raise TypeError(
+        f"{what}: expected MLIR text (str) or an xdsl ModuleOp, got {type(program).__name__}"
+    )
+
+
+def _with_chip(spec: str, chip: str) -> str:
+    """Give `chip=` to every pass of `spec` that takes it and does not set it."""
+    from xdsl.utils.arg_spec import parse_pipeline
+
+    from shardc.tools.shardc_run import available_passes
+
+    try:
+        specs = list(parse_pipeline(spec))
+    except Exception:
+        return spec  # compile_module reports the bad pipeline
+    passes = available_passes()
+    out: list[str] = []
+    changed = False
+    for s in specs:
+        factory = passes.get(s.name)
+        if factory is not None and "chip" not in s.parameters:
+            cls = factory()
+            if dataclasses.is_dataclass(cls) and any(f.name == "chip" for f in dataclasses.fields(cls)):
+                s = dataclasses.replace(s, parameters={**s.parameters, "chip": (chip,)})
+                changed = True
+        out.append(str(s))
+    return ",".join(out) if changed else spec
+
+
+def _check_chip(chip: str, what: str) -> Any:
+    from shardc.hardware.chips import UnknownChipError, get_chip
+
+    try:
+        return get_chip(chip)
+    except UnknownChipError as e:
+        raise DiagnosticError(f"{what}: error: chip: {e}") from None
+
+
+def compile(  # noqa: A001 (shardc.compile is the API's name)
+    text_or_module: str | ModuleOp,
+    pipeline: str | None = DEFAULT_PIPELINE,
+    chip: str = DEFAULT_CHIP,
+    *,
+    filename: str | None = None,
+) -> ModuleOp:
+    """
+    Parse (if text) and verify a program, and apply a pass pipeline (`shardc-opt -p`
+    syntax, the same pass registry; None or "" applies none) for `chip`. Returns a new
+    module; errors are one `DiagnosticError` (file:line:col for text; `filename` names
+    the text in them, default "<string>").
+    """
+    what = "shardc.compile"
+    module, source_map, name = _module_and_source(text_or_module, filename, copy=True, what=what)
+    _SOURCES[module] = (source_map, name)
+    if pipeline:
+        from shardc.tools.shardc_run import compile_module
+
+        _check_chip(chip, what)
+        compile_module(module, source_map, _with_chip(pipeline, chip), name, prog=what)
+        _PIPELINES[module] = pipeline
+    return module
+
+
+@dataclass
+class Result:
+    """What `shardc.run` returns."""
+
+    outputs: dict[str, np.ndarray]
+    """Output arrays by name, `out_0..` (`out_K.D` for per-device programs); empty with
+    `timing_only`."""
+    report: dict[str, Any]
+    """The report, as `shardc-run --report-json` writes it: DESIGN.md's keys (`devices`,
+    `step_time_s`, `compute_time_s`, `exposed_comm_time_s`, `roofline_time_s`,
+    `collectives`, `comm_bytes`, `peak_memory_bytes`) and the run's description."""
+    timeline: Any
+    """The simulated machine's `shardc.interpreter.timing.Timeline` (`.slices()`,
+    `.trace_json()`, `.report()`)."""
+    module: ModuleOp
+    """The module that ran."""
+    program: str = ""
+    """How pictures and summaries name the program."""
+
+    def plot(self, path: str) -> str:
+        """Draw the per-device timeline to a PNG (as `shardc-run --plot`); returns `path`."""
+        from shardc.interpreter.plot import plot_timeline
+
+        return plot_timeline(self.timeline, path, program=self.program,
+                             what="shardc.Result.plot: error: drawing a timeline")
+
+    def trace(self, path: str) -> str:
+        """Write the Chrome/Perfetto trace JSON (as `shardc-run --trace`); returns `path`."""
+        from shardc.tools.shardc_run import write_atomically
+
+        write_atomically(path, lambda f: f.write(self.timeline.trace_json()), binary=False)
+        return path
+
+    def summary(self) -> str:
+        """The timing summary `shardc-run` prints."""
+        from shardc.interpreter.timing import summary_lines
+
+        return "\n".join([self.program, *summary_lines(self.report)])
+
+    def __repr__(self) -> str:
+        from shardc.interpreter.timing import format_seconds
+
+        r = self.report
+        return (
+            f"<shardc.Result {self.program}: {r['devices']} device(s) on {r.get('chip')}, "
+            f"step {format_seconds(r['step_time_s'])}, exposed comm "
+            f"{format_seconds(r['exposed_comm_time_s'])}, outputs {list(self.outputs)}>"
+        )
+
+
+def run(
+    module_or_text: str | ModuleOp,
+    inputs: Mapping[str, Any] | Sequence[Any] | None = None,
+    *,
+    chip: str = DEFAULT_CHIP,
+    seed: int = 0,
+    timing_only: bool = False,
+    entry: str | None = None,
+    filename: str | None = None,
+) -> Result:
+    """
+    Run a program at the level it is in on `chip`'s simulated devices, as `shardc-run`
+    does (no pipeline: compile first with `shardc.compile`). `inputs`: arrays by name
+    (`in_0..`, or `in_K.D` for per-device programs) or a list in argument order; None
+    draws them from `seed` like `shardc-run --seed`. `timing_only`: no values, shapes
+    and the timing model only (no `inputs` then; `outputs` is empty).
+    """
+    what = "shardc.run"
+    from shardc.interpreter import io
+    from shardc.tools.shardc_run import execute, make_report, program_title
+
+    hw = _check_chip(chip, what)
+    module, source_map, name = _module_and_source(module_or_text, filename, copy=False, what=what)
+    function = io.find_entry(module, entry, name)
+    sig = io.signature(module, function, name)
+    if timing_only:
+        if inputs is not None:
+            raise DiagnosticError(
+                f"{what}: error: timing_only computes no values, so it takes no inputs"
+            )
+        arrays: dict[str, Any] = {}
+        source = ""
+        inputs_info: dict[str, Any] = {"source": "none (--timing-only)"}
+    elif inputs is None:
+        arrays = io.random_inputs(sig, seed)
+        source = f"random inputs (seed {seed})"
+        inputs_info = {"source": "random", "seed": seed}
+    else:
+        arrays = _input_dict(sig, inputs, what)
+        source = f"{what}(inputs)"
+        inputs_info = {"source": "arrays"}
+    outputs, timeline = execute(
+        module, source_map, sig, name, hw, arrays, source, timing_only=timing_only
+    )
+    specs = sig.output_specs() if timing_only else [(n, v.shape, v.dtype) for n, v in outputs.items()]
+    report = make_report(name, module, sig, _PIPELINES.get(module), inputs_info, specs, timeline,
+                         timing_only=timing_only)
+    return Result(dict(outputs), report.as_json(), timeline, module, program_title(report))
+
+
+def _input_dict(sig: Any, inputs: Any, what: str) -> dict[str, Any]:
+    if isinstance(inputs, Mapping):
+        return dict(inputs)
+    if isinstance(inputs, (list, tuple)):
+        names = [n for n, _, _ in sig.input_specs()]
+        if len(inputs) != len(names):
+            raise DiagnosticError(
+                f"{what}: error: {len(inputs)} input arrays given, @{sig.name} expects "
+                f"{len(names)} ({', '.join(names)})"
+            )
+        return dict(zip(names, inputs))
+    raise DiagnosticError(
+        f"{what}: error: inputs must be a dict of arrays by name (in_0..) or a list, "
+        f"not {type(inputs).__name__}"
+    )
+
+
+__all__ = ["DiagnosticError", "Result", "compile", "run"]
