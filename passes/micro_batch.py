@@ -133,7 +133,7 @@ def _dot_links(op: hlo.DotOp) -> Links:
     lf = hlo.dot_free_dims(len(_shape(op.lhs)), lb, lc)
     rf = hlo.dot_free_dims(len(_shape(op.rhs)), rb, rc)
     links: Links = {}
-    for i, (l, r) in enumerate(zip(lb, rb)):
+    for i, (l, r) in enumerate(zip(lb, rb, strict=True)):
         links[(0, i)] = [(0, l), (1, r)]
     for i, l in enumerate(lf):
         links[(0, len(lb) + i)] = [(0, l)]
@@ -444,7 +444,7 @@ class Splitter:
         }
         result_types = [
             _with_dim(r.type, d, self.chunk)  # pyright: ignore
-            for r, d in zip(op.results, dims)
+            for r, d in zip(op.results, dims, strict=True)
         ]
         props = dict(op.properties)
         if isinstance(op, hlo.SliceOp):

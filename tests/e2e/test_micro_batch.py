@@ -19,7 +19,9 @@ from xdsl.passes import ModulePass
 
 from shardc.dialects import make_context
 from shardc.interpreter import io
-from shardc.hardware.cost import tensor_bytes
+from shardc.dialects.spmd import find_mesh
+from shardc.hardware.chips import get_chip
+from shardc.hardware.cost import CostModel, tensor_bytes
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import sync_peak
@@ -199,11 +201,7 @@ def test_memory_limit() -> None:
     assert collectives(apply(BIG, MicroBatchPass(memory_limit=minimum))) > 2
 
 
-def cost_model(module: object):  # noqa: ANN201
-    from shardc.dialects.spmd import find_mesh
-    from shardc.hardware.chips import get_chip
-    from shardc.hardware.cost import CostModel
-
+def cost_model(module: object) -> CostModel:
     return CostModel(get_chip("v5e"), find_mesh(module))  # pyright: ignore
 
 
@@ -248,7 +246,7 @@ def batch_programs(draw: st.DrawFn) -> tuple[str, int]:
             st.sampled_from(
                 ["unary", "bias", "dot", "all_reduce", "all_gather", "reduce_scatter",
                  "permute", "all_to_all", "transpose", "reshape", "slice", "concat",
-                 "reduce", "constant", "iota", "dynamic_slice"]
+                 "reduce", "constant", "table", "iota", "dynamic_slice"]
             )
         )
         v = fresh()
@@ -302,6 +300,11 @@ def batch_programs(draw: st.DrawFn) -> tuple[str, int]:
             c = fresh()
             lines.append(f"{c} = hlo.constant dense<{'0.5' if floats else '3'}> : {t(batch, n)}")
             lines.append(f"{v} = hlo.mul {cur}, {c} : {t(batch, n)}")
+        elif kind == "table":  # not a splat: cut by static slices
+            c = fresh()
+            rows = [[(i * n + j) % 5 for j in range(n)] for i in range(batch)]
+            lines.append(f"{c} = hlo.constant dense<{rows}> : {t(batch, n)}")
+            lines.append(f"{v} = hlo.add {cur}, {c} : {t(batch, n)}")
         elif kind == "iota":
             c = fresh()
             lines.append(f"{c} = hlo.iota dim = {draw(st.integers(0, 1))} : {t(batch, n)}")
