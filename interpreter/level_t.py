@@ -736,8 +736,10 @@ class Simulator:
                     f"{a.what} {'writes' if a.write else 'reads'}, and neither happens "
                     "before the other (no wait, semaphore or barrier orders them)",
                 )
-            if ordered and write and _contains(view, a.view):
-                continue  # superseded by this write
+            if ordered and (write or not a.write) and _contains(view, a.view):
+                # Superseded: whatever races with `a` also races with this access (it
+                # happens after `a`, covers its bytes, and writes if `a` did).
+                continue
             keep.append(a)
         keep.append(_Access(thread, mine, write, view, desc))
         buf.accesses = keep
@@ -967,7 +969,16 @@ class Simulator:
                     f"which holds {sem.value}"
                 )
                 if isinstance(op, tpu.DMAWaitOp):
-                    line += "; no DMA in flight will add more: waiting for more bytes than will ever arrive"
+                    line += (
+                        "; no DMA in flight will add more: waiting for more bytes than will ever arrive"
+                        if sem.value else "; no DMA in flight will signal it"
+                    )
+                others = [
+                    f"{s.label} ({s.value})" for s in self.sems
+                    if s.device == dev.index and s.value and s is not sem
+                ]
+                if others:
+                    line += f" (non-zero on device {dev.index}: {', '.join(others)})"
                 lines.append(line)
             else:
                 key, group = obj
