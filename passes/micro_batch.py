@@ -46,8 +46,8 @@ most 4, those covering the most collectives first) and each chunk count (`chunks
 every divisor of the class size from 2 to `max-chunks`), it splits a copy of the module,
 makes its collectives async and list-schedules the block with `schedule`'s scheduler
 and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
-keeps the fastest (of both block orders); the original is estimated the same way. It fires only if the best
-estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
+keeps the fastest (of both block orders); the original is estimated the same way. It
+fires only if the best estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
 collective but re-read the shared operands (weights) once per chunk and pay the
 collectives' latency per chunk: for small, memory-bound layers two chunks are the most
 that pays, for large compute-bound ones more hide more. `force=true` splits whenever a class qualifies (the best estimate even if slower;
@@ -55,8 +55,8 @@ for tests). `memory-limit` and `max-in-flight` are `schedule`'s, for the estimat
 split that cannot be scheduled within the limit is not taken.
 
 Runs on level-S programs (after `spmd-partition`) on sync collectives: in
-`spmd-pipeline` after `collective-combine` (which would merge the chunks' collectives
-back into one) and `collective-matmul`, before `async-split` and `schedule`. Only
+`spmd-pipeline` after `collective-combine` (which can merge the chunks' collectives back
+together) and `collective-matmul`, before `async-split` and `schedule`. Only
 single-block function bodies are split.
 """
 

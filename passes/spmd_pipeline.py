@@ -1,6 +1,6 @@
 """
-`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch=true}`: from a global program to the
-optimized, scheduled per-device program.
+`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch=true}`: from a
+global program to the optimized, scheduled per-device program.
 
 The order is the data flow, each pass needing what the one before made:
 
@@ -15,10 +15,12 @@ The order is the data flow, each pass needing what the one before made:
 6. `micro-batch`: where the cost model says it pays, cut the program into chunks along a
    dimension that flows through its collectives (the batch), so that one chunk's
    collective overlaps the next chunk's compute (tensor parallelism: the all_reduce after
-   each row-parallel dot). After `collective-combine`, which would merge the chunks'
-   collectives back into one, and after `collective-matmul`, whose rings it can cut too
-   (its estimate sees them); before `async-split`, since it splits sync collectives and
-   estimates each choice by running async-split and the scheduler on a copy;
+   each row-parallel dot). After `collective-combine`, which can merge the chunks'
+   collectives back together after the estimate counted on them apart (run before it,
+   `dp_grads large` in bench/overlap.py is 3-4% slower), and after `collective-matmul`,
+   whose rings it can cut too (its estimate sees them); before `async-split`, since it
+   splits sync collectives and estimates each choice by running async-split and the
+   scheduler on a copy;
 7. `async-split`, `schedule`: every collective as start/done, ordered by the cost model so
    communication hides behind independent compute.
 
