@@ -331,6 +331,10 @@ def run(args: argparse.Namespace) -> int:
     ctx = make_context()
     original, original_map = parse_and_verify(ctx, text, filename)
     entry = io.find_entry(original, args.entry, filename)
+    from shardc.interpreter.level_t import is_level_t
+
+    if is_level_t(entry):
+        return run_level_t_cli(args, chip, original, original_map, entry, filename)
     original_sig = io.signature(original, entry, filename)
 
     if args.timing_only:
@@ -407,6 +411,59 @@ def run(args: argparse.Namespace) -> int:
     write_plot(args, timeline, report)
     if args.outputs is not None:
         write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
+        print(f"wrote {args.outputs}")
+    return 0
+
+
+def run_level_t_cli(
+    args: argparse.Namespace,
+    chip: Any,
+    module: ModuleOp,
+    source_map: SourceMap,
+    entry: Any,
+    filename: str,
+) -> int:
+    """
+    A level-T kernel (`interpreter.level_t`) runs on the level-T simulator. Its arguments
+    are per-device HBM buffers: `--inputs` gives `in_K.D` (argument K on device D; a
+    missing one starts uninitialized, NaN), without it every argument is random from
+    `--seed`; `--outputs` gets every argument's final contents as `out_K.D`.
+    """
+    from shardc.interpreter.level_t import Simulator
+    from shardc.interpreter.values import dtype_of, random_array
+
+    unsupported = [f for f, v in (("-p", args.passes), ("--check", args.check),
+                                  ("--timing-only", args.timing_only), ("--plot", args.plot)) if v]
+    if unsupported:
+        raise DiagnosticError(
+            f"{filename}: error: {', '.join(unsupported)} not supported for a level-T kernel "
+            f"(@{entry.sym_name.data} uses tpu ops)"
+        )
+    sim = Simulator(module, chip, source_map, filename, trace=args.trace is not None)
+    arg_types = entry.function_type.inputs.data
+    given = load_inputs(args.inputs) if args.inputs is not None else None
+    rng = np.random.default_rng(args.seed)
+    inputs: list[list[Any]] = []
+    for d in range(sim.n):
+        row: list[Any] = []
+        for k, ty in enumerate(arg_types):
+            if given is not None:
+                row.append(given.get(f"in_{k}.{d}"))
+            else:
+                row.append(random_array(rng, tuple(ty.get_shape()), dtype_of(ty.element_type)))
+        inputs.append(row)
+    outputs, report = sim.run(entry, inputs)
+    print(f"level T on {report['devices']} x {chip.name}: step time {report['step_time_s']:.6g} s, "
+          f"{report['dmas']} DMAs, {report['ici_bytes']} ICI bytes, "
+          f"{report['local_dma_bytes']} local DMA bytes, peak VMEM {report['peak_vmem_bytes']} bytes")
+    if args.report_json is not None:
+        write_atomically(args.report_json, lambda f: json.dump(report, f, indent=1), binary=False)
+    if args.trace is not None:
+        trace = sim.trace()
+        write_atomically(args.trace, lambda f: json.dump(trace, f), binary=False)
+    if args.outputs is not None:
+        arrays = {f"out_{k}.{d}": a for d, row in enumerate(outputs) for k, a in enumerate(row)}
+        write_atomically(args.outputs, lambda f: np.savez(f, **arrays), binary=True)
         print(f"wrote {args.outputs}")
     return 0
 

@@ -393,3 +393,31 @@ def test_trace_has_dma_and_wait_events():
     _, report = run(RING_ALL_GATHER, [[x, None] for x in xs], trace=True)
     cats = {e.get("cat") for e in report["trace"]["traceEvents"]}
     assert {"dma", "wait"} <= cats
+
+
+# shardc-run -------------------------------------------------------------------------------
+
+
+def test_shardc_run_runs_a_level_t_kernel(tmp_path, capsys):
+    from shardc.tools.shardc_run import main
+
+    src = tmp_path / "ring.mlir"
+    src.write_text(RING_ALL_GATHER)
+    xs = shards()
+    np.savez(tmp_path / "in.npz", **{f"in_0.{d}": x for d, x in enumerate(xs)})
+    rc = main([str(src), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"),
+               "--report-json", str(tmp_path / "r.json")])
+    assert rc == 0, capsys.readouterr().err
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_array_equal(out["out_1.3"], np.stack(xs))
+    assert "level T on 4 x v5e" in capsys.readouterr().out
+
+
+def test_shardc_run_reports_a_broken_kernel(tmp_path, capsys):
+    from shardc.tools.shardc_run import main
+
+    src = tmp_path / "broken.mlir"
+    src.write_text(_mutate(RING_ALL_GATHER, SEND_WAIT, ""))
+    assert main([str(src)]) == 1
+    err = capsys.readouterr().err
+    assert "broken.mlir:" in err and "DMA never waited" in err
