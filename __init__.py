@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def compile(  # noqa: A001 (the API's name; the builtin is not used in this module)
+def compile(  # the API's name; this module does not use the builtin
     text_or_module: str | ModuleOp,
     pipeline: str | None = "spmd-pipeline",
     chip: str = "v5e",

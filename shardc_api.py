@@ -97,12 +97,13 @@ def _module_and_source(
 def _with_chip(spec: str, chip: str) -> str:
     """Give `chip=` to every pass of `spec` that takes it and does not set it."""
     from xdsl.utils.arg_spec import parse_pipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
 
     from shardc.tools.shardc_run import available_passes
 
     try:
         specs = list(parse_pipeline(spec))
-    except Exception:
+    except (ValueError, ArgSpecParseError):
         return spec  # compile_module reports the bad pipeline
     passes = available_passes()
     out: list[str] = []
@@ -127,7 +128,7 @@ def _check_chip(chip: str, what: str) -> Any:
         raise DiagnosticError(f"{what}: error: chip: {e}") from None
 
 
-def compile(  # noqa: A001 (shardc.compile is the API's name)
+def compile(  # shardc.compile is the API's name
     text_or_module: str | ModuleOp,
     pipeline: str | None = DEFAULT_PIPELINE,
     chip: str = DEFAULT_CHIP,

@@ -160,8 +160,8 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
     """Draw the timeline as a PNG into an open binary file."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
     from matplotlib.transforms import blended_transform_factory
 
     report = timeline.report()
@@ -234,7 +234,7 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
                        linewidth=0.0 if dense else 0.5, zorder=3)
     for x, y, _, text, cat in labels:
         dark = cat in ("compute:matmul", "coll:reduce_scatter", "coll:all_to_all", "coll:all_gather")
-        box = dict(boxstyle="square,pad=0.15", facecolor=WAIT_FACE, linewidth=0) if cat == "wait" else None
+        box = {"boxstyle": "square,pad=0.15", "facecolor": WAIT_FACE, "linewidth": 0} if cat == "wait" else None
         ax.text(x, y, text, ha="center", va="center", fontsize=7.5, zorder=4,
                 color="white" if dark else "#1A1A1A", clip_on=True, bbox=box)
 

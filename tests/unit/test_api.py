@@ -116,6 +116,7 @@ def test_parse_error_is_located() -> None:
     [
         (lambda: shardc.compile(MLP, pipeline="no-such-pass"), "invalid pass pipeline 'no-such-pass'"),
         (lambda: shardc.compile(MLP, pipeline="schedule{bogus=1}"), "invalid pass pipeline"),
+        (lambda: shardc.compile(MLP, pipeline="spmd-pipeline{"), "invalid pass pipeline"),
         (lambda: shardc.compile(MLP, chip="v9"), "unknown chip 'v9'"),
         (lambda: shardc.run(MLP, chip="v9"), "unknown chip 'v9'"),
         (lambda: shardc.run(MLP, {"in_0": np.zeros(3)}), "input 'in_0'"),
