@@ -122,3 +122,39 @@ def test_result_plot_without_matplotlib_is_a_diagnostic(tmp_path: Path, monkeypa
     with pytest.raises(shardc.DiagnosticError, match="needs matplotlib"):
         result.plot(str(tmp_path / "t.png"))
     assert not (tmp_path / "t.png").exists()
+
+
+def test_other_streams_get_rows_of_their_own(tmp_path: Path) -> None:
+    """A finer machine model's extra streams (per-link rows, say) are drawn, not dropped."""
+    from types import SimpleNamespace
+
+    from shardc.interpreter.plot import plot_timeline
+    from shardc.interpreter.timing import KINDS, Slice
+
+    def op(name: str) -> SimpleNamespace:
+        return SimpleNamespace(name=name, operands=())
+
+    dot, ar = op("hlo.dot"), op("collective.all_reduce")
+    slices = []
+    for d in range(2):
+        slices += [
+            Slice(d, "compute", dot, 0.0, 1e-6, 1e6, 100),
+            Slice(d, "wait", ar, 1e-6, 3e-6, 0.0, 0),
+            Slice(d, "collectives", ar, 1e-6, 3e-6, 0.0, 4096),
+            Slice(d, "link x+", op("tpu.dma_start"), 1e-6, 2e-6, 0.0, 2048),
+        ]
+    per_device = [{"device": d, "exposed_comm_time_s": 2e-6} for d in range(2)]
+    report = {
+        "devices": 2, "step_time_s": 3e-6, "compute_time_s": 1e-6, "exposed_comm_time_s": 2e-6,
+        "roofline_time_s": 2e-6, "collectives": dict.fromkeys(KINDS, 0) | {"all_reduce": 1},
+        "comm_bytes": 4096, "chip": "v5e", "slowest_device": 0, "per_device": per_device,
+    }
+    timeline = SimpleNamespace(
+        report=lambda: report, slices=lambda: slices, devices=[0, 1], level="T",
+        chip=SimpleNamespace(name="v5e"),
+    )
+    three_rows, two_rows = tmp_path / "t3.png", tmp_path / "t2.png"
+    plot_timeline(timeline, str(three_rows), program="fake")
+    slices[:] = [s for s in slices if s.stream != "link x+"]
+    plot_timeline(timeline, str(two_rows), program="fake")
+    assert png_size(three_rows)[1] > png_size(two_rows)[1]
