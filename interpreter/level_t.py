@@ -320,6 +320,8 @@ class _Dev:
     """Only the latest scheduled resume of a device counts (wakes may be pushed twice)."""
     trace: list[tuple[str, str, float, float, dict[str, Any]]] = field(default_factory=list)
     allocs: dict[Operation, Any] = field(default_factory=dict)
+    early: set[Operation] = field(default_factory=set)
+    """Allocations a peer touched before this device reached their `tpu.alloc`."""
 
 
 class Simulator:
@@ -665,7 +667,29 @@ class Simulator:
         sems = tuple(src.sems[int(i)] for i in picked)
         return SemRef(sems, tuple(rshape), src.base, src.offset + int(picked[0]), src.alloc)
 
-    def _alloc(self, dev: _Dev, op: tpu.AllocOp) -> Any:
+    def _allocation_on(self, target: int, op: Operation) -> Any:
+        """
+        Device `target`'s instance of the allocation made by `op`. Scratch exists from
+        kernel entry (as Mosaic's scratch operands), so a device that pushes into or
+        signals a peer that has not reached the `tpu.alloc` yet still finds it; the peer's
+        own `tpu.alloc` then adopts it (and counts its bytes).
+        """
+        dev = self.devs[target]
+        found = dev.allocs.get(op)
+        if found is None:
+            assert isinstance(op, tpu.AllocOp)
+            found = self._alloc(dev, op, early=True)
+            dev.early.add(op)
+        return found
+
+    def _alloc(self, dev: _Dev, op: tpu.AllocOp, early: bool = False) -> Any:
+        if op in dev.early:
+            dev.early.discard(op)
+            found = dev.allocs[op]
+            if isinstance(found, SemRef):
+                return found
+            self._count(dev, op, found.buffer.space, found.buffer.name, found.buffer.array.nbytes)
+            return found
         ty = op.result.type
         name = op.result.name_hint or f"alloc@{self.where(op)}"
         if isinstance(ty, tpu.SemaphoreTypeBase):
@@ -684,6 +708,14 @@ class Simulator:
         space = tpu.memory_space_of(ty) or MemorySpace.VMEM
         shape, dtype = tuple(ty.get_shape()), dtype_of(ty.element_type)
         size = tpu.ref_bytes(ty)
+        if not early:
+            self._count(dev, op, space, name, size)
+        buf = Buffer(dev.index, name, space, _uninitialized(shape, dtype), op)
+        ref = Ref(buf, buf.array, name)
+        dev.allocs[op] = ref
+        return ref
+
+    def _count(self, dev: _Dev, op: Operation, space: MemorySpace, name: str, size: int) -> None:
         if space is MemorySpace.VMEM:
             cap, used = self.chip.vmem_bytes, dev.vmem
         else:
@@ -700,10 +732,6 @@ class Simulator:
             dev.peak_vmem = max(dev.peak_vmem, dev.vmem)
         else:
             dev.smem += size
-        buf = Buffer(dev.index, name, space, _uninitialized(shape, dtype), op)
-        ref = Ref(buf, buf.array, name)
-        dev.allocs[op] = ref
-        return ref
 
     def _dealloc(self, dev: _Dev, op: Operation, ref: Any) -> None:
         if isinstance(ref, SemRef):
@@ -825,14 +853,8 @@ class Simulator:
         """The semaphore `ref` denotes in the kernel instance on device `target`."""
         if target == d:
             return self._one_sem(ref)
-        other = self.devs[target].allocs.get(ref.alloc)  # type: ignore[arg-type]
-        if other is None:
-            raise self.error(
-                op, d,
-                f"device {target} has not allocated semaphore '{ref.base}' (its tpu.alloc at "
-                f"{self.where(ref.alloc) if ref.alloc else '?'} has not run there yet)",
-            )
-        return other.sems[ref.offset]
+        assert ref.alloc is not None
+        return self._allocation_on(target, ref.alloc).sems[ref.offset]
 
     def _remote_ref(self, op: Operation, d: int, ref: Ref, target: int) -> Ref:
         """The same view of the same allocation on device `target`."""
@@ -842,14 +864,7 @@ class Simulator:
         if buf.op is None:
             other_buf = self.args[target][self.args[d].index(buf)]
         else:
-            other = self.devs[target].allocs.get(buf.op)
-            if other is None:
-                raise self.error(
-                    op, d,
-                    f"device {target} has not allocated buffer '{buf.name}' (its tpu.alloc "
-                    "has not run there yet)",
-                )
-            other_buf = other.buffer
+            other_buf = self._allocation_on(target, buf.op).buffer
         offset = ref.view.__array_interface__["data"][0] - buf.array.__array_interface__["data"][0]
         view = np.lib.stride_tricks.as_strided(
             other_buf.array.reshape(-1)[offset // buf.array.itemsize:],

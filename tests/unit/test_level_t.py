@@ -421,3 +421,38 @@ def test_shardc_run_reports_a_broken_kernel(tmp_path, capsys):
     assert main([str(src)]) == 1
     err = capsys.readouterr().err
     assert "broken.mlir:" in err and "DMA never waited" in err
+
+
+SIGNAL_RIGHT = """
+spmd.mesh @m = <["x"=4]>
+func.func @k() {
+  %one = arith.constant 1 : i32
+  %n = arith.constant 4 : i32
+  %ready = tpu.alloc : !tpu.semaphore
+  %me = tpu.device_id : i32
+  %r0 = arith.addi %me, %one : i32
+  %right = arith.remsi %r0, %n : i32
+  tpu.barrier
+  tpu.sem_signal %ready, %one, device = %right
+  tpu.sem_wait %ready, %one
+  func.return
+}
+"""
+
+
+def test_remote_signal_and_wait():
+    _, report = run(SIGNAL_RIGHT, [[] for _ in range(4)])
+    assert report["devices"] == 4
+
+
+def test_barrier_one_device_skips_is_a_deadlock():
+    text = SIGNAL_RIGHT.replace(
+        "  tpu.barrier\n",
+        "  %zero = arith.constant 0 : i32\n  %skip = arith.cmpi eq, %me, %zero : i32\n"
+        "  scf.if %skip {\n  } else {\n    tpu.barrier\n  }\n",
+    ).replace("  tpu.sem_signal", "  %z2 = arith.constant 0 : i32\n  tpu.sem_signal")
+    message = fails(text, [[] for _ in range(4)], "deadlock",
+                    "device 0 waits at tpu.sem_wait at k.mlir:18:3 for 1 on semaphore 'ready' "
+                    "on device 0, which holds 0")
+    assert "device 1 waits at tpu.barrier at k.mlir:" in message
+    assert "for devices 0 of group [0, 1, 2, 3]" in message
