@@ -23,6 +23,13 @@ The machine
   are counted against the chip's VMEM, and `SMEM_BYTES` for SMEM, per device), and
   semaphores (integer counters, zero at allocation). References are numpy views, so
   `tpu.memref_slice` / `tpu.memref_reshape` alias their buffer.
+* Scratch (`tpu.alloc`) exists from kernel entry, as Mosaic's scratch operands: a peer
+  may push into or signal it before its owner reaches the `tpu.alloc` (whose bytes are
+  counted when the owner reaches it). Remote references name the same allocation and
+  offsets on the target device (the tpu dialect's rule).
+* `shardc-run FILE` runs a level-T kernel here (`tools/shardc_run.py`): `--inputs` gives
+  `in_K.D`, `--outputs` gets `out_K.D`, `--report-json` the report, `--trace` the trace;
+  `-p`, `--check`, `--timing-only`, `--plot` are refused for now.
 * Devices are Python generators. Pure ops (arith, math, vectors, loads/stores, matmul,
   reduce) advance the device's own clock by their cost (`op_time`); before an op with an
   effect on other devices (DMA start and wait, semaphore signal and wait, barrier) the
