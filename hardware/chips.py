@@ -35,6 +35,10 @@ class Chip:
     """DCN bytes/s per chip (None where the table gives none)."""
     hop_latency: float = 1e-6
     """Per-hop ICI latency, seconds."""
+    smem_bytes: int = MiB
+    """SMEM per core (1 MiB on every generation listed, tpu_info)."""
+    vmem_bw_factor: float = 22.0
+    """VMEM bandwidth to the compute units, as a multiple of HBM's (scaling book Part 2)."""
     full_axis: int = 16
     """Torus axis length that has wraparound links (v5e/v6e: 16; v4/v5p: multiples of 4)."""
     wrap_multiple: bool = False

@@ -1,6 +1,6 @@
 """
 The reference interpreter: levels G and S on numpy, with a timing model of the simulated
-machine (level T comes with issue 7).
+machine (level T: `level_t`, a discrete-event simulation of `tpu` kernels).
 
 It is the project's oracle: passes are tested by running a program before and after them.
 

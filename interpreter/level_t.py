@@ -20,7 +20,7 @@ never written show. The kernel returns nothing (results of `func.return` are ign
 The machine
 -----------
 * Memory: per device, the argument buffers (HBM), `tpu.alloc` buffers (VMEM/SMEM; bytes
-  are counted against the chip's VMEM, and `SMEM_BYTES` for SMEM, per device), and
+  are counted against the chip's VMEM and SMEM, per device), and
   semaphores (integer counters, zero at allocation). References are numpy views, so
   `tpu.memref_slice` / `tpu.memref_reshape` alias their buffer.
 * Scratch (`tpu.alloc`) exists from kernel entry, as Mosaic's scratch operands: a peer
@@ -53,7 +53,7 @@ The machine
   group when every member has arrived.
 * Compute costs: `tpu.matmul` 2mkn FLOPs at the MXU peak; elementwise, reduce, transpose
   one FLOP per element at `Chip.vpu_flops`; `tpu.load`/`tpu.store` their bytes at
-  `VMEM_BW_FACTOR * chip.hbm_bw`; scalar/index ops and DMA issue take no time.
+  `chip.vmem_bw_factor * chip.hbm_bw`; scalar/index ops and DMA issue take no time.
 
 Checks (each an `InterpreterError` at the op's `file:line:col`, naming device and buffer)
 -------------------------------------------------------------------------------------------
@@ -114,13 +114,6 @@ from shardc.tools.source import SourceMap
 
 KERNEL_ATTR = "tpu.kernel"
 """Unit attribute marking a level-T kernel (optional: any `tpu` op marks it too)."""
-
-SMEM_BYTES = 1 << 20
-"""SMEM per TensorCore (1 MiB on v4..v6e, jax tpu_info); `Chip` has no field for it."""
-
-VMEM_BW_FACTOR = 22.0
-"""VMEM bandwidth as a multiple of HBM bandwidth (scaling book Part 2: ~22x)."""
-
 
 def is_level_t(function: func.FuncOp) -> bool:
     """A kernel: marked `tpu.kernel`, or its body uses a `tpu` op."""
@@ -562,7 +555,7 @@ class Simulator:
             view = self._block(op, d, ref, idx, op.result.type.get_shape(), "load")
             self._access(dev, op, ref.buffer, view, write=False, thread=d)
             env[op.result] = np.array(view, copy=True)
-            self._compute(dev, op, view.nbytes / (VMEM_BW_FACTOR * self.chip.hbm_bw))
+            self._compute(dev, op, view.nbytes / (self.chip.vmem_bw_factor * self.chip.hbm_bw))
             return
         if isinstance(op, tpu.StoreOp):
             ref = env[op.ref]
@@ -571,7 +564,7 @@ class Simulator:
             view = self._block(op, d, ref, idx, value.shape, "store")
             self._access(dev, op, ref.buffer, view, write=True, thread=d)
             view[...] = value
-            self._compute(dev, op, view.nbytes / (VMEM_BW_FACTOR * self.chip.hbm_bw))
+            self._compute(dev, op, view.nbytes / (self.chip.vmem_bw_factor * self.chip.hbm_bw))
             return
         if isinstance(op, tpu.MemRefSliceOp):
             src = env[op.source]
@@ -726,7 +719,7 @@ class Simulator:
         if space is MemorySpace.VMEM:
             cap, used = self.chip.vmem_bytes, dev.vmem
         else:
-            cap, used = SMEM_BYTES, dev.smem
+            cap, used = self.chip.smem_bytes, dev.smem
         if used + size > cap:
             raise self.error(
                 op, dev.index,
