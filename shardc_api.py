@@ -27,7 +27,6 @@ original file's lines. `compile` never changes a module passed to it (it compile
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,31 +93,6 @@ def _module_and_source(
     )
 
 
-def _with_chip(spec: str, chip: str) -> str:
-    """Give `chip=` to every pass of `spec` that takes it and does not set it."""
-    from xdsl.utils.arg_spec import parse_pipeline
-    from xdsl.utils.exceptions import ArgSpecParseError
-
-    from shardc.tools.shardc_run import available_passes
-
-    try:
-        specs = list(parse_pipeline(spec))
-    except (ValueError, ArgSpecParseError):
-        return spec  # compile_module reports the bad pipeline
-    passes = available_passes()
-    out: list[str] = []
-    changed = False
-    for s in specs:
-        factory = passes.get(s.name)
-        if factory is not None and "chip" not in s.parameters:
-            cls = factory()
-            if dataclasses.is_dataclass(cls) and any(f.name == "chip" for f in dataclasses.fields(cls)):
-                s = dataclasses.replace(s, parameters={**s.parameters, "chip": (chip,)})
-                changed = True
-        out.append(str(s))
-    return ",".join(out) if changed else spec
-
-
 def _check_chip(chip: str, what: str) -> Any:
     from shardc.hardware.chips import UnknownChipError, get_chip
 
@@ -145,10 +119,10 @@ def compile(  # shardc.compile is the API's name
     module, source_map, name = _module_and_source(text_or_module, filename, copy=True, what=what)
     _SOURCES[module] = (source_map, name)
     if pipeline:
-        from shardc.tools.shardc_run import compile_module
+        from shardc.tools.shardc_run import compile_module, with_chip
 
         _check_chip(chip, what)
-        compile_module(module, source_map, _with_chip(pipeline, chip), name, prog=what)
+        compile_module(module, source_map, with_chip(pipeline, chip), name, prog=what)
         _PIPELINES[module] = pipeline
     return module
 

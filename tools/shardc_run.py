@@ -23,6 +23,7 @@ and peak memory; `--trace` writes the per-device timeline as Chrome/Perfetto JSO
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -183,6 +184,28 @@ def compile_module(
         if op is not None:
             raise DiagnosticError(str(source_map.error_at(op, getattr(e, "message", str(e))))) from None
         raise DiagnosticError(f"{filename}: error: {e}") from None
+
+
+def with_chip(spec: str, chip: str) -> str:
+    """Give `chip=` to every pass of `spec` that takes it and does not set it."""
+    from xdsl.utils.arg_spec import parse_pipeline
+
+    try:
+        specs = list(parse_pipeline(spec))
+    except (ValueError, ArgSpecParseError):
+        return spec  # compile_module reports the bad pipeline
+    passes = available_passes()
+    out: list[str] = []
+    changed = False
+    for s in specs:
+        factory = passes.get(s.name)
+        if factory is not None and "chip" not in s.parameters:
+            cls = factory()
+            if dataclasses.is_dataclass(cls) and any(f.name == "chip" for f in dataclasses.fields(cls)):
+                s = dataclasses.replace(s, parameters={**s.parameters, "chip": (chip,)})
+                changed = True
+        out.append(str(s))
+    return ",".join(out) if changed else spec
 
 
 # Comparing ------------------------------------------------------------------------------
@@ -360,7 +383,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.passes is not None:
         module, source_map = parse_and_verify(ctx, text, filename)
-        compile_module(module, source_map, args.passes, filename)
+        compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
         function = io.find_entry(module, entry.sym_name.data, filename)
         sig = io.signature(module, function, filename)
         if sig.input_specs() != original_sig.input_specs():
@@ -482,7 +505,7 @@ def run_timing_only(
     if args.passes is not None:
         # the original is not needed any more: compile it in place (no second parse)
         module, source_map = original, original_map
-        compile_module(module, source_map, args.passes, filename)
+        compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
         function = io.find_entry(module, original_sig.name, filename)
         sig = io.signature(module, function, filename)
     else:

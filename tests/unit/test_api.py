@@ -92,11 +92,11 @@ def test_compile_leaves_a_given_module_alone_and_keeps_locations() -> None:
 
 
 def test_chip_goes_to_passes_that_take_it() -> None:
-    from shardc.shardc_api import _with_chip
+    from shardc.tools.shardc_run import with_chip
 
-    assert _with_chip("spmd-pipeline", "v5p") == 'spmd-pipeline{chip="v5p"}'
-    assert _with_chip("canonicalize", "v5p") == "canonicalize"
-    assert _with_chip("spmd-propagate,schedule{chip=v4}", "v5p") == "spmd-propagate,schedule{chip=v4}"
+    assert with_chip("spmd-pipeline", "v5p") == 'spmd-pipeline{chip="v5p"}'
+    assert with_chip("canonicalize", "v5p") == "canonicalize"
+    assert with_chip("spmd-propagate,schedule{chip=v4}", "v5p") == "spmd-propagate,schedule{chip=v4}"
 
 
 # Errors are one DiagnosticError, the tools' diagnostic ------------------------------------
