@@ -79,6 +79,12 @@ def _micro_batch() -> type[ModulePass]:
     return MicroBatchPass
 
 
+def _lower_to_tpu() -> type[ModulePass]:
+    from shardc.passes.lower_to_tpu import LowerToTpuPass
+
+    return LowerToTpuPass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """shardc's own passes; xDSL's (`canonicalize`, `cse`, `dce`, ...) come with the driver."""
     return {
@@ -94,4 +100,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "micro-batch": _micro_batch,
         "async-split": _async_split,
         "schedule": _schedule,
+        "lower-to-tpu": _lower_to_tpu,
     }

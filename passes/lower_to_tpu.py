@@ -1,0 +1,673 @@
+"""
+`lower-to-tpu{chip=v5e}`: a level-S function (per-device `hlo` + `collective`) becomes one
+level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). First increment:
+collectives over ONE mesh axis, and whole-tensor elementwise `hlo` ops between them.
+
+Calling convention (Mosaic / Pallas style: a kernel returns nothing, it writes its
+outputs into buffers the caller passes)
+-----------------------------------------------------------------------------------------
+    func.func @main(%in_0 .. %in_{k-1},      the level-S arguments, HBM
+                    %out_0 .. %out_{m-1},    the level-S results, HBM (written)
+                    %scratch_0 ..)           one HBM buffer per intermediate value
+        attributes {tpu.kernel, tpu.io = [k, m, s]}
+Every memref is `#tpu.memory_space<hbm>` with the level-S tensor's (per-device) shape and
+element type. The scratch arguments are Pallas's `hbm_scratch` outputs: the caller passes
+uninitialized buffers and discards them afterwards. With `run_level_t`, pass the inputs,
+then `None` for every output and scratch argument: `outputs[d][k + i]` is result i.
+`tpu.io` says how many arguments of each kind there are.
+
+The kernel starts with `tpu.barrier` over all devices (Pallas's "every device has entered
+the kernel" before anyone pushes into its buffers or signals its semaphores). Every
+collective gets its own semaphores and VMEM scratch (VMEM is released with `tpu.dealloc`
+at its end), and every SSA value its own HBM buffer, so a collective never writes into a
+buffer a neighbour still reads for another purpose.
+
+Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
+(me +- 1) mod N, the same coordinates elsewhere: `device_id + (coord' - me) * stride`)
+-----------------------------------------------------------------------------------------
+* all_gather (Pallas's ring all-gather, HBM to HBM): a local DMA puts the own shard into
+  its slot of the output; then N-1 steps (`scf.for`) each forward slot (me - s) mod N to
+  the right neighbour's same slot, receiving slot (me - s - 1) mod N from the left on
+  receive semaphore s (N-1 of them). Each slot is written once: N-buffering, no sender can
+  overrun a receiver, no handshake is needed.
+* reduce_scatter add (ring, partial sums travel right, VMEM): step s sends the running
+  partial sum of chunk (me - s - 1) mod N to the right neighbour's receive buffer, then
+  adds its own chunk (me - s - 2) mod N (a local DMA from HBM) to what arrived from the
+  left; after N-1 steps rank r holds the sum of chunk r. Double-buffered receive slots
+  with a credit handshake (Pallas's capacity semaphore): each device first signals its
+  left neighbour min(2, N-1) credits (its free receive slots); a sender waits for one
+  credit before each remote DMA; a receiver signals one credit back to its left
+  neighbour after it has consumed a slot; at the end each device waits for the
+  min(2, N-1) credits still owed to it, so every semaphore ends at zero and no device
+  leaves while its right neighbour still reads its last message. The send buffer is
+  overwritten only after `dma_wait` on the send semaphore. Sums run along the ring
+  (rank r+1, r+2, ..., r), not in rank order: integers are exact, floats agree to
+  rounding.
+* all_reduce add = reduce_scatter (above) over the buffer viewed as [N, numel / N] +
+  all_gather (above) of the reduced chunk into the output (2 (N-1)/N of the data per
+  device over the ring). Needs numel divisible by N.
+* permute: `shift = k` one remote DMA from the input to the output of device
+  (me + k) mod N; `pairs` one `scf.if` per pair on the sender (DMA start) and the
+  receiver (wait), zeros (a VMEM store + local DMA) on ranks nobody sends to. Each output
+  is written by one sender once, so there is nothing to overrun.
+* `_start` / `done`: `permute_start` issues its DMAs at the `_start` and waits for them at
+  the `done`, so the compute in between overlaps the transfer. The ring collectives run
+  whole at their `_start` (their steps depend on each other; overlapping them with
+  compute is future work) and their `done` is free.
+* hlo binary (add sub mul max min; div for floats) and unary (neg exp log tanh sqrt rsqrt
+  abs, floats) elementwise ops: operands DMA'd into VMEM, one whole-tensor `tpu.load`,
+  the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
+
+Not yet (the pass says so with an error at the op): collectives over several axes or
+explicit groups, all_to_all, reductions other than add, reductions of bf16/f16 (level S
+accumulates them in f32 and rounds once), bidirectional rings, tiling (every block is a
+whole chunk / tensor in VMEM: a block that does not fit the chip's VMEM is an error
+naming the op, the size and the capacity), any other hlo op, `tpu-pipeline`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math as mathd, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    VectorType,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from shardc.dialects import collective, hlo, spmd, tpu
+from shardc.dialects.hlo import element_kind
+from shardc.dialects.tpu import MemorySpace, memref_type
+from shardc.hardware.chips import Chip, UnknownChipError, get_chip
+from shardc.passes.errors import OpPassError
+
+INDEX = IndexType()
+HBM = MemorySpace.HBM
+VMEM = MemorySpace.VMEM
+
+_FLOAT_BINARY = {
+    hlo.AddOp: arith.AddfOp, hlo.SubOp: arith.SubfOp, hlo.MulOp: arith.MulfOp,
+    hlo.DivOp: arith.DivfOp, hlo.MaxOp: arith.MaximumfOp, hlo.MinOp: arith.MinimumfOp,
+}
+_INT_BINARY = {
+    hlo.AddOp: arith.AddiOp, hlo.SubOp: arith.SubiOp, hlo.MulOp: arith.MuliOp,
+    hlo.MaxOp: arith.MaxSIOp, hlo.MinOp: arith.MinSIOp,
+}
+_FLOAT_UNARY = {
+    hlo.NegOp: arith.NegfOp, hlo.ExpOp: mathd.ExpOp, hlo.LogOp: mathd.LogOp,
+    hlo.TanhOp: mathd.TanhOp, hlo.SqrtOp: mathd.SqrtOp, hlo.RsqrtOp: mathd.RsqrtOp,
+    hlo.AbsOp: mathd.AbsFOp,
+}
+
+
+def _tensor(ty: Attribute) -> TensorType:
+    assert isinstance(ty, TensorType)
+    return ty  # pyright: ignore
+
+
+def _hbm(ty: TensorType) -> MemRefType:
+    return memref_type(ty.get_shape(), ty.element_type, HBM)
+
+
+def _bytes(shape: Sequence[int], element_type: Attribute) -> int:
+    return math.prod(shape) * tpu.element_bytes(element_type)
+
+
+class _Emitter:
+    """Appends ops to a block; small helpers for index and i32 arithmetic."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def op(self, op: Operation, hint: str | None = None) -> SSAValue:
+        self.block.add_op(op)
+        if op.results:
+            if hint:
+                op.results[0].name_hint = hint
+            return op.results[0]
+        return None  # type: ignore[return-value]
+
+    def i32(self, v: int, hint: str | None = None) -> SSAValue:
+        return self.op(arith.ConstantOp(IntegerAttr(v, i32)), hint)
+
+    def index(self, v: int, hint: str | None = None) -> SSAValue:
+        return self.op(arith.ConstantOp(IntegerAttr(v, INDEX)), hint)
+
+    def to_index(self, v: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.IndexCastOp(v, INDEX), hint)
+
+    def to_i32(self, v: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.IndexCastOp(v, i32), hint)
+
+    def add(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.AddiOp(a, b), hint)
+
+    def sub(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.SubiOp(a, b), hint)
+
+    def mul(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.MuliOp(a, b), hint)
+
+    def rem(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.RemSIOp(a, b), hint)
+
+    def eq(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
+        return self.op(arith.CmpiOp(a, b, "eq"), hint)
+
+
+@dataclass
+class _Axis:
+    """The ring of one mesh axis as seen by this device."""
+
+    mesh: str
+    name: str
+    size: int
+    stride: int
+    me: SSAValue
+    """i32: this device's coordinate on the axis."""
+    n: SSAValue
+    """i32 constant N."""
+    neighbours: dict[int, SSAValue] = field(default_factory=dict)
+
+
+class _Lowering:
+    def __init__(self, function: func.FuncOp, chip: Chip):
+        self.f = function
+        self.chip = chip
+        self.module_mesh = spmd.find_mesh(function)
+        self.axes: dict[str, _Axis] = {}
+        self.buffers: dict[SSAValue, SSAValue] = {}
+        self.pending: dict[SSAValue, list[Operation]] = {}
+        """future -> ops to emit at its `done` (permute_start's waits)."""
+
+    # Planning ---------------------------------------------------------------------------
+
+    def check(self, op: Operation) -> None:
+        if isinstance(op, collective.CollectiveOp):
+            if op.explicit_groups is not None:
+                raise OpPassError(op, "lower-to-tpu: collectives over explicit groups are not supported yet")
+            if len(op.axes) != 1:
+                raise OpPassError(
+                    op, f"lower-to-tpu: collectives over {len(op.axes)} mesh axes are not "
+                    "supported yet (one axis only)"
+                )
+            if isinstance(op, collective.AllToAllBase):
+                raise OpPassError(op, "lower-to-tpu: all_to_all is not supported yet")
+            if isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase):
+                if op.kind.data != "add":
+                    raise OpPassError(
+                        op, f"lower-to-tpu: reduction kind '{op.kind.data}' is not supported "
+                        "yet (add only)"
+                    )
+                for t in op.input_types():
+                    if element_kind(t.element_type) != "int" and str(t.element_type) not in ("f32", "f64"):
+                        raise OpPassError(
+                            op, f"lower-to-tpu: reducing {t.element_type} is not supported yet "
+                            "(level S accumulates in f32 and rounds once)"
+                        )
+            return
+        if isinstance(op, collective.DoneOp | func.ReturnOp):
+            return
+        if type(op) in _FLOAT_BINARY or type(op) in _FLOAT_UNARY:
+            ty = _tensor(op.results[0].type)
+            kind = element_kind(ty.element_type)
+            ok = (
+                (kind == "float" and str(ty.element_type) in ("f32", "f64"))
+                or (kind == "int" and type(op) in _INT_BINARY)
+            )
+            if not ok:
+                raise OpPassError(op, f"lower-to-tpu: {op.name} on {ty.element_type} is not supported yet")
+            return
+        raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
+
+    def run(self) -> func.FuncOp:
+        f = self.f
+        old = f.body.block
+        for op in old.ops:
+            self.check(op)
+        ret = old.last_op
+        assert isinstance(ret, func.ReturnOp)
+        inputs = [_tensor(t) for t in f.function_type.inputs.data]
+        outputs = [_tensor(t) for t in f.function_type.outputs.data]
+        # Which value lands in which output directly (the first return of a value made in
+        # the body); everything else gets a scratch buffer or a copy at the end.
+        direct: dict[SSAValue, int] = {}
+        for i, v in enumerate(ret.operands):
+            if v not in direct and not isinstance(v.owner, Block):
+                direct[v] = i
+        scratch_values: list[SSAValue] = []
+        for op in old.ops:
+            if isinstance(op, func.ReturnOp):
+                continue
+            for r in op.results:
+                if isinstance(r.type, TensorType) and r not in direct:
+                    scratch_values.append(r)
+        arg_types = (
+            [_hbm(t) for t in inputs]
+            + [_hbm(t) for t in outputs]
+            + [_hbm(_tensor(v.type)) for v in scratch_values]
+        )
+        block = Block(arg_types=arg_types)
+        k, m = len(inputs), len(outputs)
+        for i, a in enumerate(old.args):
+            block.args[i].name_hint = a.name_hint or f"in{i}"
+            self.buffers[a] = block.args[i]
+        for i in range(m):
+            block.args[k + i].name_hint = f"out{i}"
+        for v, i in direct.items():
+            self.buffers[v] = block.args[k + i]
+        for j, v in enumerate(scratch_values):
+            block.args[k + m + j].name_hint = f"scratch{j}"
+            self.buffers[v] = block.args[k + m + j]
+        self.e = _Emitter(block)
+        if any(isinstance(op, collective.CollectiveOp) for op in old.ops):
+            self.dev = self.e.op(tpu.DeviceIdOp(), "dev")
+            self.e.op(tpu.BarrierOp())
+        for op in old.ops:
+            if isinstance(op, func.ReturnOp):
+                break
+            self.lower(op)
+        for i, v in enumerate(ret.operands):
+            dst = block.args[k + i]
+            src = self.buffers[v]
+            if src is not dst:
+                sem = self.e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"ret_sem_{i}")
+                self.e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+                self.e.op(tpu.DMAWaitOp(sem, dst))
+        self.e.op(func.ReturnOp())
+        new = func.FuncOp(f.sym_name.data, (arg_types, []), Region(block))
+        new.attributes["tpu.kernel"] = UnitAttr()
+        new.attributes["tpu.io"] = ArrayAttr(
+            [IntegerAttr(k, i64), IntegerAttr(m, i64), IntegerAttr(len(scratch_values), i64)]
+        )
+        return new
+
+    # Helpers ----------------------------------------------------------------------------
+
+    def axis(self, op: collective.CollectiveOp) -> _Axis:
+        assert op.mesh is not None
+        mesh_name = op.mesh.root_reference.data
+        (name,) = op.axes
+        found = self.axes.get(name)
+        if found is not None:
+            return found
+        mesh = spmd.lookup_mesh(op, mesh_name)
+        i = list(mesh.names).index(name)
+        stride = math.prod(mesh.shape[i + 1 :])
+        # Emitted at the kernel's top (right after the barrier's prologue), so that every
+        # collective on this axis can use them.
+        ip_block = self.e.block
+        me = tpu.AxisIndexOp(mesh_name, name)
+        me.result.name_hint = f"me_{name}"
+        n = arith.ConstantOp(IntegerAttr(mesh.axis_size(name), i32))
+        n.result.name_hint = f"n_{name}"
+        anchor = self.dev.owner
+        assert isinstance(anchor, Operation)
+        ip_block.insert_ops_after([me, n], anchor)
+        found = _Axis(mesh_name, name, mesh.axis_size(name), stride, me.result, n.result)
+        self.axes[name] = found
+        return found
+
+    def neighbour(self, ax: _Axis, k: int) -> SSAValue:
+        """i32 device id of the device at axis coordinate (me + k) mod N."""
+        k %= ax.size
+        if k in ax.neighbours:
+            return ax.neighbours[k]
+        e = _Emitter(Block())
+        hint = {1: "right", ax.size - 1: "left"}.get(k, f"peer_{k}")
+        kc = e.i32(k)
+        coord = e.rem(e.add(ax.me, kc), ax.n)
+        delta = e.sub(coord, ax.me)
+        if ax.stride != 1:
+            delta = e.mul(delta, e.i32(ax.stride))
+        dev = e.add(self.dev, delta, f"{hint}_{ax.name}")
+        ops = list(e.block.ops)
+        for o in ops:
+            o.detach()
+        anchor = ax.n.owner
+        assert isinstance(anchor, Operation)
+        # After the axis constants and any neighbour computed before.
+        last = anchor
+        for v in ax.neighbours.values():
+            if isinstance(v.owner, Operation) and v.owner.parent_block() is anchor.parent_block():
+                last = v.owner
+        anchor.parent_block().insert_ops_after(ops, last)  # type: ignore[union-attr]
+        ax.neighbours[k] = dev
+        return dev
+
+    def chunk(self, e: _Emitter, ref: SSAValue, dim: int, size: int, c: SSAValue, hint: str) -> SSAValue:
+        """The block `c` (an index) of `size` along `dim` of `ref`: a `tpu.memref_slice`."""
+        ty = ref.type
+        assert isinstance(ty, MemRefType)
+        shape = list(ty.get_shape())
+        shape[dim] = size
+        zero = e.index(0)
+        off = e.mul(c, e.index(size)) if size != 1 else c
+        idx = [off if i == dim else zero for i in range(len(shape))]
+        space = tpu.memory_space_of(ty)
+        assert space is not None
+        return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, space)), hint)
+
+    def check_vmem(self, op: Operation, what: str, nbytes: int) -> None:
+        if nbytes > self.chip.vmem_bytes:
+            raise OpPassError(
+                op, f"lower-to-tpu: {what} needs {nbytes} bytes of VMEM, more than the "
+                f"{self.chip.vmem_bytes} bytes of {self.chip.name} (tiling is not implemented yet)"
+            )
+
+    def for_steps(self, lo: int, hi: int, hint: str = "s") -> tuple[_Emitter, SSAValue]:
+        """An `scf.for %s = lo to hi` appended here; returns its body's emitter and `%s`."""
+        body = Block(arg_types=[INDEX])
+        body.args[0].name_hint = hint
+        self.e.op(scf.ForOp(self.e.index(lo), self.e.index(hi), self.e.index(1), [], body))
+        return _Emitter(body), body.args[0]
+
+    # Ops ---------------------------------------------------------------------------------
+
+    def lower(self, op: Operation) -> None:
+        if isinstance(op, collective.DoneOp):
+            start = op.future.owner
+            for later in self.pending.pop(op.future, []):
+                self.e.op(later)
+            for r, v in zip(op.results, self.start_results[start], strict=True):  # type: ignore[index]
+                if self.buffers[r] is not v:
+                    # The _start wrote into its own buffers (not the done's): copy.
+                    self.local_copy(v, self.buffers[r], "done")
+            return
+        if isinstance(op, collective.CollectiveOp):
+            if op.IS_START:
+                (done,) = [u.operation for u in op.results[0].uses]
+                outs = [self.buffers[r] for r in done.results]
+                if not hasattr(self, "start_results"):
+                    self.start_results = {}
+                self.start_results[op] = outs
+            else:
+                outs = [self.buffers[r] for r in op.results]
+            ins = [self.buffers[v] for v in op.operands]
+            ax = self.axis(op)
+            for x, out in zip(ins, outs, strict=True):
+                self.collective(op, ax, x, out)
+            return
+        if type(op) in _FLOAT_BINARY or type(op) in _FLOAT_UNARY:
+            self.elementwise(op)
+            return
+        raise AssertionError(op.name)
+
+    def local_copy(self, src: SSAValue, dst: SSAValue, hint: str) -> None:
+        sem = self.e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{hint}_sem")
+        self.e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+        self.e.op(tpu.DMAWaitOp(sem, dst))
+
+    def collective(self, op: collective.CollectiveOp, ax: _Axis, x: SSAValue, out: SSAValue) -> None:
+        n = ax.size
+        if n == 1:
+            self.local_copy(x, out, "copy")
+            return
+        if isinstance(op, collective.AllGatherBase):
+            dim = op.dim.value.data
+            xt = x.type
+            assert isinstance(xt, MemRefType)
+            self.ring_all_gather(ax, x, out, dim, xt.get_shape()[dim])
+        elif isinstance(op, collective.ReduceScatterBase):
+            dim = op.dim.value.data
+            ot = out.type
+            assert isinstance(ot, MemRefType)
+            k = ot.get_shape()[dim]
+            acc = self.ring_reduce_scatter(op, ax, x, dim, k)
+            self.local_copy(acc, out, "rs_out")
+            self.e.op(tpu.DeallocOp(acc))
+        elif isinstance(op, collective.AllReduceBase):
+            xt = x.type
+            assert isinstance(xt, MemRefType)
+            numel = math.prod(xt.get_shape())
+            if numel % n:
+                raise OpPassError(
+                    op, f"lower-to-tpu: all_reduce of {numel} elements over {n} devices: the "
+                    "element count must be divisible by the group size (not supported yet)"
+                )
+            flat = memref_type([n, numel // n], xt.element_type, HBM)
+            xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
+            outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
+            acc = self.ring_reduce_scatter(op, ax, xr, 0, 1)
+            self.ring_all_gather(ax, acc, outr, 0, 1)
+            self.e.op(tpu.DeallocOp(acc))
+        elif isinstance(op, collective.PermuteBase):
+            self.permute(op, ax, x, out)
+        else:
+            raise AssertionError(op.name)
+
+    def ring_all_gather(self, ax: _Axis, src: SSAValue, out: SSAValue, dim: int, k: int) -> None:
+        """Ring all-gather of `src` (any space) into `out` (HBM), slot c = block c along `dim`."""
+        e, n = self.e, ax.size
+        right = self.neighbour(ax, 1)
+        copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_copy_sem")
+        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_send_sem")
+        recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), "ag_recv_sems")
+        me = e.to_index(ax.me, "me_index")
+        own = self.chunk(e, out, dim, k, me, "ag_own")
+        e.op(tpu.DMAStartOp(src, own, recv_sem=copy_sem))
+        e.op(tpu.DMAWaitOp(copy_sem, own))
+        b, s = self.for_steps(0, n - 1)
+        # Step s forwards slot (me - s) mod N to the right neighbour's same slot and
+        # receives slot (me - s - 1) mod N from the left on recv_sems[s].
+        s32 = b.to_i32(s)
+        back = b.add(b.sub(ax.me, s32), ax.n)
+        send_slot = b.to_index(b.rem(back, ax.n), "send_slot")
+        recv_slot = b.to_index(b.rem(b.add(back, b.i32(n - 1)), ax.n), "recv_slot")
+        block = self.chunk(b, out, dim, k, send_slot, "ag_block")
+        incoming = self.chunk(b, out, dim, k, recv_slot, "ag_incoming")
+        sem = b.op(tpu.MemRefSliceOp(recv_sems, [s], tpu.DMASemaphoreType()), "ag_recv_sem")
+        b.op(tpu.DMAStartOp(block, block, send_sem=send_sem, recv_sem=sem, device=right))
+        b.op(tpu.DMAWaitOp(send_sem, block))
+        b.op(tpu.DMAWaitOp(sem, incoming))
+        b.op(scf.YieldOp())
+
+    def ring_reduce_scatter(
+        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int
+    ) -> SSAValue:
+        """
+        Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`;
+        returns the VMEM buffer holding this rank's reduced chunk (the caller deallocates it).
+        """
+        e, n = self.e, ax.size
+        xt = x.type
+        assert isinstance(xt, MemRefType)
+        elem = xt.element_type
+        shape = list(xt.get_shape())
+        shape[dim] = k
+        chunk_v = memref_type(shape, elem, VMEM)
+        self.check_vmem(op, f"a ring reduce_scatter step (4 blocks of {'x'.join(map(str, shape))})",
+                        4 * _bytes(shape, elem))
+        right, left = self.neighbour(ax, 1), self.neighbour(ax, -1)
+        rbuf = e.op(tpu.AllocOp(memref_type([2, *shape], elem, VMEM)), "rs_recv_buf")
+        mine = e.op(tpu.AllocOp(chunk_v), "rs_mine")
+        acc = e.op(tpu.AllocOp(chunk_v), "rs_acc")
+        copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "rs_copy_sem")
+        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "rs_send_sem")
+        recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), "rs_recv_sems")
+        credits = e.op(tpu.AllocOp(tpu.SemaphoreType()), "rs_credits")
+        c = min(2, n - 1)
+        credit0 = e.i32(c, "rs_slots")
+        one = e.i32(1, "one")
+        # My receive slots are free: tell the left neighbour (who sends into them).
+        e.op(tpu.SemSignalOp(credits, credit0, left))
+        # The first message is my own chunk (me - 1) mod N, staged into the send buffer.
+        first = e.to_index(e.rem(e.add(ax.me, e.i32(n - 1)), ax.n), "rs_first")
+        first_block = self.chunk(e, x, dim, k, first, "rs_first_block")
+        e.op(tpu.DMAStartOp(first_block, acc, recv_sem=copy_sem))
+        e.op(tpu.DMAWaitOp(copy_sem, acc))
+        b, s = self.for_steps(0, n - 1)
+        s32 = b.to_i32(s)
+        slot = b.rem(s, b.index(2), "slot")
+        # The partial arriving at step s is for chunk (me - s - 2) mod N; add mine to it.
+        mine_c = b.to_index(
+            b.rem(b.add(b.sub(ax.me, s32), b.i32(2 * n - 2)), ax.n), "rs_mine_chunk"
+        )
+        zeros = [b.index(0) for _ in shape]
+        dst = b.op(tpu.MemRefSliceOp(rbuf, [slot, *zeros], chunk_v), "rs_slot")
+        rsem = b.op(tpu.MemRefSliceOp(recv_sems, [slot], tpu.DMASemaphoreType()), "rs_recv_sem")
+        # Handshake: one credit = one free receive slot on the right neighbour.
+        b.op(tpu.SemWaitOp(credits, one))
+        b.op(tpu.DMAStartOp(acc, dst, send_sem=send_sem, recv_sem=rsem, device=right))
+        xs = self.chunk(b, x, dim, k, mine_c, "rs_x_block")
+        b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
+        b.op(tpu.DMAWaitOp(copy_sem, mine))
+        b.op(tpu.DMAWaitOp(rsem, dst))
+        vty = VectorType(elem, shape)
+        got = b.op(tpu.LoadOp(rbuf, [slot, *zeros], vty), "partial")
+        own = b.op(tpu.LoadOp(mine, zeros, vty), "own")
+        add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
+        total = b.op(add(got, own), "sum")
+        # The send buffer is free once the outgoing message has left.
+        b.op(tpu.DMAWaitOp(send_sem, acc))
+        b.op(tpu.StoreOp(total, acc, zeros))
+        # My slot is consumed: one more credit for the left neighbour.
+        b.op(tpu.SemSignalOp(credits, one, left))
+        b.op(scf.YieldOp())
+        # The credits still owed to me: my right neighbour has consumed every message.
+        e.op(tpu.SemWaitOp(credits, credit0))
+        e.op(tpu.DeallocOp(rbuf))
+        e.op(tpu.DeallocOp(mine))
+        return acc
+
+    def permute(self, op: collective.PermuteBase, ax: _Axis, x: SSAValue, out: SSAValue) -> None:
+        e, n = self.e, ax.size
+        deferred: list[Operation] = []
+        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "pm_send_sem")
+        recv_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "pm_recv_sem")
+        if op.pairs is None:
+            assert op.shift is not None
+            shift = op.shift.value.data % n
+            if shift == 0:
+                e.op(tpu.DMAStartOp(x, out, recv_sem=recv_sem))
+                deferred.append(tpu.DMAWaitOp(recv_sem, out))
+            else:
+                target = self.neighbour(ax, shift)
+                e.op(tpu.DMAStartOp(x, out, send_sem=send_sem, recv_sem=recv_sem, device=target))
+                deferred += [tpu.DMAWaitOp(send_sem, x), tpu.DMAWaitOp(recv_sem, out)]
+        else:
+            pairs = op.source_target_pairs
+            targets = {t for _, t in pairs}
+
+            def when(rank: int, ops: list[Operation]) -> list[Operation]:
+                c = arith.ConstantOp(IntegerAttr(rank, i32))
+                cond = arith.CmpiOp(ax.me, c, "eq")
+                return [c, cond, scf.IfOp(cond, [], [*ops, scf.YieldOp()])]
+
+            for src, tgt in pairs:
+                if src == tgt:
+                    for o in when(src, [tpu.DMAStartOp(x, out, recv_sem=recv_sem)]):
+                        e.op(o)
+                    deferred += when(tgt, [tpu.DMAWaitOp(recv_sem, out)])
+                    continue
+                off = arith.ConstantOp(IntegerAttr((tgt - src) * ax.stride, i32))
+                dev = arith.AddiOp(self.dev, off)
+                start = tpu.DMAStartOp(x, out, send_sem=send_sem, recv_sem=recv_sem, device=dev)
+                for o in when(src, [off, dev, start]):
+                    e.op(o)
+                deferred += when(src, [tpu.DMAWaitOp(send_sem, x)])
+                deferred += when(tgt, [tpu.DMAWaitOp(recv_sem, out)])
+            idle = [r for r in range(n) if r not in targets]
+            if idle:
+                ot = out.type
+                assert isinstance(ot, MemRefType)
+                shape, elem = list(ot.get_shape()), ot.element_type
+                self.check_vmem(op, "zeroing a permute result", _bytes(shape, elem))
+                vty = VectorType(elem, shape)
+                zero_attr = (
+                    FloatAttr(0.0, elem) if element_kind(elem) == "float" else IntegerAttr(0, elem)  # pyright: ignore
+                )
+                buf_ty = memref_type(shape, elem, VMEM)
+                for r in idle:
+                    buf = tpu.AllocOp(buf_ty)
+                    z = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vty, [zero_attr.value.data]))  # pyright: ignore
+                    idx = [arith.ConstantOp(IntegerAttr(0, INDEX))]
+                    store = tpu.StoreOp(z, buf, [idx[0].result] * len(shape))
+                    zs = tpu.AllocOp(tpu.DMASemaphoreType())
+                    ops = [buf, z, *idx, store, zs, tpu.DMAStartOp(buf, out, recv_sem=zs),
+                           tpu.DMAWaitOp(zs, out), tpu.DeallocOp(buf)]
+                    for o in when(r, ops):
+                        e.op(o)
+        if op.IS_START:
+            self.pending[op.results[0]] = deferred
+        else:
+            for o in deferred:
+                e.op(o)
+
+    def elementwise(self, op: Operation) -> None:
+        e = self.e
+        ty = _tensor(op.results[0].type)
+        shape, elem = list(ty.get_shape()), ty.element_type
+        nbytes = _bytes(shape, elem)
+        self.check_vmem(op, f"{op.name} on one {'x'.join(map(str, shape))} block",
+                        nbytes * (len(op.operands) + 1))
+        buf_ty = memref_type(shape, elem, VMEM)
+        vty = VectorType(elem, shape)
+        sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ew_sem")
+        zeros = [e.index(0) for _ in shape]
+        bufs, vals = [], []
+        for v in op.operands:
+            buf = e.op(tpu.AllocOp(buf_ty), "ew_in")
+            e.op(tpu.DMAStartOp(self.buffers[v], buf, recv_sem=sem))
+            bufs.append(buf)
+        for buf in bufs:
+            e.op(tpu.DMAWaitOp(sem, buf))
+            vals.append(e.op(tpu.LoadOp(buf, zeros, vty)))
+        table = _FLOAT_BINARY if len(vals) == 2 else _FLOAT_UNARY
+        if element_kind(elem) == "int":
+            table = _INT_BINARY
+        cls = table[type(op)]  # pyright: ignore
+        res = e.op(cls(*vals) if len(vals) == 2 else cls(vals[0]), "ew")
+        out_buf = e.op(tpu.AllocOp(buf_ty), "ew_out")
+        e.op(tpu.StoreOp(res, out_buf, zeros))
+        dst = self.buffers[op.results[0]]
+        e.op(tpu.DMAStartOp(out_buf, dst, recv_sem=sem))
+        e.op(tpu.DMAWaitOp(sem, dst))
+        for buf in [*bufs, out_buf]:
+            e.op(tpu.DeallocOp(buf))
+
+
+@dataclass(frozen=True)
+class LowerToTpuPass(ModulePass):
+    """Level S to level T (see the module docstring)."""
+
+    name = "lower-to-tpu"
+
+    chip: str = "v5e"
+    """The chip whose VMEM capacity bounds the blocks."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            chip = get_chip(self.chip)
+        except UnknownChipError as err:
+            raise PassFailedException(f"lower-to-tpu: {err}") from None
+        for function in list(op.body.block.ops):
+            if not isinstance(function, func.FuncOp) or not function.body.blocks:
+                continue
+            if not any(
+                isinstance(o, collective.CollectiveOp | collective.DoneOp | hlo.HloOp)
+                for o in function.body.walk()
+            ):
+                continue
+            if len(function.body.blocks) != 1:
+                raise OpPassError(function, "lower-to-tpu: functions of one block only")
+            new = _Lowering(function, chip).run()
+            Rewriter.replace_op(function, new, [])
