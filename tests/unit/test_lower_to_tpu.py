@@ -1,0 +1,293 @@
+"""
+`lower-to-tpu` (passes/lower_to_tpu.py): level-S programs of one-axis collectives (and
+elementwise hlo between them) lowered to tpu kernels and run on the level-T simulator
+give the level-S interpreter's results (exactly for integers, to rounding for floats),
+with none of the simulator's diagnostics (deadlock, race, semaphore left non-zero, DMA
+never waited, VMEM over capacity, out of bounds: any of them raises).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.utils.exceptions import PassFailedException
+
+from shardc.dialects import make_context
+from shardc.hardware.chips import get_chip
+from shardc.hardware.cost import CostModel
+from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.level_t import run_level_t
+from shardc.interpreter.testing import parse, run_per_device
+from shardc.interpreter.values import dtype_of
+from shardc.passes.lower_to_tpu import LowerToTpuPass
+from shardc.passes.registry import all_passes
+
+NAMES = {"f32": np.float32, "i32": np.int32}
+
+
+def _kernel(module):
+    (f,) = [o for o in module.body.block.ops if o.name == "func.func"]
+    return f
+
+
+def random_inputs(text: str, n: int, seed: int = 0) -> list[list[np.ndarray]]:
+    module, _ = parse(text)
+    f = _kernel(module)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        row = []
+        for t in f.function_type.inputs.data:
+            dt = dtype_of(t.element_type)
+            shape = tuple(t.get_shape())
+            if np.issubdtype(dt, np.integer):
+                row.append(rng.integers(-1000, 1000, size=shape).astype(dt))
+            else:
+                row.append(rng.standard_normal(shape).astype(dt))
+        rows.append(row)
+    return rows
+
+
+def lower(text: str, chip: str = "v5e"):
+    module, _ = parse(text)
+    LowerToTpuPass(chip=chip).apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def check(text: str, n: int, chip: str = "v5e", seed: int = 0):
+    """Lower, run at level T and compare with level S; returns (module, report)."""
+    ins = random_inputs(text, n, seed)
+    want = run_per_device(text, ins)
+    module = lower(text, chip)
+    k, m, s = (a.value.data for a in _kernel(module).attributes["tpu.io"].data)
+    assert k == len(ins[0])
+    outs, report = run_level_t(module, [row + [None] * (m + s) for row in ins], chip=chip)
+    assert report["devices"] == n
+    for d in range(n):
+        for i in range(m):
+            got, exp = outs[d][k + i], np.asarray(want[d][i])
+            assert got.dtype == exp.dtype and got.shape == exp.shape
+            if np.issubdtype(exp.dtype, np.integer):
+                np.testing.assert_array_equal(got, exp, err_msg=f"device {d} result {i}")
+            else:
+                np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5,
+                                           err_msg=f"device {d} result {i}")
+    return module, report
+
+
+def one_op(n: int, dtype: str, arg: str, res: str, op: str, mesh: str | None = None) -> str:
+    mesh = mesh or f'"x"={n}'
+    return f"""
+spmd.mesh @m = <[{mesh}]>
+func.func @main(%a: tensor<{arg}x{dtype}>) -> tensor<{res}x{dtype}> attributes {{spmd.per_device_io}} {{
+  {op.format(t=dtype)}
+  func.return %r : tensor<{res}x{dtype}>
+}}
+"""
+
+
+def start_done(op: str, res: str) -> str:
+    """The `_start` + `done` form of a one-line sync collective `%r = collective.X ...`."""
+    head, types = op.rsplit(" : ", 1)
+    name = head.split()[2]
+    head = head.replace(name, name + "_start", 1).replace("%r =", "%f =", 1)
+    future = f"!collective.future<tensor<{res}x{{t}}>>"
+    if types.startswith("("):
+        types = types.rsplit("->", 1)[0] + f"-> {future}"
+    else:
+        types = f"{types} -> {future}"
+    return (
+        f"{head} : {types}\n  %r = collective.done %f : {future} -> tensor<{res}x{{t}}>"
+    )
+
+
+def cases(n: int) -> dict[str, tuple[str, str, str]]:
+    """name -> (operand shape, result shape, op text with {t} for the element type)."""
+    # A swap, a self-pair, and ranks that receive nothing (zeros).
+    pairs = "[[0, 1]]" if n == 2 else f"[[0, {n - 1}], [{n - 1}, 0], [1, 1]]"
+    return {
+        "all_gather_dim0": ("2x128", f"{2 * n}x128",
+                            f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<2x128x{{t}}>) -> tensor<{2 * n}x128x{{t}}>'),
+        "all_gather_dim1": ("8x4", f"8x{4 * n}",
+                            f'%r = collective.all_gather %a on @m["x"], dim = 1 : (tensor<8x4x{{t}}>) -> tensor<8x{4 * n}x{{t}}>'),
+        "reduce_scatter_dim0": (f"{8 * n}x16", "8x16",
+                                f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{8 * n}x16x{{t}}>) -> tensor<8x16x{{t}}>'),
+        "reduce_scatter_dim1": (f"4x{2 * n}", "4x2",
+                                f'%r = collective.reduce_scatter add %a on @m["x"], dim = 1 : (tensor<4x{2 * n}x{{t}}>) -> tensor<4x2x{{t}}>'),
+        "all_reduce": ("8x24", "8x24",
+                       '%r = collective.all_reduce add %a on @m["x"] : tensor<8x24x{t}>'),
+        "permute_shift_1": ("8x16", "8x16", '%r = collective.permute %a on @m["x"], shift = 1 : tensor<8x16x{t}>'),
+        "permute_shift_-1": ("8x16", "8x16", '%r = collective.permute %a on @m["x"], shift = -1 : tensor<8x16x{t}>'),
+        "permute_shift_n": ("8x16", "8x16", f'%r = collective.permute %a on @m["x"], shift = {n} : tensor<8x16x{{t}}>'),
+        "permute_pairs": ("8x16", "8x16",
+                          f'%r = collective.permute %a on @m["x"], pairs = {pairs} : tensor<8x16x{{t}}>'),
+    }
+
+
+KINDS = list(cases(2))
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_collective_matches_level_s(n, dtype, kind, form):
+    arg, res, op = cases(n)[kind]
+    if form == "async":
+        op = start_done(op, res)
+    text = one_op(n, dtype, arg, res, op)
+    _, report = check(text, n)
+    if kind != "permute_shift_n":
+        assert report["ici_bytes"] > 0
+
+
+def test_start_done_helper():
+    op = start_done(cases(4)["all_gather_dim0"][2], "8x128")
+    assert "collective.all_gather_start %a" in op and "-> !collective.future<tensor<8x128x{t}>>" in op
+
+
+@pytest.mark.parametrize("axis", ["data", "model"])
+@pytest.mark.parametrize("kind", ["all_gather_dim1", "reduce_scatter_dim0", "all_reduce",
+                                  "permute_shift_1", "permute_pairs"])
+def test_one_axis_of_a_2d_mesh(axis, kind):
+    n = {"data": 2, "model": 4}[axis]
+    arg, res, op = cases(n)[kind]
+    op = op.replace('@m["x"]', f'@m["{axis}"]')
+    text = one_op(n, "i32", arg, res, op, mesh='"data"=2, "model"=4')
+    check(text, 8)
+
+
+CHAIN = """
+spmd.mesh @m = <["data"=2, "model"=4]>
+func.func @main(%x: tensor<2x8xf32>, %y: tensor<8x4xi32>) -> (tensor<2x8xf32>, tensor<8x4xi32>, tensor<2x8xf32>, tensor<2x16xf32>, tensor<2x8xf32>, tensor<4x4xi32>, tensor<8x4xi32>) attributes {spmd.per_device_io} {
+  %f = collective.permute_start %x on @m["model"], pairs = [[0, 1], [1, 3], [2, 2]] : tensor<2x8xf32> -> !collective.future<tensor<2x8xf32>>
+  %e = hlo.exp %x : tensor<2x8xf32>
+  %p = collective.done %f : !collective.future<tensor<2x8xf32>> -> tensor<2x8xf32>
+  %s = hlo.add %p, %e : tensor<2x8xf32>
+  %g = collective.all_gather_start %s on @m["data"], dim = 1 : (tensor<2x8xf32>) -> !collective.future<tensor<2x16xf32>>
+  %a = collective.all_reduce add %y on @m["model"] : tensor<8x4xi32>
+  %gg = collective.done %g : !collective.future<tensor<2x16xf32>> -> tensor<2x16xf32>
+  %r = collective.reduce_scatter add %a on @m["data"], dim = 0 : (tensor<8x4xi32>) -> tensor<4x4xi32>
+  %q = collective.permute %x on @m["model"], shift = -1 : tensor<2x8xf32>
+  %m = hlo.max %a, %y : tensor<8x4xi32>
+  func.return %p, %a, %x, %gg, %q, %r, %m : tensor<2x8xf32>, tensor<8x4xi32>, tensor<2x8xf32>, tensor<2x16xf32>, tensor<2x8xf32>, tensor<4x4xi32>, tensor<8x4xi32>
+}
+"""
+
+
+def test_chain_of_collectives_and_elementwise():
+    """Intermediates in HBM scratch, a returned argument copied, async permute overlapping exp."""
+    module, _ = check(CHAIN, 8)
+    k, m, s = (a.value.data for a in _kernel(module).attributes["tpu.io"].data)
+    assert (k, m, s) == (2, 7, 2)  # scratch: %e and %s
+    kernel = _kernel(module)
+    text = str(kernel)
+    # permute_start's DMAs start before the exp and are waited for after it.
+    assert text.index("device = ") < text.index("math.exp") < text.index("tpu.dma_wait %pm_recv_sem")
+    assert "tpu.kernel" in kernel.attributes
+    assert kernel.function_type.outputs.data == ()
+
+
+VARIADIC = """
+spmd.mesh @m = <["x"=4]>
+func.func @main(%x: tensor<8x8xf32>, %y: tensor<4xi32>) -> (tensor<8x8xf32>, tensor<4xi32>, tensor<32x8xf32>, tensor<16xi32>) attributes {spmd.per_device_io} {
+  %a, %b = collective.all_reduce add %x, %y on @m["x"] : tensor<8x8xf32>, tensor<4xi32>
+  %c, %d = collective.all_gather %x, %y on @m["x"], dim = 0 : (tensor<8x8xf32>, tensor<4xi32>) -> (tensor<32x8xf32>, tensor<16xi32>)
+  func.return %a, %b, %c, %d : tensor<8x8xf32>, tensor<4xi32>, tensor<32x8xf32>, tensor<16xi32>
+}
+"""
+
+
+def test_variadic_collectives():
+    check(VARIADIC, 4)
+
+
+def test_reduce_scatter_sums_integers_exactly_on_8():
+    text = one_op(8, "i32", "64x8", "8x8",
+                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<64x8x{t}>) -> tensor<8x8x{t}>')
+    for seed in range(3):
+        check(text, 8, seed=seed)
+
+
+def test_registered():
+    assert all_passes()["lower-to-tpu"]() is LowerToTpuPass
+
+
+# The handshake is what keeps a sender from overrunning its receiver ---------------------
+
+
+def test_removing_the_credit_wait_is_caught():
+    text = one_op(4, "f32", "32x128", "8x128",
+                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<32x128x{t}>) -> tensor<8x128x{t}>')
+    module = lower(text)
+    kernel = _kernel(module)
+    (loop,) = [o for o in kernel.walk() if o.name == "scf.for" and any(
+        p.name == "tpu.sem_wait" for p in o.body.block.ops)]
+    (wait,) = [o for o in loop.body.block.ops if o.name == "tpu.sem_wait"]
+    wait.detach()
+    wait.erase()
+    ins = random_inputs(text, 4)
+    with pytest.raises(InterpreterError) as info:
+        run_level_t(module, [row + [None] for row in ins])
+    msg = str(info.value)
+    assert "data race" in msg or "at exit" in msg, msg
+
+
+# Errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op, fragment",
+    [
+        ('%r = collective.all_reduce max %a on @m["x"] : tensor<8x8x{t}>', "reduction kind 'max'"),
+        ('%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 1 : (tensor<8x8x{t}>) -> tensor<2x32x{t}>',
+         "all_to_all is not supported"),
+        ('%r = hlo.transpose %a, dims = [1, 0] : (tensor<8x8x{t}>) -> tensor<8x8x{t}>', "hlo.transpose is not supported"),
+    ],
+)
+def test_unsupported_ops_are_errors(op, fragment):
+    res = "2x32" if "all_to_all" in op else "8x8"
+    text = one_op(4, "f32", "8x8", res, op)
+    with pytest.raises(PassFailedException, match=fragment):
+        lower(text)
+
+
+def test_two_axes_are_an_error():
+    text = one_op(8, "f32", "8x8", "8x8", '%r = collective.all_reduce add %a on @m["a", "b"] : tensor<8x8x{t}>',
+                  mesh='"a"=2, "b"=4')
+    with pytest.raises(PassFailedException, match="2 mesh axes"):
+        lower(text)
+
+
+def test_block_over_vmem_is_an_error():
+    # v4 has 16 MiB of VMEM; 4 blocks of 8 MiB do not fit.
+    text = one_op(2, "f32", "4096x1024", "2048x1024",
+                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<4096x1024x{t}>) -> tensor<2048x1024x{t}>')
+    with pytest.raises(PassFailedException, match="16777216 bytes of v4"):
+        lower(text, chip="v4")
+
+
+def test_bad_chip():
+    with pytest.raises(PassFailedException, match="unknown chip"):
+        lower(one_op(2, "f32", "8", "8", '%r = hlo.neg %a : tensor<8x{t}>'), chip="v99")
+
+
+# Timing -----------------------------------------------------------------------------------
+
+
+def test_large_ring_all_gather_time_against_the_cost_model():
+    rows, n = 8192, 4  # 4 MiB shards, 16 MiB gathered
+    text = one_op(n, "f32", f"{rows}x128", f"{n * rows}x128",
+                  f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>')
+    module, report = check(text, n)
+    level_s, _ = parse(text)
+    op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
+    from shardc.interpreter.devices import module_mesh
+
+    mesh = module_mesh(level_s)
+    assert mesh is not None
+    want = CostModel(get_chip("v5e"), mesh[1]).collective_time(op)  # pyright: ignore
+    ratio = report["step_time_s"] / want
+    print(f"level-T / cost model = {report['step_time_s']:.6e} / {want:.6e} = {ratio:.4f}")
+    assert ratio == pytest.approx(1.0, abs=0.10)
