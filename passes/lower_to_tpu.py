@@ -621,16 +621,18 @@ class _Lowering:
                         nbytes * (len(op.operands) + 1))
         buf_ty = memref_type(shape, elem, VMEM)
         vty = VectorType(elem, shape)
-        sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ew_sem")
+        # One semaphore per DMA in flight (a shared one could be satisfied by the wrong DMA).
+        sems = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ew_sem") for _ in op.operands]
         zeros = [e.index(0) for _ in shape]
         bufs, vals = [], []
-        for v in op.operands:
+        for v, sem in zip(op.operands, sems):
             buf = e.op(tpu.AllocOp(buf_ty), "ew_in")
             e.op(tpu.DMAStartOp(self.buffers[v], buf, recv_sem=sem))
             bufs.append(buf)
-        for buf in bufs:
+        for buf, sem in zip(bufs, sems):
             e.op(tpu.DMAWaitOp(sem, buf))
             vals.append(e.op(tpu.LoadOp(buf, zeros, vty)))
+        sem = sems[0]
         table = _FLOAT_BINARY if len(vals) == 2 else _FLOAT_UNARY
         if element_kind(elem) == "int":
             table = _INT_BINARY

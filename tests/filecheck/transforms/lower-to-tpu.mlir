@@ -1,0 +1,126 @@
+// RUN: shardc-opt %s -p 'lower-to-tpu{chip=v5e}' --split-input-file | filecheck %s
+// RUN: shardc-opt %s -p lower-to-tpu --split-input-file | shardc-opt - --split-input-file > /dev/null
+// RUN: not shardc-opt %s -p 'lower-to-tpu{chip=v99}' --split-input-file 2>&1 | filecheck %s --check-prefix=CHIP
+
+// Ring all_gather, HBM to HBM: own shard into its slot, then N-1 forwards to the right,
+// one receive semaphore per step (every slot is written once: no handshake needed).
+// Outputs are extra HBM arguments after the inputs; the kernel returns nothing.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @all_gather(%a: tensor<8x128xf32>) -> tensor<32x128xf32> attributes {spmd.per_device_io} {
+  %r = collective.all_gather %a on @ring["x"], dim = 0 : (tensor<8x128xf32>) -> tensor<32x128xf32>
+  func.return %r : tensor<32x128xf32>
+}
+
+// CHECK-LABEL: func.func @all_gather(%a: memref<8x128xf32, #tpu.memory_space<hbm>>, %out0: memref<32x128xf32, #tpu.memory_space<hbm>>) attributes {tpu.kernel, tpu.io = [1 : i64, 1 : i64, 0 : i64]} {
+// CHECK:         %dev = tpu.device_id : i32
+// CHECK-NEXT:    %me_x = tpu.axis_index @ring["x"] : i32
+// CHECK-NEXT:    %n_x = arith.constant 4 : i32
+// CHECK:         %right_x = arith.addi %dev, %{{.*}} : i32
+// CHECK-NEXT:    tpu.barrier
+// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
+// CHECK:         %ag_own = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<32x128xf32, #tpu.memory_space<hbm>> -> memref<8x128xf32, #tpu.memory_space<hbm>>
+// CHECK-NEXT:    tpu.dma_start %a, %ag_own, %ag_copy_sem
+// CHECK-NEXT:    tpu.dma_wait %ag_copy_sem, %ag_own
+// CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           %ag_recv_sem = tpu.memref_slice %ag_recv_sems[%s] : !tpu.dma_semaphore<3> -> !tpu.dma_semaphore
+// CHECK-NEXT:      tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_x
+// CHECK-NEXT:      tpu.dma_wait %ag_send_sem, %ag_block
+// CHECK-NEXT:      tpu.dma_wait %ag_recv_sem, %ag_incoming
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
+
+// -----
+
+// Ring reduce_scatter: partial sums travel right in VMEM, double-buffered receive slots,
+// one credit (regular semaphore, signalled by the receiver to its left neighbour) per
+// free slot; the sender waits for a credit before each remote DMA.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @reduce_scatter(%a: tensor<32x128xi32>) -> tensor<8x128xi32> attributes {spmd.per_device_io} {
+  %r = collective.reduce_scatter add %a on @ring["x"], dim = 0 : (tensor<32x128xi32>) -> tensor<8x128xi32>
+  func.return %r : tensor<8x128xi32>
+}
+
+// CHECK-LABEL: func.func @reduce_scatter(
+// CHECK:         %left_x = arith.addi %dev, %{{.*}} : i32
+// CHECK:         %rs_recv_buf = tpu.alloc : memref<2x8x128xi32, #tpu.memory_space<vmem>>
+// CHECK:         %rs_acc = tpu.alloc : memref<8x128xi32, #tpu.memory_space<vmem>>
+// CHECK:         %rs_credits = tpu.alloc : !tpu.semaphore
+// CHECK:         %rs_slots = arith.constant 2 : i32
+// CHECK:         tpu.sem_signal %rs_credits, %rs_slots, device = %left_x
+// CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           tpu.sem_wait %rs_credits, %one
+// CHECK-NEXT:      tpu.dma_start %rs_acc, %rs_slot, %rs_send_sem, %rs_recv_sem, device = %right_x
+// CHECK:           tpu.dma_wait %rs_recv_sem, %rs_slot
+// CHECK-NEXT:      %partial = tpu.load %rs_recv_buf[%slot, %{{.*}}, %{{.*}}]
+// CHECK-NEXT:      %own = tpu.load %rs_mine
+// CHECK-NEXT:      %sum = arith.addi %partial, %own : vector<8x128xi32>
+// CHECK-NEXT:      tpu.dma_wait %rs_send_sem, %rs_acc
+// CHECK-NEXT:      tpu.store %sum, %rs_acc
+// CHECK-NEXT:      tpu.sem_signal %rs_credits, %one, device = %left_x
+// CHECK-NEXT:    }
+// CHECK-NEXT:    tpu.sem_wait %rs_credits, %rs_slots
+// CHECK:         tpu.dma_start %rs_acc, %out0, %rs_out_sem
+// CHECK-NEXT:    tpu.dma_wait %rs_out_sem, %out0
+
+// -----
+
+// all_reduce = reduce_scatter + all_gather over the buffer viewed as [N, numel / N].
+
+spmd.mesh @ring = <["x"=2]>
+func.func @all_reduce(%a: tensor<8x6xf32>) -> tensor<8x6xf32> attributes {spmd.per_device_io} {
+  %r = collective.all_reduce add %a on @ring["x"] : tensor<8x6xf32>
+  func.return %r : tensor<8x6xf32>
+}
+
+// CHECK-LABEL: func.func @all_reduce(
+// CHECK:         %ar_in = tpu.memref_reshape %a : memref<8x6xf32, #tpu.memory_space<hbm>> -> memref<2x24xf32, #tpu.memory_space<hbm>>
+// CHECK-NEXT:    %ar_out = tpu.memref_reshape %out0 : memref<8x6xf32, #tpu.memory_space<hbm>> -> memref<2x24xf32, #tpu.memory_space<hbm>>
+// CHECK:         %rs_slots = arith.constant 1 : i32
+// CHECK:         %sum = arith.addf %partial, %own : vector<1x24xf32>
+// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<1>
+// CHECK:         tpu.dma_start %rs_acc, %ag_own, %ag_copy_sem : memref<1x24xf32, #tpu.memory_space<vmem>> to memref<1x24xf32, #tpu.memory_space<hbm>>
+// CHECK:         tpu.dealloc %rs_acc
+
+// -----
+
+// permute_start issues its DMA, the compute runs, done waits; an intermediate value
+// gets an HBM scratch argument after the outputs.
+
+spmd.mesh @m = <["data"=2, "model"=4]>
+func.func @permute(%a: tensor<8x128xf32>) -> tensor<8x128xf32> attributes {spmd.per_device_io} {
+  %f = collective.permute_start %a on @m["model"], shift = 1 : tensor<8x128xf32> -> !collective.future<tensor<8x128xf32>>
+  %e = hlo.exp %a : tensor<8x128xf32>
+  %p = collective.done %f : !collective.future<tensor<8x128xf32>> -> tensor<8x128xf32>
+  %s = hlo.add %p, %e : tensor<8x128xf32>
+  func.return %s : tensor<8x128xf32>
+}
+
+// CHECK-LABEL: func.func @permute(%a: memref<8x128xf32, #tpu.memory_space<hbm>>, %out0: memref<8x128xf32, #tpu.memory_space<hbm>>, %scratch0: memref<8x128xf32, #tpu.memory_space<hbm>>, %scratch1: memref<8x128xf32, #tpu.memory_space<hbm>>) attributes {tpu.kernel, tpu.io = [1 : i64, 1 : i64, 2 : i64]} {
+// CHECK:         %me_model = tpu.axis_index @m["model"] : i32
+// CHECK:         tpu.dma_start %a, %scratch1, %pm_send_sem, %pm_recv_sem, device = %right_model
+// CHECK:         %ew = math.exp %{{.*}} : vector<8x128xf32>
+// CHECK:         tpu.dma_wait %pm_send_sem, %a
+// CHECK-NEXT:    tpu.dma_wait %pm_recv_sem, %scratch1
+// CHECK:         %ew_1 = arith.addf %{{.*}}, %{{.*}} : vector<8x128xf32>
+// CHECK:         tpu.dma_start %ew_out_1, %out0, %ew_sem_
+
+// -----
+
+// permute pairs: one scf.if per sender and receiver; ranks nobody sends to get zeros.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @pairs(%a: tensor<8xi32>) -> tensor<8xi32> attributes {spmd.per_device_io} {
+  %r = collective.permute %a on @ring["x"], pairs = [[0, 3]] : tensor<8xi32>
+  func.return %r : tensor<8xi32>
+}
+
+// CHECK-LABEL: func.func @pairs(
+// CHECK:         %{{.*}} = arith.cmpi eq, %me_x, %{{.*}} : i32
+// CHECK-NEXT:    scf.if %{{.*}} {
+// CHECK:           tpu.dma_start %a, %out0, %pm_send_sem, %pm_recv_sem, device = %{{.*}}
+// CHECK:         arith.constant dense<0> : vector<8xi32>
+// CHECK:         tpu.dma_wait %pm_recv_sem, %out0
+
+// CHIP: error: lower-to-tpu: unknown chip 'v99'
