@@ -29,7 +29,11 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   its slot of the output; then N-1 steps (`scf.for`) each forward slot (me - s) mod N to
   the right neighbour's same slot, receiving slot (me - s - 1) mod N from the left on
   receive semaphore s (N-1 of them). Each slot is written once: N-buffering, no sender can
-  overrun a receiver, no handshake is needed.
+  overrun a receiver, no handshake is needed. On a ring with wraparound links (as
+  `CostModel.axis_rings` decides: v5e/v6e axes of 16, v4/v5p multiples of 4) it is
+  bidirectional: the first half of every slot (along its first even dimension) travels
+  right, the second half left, both DMAs of a step in flight at once, so both directions
+  of every link carry data (on a line the wrap hop would share the links: one way only).
 * reduce_scatter add (ring, partial sums travel right, VMEM): step s sends the running
   partial sum of chunk (me - s - 1) mod N to the right neighbour's receive buffer, then
   adds its own chunk (me - s - 2) mod N (a local DMA from HBM) to what arrived from the
@@ -60,7 +64,8 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
 
 Not yet (the pass says so with an error at the op): collectives over several axes or
 explicit groups, all_to_all, reductions other than add, reductions of bf16/f16 (level S
-accumulates them in f32 and rounds once), bidirectional rings, tiling (every block is a
+accumulates them in f32 and rounds once), a bidirectional reduce_scatter (all_reduce's
+reduce-scatter phase runs one way), tiling (every block is a
 whole chunk / tensor in VMEM: a block that does not fit the chip's VMEM is an error
 naming the op, the size and the capacity), any other hlo op, `tpu-pipeline`.
 """
@@ -97,6 +102,7 @@ from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.dialects.hlo import element_kind
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.hardware.chips import Chip, UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel
 from shardc.passes.errors import OpPassError
 
 INDEX = IndexType()
@@ -353,8 +359,14 @@ class _Lowering:
         ax.neighbours[k] = dev
         return dev
 
-    def chunk(self, e: _Emitter, ref: SSAValue, dim: int, size: int, c: SSAValue, hint: str) -> SSAValue:
-        """The block `c` (an index) of `size` along `dim` of `ref`: a `tpu.memref_slice`."""
+    def chunk(
+        self, e: _Emitter, ref: SSAValue, dim: int, size: int, c: SSAValue, hint: str,
+        part: tuple[int, int, int] | None = None,
+    ) -> SSAValue:
+        """
+        The block `c` (an index) of `size` along `dim` of `ref`: a `tpu.memref_slice`;
+        with `part` = (split dim, half size, h), only half h of it along the split dim.
+        """
         ty = ref.type
         assert isinstance(ty, MemRefType)
         shape = list(ty.get_shape())
@@ -362,6 +374,11 @@ class _Lowering:
         zero = e.index(0)
         off = e.mul(c, e.index(size)) if size != 1 else c
         idx = [off if i == dim else zero for i in range(len(shape))]
+        if part is not None:
+            sdim, half, h = part
+            shape[sdim] = half
+            if h:
+                idx[sdim] = e.add(idx[sdim], e.index(h * half))
         space = tpu.memory_space_of(ty)
         assert space is not None
         return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, space)), hint)
@@ -425,7 +442,7 @@ class _Lowering:
             dim = op.dim.value.data
             xt = x.type
             assert isinstance(xt, MemRefType)
-            self.ring_all_gather(ax, x, out, dim, xt.get_shape()[dim])
+            self.ring_all_gather(ax, x, out, dim, xt.get_shape()[dim], self.wraparound(op))
         elif isinstance(op, collective.ReduceScatterBase):
             dim = op.dim.value.data
             ot = out.type
@@ -447,37 +464,75 @@ class _Lowering:
             xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
             outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
             acc = self.ring_reduce_scatter(op, ax, xr, 0, 1)
-            self.ring_all_gather(ax, acc, outr, 0, 1)
+            self.ring_all_gather(ax, acc, outr, 0, 1, self.wraparound(op))
             self.e.op(tpu.DeallocOp(acc))
         elif isinstance(op, collective.PermuteBase):
             self.permute(op, ax, x, out)
         else:
             raise AssertionError(op.name)
 
-    def ring_all_gather(self, ax: _Axis, src: SSAValue, out: SSAValue, dim: int, k: int) -> None:
-        """Ring all-gather of `src` (any space) into `out` (HBM), slot c = block c along `dim`."""
+    def wraparound(self, op: collective.CollectiveOp) -> bool:
+        """Whether the op's ring has wraparound links (as `CostModel.axis_rings` decides)."""
+        return CostModel(self.chip, self.module_mesh).axis_rings(op)[0][1]
+
+    def ring_all_gather(
+        self, ax: _Axis, src: SSAValue, out: SSAValue, dim: int, k: int, bidirectional: bool = False
+    ) -> None:
+        """
+        Ring all-gather of `src` (any space) into `out` (HBM), slot c = block c along `dim`.
+        Bidirectional: half of every slot travels right, the other half left (the two
+        directions of every link carry data at once: twice the bandwidth on a ring with
+        wraparound); needs an even dimension in the slot, else it runs one way.
+        """
         e, n = self.e, ax.size
-        right = self.neighbour(ax, 1)
+        ot = out.type
+        assert isinstance(ot, MemRefType)
+        slot_shape = list(ot.get_shape())
+        slot_shape[dim] = k
+        split = None
+        if bidirectional:
+            split = next((d for d, size in enumerate(slot_shape) if size % 2 == 0 and size > 1), None)
         copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_copy_sem")
-        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_send_sem")
-        recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), "ag_recv_sems")
         me = e.to_index(ax.me, "me_index")
         own = self.chunk(e, out, dim, k, me, "ag_own")
         e.op(tpu.DMAStartOp(src, own, recv_sem=copy_sem))
         e.op(tpu.DMAWaitOp(copy_sem, own))
+        # (direction, part): part None = the whole slot, else (split dim, half size, half).
+        rings: list[tuple[int, tuple[int, int, int] | None, str]] = (
+            [(1, None, "ag")] if split is None
+            else [(1, (split, slot_shape[split] // 2, 0), "ag_r"),
+                  (-1, (split, slot_shape[split] // 2, 1), "ag_l")]
+        )
+        sems = []
+        for direction, _, tag in rings:
+            peer = self.neighbour(ax, direction)
+            send = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem")
+            recv = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), f"{tag}_recv_sems")
+            sems.append((peer, send, recv))
         b, s = self.for_steps(0, n - 1)
-        # Step s forwards slot (me - s) mod N to the right neighbour's same slot and
-        # receives slot (me - s - 1) mod N from the left on recv_sems[s].
+        # Rightwards, step s forwards slot (me - s) mod N to the right neighbour's same
+        # slot and receives slot (me - s - 1) mod N from the left on recv_sems[s];
+        # leftwards the mirror image: (me + s) out, (me + s + 1) in.
         s32 = b.to_i32(s)
-        back = b.add(b.sub(ax.me, s32), ax.n)
-        send_slot = b.to_index(b.rem(back, ax.n), "send_slot")
-        recv_slot = b.to_index(b.rem(b.add(back, b.i32(n - 1)), ax.n), "recv_slot")
-        block = self.chunk(b, out, dim, k, send_slot, "ag_block")
-        incoming = self.chunk(b, out, dim, k, recv_slot, "ag_incoming")
-        sem = b.op(tpu.MemRefSliceOp(recv_sems, [s], tpu.DMASemaphoreType()), "ag_recv_sem")
-        b.op(tpu.DMAStartOp(block, block, send_sem=send_sem, recv_sem=sem, device=right))
-        b.op(tpu.DMAWaitOp(send_sem, block))
-        b.op(tpu.DMAWaitOp(sem, incoming))
+        waits: list[Operation] = []
+        for (direction, part, tag), (peer, send, recv) in zip(rings, sems):
+            if direction == 1:
+                base = b.add(b.sub(ax.me, s32), ax.n)
+                out_c = b.rem(base, ax.n)
+                in_c = b.rem(b.add(base, b.i32(n - 1)), ax.n)
+            else:
+                base = b.add(ax.me, s32)
+                out_c = b.rem(base, ax.n)
+                in_c = b.rem(b.add(base, b.i32(1)), ax.n)
+            send_slot = b.to_index(out_c, f"{tag}_send_slot")
+            recv_slot = b.to_index(in_c, f"{tag}_recv_slot")
+            block = self.chunk(b, out, dim, k, send_slot, f"{tag}_block", part)
+            incoming = self.chunk(b, out, dim, k, recv_slot, f"{tag}_incoming", part)
+            sem = b.op(tpu.MemRefSliceOp(recv, [s], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
+            b.op(tpu.DMAStartOp(block, block, send_sem=send, recv_sem=sem, device=peer))
+            waits += [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
+        for w in waits:
+            b.op(w)
         b.op(scf.YieldOp())
 
     def ring_reduce_scatter(

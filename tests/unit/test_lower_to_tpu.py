@@ -142,6 +142,26 @@ def test_collective_matches_level_s(n, dtype, kind, form):
         assert report["ici_bytes"] > 0
 
 
+@pytest.mark.parametrize("chip, n", [("v5p", 4), ("v5p", 8), ("v5e", 16)])
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("kind", ["all_gather_dim0", "all_gather_dim1", "all_reduce"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_bidirectional_all_gather_on_rings_with_wraparound(chip, n, dtype, kind, form):
+    arg, res, op = cases(n)[kind]
+    if form == "async":
+        op = start_done(op, res)
+    module, _ = check(one_op(n, dtype, arg, res, op), n, chip=chip)
+    text = str(module)
+    assert "%ag_r_recv_sems" in text and "%ag_l_recv_sems" in text and "device = %left_x" in text
+
+
+def test_one_way_on_a_line():
+    """4 devices on v5e: no wraparound, so both directions would share the links: one ring."""
+    arg, res, op = cases(4)["all_gather_dim0"]
+    module, _ = check(one_op(4, "f32", arg, res, op), 4)
+    assert "%ag_l_" not in str(module)
+
+
 def test_start_done_helper():
     op = start_done(cases(4)["all_gather_dim0"][2], "8x128")
     assert "collective.all_gather_start %a" in op and "-> !collective.future<tensor<8x128x{t}>>" in op
@@ -292,4 +312,23 @@ def test_large_ring_all_gather_time_against_the_cost_model():
     want = CostModel(get_chip("v5e"), mesh[1]).collective_time(op)  # pyright: ignore
     ratio = report["step_time_s"] / want
     print(f"level-T / cost model = {report['step_time_s']:.6e} / {want:.6e} = {ratio:.4f}")
+    assert ratio == pytest.approx(1.0, abs=0.10)
+
+
+@pytest.mark.parametrize("chip, n", [("v5p", 4), ("v5e", 16)])
+def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
+    """With wraparound the cost model counts both directions of the ring: so does the kernel."""
+    rows = 16384 if n == 4 else 4096  # 32 MiB gathered per device: latency is a few per cent
+    text = one_op(n, "f32", f"{rows}x128", f"{n * rows}x128",
+                  f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>')
+    module, report = check(text, n, chip=chip)
+    level_s, _ = parse(text)
+    op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
+    from shardc.interpreter.devices import module_mesh
+
+    mesh = module_mesh(level_s)
+    assert mesh is not None
+    want = CostModel(get_chip(chip), mesh[1]).collective_time(op)  # pyright: ignore
+    ratio = report["step_time_s"] / want
+    print(f"{chip} x{n}: level-T / cost model = {report['step_time_s']:.6e} / {want:.6e} = {ratio:.4f}")
     assert ratio == pytest.approx(1.0, abs=0.10)

@@ -1,5 +1,6 @@
 // RUN: shardc-opt %s -p 'lower-to-tpu{chip=v5e}' --split-input-file | filecheck %s
 // RUN: shardc-opt %s -p lower-to-tpu --split-input-file | shardc-opt - --split-input-file > /dev/null
+// RUN: shardc-opt %s -p 'lower-to-tpu{chip=v5p}' --split-input-file | filecheck %s --check-prefix=V5P
 // RUN: not shardc-opt %s -p 'lower-to-tpu{chip=v99}' --split-input-file 2>&1 | filecheck %s --check-prefix=CHIP
 
 // Ring all_gather, HBM to HBM: own shard into its slot, then N-1 forwards to the right,
@@ -18,10 +19,11 @@ func.func @all_gather(%a: tensor<8x128xf32>) -> tensor<32x128xf32> attributes {s
 // CHECK-NEXT:    %n_x = arith.constant 4 : i32
 // CHECK:         %right_x = arith.addi %dev, %{{.*}} : i32
 // CHECK-NEXT:    tpu.barrier
-// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
 // CHECK:         %ag_own = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<32x128xf32, #tpu.memory_space<hbm>> -> memref<8x128xf32, #tpu.memory_space<hbm>>
 // CHECK-NEXT:    tpu.dma_start %a, %ag_own, %ag_copy_sem
 // CHECK-NEXT:    tpu.dma_wait %ag_copy_sem, %ag_own
+// CHECK-NEXT:    %ag_send_sem = tpu.alloc : !tpu.dma_semaphore
+// CHECK-NEXT:    %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
 // CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           %ag_recv_sem = tpu.memref_slice %ag_recv_sems[%s] : !tpu.dma_semaphore<3> -> !tpu.dma_semaphore
 // CHECK-NEXT:      tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_x
@@ -79,8 +81,8 @@ func.func @all_reduce(%a: tensor<8x6xf32>) -> tensor<8x6xf32> attributes {spmd.p
 // CHECK-NEXT:    %ar_out = tpu.memref_reshape %out0 : memref<8x6xf32, #tpu.memory_space<hbm>> -> memref<2x24xf32, #tpu.memory_space<hbm>>
 // CHECK:         %rs_slots = arith.constant 1 : i32
 // CHECK:         %sum = arith.addf %partial, %own : vector<1x24xf32>
-// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<1>
 // CHECK:         tpu.dma_start %rs_acc, %ag_own, %ag_copy_sem : memref<1x24xf32, #tpu.memory_space<vmem>> to memref<1x24xf32, #tpu.memory_space<hbm>>
+// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<1>
 // CHECK:         tpu.dealloc %rs_acc
 
 // -----
@@ -122,5 +124,29 @@ func.func @pairs(%a: tensor<8xi32>) -> tensor<8xi32> attributes {spmd.per_device
 // CHECK:           tpu.dma_start %a, %out0, %pm_send_sem, %pm_recv_sem, device = %{{.*}}
 // CHECK:         arith.constant dense<0> : vector<8xi32>
 // CHECK:         tpu.dma_wait %pm_recv_sem, %out0
+
+// -----
+
+// On a ring with wraparound (v5p, 4 devices) the all_gather is bidirectional: the first
+// half of every slot travels right, the second half left, both DMAs in flight at once.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @bidirectional(%a: tensor<8x128xf32>) -> tensor<32x128xf32> attributes {spmd.per_device_io} {
+  %r = collective.all_gather %a on @ring["x"], dim = 0 : (tensor<8x128xf32>) -> tensor<32x128xf32>
+  func.return %r : tensor<32x128xf32>
+}
+
+// V5P-LABEL: func.func @bidirectional(
+// V5P:         %ag_r_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
+// V5P:         %ag_l_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
+// V5P:         scf.for %s
+// V5P:           %ag_r_block = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<32x128xf32, #tpu.memory_space<hbm>> -> memref<4x128xf32, #tpu.memory_space<hbm>>
+// V5P:           tpu.dma_start %ag_r_block, %ag_r_block, %ag_r_send_sem, %ag_r_recv_sem, device = %right_x
+// V5P:           tpu.dma_start %ag_l_block, %ag_l_block, %ag_l_send_sem, %ag_l_recv_sem, device = %left_x
+// V5P-NEXT:      tpu.dma_wait %ag_r_send_sem, %ag_r_block
+// V5P-NEXT:      tpu.dma_wait %ag_r_recv_sem, %ag_r_incoming
+// V5P-NEXT:      tpu.dma_wait %ag_l_send_sem, %ag_l_block
+// V5P-NEXT:      tpu.dma_wait %ag_l_recv_sem, %ag_l_incoming
+// V5P-NEXT:    }
 
 // CHIP: error: lower-to-tpu: unknown chip 'v99'
