@@ -47,6 +47,9 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   overwritten only after `dma_wait` on the send semaphore. Sums run along the ring
   (rank r+1, r+2, ..., r), not in rank order: integers are exact, floats agree to
   rounding.
+  On a ring with wraparound it is bidirectional like the all_gather: the first half of
+  every chunk is reduced on a rightward ring, the second half on a leftward one (each
+  with its own buffers, semaphores and credits), the two rings' steps interleaved.
 * all_reduce add = reduce_scatter (above) over the buffer viewed as [N, numel / N] +
   all_gather (above) of the reduced chunk into the output (2 (N-1)/N of the data per
   device over the ring). Needs numel divisible by N.
@@ -64,8 +67,7 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
 
 Not yet (the pass says so with an error at the op): collectives over several axes or
 explicit groups, all_to_all, reductions other than add, reductions of bf16/f16 (level S
-accumulates them in f32 and rounds once), a bidirectional reduce_scatter (all_reduce's
-reduce-scatter phase runs one way), tiling (every block is a
+accumulates them in f32 and rounds once), tiling (every block is a
 whole chunk / tensor in VMEM: a block that does not fit the chip's VMEM is an error
 naming the op, the size and the capacity), any other hlo op, `tpu-pipeline`.
 """
@@ -448,9 +450,13 @@ class _Lowering:
             ot = out.type
             assert isinstance(ot, MemRefType)
             k = ot.get_shape()[dim]
-            acc = self.ring_reduce_scatter(op, ax, x, dim, k)
-            self.local_copy(acc, out, "rs_out")
-            self.e.op(tpu.DeallocOp(acc))
+            accs = self.ring_reduce_scatter(op, ax, x, dim, k, self.wraparound(op))
+            for acc, part in accs:
+                dst = out
+                if part is not None:
+                    dst = self.chunk(self.e, out, dim, k, self.e.index(0), "rs_part", part)
+                self.local_copy(acc, dst, "rs_out")
+                self.e.op(tpu.DeallocOp(acc))
         elif isinstance(op, collective.AllReduceBase):
             xt = x.type
             assert isinstance(xt, MemRefType)
@@ -463,9 +469,10 @@ class _Lowering:
             flat = memref_type([n, numel // n], xt.element_type, HBM)
             xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
             outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
-            acc = self.ring_reduce_scatter(op, ax, xr, 0, 1)
-            self.ring_all_gather(ax, acc, outr, 0, 1, self.wraparound(op))
-            self.e.op(tpu.DeallocOp(acc))
+            accs = self.ring_reduce_scatter(op, ax, xr, 0, 1, self.wraparound(op))
+            self.ring_all_gather(ax, accs, outr, 0, 1, self.wraparound(op))
+            for acc, _ in accs:
+                self.e.op(tpu.DeallocOp(acc))
         elif isinstance(op, collective.PermuteBase):
             self.permute(op, ax, x, out)
         else:
@@ -476,7 +483,7 @@ class _Lowering:
         return CostModel(self.chip, self.module_mesh).axis_rings(op)[0][1]
 
     def ring_all_gather(
-        self, ax: _Axis, src: SSAValue, out: SSAValue, dim: int, k: int, bidirectional: bool = False
+        self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]], out: SSAValue, dim: int, k: int, bidirectional: bool = False
     ) -> None:
         """
         Ring all-gather of `src` (any space) into `out` (HBM), slot c = block c along `dim`.
@@ -494,9 +501,12 @@ class _Lowering:
             split = next((d for d, size in enumerate(slot_shape) if size % 2 == 0 and size > 1), None)
         copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_copy_sem")
         me = e.to_index(ax.me, "me_index")
-        own = self.chunk(e, out, dim, k, me, "ag_own")
-        e.op(tpu.DMAStartOp(src, own, recv_sem=copy_sem))
-        e.op(tpu.DMAWaitOp(copy_sem, own))
+        # `src` is a buffer, or (all_reduce) VMEM buffers each holding a part of the slot.
+        srcs = src if isinstance(src, list) else [(src, None)]
+        for piece, part in srcs:
+            own = self.chunk(e, out, dim, k, me, "ag_own", part)
+            e.op(tpu.DMAStartOp(piece, own, recv_sem=copy_sem))
+            e.op(tpu.DMAWaitOp(copy_sem, own))
         # (direction, part): part None = the whole slot, else (split dim, half size, half).
         rings: list[tuple[int, tuple[int, int, int] | None, str]] = (
             [(1, None, "ag")] if split is None
@@ -536,11 +546,15 @@ class _Lowering:
         b.op(scf.YieldOp())
 
     def ring_reduce_scatter(
-        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int
-    ) -> SSAValue:
+        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, bidirectional: bool = False
+    ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
         """
-        Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`;
-        returns the VMEM buffer holding this rank's reduced chunk (the caller deallocates it).
+        Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`.
+        Returns the VMEM buffers holding this rank's reduced chunk, each with the part of
+        the chunk it holds (None: all of it; else (split dim, half size, half)); the
+        caller copies them out and deallocates them. Bidirectional: the first half of
+        every chunk is reduced on the rightward ring, the second on the leftward one, the
+        two rings' steps interleaved.
         """
         e, n = self.e, ax.size
         xt = x.type
@@ -548,60 +562,93 @@ class _Lowering:
         elem = xt.element_type
         shape = list(xt.get_shape())
         shape[dim] = k
-        chunk_v = memref_type(shape, elem, VMEM)
+        split = None
+        if bidirectional:
+            split = next((d for d, size in enumerate(shape) if size % 2 == 0 and size > 1), None)
+        rings: list[tuple[int, tuple[int, int, int] | None, str]] = (
+            [(1, None, "rs")] if split is None
+            else [(1, (split, shape[split] // 2, 0), "rs_r"),
+                  (-1, (split, shape[split] // 2, 1), "rs_l")]
+        )
         self.check_vmem(op, f"a ring reduce_scatter step (4 blocks of {'x'.join(map(str, shape))})",
                         4 * _bytes(shape, elem))
-        right, left = self.neighbour(ax, 1), self.neighbour(ax, -1)
-        rbuf = e.op(tpu.AllocOp(memref_type([2, *shape], elem, VMEM)), "rs_recv_buf")
-        mine = e.op(tpu.AllocOp(chunk_v), "rs_mine")
-        acc = e.op(tpu.AllocOp(chunk_v), "rs_acc")
-        copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "rs_copy_sem")
-        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "rs_send_sem")
-        recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), "rs_recv_sems")
-        credits = e.op(tpu.AllocOp(tpu.SemaphoreType()), "rs_credits")
+        one = e.i32(1, "one")
         c = min(2, n - 1)
         credit0 = e.i32(c, "rs_slots")
-        one = e.i32(1, "one")
-        # My receive slots are free: tell the left neighbour (who sends into them).
-        e.op(tpu.SemSignalOp(credits, credit0, left))
-        # The first message is my own chunk (me - 1) mod N, staged into the send buffer.
-        first = e.to_index(e.rem(e.add(ax.me, e.i32(n - 1)), ax.n), "rs_first")
-        first_block = self.chunk(e, x, dim, k, first, "rs_first_block")
-        e.op(tpu.DMAStartOp(first_block, acc, recv_sem=copy_sem))
-        e.op(tpu.DMAWaitOp(copy_sem, acc))
+        state = []
+        for direction, part, tag in rings:
+            bshape = list(shape)
+            if part is not None:
+                bshape[part[0]] = part[1]
+            block_v = memref_type(bshape, elem, VMEM)
+            to = self.neighbour(ax, direction)
+            back = self.neighbour(ax, -direction)
+            rbuf = e.op(tpu.AllocOp(memref_type([2, *bshape], elem, VMEM)), f"{tag}_recv_buf")
+            mine = e.op(tpu.AllocOp(block_v), f"{tag}_mine")
+            acc = e.op(tpu.AllocOp(block_v), f"{tag}_acc")
+            copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_copy_sem")
+            send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem")
+            recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems")
+            credits = e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits")
+            # My receive slots are free: tell the neighbour who sends into them.
+            e.op(tpu.SemSignalOp(credits, credit0, back))
+            # The first message is my own chunk (me - direction) mod N, staged into acc.
+            first = e.to_index(e.rem(e.add(ax.me, e.i32((-direction) % n)), ax.n), f"{tag}_first")
+            first_block = self.chunk(e, x, dim, k, first, f"{tag}_first_block", part)
+            e.op(tpu.DMAStartOp(first_block, acc, recv_sem=copy_sem))
+            e.op(tpu.DMAWaitOp(copy_sem, acc))
+            state.append((direction, part, tag, bshape, to, back, rbuf, mine, acc, copy_sem,
+                          send_sem, recv_sems, credits))
         b, s = self.for_steps(0, n - 1)
         s32 = b.to_i32(s)
         slot = b.rem(s, b.index(2), "slot")
-        # The partial arriving at step s is for chunk (me - s - 2) mod N; add mine to it.
-        mine_c = b.to_index(
-            b.rem(b.add(b.sub(ax.me, s32), b.i32(2 * n - 2)), ax.n), "rs_mine_chunk"
-        )
-        zeros = [b.index(0) for _ in shape]
-        dst = b.op(tpu.MemRefSliceOp(rbuf, [slot, *zeros], chunk_v), "rs_slot")
-        rsem = b.op(tpu.MemRefSliceOp(recv_sems, [slot], tpu.DMASemaphoreType()), "rs_recv_sem")
-        # Handshake: one credit = one free receive slot on the right neighbour.
-        b.op(tpu.SemWaitOp(credits, one))
-        b.op(tpu.DMAStartOp(acc, dst, send_sem=send_sem, recv_sem=rsem, device=right))
-        xs = self.chunk(b, x, dim, k, mine_c, "rs_x_block")
-        b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
-        b.op(tpu.DMAWaitOp(copy_sem, mine))
-        b.op(tpu.DMAWaitOp(rsem, dst))
-        vty = VectorType(elem, shape)
-        got = b.op(tpu.LoadOp(rbuf, [slot, *zeros], vty), "partial")
-        own = b.op(tpu.LoadOp(mine, zeros, vty), "own")
-        add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
-        total = b.op(add(got, own), "sum")
-        # The send buffer is free once the outgoing message has left.
-        b.op(tpu.DMAWaitOp(send_sem, acc))
-        b.op(tpu.StoreOp(total, acc, zeros))
-        # My slot is consumed: one more credit for the left neighbour.
-        b.op(tpu.SemSignalOp(credits, one, left))
+        later: list[Operation] = []
+        for (direction, part, tag, bshape, to, back, rbuf, mine, acc, copy_sem, send_sem,
+             recv_sems, credits) in state:
+            block_v = memref_type(bshape, elem, VMEM)
+            # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
+            if direction == 1:
+                mine_c = b.add(b.sub(ax.me, s32), b.i32(2 * n - 2))
+            else:
+                mine_c = b.add(b.add(ax.me, s32), b.i32(2))
+            mine_i = b.to_index(b.rem(mine_c, ax.n), f"{tag}_mine_chunk")
+            zeros = [b.index(0) for _ in bshape]
+            dst = b.op(tpu.MemRefSliceOp(rbuf, [slot, *zeros], block_v), f"{tag}_slot")
+            rsem = b.op(tpu.MemRefSliceOp(recv_sems, [slot], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
+            # Handshake: one credit = one free receive slot on the receiving neighbour.
+            b.op(tpu.SemWaitOp(credits, one))
+            b.op(tpu.DMAStartOp(acc, dst, send_sem=send_sem, recv_sem=rsem, device=to))
+            xs = self.chunk(b, x, dim, k, mine_i, f"{tag}_x_block", part)
+            b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
+            vty = VectorType(elem, bshape)
+            got = tpu.LoadOp(rbuf, [slot, *zeros], vty)
+            got.result.name_hint = "partial"
+            own = tpu.LoadOp(mine, zeros, vty)
+            own.result.name_hint = "own"
+            add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
+            total = add(got, own)
+            total.result.name_hint = "sum"
+            later += [
+                tpu.DMAWaitOp(copy_sem, mine),
+                tpu.DMAWaitOp(rsem, dst),
+                got, own, total,
+                # The send buffer is free once the outgoing message has left.
+                tpu.DMAWaitOp(send_sem, acc),
+                tpu.StoreOp(total, acc, zeros),
+                # My slot is consumed: one more credit for the sending neighbour.
+                tpu.SemSignalOp(credits, one, back),
+            ]
+        for o in later:
+            b.op(o)
         b.op(scf.YieldOp())
-        # The credits still owed to me: my right neighbour has consumed every message.
-        e.op(tpu.SemWaitOp(credits, credit0))
-        e.op(tpu.DeallocOp(rbuf))
-        e.op(tpu.DeallocOp(mine))
-        return acc
+        results = []
+        for (_, part, _, _, _, _, rbuf, mine, acc, _, _, _, credits) in state:
+            # The credits still owed to me: my receiver has consumed every message.
+            e.op(tpu.SemWaitOp(credits, credit0))
+            e.op(tpu.DeallocOp(rbuf))
+            e.op(tpu.DeallocOp(mine))
+            results.append((acc, part))
+        return results
 
     def permute(self, op: collective.PermuteBase, ax: _Axis, x: SSAValue, out: SSAValue) -> None:
         e, n = self.e, ax.size

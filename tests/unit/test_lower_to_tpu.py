@@ -144,15 +144,20 @@ def test_collective_matches_level_s(n, dtype, kind, form):
 
 @pytest.mark.parametrize("chip, n", [("v5p", 4), ("v5p", 8), ("v5e", 16)])
 @pytest.mark.parametrize("dtype", ["f32", "i32"])
-@pytest.mark.parametrize("kind", ["all_gather_dim0", "all_gather_dim1", "all_reduce"])
+@pytest.mark.parametrize("kind", ["all_gather_dim0", "all_gather_dim1", "all_reduce",
+                                  "reduce_scatter_dim0", "reduce_scatter_dim1"])
 @pytest.mark.parametrize("form", ["sync", "async"])
-def test_bidirectional_all_gather_on_rings_with_wraparound(chip, n, dtype, kind, form):
+def test_bidirectional_rings_with_wraparound(chip, n, dtype, kind, form):
     arg, res, op = cases(n)[kind]
     if form == "async":
         op = start_done(op, res)
     module, _ = check(one_op(n, dtype, arg, res, op), n, chip=chip)
     text = str(module)
-    assert "%ag_r_recv_sems" in text and "%ag_l_recv_sems" in text and "device = %left_x" in text
+    tag = "ag" if "gather" in kind else "rs"
+    assert f"%{tag}_r_recv_sems" in text and f"%{tag}_l_recv_sems" in text, text
+    assert "device = %left_x" in text
+    if kind == "all_reduce":
+        assert "%rs_l_credits" in text and "%ag_l_recv_sems" in text
 
 
 def test_one_way_on_a_line():
@@ -331,4 +336,28 @@ def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
     want = CostModel(get_chip(chip), mesh[1]).collective_time(op)  # pyright: ignore
     ratio = report["step_time_s"] / want
     print(f"{chip} x{n}: level-T / cost model = {report['step_time_s']:.6e} / {want:.6e} = {ratio:.4f}")
+    assert ratio == pytest.approx(1.0, abs=0.10)
+
+
+@pytest.mark.parametrize("chip, n, kind", [("v5e", 8, "all_reduce"), ("v5p", 4, "reduce_scatter"),
+                                           ("v5e", 16, "all_reduce")])
+def test_large_reducing_collectives_time_against_the_cost_model(chip, n, kind):
+    """32 MiB per device: the ring's per-step latency and local copies cost a few per cent."""
+    rows = 65536
+    if kind == "all_reduce":
+        text = one_op(n, "f32", f"{rows}x128", f"{rows}x128",
+                      f'%r = collective.all_reduce add %a on @m["x"] : tensor<{rows}x128x{{t}}>')
+    else:
+        text = one_op(n, "f32", f"{rows}x128", f"{rows // n}x128",
+                      f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{rows // n}x128x{{t}}>')
+    module, report = check(text, n, chip=chip)
+    level_s, _ = parse(text)
+    op = next(o for o in level_s.walk() if o.name.startswith("collective."))
+    from shardc.interpreter.devices import module_mesh
+
+    mesh = module_mesh(level_s)
+    assert mesh is not None
+    want = CostModel(get_chip(chip), mesh[1]).collective_time(op)  # pyright: ignore
+    ratio = report["step_time_s"] / want
+    print(f"{chip} x{n} {kind}: level-T / cost model = {ratio:.4f}")
     assert ratio == pytest.approx(1.0, abs=0.10)

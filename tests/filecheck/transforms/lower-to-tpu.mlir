@@ -46,10 +46,10 @@ func.func @reduce_scatter(%a: tensor<32x128xi32>) -> tensor<8x128xi32> attribute
 
 // CHECK-LABEL: func.func @reduce_scatter(
 // CHECK:         %left_x = arith.addi %dev, %{{.*}} : i32
+// CHECK:         %rs_slots = arith.constant 2 : i32
 // CHECK:         %rs_recv_buf = tpu.alloc : memref<2x8x128xi32, #tpu.memory_space<vmem>>
 // CHECK:         %rs_acc = tpu.alloc : memref<8x128xi32, #tpu.memory_space<vmem>>
 // CHECK:         %rs_credits = tpu.alloc : !tpu.semaphore
-// CHECK:         %rs_slots = arith.constant 2 : i32
 // CHECK:         tpu.sem_signal %rs_credits, %rs_slots, device = %left_x
 // CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           tpu.sem_wait %rs_credits, %one
@@ -148,5 +148,34 @@ func.func @bidirectional(%a: tensor<8x128xf32>) -> tensor<32x128xf32> attributes
 // V5P-NEXT:      tpu.dma_wait %ag_l_send_sem, %ag_l_block
 // V5P-NEXT:      tpu.dma_wait %ag_l_recv_sem, %ag_l_incoming
 // V5P-NEXT:    }
+
+// -----
+
+// Bidirectional reduce_scatter (v5p, 4 devices): rows 0:4 of every chunk are reduced on the
+// rightward ring, rows 4:8 on the leftward one, each with its own credits.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @bidirectional_rs(%a: tensor<32x128xf32>) -> tensor<8x128xf32> attributes {spmd.per_device_io} {
+  %r = collective.reduce_scatter add %a on @ring["x"], dim = 0 : (tensor<32x128xf32>) -> tensor<8x128xf32>
+  func.return %r : tensor<8x128xf32>
+}
+
+// V5P-LABEL: func.func @bidirectional_rs(
+// V5P:         %rs_r_recv_buf = tpu.alloc : memref<2x4x128xf32, #tpu.memory_space<vmem>>
+// V5P:         tpu.sem_signal %rs_r_credits, %rs_slots, device = %left_x
+// V5P:         %rs_l_recv_buf = tpu.alloc : memref<2x4x128xf32, #tpu.memory_space<vmem>>
+// V5P:         tpu.sem_signal %rs_l_credits, %rs_slots, device = %right_x
+// V5P:         scf.for %s
+// V5P:           tpu.sem_wait %rs_r_credits, %one
+// V5P-NEXT:      tpu.dma_start %rs_r_acc, %rs_r_slot, %rs_r_send_sem, %rs_r_recv_sem, device = %right_x
+// V5P:           tpu.sem_wait %rs_l_credits, %one
+// V5P-NEXT:      tpu.dma_start %rs_l_acc, %rs_l_slot, %rs_l_send_sem, %rs_l_recv_sem, device = %left_x
+// V5P:           tpu.sem_signal %rs_r_credits, %one, device = %left_x
+// V5P:           tpu.sem_signal %rs_l_credits, %one, device = %right_x
+// V5P-NEXT:    }
+// V5P-NEXT:    tpu.sem_wait %rs_r_credits, %rs_slots
+// V5P:         tpu.sem_wait %rs_l_credits, %rs_slots
+// V5P:         %rs_part = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<8x128xf32, #tpu.memory_space<hbm>> -> memref<4x128xf32, #tpu.memory_space<hbm>>
+// V5P:         tpu.dma_start %rs_r_acc, %rs_part, %rs_out_sem
 
 // CHIP: error: lower-to-tpu: unknown chip 'v99'
