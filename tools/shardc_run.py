@@ -48,8 +48,13 @@ from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, ve
 
 PROG = "shardc-run"
 
-TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-5, F16: 5e-3, BF16: 2e-2}
-"""--check: relative tolerance per float dtype, against the largest |reference| value."""
+TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-4, F16: 5e-3, BF16: 2e-2}
+"""
+--check: relative tolerance per float dtype, against the largest |reference| value. A
+partitioned program sums in another order than the global one (partial dots, then the
+all_reduce); over contractions of thousands of f32 terms that moves results by a few 1e-5
+of their scale, so f32 allows 1e-4.
+"""
 
 NOT_YET: dict[str, str] = {}
 """Flags parsed but not implemented yet (exit status 2): option name -> what."""
