@@ -58,9 +58,12 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   receiver (wait), zeros (a VMEM store + local DMA) on ranks nobody sends to. Each output
   is written by one sender once, so there is nothing to overrun.
 * `_start` / `done`: `permute_start` issues its DMAs at the `_start` and waits for them at
-  the `done`, so the compute in between overlaps the transfer. The ring collectives run
-  whole at their `_start` (their steps depend on each other; overlapping them with
-  compute is future work) and their `done` is free.
+  the `done`; `all_gather_start` does its local copy and starts step 0's DMAs at the
+  `_start`, and waits for them and runs steps 1..N-2 at the `done` (for N = 2 the whole
+  transfer overlaps the compute in between); `all_reduce_start` runs its reduce-scatter
+  phase at the `_start` and splits its all-gather phase the same way. A
+  `reduce_scatter_start` runs whole at the `_start` (its steps each need the previous
+  step's data; overlapping them with compute is future work).
 * hlo binary (add sub mul max min; div for floats) and unary (neg exp log tanh sqrt rsqrt
   abs, floats) elementwise ops: operands DMA'd into VMEM, one whole-tensor `tpu.load`,
   the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
@@ -392,11 +395,14 @@ class _Lowering:
                 f"{self.chip.vmem_bytes} bytes of {self.chip.name} (tiling is not implemented yet)"
             )
 
-    def for_steps(self, lo: int, hi: int, hint: str = "s") -> tuple[_Emitter, SSAValue]:
-        """An `scf.for %s = lo to hi` appended here; returns its body's emitter and `%s`."""
+    def for_steps(
+        self, lo: int, hi: int, hint: str = "s", e: _Emitter | None = None
+    ) -> tuple[_Emitter, SSAValue]:
+        """An `scf.for %s = lo to hi` appended (to `e`, default here); its body's emitter and `%s`."""
+        e = e or self.e
         body = Block(arg_types=[INDEX])
         body.args[0].name_hint = hint
-        self.e.op(scf.ForOp(self.e.index(lo), self.e.index(hi), self.e.index(1), [], body))
+        e.op(scf.ForOp(e.index(lo), e.index(hi), e.index(1), [], body))
         return _Emitter(body), body.args[0]
 
     # Ops ---------------------------------------------------------------------------------
@@ -422,8 +428,11 @@ class _Lowering:
                 outs = [self.buffers[r] for r in op.results]
             ins = [self.buffers[v] for v in op.operands]
             ax = self.axis(op)
+            deferred: list[Operation] | None = [] if op.IS_START else None
             for x, out in zip(ins, outs, strict=True):
-                self.collective(op, ax, x, out)
+                self.collective(op, ax, x, out, deferred)
+            if deferred is not None:
+                self.pending[op.results[0]] = deferred
             return
         if type(op) in _FLOAT_BINARY or type(op) in _FLOAT_UNARY:
             self.elementwise(op)
@@ -435,7 +444,14 @@ class _Lowering:
         self.e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
         self.e.op(tpu.DMAWaitOp(sem, dst))
 
-    def collective(self, op: collective.CollectiveOp, ax: _Axis, x: SSAValue, out: SSAValue) -> None:
+    def collective(
+        self, op: collective.CollectiveOp, ax: _Axis, x: SSAValue, out: SSAValue,
+        deferred: list[Operation] | None = None,
+    ) -> None:
+        """
+        Lower one operand of `op`. `deferred` (for a `_start`): ops to emit at the `done`
+        instead of here (the waits, and for all_gather every step after the first).
+        """
         n = ax.size
         if n == 1:
             self.local_copy(x, out, "copy")
@@ -444,7 +460,7 @@ class _Lowering:
             dim = op.dim.value.data
             xt = x.type
             assert isinstance(xt, MemRefType)
-            self.ring_all_gather(ax, x, out, dim, xt.get_shape()[dim], self.wraparound(op))
+            self.ring_all_gather(ax, x, out, dim, xt.get_shape()[dim], self.wraparound(op), deferred)
         elif isinstance(op, collective.ReduceScatterBase):
             dim = op.dim.value.data
             ot = out.type
@@ -470,11 +486,12 @@ class _Lowering:
             xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
             outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
             accs = self.ring_reduce_scatter(op, ax, xr, 0, 1, self.wraparound(op))
-            self.ring_all_gather(ax, accs, outr, 0, 1, self.wraparound(op))
+            self.ring_all_gather(ax, accs, outr, 0, 1, self.wraparound(op), deferred)
             for acc, _ in accs:
+                # (The all-gather's first step copied the reduced chunk out already.)
                 self.e.op(tpu.DeallocOp(acc))
         elif isinstance(op, collective.PermuteBase):
-            self.permute(op, ax, x, out)
+            self.permute(op, ax, x, out, deferred)
         else:
             raise AssertionError(op.name)
 
@@ -483,13 +500,17 @@ class _Lowering:
         return CostModel(self.chip, self.module_mesh).axis_rings(op)[0][1]
 
     def ring_all_gather(
-        self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]], out: SSAValue, dim: int, k: int, bidirectional: bool = False
+        self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]],
+        out: SSAValue, dim: int, k: int, bidirectional: bool = False,
+        deferred: list[Operation] | None = None,
     ) -> None:
         """
         Ring all-gather of `src` (any space) into `out` (HBM), slot c = block c along `dim`.
         Bidirectional: half of every slot travels right, the other half left (the two
         directions of every link carry data at once: twice the bandwidth on a ring with
         wraparound); needs an even dimension in the slot, else it runs one way.
+        With `deferred` (a `_start`), step 0's DMAs start here and everything after them
+        (their waits, steps 1..N-2) goes to `deferred`, emitted at the `done`.
         """
         e, n = self.e, ax.size
         ot = out.type
@@ -519,31 +540,59 @@ class _Lowering:
             send = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem")
             recv = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), f"{tag}_recv_sems")
             sems.append((peer, send, recv))
-        b, s = self.for_steps(0, n - 1)
+
+        def step(b: _Emitter, s: SSAValue) -> list[Operation]:
+            """Start step `s`'s DMAs; return its waits."""
+            s32 = b.to_i32(s)
+            waits: list[Operation] = []
+            for (direction, part, tag), (peer, send, recv) in zip(rings, sems):
+                waits += self._ag_step(b, ax, out, dim, k, s, s32, direction, part, tag, peer, send, recv)
+            return waits
+
+        if deferred is None:
+            b, s = self.for_steps(0, n - 1)
+            for w in step(b, s):
+                b.op(w)
+            b.op(scf.YieldOp())
+            return
+        later = _Emitter(Block())
+        for w in step(e, e.index(0)):
+            later.op(w)
+        if n > 2:
+            b, s = self.for_steps(1, n - 1, e=later)
+            for w in step(b, s):
+                b.op(w)
+            b.op(scf.YieldOp())
+        ops = list(later.block.ops)
+        for o in ops:
+            o.detach()
+        deferred += ops
+
+    def _ag_step(
+        self, b: _Emitter, ax: _Axis, out: SSAValue, dim: int, k: int, s: SSAValue,
+        s32: SSAValue, direction: int, part: tuple[int, int, int] | None, tag: str,
+        peer: SSAValue, send: SSAValue, recv: SSAValue,
+    ) -> list[Operation]:
+        """One ring direction of all_gather step `s`: start the DMA, return its two waits."""
+        n = ax.size
         # Rightwards, step s forwards slot (me - s) mod N to the right neighbour's same
         # slot and receives slot (me - s - 1) mod N from the left on recv_sems[s];
         # leftwards the mirror image: (me + s) out, (me + s + 1) in.
-        s32 = b.to_i32(s)
-        waits: list[Operation] = []
-        for (direction, part, tag), (peer, send, recv) in zip(rings, sems):
-            if direction == 1:
-                base = b.add(b.sub(ax.me, s32), ax.n)
-                out_c = b.rem(base, ax.n)
-                in_c = b.rem(b.add(base, b.i32(n - 1)), ax.n)
-            else:
-                base = b.add(ax.me, s32)
-                out_c = b.rem(base, ax.n)
-                in_c = b.rem(b.add(base, b.i32(1)), ax.n)
-            send_slot = b.to_index(out_c, f"{tag}_send_slot")
-            recv_slot = b.to_index(in_c, f"{tag}_recv_slot")
-            block = self.chunk(b, out, dim, k, send_slot, f"{tag}_block", part)
-            incoming = self.chunk(b, out, dim, k, recv_slot, f"{tag}_incoming", part)
-            sem = b.op(tpu.MemRefSliceOp(recv, [s], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
-            b.op(tpu.DMAStartOp(block, block, send_sem=send, recv_sem=sem, device=peer))
-            waits += [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
-        for w in waits:
-            b.op(w)
-        b.op(scf.YieldOp())
+        if direction == 1:
+            base = b.add(b.sub(ax.me, s32), ax.n)
+            out_c = b.rem(base, ax.n)
+            in_c = b.rem(b.add(base, b.i32(n - 1)), ax.n)
+        else:
+            base = b.add(ax.me, s32)
+            out_c = b.rem(base, ax.n)
+            in_c = b.rem(b.add(base, b.i32(1)), ax.n)
+        send_slot = b.to_index(out_c, f"{tag}_send_slot")
+        recv_slot = b.to_index(in_c, f"{tag}_recv_slot")
+        block = self.chunk(b, out, dim, k, send_slot, f"{tag}_block", part)
+        incoming = self.chunk(b, out, dim, k, recv_slot, f"{tag}_incoming", part)
+        sem = b.op(tpu.MemRefSliceOp(recv, [s], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
+        b.op(tpu.DMAStartOp(block, block, send_sem=send, recv_sem=sem, device=peer))
+        return [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
 
     def ring_reduce_scatter(
         self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, bidirectional: bool = False
@@ -650,7 +699,10 @@ class _Lowering:
             results.append((acc, part))
         return results
 
-    def permute(self, op: collective.PermuteBase, ax: _Axis, x: SSAValue, out: SSAValue) -> None:
+    def permute(
+        self, op: collective.PermuteBase, ax: _Axis, x: SSAValue, out: SSAValue,
+        later: list[Operation] | None,
+    ) -> None:
         e, n = self.e, ax.size
         deferred: list[Operation] = []
         send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "pm_send_sem")
@@ -708,8 +760,8 @@ class _Lowering:
                            tpu.DMAWaitOp(zs, out), tpu.DeallocOp(buf)]
                     for o in when(r, ops):
                         e.op(o)
-        if op.IS_START:
-            self.pending[op.results[0]] = deferred
+        if later is not None:
+            later += deferred
         else:
             for o in deferred:
                 e.op(o)

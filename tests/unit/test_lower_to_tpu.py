@@ -167,6 +167,32 @@ def test_one_way_on_a_line():
     assert "%ag_l_" not in str(module)
 
 
+OVERLAP = """
+spmd.mesh @m = <["x"=N]>
+func.func @main(%x: tensor<1024x128xf32>, %y: tensor<2048x128xf32>) -> (tensor<NROWSx128xf32>, tensor<2048x128xf32>) attributes {spmd.per_device_io} {
+  %f = collective.all_gather_start %x on @m["x"], dim = 0 : (tensor<1024x128xf32>) -> !collective.future<tensor<NROWSx128xf32>>
+  %e = hlo.exp %y : tensor<2048x128xf32>
+  %t = hlo.tanh %e : tensor<2048x128xf32>
+  %g = collective.done %f : !collective.future<tensor<NROWSx128xf32>> -> tensor<NROWSx128xf32>
+  func.return %g, %t : tensor<NROWSx128xf32>, tensor<2048x128xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_all_gather_start_overlaps_the_compute_before_its_done(n):
+    overlapped = OVERLAP.replace("NROWS", str(1024 * n)).replace("N]", f"{n}]")
+    # The same program with the done right after the start: nothing to overlap.
+    lines = overlapped.splitlines(True)
+    done = next(l for l in lines if "collective.done" in l)
+    lines.remove(done)
+    lines.insert(next(i for i, l in enumerate(lines) if "all_gather_start" in l) + 1, done)
+    serial = "".join(lines)
+    _, fast = check(overlapped, n)
+    _, slow = check(serial, n)
+    assert fast["step_time_s"] < 0.95 * slow["step_time_s"], (fast["step_time_s"], slow["step_time_s"])
+
+
 def test_start_done_helper():
     op = start_done(cases(4)["all_gather_dim0"][2], "8x128")
     assert "collective.all_gather_start %a" in op and "-> !collective.future<tensor<8x128x{t}>>" in op

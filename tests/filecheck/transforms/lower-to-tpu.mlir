@@ -110,6 +110,31 @@ func.func @permute(%a: tensor<8x128xf32>) -> tensor<8x128xf32> attributes {spmd.
 
 // -----
 
+// all_gather_start: the own slot copy and step 0's DMA at the start; step 0's waits and
+// the remaining steps (here 1..2) at the done, after the compute in between.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @all_gather_start(%a: tensor<8x128xf32>, %b: tensor<8x128xf32>) -> (tensor<32x128xf32>, tensor<8x128xf32>) attributes {spmd.per_device_io} {
+  %f = collective.all_gather_start %a on @ring["x"], dim = 0 : (tensor<8x128xf32>) -> !collective.future<tensor<32x128xf32>>
+  %e = hlo.exp %b : tensor<8x128xf32>
+  %r = collective.done %f : !collective.future<tensor<32x128xf32>> -> tensor<32x128xf32>
+  func.return %r, %e : tensor<32x128xf32>, tensor<8x128xf32>
+}
+
+// CHECK-LABEL: func.func @all_gather_start(
+// CHECK:         tpu.dma_start %a, %ag_own, %ag_copy_sem
+// CHECK:         tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_x
+// CHECK-NOT:     tpu.dma_wait %ag_send_sem
+// CHECK:         %ew = math.exp
+// CHECK:         tpu.dma_wait %ag_send_sem, %ag_block
+// CHECK-NEXT:    tpu.dma_wait %ag_recv_sem, %ag_incoming
+// CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           tpu.dma_start %ag_block_1, %ag_block_1, %ag_send_sem, %ag_recv_sem_1, device = %right_x
+// CHECK:         }
+// CHECK-NEXT:    func.return
+
+// -----
+
 // permute pairs: one scf.if per sender and receiver; ranks nobody sends to get zeros.
 
 spmd.mesh @ring = <["x"=4]>
