@@ -19,29 +19,34 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, Operation
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from shardc.dialects import collective
+from shardc.dialects import collective, hlo
+from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
+from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import topological_reorder, used_values
-from shardc.dialects.sizes import tensor_bytes
 
 COMBINABLE = (collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp)
 
 
-def combine_key(op: collective.CollectiveOp) -> Hashable:
-    """What must agree for two collectives to become one."""
+def combine_key(op: collective.CollectiveOp, align_dims: bool = False) -> Hashable:
+    """
+    What must agree for two collectives to become one. With `align_dims`, all_gathers on
+    different dimensions may merge too (aligned by transposes, see `combine`).
+    """
     props = op.properties
     dtypes = tuple(t.element_type for t in op.input_types())
+    same_dim = not (align_dims and isinstance(op, collective.AllGatherOp))
     return (
         op.name,
         props.get("kind"),
-        props.get("dim"),
+        props.get("dim") if same_dim else None,
         props.get("mesh"),
         props.get("mesh_axes"),
         props.get("groups"),
@@ -117,7 +122,11 @@ class OverlapGuard:
 
 
 def plan_groups(
-    block: Block, threshold_bytes: int, max_count: int, guard: OverlapGuard | None = None
+    block: Block,
+    threshold_bytes: int,
+    max_count: int,
+    guard: OverlapGuard | None = None,
+    align_dims: bool = False,
 ) -> list[list[collective.CollectiveOp]]:
     candidates = [op for op in block.ops if isinstance(op, COMBINABLE)]
     index = {op: i for i, op in enumerate(candidates)}
@@ -128,7 +137,7 @@ def plan_groups(
         size = operand_bytes(op)
         if size > threshold_bytes:
             continue
-        key = combine_key(op)
+        key = combine_key(op, align_dims)
         group = open_groups.get(key)
         if group is not None and (
             masks[op] & group.mask
@@ -147,24 +156,83 @@ def plan_groups(
     return [g for g in done if len(g) > 1]
 
 
+def gather_dim(ops: list[collective.CollectiveOp]) -> int:
+    """
+    The dimension a merged all_gather gathers along: the most frequent among the members
+    that every operand has (XLA's FindMostFrequentGatherDim), else 0.
+    """
+    rank = min(len(t.get_shape()) for op in ops for t in op.input_types())
+    dims = [op.properties["dim"].value.data for op in ops]  # pyright: ignore
+    valid = [d for d in dims if d < rank]
+    return max(set(valid), key=lambda d: (valid.count(d), -d)) if valid else 0
+
+
+def _swap(rank: int, a: int, b: int) -> list[int]:
+    perm = list(range(rank))
+    perm[a], perm[b] = b, a
+    return perm
+
+
 def combine(ops: list[collective.CollectiveOp]) -> Operation:
-    """One variadic op computing all of `ops`, inserted before the first; uses redirected."""
+    """
+    One variadic op computing all of `ops`, inserted before the first; uses redirected.
+    All_gathers on another dimension than the merged one are aligned by a transpose that
+    swaps the two dimensions before, and the same transpose after.
+    """
     first = ops[0]
+    props = dict(first.properties)
+    operands: list[SSAValue] = []
+    result_types: list[Attribute] = []
+    swaps: list[list[int] | None] = []
+    dim = gather_dim(ops) if isinstance(first, collective.AllGatherOp) else None
+    for op in ops:
+        for value, result in zip(op.operands, op.results):
+            own = op.properties["dim"].value.data if dim is not None else None  # pyright: ignore
+            if dim is None or own == dim:
+                operands.append(value)
+                result_types.append(result.type)
+                swaps.append(None)
+                continue
+            perm = _swap(len(_shape(value)), dim, own)
+            moved = hlo.TransposeOp(value, perm)
+            Rewriter.insert_op(moved, InsertPoint.before(first))
+            operands.append(moved.result)
+            out = _shape(result)
+            result_types.append(TensorType(_element(result), [out[p] for p in perm]))
+            swaps.append(perm)
+    if dim is not None:
+        props["dim"] = i64_attr(dim)
     combined = type(first).create(
-        operands=[v for op in ops for v in op.operands],
-        result_types=[r.type for op in ops for r in op.results],
-        properties=dict(first.properties),
+        operands=operands,
+        result_types=result_types,
+        properties=props,
         attributes=dict(first.attributes),
     )
     Rewriter.insert_op(combined, InsertPoint.before(first))
-    results = iter(combined.results)
+    results = iter(zip(combined.results, swaps))
     for op in ops:
         for old in op.results:
-            new = next(results)
+            new, perm = next(results)
+            if perm is not None:
+                back = hlo.TransposeOp(new, perm)
+                Rewriter.insert_op(back, InsertPoint.after(combined))
+                new = back.result
             new.name_hint = old.name_hint
             old.replace_all_uses_with(new)
         Rewriter.erase_op(op)
     return combined
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.get_shape()
+
+
+def _element(value: SSAValue) -> Attribute:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
 
 
 @dataclass(frozen=True)
@@ -181,6 +249,8 @@ class CollectiveCombinePass(ModulePass):
     """Refuse merges that would delay a collective or its users (false: XLA's behaviour)."""
     chip: str = "v5e"
     """The chip whose costs `overlap-aware` weighs."""
+    align_dims: bool = True
+    """Merge all_gathers on different dimensions too, aligned by transposes."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.threshold_bytes < 0 or self.max_count < 1:
@@ -196,7 +266,9 @@ class CollectiveCombinePass(ModulePass):
                 continue
             for block in function.body.blocks:
                 guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
-                groups = plan_groups(block, self.threshold_bytes, self.max_count, guard)
+                groups = plan_groups(
+                    block, self.threshold_bytes, self.max_count, guard, self.align_dims
+                )
                 for group in groups:
                     combine(group)
                 if groups:

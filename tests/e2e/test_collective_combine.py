@@ -50,17 +50,34 @@ def collective_chains(draw: st.DrawFn) -> str:
     lines = ['spmd.mesh @mesh = <["a"=2, "b"=2]>']
     values = ["%x", "%y"]
     body: list[str] = []
+    gathered: list[tuple[str, str]] = []  # all_gather results (other shapes) are returned only
     for i in range(draw(st.integers(2, 10))):
         src = draw(st.sampled_from(values))
         axis = draw(st.sampled_from(['"a"', '"b"', '"a", "b"']))
-        kind = draw(st.sampled_from(["all_reduce add", "all_reduce max", "elementwise"]))
+        kind = draw(
+            st.sampled_from(["all_reduce add", "all_reduce max", "elementwise", "all_gather"])
+        )
         if kind == "elementwise":
             body.append(f"  %v{i} = hlo.tanh {src} : tensor<4x4xf32>")
+        elif kind == "all_gather":
+            dim = draw(st.integers(0, 1))
+            n = 4 if axis == '"a", "b"' else 2
+            shape = ["4", "4"]
+            shape[dim] = str(4 * n)
+            out = f"tensor<{'x'.join(shape)}xf32>"
+            body.append(
+                f"  %v{i} = collective.all_gather {src} on @mesh[{axis}], dim = {dim} : "
+                f"(tensor<4x4xf32>) -> {out}"
+            )
+            gathered.append((f"%v{i}", out))
+            continue
         else:
             body.append(f"  %v{i} = collective.{kind} {src} on @mesh[{axis}] : tensor<4x4xf32>")
         values.append(f"%v{i}")
-    results = values[2:]
-    types = ", ".join(["tensor<4x4xf32>"] * len(results))
+    results = values[2:] + [v for v, _ in gathered]
+    types = ", ".join(["tensor<4x4xf32>"] * len(values[2:]) + [t for _, t in gathered])
+    if not results:
+        results, types = ["%x"], "tensor<4x4xf32>"
     lines.append(
         "func.func @main(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> "
         f"({types}) attributes {{spmd.partitioned}} {{"

@@ -1,10 +1,11 @@
 // RUN: shardc-opt %s -p 'collective-combine{overlap-aware=false}' --split-input-file | filecheck %s
 // RUN: shardc-opt %s -p collective-combine --split-input-file | filecheck %s --check-prefix=AWARE
+// RUN: shardc-opt %s -p 'collective-combine{align-dims=false}' --split-input-file | filecheck %s --check-prefix=BYDIM
 // RUN: shardc-opt %s -p 'collective-combine{threshold-bytes=64 overlap-aware=false}' --split-input-file | filecheck %s --check-prefix=SMALL
 // RUN: shardc-opt %s -p 'collective-combine{max-count=2 overlap-aware=false}' --split-input-file | filecheck %s --check-prefix=COUNT
 // RUN: not shardc-opt %s -p 'collective-combine{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADOPT
 
-// BADOPT: <pass-pipeline>:1:{{[0-9]+}}: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: threshold-bytes, max-count, overlap-aware, chip)
+// BADOPT: <pass-pipeline>:1:{{[0-9]+}}: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: threshold-bytes, max-count, overlap-aware, chip, align-dims)
 
 // Independent all_reduces of one kind over one group become one variadic all_reduce,
 // placed after the last operand it needs; users are redirected.
@@ -67,10 +68,17 @@ func.func @gathers(%a: tensor<2x4xf32>, %b: tensor<2x8xf32>, %c: tensor<4x2xf32>
   %sb = collective.reduce_scatter add %b on @mesh["x"], dim = 1 : (tensor<2x8xf32>) -> tensor<2x2xf32>
   func.return %ga, %gb, %gc, %sa, %sb : tensor<8x4xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<2x2xf32>, tensor<2x2xf32>
 }
+// An all_gather on another dimension joins, aligned by a transpose swapping the two
+// dimensions before and after (XLA's combine_by_dim=false); the most frequent dim wins.
 // CHECK-LABEL: func.func @gathers
-// CHECK:       %ga, %gb = collective.all_gather %a, %b on @mesh["x"], dim = 0 : (tensor<2x4xf32>, tensor<2x8xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>)
-// CHECK-NEXT:  %gc = collective.all_gather %c on @mesh["x"], dim = 1
+// CHECK:       %0 = hlo.transpose %c, dims = [1, 0] : (tensor<4x2xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:  %ga, %gb, %1 = collective.all_gather %a, %b, %0 on @mesh["x"], dim = 0 : (tensor<2x4xf32>, tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>, tensor<8x4xf32>)
+// CHECK-NEXT:  %gc = hlo.transpose %1, dims = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT:  %sa, %sb = collective.reduce_scatter add %b, %b on @mesh["x"], dim = 1
+// With align-dims=false, all_gathers merge only on the same dimension.
+// BYDIM-LABEL: func.func @gathers
+// BYDIM:       %ga, %gb = collective.all_gather %a, %b on @mesh["x"], dim = 0 : (tensor<2x4xf32>, tensor<2x8xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>)
+// BYDIM-NEXT:  %gc = collective.all_gather %c on @mesh["x"], dim = 1
 
 // -----
 
