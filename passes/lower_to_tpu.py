@@ -1,7 +1,8 @@
 """
 `lower-to-tpu{chip=v5e}`: a level-S function (per-device `hlo` + `collective`) becomes one
 level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). First increment:
-collectives over ONE mesh axis, and whole-tensor elementwise `hlo` ops between them.
+ring collectives over mesh axes (all_gather, reduce_scatter / all_reduce add, permute over
+one axis), and whole-tensor elementwise `hlo` ops between them.
 
 Calling convention (Mosaic / Pallas style: a kernel returns nothing, it writes its
 outputs into buffers the caller passes)
@@ -50,6 +51,13 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   On a ring with wraparound it is bidirectional like the all_gather: the first half of
   every chunk is reduced on a rightward ring, the second half on a leftward one (each
   with its own buffers, semaphores and credits), the two rings' steps interleaved.
+* Several mesh axes (`on @m["a", "b"]`, rank row-major over the listed axes): one ring
+  phase per axis (a 2-D / 3-D torus algorithm), axes of size 1 skipped. reduce_scatter
+  runs the most major axis first, each phase reduce-scattering the previous phase's VMEM
+  result (only the last phase may be bidirectional); all_gather runs the most minor axis
+  first, each later phase forwarding, in place, the blocks the earlier ones assembled
+  (within the part of the output that belongs to this device's coordinates on the
+  axes before it). Multi-axis `_start`s run whole at the `_start`.
 * all_reduce add = reduce_scatter (above) over the buffer viewed as [N, numel / N] +
   all_gather (above) of the reduced chunk into the output (2 (N-1)/N of the data per
   device over the ring). Needs numel divisible by N.
@@ -68,8 +76,8 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   abs, floats) elementwise ops: operands DMA'd into VMEM, one whole-tensor `tpu.load`,
   the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
 
-Not yet (the pass says so with an error at the op): collectives over several axes or
-explicit groups, all_to_all, reductions other than add, reductions of bf16/f16 (level S
+Not yet (the pass says so with an error at the op): collectives over explicit groups, a
+permute over several axes, all_to_all, reductions other than add, reductions of bf16/f16 (level S
 accumulates them in f32 and rounds once), tiling (every block is a
 whole chunk / tensor in VMEM: a block that does not fit the chip's VMEM is an error
 naming the op, the size and the capacity), any other hlo op, `tpu-pipeline`.
@@ -215,9 +223,9 @@ class _Lowering:
         if isinstance(op, collective.CollectiveOp):
             if op.explicit_groups is not None:
                 raise OpPassError(op, "lower-to-tpu: collectives over explicit groups are not supported yet")
-            if len(op.axes) != 1:
+            if len(op.axes) != 1 and isinstance(op, collective.PermuteBase):
                 raise OpPassError(
-                    op, f"lower-to-tpu: collectives over {len(op.axes)} mesh axes are not "
+                    op, f"lower-to-tpu: a permute over {len(op.axes)} mesh axes is not "
                     "supported yet (one axis only)"
                 )
             if isinstance(op, collective.AllToAllBase):
@@ -313,10 +321,9 @@ class _Lowering:
 
     # Helpers ----------------------------------------------------------------------------
 
-    def axis(self, op: collective.CollectiveOp) -> _Axis:
+    def axis(self, op: collective.CollectiveOp, name: str) -> _Axis:
         assert op.mesh is not None
         mesh_name = op.mesh.root_reference.data
-        (name,) = op.axes
         found = self.axes.get(name)
         if found is not None:
             return found
@@ -427,10 +434,10 @@ class _Lowering:
             else:
                 outs = [self.buffers[r] for r in op.results]
             ins = [self.buffers[v] for v in op.operands]
-            ax = self.axis(op)
+            axes = [self.axis(op, a) for a in op.axes]
             deferred: list[Operation] | None = [] if op.IS_START else None
             for x, out in zip(ins, outs, strict=True):
-                self.collective(op, ax, x, out, deferred)
+                self.collective(op, axes, x, out, deferred)
             if deferred is not None:
                 self.pending[op.results[0]] = deferred
             return
@@ -445,28 +452,31 @@ class _Lowering:
         self.e.op(tpu.DMAWaitOp(sem, dst))
 
     def collective(
-        self, op: collective.CollectiveOp, ax: _Axis, x: SSAValue, out: SSAValue,
+        self, op: collective.CollectiveOp, all_axes: list[_Axis], x: SSAValue, out: SSAValue,
         deferred: list[Operation] | None = None,
     ) -> None:
         """
         Lower one operand of `op`. `deferred` (for a `_start`): ops to emit at the `done`
         instead of here (the waits, and for all_gather every step after the first).
+        Several axes: one ring phase per axis (axes of size 1 are skipped).
         """
-        n = ax.size
-        if n == 1:
+        axes = [a for a in all_axes if a.size > 1]
+        if not axes:
             self.local_copy(x, out, "copy")
             return
+        if len(axes) > 1:
+            deferred = None  # multi-phase collectives run whole at their _start
         if isinstance(op, collective.AllGatherBase):
             dim = op.dim.value.data
             xt = x.type
             assert isinstance(xt, MemRefType)
-            self.ring_all_gather(ax, x, out, dim, xt.get_shape()[dim], self.wraparound(op), deferred)
+            self.multi_all_gather(axes, x, out, dim, xt.get_shape()[dim], deferred)
         elif isinstance(op, collective.ReduceScatterBase):
             dim = op.dim.value.data
             ot = out.type
             assert isinstance(ot, MemRefType)
             k = ot.get_shape()[dim]
-            accs = self.ring_reduce_scatter(op, ax, x, dim, k, self.wraparound(op))
+            accs = self.multi_reduce_scatter(op, axes, x, dim, k)
             for acc, part in accs:
                 dst = out
                 if part is not None:
@@ -477,6 +487,7 @@ class _Lowering:
             xt = x.type
             assert isinstance(xt, MemRefType)
             numel = math.prod(xt.get_shape())
+            n = math.prod(a.size for a in axes)
             if numel % n:
                 raise OpPassError(
                     op, f"lower-to-tpu: all_reduce of {numel} elements over {n} devices: the "
@@ -485,22 +496,82 @@ class _Lowering:
             flat = memref_type([n, numel // n], xt.element_type, HBM)
             xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
             outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
-            accs = self.ring_reduce_scatter(op, ax, xr, 0, 1, self.wraparound(op))
-            self.ring_all_gather(ax, accs, outr, 0, 1, self.wraparound(op), deferred)
+            accs = self.multi_reduce_scatter(op, axes, xr, 0, 1)
+            self.multi_all_gather(axes, accs, outr, 0, 1, deferred)
             for acc, _ in accs:
                 # (The all-gather's first step copied the reduced chunk out already.)
                 self.e.op(tpu.DeallocOp(acc))
         elif isinstance(op, collective.PermuteBase):
-            self.permute(op, ax, x, out, deferred)
+            self.permute(op, axes[0], x, out, deferred)
         else:
             raise AssertionError(op.name)
 
-    def wraparound(self, op: collective.CollectiveOp) -> bool:
-        """Whether the op's ring has wraparound links (as `CostModel.axis_rings` decides)."""
-        return CostModel(self.chip, self.module_mesh).axis_rings(op)[0][1]
+    def wraparound(self, ax: _Axis) -> bool:
+        """Whether the axis's ring has wraparound links (as `CostModel.axis_rings` decides)."""
+        model = CostModel(self.chip, self.module_mesh)
+        assert self.module_mesh is not None
+        torus = model.torus_axis_lengths()
+        i = list(self.module_mesh.names).index(ax.name)
+        return self.chip.has_wraparound(torus[min(i, len(torus) - 1)])
+
+    def group_view(self, ref: SSAValue, dim: int, size: int, prefix: list[_Axis]) -> SSAValue:
+        """
+        The part of `ref` along `dim` (blocks of `size`) that belongs to this device's
+        coordinates on the `prefix` axes (row-major, first major): where a later, more
+        minor phase of a multi-axis collective works.
+        """
+        if not prefix:
+            return ref
+        e = self.e
+        idx = prefix[0].me
+        for a in prefix[1:]:
+            idx = e.add(e.mul(idx, a.n), a.me)
+        return self.chunk(e, ref, dim, size, e.to_index(idx), "group_view")
+
+    def multi_all_gather(
+        self, axes: list[_Axis], src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]],
+        out: SSAValue, dim: int, k: int, deferred: list[Operation] | None,
+    ) -> None:
+        """
+        all_gather over `axes` (rank row-major, first major): one ring per axis, the most
+        minor first; each later phase forwards the blocks the earlier ones assembled, in
+        place (the own block is already there).
+        """
+        m = len(axes)
+        for j in reversed(range(m)):
+            kj = k * math.prod(a.size for a in axes[j + 1 :])
+            view = self.group_view(out, dim, kj * axes[j].size, axes[:j])
+            self.ring_all_gather(
+                axes[j], src if j == m - 1 else None, view, dim, kj, self.wraparound(axes[j]),
+                deferred if m == 1 else None,
+            )
+
+    def multi_reduce_scatter(
+        self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int
+    ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
+        """
+        reduce_scatter (add) over `axes`: one ring per axis, the most major first; each
+        phase reduce-scatters the VMEM result of the previous one. Only the last phase
+        may be bidirectional (its halves are the result).
+        """
+        cur, intermediates = x, []
+        m = len(axes)
+        for j in range(m):
+            kj = k * math.prod(a.size for a in axes[j + 1 :])
+            last = j == m - 1
+            accs = self.ring_reduce_scatter(
+                op, axes[j], cur, dim, kj, self.wraparound(axes[j]) if last else False
+            )
+            for acc in intermediates:
+                self.e.op(tpu.DeallocOp(acc))
+            intermediates = []
+            if not last:
+                ((cur, _),) = accs
+                intermediates = [cur]
+        return accs  # pyright: ignore[reportPossiblyUnboundVariable]
 
     def ring_all_gather(
-        self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]],
+        self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]] | None,
         out: SSAValue, dim: int, k: int, bidirectional: bool = False,
         deferred: list[Operation] | None = None,
     ) -> None:
@@ -520,10 +591,12 @@ class _Lowering:
         split = None
         if bidirectional:
             split = next((d for d, size in enumerate(slot_shape) if size % 2 == 0 and size > 1), None)
-        copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_copy_sem")
         me = e.to_index(ax.me, "me_index")
-        # `src` is a buffer, or (all_reduce) VMEM buffers each holding a part of the slot.
-        srcs = src if isinstance(src, list) else [(src, None)]
+        # `src` is a buffer, or (all_reduce) VMEM buffers each holding a part of the slot,
+        # or None: the own slot is already in place.
+        srcs = src if isinstance(src, list) else [] if src is None else [(src, None)]
+        if srcs:
+            copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_copy_sem")
         for piece, part in srcs:
             own = self.chunk(e, out, dim, k, me, "ag_own", part)
             e.op(tpu.DMAStartOp(piece, own, recv_sem=copy_sem))

@@ -306,11 +306,57 @@ def test_unsupported_ops_are_errors(op, fragment):
         lower(text)
 
 
-def test_two_axes_are_an_error():
-    text = one_op(8, "f32", "8x8", "8x8", '%r = collective.all_reduce add %a on @m["a", "b"] : tensor<8x8x{t}>',
+def test_permute_over_two_axes_is_an_error():
+    text = one_op(8, "f32", "8x8", "8x8", '%r = collective.permute %a on @m["a", "b"], shift = 1 : tensor<8x8x{t}>',
                   mesh='"a"=2, "b"=4')
-    with pytest.raises(PassFailedException, match="2 mesh axes"):
+    with pytest.raises(PassFailedException, match="permute over 2 mesh axes"):
         lower(text)
+
+
+MULTI_MESHES = {
+    "2x4": ('"a"=2, "b"=4', 8),
+    "2x2x2": ('"a"=2, "b"=2, "c"=2', 8),
+    "2x1x4": ('"a"=2, "b"=1, "c"=4', 8),
+}
+
+
+@pytest.mark.parametrize("mesh, axes", [
+    ("2x4", ["a", "b"]), ("2x4", ["b", "a"]),
+    ("2x2x2", ["a", "b", "c"]), ("2x2x2", ["c", "a"]), ("2x2x2", ["b", "c", "a"]),
+    ("2x1x4", ["a", "b", "c"]), ("2x1x4", ["c", "a"]),
+])
+@pytest.mark.parametrize("kind", ["all_gather", "reduce_scatter", "all_reduce"])
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_multi_axis_collectives_one_ring_phase_per_axis(mesh, axes, kind, dtype, form):
+    spec, devices = MULTI_MESHES[mesh]
+    sizes = dict(item.replace('"', "").split("=") for item in spec.split(", "))
+    g = 1
+    for a in axes:
+        g *= int(sizes[a])
+    on = "@m[" + ", ".join(f'"{a}"' for a in axes) + "]"
+    if kind == "all_gather":
+        arg, res = "4x6", f"4x{6 * g}"
+        op = f"%r = collective.all_gather %a on {on}, dim = 1 : (tensor<4x6x{{t}}>) -> tensor<4x{6 * g}x{{t}}>"
+    elif kind == "reduce_scatter":
+        arg, res = f"{4 * g}x6", "4x6"
+        op = f"%r = collective.reduce_scatter add %a on {on}, dim = 0 : (tensor<{4 * g}x6x{{t}}>) -> tensor<4x6x{{t}}>"
+    else:
+        arg = res = "8x6"
+        op = f"%r = collective.all_reduce add %a on {on} : tensor<8x6x{{t}}>"
+    if form == "async":
+        op = start_done(op, res)
+    check(one_op(devices, dtype, arg, res, op, mesh=spec), devices)
+
+
+def test_two_axes_on_a_16x16_v5e_torus_are_bidirectional_in_the_last_phase():
+    """4x4 on v5e has no wraparound; a 16-device axis does: its phase runs both ways."""
+    text = one_op(32, "i32", "64x8", "2x8",
+                  '%r = collective.reduce_scatter add %a on @m["a", "b"], dim = 0 : (tensor<64x8x{t}>) -> tensor<2x8x{t}>',
+                  mesh='"a"=2, "b"=16')
+    module, _ = check(text, 32)
+    text = str(module)
+    assert "%rs_r_credits" in text and "%rs_credits" in text
 
 
 def test_block_over_vmem_is_an_error():
