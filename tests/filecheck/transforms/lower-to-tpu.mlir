@@ -152,6 +152,31 @@ func.func @pairs(%a: tensor<8xi32>) -> tensor<8xi32> attributes {spmd.per_device
 
 // -----
 
+// Two axes: reduce-scatter over "a" then "b" (each phase on the previous one's VMEM result),
+// all-gather over "b" then "a" (the "b" phase within this device's "a" part of the output).
+
+spmd.mesh @m = <["a"=2, "b"=4]>
+func.func @two_axes(%x: tensor<4x6xi32>) -> tensor<4x6xi32> attributes {spmd.per_device_io} {
+  %r = collective.all_reduce add %x on @m["a", "b"] : tensor<4x6xi32>
+  func.return %r : tensor<4x6xi32>
+}
+
+// CHECK-LABEL: func.func @two_axes(
+// CHECK:         %ar_in = tpu.memref_reshape %x : memref<4x6xi32, #tpu.memory_space<hbm>> -> memref<8x3xi32, #tpu.memory_space<hbm>>
+// CHECK:         %rs_recv_buf = tpu.alloc : memref<2x4x3xi32, #tpu.memory_space<vmem>>
+// CHECK:           tpu.dma_start %rs_acc, %rs_slot, %rs_send_sem, %rs_recv_sem, device = %left_a
+// CHECK:         %rs_recv_buf_1 = tpu.alloc : memref<2x1x3xi32, #tpu.memory_space<vmem>>
+// CHECK:         tpu.dma_start %{{.*}}, %rs_acc_1, %rs_copy_sem_1 : memref<1x3xi32, #tpu.memory_space<vmem>> to memref<1x3xi32, #tpu.memory_space<vmem>>
+// CHECK:           tpu.dma_start %rs_acc_1, %rs_slot_1, %rs_send_sem_1, %rs_recv_sem_1, device = %right_b
+// CHECK:         tpu.dealloc %rs_acc : memref<4x3xi32, #tpu.memory_space<vmem>>
+// CHECK:         %group_view = tpu.memref_slice %ar_out[%{{.*}}, %{{.*}}] : memref<8x3xi32, #tpu.memory_space<hbm>> -> memref<4x3xi32, #tpu.memory_space<hbm>>
+// CHECK:         %ag_own = tpu.memref_slice %group_view[%me_index, %{{.*}}] : memref<4x3xi32, #tpu.memory_space<hbm>> -> memref<1x3xi32, #tpu.memory_space<hbm>>
+// CHECK:           tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_b : memref<1x3xi32, #tpu.memory_space<hbm>>
+// CHECK:         %ag_recv_sems_1 = tpu.alloc : !tpu.dma_semaphore<1>
+// CHECK:           tpu.dma_start %ag_block_1, %ag_block_1, %ag_send_sem_1, %ag_recv_sem_1, device = %left_a : memref<4x3xi32, #tpu.memory_space<hbm>>
+
+// -----
+
 // On a ring with wraparound (v5p, 4 devices) the all_gather is bidirectional: the first
 // half of every slot travels right, the second half left, both DMAs in flight at once.
 
