@@ -5,6 +5,14 @@
 // RUN: shardc-opt %s -p 'collective-combine{max-count=2 overlap-aware=false}' --split-input-file | filecheck %s --check-prefix=COUNT
 // RUN: not shardc-opt %s -p 'collective-combine{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADOPT
 
+// RUN: not shardc-opt %s -p 'collective-combine{threshold-bytes=-1}' 2>&1 | filecheck %s --check-prefix=NEG
+// RUN: not shardc-opt %s -p 'collective-combine{chip=v1}' 2>&1 | filecheck %s --check-prefix=CHIP
+// RUN: not shardc-opt %s -p 'collective-combine{max-count=abc}' 2>&1 | filecheck %s --check-prefix=TYPE
+
+// NEG: error: collective-combine: threshold-bytes must be >= 0 and max-count >= 1
+// NEG-NOT: Traceback
+// CHIP: error: collective-combine: unknown chip 'v1' (known: v4, v5e, v5p, v6e)
+// TYPE: <pass-pipeline>:1:30: error: invalid pass pipeline: invalid pass option value 'abc': expected int
 // BADOPT: <pass-pipeline>:1:{{[0-9]+}}: error: invalid pass pipeline: unknown pass option 'bogus' (the pass's options: threshold-bytes, max-count, overlap-aware, chip, align-dims)
 
 // Independent all_reduces of one kind over one group become one variadic all_reduce,
