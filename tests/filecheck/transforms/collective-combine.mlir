@@ -5,8 +5,8 @@
 // RUN: shardc-opt %s -p 'collective-combine{max-count=2 overlap-aware=false}' --split-input-file | filecheck %s --check-prefix=COUNT
 // RUN: not shardc-opt %s -p 'collective-combine{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADOPT
 
-// RUN: not shardc-opt %s -p 'collective-combine{threshold-bytes=-1}' 2>&1 | filecheck %s --check-prefix=NEG
-// RUN: not shardc-opt %s -p 'collective-combine{chip=v1}' 2>&1 | filecheck %s --check-prefix=CHIP
+// RUN: not shardc-opt %s --split-input-file -p 'collective-combine{threshold-bytes=-1}' 2>&1 | filecheck %s --check-prefix=NEG
+// RUN: not shardc-opt %s --split-input-file -p 'collective-combine{chip=v1}' 2>&1 | filecheck %s --check-prefix=CHIP
 // RUN: not shardc-opt %s -p 'collective-combine{max-count=abc}' 2>&1 | filecheck %s --check-prefix=TYPE
 
 // NEG: error: collective-combine: threshold-bytes must be >= 0 and max-count >= 1
