@@ -19,17 +19,11 @@ import sys
 from pathlib import Path
 
 from xdsl.passes import ModulePass
-from xdsl.transforms.canonicalize import CanonicalizePass
-from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from shardc.dialects import make_context
 from shardc.passes.collective_stats import KINDS, CollectiveStats
-from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
-from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.collective_combine import CollectiveCombinePass
-from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
-from shardc.passes.spmd_partition import SpmdPartitionPass
-from shardc.passes.spmd_propagate import SpmdPropagatePass
+from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.tools.source import parse_and_verify
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -157,16 +151,9 @@ def partitioning_passes() -> list[ModulePass]:
     turn collectives into async pairs or permute rings, which XLA's count would not show.)
     The combiner runs with XLA's policy (`overlap-aware=false`) to compare like for like.
     """
-    return [
-        SpmdPropagatePass(),
-        SpmdPartitionPass(),
-        CanonicalizePass(),
-        CommonSubexpressionElimination(),
-        ReduceScatterCreatePass(),
-        AllGatherSliceSimplifyPass(),
-        AllReduceReassociatePass(),
-        CollectiveCombinePass(overlap_aware=False),
-    ]
+    passes = SpmdPipelinePass().partitioning_passes()
+    assert isinstance(passes[-1], CollectiveCombinePass)
+    return [*passes[:-1], CollectiveCombinePass(overlap_aware=False)]
 
 
 def ours(name: str) -> CollectiveStats:

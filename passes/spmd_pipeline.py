@@ -65,7 +65,8 @@ class SpmdPipelinePass(ModulePass):
     micro_batch: bool = True
     """Run `micro-batch` (false: leave the program unsplit)."""
 
-    def passes(self) -> list[ModulePass]:
+    def partitioning_passes(self) -> list[ModulePass]:
+        """Steps 1-4: the collectives partitioning decides, cleaned up and combined."""
         return [
             SpmdPropagatePass(),
             SpmdPartitionPass(),
@@ -75,6 +76,11 @@ class SpmdPipelinePass(ModulePass):
             AllGatherSliceSimplifyPass(),
             AllReduceReassociatePass(),
             CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes),
+        ]
+
+    def passes(self) -> list[ModulePass]:
+        return [
+            *self.partitioning_passes(),
             CollectiveMatmulPass(),
             *([MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)] if self.micro_batch else []),
             AsyncSplitPass(),
