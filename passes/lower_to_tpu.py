@@ -1,8 +1,8 @@
 """
 `lower-to-tpu{chip=v5e}`: a level-S function (per-device `hlo` + `collective`) becomes one
 level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). First increment:
-ring collectives over mesh axes (all_gather, reduce_scatter / all_reduce add, permute over
-one axis), and whole-tensor elementwise `hlo` ops between them.
+ring collectives over mesh axes (all_gather, reduce_scatter / all_reduce add; all_to_all
+and permute over one axis), and whole-tensor elementwise `hlo` ops between them.
 
 Calling convention (Mosaic / Pallas style: a kernel returns nothing, it writes its
 outputs into buffers the caller passes)
@@ -61,6 +61,10 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
 * all_reduce add = reduce_scatter (above) over the buffer viewed as [N, numel / N] +
   all_gather (above) of the reduced chunk into the output (2 (N-1)/N of the data per
   device over the ring). Needs numel divisible by N.
+* all_to_all (one axis): direct, block t of the input straight to rank t's output slot
+  `me`, N-1 remote DMAs (non-neighbours are routed through intermediate chips), one
+  receive semaphore per step; each slot is written once. `all_to_all_start` issues every
+  DMA at the `_start` and waits at the `done`.
 * permute: `shift = k` one remote DMA from the input to the output of device
   (me + k) mod N; `pairs` one `scf.if` per pair on the sender (DMA start) and the
   receiver (wait), zeros (a VMEM store + local DMA) on ranks nobody sends to. Each output
@@ -77,7 +81,7 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
 
 Not yet (the pass says so with an error at the op): collectives over explicit groups, a
-permute over several axes, all_to_all, reductions other than add, reductions of bf16/f16 (level S
+permute or all_to_all over several axes, reductions other than add, reductions of bf16/f16 (level S
 accumulates them in f32 and rounds once), tiling (every block is a
 whole chunk / tensor in VMEM: a block that does not fit the chip's VMEM is an error
 naming the op, the size and the capacity), any other hlo op, `tpu-pipeline`.
@@ -223,13 +227,11 @@ class _Lowering:
         if isinstance(op, collective.CollectiveOp):
             if op.explicit_groups is not None:
                 raise OpPassError(op, "lower-to-tpu: collectives over explicit groups are not supported yet")
-            if len(op.axes) != 1 and isinstance(op, collective.PermuteBase):
+            if len(op.axes) != 1 and isinstance(op, collective.PermuteBase | collective.AllToAllBase):
                 raise OpPassError(
-                    op, f"lower-to-tpu: a permute over {len(op.axes)} mesh axes is not "
-                    "supported yet (one axis only)"
+                    op, f"lower-to-tpu: {collective.collective_kind(op)} over {len(op.axes)} "
+                    "mesh axes is not supported yet (one axis only)"
                 )
-            if isinstance(op, collective.AllToAllBase):
-                raise OpPassError(op, "lower-to-tpu: all_to_all is not supported yet")
             if isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase):
                 if op.kind.data != "add":
                     raise OpPassError(
@@ -503,6 +505,8 @@ class _Lowering:
                 self.e.op(tpu.DeallocOp(acc))
         elif isinstance(op, collective.PermuteBase):
             self.permute(op, axes[0], x, out, deferred)
+        elif isinstance(op, collective.AllToAllBase):
+            self.all_to_all(op, axes[0], x, out, deferred)
         else:
             raise AssertionError(op.name)
 
@@ -771,6 +775,65 @@ class _Lowering:
             e.op(tpu.DeallocOp(mine))
             results.append((acc, part))
         return results
+
+    def all_to_all(
+        self, op: collective.AllToAllBase, ax: _Axis, x: SSAValue, out: SSAValue,
+        later: list[Operation] | None,
+    ) -> None:
+        """
+        Direct all-to-all: block t (along split_dim) of `x` goes straight to rank t's output
+        slot `me` (along concat_dim), steps s = 1..N-1 to rank (me + s) mod N (routed
+        through intermediate chips beyond the neighbours), one receive semaphore per step;
+        the own block is a local copy. Every output slot is written once by one sender, so
+        nothing can be overrun; all DMAs are independent, so a `_start` issues them all
+        and its `done` waits.
+        """
+        e, n = self.e, ax.size
+        split, concat = op.split_dim.value.data, op.concat_dim.value.data
+        xt = x.type
+        assert isinstance(xt, MemRefType)
+        bs = xt.get_shape()[split] // n
+        cs = xt.get_shape()[concat] if split != concat else bs
+        copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "a2a_copy_sem")
+        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "a2a_send_sem")
+        recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), "a2a_recv_sems")
+        me = e.to_index(ax.me, "me_index")
+        own_src = self.chunk(e, x, split, bs, me, "a2a_own_src")
+        own_dst = self.chunk(e, out, concat, cs, me, "a2a_own_dst")
+        e.op(tpu.DMAStartOp(own_src, own_dst, recv_sem=copy_sem))
+        b, s = self.for_steps(1, n)
+        s32 = b.to_i32(s)
+        t = b.rem(b.add(ax.me, s32), ax.n, "a2a_target")
+        delta = b.sub(t, ax.me)
+        if ax.stride != 1:
+            delta = b.mul(delta, b.i32(ax.stride))
+        dev = b.add(self.dev, delta, "a2a_device")
+        src = self.chunk(b, x, split, bs, b.to_index(t), "a2a_block")
+        dst = self.chunk(b, out, concat, cs, me, "a2a_slot")
+        step = b.sub(s, b.index(1))
+        sem = b.op(tpu.MemRefSliceOp(recv_sems, [step], tpu.DMASemaphoreType()), "a2a_recv_sem")
+        b.op(tpu.DMAStartOp(src, dst, send_sem=send_sem, recv_sem=sem, device=dev))
+        b.op(scf.YieldOp())
+        # The waits: here, or at the done of a _start.
+        w = _Emitter(Block())
+        w.op(tpu.DMAWaitOp(copy_sem, own_dst))
+        b, s = self.for_steps(1, n, e=w)
+        src_c = b.rem(b.add(b.sub(ax.me, b.to_i32(s)), ax.n), ax.n)
+        incoming = self.chunk(b, out, concat, cs, b.to_index(src_c), "a2a_incoming")
+        sem = b.op(tpu.MemRefSliceOp(recv_sems, [b.sub(s, b.index(1))], tpu.DMASemaphoreType()),
+                   "a2a_recv_sem")
+        # Every block has the same size: the send semaphore's waits take them in order.
+        b.op(tpu.DMAWaitOp(send_sem, own_src))
+        b.op(tpu.DMAWaitOp(sem, incoming))
+        b.op(scf.YieldOp())
+        ops = list(w.block.ops)
+        for o in ops:
+            o.detach()
+        if later is not None:
+            later += ops
+        else:
+            for o in ops:
+                e.op(o)
 
     def permute(
         self, op: collective.PermuteBase, ax: _Axis, x: SSAValue, out: SSAValue,

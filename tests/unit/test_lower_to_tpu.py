@@ -117,6 +117,10 @@ def cases(n: int) -> dict[str, tuple[str, str, str]]:
                                 f'%r = collective.reduce_scatter add %a on @m["x"], dim = 1 : (tensor<4x{2 * n}x{{t}}>) -> tensor<4x2x{{t}}>'),
         "all_reduce": ("8x24", "8x24",
                        '%r = collective.all_reduce add %a on @m["x"] : tensor<8x24x{t}>'),
+        "all_to_all_split1_concat0": ("8x{}".format(2 * n), f"{8 * n}x2",
+                                      f'%r = collective.all_to_all %a on @m["x"], split_dim = 1, concat_dim = 0 : (tensor<8x{2 * n}x{{t}}>) -> tensor<{8 * n}x2x{{t}}>'),
+        "all_to_all_same_dim": (f"{4 * n}x8", f"{4 * n}x8",
+                                f'%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 0 : (tensor<{4 * n}x8x{{t}}>) -> tensor<{4 * n}x8x{{t}}>'),
         "permute_shift_1": ("8x16", "8x16", '%r = collective.permute %a on @m["x"], shift = 1 : tensor<8x16x{t}>'),
         "permute_shift_-1": ("8x16", "8x16", '%r = collective.permute %a on @m["x"], shift = -1 : tensor<8x16x{t}>'),
         "permute_shift_n": ("8x16", "8x16", f'%r = collective.permute %a on @m["x"], shift = {n} : tensor<8x16x{{t}}>'),
@@ -200,7 +204,7 @@ def test_start_done_helper():
 
 @pytest.mark.parametrize("axis", ["data", "model"])
 @pytest.mark.parametrize("kind", ["all_gather_dim1", "reduce_scatter_dim0", "all_reduce",
-                                  "permute_shift_1", "permute_pairs"])
+                                  "permute_shift_1", "permute_pairs", "all_to_all_split1_concat0"])
 def test_one_axis_of_a_2d_mesh(axis, kind):
     n = {"data": 2, "model": 4}[axis]
     arg, res, op = cases(n)[kind]
@@ -294,13 +298,11 @@ def test_removing_the_credit_wait_is_caught():
     "op, fragment",
     [
         ('%r = collective.all_reduce max %a on @m["x"] : tensor<8x8x{t}>', "reduction kind 'max'"),
-        ('%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 1 : (tensor<8x8x{t}>) -> tensor<2x32x{t}>',
-         "all_to_all is not supported"),
         ('%r = hlo.transpose %a, dims = [1, 0] : (tensor<8x8x{t}>) -> tensor<8x8x{t}>', "hlo.transpose is not supported"),
     ],
 )
 def test_unsupported_ops_are_errors(op, fragment):
-    res = "2x32" if "all_to_all" in op else "8x8"
+    res = "8x8"
     text = one_op(4, "f32", "8x8", res, op)
     with pytest.raises(PassFailedException, match=fragment):
         lower(text)
@@ -310,6 +312,14 @@ def test_permute_over_two_axes_is_an_error():
     text = one_op(8, "f32", "8x8", "8x8", '%r = collective.permute %a on @m["a", "b"], shift = 1 : tensor<8x8x{t}>',
                   mesh='"a"=2, "b"=4')
     with pytest.raises(PassFailedException, match="permute over 2 mesh axes"):
+        lower(text)
+
+
+def test_all_to_all_over_two_axes_is_an_error():
+    text = one_op(8, "f32", "8x8", "8x8",
+                  '%r = collective.all_to_all %a on @m["a", "b"], split_dim = 0, concat_dim = 0 : (tensor<8x8x{t}>) -> tensor<8x8x{t}>',
+                  mesh='"a"=2, "b"=4')
+    with pytest.raises(PassFailedException, match="all_to_all over 2 mesh axes"):
         lower(text)
 
 
