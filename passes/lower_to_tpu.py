@@ -7,9 +7,9 @@ and permute over one axis), and whole-tensor elementwise `hlo` ops between them.
 Calling convention (Mosaic / Pallas style: a kernel returns nothing, it writes its
 outputs into buffers the caller passes)
 -----------------------------------------------------------------------------------------
-    func.func @main(%in_0 .. %in_{k-1},      the level-S arguments, HBM
-                    %out_0 .. %out_{m-1},    the level-S results, HBM (written)
-                    %scratch_0 ..)           one HBM buffer per intermediate value
+    func.func @main(%x, %y, ..,              the k level-S arguments (their names), HBM
+                    %out0 .. %out{m-1},      the m level-S results, HBM (written)
+                    %scratch0 ..)            s HBM buffers, one per intermediate value
         attributes {tpu.kernel, tpu.io = [k, m, s]}
 Every memref is `#tpu.memory_space<hbm>` with the level-S tensor's (per-device) shape and
 element type. The scratch arguments are Pallas's `hbm_scratch` outputs: the caller passes
@@ -58,9 +58,9 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   first, each later phase forwarding, in place, the blocks the earlier ones assembled
   (within the part of the output that belongs to this device's coordinates on the
   axes before it). Multi-axis `_start`s run whole at the `_start`.
-* all_reduce add = reduce_scatter (above) over the buffer viewed as [N, numel / N] +
-  all_gather (above) of the reduced chunk into the output (2 (N-1)/N of the data per
-  device over the ring). Needs numel divisible by N.
+* all_reduce add = reduce_scatter (above) over the buffer viewed as [G, numel / G] +
+  all_gather (above) of the reduced chunk into the output (2 (G-1)/G of the data per
+  device over the ring), G the group size. Needs numel divisible by G.
 * all_to_all (one axis): direct, block t of the input straight to rank t's output slot
   `me`, N-1 remote DMAs (non-neighbours are routed through intermediate chips), one
   receive semaphore per step; each slot is written once. `all_to_all_start` issues every
@@ -80,11 +80,14 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   abs, floats) elementwise ops: operands DMA'd into VMEM, one whole-tensor `tpu.load`,
   the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
 
-Not yet (the pass says so with an error at the op): collectives over explicit groups, a
-permute or all_to_all over several axes, reductions other than add, reductions of bf16/f16 (level S
-accumulates them in f32 and rounds once), tiling (every block is a
-whole chunk / tensor in VMEM: a block that does not fit the chip's VMEM is an error
-naming the op, the size and the capacity), any other hlo op, `tpu-pipeline`.
+Not yet (the pass says so with an error at the op): collectives over explicit groups; a
+permute or all_to_all over several axes; reductions other than add; reductions of
+bf16/f16 (level S accumulates them in f32 and rounds once); an all_reduce whose element
+count the group size does not divide; tiling (every block is a whole chunk or tensor in
+VMEM: a block that does not fit the chip's VMEM is an error naming the op, the size and
+the capacity; no (8, 128) vreg alignment); every other hlo op (constant, dot, reduce,
+broadcast, ...: none of examples/*.mlir lowers yet); overlapping a reduce_scatter_start
+or a multi-axis `_start` with compute; `tpu-pipeline`.
 """
 
 from __future__ import annotations
