@@ -73,9 +73,10 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   the `done`; `all_gather_start` does its local copy and starts step 0's DMAs at the
   `_start`, and waits for them and runs steps 1..N-2 at the `done` (for N = 2 the whole
   transfer overlaps the compute in between); `all_reduce_start` runs its reduce-scatter
-  phase at the `_start` and splits its all-gather phase the same way. A
-  `reduce_scatter_start` runs whole at the `_start` (its steps each need the previous
-  step's data; overlapping them with compute is future work).
+  phase at the `_start` and splits its all-gather phase the same way;
+  `reduce_scatter_start` sends step 0's messages at the `_start` and does everything
+  else (receive, add, later steps, copy out) at the `done` (later steps each need the
+  previous step's data, so only one step overlaps the compute in between).
 * hlo binary (add sub mul max min; div for floats) and unary (neg exp log tanh sqrt rsqrt
   abs, floats) elementwise ops: operands DMA'd into VMEM, one whole-tensor `tpu.load`,
   the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
@@ -86,8 +87,8 @@ bf16/f16 (level S accumulates them in f32 and rounds once); an all_reduce whose 
 count the group size does not divide; tiling (every block is a whole chunk or tensor in
 VMEM: a block that does not fit the chip's VMEM is an error naming the op, the size and
 the capacity; no (8, 128) vreg alignment); every other hlo op (constant, dot, reduce,
-broadcast, ...: none of examples/*.mlir lowers yet); overlapping a reduce_scatter_start
-or a multi-axis `_start` with compute; `tpu-pipeline`.
+broadcast, ...: none of examples/*.mlir lowers yet); overlapping more than one ring step
+of a `_start` (or any of a multi-axis one) with compute; `tpu-pipeline`.
 """
 
 from __future__ import annotations
@@ -471,6 +472,22 @@ class _Lowering:
             return
         if len(axes) > 1:
             deferred = None  # multi-phase collectives run whole at their _start
+        main = self.e
+        self.later = _Emitter(Block())
+        self._collective(op, axes, x, out, deferred)
+        if self.e is not main:
+            # A deferred reduce_scatter switched to `self.later`: that goes to the done.
+            assert deferred is not None
+            ops = list(self.e.block.ops)
+            for o in ops:
+                o.detach()
+            deferred += ops
+            self.e = main
+
+    def _collective(
+        self, op: collective.CollectiveOp, axes: list[_Axis], x: SSAValue, out: SSAValue,
+        deferred: list[Operation] | None,
+    ) -> None:
         if isinstance(op, collective.AllGatherBase):
             dim = op.dim.value.data
             xt = x.type
@@ -481,7 +498,7 @@ class _Lowering:
             ot = out.type
             assert isinstance(ot, MemRefType)
             k = ot.get_shape()[dim]
-            accs = self.multi_reduce_scatter(op, axes, x, dim, k)
+            accs = self.multi_reduce_scatter(op, axes, x, dim, k, defer=deferred is not None)
             for acc, part in accs:
                 dst = out
                 if part is not None:
@@ -554,7 +571,8 @@ class _Lowering:
             )
 
     def multi_reduce_scatter(
-        self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int
+        self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int,
+        defer: bool = False,
     ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
         """
         reduce_scatter (add) over `axes`: one ring per axis, the most major first; each
@@ -567,7 +585,8 @@ class _Lowering:
             kj = k * math.prod(a.size for a in axes[j + 1 :])
             last = j == m - 1
             accs = self.ring_reduce_scatter(
-                op, axes[j], cur, dim, kj, self.wraparound(axes[j]) if last else False
+                op, axes[j], cur, dim, kj, self.wraparound(axes[j]) if last else False,
+                defer and m == 1,
             )
             for acc in intermediates:
                 self.e.op(tpu.DeallocOp(acc))
@@ -675,7 +694,8 @@ class _Lowering:
         return [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
 
     def ring_reduce_scatter(
-        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, bidirectional: bool = False
+        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, bidirectional: bool = False,
+        defer: bool = False,
     ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
         """
         Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`.
@@ -683,7 +703,8 @@ class _Lowering:
         the chunk it holds (None: all of it; else (split dim, half size, half)); the
         caller copies them out and deallocates them. Bidirectional: the first half of
         every chunk is reduced on the rightward ring, the second on the leftward one, the
-        two rings' steps interleaved.
+        two rings' steps interleaved. `defer` (a `_start`): after step 0's sends, switch
+        `self.e` to `self.later` (emitted at the done) for everything else.
         """
         e, n = self.e, ax.size
         xt = x.type
@@ -728,48 +749,30 @@ class _Lowering:
             e.op(tpu.DMAWaitOp(copy_sem, acc))
             state.append((direction, part, tag, bshape, to, back, rbuf, mine, acc, copy_sem,
                           send_sem, recv_sems, credits))
-        b, s = self.for_steps(0, n - 1)
-        s32 = b.to_i32(s)
-        slot = b.rem(s, b.index(2), "slot")
-        later: list[Operation] = []
-        for (direction, part, tag, bshape, to, back, rbuf, mine, acc, copy_sem, send_sem,
-             recv_sems, credits) in state:
-            block_v = memref_type(bshape, elem, VMEM)
-            # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
-            if direction == 1:
-                mine_c = b.add(b.sub(ax.me, s32), b.i32(2 * n - 2))
-            else:
-                mine_c = b.add(b.add(ax.me, s32), b.i32(2))
-            mine_i = b.to_index(b.rem(mine_c, ax.n), f"{tag}_mine_chunk")
-            zeros = [b.index(0) for _ in bshape]
-            dst = b.op(tpu.MemRefSliceOp(rbuf, [slot, *zeros], block_v), f"{tag}_slot")
-            rsem = b.op(tpu.MemRefSliceOp(recv_sems, [slot], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
-            # Handshake: one credit = one free receive slot on the receiving neighbour.
-            b.op(tpu.SemWaitOp(credits, one))
-            b.op(tpu.DMAStartOp(acc, dst, send_sem=send_sem, recv_sem=rsem, device=to))
-            xs = self.chunk(b, x, dim, k, mine_i, f"{tag}_x_block", part)
-            b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
-            vty = VectorType(elem, bshape)
-            got = tpu.LoadOp(rbuf, [slot, *zeros], vty)
-            got.result.name_hint = "partial"
-            own = tpu.LoadOp(mine, zeros, vty)
-            own.result.name_hint = "own"
-            add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
-            total = add(got, own)
-            total.result.name_hint = "sum"
-            later += [
-                tpu.DMAWaitOp(copy_sem, mine),
-                tpu.DMAWaitOp(rsem, dst),
-                got, own, total,
-                # The send buffer is free once the outgoing message has left.
-                tpu.DMAWaitOp(send_sem, acc),
-                tpu.StoreOp(total, acc, zeros),
-                # My slot is consumed: one more credit for the sending neighbour.
-                tpu.SemSignalOp(credits, one, back),
-            ]
-        for o in later:
-            b.op(o)
-        b.op(scf.YieldOp())
+
+        def step(b: _Emitter, s: SSAValue) -> list[Operation]:
+            """Start step `s`'s DMAs (after their credits); return the rest of the step."""
+            s32 = b.to_i32(s)
+            slot = b.rem(s, b.index(2), "slot")
+            later: list[Operation] = []
+            for st in state:
+                later += self._rs_step(b, ax, x, dim, k, elem, one, s32, slot, *st)
+            return later
+
+        if defer:
+            # A _start: step 0's messages leave now; the rest of the collective (and
+            # whatever the caller emits after it) goes to a block emitted at the done.
+            for o in step(e, e.index(0)):
+                self.later.op(o)
+            e = self.e = self.later
+            lo = 1
+        else:
+            lo = 0
+        if lo < n - 1:
+            b, s = self.for_steps(lo, n - 1)
+            for o in step(b, s):
+                b.op(o)
+            b.op(scf.YieldOp())
         results = []
         for (_, part, _, _, _, _, rbuf, mine, acc, _, _, _, credits) in state:
             # The credits still owed to me: my receiver has consumed every message.
@@ -778,6 +781,51 @@ class _Lowering:
             e.op(tpu.DeallocOp(mine))
             results.append((acc, part))
         return results
+
+    def _rs_step(
+        self, b: _Emitter, ax: _Axis, x: SSAValue, dim: int, k: int, elem: Attribute,
+        one: SSAValue, s32: SSAValue, slot: SSAValue, direction: int,
+        part: tuple[int, int, int] | None, tag: str, bshape: list[int], to: SSAValue,
+        back: SSAValue, rbuf: SSAValue, mine: SSAValue, acc: SSAValue, copy_sem: SSAValue,
+        send_sem: SSAValue, recv_sems: SSAValue, credits: SSAValue,
+    ) -> list[Operation]:
+        """One ring direction of reduce_scatter step s: start its DMAs, return the rest."""
+        n = ax.size
+        later: list[Operation] = []
+        block_v = memref_type(bshape, elem, VMEM)
+        # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
+        if direction == 1:
+            mine_c = b.add(b.sub(ax.me, s32), b.i32(2 * n - 2))
+        else:
+            mine_c = b.add(b.add(ax.me, s32), b.i32(2))
+        mine_i = b.to_index(b.rem(mine_c, ax.n), f"{tag}_mine_chunk")
+        zeros = [b.index(0) for _ in bshape]
+        dst = b.op(tpu.MemRefSliceOp(rbuf, [slot, *zeros], block_v), f"{tag}_slot")
+        rsem = b.op(tpu.MemRefSliceOp(recv_sems, [slot], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
+        # Handshake: one credit = one free receive slot on the receiving neighbour.
+        b.op(tpu.SemWaitOp(credits, one))
+        b.op(tpu.DMAStartOp(acc, dst, send_sem=send_sem, recv_sem=rsem, device=to))
+        xs = self.chunk(b, x, dim, k, mine_i, f"{tag}_x_block", part)
+        b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
+        vty = VectorType(elem, bshape)
+        got = tpu.LoadOp(rbuf, [slot, *zeros], vty)
+        got.result.name_hint = "partial"
+        own = tpu.LoadOp(mine, zeros, vty)
+        own.result.name_hint = "own"
+        add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
+        total = add(got, own)
+        total.result.name_hint = "sum"
+        later += [
+            tpu.DMAWaitOp(copy_sem, mine),
+            tpu.DMAWaitOp(rsem, dst),
+            got, own, total,
+            # The send buffer is free once the outgoing message has left.
+            tpu.DMAWaitOp(send_sem, acc),
+            tpu.StoreOp(total, acc, zeros),
+            # My slot is consumed: one more credit for the sending neighbour.
+            tpu.SemSignalOp(credits, one, back),
+        ]
+        return later
 
     def all_to_all(
         self, op: collective.AllToAllBase, ax: _Axis, x: SSAValue, out: SSAValue,

@@ -183,14 +183,28 @@ func.func @main(%x: tensor<1024x128xf32>, %y: tensor<2048x128xf32>) -> (tensor<N
 """
 
 
+RS_OVERLAP = """
+spmd.mesh @m = <["x"=N]>
+func.func @main(%x: tensor<NROWSx128xf32>, %y: tensor<2048x128xf32>) -> (tensor<1024x128xf32>, tensor<2048x128xf32>) attributes {spmd.per_device_io} {
+  %f = collective.reduce_scatter_start add %x on @m["x"], dim = 0 : (tensor<NROWSx128xf32>) -> !collective.future<tensor<1024x128xf32>>
+  %e = hlo.exp %y : tensor<2048x128xf32>
+  %t = hlo.tanh %e : tensor<2048x128xf32>
+  %g = collective.done %f : !collective.future<tensor<1024x128xf32>> -> tensor<1024x128xf32>
+  func.return %g, %t : tensor<1024x128xf32>, tensor<2048x128xf32>
+}
+"""
+
+
 @pytest.mark.parametrize("n", [2, 4])
-def test_all_gather_start_overlaps_the_compute_before_its_done(n):
-    overlapped = OVERLAP.replace("NROWS", str(1024 * n)).replace("N]", f"{n}]")
+@pytest.mark.parametrize("program", [OVERLAP, RS_OVERLAP], ids=["all_gather", "reduce_scatter"])
+def test_start_overlaps_the_compute_before_its_done(n, program):
+    """Step 0's messages travel while the exp/tanh run (for N = 2 that is all of them)."""
+    overlapped = program.replace("NROWS", str(1024 * n)).replace("N]", f"{n}]")
     # The same program with the done right after the start: nothing to overlap.
     lines = overlapped.splitlines(True)
     done = next(l for l in lines if "collective.done" in l)
     lines.remove(done)
-    lines.insert(next(i for i, l in enumerate(lines) if "all_gather_start" in l) + 1, done)
+    lines.insert(next(i for i, l in enumerate(lines) if "_start" in l) + 1, done)
     serial = "".join(lines)
     _, fast = check(overlapped, n)
     _, slow = check(serial, n)
