@@ -135,6 +135,30 @@ func.func @all_gather_start(%a: tensor<8x128xf32>, %b: tensor<8x128xf32>) -> (te
 
 // -----
 
+// all_to_all: block t of the input straight to rank t's slot `me`; all DMAs independent.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @all_to_all(%a: tensor<8x12xf32>) -> tensor<32x3xf32> attributes {spmd.per_device_io} {
+  %r = collective.all_to_all %a on @ring["x"], split_dim = 1, concat_dim = 0 : (tensor<8x12xf32>) -> tensor<32x3xf32>
+  func.return %r : tensor<32x3xf32>
+}
+
+// CHECK-LABEL: func.func @all_to_all(
+// CHECK:         %a2a_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
+// CHECK:         %a2a_own_src = tpu.memref_slice %a[%{{.*}}, %{{.*}}] : memref<8x12xf32, #tpu.memory_space<hbm>> -> memref<8x3xf32, #tpu.memory_space<hbm>>
+// CHECK:         %a2a_own_dst = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<32x3xf32, #tpu.memory_space<hbm>> -> memref<8x3xf32, #tpu.memory_space<hbm>>
+// CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           %a2a_target = arith.remsi
+// CHECK:           %a2a_device = arith.addi %dev, %{{.*}} : i32
+// CHECK:           tpu.dma_start %a2a_block, %a2a_slot, %a2a_send_sem, %a2a_recv_sem, device = %a2a_device
+// CHECK-NEXT:    }
+// CHECK-NEXT:    tpu.dma_wait %a2a_copy_sem, %a2a_own_dst
+// CHECK:         scf.for %s_1 = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           tpu.dma_wait %a2a_send_sem, %a2a_own_src
+// CHECK-NEXT:      tpu.dma_wait %a2a_recv_sem_1, %a2a_incoming
+
+// -----
+
 // permute pairs: one scf.if per sender and receiver; ranks nobody sends to get zeros.
 
 spmd.mesh @ring = <["x"=4]>
