@@ -105,7 +105,6 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,

@@ -117,7 +117,7 @@ def cases(n: int) -> dict[str, tuple[str, str, str]]:
                                 f'%r = collective.reduce_scatter add %a on @m["x"], dim = 1 : (tensor<4x{2 * n}x{{t}}>) -> tensor<4x2x{{t}}>'),
         "all_reduce": ("8x24", "8x24",
                        '%r = collective.all_reduce add %a on @m["x"] : tensor<8x24x{t}>'),
-        "all_to_all_split1_concat0": ("8x{}".format(2 * n), f"{8 * n}x2",
+        "all_to_all_split1_concat0": (f"8x{2 * n}", f"{8 * n}x2",
                                       f'%r = collective.all_to_all %a on @m["x"], split_dim = 1, concat_dim = 0 : (tensor<8x{2 * n}x{{t}}>) -> tensor<{8 * n}x2x{{t}}>'),
         "all_to_all_same_dim": (f"{4 * n}x8", f"{4 * n}x8",
                                 f'%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 0 : (tensor<{4 * n}x8x{{t}}>) -> tensor<{4 * n}x8x{{t}}>'),
@@ -403,7 +403,7 @@ def test_large_ring_all_gather_time_against_the_cost_model():
     rows, n = 8192, 4  # 4 MiB shards, 16 MiB gathered
     text = one_op(n, "f32", f"{rows}x128", f"{n * rows}x128",
                   f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>')
-    module, report = check(text, n)
+    _, report = check(text, n)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
     from shardc.interpreter.devices import module_mesh
@@ -422,7 +422,7 @@ def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
     rows = 16384 if n == 4 else 4096  # 32 MiB gathered per device: latency is a few per cent
     text = one_op(n, "f32", f"{rows}x128", f"{n * rows}x128",
                   f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>')
-    module, report = check(text, n, chip=chip)
+    _, report = check(text, n, chip=chip)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
     from shardc.interpreter.devices import module_mesh
@@ -446,7 +446,7 @@ def test_large_reducing_collectives_time_against_the_cost_model(chip, n, kind):
     else:
         text = one_op(n, "f32", f"{rows}x128", f"{rows // n}x128",
                       f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{rows // n}x128x{{t}}>')
-    module, report = check(text, n, chip=chip)
+    _, report = check(text, n, chip=chip)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name.startswith("collective."))
     from shardc.interpreter.devices import module_mesh
