@@ -44,6 +44,7 @@ from shardc.interpreter import io
 from shardc.interpreter.devices import Executor, module_mesh
 from shardc.interpreter.timing import Timeline, summary_lines
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
+from shardc.passes.collective_stats import CollectiveStats
 from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
 
 PROG = "shardc-run"
@@ -163,10 +164,48 @@ def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return passes
 
 
+@dataclass(frozen=True)
+class PassChange:
+    """What one pass changed: ops and collectives in the module before and after it."""
+
+    name: str
+    ops: tuple[int, int]
+    collectives: tuple[int, int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pass": self.name,
+            "ops_before": self.ops[0],
+            "ops_after": self.ops[1],
+            "collectives_before": self.collectives[0],
+            "collectives_after": self.collectives[1],
+        }
+
+
+def _counts(module: ModuleOp) -> tuple[int, int]:
+    """(ops, collectives) in `module`, the module op itself not counted."""
+    ops = sum(1 for _ in module.walk()) - 1
+    return ops, sum(CollectiveStats.of(module).counts.values())
+
+
+def _flatten(passes: Sequence[ModulePass]) -> list[ModulePass]:
+    """A pipeline pass (one with `passes()`, like spmd-pipeline) as the passes it runs."""
+    out: list[ModulePass] = []
+    for p in passes:
+        inner = getattr(p, "passes", None)
+        out.extend(_flatten(inner()) if callable(inner) else [p])
+    return out
+
+
 def compile_module(
     module: ModuleOp, source_map: SourceMap, spec: str, filename: str, prog: str = PROG
-) -> None:
-    """Apply a pass pipeline in place, verifying after every pass (as shardc-opt does)."""
+) -> list[PassChange]:
+    """
+    Apply a pass pipeline in place, verifying after every pass (as shardc-opt does), and
+    say what each pass (pipelines expanded into theirs) changed.
+    """
+    changes: list[PassChange] = []
+    before = [_counts(module)]
 
     def verify_after(
         previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
@@ -177,11 +216,17 @@ def compile_module(
             verify_module(module, source_map)
         except DiagnosticError as e:
             raise DiagnosticError(f"after pass '{previous.name}': {e}") from None
+        after = _counts(module)
+        changes.append(
+            PassChange(previous.name, (before[0][0], after[0]), (before[0][1], after[1]))
+        )
+        before[0] = after
 
     try:
-        pipeline = PassPipeline.parse_spec(available_passes(), spec, verify_after)
+        parsed = PassPipeline.parse_spec(available_passes(), spec)
     except (ValueError, ArgSpecParseError) as e:
         raise DiagnosticError(f"{prog}: error: invalid pass pipeline '{spec}': {e}") from None
+    pipeline = PassPipeline(tuple(_flatten(parsed.passes)), verify_after)
     try:
         pipeline.apply(make_context(), module)
     except DiagnosticException as e:
@@ -189,6 +234,7 @@ def compile_module(
         if op is not None:
             raise DiagnosticError(str(source_map.error_at(op, getattr(e, "message", str(e))))) from None
         raise DiagnosticError(f"{filename}: error: {e}") from None
+    return changes
 
 
 def with_chip(spec: str, chip: str) -> str:
@@ -284,6 +330,8 @@ class Report:
     timing_only: bool = False
     timing: dict[str, Any] | None = None
     """`Timeline.report()`: DESIGN.md's timing keys, merged into the top level."""
+    passes: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """What each pass of `-p` changed (`PassChange.as_json`)."""
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -297,6 +345,7 @@ class Report:
             "outputs": self.outputs,
             "check": self.check,
             "timing_only": self.timing_only,
+            "passes": self.passes,
         }
         if self.timing is not None:
             for key, value in self.timing.items():
@@ -386,9 +435,10 @@ def run(args: argparse.Namespace) -> int:
             "there is nothing to compare it with (run the level-G source with -p instead)"
         )
 
+    changes: list[PassChange] = []
     if args.passes is not None:
         module, source_map = parse_and_verify(ctx, text, filename)
-        compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
+        changes = compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
         function = io.find_entry(module, entry.sym_name.data, filename)
         sig = io.signature(module, function, filename)
         if sig.input_specs() != original_sig.input_specs():
@@ -403,7 +453,7 @@ def run(args: argparse.Namespace) -> int:
     outputs, timeline = execute(module, source_map, sig, filename, chip, inputs, input_source)
     report = make_report(
         filename, module, sig, args.passes, inputs_info,
-        [(n, v.shape, v.dtype) for n, v in outputs.items()], timeline,
+        [(n, v.shape, v.dtype) for n, v in outputs.items()], timeline, passes=changes,
     )
     passed = True
     comparisons: list[Comparison] = []
@@ -507,10 +557,11 @@ def run_timing_only(
     original_sig: io.Signature,
 ) -> int:
     """--timing-only: no inputs drawn, no values computed; shapes and timing only."""
+    changes: list[PassChange] = []
     if args.passes is not None:
         # the original is not needed any more: compile it in place (no second parse)
         module, source_map = original, original_map
-        compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
+        changes = compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
         function = io.find_entry(module, original_sig.name, filename)
         sig = io.signature(module, function, filename)
     else:
@@ -519,7 +570,7 @@ def run_timing_only(
     specs = sig.output_specs()
     report = make_report(
         filename, module, sig, args.passes, {"source": "none (--timing-only)"}, specs,
-        timeline, timing_only=True,
+        timeline, timing_only=True, passes=changes,
     )
     print_summary(report, {n: type_str(shape, dtype) for n, shape, dtype in specs}, [])
     write_report(args, report)
@@ -566,6 +617,7 @@ def make_report(
     timeline: Timeline,
     *,
     timing_only: bool = False,
+    passes: Sequence[PassChange] = (),
 ) -> Report:
     """The run's report (DESIGN.md's keys and the run's description)."""
     mesh = module_mesh(module)
@@ -583,6 +635,7 @@ def make_report(
         ],
         timing_only=timing_only,
         timing=timeline.report(),
+        passes=[p.as_json() for p in passes],
     )
 
 
@@ -634,6 +687,12 @@ def print_summary(
     lines = [f"{report.file} @{report.entry}: level {report.level}, {devices}{mesh}"]
     if report.pipeline:
         lines.append(f"pipeline: {report.pipeline}")
+        width = max((len(p["pass"]) for p in report.passes), default=0)
+        for p in report.passes:
+            ops = f"ops {p['ops_before']} -> {p['ops_after']}"
+            coll = f"collectives {p['collectives_before']} -> {p['collectives_after']}"
+            same = p["ops_before"] == p["ops_after"] and p["collectives_before"] == p["collectives_after"]
+            lines.append(f"  {p['pass']:<{width}}  {ops:<18} {coll}" + ("  (no change in counts)" if same else ""))
     src = report.inputs
     lines.append(
         "inputs: " + (f"random (seed {src['seed']})" if src["source"] == "random" else src["source"])

@@ -248,6 +248,7 @@ def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch
         for op in module.walk():
             if isinstance(op, hlo.ConstantOp):
                 op.value = DenseIntOrFPElementsAttr.from_list(TensorType(f32, [16, 128]), [5.0])
+        return []  # no pass changes to report
 
     monkeypatch.setattr(shardc_run, "compile_module", broken_compile)
     out, rep = tmp_path / "o.npz", tmp_path / "r.json"
@@ -419,6 +420,7 @@ def test_no_trace_when_the_check_fails(tmp_path, monkeypatch, capsys) -> None:
         for op in module.walk():
             if isinstance(op, hlo.ConstantOp):
                 op.value = DenseIntOrFPElementsAttr.from_list(TensorType(f32, [16, 128]), [5.0])
+        return []  # no pass changes to report
 
     monkeypatch.setattr(shardc_run, "compile_module", broken_compile)
     trace = tmp_path / "t.json"
