@@ -16,15 +16,14 @@ naming the op or attribute, exit status 1, and no output file is written.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from xdsl.printer import Printer
 
 from shardc.frontends.common import ImportResult
-from shardc.tools.source import DiagnosticError
+from shardc.tools.shardc_opt import write_output
+from shardc.tools.source import DiagnosticError, run_tool
 
 PROG = "shardc-import"
 
@@ -92,7 +91,7 @@ def render(result: ImportResult) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
+    def body() -> int:
         args = build_arg_parser().parse_args(argv)
         text, filename = read_input(args.file)
         result = import_text(text, filename, args.format)
@@ -102,31 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.output is None:
             sys.stdout.write(output)
         else:
-            from shardc.tools.shardc_opt import write_output
-
             write_output(args.output, output)
         return 0
-    except DiagnosticError as e:
-        print(e, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-    except SystemExit as e:  # --help
-        return int(e.code or 0) if isinstance(e.code, int) else 1
-    except RecursionError:
-        print(f"{PROG}: error: the input nests too deeply", file=sys.stderr)
-        return 1
-    except Exception as e:  # a bug in shardc: one line, details opt-in
-        if os.environ.get("SHARDC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"{PROG}: internal error: {type(e).__name__}: {e} "
-            "(set SHARDC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
+
+    return run_tool(PROG, body)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import argparse
 import os
 import re
 import sys
-import traceback
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
@@ -30,6 +29,7 @@ from shardc.tools.source import (
     Location,
     SourceMap,
     parse_and_verify,
+    run_tool,
     verify_module,
 )
 
@@ -240,27 +240,11 @@ def _find_word(spec: str, word: str, after: str = "") -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
+    def body() -> int:
         ShardcOptMain(argv).run()
-    except DiagnosticError as e:
-        print(e, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
         return 0
-    except Exception as e:  # a bug in shardc: say so in one line, keep the details opt-in
-        if os.environ.get("SHARDC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"shardc-opt: internal error: {type(e).__name__}: {e} "
-            "(set SHARDC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
-    except SystemExit as e:  # argparse's usage errors exit 2; bad input here exits 1
-        return 1 if e.code == 2 else int(e.code or 0)
-    return 0
+
+    return run_tool("shardc-opt", body)
 
 
 if __name__ == "__main__":

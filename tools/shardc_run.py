@@ -28,7 +28,6 @@ import json
 import math
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +44,13 @@ from shardc.interpreter.devices import Executor, module_mesh
 from shardc.interpreter.timing import Timeline, summary_lines
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
 from shardc.passes.collective_stats import CollectiveStats
-from shardc.tools.source import DiagnosticError, SourceMap, parse_and_verify, verify_module
+from shardc.tools.source import (
+    DiagnosticError,
+    SourceMap,
+    parse_and_verify,
+    run_tool,
+    verify_module,
+)
 
 PROG = "shardc-run"
 
@@ -716,27 +721,7 @@ def print_summary(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_arg_parser().parse_args(argv)
-        return run(args)
-    except DiagnosticError as e:  # includes InterpreterError
-        print(e, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-    except SystemExit as e:  # --help
-        return int(e.code or 0) if isinstance(e.code, int) else 1
-    except Exception as e:  # a bug in shardc: say so in one line, keep the details opt-in
-        if os.environ.get("SHARDC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"{PROG}: internal error: {type(e).__name__}: {e} "
-            "(set SHARDC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
+    return run_tool(PROG, lambda: run(build_arg_parser().parse_args(argv)))
 
 
 __all__ = ["main"]
