@@ -1,1 +1,6 @@
-"""`lower-to-tpu`: tiling of `hlo` ops and collective algorithms as DMA programs (to come)."""
+"""
+`lower-to-tpu` (level S to level T): `lower_to_tpu` builds one kernel per function and
+lowers collectives to ring algorithms of remote DMAs and semaphores; `compute` tiles hlo
+compute ops into double-buffered VMEM blocks; `movement` turns data-movement ops into
+DMAs; `emit` is what they share.
+"""

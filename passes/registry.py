@@ -80,7 +80,7 @@ def _micro_batch() -> type[ModulePass]:
 
 
 def _lower_to_tpu() -> type[ModulePass]:
-    from shardc.passes.lower_to_tpu import LowerToTpuPass
+    from shardc.lowering.lower_to_tpu import LowerToTpuPass
 
     return LowerToTpuPass
 

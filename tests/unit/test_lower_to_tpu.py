@@ -19,7 +19,7 @@ from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
 from shardc.interpreter.values import dtype_of
-from shardc.passes.lower_to_tpu import LowerToTpuPass
+from shardc.lowering.lower_to_tpu import LowerToTpuPass
 from shardc.passes.registry import all_passes
 
 NAMES = {"f32": np.float32, "i32": np.int32}

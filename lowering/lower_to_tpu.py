@@ -94,16 +94,31 @@ of a `_start` (or any of a multi-axis one) with compute; `tpu-pipeline`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shardc.dialects import collective, hlo, spmd, tpu
+from shardc.dialects.hlo import element_kind
+from shardc.dialects.tpu import memref_type
+from shardc.hardware.chips import Chip, UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel
+from shardc.lowering import compute as tpu_compute
+from shardc.lowering import movement as tpu_movement
+from shardc.lowering.emit import (
+    HBM,
+    INDEX,
+    VMEM,
+    Emitter,
+    hbm_type,
+    nbytes,
+    tensor_type,
+)
+from shardc.passes.errors import OpPassError
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math as mathd, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
-    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -117,86 +132,6 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
-
-from shardc.dialects import collective, hlo, spmd, tpu
-from shardc.dialects.hlo import element_kind
-from shardc.dialects.tpu import MemorySpace, memref_type
-from shardc.hardware.chips import Chip, UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
-from shardc.passes.errors import OpPassError
-
-INDEX = IndexType()
-HBM = MemorySpace.HBM
-VMEM = MemorySpace.VMEM
-
-_FLOAT_BINARY = {
-    hlo.AddOp: arith.AddfOp, hlo.SubOp: arith.SubfOp, hlo.MulOp: arith.MulfOp,
-    hlo.DivOp: arith.DivfOp, hlo.MaxOp: arith.MaximumfOp, hlo.MinOp: arith.MinimumfOp,
-}
-_INT_BINARY = {
-    hlo.AddOp: arith.AddiOp, hlo.SubOp: arith.SubiOp, hlo.MulOp: arith.MuliOp,
-    hlo.MaxOp: arith.MaxSIOp, hlo.MinOp: arith.MinSIOp,
-}
-_FLOAT_UNARY = {
-    hlo.NegOp: arith.NegfOp, hlo.ExpOp: mathd.ExpOp, hlo.LogOp: mathd.LogOp,
-    hlo.TanhOp: mathd.TanhOp, hlo.SqrtOp: mathd.SqrtOp, hlo.RsqrtOp: mathd.RsqrtOp,
-    hlo.AbsOp: mathd.AbsFOp,
-}
-
-
-def _tensor(ty: Attribute) -> TensorType:
-    assert isinstance(ty, TensorType)
-    return ty  # pyright: ignore
-
-
-def _hbm(ty: TensorType) -> MemRefType:
-    return memref_type(ty.get_shape(), ty.element_type, HBM)
-
-
-def _bytes(shape: Sequence[int], element_type: Attribute) -> int:
-    return math.prod(shape) * tpu.element_bytes(element_type)
-
-
-class _Emitter:
-    """Appends ops to a block; small helpers for index and i32 arithmetic."""
-
-    def __init__(self, block: Block):
-        self.block = block
-
-    def op(self, op: Operation, hint: str | None = None) -> SSAValue:
-        self.block.add_op(op)
-        if op.results:
-            if hint:
-                op.results[0].name_hint = hint
-            return op.results[0]
-        return None  # type: ignore[return-value]
-
-    def i32(self, v: int, hint: str | None = None) -> SSAValue:
-        return self.op(arith.ConstantOp(IntegerAttr(v, i32)), hint)
-
-    def index(self, v: int, hint: str | None = None) -> SSAValue:
-        return self.op(arith.ConstantOp(IntegerAttr(v, INDEX)), hint)
-
-    def to_index(self, v: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.IndexCastOp(v, INDEX), hint)
-
-    def to_i32(self, v: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.IndexCastOp(v, i32), hint)
-
-    def add(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.AddiOp(a, b), hint)
-
-    def sub(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.SubiOp(a, b), hint)
-
-    def mul(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.MuliOp(a, b), hint)
-
-    def rem(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.RemSIOp(a, b), hint)
-
-    def eq(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
-        return self.op(arith.CmpiOp(a, b, "eq"), hint)
 
 
 @dataclass
@@ -214,7 +149,10 @@ class _Axis:
     neighbours: dict[int, SSAValue] = field(default_factory=dict)
 
 
-class _Lowering:
+class KernelLowering:
+    """One level-S function becoming one tpu kernel; the op lowerings of `tpu_compute`
+    and `tpu_movement` get it to reach the emitter (`e`), the chip and `buffers`."""
+
     def __init__(self, function: func.FuncOp, chip: Chip):
         self.f = function
         self.chip = chip
@@ -250,15 +188,11 @@ class _Lowering:
             return
         if isinstance(op, collective.DoneOp | func.ReturnOp):
             return
-        if type(op) in _FLOAT_BINARY or type(op) in _FLOAT_UNARY:
-            ty = _tensor(op.results[0].type)
-            kind = element_kind(ty.element_type)
-            ok = (
-                (kind == "float" and str(ty.element_type) in ("f32", "f64"))
-                or (kind == "int" and type(op) in _INT_BINARY)
-            )
-            if not ok:
-                raise OpPassError(op, f"lower-to-tpu: {op.name} on {ty.element_type} is not supported yet")
+        if tpu_compute.handles(op):
+            tpu_compute.check(self, op)
+            return
+        if tpu_movement.handles(op):
+            tpu_movement.check(self, op)
             return
         raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
 
@@ -269,8 +203,8 @@ class _Lowering:
             self.check(op)
         ret = old.last_op
         assert isinstance(ret, func.ReturnOp)
-        inputs = [_tensor(t) for t in f.function_type.inputs.data]
-        outputs = [_tensor(t) for t in f.function_type.outputs.data]
+        inputs = [tensor_type(t) for t in f.function_type.inputs.data]
+        outputs = [tensor_type(t) for t in f.function_type.outputs.data]
         # Which value lands in which output directly (the first return of a value made in
         # the body); everything else gets a scratch buffer or a copy at the end.
         direct: dict[SSAValue, int] = {}
@@ -285,9 +219,9 @@ class _Lowering:
                 if isinstance(r.type, TensorType) and r not in direct:
                     scratch_values.append(r)
         arg_types = (
-            [_hbm(t) for t in inputs]
-            + [_hbm(t) for t in outputs]
-            + [_hbm(_tensor(v.type)) for v in scratch_values]
+            [hbm_type(t) for t in inputs]
+            + [hbm_type(t) for t in outputs]
+            + [hbm_type(tensor_type(v.type)) for v in scratch_values]
         )
         block = Block(arg_types=arg_types)
         k, m = len(inputs), len(outputs)
@@ -301,7 +235,7 @@ class _Lowering:
         for j, v in enumerate(scratch_values):
             block.args[k + m + j].name_hint = f"scratch{j}"
             self.buffers[v] = block.args[k + m + j]
-        self.e = _Emitter(block)
+        self.e = Emitter(block)
         if any(isinstance(op, collective.CollectiveOp) for op in old.ops):
             self.dev = self.e.op(tpu.DeviceIdOp(), "dev")
             self.e.op(tpu.BarrierOp())
@@ -354,7 +288,7 @@ class _Lowering:
         k %= ax.size
         if k in ax.neighbours:
             return ax.neighbours[k]
-        e = _Emitter(Block())
+        e = Emitter(Block())
         hint = {1: "right", ax.size - 1: "left"}.get(k, f"peer_{k}")
         kc = e.i32(k)
         coord = e.rem(e.add(ax.me, kc), ax.n)
@@ -377,7 +311,7 @@ class _Lowering:
         return dev
 
     def chunk(
-        self, e: _Emitter, ref: SSAValue, dim: int, size: int, c: SSAValue, hint: str,
+        self, e: Emitter, ref: SSAValue, dim: int, size: int, c: SSAValue, hint: str,
         part: tuple[int, int, int] | None = None,
     ) -> SSAValue:
         """
@@ -400,22 +334,22 @@ class _Lowering:
         assert space is not None
         return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, space)), hint)
 
-    def check_vmem(self, op: Operation, what: str, nbytes: int) -> None:
-        if nbytes > self.chip.vmem_bytes:
+    def check_vmem(self, op: Operation, what: str, size: int) -> None:
+        if size > self.chip.vmem_bytes:
             raise OpPassError(
-                op, f"lower-to-tpu: {what} needs {nbytes} bytes of VMEM, more than the "
+                op, f"lower-to-tpu: {what} needs {size} bytes of VMEM, more than the "
                 f"{self.chip.vmem_bytes} bytes of {self.chip.name} (tiling is not implemented yet)"
             )
 
     def for_steps(
-        self, lo: int, hi: int, hint: str = "s", e: _Emitter | None = None
-    ) -> tuple[_Emitter, SSAValue]:
+        self, lo: int, hi: int, hint: str = "s", e: Emitter | None = None
+    ) -> tuple[Emitter, SSAValue]:
         """An `scf.for %s = lo to hi` appended (to `e`, default here); its body's emitter and `%s`."""
         e = e or self.e
         body = Block(arg_types=[INDEX])
         body.args[0].name_hint = hint
         e.op(scf.ForOp(e.index(lo), e.index(hi), e.index(1), [], body))
-        return _Emitter(body), body.args[0]
+        return Emitter(body), body.args[0]
 
     # Ops ---------------------------------------------------------------------------------
 
@@ -446,8 +380,11 @@ class _Lowering:
             if deferred is not None:
                 self.pending[op.results[0]] = deferred
             return
-        if type(op) in _FLOAT_BINARY or type(op) in _FLOAT_UNARY:
-            self.elementwise(op)
+        if tpu_compute.handles(op):
+            tpu_compute.lower(self, op)
+            return
+        if tpu_movement.handles(op):
+            tpu_movement.lower(self, op)
             return
         raise AssertionError(op.name)
 
@@ -472,7 +409,7 @@ class _Lowering:
         if len(axes) > 1:
             deferred = None  # multi-phase collectives run whole at their _start
         main = self.e
-        self.later = _Emitter(Block())
+        self.later = Emitter(Block())
         self._collective(op, axes, x, out, deferred)
         if self.e is not main:
             # A deferred reduce_scatter switched to `self.later`: that goes to the done.
@@ -639,7 +576,7 @@ class _Lowering:
             recv = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), f"{tag}_recv_sems")
             sems.append((peer, send, recv))
 
-        def step(b: _Emitter, s: SSAValue) -> list[Operation]:
+        def step(b: Emitter, s: SSAValue) -> list[Operation]:
             """Start step `s`'s DMAs; return its waits."""
             s32 = b.to_i32(s)
             waits: list[Operation] = []
@@ -653,7 +590,7 @@ class _Lowering:
                 b.op(w)
             b.op(scf.YieldOp())
             return
-        later = _Emitter(Block())
+        later = Emitter(Block())
         for w in step(e, e.index(0)):
             later.op(w)
         if n > 2:
@@ -667,7 +604,7 @@ class _Lowering:
         deferred += ops
 
     def _ag_step(
-        self, b: _Emitter, ax: _Axis, out: SSAValue, dim: int, k: int, s: SSAValue,
+        self, b: Emitter, ax: _Axis, out: SSAValue, dim: int, k: int, s: SSAValue,
         s32: SSAValue, direction: int, part: tuple[int, int, int] | None, tag: str,
         peer: SSAValue, send: SSAValue, recv: SSAValue,
     ) -> list[Operation]:
@@ -720,7 +657,7 @@ class _Lowering:
                   (-1, (split, shape[split] // 2, 1), "rs_l")]
         )
         self.check_vmem(op, f"a ring reduce_scatter step (4 blocks of {'x'.join(map(str, shape))})",
-                        4 * _bytes(shape, elem))
+                        4 * nbytes(shape, elem))
         one = e.i32(1, "one")
         c = min(2, n - 1)
         credit0 = e.i32(c, "rs_slots")
@@ -749,7 +686,7 @@ class _Lowering:
             state.append((direction, part, tag, bshape, to, back, rbuf, mine, acc, copy_sem,
                           send_sem, recv_sems, credits))
 
-        def step(b: _Emitter, s: SSAValue) -> list[Operation]:
+        def step(b: Emitter, s: SSAValue) -> list[Operation]:
             """Start step `s`'s DMAs (after their credits); return the rest of the step."""
             s32 = b.to_i32(s)
             slot = b.rem(s, b.index(2), "slot")
@@ -782,7 +719,7 @@ class _Lowering:
         return results
 
     def _rs_step(
-        self, b: _Emitter, ax: _Axis, x: SSAValue, dim: int, k: int, elem: Attribute,
+        self, b: Emitter, ax: _Axis, x: SSAValue, dim: int, k: int, elem: Attribute,
         one: SSAValue, s32: SSAValue, slot: SSAValue, direction: int,
         part: tuple[int, int, int] | None, tag: str, bshape: list[int], to: SSAValue,
         back: SSAValue, rbuf: SSAValue, mine: SSAValue, acc: SSAValue, copy_sem: SSAValue,
@@ -865,7 +802,7 @@ class _Lowering:
         b.op(tpu.DMAStartOp(src, dst, send_sem=send_sem, recv_sem=sem, device=dev))
         b.op(scf.YieldOp())
         # The waits: here, or at the done of a _start.
-        w = _Emitter(Block())
+        w = Emitter(Block())
         w.op(tpu.DMAWaitOp(copy_sem, own_dst))
         b, s = self.for_steps(1, n, e=w)
         src_c = b.rem(b.add(b.sub(ax.me, b.to_i32(s)), ax.n), ax.n)
@@ -930,7 +867,7 @@ class _Lowering:
                 ot = out.type
                 assert isinstance(ot, MemRefType)
                 shape, elem = list(ot.get_shape()), ot.element_type
-                self.check_vmem(op, "zeroing a permute result", _bytes(shape, elem))
+                self.check_vmem(op, "zeroing a permute result", nbytes(shape, elem))
                 vty = VectorType(elem, shape)
                 zero_attr = (
                     FloatAttr(0.0, elem) if element_kind(elem) == "float" else IntegerAttr(0, elem)  # pyright: ignore
@@ -951,40 +888,6 @@ class _Lowering:
         else:
             for o in deferred:
                 e.op(o)
-
-    def elementwise(self, op: Operation) -> None:
-        e = self.e
-        ty = _tensor(op.results[0].type)
-        shape, elem = list(ty.get_shape()), ty.element_type
-        nbytes = _bytes(shape, elem)
-        self.check_vmem(op, f"{op.name} on one {'x'.join(map(str, shape))} block",
-                        nbytes * (len(op.operands) + 1))
-        buf_ty = memref_type(shape, elem, VMEM)
-        vty = VectorType(elem, shape)
-        # One semaphore per DMA in flight (a shared one could be satisfied by the wrong DMA).
-        sems = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ew_sem") for _ in op.operands]
-        zeros = [e.index(0) for _ in shape]
-        bufs, vals = [], []
-        for v, sem in zip(op.operands, sems):
-            buf = e.op(tpu.AllocOp(buf_ty), "ew_in")
-            e.op(tpu.DMAStartOp(self.buffers[v], buf, recv_sem=sem))
-            bufs.append(buf)
-        for buf, sem in zip(bufs, sems):
-            e.op(tpu.DMAWaitOp(sem, buf))
-            vals.append(e.op(tpu.LoadOp(buf, zeros, vty)))
-        sem = sems[0]
-        table = _FLOAT_BINARY if len(vals) == 2 else _FLOAT_UNARY
-        if element_kind(elem) == "int":
-            table = _INT_BINARY
-        cls = table[type(op)]  # pyright: ignore
-        res = e.op(cls(*vals) if len(vals) == 2 else cls(vals[0]), "ew")
-        out_buf = e.op(tpu.AllocOp(buf_ty), "ew_out")
-        e.op(tpu.StoreOp(res, out_buf, zeros))
-        dst = self.buffers[op.results[0]]
-        e.op(tpu.DMAStartOp(out_buf, dst, recv_sem=sem))
-        e.op(tpu.DMAWaitOp(sem, dst))
-        for buf in [*bufs, out_buf]:
-            e.op(tpu.DeallocOp(buf))
 
 
 @dataclass(frozen=True)
@@ -1011,5 +914,5 @@ class LowerToTpuPass(ModulePass):
                 continue
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
-            new = _Lowering(function, chip).run()
+            new = KernelLowering(function, chip).run()
             Rewriter.replace_op(function, new, [])
