@@ -153,9 +153,11 @@ class KernelLowering:
     """One level-S function becoming one tpu kernel; the op lowerings of `tpu_compute`
     and `tpu_movement` get it to reach the emitter (`e`), the chip and `buffers`."""
 
-    def __init__(self, function: func.FuncOp, chip: Chip):
+    def __init__(self, function: func.FuncOp, chip: Chip, vmem_limit: int | None = None):
         self.f = function
         self.chip = chip
+        self.vmem_bytes = vmem_limit if vmem_limit is not None else chip.vmem_bytes
+        """The VMEM a kernel may use: the chip's, or the pass's `vmem-limit`."""
         self.module_mesh = spmd.find_mesh(function)
         self.axes: dict[str, _Axis] = {}
         self.buffers: dict[SSAValue, SSAValue] = {}
@@ -335,10 +337,10 @@ class KernelLowering:
         return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, space)), hint)
 
     def check_vmem(self, op: Operation, what: str, size: int) -> None:
-        if size > self.chip.vmem_bytes:
+        if size > self.vmem_bytes:
             raise OpPassError(
                 op, f"lower-to-tpu: {what} needs {size} bytes of VMEM, more than the "
-                f"{self.chip.vmem_bytes} bytes of {self.chip.name} (tiling is not implemented yet)"
+                f"{self.vmem_bytes} bytes available on {self.chip.name}"
             )
 
     def for_steps(
@@ -899,11 +901,17 @@ class LowerToTpuPass(ModulePass):
     chip: str = "v5e"
     """The chip whose VMEM capacity bounds the blocks."""
 
+    vmem_limit: int | None = None
+    """Bytes of VMEM the kernel may use (default: the chip's capacity); like Mosaic's
+    `vmem_limit_bytes`, and how tests force many small blocks."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             chip = get_chip(self.chip)
         except UnknownChipError as err:
             raise PassFailedException(f"lower-to-tpu: {err}") from None
+        if self.vmem_limit is not None and self.vmem_limit <= 0:
+            raise PassFailedException(f"lower-to-tpu: vmem-limit must be positive, got {self.vmem_limit}")
         for function in list(op.body.block.ops):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue
@@ -914,5 +922,5 @@ class LowerToTpuPass(ModulePass):
                 continue
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
-            new = KernelLowering(function, chip).run()
+            new = KernelLowering(function, chip, self.vmem_limit).run()
             Rewriter.replace_op(function, new, [])
