@@ -44,6 +44,7 @@ from shardc.interpreter.devices import Executor, module_mesh
 from shardc.interpreter.timing import Timeline, summary_lines
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
 from shardc.passes.collective_stats import CollectiveStats
+from shardc.tools import progress
 from shardc.tools.source import (
     DiagnosticError,
     SourceMap,
@@ -153,6 +154,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="TRACE.json", default=None,
                    help="write the per-device timeline as Chrome/Perfetto trace JSON")
     p.add_argument("--plot", metavar="TIMELINE.png", default=None, help="draw the per-device timeline as a PNG (needs matplotlib)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress lines on stderr (printed only for runs longer than 2 s)")
     return p
 
 
@@ -215,6 +218,8 @@ def compile_module(
     def verify_after(
         previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
     ) -> None:
+        if following is not None:
+            progress.step(f"pass {len(changes) + 1 + (previous is not None)}/{n_passes} {following.name}")
         if previous is None:
             return
         try:
@@ -231,7 +236,9 @@ def compile_module(
         parsed = PassPipeline.parse_spec(available_passes(), spec)
     except (ValueError, ArgSpecParseError) as e:
         raise DiagnosticError(f"{prog}: error: invalid pass pipeline '{spec}': {e}") from None
-    pipeline = PassPipeline(tuple(_flatten(parsed.passes)), verify_after)
+    flat = tuple(_flatten(parsed.passes))
+    n_passes = len(flat)
+    pipeline = PassPipeline(flat, verify_after)
     try:
         pipeline.apply(make_context(), module)
     except DiagnosticException as e:
@@ -411,6 +418,7 @@ def run(args: argparse.Namespace) -> int:
             )
     text, filename = read_text(args.file)
     ctx = make_context()
+    progress.step(f"parsing {filename}")
     original, original_map = parse_and_verify(ctx, text, filename)
     entry = io.find_entry(original, args.entry, filename)
     from shardc.interpreter.level_t import is_level_t
@@ -467,6 +475,7 @@ def run(args: argparse.Namespace) -> int:
             reference = outputs
             ref_what = "the program itself (no -p given)"
         else:
+            progress.step(f"checking: running the level-{original_sig.level} program before -p")
             reference = io.run(
                 Executor(original, original_map, filename), original_sig, inputs, input_source
             )
@@ -600,6 +609,8 @@ def execute(
     output arrays by name (none with `timing_only`: no values, `inputs` unused) and the
     timeline. Shared by `shardc-run` and the Python API (`shardc.run`).
     """
+    progress.step(f"running level {sig.level} on {sig.devices} device{'s' if sig.devices != 1 else ''}"
+                  + (" (timing only)" if timing_only else ""))
     executor = Executor(module, source_map, filename, chip=chip, abstract=timing_only)
     if timing_only:
         n_args = len(sig.function.body.block.args)
@@ -670,6 +681,7 @@ def write_plot(args: argparse.Namespace, timeline: Timeline, report: Report) -> 
     if args.plot is not None:
         from shardc.interpreter.plot import plot_timeline
 
+        progress.step(f"drawing {args.plot}")
         plot_timeline(timeline, args.plot, program=program_title(report),
                       what=f"{PROG}: error: --plot")
         print(f"wrote timeline {args.plot}")
@@ -721,7 +733,12 @@ def print_summary(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_tool(PROG, lambda: run(build_arg_parser().parse_args(argv)))
+    def body() -> int:
+        args = build_arg_parser().parse_args(argv)
+        with progress.reporting(PROG, enabled=not args.quiet):
+            return run(args)
+
+    return run_tool(PROG, body)
 
 
 __all__ = ["main"]

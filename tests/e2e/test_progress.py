@@ -1,0 +1,126 @@
+"""Progress lines of long runs (`tools/progress.py`, `shardc-run`): stderr only, only when slow."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from shardc.tools import progress, shardc_run
+
+ROOT = Path(__file__).resolve().parents[2]
+MLP = str(ROOT / "examples" / "megatron_mlp.mlir")
+
+
+def test_fast_stages_print_nothing() -> None:
+    out = io.StringIO()
+    with progress.reporting("tool", stream=out, after=10.0, tty=False):
+        progress.step("a")
+        progress.step("b")
+    assert out.getvalue() == ""
+
+
+def test_after_zero_prints_every_stage_and_done() -> None:
+    out = io.StringIO()
+    with progress.reporting("tool", stream=out, after=0.0, tty=False):
+        progress.step("a")
+        progress.step("b")
+    lines = out.getvalue().splitlines()
+    assert [ln.split("] ", 1)[1] for ln in lines] == ["a", "a: 0.0 s", "b", "b: 0.0 s", "done"]
+    assert all(ln.startswith("tool: [") for ln in lines)
+
+
+def test_a_slow_stage_is_announced_while_it_runs_and_timed_when_it_ends() -> None:
+    out = io.StringIO()
+    with progress.reporting("tool", stream=out, after=0.05, tty=False) as p:
+        assert p is not None
+        progress.step("fast one")
+        progress.step("slow one")
+        deadline = time.monotonic() + 5
+        while not p.lines and time.monotonic() < deadline:  # the watcher prints, not step()
+            time.sleep(0.01)
+        assert p.lines and "slow one (running for" in p.lines[0]
+        progress.step("fast two")
+    text = out.getvalue()
+    assert "fast" not in text
+    assert "slow one: " in text and text.rstrip().endswith("] done")
+
+
+def test_on_a_terminal_every_stage_after_the_threshold_gets_a_line() -> None:
+    out = io.StringIO()
+    with progress.reporting("tool", stream=out, after=0.05, tty=True):
+        progress.step("first")
+        time.sleep(0.2)
+        progress.step("second")
+        progress.step("third")
+    stages = [ln.split("] ", 1)[1] for ln in out.getvalue().splitlines()]
+    assert stages[0].startswith("first (running for")
+    assert stages[1:] == ["second", "third", "done"]  # no duration lines on a terminal
+
+
+def test_no_reporter_outside_a_tool(capsys: pytest.CaptureFixture[str]) -> None:
+    assert progress.active() is None
+    progress.step("nothing")  # a no-op
+    import shardc
+
+    shardc.compile(Path(MLP).read_text(), pipeline="spmd-pipeline")
+    assert capsys.readouterr().err == ""
+
+
+def test_quiet_flag_and_disabled_reporter() -> None:
+    with progress.reporting("tool", enabled=False) as p:
+        assert p is None and progress.active() is None
+        progress.step("x")
+
+
+def test_shardc_run_reports_stages_on_stderr_only(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(progress.ENV_AFTER, "0")
+    assert shardc_run.main([MLP, "-p", "spmd-pipeline", "--check"]) == 0
+    cap = capsys.readouterr()
+    err = cap.err
+    assert "shardc-run: [" not in cap.out
+    for needle in ("parsing ", "pass 1/12 spmd-propagate", "pass 12/12 schedule",
+                   "running level S on 8 devices", "checking: running the level-G program", "] done"):
+        assert needle in err, err
+    # --quiet: nothing on stderr, the same stdout
+    assert shardc_run.main([MLP, "-p", "spmd-pipeline", "--check", "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == "" and quiet.out == cap.out
+
+
+def test_shardc_run_short_run_prints_nothing_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(progress.ENV_AFTER, raising=False)
+    assert shardc_run.main([MLP, "-p", "spmd-pipeline"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_shardc_run_slow_stage_is_reported(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage forced to be slow (the run) prints its line while it runs, and its time."""
+    from shardc.interpreter.devices import Executor
+
+    real_run = Executor.run
+
+    def slow_run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.4)
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(Executor, "run", slow_run)
+    monkeypatch.setenv(progress.ENV_AFTER, "0.2")
+    assert shardc_run.main([MLP, "--timing-only"]) == 0
+    err = capsys.readouterr().err
+    assert "running level G on 1 device (timing only) (running for" in err, err
+    assert "parsing" not in err  # fast stages stay silent
+    assert err.rstrip().endswith("] done")
+
+
+def test_bad_env_value_falls_back_to_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(progress.ENV_AFTER, "soon")
+    assert progress.default_after() == progress.DEFAULT_AFTER

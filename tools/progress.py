@@ -1,0 +1,191 @@
+"""
+Progress lines on stderr for long tool runs (`shardc-run`): a line per stage, only when
+the run is slow, so short runs and stdout stay as they are.
+
+    shardc-run: [2.0 s] pass 3/14 spmd-partition (running for 2.0 s)
+    shardc-run: [6.3 s] pass 3/14 spmd-partition: 6.1 s
+    shardc-run: [6.9 s] running level S on 8 devices (running for 2.0 s)
+    shardc-run: [9.4 s] done
+
+A tool marks where each stage starts with `step("...")` (the previous stage ends there);
+code that runs outside a tool (the Python API, tests) calls the same functions and they
+do nothing, because no reporter is active. When a line is printed:
+
+* stderr is not a terminal (CI logs, pipes): a stage gets a line once it has itself run
+  for `after` seconds (printed then, by a watcher thread, while it still runs), and a
+  second line with its duration when it ends. Fast stages of a slow run print nothing.
+* stderr is a terminal: once the whole run is `after` seconds old, the current stage and
+  every later one get a line as they start.
+* Either way, a run that printed anything ends with `done`; a run that stays under
+  `after` prints nothing at all.
+
+`after` is 2 s, or `$SHARDC_PROGRESS_AFTER` (seconds; 0 prints every stage at once:
+tests use it); `--quiet` (`enabled=False`) turns progress off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+DEFAULT_AFTER = 2.0
+"""Seconds a stage (or, on a terminal, the run) must last before progress is printed."""
+
+ENV_AFTER = "SHARDC_PROGRESS_AFTER"
+
+
+def default_after() -> float:
+    text = os.environ.get(ENV_AFTER)
+    if text is None:
+        return DEFAULT_AFTER
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        return DEFAULT_AFTER
+
+
+class Progress:
+    """The reporter of one run; see the module docstring. Thread-safe."""
+
+    def __init__(
+        self,
+        prog: str,
+        stream: TextIO | None = None,
+        after: float | None = None,
+        tty: bool | None = None,
+    ) -> None:
+        self.prog = prog
+        self.stream = stream if stream is not None else sys.stderr
+        self.after = default_after() if after is None else after
+        if tty is None:
+            isatty = getattr(self.stream, "isatty", None)
+            tty = bool(isatty and isatty())
+        self.tty = tty
+        self.lines: list[str] = []
+        """Every line printed, for tests."""
+        self._t0 = time.monotonic()
+        self._cond = threading.Condition()
+        self._stage: str | None = None
+        self._started = self._t0
+        self._announced = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        if self.after > 0:
+            self._thread = threading.Thread(target=self._watch, name="shardc-progress", daemon=True)
+            self._thread.start()
+
+    # -- the tool's side ----------------------------------------------------------------
+
+    def step(self, what: str) -> None:
+        """The stage `what` starts now (the previous one ends)."""
+        with self._cond:
+            if self._closed:
+                return
+            now = time.monotonic()
+            self._end_stage(now)
+            self._stage, self._started, self._announced = what, now, False
+            if now >= self._deadline_locked():
+                self._announce(now)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            now = time.monotonic()
+            self._end_stage(now)
+            self._stage = None
+            self._closed = True
+            if self.lines:
+                self._print(f"[{now - self._t0:.1f} s] done")
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    # -- internals (called with the lock held) ------------------------------------------
+
+    def _deadline_locked(self) -> float:
+        """When the current stage gets its line."""
+        if self.tty:
+            return self._t0 + self.after
+        return self._started + self.after
+
+    def _announce(self, now: float, *, late: bool = False) -> None:
+        """Print the current stage's line (`late`: by the watcher, while it runs)."""
+        assert self._stage is not None
+        self._announced = True
+        extra = f" (running for {now - self._started:.1f} s)" if late else ""
+        self._print(f"[{now - self._t0:.1f} s] {self._stage}{extra}")
+
+    def _end_stage(self, now: float) -> None:
+        if self._stage is not None and self._announced and not self.tty:
+            self._print(f"[{now - self._t0:.1f} s] {self._stage}: {now - self._started:.1f} s")
+
+    def _print(self, text: str) -> None:
+        line = f"{self.prog}: {text}"
+        self.lines.append(line)
+        try:
+            print(line, file=self.stream, flush=True)
+        except (OSError, ValueError):  # a closed or broken stderr must not end the run
+            pass
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._stage is None or self._announced:
+                    self._cond.wait()
+                    continue
+                now = time.monotonic()
+                deadline = self._deadline_locked()
+                if now >= deadline:
+                    self._announce(now, late=True)
+                else:
+                    self._cond.wait(deadline - now)
+
+
+_active: Progress | None = None
+_active_lock = threading.Lock()
+
+
+def step(what: str) -> None:
+    """Mark the start of a stage of the active run (nothing if no reporter is active)."""
+    p = _active
+    if p is not None:
+        p.step(what)
+
+
+def active() -> Progress | None:
+    return _active
+
+
+@contextmanager
+def reporting(
+    prog: str,
+    *,
+    enabled: bool = True,
+    stream: TextIO | None = None,
+    after: float | None = None,
+    tty: bool | None = None,
+) -> Iterator[Progress | None]:
+    """Make a reporter active for the body (none if not `enabled`)."""
+    global _active
+    if not enabled:
+        yield None
+        return
+    p = Progress(prog, stream=stream, after=after, tty=tty)
+    with _active_lock:
+        previous, _active = _active, p
+    try:
+        yield p
+    finally:
+        with _active_lock:
+            _active = previous
+        p.close()
+
+
+__all__ = ["DEFAULT_AFTER", "ENV_AFTER", "Progress", "active", "reporting", "step"]
