@@ -334,8 +334,11 @@ class Simulator:
         source_map: SourceMap | None = None,
         filename: str | None = None,
         trace: bool = False,
+        values: bool = True,
     ):
         self.module = module
+        self.values = values
+        """False: the timing mode (see `run_level_t`); no bytes are read or written."""
         self.chip = get_chip(chip) if isinstance(chip, str) else chip
         self.source_map = source_map
         self.filename = filename or (source_map.filename if source_map else "<input>")
@@ -430,7 +433,9 @@ class Simulator:
             for k, (ty, arr) in enumerate(zip(arg_types, inputs[d])):
                 assert isinstance(ty, MemRefType), f"kernel argument {k} is not a memref"
                 shape, dtype = tuple(ty.get_shape()), dtype_of(ty.element_type)
-                if arr is None:
+                if not self.values:
+                    data = _unmaterialized(shape, dtype)
+                elif arr is None:
                     data = _uninitialized(shape, dtype)
                 else:
                     data = np.array(arr, dtype=dtype, copy=True)
@@ -465,7 +470,7 @@ class Simulator:
         if blocked:
             raise self._deadlock(blocked)
         self._check_exit()
-        outputs = [[b.array for b in bufs] for bufs in self.args]
+        outputs = [[b.array for b in bufs] for bufs in self.args] if self.values else []
         return outputs, self.report()
 
     def _push(self, t: float, kind: str, payload: Any) -> None:
@@ -554,7 +559,7 @@ class Simulator:
             idx = [int(env[v]) for v in op.indices]
             view = self._block(op, d, ref, idx, op.result.type.get_shape(), "load")
             self._access(dev, op, ref.buffer, view, write=False, thread=d)
-            env[op.result] = np.array(view, copy=True)
+            env[op.result] = np.array(view, copy=True) if self.values else _placeholder(view.shape, view.dtype)
             self._compute(dev, op, view.nbytes / (self.chip.vmem_bw_factor * self.chip.hbm_bw))
             return
         if isinstance(op, tpu.StoreOp):
@@ -563,7 +568,8 @@ class Simulator:
             value = env[op.value]
             view = self._block(op, d, ref, idx, value.shape, "store")
             self._access(dev, op, ref.buffer, view, write=True, thread=d)
-            view[...] = value
+            if self.values:
+                view[...] = value
             self._compute(dev, op, view.nbytes / (self.chip.vmem_bw_factor * self.chip.hbm_bw))
             return
         if isinstance(op, tpu.MemRefSliceOp):
@@ -597,19 +603,22 @@ class Simulator:
             coords = np.unravel_index(d, tuple(mesh.shape))
             env[op.result] = int(coords[list(mesh.names).index(op.axis.data)])
             return
+        if not self.values and any(isinstance(r.type, VectorType) for r in op.results):
+            # Timing mode: vector values are shape-only placeholders; only the cost counts.
+            self._placeholders(dev, op, env)
+            return
         if isinstance(op, tpu.MatmulOp):
             lhs, rhs, acc = env[op.lhs], env[op.rhs], env[op.acc]
             prod = np.matmul(lhs.astype(acc.dtype), rhs.astype(acc.dtype))
             env[op.result] = (acc + prod).astype(acc.dtype)
-            m, k = lhs.shape
-            self._compute(dev, op, 2.0 * m * k * rhs.shape[1] / self.chip.flops_bf16)
+            self._compute(dev, op, self._vector_cost(op))
             return
         if isinstance(op, tpu.ReduceOp):
             src, acc = env[op.source], env[op.acc]
             ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op.kind.data]
             red = ufunc.reduce(src, axis=tuple(op.reduced_dims))
             env[op.result] = np.asarray(ufunc(acc, red)).astype(acc.dtype)
-            self._compute(dev, op, src.size / self.chip.vpu_flops)
+            self._compute(dev, op, self._vector_cost(op))
             return
         if isinstance(op, tpu.TransposeOp):
             env[op.result] = np.transpose(env[op.source], op.dims)
@@ -631,8 +640,33 @@ class Simulator:
         res_ty = op.results[0].type
         out = impl(op, args, res_ty)
         env[op.results[0]] = out
+        self._compute(dev, op, self._vector_cost(op))
+
+    def _vector_cost(self, op: Operation) -> float:
+        """Seconds of a vector op, from its types alone (so both modes charge the same)."""
+        if isinstance(op, tpu.MatmulOp):
+            m, k = op.lhs.type.get_shape()  # type: ignore[union-attr]
+            cols = op.rhs.type.get_shape()[1]  # type: ignore[union-attr]
+            return 2.0 * m * k * cols / self.chip.flops_bf16
+        if isinstance(op, tpu.ReduceOp):
+            return math.prod(op.source.type.get_shape()) / self.chip.vpu_flops  # type: ignore[union-attr]
+        if isinstance(op, tpu.TransposeOp | tpu.IotaOp | arith.ConstantOp):
+            return 0.0
+        res_ty = op.results[0].type if op.results else None
         if isinstance(res_ty, VectorType):
-            self._compute(dev, op, math.prod(res_ty.get_shape()) / self.chip.vpu_flops)
+            return math.prod(res_ty.get_shape()) / self.chip.vpu_flops
+        return 0.0
+
+    def _placeholders(self, dev: _Dev, op: Operation, env: dict[SSAValue, Any]) -> None:
+        """
+        Timing mode: a vector op's results become zero-stride arrays of their shape (its
+        semantics are not consulted, so an op the valued mode does not know passes here).
+        """
+        for r in op.results:
+            ty = r.type
+            assert isinstance(ty, VectorType)
+            env[r] = _placeholder(tuple(ty.get_shape()), dtype_of(ty.element_type))
+        self._compute(dev, op, self._vector_cost(op))
 
     def _block(self, op: Operation, d: int, ref: Ref, idx: list[int], shape: Sequence[int], what: str) -> np.ndarray:
         base = ref.view.shape
@@ -710,7 +744,8 @@ class Simulator:
         size = tpu.ref_bytes(ty)
         if not early:
             self._count(dev, op, space, name, size)
-        buf = Buffer(dev.index, name, space, _uninitialized(shape, dtype), op)
+        data = _uninitialized(shape, dtype) if self.values else _unmaterialized(shape, dtype)
+        buf = Buffer(dev.index, name, space, data, op)
         ref = Ref(buf, buf.array, name)
         dev.allocs[op] = ref
         return ref
@@ -907,7 +942,7 @@ class Simulator:
             dev.ici_bytes += dma.nbytes
         if dma.nbytes == 0:
             self._push(self.now, "complete", dma)
-            dma.data = np.array(src.view, copy=True)
+            dma.data = np.array(src.view, copy=True) if self.values else None
             return
         self._reflow(self.flows.change(self.now, add=dma))
 
@@ -918,7 +953,8 @@ class Simulator:
 
     def _drained(self, dma: Dma) -> None:
         dma.drained = self.now
-        dma.data = np.array(dma.src.view, copy=True)
+        if self.values:
+            dma.data = np.array(dma.src.view, copy=True)
         if dma.send is not None:
             self._signal_dma(dma.send, dma)
         self._reflow(self.flows.change(self.now, remove=dma))
@@ -926,9 +962,10 @@ class Simulator:
 
     def _complete(self, dma: Dma) -> None:
         dma.done = True
-        assert dma.data is not None
-        dma.dst.view[...] = dma.data
-        dma.data = None
+        if self.values:
+            assert dma.data is not None
+            dma.dst.view[...] = dma.data
+            dma.data = None
         self._signal_dma(dma.recv, dma)
         if self.record_trace:
             dev = self.devs[dma.device]
@@ -1085,6 +1122,20 @@ def _join(into: dict[Any, int], other: Mapping[Any, int]) -> None:
     for k, v in other.items():
         if into.get(k, 0) < v:
             into[k] = v
+
+
+def _unmaterialized(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """
+    A buffer for the timing mode: `np.zeros` is calloc, whose pages the OS maps only when
+    touched, and the timing mode never touches them. The buffer still has real addresses,
+    so slices, remote views and the race detector's byte overlaps are exact.
+    """
+    return np.zeros(shape, dtype=dtype)
+
+
+def _placeholder(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """A vector value in the timing mode: its shape and dtype, no storage (stride 0)."""
+    return np.broadcast_to(np.zeros((), dtype=dtype), shape)
 
 
 def _uninitialized(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
@@ -1265,15 +1316,24 @@ def run_level_t(
     source_map: SourceMap | None = None,
     entry: str | None = None,
     trace: bool = False,
+    values: bool = True,
 ) -> tuple[list[list[np.ndarray]], dict[str, Any]]:
     """
     Run the module's kernel on every device: `inputs[d][k]` is argument k on device d
     (None: uninitialized). Returns every argument's final contents per device and the
     report (`step_time_s`, bytes, ...; with `trace=True` also `report["trace"]`, Chrome
     trace JSON). Raises `InterpreterError` on any check.
+
+    `values=False` is the timing mode, for messages too large to hold N copies of: the
+    same simulation (every DMA, semaphore, barrier, clock and link share; every check that
+    does not need values: deadlock, races, semaphores at exit, byte counts, VMEM
+    capacity, bounds), but buffers are never written (calloc'd, so never paged in),
+    DMAs move no bytes and vector ops yield shape-only placeholders. Control flow must not
+    depend on loaded values (true of every kernel `lower-to-tpu` emits). The inputs'
+    contents are ignored (None is fine) and the outputs list is empty.
     """
     function = find_kernel(module, entry)
-    sim = Simulator(module, chip, source_map, trace=trace)
+    sim = Simulator(module, chip, source_map, trace=trace, values=values)
     outputs, report = sim.run(function, inputs)
     if trace:
         report["trace"] = sim.trace()

@@ -456,3 +456,62 @@ def test_barrier_one_device_skips_is_a_deadlock():
                     "on device 0, which holds 0")
     assert "device 1 waits at tpu.barrier at k.mlir:" in message
     assert "for devices 0 of group [0, 1, 2, 3]" in message
+
+
+# Timing mode (values=False) ------------------------------------------------------------------
+
+
+def _same_timing(valued: dict, timed: dict) -> None:
+    for key in ("step_time_s", "compute_time_s", "dmas", "ici_bytes", "local_dma_bytes", "peak_vmem_bytes"):
+        assert timed[key] == valued[key], key
+    for a, b in zip(valued["per_device"], timed["per_device"], strict=True):
+        assert a == b
+
+
+def test_timing_mode_times_the_ring_all_gather_as_the_valued_run():
+    xs = shards()
+    _, valued = run(RING_ALL_GATHER, [[x, None] for x in xs])
+    outs, timed = run(RING_ALL_GATHER, [[None, None] for _ in xs], values=False)
+    assert outs == []
+    _same_timing(valued, timed)
+
+
+@pytest.mark.parametrize("chip, n, op", [
+    ("v5e", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
+    ("v5p", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
+    ("v5e", 8, '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<16x128xf32>) -> tensor<2x128xf32>'),
+    ("v5p", 8, '%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 1 : (tensor<16x128xf32>) -> tensor<2x1024xf32>'),
+])
+def test_timing_mode_times_lowered_collectives_as_the_valued_run(chip, n, op):
+    """The lowered kernels (VMEM adds, credits, bidirectional rings): identical reports."""
+    from shardc.dialects import make_context
+    from shardc.lowering.lower_to_tpu import LowerToTpuPass
+
+    res = op.rsplit("-> tensor<", 1)[1].rstrip(">") if "->" in op else "16x128xf32"
+    text = f"""
+spmd.mesh @m = <["x"={n}]>
+func.func @main(%a: tensor<16x128xf32>) -> tensor<{res}> attributes {{spmd.per_device_io}} {{
+  {op}
+  func.return %r : tensor<{res}>
+}}
+"""
+    module, _ = parse(text)
+    LowerToTpuPass(chip=chip).apply(make_context(), module)
+    ins = [[x, None] for x in shards(n, (16, 128))]
+    _, valued = run_level_t(module, ins, chip=chip)
+    _, timed = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
+    _same_timing(valued, timed)
+
+
+@pytest.mark.parametrize("old, new", [
+    (RECV_WAIT, ""),
+    (SEND_WAIT, ""),
+    (RECV_WAIT, RECV_WAIT.replace("%recv_sem", "%copy_sem")),
+], ids=["race", "never-waited", "deadlock"])
+def test_timing_mode_reports_what_the_valued_run_reports(old, new):
+    """Checks that need no values (races, semaphores, deadlocks) run in the timing mode too."""
+    text = _mutate(RING_ALL_GATHER, old, new)
+    valued = fails(text, [[x, None] for x in shards()])
+    with pytest.raises(InterpreterError) as info:
+        run(text, [[None, None]] * 4, values=False)
+    assert str(info.value) == valued
