@@ -91,7 +91,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -571,6 +571,14 @@ class Simulator:
             if self.values:
                 view[...] = value
             self._compute(dev, op, view.nbytes / (self.chip.vmem_bw_factor * self.chip.hbm_bw))
+            return
+        if isinstance(op, memref.LoadOp):
+            # A scalar (from SMEM, say: a DMA'd offset); reading it takes no time.
+            ref = env[op.memref]
+            idx = [int(env[v]) for v in op.indices]
+            view = self._block(op, d, ref, idx, [1] * len(idx), "load") if idx else ref.view[...]
+            self._access(dev, op, ref.buffer, view, write=False, thread=d)
+            env[op.res] = view.reshape(()).item()
             return
         if isinstance(op, tpu.MemRefSliceOp):
             src = env[op.source]

@@ -1,27 +1,288 @@
 """
 hlo data-movement ops lowered to tpu (part of `lower-to-tpu`, see lowering/lower_to_tpu.py):
 ops that only move bytes become DMAs between HBM buffers (and their `tpu.memref_slice`
-and `tpu.memref_reshape` views), without a round trip through VMEM.
+and `tpu.memref_reshape` views), without a round trip through VMEM: a DMA engine reads
+and writes strided HBM blocks itself, so staging through VMEM would only add a second
+transfer and VMEM pressure.
+
+* reshape: one DMA from the operand into the result viewed with the operand's shape
+  (both are whole buffers, hence contiguous, so the row-major view is a bitcast).
+* slice: unit strides (or one element along a strided dimension) are one DMA of a
+  `memref_slice` block. A stride s > 1 along a dimension of size n divisible by s views
+  that dimension as [n / s, s] (a reshape of the whole operand) and takes column
+  `lo % s` of rows `lo / s ..`: still one DMA. A stride that does not divide n has no
+  such view; there the slice is one DMA per result index along that dimension (an
+  `scf.for`), all in flight before the first wait.
+* concatenate: one DMA per operand into its part of the output, all in flight at once.
+* dynamic_slice: the offsets are rank-0 tensors in HBM; each is DMA'd into SMEM, read
+  with `memref.load`, clamped to [0, dim - size] exactly as the interpreter does
+  (StableHLO semantics), and the block at those offsets is one DMA.
+* dynamic_update_slice: the operand is copied into the result while the offsets are
+  fetched, then the update is DMA'd into its clamped place (after the copy has landed:
+  both DMAs write the same bytes).
+
+Every DMA has its own semaphore (or, for the DMAs of one loop, one semaphore and DMAs of
+one size), every DMA is waited, so every semaphore ends at zero. A result with no
+elements is nothing to move.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.ir import Operation
+from shardc.dialects import hlo, tpu
+from shardc.dialects.tpu import MemorySpace, memref_type
+from shardc.lowering.emit import HBM, Emitter, tensor_type
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.ir import Operation, SSAValue
 
 if TYPE_CHECKING:
     from shardc.lowering.lower_to_tpu import KernelLowering
 
+_OPS = (hlo.ReshapeOp, hlo.SliceOp, hlo.ConcatenateOp, hlo.DynamicSliceOp, hlo.DynamicUpdateSliceOp)
+
 
 def handles(op: Operation) -> bool:
     """Whether this module lowers ops of this kind."""
-    return False
+    return isinstance(op, _OPS)
 
 
 def check(lowering: KernelLowering, op: Operation) -> None:
-    """Raise an `OpPassError` at `op` if this variant cannot be lowered."""
+    """Every variant of these ops lowers (nothing to reject)."""
 
 
 def lower(lowering: KernelLowering, op: Operation) -> None:
-    raise AssertionError(op.name)
+    if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
+        return
+    _LOWERINGS[type(op)](lowering, op)  # pyright: ignore[reportArgumentType]
+
+
+# Helpers ------------------------------------------------------------------------------
+
+
+def _shape(ref: SSAValue) -> list[int]:
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    return list(ty.get_shape())
+
+
+def _view(e: Emitter, ref: SSAValue, offsets: Sequence[SSAValue | int], shape: Sequence[int],
+          hint: str) -> SSAValue:
+    """The block of `shape` at `offsets` (constants or index values) of an HBM `ref`."""
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    if list(shape) == list(ty.get_shape()) and all(o == 0 for o in offsets):
+        return ref
+    idx = [e.index(o) if isinstance(o, int) else o for o in offsets]
+    return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, HBM)), hint)
+
+
+def _reshape(e: Emitter, ref: SSAValue, shape: Sequence[int], hint: str) -> SSAValue:
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    if list(shape) == list(ty.get_shape()):
+        return ref
+    return e.op(tpu.MemRefReshapeOp(ref, memref_type(shape, ty.element_type, HBM)), hint)
+
+
+def _copies(e: Emitter, pairs: Sequence[tuple[SSAValue, SSAValue]], hint: str) -> None:
+    """DMA each (src, dst), all started before the first wait, one semaphore each."""
+    sems = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{hint}_sem") for _ in pairs]
+    for (src, dst), sem in zip(pairs, sems):
+        e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+    for (_, dst), sem in zip(pairs, sems):
+        e.op(tpu.DMAWaitOp(sem, dst))
+
+
+def _loop_nest(
+    lowering: KernelLowering, trips: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
+) -> None:
+    """`scf.for` loops over `range(t)` for each trip count, `body` in the innermost."""
+    e, ivs = lowering.e, []
+    bodies: list[Emitter] = []
+    for t in trips:
+        e, iv = lowering.for_steps(0, t, "i", e)
+        bodies.append(e)
+        ivs.append(iv)
+    body(e, ivs)
+    for b in reversed(bodies):
+        b.op(scf.YieldOp())
+
+
+# reshape, concatenate -----------------------------------------------------------------
+
+
+def _lower_reshape(lowering: KernelLowering, op: hlo.ReshapeOp) -> None:
+    e = lowering.e
+    src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
+    _copies(e, [(src, _reshape(e, dst, _shape(src), "reshape_view"))], "reshape")
+
+
+def _lower_concatenate(lowering: KernelLowering, op: hlo.ConcatenateOp) -> None:
+    e = lowering.e
+    dim = op.dimension.value.data
+    dst = lowering.buffers[op.result]
+    pairs, offset = [], 0
+    for v in op.inputs:
+        src = lowering.buffers[v]
+        shape = _shape(src)
+        if shape[dim]:
+            at = [offset if d == dim else 0 for d in range(len(shape))]
+            pairs.append((src, _view(e, dst, at, shape, "concat_part")))
+        offset += shape[dim]
+    _copies(e, pairs, "concat")
+
+
+# slice --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Dim:
+    """How one dimension of a strided slice is taken (see the module docstring)."""
+
+    lo: int
+    stride: int
+    count: int
+    """Result size along the dimension."""
+    size: int
+    """Operand size along the dimension."""
+
+    @property
+    def kind(self) -> str:
+        if self.stride == 1 or self.count == 1:
+            return "block"
+        return "split" if self.size % self.stride == 0 else "loop"
+
+
+def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
+    e = lowering.e
+    src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
+    dims = [
+        _Dim(lo, s, k, n)
+        for (lo, _, s), k, n in zip(op.bounds, _shape(dst), _shape(src))
+    ]
+    # Split dimensions become two: [n / s, s] in the operand, [k, 1] in the result.
+    src_shape = [x for d in dims for x in ((d.size // d.stride, d.stride) if d.kind == "split" else (d.size,))]
+    dst_shape = [x for d in dims for x in ((d.count, 1) if d.kind == "split" else (d.count,))]
+    src_v = _reshape(e, src, src_shape, "slice_src")
+    dst_v = _reshape(e, dst, dst_shape, "slice_dst")
+    loops = [d for d in dims if d.kind == "loop"]
+
+    def views(b: Emitter, ivs: list[SSAValue], src: bool = True) -> tuple[SSAValue | None, SSAValue]:
+        """The operand block (unless `src` is false) and its place in the result."""
+        src_at: list[SSAValue | int] = []
+        dst_at: list[SSAValue | int] = []
+        shape: list[int] = []
+        it = iter(ivs)
+        for d in dims:
+            if d.kind == "block":
+                src_at.append(d.lo)
+                dst_at.append(0)
+                shape.append(d.count)
+            elif d.kind == "split":
+                src_at += [d.lo // d.stride, d.lo % d.stride]
+                dst_at += [0, 0]
+                shape += [d.count, 1]
+            else:
+                i = next(it)
+                src_at.append(b.add(b.mul(i, b.index(d.stride)), b.index(d.lo)) if src else 0)
+                dst_at.append(i)
+                shape.append(1)
+        return (_view(b, src_v, src_at, shape, "slice_block") if src else None,
+                _view(b, dst_v, dst_at, shape, "slice_out"))
+
+    if not loops:
+        block, out = views(e, [])
+        assert block is not None
+        _copies(e, [(block, out)], "slice")
+        return
+    # One DMA per index of the loop dimensions, all of one size: one semaphore, every
+    # DMA started before the first wait.
+    sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "slice_sem")
+    trips = [d.count for d in loops]
+
+    def start(b: Emitter, ivs: list[SSAValue]) -> None:
+        block, out = views(b, ivs)
+        assert block is not None
+        b.op(tpu.DMAStartOp(block, out, recv_sem=sem))
+
+    def wait(b: Emitter, ivs: list[SSAValue]) -> None:
+        b.op(tpu.DMAWaitOp(sem, views(b, ivs, src=False)[1]))
+
+    _loop_nest(lowering, trips, start)
+    _loop_nest(lowering, trips, wait)
+
+
+# dynamic_slice, dynamic_update_slice --------------------------------------------------
+
+
+def _fetch_offsets(lowering: KernelLowering, indices: Sequence[SSAValue]) -> list[tuple[SSAValue, SSAValue, SSAValue]]:
+    """
+    Start the DMAs of the rank-0 offset tensors (HBM) into SMEM: (smem scalar, its
+    semaphore, the HBM source) per offset; `_load_offsets` waits and reads them.
+    """
+    e = lowering.e
+    fetched = []
+    for v in indices:
+        src = lowering.buffers[v]
+        ty = src.type
+        assert isinstance(ty, MemRefType)
+        smem = e.op(tpu.AllocOp(memref_type([], ty.element_type, MemorySpace.SMEM)), "offset_smem")
+        sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "offset_sem")
+        e.op(tpu.DMAStartOp(src, smem, recv_sem=sem))
+        fetched.append((smem, sem, src))
+    return fetched
+
+
+def _load_offsets(
+    lowering: KernelLowering, fetched: Sequence[tuple[SSAValue, SSAValue, SSAValue]],
+    dims: Sequence[int], sizes: Sequence[int],
+) -> list[SSAValue]:
+    """Wait for the offsets, read them and clamp each to [0, dim - size] (as index)."""
+    e = lowering.e
+    out = []
+    for (smem, sem, _), dim, size in zip(fetched, dims, sizes):
+        e.op(tpu.DMAWaitOp(sem, smem))
+        v = e.op(memref.LoadOp.get(smem, []), "offset")
+        ty = v.type
+        lo = e.op(arith.ConstantOp(IntegerAttr(0, ty)))
+        hi = e.op(arith.ConstantOp(IntegerAttr(dim - size, ty)))
+        clamped = e.op(arith.MinSIOp(e.op(arith.MaxSIOp(v, lo)), hi), "offset_clamped")
+        out.append(e.to_index(clamped, "offset_index"))
+        e.op(tpu.DeallocOp(smem))
+    return out
+
+
+def _lower_dynamic_slice(lowering: KernelLowering, op: hlo.DynamicSliceOp) -> None:
+    e = lowering.e
+    src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
+    fetched = _fetch_offsets(lowering, op.start_indices)
+    at = _load_offsets(lowering, fetched, _shape(src), op.sizes)
+    _copies(e, [(e.op(tpu.MemRefSliceOp(src, at, dst.type), "dynamic_block"), dst)],
+            "dynamic_slice")
+
+
+def _lower_dynamic_update_slice(lowering: KernelLowering, op: hlo.DynamicUpdateSliceOp) -> None:
+    e = lowering.e
+    src, upd, dst = (lowering.buffers[v] for v in (op.operand, op.update, op.result))
+    copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "dus_copy_sem")
+    e.op(tpu.DMAStartOp(src, dst, recv_sem=copy_sem))
+    fetched = _fetch_offsets(lowering, op.start_indices)
+    at = _load_offsets(lowering, fetched, _shape(src), _shape(upd))
+    # The update overwrites bytes the copy writes: it starts once the copy has landed.
+    e.op(tpu.DMAWaitOp(copy_sem, dst))
+    if math.prod(_shape(upd)):
+        _copies(e, [(upd, e.op(tpu.MemRefSliceOp(dst, at, upd.type), "dus_place"))], "dus")
+
+
+_LOWERINGS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {
+    hlo.ReshapeOp: _lower_reshape,  # pyright: ignore[reportAssignmentType]
+    hlo.SliceOp: _lower_slice,  # pyright: ignore[reportAssignmentType]
+    hlo.ConcatenateOp: _lower_concatenate,  # pyright: ignore[reportAssignmentType]
+    hlo.DynamicSliceOp: _lower_dynamic_slice,  # pyright: ignore[reportAssignmentType]
+    hlo.DynamicUpdateSliceOp: _lower_dynamic_update_slice,  # pyright: ignore[reportAssignmentType]
+}
