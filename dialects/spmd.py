@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttr,
     IntAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -634,7 +635,8 @@ def verify_function_shardings(func: FuncOp) -> None:
         for i, (sharding, ty) in enumerate(zip(shardings, types)):
             if sharding is None:
                 continue
-            if not isinstance(ty, TensorType):
+            # (A level-T kernel keeps them on its input and output buffers.)
+            if not isinstance(ty, TensorType | MemRefType):
                 raise VerifyException(f"{kind} {i} has a sharding but is not a tensor")
             try:
                 mesh = lookup_mesh(func, sharding.mesh_name)

@@ -118,6 +118,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     MemRefType,
@@ -258,6 +259,17 @@ class KernelLowering:
         new.attributes["tpu.io"] = ArrayAttr(
             [IntegerAttr(k, i64), IntegerAttr(m, i64), IntegerAttr(len(scratch_values), i64)]
         )
+        # What a runner needs to split global inputs and assemble global outputs (as for
+        # the level-S function): `spmd.partitioned`, and the shardings of the arguments
+        # and results on the input and output buffers (local shapes, as at level S).
+        if spmd.PARTITIONED_ATTR_NAME in f.attributes:
+            new.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()
+        arg_s, res_s = spmd.function_shardings(f)
+        shardings = [*arg_s, *res_s, *([None] * len(scratch_values))]
+        if any(shardings):
+            new.arg_attrs = ArrayAttr(
+                [DictionaryAttr({spmd.SHARDING_ATTR_NAME: s} if s else {}) for s in shardings]
+            )
         return new
 
     # Helpers ----------------------------------------------------------------------------

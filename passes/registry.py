@@ -25,6 +25,12 @@ def _spmd_pipeline() -> type[ModulePass]:
     return SpmdPipelinePass
 
 
+def _tpu_pipeline() -> type[ModulePass]:
+    from shardc.passes.spmd_pipeline import TpuPipelinePass
+
+    return TpuPipelinePass
+
+
 def _collective_stats() -> type[ModulePass]:
     from shardc.passes.collective_stats import CollectiveStatsPass
 
@@ -101,4 +107,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "async-split": _async_split,
         "schedule": _schedule,
         "lower-to-tpu": _lower_to_tpu,
+        "tpu-pipeline": _tpu_pipeline,
     }

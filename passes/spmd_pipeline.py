@@ -45,6 +45,7 @@ from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
+from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
@@ -64,6 +65,11 @@ class SpmdPipelinePass(ModulePass):
     """Passed to `collective-combine`."""
     micro_batch: bool = True
     """Run `micro-batch` (false: leave the program unsplit)."""
+
+    def __post_init__(self) -> None:
+        # Building the passes checks their options: a bad one is a bad pipeline when it is
+        # parsed, not a failure halfway through the run.
+        self.passes()
 
     def partitioning_passes(self) -> list[ModulePass]:
         """Steps 1-4: the collectives partitioning decides, cleaned up and combined."""
@@ -90,3 +96,28 @@ class SpmdPipelinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for p in self.passes():
             p.apply(ctx, op)
+
+
+@dataclass(frozen=True)
+class TpuPipelinePass(SpmdPipelinePass):
+    """
+    `tpu-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch= vmem-limit=}`:
+    `spmd-pipeline` then `lower-to-tpu`, both for the same chip (the cost model that
+    schedules the collectives is the machine the kernel's blocks must fit), from level G
+    (or S) to level T. The options are spmd-pipeline's and lower-to-tpu's `vmem-limit`.
+    """
+
+    name = "tpu-pipeline"
+
+    vmem_limit: int | None = None
+    """Passed to `lower-to-tpu`."""
+
+    def __post_init__(self) -> None:
+        ok = self.vmem_limit is None or self.vmem_limit > 0
+        check_option(self.name, "vmem-limit", ok, "a positive number of bytes", self.vmem_limit)
+        super().__post_init__()
+
+    def passes(self) -> list[ModulePass]:
+        from shardc.lowering.lower_to_tpu import LowerToTpuPass
+
+        return [*super().passes(), LowerToTpuPass(chip=self.chip, vmem_limit=self.vmem_limit)]
