@@ -335,6 +335,7 @@ class Simulator:
         filename: str | None = None,
         trace: bool = False,
         values: bool = True,
+        torus: Sequence[int] | None = None,
     ):
         self.module = module
         self.values = values
@@ -348,7 +349,14 @@ class Simulator:
                 self.mesh = op.mesh
                 break
         self.n = self.mesh.device_count if self.mesh is not None else 1
-        if self.mesh is not None:
+        if torus is not None:
+            if math.prod(torus) != self.n:
+                raise InterpreterError(
+                    f"{self.filename}: error: a torus of {'x'.join(map(str, torus))} chips for "
+                    f"{self.n} devices"
+                )
+            self.torus = list(torus)
+        elif self.mesh is not None:
             self.torus = CostModel(self.chip, self.mesh).torus_axis_lengths()
         else:
             self.torus = [1]
@@ -1325,6 +1333,7 @@ def run_level_t(
     entry: str | None = None,
     trace: bool = False,
     values: bool = True,
+    torus: Sequence[int] | None = None,
 ) -> tuple[list[list[np.ndarray]], dict[str, Any]]:
     """
     Run the module's kernel on every device: `inputs[d][k]` is argument k on device d
@@ -1339,9 +1348,15 @@ def run_level_t(
     DMAs move no bytes and vector ops yield shape-only placeholders. Control flow must not
     depend on loaded values (true of every kernel `lower-to-tpu` emits). The inputs'
     contents are ignored (None is fine) and the outputs list is empty.
+
+    `torus` overrides the physical machine (default: the mesh's axes map to torus axes,
+    as `CostModel.torus_axis_lengths`): axis lengths whose product is the device count;
+    device d sits at coordinates `unravel(d, torus)`, wraparound per `Chip.has_wraparound`.
+    How a program over one mesh shape runs on chips wired as another (a 1-D ring over the
+    16 chips of a 4x4 torus).
     """
     function = find_kernel(module, entry)
-    sim = Simulator(module, chip, source_map, trace=trace, values=values)
+    sim = Simulator(module, chip, source_map, trace=trace, values=values, torus=torus)
     outputs, report = sim.run(function, inputs)
     if trace:
         report["trace"] = sim.trace()

@@ -154,9 +154,14 @@ class KernelLowering:
     """One level-S function becoming one tpu kernel; the op lowerings of `tpu_compute`
     and `tpu_movement` get it to reach the emitter (`e`), the chip and `buffers`."""
 
-    def __init__(self, function: func.FuncOp, chip: Chip, vmem_limit: int | None = None):
+    def __init__(
+        self, function: func.FuncOp, chip: Chip, vmem_limit: int | None = None,
+        bidirectional: bool | None = None,
+    ):
         self.f = function
         self.chip = chip
+        self.bidirectional = bidirectional
+        """Rings both ways: None = on axes with wraparound links (see `two_way`)."""
         self.vmem_bytes = vmem_limit if vmem_limit is not None else chip.vmem_bytes
         """The VMEM a kernel may use: the chip's, or the pass's `vmem-limit`."""
         self.module_mesh = spmd.find_mesh(function)
@@ -448,13 +453,7 @@ class KernelLowering:
             ot = out.type
             assert isinstance(ot, MemRefType)
             k = ot.get_shape()[dim]
-            accs = self.multi_reduce_scatter(op, axes, x, dim, k, defer=deferred is not None)
-            for acc, part in accs:
-                dst = out
-                if part is not None:
-                    dst = self.chunk(self.e, out, dim, k, self.e.index(0), "rs_part", part)
-                self.local_copy(acc, dst, "rs_out")
-                self.e.op(tpu.DeallocOp(acc))
+            self.multi_reduce_scatter(op, axes, x, dim, k, out, defer=deferred is not None)
         elif isinstance(op, collective.AllReduceBase):
             xt = x.type
             assert isinstance(xt, MemRefType)
@@ -468,11 +467,10 @@ class KernelLowering:
             flat = memref_type([n, numel // n], xt.element_type, HBM)
             xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
             outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
-            accs = self.multi_reduce_scatter(op, axes, xr, 0, 1)
-            self.multi_all_gather(axes, accs, outr, 0, 1, deferred)
-            for acc, _ in accs:
-                # (The all-gather's first step copied the reduced chunk out already.)
-                self.e.op(tpu.DeallocOp(acc))
+            # Every phase leaves its result in this device's part of the output, where
+            # the all-gather finds the fully reduced chunk in place.
+            self.multi_reduce_scatter(op, axes, xr, 0, 1, None, home=outr)
+            self.multi_all_gather(axes, None, outr, 0, 1, deferred)
         elif isinstance(op, collective.PermuteBase):
             self.permute(op, axes[0], x, out, deferred)
         elif isinstance(op, collective.AllToAllBase):
@@ -487,6 +485,14 @@ class KernelLowering:
         torus = model.torus_axis_lengths()
         i = list(self.module_mesh.names).index(ax.name)
         return self.chip.has_wraparound(torus[min(i, len(torus) - 1)])
+
+    def two_way(self, ax: _Axis) -> bool:
+        """
+        Whether the ring over `ax` runs both ways: the pass's `bidirectional` option, by
+        default only where the axis has wraparound links (on a line the two directions'
+        rings would share every link: no faster, one more set of buffers).
+        """
+        return self.wraparound(ax) if self.bidirectional is None else self.bidirectional
 
     def group_view(self, ref: SSAValue, dim: int, size: int, prefix: list[_Axis]) -> SSAValue:
         """
@@ -516,35 +522,52 @@ class KernelLowering:
             kj = k * math.prod(a.size for a in axes[j + 1 :])
             view = self.group_view(out, dim, kj * axes[j].size, axes[:j])
             self.ring_all_gather(
-                axes[j], src if j == m - 1 else None, view, dim, kj, self.wraparound(axes[j]),
+                axes[j], src if j == m - 1 else None, view, dim, kj, self.two_way(axes[j]),
                 deferred if m == 1 else None,
             )
 
     def multi_reduce_scatter(
         self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int,
-        defer: bool = False,
-    ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
+        out: SSAValue | None, defer: bool = False, home: SSAValue | None = None,
+    ) -> None:
         """
-        reduce_scatter (add) over `axes`: one ring per axis, the most major first; each
-        phase reduce-scatters the VMEM result of the previous one. Only the last phase
-        may be bidirectional (its halves are the result).
+        reduce_scatter (add) of `x` over `axes` into `out` (HBM): one ring per axis, the
+        most major first, each phase reduce-scattering the previous one's result. With
+        `home` (all_reduce: its output, shaped like `x`) phase j leaves its result in
+        this device's part of `home` (for its coordinates on axes[:j+1]), where the next
+        phase reads it: every phase can run both ways and in pieces. Without, the phases
+        before the last keep their result in VMEM (one piece, one way).
         """
-        cur, intermediates = x, []
         m = len(axes)
-        for j in range(m):
+        cur, vmem = x, None
+        for j, ax in enumerate(axes):
             kj = k * math.prod(a.size for a in axes[j + 1 :])
-            last = j == m - 1
-            accs = self.ring_reduce_scatter(
-                op, axes[j], cur, dim, kj, self.wraparound(axes[j]) if last else False,
-                defer and m == 1,
-            )
-            for acc in intermediates:
-                self.e.op(tpu.DeallocOp(acc))
-            intermediates = []
-            if not last:
-                ((cur, _),) = accs
-                intermediates = [cur]
-        return accs  # pyright: ignore[reportPossiblyUnboundVariable]
+            if home is not None or j == m - 1:
+                dst = out if home is None else self.group_view(home, dim, kj, axes[: j + 1])
+                self.reduce_scatter_into(op, ax, cur, dim, kj, dst, defer and m == 1)
+            else:
+                ((dst, _),) = self.ring_reduce_scatter(op, ax, cur, dim, kj, pieces_ok=False)
+            if vmem is not None:
+                self.e.op(tpu.DeallocOp(vmem))
+            vmem = dst if home is None and j < m - 1 else None
+            cur = dst
+
+    def reduce_scatter_into(
+        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, dst: SSAValue, defer: bool,
+    ) -> None:
+        """One ring reduce-scatter phase whose result goes to `dst` (HBM), piece by piece."""
+        xt = x.type
+        assert isinstance(xt, MemRefType)
+        shape = list(xt.get_shape())
+        shape[dim] = k
+        two_way = self.two_way(ax)
+        _, pieces, _ = self.rs_plan(shape, xt.element_type, two_way)
+        for p in range(pieces):
+            for acc, part in self.ring_reduce_scatter(op, ax, x, dim, k, two_way, defer and p == 0, p):
+                e = self.e  # (a deferred first piece switched it to the done's block)
+                target = dst if part is None else self.chunk(e, dst, dim, k, e.index(0), "rs_part", part)
+                self.local_copy(acc, target, "rs_out")
+                e.op(tpu.DeallocOp(acc))
 
     def ring_all_gather(
         self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]] | None,
@@ -643,18 +666,43 @@ class KernelLowering:
         b.op(tpu.DMAStartOp(block, block, send_sem=send, recv_sem=sem, device=peer))
         return [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
 
+    def rs_plan(
+        self, shape: list[int], elem: Attribute, bidirectional: bool
+    ) -> tuple[int | None, int, int]:
+        """
+        How a ring reduce-scatter of chunks of `shape` splits them: (split dim, pieces,
+        ways). Each piece (run one after the other) must fit its 4 VMEM blocks per ring
+        direction (receive double buffer, own chunk, accumulator) into the kernel's VMEM;
+        bidirectional halves each piece (ways = 2). Pieces and halves cut the same
+        dimension, the first one they divide; if none does, one piece, one way (and
+        `check_vmem` says if that does not fit).
+        """
+        total = nbytes(shape, elem)
+        for ways in ((2, 1) if bidirectional else (1,)):
+            pieces = 1
+            while 4 * total // pieces > self.vmem_bytes:
+                pieces *= 2
+            for d, size in enumerate(shape):
+                if size > 1 and size % (ways * pieces) == 0 and (ways, pieces) != (1, 1):
+                    return d, pieces, ways
+            if (ways, pieces) == (1, 1):
+                break
+        return None, 1, 1
+
     def ring_reduce_scatter(
         self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, bidirectional: bool = False,
-        defer: bool = False,
+        defer: bool = False, piece: int = 0, pieces_ok: bool = True,
     ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
         """
-        Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`.
-        Returns the VMEM buffers holding this rank's reduced chunk, each with the part of
-        the chunk it holds (None: all of it; else (split dim, half size, half)); the
-        caller copies them out and deallocates them. Bidirectional: the first half of
-        every chunk is reduced on the rightward ring, the second on the leftward one, the
-        two rings' steps interleaved. `defer` (a `_start`): after step 0's sends, switch
-        `self.e` to `self.later` (emitted at the done) for everything else.
+        Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`, or
+        of piece `piece` of every chunk (see `rs_plan`). Returns the VMEM buffers holding
+        this rank's reduced chunk (piece), each with the part of the chunk it holds (None:
+        all of it; else (split dim, part size, part index)); the caller copies them out
+        and deallocates them. Bidirectional: the first half of every piece is reduced on
+        the rightward ring, the second on the leftward one, the two rings' steps
+        interleaved. `defer` (a `_start`): after step 0's sends, switch `self.e` to
+        `self.later` (emitted at the done) for everything else. `pieces_ok=False`: the
+        whole chunk in one VMEM buffer (a one-way ring), whatever its size.
         """
         e, n = self.e, ax.size
         xt = x.type
@@ -662,16 +710,17 @@ class KernelLowering:
         elem = xt.element_type
         shape = list(xt.get_shape())
         shape[dim] = k
-        split = None
-        if bidirectional:
-            split = next((d for d, size in enumerate(shape) if size % 2 == 0 and size > 1), None)
-        rings: list[tuple[int, tuple[int, int, int] | None, str]] = (
-            [(1, None, "rs")] if split is None
-            else [(1, (split, shape[split] // 2, 0), "rs_r"),
-                  (-1, (split, shape[split] // 2, 1), "rs_l")]
-        )
-        self.check_vmem(op, f"a ring reduce_scatter step (4 blocks of {'x'.join(map(str, shape))})",
-                        4 * nbytes(shape, elem))
+        split, pieces, ways = self.rs_plan(shape, elem, bidirectional) if pieces_ok else (None, 1, 1)
+        rings: list[tuple[int, tuple[int, int, int] | None, str]] = [(1, None, "rs")]
+        if split is not None:
+            size = shape[split] // (pieces * ways)
+            first = piece * ways
+            rings = ([(1, (split, size, first), "rs")] if ways == 1
+                     else [(1, (split, size, first), "rs_r"), (-1, (split, size, first + 1), "rs_l")])
+        block = nbytes(shape, elem) // (pieces * ways)
+        self.check_vmem(op, f"a ring reduce_scatter step (4 blocks of {'x'.join(map(str, shape))}"
+                        + (f" / {pieces * ways}" if pieces * ways > 1 else "") + ")",
+                        4 * block * ways)
         one = e.i32(1, "one")
         c = min(2, n - 1)
         credit0 = e.i32(c, "rs_slots")
@@ -917,6 +966,10 @@ class LowerToTpuPass(ModulePass):
     """Bytes of VMEM the kernel may use (default: the chip's capacity); like Mosaic's
     `vmem_limit_bytes`, and how tests force many small blocks."""
 
+    bidirectional: bool | None = None
+    """Ring collectives both ways round (true), one way (false), or (default) both ways
+    exactly on axes with wraparound links; how bench/collectives.py compares the two."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             chip = get_chip(self.chip)
@@ -934,5 +987,5 @@ class LowerToTpuPass(ModulePass):
                 continue
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
-            new = KernelLowering(function, chip, self.vmem_limit).run()
+            new = KernelLowering(function, chip, self.vmem_limit, self.bidirectional).run()
             Rewriter.replace_op(function, new, [])

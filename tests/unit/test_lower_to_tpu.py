@@ -48,18 +48,19 @@ def random_inputs(text: str, n: int, seed: int = 0) -> list[list[np.ndarray]]:
     return rows
 
 
-def lower(text: str, chip: str = "v5e"):
+def lower(text: str, chip: str = "v5e", **options):
     module, _ = parse(text)
-    LowerToTpuPass(chip=chip).apply(make_context(), module)
+    LowerToTpuPass(chip=chip, **options).apply(make_context(), module)
     module.verify()
     return module
 
 
-def check(text: str, n: int, chip: str = "v5e", seed: int = 0):
-    """Lower, run at level T and compare with level S; returns (module, report)."""
+def check(text: str, n: int, chip: str = "v5e", seed: int = 0, **options):
+    """Lower (with the pass's `options`), run at level T and compare with level S;
+    returns (module, report)."""
     ins = random_inputs(text, n, seed)
     want = run_per_device(text, ins)
-    module = lower(text, chip)
+    module = lower(text, chip, **options)
     k, m, s = (a.value.data for a in _kernel(module).attributes["tpu.io"].data)
     assert k == len(ins[0])
     outs, report = run_level_t(module, [row + [None] * (m + s) for row in ins], chip=chip)
@@ -384,11 +385,24 @@ def test_two_axes_on_a_16x16_v5e_torus_are_bidirectional_in_the_last_phase():
 
 
 def test_block_over_vmem_is_an_error():
-    # v4 has 16 MiB of VMEM; 4 blocks of 8 MiB do not fit.
-    text = one_op(2, "f32", "4096x1024", "2048x1024",
-                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<4096x1024x{t}>) -> tensor<2048x1024x{t}>')
-    with pytest.raises(PassFailedException, match="16777216 bytes of v4"):
+    # v4 has 16 MiB of VMEM; 4 blocks of 8 MiB do not fit, and no dimension of the
+    # 2047x1025 chunk can be cut into pieces.
+    text = one_op(2, "f32", "4094x1025", "2047x1025",
+                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<4094x1025x{t}>) -> tensor<2047x1025x{t}>')
+    with pytest.raises(PassFailedException, match="16777216 bytes available on v4"):
         lower(text, chip="v4")
+
+
+@pytest.mark.parametrize("chip, n", [("v5e", 4), ("v5p", 4), ("v5e", 16)])
+@pytest.mark.parametrize("kind", ["reduce_scatter_dim0", "reduce_scatter_dim1", "all_reduce"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_chunks_over_vmem_are_reduced_in_pieces(chip, n, kind, form):
+    """With 1 KiB of VMEM each chunk is reduced in several pieces, one after the other."""
+    arg, res, op = cases(n)[kind]
+    if form == "async":
+        op = start_done(op, res)
+    module, _ = check(one_op(n, "f32", arg, res, op), n, chip=chip, vmem_limit=1024)
+    assert str(module).count("%rs_recv_buf") + str(module).count("%rs_r_recv_buf") > 1
 
 
 def test_bad_chip():
