@@ -15,7 +15,11 @@ what each input and output array is:
   `assemble_outputs` concatenates split dimensions by shard index, requires replicated
   copies to be bit-identical (else names the first device that differs) and sums
   `unreduced` axes in rank order (accumulating bf16/f16 in f32);
-* `spmd.per_device_io`: per-device arrays `in_K.D` / `out_K.D` of the local shapes.
+* `spmd.per_device_io`: per-device arrays `in_K.D` / `out_K.D` of the local shapes;
+* level T, a kernel `lower-to-tpu` made (`tpu.io = [k, m, s]`): its first k buffers are
+  the inputs and the next m the outputs it writes (the rest is scratch), as the level-S
+  function's arguments and results were: global arrays split and assembled by the
+  shardings they keep if it has `spmd.partitioned`, else per-device arrays.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, TensorType
+from xdsl.ir import Attribute
 
 from shardc.dialects import spmd
 from shardc.dialects.syntax import string_list_in_braces_str
@@ -73,7 +78,7 @@ class Signature:
 
     function: func.FuncOp
     level: str
-    """"G" or "S"."""
+    """"G", "S" or "T"."""
     per_device_io: bool
     devices: int
     mesh: spmd.MeshAttr | None
@@ -145,10 +150,43 @@ def find_entry(module: ModuleOp, name: str | None, filename: str) -> func.FuncOp
     )
 
 
+KERNEL_IO_ATTR = "tpu.io"
+"""On a kernel `lower-to-tpu` made: [inputs, outputs, scratch], its buffers of each kind."""
+
+
+def kernel_io(function: func.FuncOp) -> tuple[int, int, int] | None:
+    """(inputs, outputs, scratch) of a kernel `lower-to-tpu` made; None for any other."""
+    attr = function.attributes.get(KERNEL_IO_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return None
+    k, m, s = (a.value.data for a in attr.data)  # pyright: ignore
+    return k, m, s
+
+
+Shardings = list[spmd.ShardingAttr | None]
+
+
+def _interface(function: func.FuncOp) -> tuple[list[Attribute], Shardings, list[Attribute], Shardings]:
+    """The types and shardings of the entry's input and output arrays."""
+    arg_shardings, res_shardings = spmd.function_shardings(function)
+    ft = function.function_type
+    io = kernel_io(function)
+    if io is None:
+        return list(ft.inputs.data), arg_shardings, list(ft.outputs.data), res_shardings
+    k, m, _ = io
+    types: list[Attribute] = [
+        TensorType(t.element_type, t.get_shape()) if isinstance(t, MemRefType) else t
+        for t in ft.inputs.data
+    ]
+    return types[:k], arg_shardings[:k], types[k : k + m], arg_shardings[k : k + m]
+
+
 def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signature:
     partitioned = spmd.PARTITIONED_ATTR_NAME in function.attributes
     per_device = spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes
     level = "S" if partitioned or per_device else "G"
+    if kernel_io(function) is not None:
+        level, per_device = "T", not partitioned
     found = module_mesh(module)
     mesh = found[1] if found else None
     if level == "S" and mesh is None:
@@ -156,9 +194,8 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
             f"{filename}: error: @{function.sym_name.data} is a per-device (level S) "
             "function but the module declares no spmd.mesh"
         )
-    devices = mesh.device_count if (level == "S" and mesh) else 1
-    arg_shardings, res_shardings = spmd.function_shardings(function)
-    ft = function.function_type
+    devices = mesh.device_count if (level != "G" and mesh) else 1
+    arg_types, arg_shardings, res_types, res_shardings = _interface(function)
 
     def specs(types: Any, shardings: list[spmd.ShardingAttr | None], what: str) -> list[ValueSpec]:
         out: list[ValueSpec] = []
@@ -190,8 +227,8 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
         per_device,
         devices,
         mesh,
-        specs(ft.inputs.data, arg_shardings, "argument"),
-        specs(ft.outputs.data, res_shardings, "result"),
+        specs(arg_types, arg_shardings, "argument"),
+        specs(res_types, res_shardings, "result"),
     )
 
 
@@ -438,6 +475,7 @@ __all__ = [
     "assemble_outputs",
     "check_inputs",
     "find_entry",
+    "kernel_io",
     "random_inputs",
     "run",
     "run_module",

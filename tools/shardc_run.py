@@ -28,9 +28,10 @@ import json
 import math
 import os
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -52,6 +53,9 @@ from shardc.tools.source import (
     run_tool,
     verify_module,
 )
+
+if TYPE_CHECKING:
+    from shardc.interpreter.level_t_timeline import LevelTTimeline
 
 PROG = "shardc-run"
 
@@ -205,12 +209,21 @@ def _flatten(passes: Sequence[ModulePass]) -> list[ModulePass]:
     return out
 
 
+LEVEL_S: weakref.WeakKeyDictionary[ModuleOp, ModuleOp] = weakref.WeakKeyDictionary()
+"""
+Modules `compile_module` lowered to level T -> a copy of them as they were before
+`lower-to-tpu` (level S): a kernel's run reports the collectives of that program
+(`collectives`, `comm_bytes` count what the program asks for, not how the DMAs move it).
+"""
+
+
 def compile_module(
     module: ModuleOp, source_map: SourceMap, spec: str, filename: str, prog: str = PROG
 ) -> list[PassChange]:
     """
     Apply a pass pipeline in place, verifying after every pass (as shardc-opt does), and
-    say what each pass (pipelines expanded into theirs) changed.
+    say what each pass (pipelines expanded into theirs) changed. Before `lower-to-tpu`,
+    keep a copy of the module in `LEVEL_S`.
     """
     changes: list[PassChange] = []
     before = [_counts(module)]
@@ -220,6 +233,8 @@ def compile_module(
     ) -> None:
         if following is not None:
             progress.step(f"pass {len(changes) + 1 + (previous is not None)}/{n_passes} {following.name}")
+        if following is not None and following.name == "lower-to-tpu" and module not in LEVEL_S:
+            LEVEL_S[module] = module.clone()
         if previous is None:
             return
         try:
@@ -423,7 +438,7 @@ def run(args: argparse.Namespace) -> int:
     entry = io.find_entry(original, args.entry, filename)
     from shardc.interpreter.level_t import is_level_t
 
-    if is_level_t(entry):
+    if is_level_t(entry) and io.kernel_io(entry) is None:  # hand-written: per-device buffers
         return run_level_t_cli(args, chip, original, original_map, entry, filename)
     original_sig = io.signature(original, entry, filename)
 
@@ -441,10 +456,10 @@ def run(args: argparse.Namespace) -> int:
     # validate against the program as written (bad inputs are reported before compiling)
     inputs = io.check_inputs(original_sig, inputs, input_source)
 
-    if args.check and args.passes is None and original_sig.level == "S":
+    if args.check and args.passes is None and original_sig.level != "G":
         raise DiagnosticError(
             f"{filename}: error: --check needs a level-G reference, but @{entry.sym_name.data} "
-            "is already a per-device (level S) program and no -p pipeline was given: "
+            f"is already a per-device (level {original_sig.level}) program and no -p pipeline was given: "
             "there is nothing to compare it with (run the level-G source with -p instead)"
         )
 
@@ -611,6 +626,9 @@ def execute(
     """
     progress.step(f"running level {sig.level} on {sig.devices} device{'s' if sig.devices != 1 else ''}"
                   + (" (timing only)" if timing_only else ""))
+    if sig.level == "T":
+        return execute_level_t(module, source_map, sig, filename, chip, inputs, input_source,
+                               timing_only=timing_only)
     executor = Executor(module, source_map, filename, chip=chip, abstract=timing_only)
     if timing_only:
         n_args = len(sig.function.body.block.args)
@@ -621,6 +639,49 @@ def execute(
     timeline = executor.timeline
     assert timeline is not None
     return outputs, timeline
+
+
+def execute_level_t(
+    module: ModuleOp,
+    source_map: SourceMap | None,
+    sig: io.Signature,
+    filename: str,
+    chip: Any,
+    inputs: Any,
+    input_source: str,
+    *,
+    timing_only: bool = False,
+) -> tuple[dict[str, np.ndarray], LevelTTimeline]:
+    """
+    `execute` for a kernel `lower-to-tpu` made: the inputs split per device as for its
+    level-S function, None for its output and scratch buffers (`tpu.io`), the level-T
+    simulator (`values=False` for `timing_only`), the outputs assembled from its output
+    buffers. The report's collectives are those of the level-S program it was lowered
+    from, if this process compiled it (`LEVEL_S`).
+    """
+    from shardc.interpreter.level_t import Simulator
+    from shardc.interpreter.level_t_timeline import LevelTTimeline
+
+    counts = io.kernel_io(sig.function)
+    assert counts is not None
+    k, m, s = counts
+    if timing_only:
+        rows: list[list[Any]] = [[None] * k for _ in range(sig.devices)]
+    else:
+        rows = io.split_inputs(sig, io.check_inputs(sig, inputs, input_source))
+    sim = Simulator(module, chip, source_map, filename, trace=True, values=not timing_only)
+    buffers, _ = sim.run(sig.function, [[*row, *([None] * (m + s))] for row in rows])
+    outputs = {} if timing_only else io.assemble_outputs(
+        sig, [tuple(b[k : k + m]) for b in buffers], filename
+    )
+    level_s = LEVEL_S.get(module)
+    report = None
+    if level_s is not None:
+        function = io.find_entry(level_s, sig.name, filename)
+        level_s_sig = io.signature(level_s, function, filename)
+        _, timeline = execute(level_s, None, level_s_sig, filename, chip, None, "", timing_only=True)
+        report = timeline.report()
+    return outputs, LevelTTimeline(sim, report)
 
 
 def make_report(
@@ -642,7 +703,7 @@ def make_report(
         entry=sig.name,
         level=sig.level,
         devices=sig.devices,
-        mesh=_mesh_str(*mesh) if mesh and sig.level == "S" else None,
+        mesh=_mesh_str(*mesh) if mesh and sig.level != "G" else None,
         pipeline=pipeline,
         inputs=inputs_info,
         outputs=[
@@ -729,6 +790,10 @@ def print_summary(
             lines.append(f"  {c.name:<{width}}  max |diff| {c.max_abs_diff:.3g} ({tol}) {status}{note}")
     if report.timing is not None:
         lines.extend(summary_lines(report.timing))
+        if report.level == "T":
+            from shardc.interpreter import level_t_timeline
+
+            lines.extend(level_t_timeline.summary_lines(report.timing))
     print("\n".join(lines))
 
 
