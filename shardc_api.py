@@ -10,6 +10,9 @@ result.outputs["out_0"]                   # numpy arrays by name, out_0..
 result.report["step_time_s"]              # the report dict (DESIGN.md's keys), as --report-json
 print(result.summary())                   # the timing summary shardc-run prints
 result.plot("timeline.png")               # the picture of shardc-run --plot (needs matplotlib)
+
+kernel = shardc.compile(text, "tpu-pipeline")  # down to level T: one tpu kernel per device
+shardc.run(kernel).outputs["out_0"]           # the same global arrays, from the level-T simulator
 ```
 
 Both go through what the tools use, not a copy of it: parsing with located diagnostics
@@ -140,7 +143,8 @@ class Result:
     `collectives`, `comm_bytes`, `peak_memory_bytes`) and the run's description."""
     timeline: Any
     """The simulated machine's `shardc.interpreter.timing.Timeline` (`.slices()`,
-    `.trace_json()`, `.report()`)."""
+    `.trace_json()`, `.report()`); for a level-T kernel a
+    `shardc.interpreter.level_t_timeline.LevelTTimeline` with the same methods."""
     module: ModuleOp
     """The module that ran."""
     program: str = ""
@@ -162,9 +166,13 @@ class Result:
 
     def summary(self) -> str:
         """The timing summary `shardc-run` prints."""
+        from shardc.interpreter import level_t_timeline
         from shardc.interpreter.timing import summary_lines
 
-        return "\n".join([self.program, *summary_lines(self.report)])
+        lines = [self.program, *summary_lines(self.report)]
+        if self.report.get("level") == "T":
+            lines += level_t_timeline.summary_lines(self.report)
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         from shardc.interpreter.timing import format_seconds
