@@ -588,6 +588,14 @@ class Simulator:
             self._access(dev, op, ref.buffer, view, write=False, thread=d)
             env[op.res] = view.reshape(()).item()
             return
+        if isinstance(op, memref.StoreOp):
+            ref = env[op.memref]
+            idx = [int(env[v]) for v in op.indices]
+            view = self._block(op, d, ref, idx, [1] * len(idx), "store") if idx else ref.view[...]
+            self._access(dev, op, ref.buffer, view, write=True, thread=d)
+            if self.values:
+                view[...] = env[op.value]
+            return
         if isinstance(op, tpu.MemRefSliceOp):
             src = env[op.source]
             idx = [int(env[v]) for v in op.indices]

@@ -20,6 +20,8 @@ transfer and VMEM pressure.
 * dynamic_update_slice: the operand is copied into the result while the offsets are
   fetched, then the update is DMA'd into its clamped place (after the copy has landed:
   both DMAs write the same bytes).
+* spmd.axis_index (partitioning computes slice offsets from it): `tpu.axis_index`
+  stored into an SMEM scalar (`memref.store`), DMA'd to the value's HBM buffer.
 
 Every DMA has its own semaphore (or, for the DMAs of one loop, one semaphore and DMAs of
 one size), every DMA is waited, so every semaphore ends at zero. A result with no
@@ -33,17 +35,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shardc.dialects import hlo, tpu
+from shardc.dialects import hlo, spmd, tpu
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.lowering.emit import HBM, Emitter, tensor_type
+from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
 from xdsl.ir import Operation, SSAValue
 
 if TYPE_CHECKING:
     from shardc.lowering.lower_to_tpu import KernelLowering
 
-_OPS = (hlo.ReshapeOp, hlo.SliceOp, hlo.ConcatenateOp, hlo.DynamicSliceOp, hlo.DynamicUpdateSliceOp)
+_OPS = (
+    hlo.ReshapeOp, hlo.SliceOp, hlo.ConcatenateOp, hlo.DynamicSliceOp, hlo.DynamicUpdateSliceOp,
+    spmd.AxisIndexOp,
+)
 
 
 def handles(op: Operation) -> bool:
@@ -52,7 +58,9 @@ def handles(op: Operation) -> bool:
 
 
 def check(lowering: KernelLowering, op: Operation) -> None:
-    """Every variant of these ops lowers (nothing to reject)."""
+    """Raise an `OpPassError` at `op` if this variant cannot be lowered."""
+    if isinstance(op, spmd.AxisIndexOp) and tensor_type(op.result.type).element_type != i32:
+        raise OpPassError(op, f"lower-to-tpu: {op.name} as {op.result.type} is not supported yet (i32 only)")
 
 
 def lower(lowering: KernelLowering, op: Operation) -> None:
@@ -279,10 +287,20 @@ def _lower_dynamic_update_slice(lowering: KernelLowering, op: hlo.DynamicUpdateS
         _copies(e, [(upd, e.op(tpu.MemRefSliceOp(dst, at, upd.type), "dus_place"))], "dus")
 
 
+def _lower_axis_index(lowering: KernelLowering, op: spmd.AxisIndexOp) -> None:
+    e = lowering.e
+    me = e.op(tpu.AxisIndexOp(op.mesh.root_reference.data, op.axis.data), "axis_index")
+    smem = e.op(tpu.AllocOp(memref_type([], i32, MemorySpace.SMEM)), "axis_index_smem")
+    e.op(memref.StoreOp.get(me, smem, []))
+    _copies(e, [(smem, lowering.buffers[op.result])], "axis_index")
+    e.op(tpu.DeallocOp(smem))
+
+
 _LOWERINGS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {
     hlo.ReshapeOp: _lower_reshape,  # pyright: ignore[reportAssignmentType]
     hlo.SliceOp: _lower_slice,  # pyright: ignore[reportAssignmentType]
     hlo.ConcatenateOp: _lower_concatenate,  # pyright: ignore[reportAssignmentType]
     hlo.DynamicSliceOp: _lower_dynamic_slice,  # pyright: ignore[reportAssignmentType]
     hlo.DynamicUpdateSliceOp: _lower_dynamic_update_slice,  # pyright: ignore[reportAssignmentType]
+    spmd.AxisIndexOp: _lower_axis_index,  # pyright: ignore[reportAssignmentType]
 }

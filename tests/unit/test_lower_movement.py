@@ -251,3 +251,14 @@ def test_chain_of_movement_ops():
   %r0 = hlo.dynamic_slice %c [%a1, %a1] sizes = [3, 4] : ({tensor([4, 6], 'f32')}, {i}, {i}) -> {tensor([3, 4], 'f32')}
   %r1 = hlo.reshape %c : ({tensor([4, 6], 'f32')}) -> {tensor([24], 'f32')}""")
     check(text, rows(randoms([4, 6], "f32"), scalars([1, 7])))
+
+
+def test_axis_index_feeds_a_dynamic_slice():
+    """spmd.axis_index (how partitioning picks a device's block) via SMEM into HBM."""
+    t, i = tensor([4, 3], "f32"), tensor([], "i32")
+    text = program([t], [i, tensor([2, 3], "f32")], f"""
+  %r0 = spmd.axis_index @m["x"] : {i}
+  %z = spmd.axis_index @m["x"] : {i}
+  %r1 = hlo.dynamic_slice %a0 [%r0, %z] sizes = [2, 3] : ({t}, {i}, {i}) -> {tensor([2, 3], 'f32')}""")
+    lowered = check(text, rows(randoms([4, 3], "f32")))
+    assert "tpu.axis_index" in lowered and "memref.store" in lowered
