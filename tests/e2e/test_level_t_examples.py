@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import shardc
-from shardc.tests.e2e.test_examples import EXAMPLES
 from shardc.interpreter.values import FLOAT_DTYPES
+from shardc.tests.e2e.test_examples import EXAMPLES
 
 UNSUPPORTED = "is not supported yet"
 RTOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 2e-6}
