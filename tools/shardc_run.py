@@ -18,6 +18,14 @@ give step time, compute, exposed communication, the roofline bound, collectives,
 and peak memory; `--trace` writes the per-device timeline as Chrome/Perfetto JSON and
 `--plot` draws it as a PNG (`shardc.interpreter.plot`; needs matplotlib, the `plot` extra).
 `--timing-only` skips the values altogether (shapes and the timing model only).
+
+Level T: a kernel `lower-to-tpu` made (`-p tpu-pipeline`, or a file `shardc-opt` wrote)
+runs on the level-T simulator (`shardc.interpreter.level_t`) with the same arrays as the
+level-S function it came from: `tpu.io` says which of its buffers are inputs, outputs
+and scratch, and the shardings it keeps split and assemble the global arrays
+(`execute_level_t`). Its report has the same keys (`interpreter.level_t_timeline`), the
+collectives counted from the level-S program when `-p` made the kernel. A hand-written
+kernel takes and gives every buffer per device (`in_K.D`, `out_K.D`).
 """
 
 from __future__ import annotations
@@ -74,7 +82,11 @@ DEFAULT_CHIP = "v5e"
 
 EPILOG = """\
 levels: a function marked spmd.partitioned or spmd.per_device_io runs on the mesh's
-devices (level S); any other runs on one device with global semantics (level G).
+devices (level S); any other runs on one device with global semantics (level G). A tpu
+kernel (level T, e.g. -p tpu-pipeline) runs on the level-T simulator: a kernel made by
+lower-to-tpu takes and gives the arrays of the level-S function it was lowered from; a
+hand-written one takes every argument buffer per device (in_K.D, default random) and
+gives them all back (out_K.D), with neither -p, --check, --timing-only nor --plot.
 
 --check runs the program as read (before -p) as the reference and compares every output:
 exact for integers and i1, and for floats |diff| <= rtol * max|reference| with rtol
@@ -132,7 +144,7 @@ _seed.__name__ = "non-negative integer"
 def build_arg_parser() -> argparse.ArgumentParser:
     p = _ArgumentParser(
         prog=PROG,
-        description="Run a shardc program (level G or S) on simulated devices.",
+        description="Run a shardc program (level G, S or T) on simulated devices.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
