@@ -27,9 +27,13 @@ The machine
   may push into or signal it before its owner reaches the `tpu.alloc` (whose bytes are
   counted when the owner reaches it). Remote references name the same allocation and
   offsets on the target device (the tpu dialect's rule).
-* `shardc-run FILE` runs a level-T kernel here (`tools/shardc_run.py`): `--inputs` gives
-  `in_K.D`, `--outputs` gets `out_K.D`, `--report-json` the report, `--trace` the trace;
-  `-p`, `--check`, `--timing-only`, `--plot` are refused for now.
+* `shardc-run FILE` runs a level-T kernel here (`tools/shardc_run.py`). A kernel
+  `lower-to-tpu` made exchanges the arrays of its level-S function (global ones split and
+  assembled by the shardings it keeps; `-p tpu-pipeline`, `--check`, `--timing-only`,
+  `--plot` work; see `shardc_run.execute_level_t`). A hand-written kernel: `--inputs`
+  gives `in_K.D` for every argument, `--outputs` gets `out_K.D`, `--report-json` the
+  report, `--trace` the trace; `-p`, `--check`, `--timing-only`, `--plot` are refused.
+* Scalars: `memref.load` / `memref.store` of one element (an SMEM offset, say).
 * Devices are Python generators. Pure ops (arith, math, vectors, loads/stores, matmul,
   reduce) advance the device's own clock by their cost (`op_time`); before an op with an
   effect on other devices (DMA start and wait, semaphore signal and wait, barrier) the
