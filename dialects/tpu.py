@@ -114,6 +114,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     VectorType,
     f32,
+    i1,
     i32,
     i64,
 )
@@ -1518,6 +1519,167 @@ class IotaOp(IRDLOperation):
         _print_with_type(printer, self.result.type)
 
 
+@irdl_op_definition
+class ConvertOp(IRDLOperation):
+    """
+    Converts a vector's elements to another type of the same shape, as `hlo.convert`
+    (StableHLO: float to integer truncates toward zero and saturates, NaN gives 0;
+    to a float rounds to nearest even; to i1 is `!= 0`; i1 is 0 or 1; integers wrap).
+    Mosaic has `tpu.fptosi` / `tpu.sitofp` and uses `arith.extsi`/`trunci`/`extui`/
+    `uitofp` on vectors; xDSL 0.74's arith casts take scalars only (except `extf` /
+    `truncf`, which stay arith), hence this op:
+
+    ```mlir
+    %i = tpu.convert %v : vector<8x128xf32> -> vector<8x128xi32>
+    ```
+    """
+
+    name = "tpu.convert"
+
+    source = operand_def(VectorType)
+    result = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue | Operation, result_type: VectorType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src = _check_vector(self.source.type, "the source")
+        res = _check_vector(self.result.type, "the result")
+        for v in (src, res):
+            if element_kind(v.element_type) is None:
+                raise VerifyException(f"cannot convert {v.element_type}")
+        if src.get_shape() != res.get_shape():
+            raise VerifyException(f"a conversion keeps the shape: {src} -> {res}")
+
+
+FLOAT_PREDICATES = ("oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult", "ule",
+                    "ugt", "uge", "ord", "uno")
+INT_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+@irdl_op_definition
+class CmpOp(IRDLOperation):
+    """
+    Elementwise comparison of two vectors into a mask, with `arith.cmpf`'s predicates for
+    floats and `arith.cmpi`'s for integers and i1. Mosaic uses `arith.cmpf`/`cmpi` on
+    vectors; xDSL 0.74's arith comparisons only give a scalar i1, hence this op:
+
+    ```mlir
+    %m = tpu.cmp olt, %a, %b : vector<8x128xf32>
+    ```
+    """
+
+    name = "tpu.cmp"
+
+    T: ClassVar = VarConstraint("T", base(VectorType))
+
+    predicate = prop_def(StringAttr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs = SSAValue.get(lhs)
+        assert isinstance(lhs.type, VectorType)
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[VectorType(i1, lhs.type.get_shape())],
+            properties={"predicate": StringAttr(predicate)},
+        )
+
+    def verify_(self) -> None:
+        src = _check_vector(self.lhs.type, "the operands")
+        res = _check_vector(self.result.type, "the result")
+        kind = element_kind(src.element_type)
+        allowed = FLOAT_PREDICATES if kind == "float" else INT_PREDICATES
+        if self.predicate.data not in allowed:
+            raise VerifyException(
+                f'predicate "{self.predicate.data}" does not compare {src.element_type} '
+                f"(expected one of {', '.join(allowed)})"
+            )
+        if res != VectorType(i1, src.get_shape()):
+            raise VerifyException(
+                f"comparing {src} gives {VectorType(i1, src.get_shape())}, got {res}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CmpOp:
+        ppos = parser.pos
+        pred = parser.parse_optional_identifier()
+        if pred not in (*FLOAT_PREDICATES, *INT_PREDICATES):
+            parser.raise_error("expected a comparison predicate", ppos)
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        values = parser.resolve_operands([lhs, rhs], [ty, ty], pos)
+        if not isinstance(ty, VectorType):
+            parser.raise_error(f"expected a vector type, got {ty}", pos)
+        op = cls(pred, *values)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate.data}, ")
+        printer.print_list([self.lhs, self.rhs], printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        _print_with_type(printer, self.lhs.type)
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """
+    Elementwise choice between two vectors by a mask of their shape (`arith.select` on
+    vectors, which xDSL 0.74's arith only allows with a scalar condition):
+
+    ```mlir
+    %r = tpu.select %m, %a, %b : vector<8x128xi1>, vector<8x128xf32>
+    ```
+    """
+
+    name = "tpu.select"
+
+    T: ClassVar = VarConstraint("T", base(VectorType))
+
+    mask = operand_def(VectorType)
+    on_true = operand_def(T)
+    on_false = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$mask `,` $on_true `,` $on_false attr-dict `:` type($mask) `,` type($result)"
+    )
+
+    def __init__(
+        self,
+        mask: SSAValue | Operation,
+        on_true: SSAValue | Operation,
+        on_false: SSAValue | Operation,
+    ):
+        on_true = SSAValue.get(on_true)
+        super().__init__(operands=[mask, on_true, on_false], result_types=[on_true.type])
+
+    def verify_(self) -> None:
+        mask = _check_vector(self.mask.type, "the mask")
+        res = _check_vector(self.result.type, "the result")
+        if mask != VectorType(i1, res.get_shape()):
+            raise VerifyException(
+                f"the mask must be {VectorType(i1, res.get_shape())} for {res}, got {mask}"
+            )
+
+
 Tpu = Dialect(
     "tpu",
     [
@@ -1538,6 +1700,9 @@ Tpu = Dialect(
         ReduceOp,
         TransposeOp,
         IotaOp,
+        CmpOp,
+        SelectOp,
+        ConvertOp,
     ],
     [MemorySpaceAttr, SemaphoreType, DMASemaphoreType],
 )

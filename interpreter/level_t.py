@@ -111,8 +111,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from shardc.dialects import spmd, tpu
 from shardc.dialects.tpu import MemorySpace
 from shardc.hardware.chips import Chip, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import MXU_DTYPE_FACTOR, CostModel
 from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.values import convert as _hlo_convert
 from shardc.interpreter.values import dtype_of
 from shardc.tools.source import SourceMap
 
@@ -675,10 +676,11 @@ class Simulator:
         if isinstance(op, tpu.MatmulOp):
             m, k = op.lhs.type.get_shape()  # type: ignore[union-attr]
             cols = op.rhs.type.get_shape()[1]  # type: ignore[union-attr]
-            return 2.0 * m * k * cols / self.chip.flops_bf16
-        if isinstance(op, tpu.ReduceOp):
+            factor = MXU_DTYPE_FACTOR.get(str(op.lhs.type.element_type), 1.0)  # type: ignore[union-attr]
+            return 2.0 * m * k * cols / (self.chip.flops_bf16 * factor)
+        if isinstance(op, tpu.ReduceOp | tpu.TransposeOp):
             return math.prod(op.source.type.get_shape()) / self.chip.vpu_flops  # type: ignore[union-attr]
-        if isinstance(op, tpu.TransposeOp | tpu.IotaOp | arith.ConstantOp):
+        if isinstance(op, tpu.IotaOp | arith.ConstantOp):
             return 0.0
         res_ty = op.results[0].type if op.results else None
         if isinstance(res_ty, VectorType):
@@ -710,7 +712,7 @@ class Simulator:
                     f"size {full}",
                 )
         key = tuple(idx[:lead]) + tuple(slice(o, o + s) for o, s in zip(idx[lead:], shape))
-        return ref.view[key]
+        return ref.view[key] if key else ref.view[...]  # a rank-0 ref: its 0-d view
 
     def _sem_slice(self, op: Operation, d: int, src: SemRef, idx: list[int]) -> SemRef:
         rshape = op.result.type.get_shape()  # type: ignore[union-attr]
@@ -1257,6 +1259,37 @@ def _cast(op, args, ty):
     return float(a)
 
 
+def _convert(op, args, ty):
+    """Vector casts as StableHLO's convert (saturating fptosi, NaN -> 0, one rounding)."""
+    if isinstance(ty, VectorType):
+        return _hlo_convert(np.asarray(args[0]), dtype_of(ty.element_type))
+    return _cast(op, args, ty)
+
+
+def _int_unary(f):
+    def impl(op, args, ty):
+        return f(np.asarray(args[0])).astype(dtype_of(ty.element_type))
+    return impl
+
+
+def _int_div(a, b):
+    from shardc.interpreter.hlo_impls import int_div
+
+    return int_div(a, b)
+
+
+def _int_pow(a, b):
+    from shardc.interpreter.hlo_impls import int_pow
+
+    return int_pow(a, b)
+
+
+def _vector_broadcast(op, args, ty):
+    """MLIR vector.broadcast: a scalar, or a vector's trailing dims (size 1 stretches)."""
+    src = np.asarray(args[0]).astype(dtype_of(ty.element_type))
+    return np.broadcast_to(src, tuple(ty.get_shape()))
+
+
 _CMP = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
@@ -1297,7 +1330,7 @@ _ARITH: dict[str, Any] = {
     "arith.addi": _int_binary(lambda a, b: a + b),
     "arith.subi": _int_binary(lambda a, b: a - b),
     "arith.muli": _int_binary(lambda a, b: a * b),
-    "arith.divsi": _int_binary(_trunc_div),
+    "arith.divsi": _int_binary(lambda a, b: _int_div(a, b) if isinstance(a, np.ndarray) else _trunc_div(a, b)),
     "arith.remsi": _int_binary(_trunc_rem),
     "arith.floordivsi": _int_binary(lambda a, b: a // b),
     "arith.maxsi": _int_binary(lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b)),
@@ -1320,16 +1353,27 @@ _ARITH: dict[str, Any] = {
     "math.sqrt": _float_unary(np.sqrt),
     "math.rsqrt": _float_unary(lambda x: 1 / np.sqrt(x)),
     "math.absf": _float_unary(np.abs),
+    "math.sin": _float_unary(np.sin),
+    "math.cos": _float_unary(np.cos),
+    "math.powf": _float_binary(np.power),
+    "math.absi": _int_unary(np.abs),
+    "math.ipowi": _int_binary(lambda a, b: _int_pow(np.asarray(a), np.asarray(b))),
+    "vector.broadcast": _vector_broadcast,
     "arith.index_cast": _cast,
-    "arith.extf": _cast,
-    "arith.truncf": _cast,
-    "arith.sitofp": _cast,
-    "arith.fptosi": _cast,
-    "arith.extsi": _cast,
-    "arith.trunci": _cast,
+    "arith.extf": _convert,
+    "arith.truncf": _convert,
+    "arith.sitofp": _convert,
+    "arith.fptosi": _convert,
+    "arith.extsi": _convert,
+    "arith.trunci": _convert,
+    "arith.extui": _convert,
+    "arith.uitofp": _convert,
     "arith.cmpi": _cmpi,
     "arith.cmpf": _cmpf,
     "arith.select": _select,
+    "tpu.cmp": lambda op, args, ty: (_CMPF if op.predicate.data in tpu.FLOAT_PREDICATES else _CMP)[op.predicate.data](*args),
+    "tpu.select": _select,
+    "tpu.convert": _convert,
 }
 
 
