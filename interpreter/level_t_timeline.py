@@ -5,10 +5,14 @@ and `shardc.run` treat a kernel's run like any other (`tools.shardc_run.execute`
 
 The report keys, from the level-T simulation (`interpreter.level_t.Simulator`):
 * `step_time_s`: the latest finish (a device's clock, or a DMA it is part of landing);
-  the slowest device is the first with that finish; `compute_time_s` its busy time (the
-  vector, MXU and load/store ops it ran) and `exposed_comm_time_s` the rest of the step.
-* `roofline_time_s`: max over devices of max(busy time, time with a DMA of its own in
-  flight, from its start until it lands): a lower bound of the step, as at level S.
+  the slowest device is the first with that finish.
+* `compute_time_s`: the time the slowest device computes (vector, MXU, load/store ops)
+  or has a local DMA of its own in flight: an op's HBM traffic is part of its cost, as
+  in level S's roofline op cost. `exposed_comm_time_s` is the rest of the step: waiting
+  for remote DMAs, semaphores and barriers. `comm_time_s`: the time it has a remote DMA
+  in flight (from its start until it lands).
+* `roofline_time_s`: max over devices of max(compute time, comm time): a lower bound
+  of the step, as at level S.
 * `collectives`, `comm_bytes`, `comm_bytes_by_kind`: algorithm-free counts, so they come
   from the level-S program the kernel was lowered from (the report of a timing-only
   level-S run, given as `level_s`); without it (a level-T file run directly) they are
@@ -16,8 +20,9 @@ The report keys, from the level-T simulation (`interpreter.level_t.Simulator`):
 * `peak_memory_bytes`: per device, its HBM buffers (the kernel's arguments: inputs,
   outputs and one scratch buffer per intermediate value) plus its peak VMEM; the max.
 Level-T extras: `level` "T", `dmas`, `ici_bytes`, `local_dma_bytes`, `peak_vmem_bytes`,
-`hbm_buffer_bytes`, `comm_time_s` (the slowest device's DMA time), and `level_s` (the
-level-S timing model's step, compute, exposed and roofline times, for comparison).
+`hbm_buffer_bytes`, `vector_compute_time_s` (the slowest device's compute ops alone), and
+`level_s` (the level-S timing model's step, compute, exposed and roofline times, for
+comparison).
 """
 
 from __future__ import annotations
@@ -71,16 +76,15 @@ class LevelTTimeline:
     def devices(self) -> list[Any]:
         return self.sim.devs
 
-    def _dma_time(self, device: int) -> float:
-        """How long `device` has at least one DMA of its own in flight (until it lands)."""
+    def _times(self, device: int) -> tuple[float, float]:
+        """(compute, comm) of `device`: see the module docstring."""
         hop = self.sim.chip.hop_latency
-        spans = sorted((d.start, d.drained + d.hops * hop) for d in self.sim.dmas if d.device == device)
-        total, end = 0.0, float("-inf")
-        for lo, hi in spans:
-            if hi > end:
-                total += hi - max(lo, end)
-                end = hi
-        return total
+        compute = [(t0, t1) for stream, _, t0, t1, _ in self.sim.devs[device].trace if stream == "compute"]
+        comm = []
+        for d in self.sim.dmas:
+            if d.device == device:
+                (compute if d.target == device else comm).append((d.start, d.drained + d.hops * hop))
+        return _covered(compute), _covered(comm)
 
     def report(self) -> dict[str, Any]:
         base = self.sim.report()
@@ -89,8 +93,8 @@ class LevelTTimeline:
         step = base["step_time_s"]
         finish = [p["finish_time_s"] for p in per]
         slow = finish.index(max(finish)) if n else 0
-        busy = [p["compute_time_s"] for p in per]
-        dma = [self._dma_time(d) for d in range(n)]
+        vector = [p["compute_time_s"] for p in per]
+        busy, dma = zip(*(self._times(d) for d in range(n))) if n else ((), ())
         hbm = [sum(b.array.nbytes for b in self.sim.args[d]) for d in range(n)]
         peak = [hbm[d] + per[d]["peak_vmem_bytes"] for d in range(n)]
         s = self.level_s or {}
@@ -115,12 +119,14 @@ class LevelTTimeline:
             "local_dma_bytes": base["local_dma_bytes"],
             "peak_vmem_bytes": base["peak_vmem_bytes"],
             "hbm_buffer_bytes": max(hbm, default=0),
+            "vector_compute_time_s": vector[slow] if n else 0.0,
             "level_s": {k: s[k] for k in LEVEL_S_KEYS} if s else None,
             "per_device": [
                 {
                     "device": d,
                     "finish_time_s": finish[d],
                     "compute_time_s": busy[d],
+                    "vector_compute_time_s": vector[d],
                     "comm_time_s": dma[d],
                     "exposed_comm_time_s": max(0.0, finish[d] - busy[d]),
                     "ici_bytes_sent": per[d]["ici_bytes_sent"],
@@ -149,6 +155,16 @@ class LevelTTimeline:
 
     def trace_json(self) -> str:
         return json.dumps(self.trace(), separators=(",", ":"))
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of intervals."""
+    total, end = 0.0, float("-inf")
+    for lo, hi in sorted(spans):
+        if hi > end:
+            total += hi - max(lo, end)
+            end = hi
+    return total
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
