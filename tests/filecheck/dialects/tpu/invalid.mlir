@@ -642,6 +642,47 @@ func.func @iota_bool() {
 
 // -----
 
+// Compare: a predicate of the operands' kind, a mask of their shape.
+func.func @cmp_int_predicate_on_floats(%a: vector<8x128xf32>) {
+  %m = tpu.cmp slt, %a, %a : vector<8x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.cmp' op predicate "slt" does not compare f32 (expected one of oeq, one, olt, ole, ogt, oge, ueq, une, ult, ule, ugt, uge, ord, uno)
+  func.return
+}
+
+// -----
+
+func.func @cmp_float_predicate_on_ints(%a: vector<8x128xi32>) {
+  %m = tpu.cmp olt, %a, %a : vector<8x128xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.cmp' op predicate "olt" does not compare i32 (expected one of eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge)
+  func.return
+}
+
+// -----
+
+func.func @cmp_unknown_predicate(%a: vector<8x128xi32>) {
+  %m = tpu.cmp less, %a, %a : vector<8x128xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: expected a comparison predicate
+  func.return
+}
+
+// -----
+
+func.func @select_mask_shape(%m: vector<8xi1>, %a: vector<8x128xf32>) {
+  %r = tpu.select %m, %a, %a : vector<8xi1>, vector<8x128xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.select' op the mask must be vector<8x128xi1> for vector<8x128xf32>, got vector<8xi1>
+  func.return
+}
+
+// -----
+
+func.func @convert_shape(%a: vector<8x128xf32>) {
+  %r = tpu.convert %a : vector<8x128xf32> -> vector<128x8xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.convert' op a conversion keeps the shape: vector<8x128xf32> -> vector<128x8xi32>
+  func.return
+}
+
+// -----
+
 func.func @unknown_op(%a: memref<8xf32, #tpu.memory_space<hbm>>) {
   tpu.enqueue_dma %a
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: Operation tpu.enqueue_dma is not registered

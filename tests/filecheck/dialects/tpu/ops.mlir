@@ -220,3 +220,31 @@ func.func @string_spaces(%a: memref<8xf32, "vmem">, %b: memref<8xf32, "other">) 
 }
 
 // CHECK: func.func @string_spaces(%a: memref<8xf32, #tpu.memory_space<vmem>>, %b: memref<8xf32, "other">)
+
+// -----
+
+// Masks and conversions on vectors (xDSL 0.74's arith compares, select and integer casts
+// take scalars only): compare with arith's predicates, select by a mask, convert as
+// hlo.convert.
+func.func @masks(%a: vector<8x128xf32>, %b: vector<8x128xf32>, %i: vector<8x128xi32>) -> vector<8x128xf32> {
+  %m = tpu.cmp olt, %a, %b : vector<8x128xf32>
+  %n = tpu.cmp sge, %i, %i {note = "ints"} : vector<8x128xi32>
+  %r = tpu.select %m, %a, %b : vector<8x128xi1>, vector<8x128xf32>
+  %f = tpu.convert %i : vector<8x128xi32> -> vector<8x128xf32>
+  %k = tpu.convert %a : vector<8x128xf32> -> vector<8x128xi64>
+  %w = tpu.convert %n : vector<8x128xi1> -> vector<8x128xbf16>
+  func.return %r : vector<8x128xf32>
+}
+
+// CHECK:      func.func @masks(
+// CHECK-NEXT:   %m = tpu.cmp olt, %a, %b : vector<8x128xf32>
+// CHECK-NEXT:   %n = tpu.cmp sge, %i, %i {note = "ints"} : vector<8x128xi32>
+// CHECK-NEXT:   %r = tpu.select %m, %a, %b : vector<8x128xi1>, vector<8x128xf32>
+// CHECK-NEXT:   %f = tpu.convert %i : vector<8x128xi32> -> vector<8x128xf32>
+// CHECK-NEXT:   %k = tpu.convert %a : vector<8x128xf32> -> vector<8x128xi64>
+// CHECK-NEXT:   %w = tpu.convert %n : vector<8x128xi1> -> vector<8x128xbf16>
+// CHECK-NEXT:   func.return %r : vector<8x128xf32>
+
+// CHECK-GENERIC: %m = "tpu.cmp"(%a, %b) <{predicate = "olt"}> : (vector<8x128xf32>, vector<8x128xf32>) -> vector<8x128xi1>
+// CHECK-GENERIC: %r = "tpu.select"(%m, %a, %b) : (vector<8x128xi1>, vector<8x128xf32>, vector<8x128xf32>) -> vector<8x128xf32>
+// CHECK-GENERIC: %f = "tpu.convert"(%i) : (vector<8x128xi32>) -> vector<8x128xf32>
