@@ -571,6 +571,7 @@ def run_level_t_cli(
             else:
                 row.append(random_array(rng, tuple(ty.get_shape()), dtype_of(ty.element_type)))
         inputs.append(row)
+    progress.step(f"running level T on {sim.n} devices")
     outputs, report = sim.run(entry, inputs)
     print(f"level T on {report['devices']} x {chip.name}: step time {report['step_time_s']:.6g} s, "
           f"{report['dmas']} DMAs, {report['ici_bytes']} ICI bytes, "

@@ -124,3 +124,13 @@ def test_shardc_run_slow_stage_is_reported(
 def test_bad_env_value_falls_back_to_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(progress.ENV_AFTER, "soon")
     assert progress.default_after() == progress.DEFAULT_AFTER
+
+
+def test_shardc_run_level_t_kernel_reports_its_stage(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(progress.ENV_AFTER, "0")
+    kernel = str(ROOT / "tests" / "filecheck" / "dialects" / "tpu" / "ring_all_gather.mlir")
+    assert shardc_run.main([kernel]) == 0
+    cap = capsys.readouterr()
+    assert "running level T on 4 devices" in cap.err and "shardc-run: [" not in cap.out
