@@ -9,6 +9,7 @@
 // RUN: not diff %t.v5p %t.v5p.v5e > /dev/null
 // RUN: shardc-opt %s -p 'tpu-pipeline{chip=v5p micro-batch=false}' | shardc-opt - > /dev/null
 // RUN: shardc-opt %s -p tpu-pipeline | shardc-opt - > /dev/null
+// RUN: shardc-opt %s -p 'tpu-pipeline{chip=v6e memory-limit=1000000 combine-threshold-bytes=0 micro-batch=false vmem-limit=100000}' | filecheck %s
 // RUN: not shardc-opt %s -p 'tpu-pipeline{vmem-limit=1000}' 2>&1 | filecheck %s --check-prefix=VMEM
 // RUN: not shardc-opt %s -p 'tpu-pipeline{vmem-limit=0}' 2>&1 | filecheck %s --check-prefix=BAD-VMEM
 // RUN: not shardc-opt %s -p 'tpu-pipeline{chip=v9}' 2>&1 | filecheck %s --check-prefix=CHIP
