@@ -121,6 +121,11 @@ def compile(  # shardc.compile is the API's name
     what = "shardc.compile"
     module, source_map, name = _module_and_source(text_or_module, filename, copy=True, what=what)
     _SOURCES[module] = (source_map, name)
+    from shardc.tools.shardc_run import LEVEL_S
+
+    if isinstance(text_or_module, ModuleOp) and text_or_module in LEVEL_S:
+        # A kernel compiled further still reports its level-S program's collectives.
+        LEVEL_S[module] = LEVEL_S[text_or_module]
     if pipeline:
         from shardc.tools.shardc_run import compile_module, with_chip
 

@@ -218,5 +218,7 @@ def test_python_api():
     again = shardc.run(shardc.compile(level_s, "lower-to-tpu"))
     assert again.report["collectives"] == result.report["collectives"]
     np.testing.assert_array_equal(again.outputs["out_0"], reference.outputs["out_0"])
+    # compiled further, a kernel still knows its level-S program's collectives
+    assert shardc.run(shardc.compile(kernel, "canonicalize")).report["collectives_known"]
     with pytest.raises(shardc.DiagnosticError, match="input 'in_0'"):
         shardc.run(kernel, {"in_0": np.zeros((3, 3), np.float32)})
