@@ -36,6 +36,12 @@ def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str
     return code, out, err
 
 
+def close(got: np.ndarray, want: np.ndarray) -> None:
+    """f32 exp at level T and on the reference: equal up to the last bit or so."""
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
 def skip_if_unsupported(err: str) -> None:
     """Ops lower-to-tpu cannot lower yet (lowering/compute.py is growing): skip, naming them."""
     if UNSUPPORTED in err:
@@ -63,14 +69,15 @@ def test_reshard_at_level_t(capsys, tmp_path):
                          "--trace", paths["t.json"])
     assert code == 0, err
     assert "level T, 4 devices on mesh @mesh" in out
-    assert "out_0  max |diff| 0 " in out  # exp is the same numpy function at every level
+    assert "check against the level-G program before -p: pass" in out
     assert "DMAs" in out and "level-S model" in out
     # the same seed draws the same global inputs whatever the pipeline: level S agrees
     code, _, err = run(capsys, RESHARD, "-p", "spmd-pipeline", "--outputs", paths["s.npz"],
                        "--report-json", paths["s.json"])
     assert code == 0, err
     with np.load(paths["out.npz"]) as t, np.load(paths["s.npz"]) as s:
-        assert t.files == ["out_0"] and np.array_equal(t["out_0"], s["out_0"])
+        assert t.files == ["out_0"]
+        close(t["out_0"], s["out_0"])
 
     report, level_s = (json.loads(paths[k].read_text()) for k in ("r.json", "s.json"))
     assert set(REPORT_KEYS) <= set(report)
@@ -120,7 +127,7 @@ def test_given_inputs_and_bad_inputs(capsys, tmp_path):
                        "--outputs", out)
     assert code == 0, err
     with np.load(out) as z:
-        np.testing.assert_array_equal(z["out_0"], np.exp(x))
+        close(z["out_0"], np.exp(x))
     # a wrong shape: one message naming the array and what was expected, exit 1, no output
     np.savez(tmp_path / "bad.npz", in_0=x[:15])
     out.unlink()
@@ -144,7 +151,7 @@ def test_a_lowered_file_runs_with_global_arrays(capsys, tmp_path):
     assert "level T, 4 devices" in out
     assert "collective counts and bytes need the level-S program" in out
     with np.load(tmp_path / "out.npz") as z:
-        np.testing.assert_array_equal(z["out_0"], np.exp(x))
+        close(z["out_0"], np.exp(x))
     # no level-G reference for --check without -p
     code, _, err = run(capsys, kernel, "--check")
     assert code == 1 and "needs a level-G reference" in err and "level T" in err
@@ -211,13 +218,13 @@ def test_python_api():
     assert result.report["level"] == "T"
     assert result.report["collectives"]["all_to_all"] == 1
     reference = shardc.run(text)  # level G, the same random inputs (seed 0)
-    np.testing.assert_array_equal(result.outputs["out_0"], reference.outputs["out_0"])
+    close(result.outputs["out_0"], reference.outputs["out_0"])
     assert "DMAs" in result.summary()
     # lowering an already compiled level-S module: the collectives come from it
     level_s = shardc.compile(text)
     again = shardc.run(shardc.compile(level_s, "lower-to-tpu"))
     assert again.report["collectives"] == result.report["collectives"]
-    np.testing.assert_array_equal(again.outputs["out_0"], reference.outputs["out_0"])
+    close(again.outputs["out_0"], reference.outputs["out_0"])
     # compiled further, a kernel still knows its level-S program's collectives
     assert shardc.run(shardc.compile(kernel, "canonicalize")).report["collectives_known"]
     with pytest.raises(shardc.DiagnosticError, match="input 'in_0'"):
