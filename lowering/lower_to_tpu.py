@@ -150,6 +150,25 @@ class _Axis:
     neighbours: dict[int, SSAValue] = field(default_factory=dict)
 
 
+@dataclass
+class _Ring:
+    """
+    One ring of a collective phase: the steps over `ax` in `direction` (+1: to the
+    right), moving part `part` (None: all; else (split dim, size, index), see `chunk`) of
+    every chunk c = block c of `k` along `dim` of `ref`.
+    """
+
+    ax: _Axis
+    ref: SSAValue
+    dim: int
+    k: int
+    direction: int
+    part: tuple[int, int, int] | None
+    tag: str
+    dst: SSAValue | None = None
+    """reduce_scatter: the HBM buffer (of chunk shape) the reduced part goes to."""
+
+
 class KernelLowering:
     """One level-S function becoming one tpu kernel; the op lowerings of `tpu_compute`
     and `tpu_movement` get it to reach the emitter (`e`), the chip and `buffers`."""
@@ -447,7 +466,7 @@ class KernelLowering:
             dim = op.dim.value.data
             xt = x.type
             assert isinstance(xt, MemRefType)
-            self.multi_all_gather(axes, x, out, dim, xt.get_shape()[dim], deferred)
+            self.multi_all_gather([axes], x, [out], dim, xt.get_shape()[dim], deferred)
         elif isinstance(op, collective.ReduceScatterBase):
             dim = op.dim.value.data
             ot = out.type
@@ -464,19 +483,47 @@ class KernelLowering:
                     op, f"lower-to-tpu: all_reduce of {numel} elements over {n} devices: the "
                     "element count must be divisible by the group size (not supported yet)"
                 )
-            flat = memref_type([n, numel // n], xt.element_type, HBM)
-            xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
-            outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
-            # Every phase leaves its result in this device's part of the output, where
-            # the all-gather finds the fully reduced chunk in place.
-            self.multi_reduce_scatter(op, axes, xr, 0, 1, None, home=outr)
-            self.multi_all_gather(axes, None, outr, 0, 1, deferred)
+            self.all_reduce(op, axes, x, out, deferred)
         elif isinstance(op, collective.PermuteBase):
             self.permute(op, axes[0], x, out, deferred)
         elif isinstance(op, collective.AllToAllBase):
             self.all_to_all(op, axes[0], x, out, deferred)
         else:
             raise AssertionError(op.name)
+
+    def all_reduce(
+        self, op: collective.AllReduceBase, axes: list[_Axis], x: SSAValue, out: SSAValue,
+        deferred: list[Operation] | None,
+    ) -> None:
+        """
+        reduce_scatter + all_gather over the buffer viewed as [G, numel / G], every phase
+        leaving its result in this device's part of the output (where the all-gather
+        finds the reduced chunk in place). Over m > 1 axes of one size (a 2-D / 3-D
+        torus) the buffer is cut into m parts reduced at once, part i over the axes
+        rotated by i (2-D: half the data x then y, the other half y then x), so every
+        phase keeps the links of every axis busy.
+        """
+        xt = x.type
+        assert isinstance(xt, MemRefType)
+        numel = math.prod(xt.get_shape())
+        n = math.prod(a.size for a in axes)
+        if numel % n:
+            raise OpPassError(
+                op, f"lower-to-tpu: all_reduce of {numel} elements over {n} devices: the "
+                "element count must be divisible by the group size (not supported yet)"
+            )
+        m = len(axes)
+        parts = m if m > 1 and len({a.size for a in axes}) == 1 and numel % (m * n) == 0 else 1
+        flat = memref_type([parts * n, numel // (parts * n)], xt.element_type, HBM)
+        xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
+        outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
+        orders = [axes[i:] + axes[:i] for i in range(parts)]
+        xs, outs = [xr], [outr]
+        if parts > 1:
+            xs = [self.chunk(self.e, xr, 0, n, self.e.index(i), f"ar_in{i}") for i in range(parts)]
+            outs = [self.chunk(self.e, outr, 0, n, self.e.index(i), f"ar_out{i}") for i in range(parts)]
+        self.torus_reduce_scatter(op, orders, xs, outs, 0, 1)
+        self.multi_all_gather(orders, None, outs, 0, 1, deferred)
 
     def wraparound(self, ax: _Axis) -> bool:
         """Whether the axis's ring has wraparound links (as `CostModel.axis_rings` decides)."""
@@ -494,7 +541,9 @@ class KernelLowering:
         """
         return self.wraparound(ax) if self.bidirectional is None else self.bidirectional
 
-    def group_view(self, ref: SSAValue, dim: int, size: int, prefix: list[_Axis]) -> SSAValue:
+    def group_view(
+        self, ref: SSAValue, dim: int, size: int, prefix: list[_Axis], hint: str = "group_view"
+    ) -> SSAValue:
         """
         The part of `ref` along `dim` (blocks of `size`) that belongs to this device's
         coordinates on the `prefix` axes (row-major, first major): where a later, more
@@ -506,119 +555,146 @@ class KernelLowering:
         idx = prefix[0].me
         for a in prefix[1:]:
             idx = e.add(e.mul(idx, a.n), a.me)
-        return self.chunk(e, ref, dim, size, e.to_index(idx), "group_view")
+        return self.chunk(e, ref, dim, size, e.to_index(idx), hint)
 
     def multi_all_gather(
-        self, axes: list[_Axis], src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]],
-        out: SSAValue, dim: int, k: int, deferred: list[Operation] | None,
+        self, orders: list[list[_Axis]], src: SSAValue | None, outs: list[SSAValue], dim: int,
+        k: int, deferred: list[Operation] | None,
     ) -> None:
         """
-        all_gather over `axes` (rank row-major, first major): one ring per axis, the most
-        minor first; each later phase forwards the blocks the earlier ones assembled, in
-        place (the own block is already there).
+        all_gather into each of `outs` (HBM) over its order of the axes (rank row-major,
+        first major): one ring phase per axis, the most minor first, each later phase
+        forwarding, in place, the blocks the earlier ones assembled. `src` (one order
+        only): the own block, copied in first; None: it is in place already. Several
+        orders (the parts of a torus all_reduce) run their phase j's rings at once.
         """
-        m = len(axes)
+        if src is not None:
+            (order,) = orders
+            own = self.group_view(outs[0], dim, k, order, "ag_own")
+            self.local_copy(src, own, "ag_own")
+        m = len(orders[0])
         for j in reversed(range(m)):
-            kj = k * math.prod(a.size for a in axes[j + 1 :])
-            view = self.group_view(out, dim, kj * axes[j].size, axes[:j])
-            self.ring_all_gather(
-                axes[j], src if j == m - 1 else None, view, dim, kj, self.two_way(axes[j]),
-                deferred if m == 1 else None,
-            )
+            rings: list[_Ring] = []
+            for i, order in enumerate(orders):
+                kj = k * math.prod(a.size for a in order[j + 1 :])
+                view = self.group_view(outs[i], dim, kj * order[j].size, order[:j])
+                rings += self.ag_rings(order[j], view, dim, kj, f"ag{i or ''}")
+            self.run_ag_rings(rings, deferred if m == 1 else None)
 
     def multi_reduce_scatter(
-        self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int,
-        out: SSAValue | None, defer: bool = False, home: SSAValue | None = None,
+        self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int, out: SSAValue,
+        defer: bool = False,
     ) -> None:
         """
-        reduce_scatter (add) of `x` over `axes` into `out` (HBM): one ring per axis, the
-        most major first, each phase reduce-scattering the previous one's result. With
-        `home` (all_reduce: its output, shaped like `x`) phase j leaves its result in
-        this device's part of `home` (for its coordinates on axes[:j+1]), where the next
-        phase reads it: every phase can run both ways and in pieces. Without, the phases
-        before the last keep their result in VMEM (one piece, one way).
+        reduce_scatter of `x` over `axes` into `out` (HBM): one ring per axis, the most
+        major first, each phase reduce-scattering the previous one's result, which stays
+        in VMEM (those phases run one way, in one piece); the last phase writes `out`.
         """
         m = len(axes)
         cur, vmem = x, None
         for j, ax in enumerate(axes):
             kj = k * math.prod(a.size for a in axes[j + 1 :])
-            if home is not None or j == m - 1:
-                dst = out if home is None else self.group_view(home, dim, kj, axes[: j + 1])
-                self.reduce_scatter_into(op, ax, cur, dim, kj, dst, defer and m == 1)
+            if j == m - 1:
+                self.reduce_scatter_phase(op, [(ax, cur, kj, out)], dim, defer and m == 1)
             else:
-                ((dst, _),) = self.ring_reduce_scatter(op, ax, cur, dim, kj, pieces_ok=False)
+                ((_, cur),) = self.run_rs_rings(op, [_Ring(ax, cur, dim, kj, 1, None, "rs")])
             if vmem is not None:
                 self.e.op(tpu.DeallocOp(vmem))
-            vmem = dst if home is None and j < m - 1 else None
-            cur = dst
+            vmem = cur if j < m - 1 else None
 
-    def reduce_scatter_into(
-        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, dst: SSAValue, defer: bool,
+    def torus_reduce_scatter(
+        self, op: Operation, orders: list[list[_Axis]], xs: list[SSAValue], homes: list[SSAValue],
+        dim: int, k: int,
     ) -> None:
-        """One ring reduce-scatter phase whose result goes to `dst` (HBM), piece by piece."""
-        xt = x.type
-        assert isinstance(xt, MemRefType)
-        shape = list(xt.get_shape())
-        shape[dim] = k
-        two_way = self.two_way(ax)
-        _, pieces, _ = self.rs_plan(shape, xt.element_type, two_way)
-        for p in range(pieces):
-            for acc, part in self.ring_reduce_scatter(op, ax, x, dim, k, two_way, defer and p == 0, p):
+        """
+        reduce_scatter of each of `xs` over its order of the axes; phase j leaves its
+        result in this device's part of the matching `homes` buffer (for its coordinates
+        on order[:j+1]), where phase j+1 reads it (so every phase may run both ways and
+        in pieces). The orders' phase j run at once: with the orders rotations of the
+        axes, every phase keeps every axis's links busy.
+        """
+        curs = list(xs)
+        for j in range(len(orders[0])):
+            jobs = []
+            for i, order in enumerate(orders):
+                kj = k * math.prod(a.size for a in order[j + 1 :])
+                jobs.append((order[j], curs[i], kj, self.group_view(homes[i], dim, kj, order[: j + 1])))
+            self.reduce_scatter_phase(op, jobs, dim, False)
+            curs = [dst for *_, dst in jobs]
+
+    def reduce_scatter_phase(
+        self, op: Operation, jobs: list[tuple[_Axis, SSAValue, int, SSAValue]], dim: int, defer: bool,
+    ) -> None:
+        """
+        One ring reduce-scatter phase per job (axis, input, chunk size, HBM destination),
+        all at once (their axes have one size), each chunk cut into the pieces and ways
+        of `rs_plan`, the pieces one after the other, each piece's result copied to its
+        destination before the next.
+        """
+        plans = []
+        for ax, x, k, _ in jobs:
+            xt = x.type
+            assert isinstance(xt, MemRefType)
+            shape = list(xt.get_shape())
+            shape[dim] = k
+            plans.append(self.rs_plan(shape, xt.element_type, self.two_way(ax), len(jobs)))
+        if len({p[1] for p in plans}) > 1 or len({ax.size for ax, *_ in jobs}) > 1:
+            for job in jobs:  # nothing to keep in step: one after the other
+                self.reduce_scatter_phase(op, [job], dim, defer)
+            return
+        for p in range(plans[0][1]):
+            rings: list[_Ring] = []
+            for i, ((ax, x, k, dst), plan) in enumerate(zip(jobs, plans)):
+                rings += self.rs_rings(ax, x, dim, k, dst, plan, p, f"rs{i or ''}")
+            for ring, acc in self.run_rs_rings(op, rings, defer and p == 0):
                 e = self.e  # (a deferred first piece switched it to the done's block)
-                target = dst if part is None else self.chunk(e, dst, dim, k, e.index(0), "rs_part", part)
+                assert ring.dst is not None
+                target = ring.dst if ring.part is None else self.chunk(
+                    e, ring.dst, dim, ring.k, e.index(0), "rs_part", ring.part)
                 self.local_copy(acc, target, "rs_out")
                 e.op(tpu.DeallocOp(acc))
 
-    def ring_all_gather(
-        self, ax: _Axis, src: SSAValue | list[tuple[SSAValue, tuple[int, int, int] | None]] | None,
-        out: SSAValue, dim: int, k: int, bidirectional: bool = False,
-        deferred: list[Operation] | None = None,
-    ) -> None:
+    def ag_rings(self, ax: _Axis, out: SSAValue, dim: int, k: int, tag: str) -> list[_Ring]:
         """
-        Ring all-gather of `src` (any space) into `out` (HBM), slot c = block c along `dim`.
-        Bidirectional: half of every slot travels right, the other half left (the two
-        directions of every link carry data at once: twice the bandwidth on a ring with
-        wraparound); needs an even dimension in the slot, else it runs one way.
-        With `deferred` (a `_start`), step 0's DMAs start here and everything after them
-        (their waits, steps 1..N-2) goes to `deferred`, emitted at the `done`.
+        The rings of an all-gather over `ax` into `out`, slot c = block c of `k` along
+        `dim`: one rightward; or (`two_way`) half of every slot rightward and half
+        leftward (both directions of every link carry data: twice the bandwidth on a ring
+        with wraparound), which needs an even dimension in the slot.
         """
-        e, n = self.e, ax.size
         ot = out.type
         assert isinstance(ot, MemRefType)
-        slot_shape = list(ot.get_shape())
-        slot_shape[dim] = k
+        slot = list(ot.get_shape())
+        slot[dim] = k
         split = None
-        if bidirectional:
-            split = next((d for d, size in enumerate(slot_shape) if size % 2 == 0 and size > 1), None)
-        me = e.to_index(ax.me, "me_index")
-        # `src` is a buffer, or (all_reduce) VMEM buffers each holding a part of the slot,
-        # or None: the own slot is already in place.
-        srcs = src if isinstance(src, list) else [] if src is None else [(src, None)]
-        if srcs:
-            copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "ag_copy_sem")
-        for piece, part in srcs:
-            own = self.chunk(e, out, dim, k, me, "ag_own", part)
-            e.op(tpu.DMAStartOp(piece, own, recv_sem=copy_sem))
-            e.op(tpu.DMAWaitOp(copy_sem, own))
-        # (direction, part): part None = the whole slot, else (split dim, half size, half).
-        rings: list[tuple[int, tuple[int, int, int] | None, str]] = (
-            [(1, None, "ag")] if split is None
-            else [(1, (split, slot_shape[split] // 2, 0), "ag_r"),
-                  (-1, (split, slot_shape[split] // 2, 1), "ag_l")]
-        )
+        if self.two_way(ax):
+            split = next((d for d, size in enumerate(slot) if size % 2 == 0 and size > 1), None)
+        if split is None:
+            return [_Ring(ax, out, dim, k, 1, None, tag)]
+        half = slot[split] // 2
+        return [_Ring(ax, out, dim, k, 1, (split, half, 0), f"{tag}_r"),
+                _Ring(ax, out, dim, k, -1, (split, half, 1), f"{tag}_l")]
+
+    def run_ag_rings(self, rings: list[_Ring], deferred: list[Operation] | None = None) -> None:
+        """
+        Ring all-gather steps (Pallas's ring all-gather, HBM to HBM; every own slot in
+        place), the steps of all `rings` (one axis size) interleaved. With `deferred` (a
+        `_start`), step 0's DMAs start here and everything after them (their waits,
+        steps 1..N-2) goes to `deferred`, emitted at the `done`.
+        """
+        e, n = self.e, rings[0].ax.size
         sems = []
-        for direction, _, tag in rings:
-            peer = self.neighbour(ax, direction)
-            send = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem")
-            recv = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), f"{tag}_recv_sems")
+        for r in rings:
+            peer = self.neighbour(r.ax, r.direction)
+            send = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{r.tag}_send_sem")
+            recv = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), f"{r.tag}_recv_sems")
             sems.append((peer, send, recv))
 
         def step(b: Emitter, s: SSAValue) -> list[Operation]:
             """Start step `s`'s DMAs; return its waits."""
             s32 = b.to_i32(s)
             waits: list[Operation] = []
-            for (direction, part, tag), (peer, send, recv) in zip(rings, sems):
-                waits += self._ag_step(b, ax, out, dim, k, s, s32, direction, part, tag, peer, send, recv)
+            for r, (peer, send, recv) in zip(rings, sems):
+                waits += self._ag_step(b, r, s, s32, peer, send, recv)
             return waits
 
         if deferred is None:
@@ -641,16 +717,15 @@ class KernelLowering:
         deferred += ops
 
     def _ag_step(
-        self, b: Emitter, ax: _Axis, out: SSAValue, dim: int, k: int, s: SSAValue,
-        s32: SSAValue, direction: int, part: tuple[int, int, int] | None, tag: str,
-        peer: SSAValue, send: SSAValue, recv: SSAValue,
+        self, b: Emitter, r: _Ring, s: SSAValue, s32: SSAValue, peer: SSAValue, send: SSAValue,
+        recv: SSAValue,
     ) -> list[Operation]:
-        """One ring direction of all_gather step `s`: start the DMA, return its two waits."""
-        n = ax.size
+        """One ring of all_gather step `s`: start the DMA, return its two waits."""
+        ax, n, tag = r.ax, r.ax.size, r.tag
         # Rightwards, step s forwards slot (me - s) mod N to the right neighbour's same
         # slot and receives slot (me - s - 1) mod N from the left on recv_sems[s];
         # leftwards the mirror image: (me + s) out, (me + s + 1) in.
-        if direction == 1:
+        if r.direction == 1:
             base = b.add(b.sub(ax.me, s32), ax.n)
             out_c = b.rem(base, ax.n)
             in_c = b.rem(b.add(base, b.i32(n - 1)), ax.n)
@@ -660,24 +735,24 @@ class KernelLowering:
             in_c = b.rem(b.add(base, b.i32(1)), ax.n)
         send_slot = b.to_index(out_c, f"{tag}_send_slot")
         recv_slot = b.to_index(in_c, f"{tag}_recv_slot")
-        block = self.chunk(b, out, dim, k, send_slot, f"{tag}_block", part)
-        incoming = self.chunk(b, out, dim, k, recv_slot, f"{tag}_incoming", part)
+        block = self.chunk(b, r.ref, r.dim, r.k, send_slot, f"{tag}_block", r.part)
+        incoming = self.chunk(b, r.ref, r.dim, r.k, recv_slot, f"{tag}_incoming", r.part)
         sem = b.op(tpu.MemRefSliceOp(recv, [s], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
         b.op(tpu.DMAStartOp(block, block, send_sem=send, recv_sem=sem, device=peer))
         return [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
 
     def rs_plan(
-        self, shape: list[int], elem: Attribute, bidirectional: bool
+        self, shape: list[int], elem: Attribute, bidirectional: bool, concurrent: int = 1,
     ) -> tuple[int | None, int, int]:
         """
         How a ring reduce-scatter of chunks of `shape` splits them: (split dim, pieces,
         ways). Each piece (run one after the other) must fit its 4 VMEM blocks per ring
-        direction (receive double buffer, own chunk, accumulator) into the kernel's VMEM;
-        bidirectional halves each piece (ways = 2). Pieces and halves cut the same
-        dimension, the first one they divide; if none does, one piece, one way (and
-        `check_vmem` says if that does not fit).
+        (receive double buffer, own chunk, accumulator), for `concurrent` phases at once,
+        into the kernel's VMEM; bidirectional halves each piece (ways = 2). Pieces and
+        halves cut the same dimension, the first one they divide; if none does, one
+        piece, one way (and `check_vmem` says if that does not fit).
         """
-        total = nbytes(shape, elem)
+        total = nbytes(shape, elem) * concurrent
         for ways in ((2, 1) if bidirectional else (1,)):
             pieces = 1
             while 4 * total // pieces > self.vmem_bytes:
@@ -689,49 +764,48 @@ class KernelLowering:
                 break
         return None, 1, 1
 
-    def ring_reduce_scatter(
-        self, op: Operation, ax: _Axis, x: SSAValue, dim: int, k: int, bidirectional: bool = False,
-        defer: bool = False, piece: int = 0, pieces_ok: bool = True,
-    ) -> list[tuple[SSAValue, tuple[int, int, int] | None]]:
-        """
-        Ring reduce-scatter (add) of `x` (HBM), chunk c = block c of `k` along `dim`, or
-        of piece `piece` of every chunk (see `rs_plan`). Returns the VMEM buffers holding
-        this rank's reduced chunk (piece), each with the part of the chunk it holds (None:
-        all of it; else (split dim, part size, part index)); the caller copies them out
-        and deallocates them. Bidirectional: the first half of every piece is reduced on
-        the rightward ring, the second on the leftward one, the two rings' steps
-        interleaved. `defer` (a `_start`): after step 0's sends, switch `self.e` to
-        `self.later` (emitted at the done) for everything else. `pieces_ok=False`: the
-        whole chunk in one VMEM buffer (a one-way ring), whatever its size.
-        """
-        e, n = self.e, ax.size
+    def rs_rings(
+        self, ax: _Axis, x: SSAValue, dim: int, k: int, dst: SSAValue,
+        plan: tuple[int | None, int, int], piece: int, tag: str,
+    ) -> list[_Ring]:
+        """The rings reducing piece `piece` (of `plan`) of every chunk of `x` over `ax`."""
+        split, pieces, ways = plan
+        if split is None:
+            return [_Ring(ax, x, dim, k, 1, None, tag, dst)]
         xt = x.type
         assert isinstance(xt, MemRefType)
-        elem = xt.element_type
-        shape = list(xt.get_shape())
-        shape[dim] = k
-        split, pieces, ways = self.rs_plan(shape, elem, bidirectional) if pieces_ok else (None, 1, 1)
-        rings: list[tuple[int, tuple[int, int, int] | None, str]] = [(1, None, "rs")]
-        if split is not None:
-            size = shape[split] // (pieces * ways)
-            first = piece * ways
-            rings = ([(1, (split, size, first), "rs")] if ways == 1
-                     else [(1, (split, size, first), "rs_r"), (-1, (split, size, first + 1), "rs_l")])
-        block = nbytes(shape, elem) // (pieces * ways)
-        self.check_vmem(op, f"a ring reduce_scatter step (4 blocks of {'x'.join(map(str, shape))}"
-                        + (f" / {pieces * ways}" if pieces * ways > 1 else "") + ")",
-                        4 * block * ways)
+        size = (k if split == dim else xt.get_shape()[split]) // (pieces * ways)
+        first = piece * ways
+        if ways == 1:
+            return [_Ring(ax, x, dim, k, 1, (split, size, first), tag, dst)]
+        return [_Ring(ax, x, dim, k, 1, (split, size, first), f"{tag}_r", dst),
+                _Ring(ax, x, dim, k, -1, (split, size, first + 1), f"{tag}_l", dst)]
+
+    def run_rs_rings(
+        self, op: Operation, rings: list[_Ring], defer: bool = False,
+    ) -> list[tuple[_Ring, SSAValue]]:
+        """
+        Ring reduce-scatter steps of all `rings` (one axis size) interleaved: each ring
+        reduces its part of every chunk (of its `ref`, HBM or VMEM) and returns the VMEM
+        buffer holding this rank's reduced part; the caller copies it out and deallocates
+        it. Partial sums travel in VMEM along the ring (see the module docstring for the
+        credit handshake). `defer` (a `_start`): after step 0's sends, switch `self.e` to
+        `self.later` (emitted at the done) for everything else.
+        """
+        e, n = self.e, rings[0].ax.size
+        blocks = [self.ring_block(r) for r in rings]
+        elem = blocks[0][1]
+        self.check_vmem(op, "a ring reduce_scatter step (4 blocks of "
+                        + " + ".join("x".join(map(str, b)) for b, _ in blocks) + ")",
+                        sum(4 * nbytes(b, t) for b, t in blocks))
         one = e.i32(1, "one")
-        c = min(2, n - 1)
-        credit0 = e.i32(c, "rs_slots")
+        credit0 = e.i32(min(2, n - 1), "rs_slots")
         state = []
-        for direction, part, tag in rings:
-            bshape = list(shape)
-            if part is not None:
-                bshape[part[0]] = part[1]
+        for r, (bshape, _) in zip(rings, blocks):
+            ax, tag = r.ax, r.tag
             block_v = memref_type(bshape, elem, VMEM)
-            to = self.neighbour(ax, direction)
-            back = self.neighbour(ax, -direction)
+            to = self.neighbour(ax, r.direction)
+            back = self.neighbour(ax, -r.direction)
             rbuf = e.op(tpu.AllocOp(memref_type([2, *bshape], elem, VMEM)), f"{tag}_recv_buf")
             mine = e.op(tpu.AllocOp(block_v), f"{tag}_mine")
             acc = e.op(tpu.AllocOp(block_v), f"{tag}_acc")
@@ -741,59 +815,67 @@ class KernelLowering:
             credits = e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits")
             # My receive slots are free: tell the neighbour who sends into them.
             e.op(tpu.SemSignalOp(credits, credit0, back))
-            # The first message is my own chunk (me - direction) mod N, staged into acc.
-            first = e.to_index(e.rem(e.add(ax.me, e.i32((-direction) % n)), ax.n), f"{tag}_first")
-            first_block = self.chunk(e, x, dim, k, first, f"{tag}_first_block", part)
-            e.op(tpu.DMAStartOp(first_block, acc, recv_sem=copy_sem))
-            e.op(tpu.DMAWaitOp(copy_sem, acc))
-            state.append((direction, part, tag, bshape, to, back, rbuf, mine, acc, copy_sem,
-                          send_sem, recv_sems, credits))
+            # The first message is my own chunk (me - direction) mod N, sent straight
+            # from HBM (no staging copy).
+            first = e.to_index(e.rem(e.add(ax.me, e.i32((-r.direction) % n)), ax.n), f"{tag}_first")
+            first_block = self.chunk(e, r.ref, r.dim, r.k, first, f"{tag}_first_block", r.part)
+            state.append((r, bshape, to, back, rbuf, mine, acc, first_block, copy_sem, send_sem,
+                          recv_sems, credits))
 
-        def step(b: Emitter, s: SSAValue) -> list[Operation]:
+        def step(b: Emitter, s: SSAValue, first: bool) -> list[Operation]:
             """Start step `s`'s DMAs (after their credits); return the rest of the step."""
             s32 = b.to_i32(s)
             slot = b.rem(s, b.index(2), "slot")
             later: list[Operation] = []
-            for st in state:
-                later += self._rs_step(b, ax, x, dim, k, elem, one, s32, slot, *st)
+            for (r, bshape, to, back, rbuf, mine, acc, first_block, *sems) in state:
+                later += self._rs_step(op, b, elem, one, s32, slot, r, bshape, to, back, rbuf, mine,
+                                       acc, first_block if first else acc, *sems)
             return later
 
+        # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and the
+        # rest of the collective (and whatever the caller emits after it) goes to a block
+        # emitted at the done.
+        for o in step(e, e.index(0), True):
+            (self.later if defer else e).op(o)
         if defer:
-            # A _start: step 0's messages leave now; the rest of the collective (and
-            # whatever the caller emits after it) goes to a block emitted at the done.
-            for o in step(e, e.index(0)):
-                self.later.op(o)
             e = self.e = self.later
-            lo = 1
-        else:
-            lo = 0
-        if lo < n - 1:
-            b, s = self.for_steps(lo, n - 1)
-            for o in step(b, s):
+        if n > 2:
+            b, s = self.for_steps(1, n - 1)
+            for o in step(b, s, False):
                 b.op(o)
             b.op(scf.YieldOp())
         results = []
-        for (_, part, _, _, _, _, rbuf, mine, acc, _, _, _, credits) in state:
+        for (r, _, _, _, rbuf, mine, acc, _, _, _, _, credits) in state:
             # The credits still owed to me: my receiver has consumed every message.
             e.op(tpu.SemWaitOp(credits, credit0))
             e.op(tpu.DeallocOp(rbuf))
             e.op(tpu.DeallocOp(mine))
-            results.append((acc, part))
+            results.append((r, acc))
         return results
 
+    def ring_block(self, r: _Ring) -> tuple[list[int], Attribute]:
+        """The shape and element type of the part of one chunk a ring moves per step."""
+        t = r.ref.type
+        assert isinstance(t, MemRefType)
+        shape = list(t.get_shape())
+        shape[r.dim] = r.k
+        if r.part is not None:
+            shape[r.part[0]] = r.part[1]
+        return shape, t.element_type
+
     def _rs_step(
-        self, b: Emitter, ax: _Axis, x: SSAValue, dim: int, k: int, elem: Attribute,
-        one: SSAValue, s32: SSAValue, slot: SSAValue, direction: int,
-        part: tuple[int, int, int] | None, tag: str, bshape: list[int], to: SSAValue,
-        back: SSAValue, rbuf: SSAValue, mine: SSAValue, acc: SSAValue, copy_sem: SSAValue,
+        self, op: Operation, b: Emitter, elem: Attribute, one: SSAValue, s32: SSAValue,
+        slot: SSAValue, r: _Ring, bshape: list[int], to: SSAValue, back: SSAValue,
+        rbuf: SSAValue, mine: SSAValue, acc: SSAValue, src: SSAValue, copy_sem: SSAValue,
         send_sem: SSAValue, recv_sems: SSAValue, credits: SSAValue,
     ) -> list[Operation]:
-        """One ring direction of reduce_scatter step s: start its DMAs, return the rest."""
-        n = ax.size
-        later: list[Operation] = []
+        """One ring of reduce_scatter step s: send `src` (the running partial in `acc`,
+        or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
+        return the rest."""
+        ax, n, tag = r.ax, r.ax.size, r.tag
         block_v = memref_type(bshape, elem, VMEM)
         # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
-        if direction == 1:
+        if r.direction == 1:
             mine_c = b.add(b.sub(ax.me, s32), b.i32(2 * n - 2))
         else:
             mine_c = b.add(b.add(ax.me, s32), b.i32(2))
@@ -803,28 +885,33 @@ class KernelLowering:
         rsem = b.op(tpu.MemRefSliceOp(recv_sems, [slot], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
         # Handshake: one credit = one free receive slot on the receiving neighbour.
         b.op(tpu.SemWaitOp(credits, one))
-        b.op(tpu.DMAStartOp(acc, dst, send_sem=send_sem, recv_sem=rsem, device=to))
-        xs = self.chunk(b, x, dim, k, mine_i, f"{tag}_x_block", part)
+        b.op(tpu.DMAStartOp(src, dst, send_sem=send_sem, recv_sem=rsem, device=to))
+        xs = self.chunk(b, r.ref, r.dim, r.k, mine_i, f"{tag}_x_block", r.part)
         b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
         vty = VectorType(elem, bshape)
         got = tpu.LoadOp(rbuf, [slot, *zeros], vty)
         got.result.name_hint = "partial"
         own = tpu.LoadOp(mine, zeros, vty)
         own.result.name_hint = "own"
-        add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
-        total = add(got, own)
-        total.result.name_hint = "sum"
-        later += [
+        combine = self.combine(op, got.result, own.result)
+        return [
             tpu.DMAWaitOp(copy_sem, mine),
             tpu.DMAWaitOp(rsem, dst),
-            got, own, total,
+            got, own, *combine,
             # The send buffer is free once the outgoing message has left.
             tpu.DMAWaitOp(send_sem, acc),
-            tpu.StoreOp(total, acc, zeros),
+            tpu.StoreOp(combine[-1].results[0], acc, zeros),
             # My slot is consumed: one more credit for the sending neighbour.
             tpu.SemSignalOp(credits, one, back),
         ]
-        return later
+
+    def combine(self, op: Operation, a: SSAValue, b: SSAValue) -> list[Operation]:
+        """The ops combining two partials of `op`'s reduction; the last one's result is it."""
+        elem = a.type.element_type  # type: ignore[union-attr]
+        add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
+        total = add(a, b)
+        total.result.name_hint = "sum"
+        return [total]
 
     def all_to_all(
         self, op: collective.AllToAllBase, ax: _Axis, x: SSAValue, out: SSAValue,

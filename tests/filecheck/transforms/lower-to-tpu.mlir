@@ -20,8 +20,9 @@ func.func @all_gather(%a: tensor<8x128xf32>) -> tensor<32x128xf32> attributes {s
 // CHECK:         %right_x = arith.addi %dev, %{{.*}} : i32
 // CHECK-NEXT:    tpu.barrier
 // CHECK:         %ag_own = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<32x128xf32, #tpu.memory_space<hbm>> -> memref<8x128xf32, #tpu.memory_space<hbm>>
-// CHECK-NEXT:    tpu.dma_start %a, %ag_own, %ag_copy_sem
-// CHECK-NEXT:    tpu.dma_wait %ag_copy_sem, %ag_own
+// CHECK-NEXT:    %ag_own_sem = tpu.alloc : !tpu.dma_semaphore
+// CHECK-NEXT:    tpu.dma_start %a, %ag_own, %ag_own_sem
+// CHECK-NEXT:    tpu.dma_wait %ag_own_sem, %ag_own
 // CHECK-NEXT:    %ag_send_sem = tpu.alloc : !tpu.dma_semaphore
 // CHECK-NEXT:    %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<3>
 // CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
@@ -51,15 +52,19 @@ func.func @reduce_scatter(%a: tensor<32x128xi32>) -> tensor<8x128xi32> attribute
 // CHECK:         %rs_acc = tpu.alloc : memref<8x128xi32, #tpu.memory_space<vmem>>
 // CHECK:         %rs_credits = tpu.alloc : !tpu.semaphore
 // CHECK:         tpu.sem_signal %rs_credits, %rs_slots, device = %left_x
+// CHECK:         %rs_first_block = tpu.memref_slice %a
+// CHECK:         tpu.sem_wait %rs_credits, %one
+// CHECK-NEXT:    tpu.dma_start %rs_first_block, %rs_slot, %rs_send_sem, %rs_recv_sem, device = %right_x
+// CHECK:         tpu.store %sum, %rs_acc
 // CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           tpu.sem_wait %rs_credits, %one
-// CHECK-NEXT:      tpu.dma_start %rs_acc, %rs_slot, %rs_send_sem, %rs_recv_sem, device = %right_x
-// CHECK:           tpu.dma_wait %rs_recv_sem, %rs_slot
-// CHECK-NEXT:      %partial = tpu.load %rs_recv_buf[%slot, %{{.*}}, %{{.*}}]
-// CHECK-NEXT:      %own = tpu.load %rs_mine
-// CHECK-NEXT:      %sum = arith.addi %partial, %own : vector<8x128xi32>
+// CHECK-NEXT:      tpu.dma_start %rs_acc, %rs_slot_1, %rs_send_sem, %rs_recv_sem_1, device = %right_x
+// CHECK:           tpu.dma_wait %rs_recv_sem_1, %rs_slot_1
+// CHECK-NEXT:      %partial_1 = tpu.load %rs_recv_buf[%slot_1, %{{.*}}, %{{.*}}]
+// CHECK-NEXT:      %own_1 = tpu.load %rs_mine
+// CHECK-NEXT:      %sum_1 = arith.addi %partial_1, %own_1 : vector<8x128xi32>
 // CHECK-NEXT:      tpu.dma_wait %rs_send_sem, %rs_acc
-// CHECK-NEXT:      tpu.store %sum, %rs_acc
+// CHECK-NEXT:      tpu.store %sum_1, %rs_acc
 // CHECK-NEXT:      tpu.sem_signal %rs_credits, %one, device = %left_x
 // CHECK-NEXT:    }
 // CHECK-NEXT:    tpu.sem_wait %rs_credits, %rs_slots
@@ -68,7 +73,8 @@ func.func @reduce_scatter(%a: tensor<32x128xi32>) -> tensor<8x128xi32> attribute
 
 // -----
 
-// all_reduce = reduce_scatter + all_gather over the buffer viewed as [N, numel / N].
+// all_reduce = reduce_scatter + all_gather over the buffer viewed as [N, numel / N]; the
+// reduced chunk goes straight to its slot of the output, where the all-gather finds it.
 
 spmd.mesh @ring = <["x"=2]>
 func.func @all_reduce(%a: tensor<8x6xf32>) -> tensor<8x6xf32> attributes {spmd.per_device_io} {
@@ -81,9 +87,9 @@ func.func @all_reduce(%a: tensor<8x6xf32>) -> tensor<8x6xf32> attributes {spmd.p
 // CHECK-NEXT:    %ar_out = tpu.memref_reshape %out0 : memref<8x6xf32, #tpu.memory_space<hbm>> -> memref<2x24xf32, #tpu.memory_space<hbm>>
 // CHECK:         %rs_slots = arith.constant 1 : i32
 // CHECK:         %sum = arith.addf %partial, %own : vector<1x24xf32>
-// CHECK:         tpu.dma_start %rs_acc, %ag_own, %ag_copy_sem : memref<1x24xf32, #tpu.memory_space<vmem>> to memref<1x24xf32, #tpu.memory_space<hbm>>
-// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<1>
+// CHECK:         tpu.dma_start %rs_acc, %group_view, %rs_out_sem : memref<1x24xf32, #tpu.memory_space<vmem>> to memref<1x24xf32, #tpu.memory_space<hbm>>
 // CHECK:         tpu.dealloc %rs_acc
+// CHECK:         %ag_recv_sems = tpu.alloc : !tpu.dma_semaphore<1>
 
 // -----
 
@@ -102,11 +108,11 @@ func.func @permute(%a: tensor<8x128xf32>) -> tensor<8x128xf32> attributes {spmd.
 // CHECK-LABEL: func.func @permute(%a: memref<8x128xf32, #tpu.memory_space<hbm>>, %out0: memref<8x128xf32, #tpu.memory_space<hbm>>, %scratch0: memref<8x128xf32, #tpu.memory_space<hbm>>, %scratch1: memref<8x128xf32, #tpu.memory_space<hbm>>) attributes {tpu.kernel, tpu.io = [1 : i64, 1 : i64, 2 : i64]} {
 // CHECK:         %me_model = tpu.axis_index @m["model"] : i32
 // CHECK:         tpu.dma_start %a, %scratch1, %pm_send_sem, %pm_recv_sem, device = %right_model
-// CHECK:         %ew = math.exp %{{.*}} : vector<8x128xf32>
+// CHECK:         {{.*}}math.exp %{{.*}} : vector<8x128xf32>
 // CHECK:         tpu.dma_wait %pm_send_sem, %a
 // CHECK-NEXT:    tpu.dma_wait %pm_recv_sem, %scratch1
-// CHECK:         %ew_1 = arith.addf %{{.*}}, %{{.*}} : vector<8x128xf32>
-// CHECK:         tpu.dma_start %ew_out_1, %out0, %ew_sem_
+// CHECK:         {{.*}}arith.addf %{{.*}}, %{{.*}} : vector<8x128xf32>
+// CHECK:         tpu.dma_start %{{.*}}, %out0, %{{.*}}sem
 
 // -----
 
@@ -122,10 +128,10 @@ func.func @all_gather_start(%a: tensor<8x128xf32>, %b: tensor<8x128xf32>) -> (te
 }
 
 // CHECK-LABEL: func.func @all_gather_start(
-// CHECK:         tpu.dma_start %a, %ag_own, %ag_copy_sem
+// CHECK:         tpu.dma_start %a, %ag_own, %ag_own_sem
 // CHECK:         tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_x
 // CHECK-NOT:     tpu.dma_wait %ag_send_sem
-// CHECK:         %ew = math.exp
+// CHECK:         {{.*}}math.exp
 // CHECK:         tpu.dma_wait %ag_send_sem, %ag_block
 // CHECK-NEXT:    tpu.dma_wait %ag_recv_sem, %ag_incoming
 // CHECK:         scf.for %s = %{{.*}} to %{{.*}} step %{{.*}} {
@@ -176,8 +182,9 @@ func.func @pairs(%a: tensor<8xi32>) -> tensor<8xi32> attributes {spmd.per_device
 
 // -----
 
-// Two axes: reduce-scatter over "a" then "b" (each phase on the previous one's VMEM result),
-// all-gather over "b" then "a" (the "b" phase within this device's "a" part of the output).
+// Two axes of different sizes: reduce-scatter over "a" then "b", each phase leaving its
+// result in this device's part of the output, where the next phase reads it; all-gather
+// over "b" then "a" (the "b" phase within this device's "a" part of the output).
 
 spmd.mesh @m = <["a"=2, "b"=4]>
 func.func @two_axes(%x: tensor<4x6xi32>) -> tensor<4x6xi32> attributes {spmd.per_device_io} {
@@ -187,17 +194,52 @@ func.func @two_axes(%x: tensor<4x6xi32>) -> tensor<4x6xi32> attributes {spmd.per
 
 // CHECK-LABEL: func.func @two_axes(
 // CHECK:         %ar_in = tpu.memref_reshape %x : memref<4x6xi32, #tpu.memory_space<hbm>> -> memref<8x3xi32, #tpu.memory_space<hbm>>
-// CHECK:         %rs_recv_buf = tpu.alloc : memref<2x4x3xi32, #tpu.memory_space<vmem>>
-// CHECK:           tpu.dma_start %rs_acc, %rs_slot, %rs_send_sem, %rs_recv_sem, device = %left_a
-// CHECK:         %rs_recv_buf_1 = tpu.alloc : memref<2x1x3xi32, #tpu.memory_space<vmem>>
-// CHECK:         tpu.dma_start %{{.*}}, %rs_acc_1, %rs_copy_sem_1 : memref<1x3xi32, #tpu.memory_space<vmem>> to memref<1x3xi32, #tpu.memory_space<vmem>>
-// CHECK:           tpu.dma_start %rs_acc_1, %rs_slot_1, %rs_send_sem_1, %rs_recv_sem_1, device = %right_b
-// CHECK:         tpu.dealloc %rs_acc : memref<4x3xi32, #tpu.memory_space<vmem>>
 // CHECK:         %group_view = tpu.memref_slice %ar_out[%{{.*}}, %{{.*}}] : memref<8x3xi32, #tpu.memory_space<hbm>> -> memref<4x3xi32, #tpu.memory_space<hbm>>
-// CHECK:         %ag_own = tpu.memref_slice %group_view[%me_index, %{{.*}}] : memref<4x3xi32, #tpu.memory_space<hbm>> -> memref<1x3xi32, #tpu.memory_space<hbm>>
+// CHECK:         %rs_recv_buf = tpu.alloc : memref<2x4x3xi32, #tpu.memory_space<vmem>>
+// CHECK:         tpu.dma_start %rs_first_block, %rs_slot, %rs_send_sem, %rs_recv_sem, device = %left_a
+// CHECK:         tpu.dma_start %rs_acc, %group_view, %rs_out_sem
+// CHECK:         %group_view_1 = tpu.memref_slice %ar_out[%{{.*}}, %{{.*}}] : memref<8x3xi32, #tpu.memory_space<hbm>> -> memref<1x3xi32, #tpu.memory_space<hbm>>
+// CHECK:         %rs_recv_buf_1 = tpu.alloc : memref<2x1x3xi32, #tpu.memory_space<vmem>>
+// CHECK:         %rs_first_block_1 = tpu.memref_slice %group_view[%rs_first_1, %{{.*}}] : memref<4x3xi32, #tpu.memory_space<hbm>> -> memref<1x3xi32, #tpu.memory_space<hbm>>
+// CHECK:           tpu.dma_start %rs_acc_1, %rs_slot_2, %rs_send_sem_1, %rs_recv_sem_2, device = %right_b
+// CHECK:         tpu.dma_start %rs_acc_1, %group_view_1, %rs_out_sem_1
+// CHECK:         %group_view_2 = tpu.memref_slice %ar_out[%{{.*}}, %{{.*}}] : memref<8x3xi32, #tpu.memory_space<hbm>> -> memref<4x3xi32, #tpu.memory_space<hbm>>
 // CHECK:           tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_b : memref<1x3xi32, #tpu.memory_space<hbm>>
 // CHECK:         %ag_recv_sems_1 = tpu.alloc : !tpu.dma_semaphore<1>
 // CHECK:           tpu.dma_start %ag_block_1, %ag_block_1, %ag_send_sem_1, %ag_recv_sem_1, device = %left_a : memref<4x3xi32, #tpu.memory_space<hbm>>
+
+// -----
+
+// A 2-D torus all_reduce (two axes of one size): half the buffer is reduced over "a" then
+// "b", the other half over "b" then "a", the two halves' rings in one loop, so every
+// phase keeps the links of both axes busy.
+
+spmd.mesh @m = <["a"=4, "b"=4]>
+func.func @torus(%x: tensor<64xf32>) -> tensor<64xf32> attributes {spmd.per_device_io} {
+  %r = collective.all_reduce add %x on @m["a", "b"] : tensor<64xf32>
+  func.return %r : tensor<64xf32>
+}
+
+// CHECK-LABEL: func.func @torus(
+// CHECK:         %ar_in = tpu.memref_reshape %x : memref<64xf32, #tpu.memory_space<hbm>> -> memref<32x2xf32, #tpu.memory_space<hbm>>
+// CHECK:         %ar_in0 = tpu.memref_slice %ar_in
+// CHECK:         %ar_in1 = tpu.memref_slice %ar_in
+// CHECK:         scf.for %s
+// CHECK:           tpu.dma_start %rs_acc, %{{.*}}, %rs_send_sem, %{{.*}}, device = %right_a
+// CHECK:           tpu.dma_start %rs1_acc, %{{.*}}, %rs1_send_sem, %{{.*}}, device = %right_b
+// CHECK:         }
+// CHECK:         scf.for %s
+// CHECK:           tpu.dma_start %rs_acc_1, %{{.*}}, %rs_send_sem_1, %{{.*}}, device = %right_b
+// CHECK:           tpu.dma_start %rs1_acc_1, %{{.*}}, %rs1_send_sem_1, %{{.*}}, device = %right_a
+// CHECK:         }
+// CHECK:         scf.for %s
+// CHECK:           tpu.dma_start %ag_block, %ag_block, %ag_send_sem, %ag_recv_sem, device = %right_b
+// CHECK:           tpu.dma_start %ag1_block, %ag1_block, %ag1_send_sem, %ag1_recv_sem, device = %right_a
+// CHECK:         }
+// CHECK:         scf.for %s
+// CHECK:           tpu.dma_start %ag_block_1, %ag_block_1, %ag_send_sem_1, %ag_recv_sem_1, device = %right_a
+// CHECK:           tpu.dma_start %ag1_block_1, %ag1_block_1, %ag1_send_sem_1, %ag1_recv_sem_1, device = %right_b
+// CHECK:         }
 
 // -----
 
@@ -239,11 +281,13 @@ func.func @bidirectional_rs(%a: tensor<32x128xf32>) -> tensor<8x128xf32> attribu
 // V5P:         tpu.sem_signal %rs_r_credits, %rs_slots, device = %left_x
 // V5P:         %rs_l_recv_buf = tpu.alloc : memref<2x4x128xf32, #tpu.memory_space<vmem>>
 // V5P:         tpu.sem_signal %rs_l_credits, %rs_slots, device = %right_x
+// V5P:         tpu.dma_start %rs_r_first_block, %rs_r_slot, %rs_r_send_sem, %rs_r_recv_sem, device = %right_x
+// V5P:         tpu.dma_start %rs_l_first_block, %rs_l_slot, %rs_l_send_sem, %rs_l_recv_sem, device = %left_x
 // V5P:         scf.for %s
 // V5P:           tpu.sem_wait %rs_r_credits, %one
-// V5P-NEXT:      tpu.dma_start %rs_r_acc, %rs_r_slot, %rs_r_send_sem, %rs_r_recv_sem, device = %right_x
+// V5P-NEXT:      tpu.dma_start %rs_r_acc, %rs_r_slot_1, %rs_r_send_sem, %rs_r_recv_sem_1, device = %right_x
 // V5P:           tpu.sem_wait %rs_l_credits, %one
-// V5P-NEXT:      tpu.dma_start %rs_l_acc, %rs_l_slot, %rs_l_send_sem, %rs_l_recv_sem, device = %left_x
+// V5P-NEXT:      tpu.dma_start %rs_l_acc, %rs_l_slot_1, %rs_l_send_sem, %rs_l_recv_sem_1, device = %left_x
 // V5P:           tpu.sem_signal %rs_r_credits, %one, device = %left_x
 // V5P:           tpu.sem_signal %rs_l_credits, %one, device = %right_x
 // V5P-NEXT:    }
