@@ -1,12 +1,19 @@
 """
-Generate docs/passes.md: every registered pass and pipeline, its options, and its
-before/after IR on a small example, produced by running the pass for real (`shardc-opt`,
-in process), so the page cannot drift from the code.
+Generate the parts of docs/ that come from running the code, so they cannot drift:
 
-    .venv/bin/python scripts/make_docs.py           # rewrite docs/passes.md
-    .venv/bin/python scripts/make_docs.py --check   # exit 1 if docs/passes.md is stale
+* docs/passes.md, whole: every registered pass and pipeline, its options, and its
+  before/after IR on a small example, produced by running the pass (`shardc-opt`, in
+  process);
+* docs/tutorial-jax.md, its output blocks: the tutorial's ```sh blocks are run in order in
+  a scratch directory that sees the repository's `.venv`, `tests` and `examples`, and
+  every ```text block marked `<!-- docs-output: stdout -->` (or `stderr`) is replaced by
+  that stream of the last command block before it. A `<!-- docs-test: skip ... -->` line
+  right before a ```sh block leaves it out. Everything else in the tutorial is by hand.
 
-`tests/e2e/test_docs.py` runs the check. Passes come from `shardc.passes.registry`
+    .venv/bin/python scripts/make_docs.py           # rewrite both
+    .venv/bin/python scripts/make_docs.py --check   # exit 1 if either is stale
+
+`tests/e2e/test_docs.py` runs the same rendering and compares. Passes come from `shardc.passes.registry`
 (a newly registered pass gets a section with its options and no example until one is
 added to EXAMPLES below); options and their one-line meanings come from the pass
 classes' dataclass fields and the docstrings under them; the summary from the first
@@ -21,6 +28,10 @@ import contextlib
 import dataclasses
 import inspect
 import io
+import itertools
+import os
+import re
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -29,6 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "passes.md"
+TUTORIAL = ROOT / "docs" / "tutorial-jax.md"
 
 
 @dataclass(frozen=True)
@@ -289,7 +301,7 @@ def field_docs(cls: type) -> dict[str, str]:
             continue
         tree = ast.parse(source)
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for a, b in zip(body, body[1:]):
+        for a, b in itertools.pairwise(body):
             if (
                 isinstance(a, ast.AnnAssign)
                 and isinstance(a.target, ast.Name)
@@ -440,21 +452,91 @@ def render() -> str:
     return "".join(lines) + "\n" + "\n".join(body)
 
 
+# The tutorial's outputs ------------------------------------------------------------------
+
+FENCE = re.compile(r"^```(\w[\w-]*)\s*$")
+SKIP = re.compile(r"<!--\s*docs-test:\s*skip\b")
+OUTPUT = re.compile(r"<!--\s*docs-output:\s*(stdout|stderr)\s*-->")
+
+
+class CommandFailed(Exception):
+    pass
+
+
+def sandbox(directory: Path) -> Path:
+    """A directory where the tutorial's repo-relative paths resolve, outputs stay local."""
+    for name in (".venv", "tests", "examples"):
+        link = directory / name
+        if not link.exists():
+            link.symlink_to(ROOT / name)
+    return directory
+
+
+def run_block(command: str, cwd: Path) -> tuple[str, str]:
+    env = {**os.environ, "SHARDC_PROGRESS_AFTER": "1000000"}  # no progress lines in outputs
+    proc = subprocess.run(["bash", "-e", "-c", command], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env=env, check=False)
+    if proc.returncode != 0:
+        raise CommandFailed(f"exit status {proc.returncode}:\n{command}\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout, proc.stderr
+
+
+def render_tutorial(text: str, cwd: Path) -> str:
+    """`text` with its output blocks replaced by what its commands print, run in `cwd`."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    last: tuple[str, str] | None = None
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i].rstrip("\n"))
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip() != "```":
+            j += 1
+        body = "".join(lines[i + 1 : j])
+        before = lines[i - 1] if i > 0 else ""
+        wanted = OUTPUT.search(before)
+        if m.group(1) == "sh" and not SKIP.search(before):
+            last = run_block(body, cwd)
+        if m.group(1) == "text" and wanted:
+            if last is None:
+                raise CommandFailed(f"line {i + 1}: an output block before any command")
+            stream = last[0] if wanted.group(1) == "stdout" else last[1]
+            body = stream if stream.endswith("\n") or not stream else stream + "\n"
+        out.append(lines[i])
+        out.append(body)
+        out.extend(lines[j : j + 1])
+        i = j + 1
+    return "".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/passes.md differs")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a generated page differs")
     args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = OUT.read_text() if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT.relative_to(ROOT)} is stale: run .venv/bin/python scripts/make_docs.py",
-                  file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            tutorial = render_tutorial(TUTORIAL.read_text(), sandbox(Path(tmp)))
+        except CommandFailed as e:
+            print(f"{TUTORIAL.relative_to(ROOT)}: a command failed: {e}", file=sys.stderr)
             return 1
-        return 0
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    stale = []
+    for path, text in ((OUT, render()), (TUTORIAL, tutorial)):
+        current = path.read_text() if path.exists() else ""
+        if current == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    if args.check and stale:
+        names = ", ".join(str(p.relative_to(ROOT)) for p in stale)
+        print(f"stale: {names}: run .venv/bin/python scripts/make_docs.py", file=sys.stderr)
+        return 1
     return 0
 
 
