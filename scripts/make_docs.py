@@ -232,6 +232,24 @@ func.func @main(%x: tensor<512x1024xbf16>, %w0: tensor<1024x1024xbf16>, %w1: ten
         "The first gradient's `done` moves after the independent dots, so its all_reduce "
         "runs under them.",
     ),
+    "tpu-pipeline": Example(
+        "tpu-pipeline",
+        """\
+spmd.mesh @ring = <["x"=4]>
+func.func @main(%a: tensor<32x128xf32> {spmd.sharding = #spmd.sharding<@ring, [{"x"}, {}]>})
+    -> (tensor<32x128xf32> {spmd.sharding = #spmd.sharding<@ring, [{}, {}]>}) {
+  %e = hlo.exp %a : tensor<32x128xf32>
+  %c = spmd.constraint %e <@ring, [{"x"}, {}]> : tensor<32x128xf32>
+  func.return %c : tensor<32x128xf32>
+}
+""",
+        "Level G to level T. The constraint keeps `exp` on each device's 8 rows; the "
+        "replicated result makes partitioning all-gather them. `lower-to-tpu` turns both "
+        "into one kernel: the `exp` as HBM -> VMEM DMA, `tpu.load`, `math.exp`, "
+        "`tpu.store`, DMA back; the all_gather as a ring of remote DMAs. The "
+        "kernel keeps `spmd.partitioned` and the shardings of its input and output "
+        "buffers, so `shardc-run` splits global inputs and assembles outputs as at level S.",
+    ),
     "lower-to-tpu": Example(
         "lower-to-tpu{chip=v5e}",
         """\
@@ -333,8 +351,17 @@ def options(cls: type) -> list[tuple[str, str, str, str]]:
 
 
 def module_summary(cls: type) -> str:
-    """The first paragraph of the pass module's docstring, without its `name{...}:` lead."""
-    doc = inspect.getdoc(sys.modules[cls.__module__]) or inspect.getdoc(cls) or ""
+    """
+    The first paragraph of the pass module's docstring (of the class's, when the module
+    is another pass's: `tpu-pipeline` lives beside `spmd-pipeline`), without its
+    `name{...}:` lead.
+    """
+    doc = inspect.getdoc(sys.modules[cls.__module__]) or ""
+    name = getattr(cls, "name", "")
+    own = inspect.getdoc(cls)
+    if cls.__doc__ and doc.startswith("`") and not doc.startswith(f"`{name}"):
+        doc = own or doc
+    doc = doc or own or ""
     first = " ".join(doc.split("\n\n")[0].split())
     if first.startswith("`") and "`:" in first[:200]:
         first = first.split("`:", 1)[1].strip()
