@@ -131,9 +131,9 @@ class _E(Emitter):
     def nested(self, block: Block) -> _E:
         return _E(block, self.consts, self.memo)
 
-    def once(self, key: tuple, make: Callable[[], Operation]) -> SSAValue:
+    def once(self, key: tuple, make: Callable[[], Operation], hint: str | None = None) -> SSAValue:
         if key not in self.memo:
-            self.memo[key] = self.op(make())
+            self.memo[key] = self.op(make(), hint)
         return self.memo[key]
 
     def loop(self, n: int, hint: str) -> tuple[_E, SSAValue]:
@@ -415,8 +415,11 @@ class _Buffers:
             return self.buf, self.sems
         zeros = [b.index(0) for _ in self.shape]
         ty = memref_type(self.shape, self.elem, VMEM)
-        ref = b.once(("slot", self.buf, i), lambda: tpu.MemRefSliceOp(self.buf, [_v(b, i), *zeros], ty))
-        sem = b.once(("slot", self.sems, i), lambda: tpu.MemRefSliceOp(self.sems, [_v(b, i)], tpu.DMASemaphoreType()))
+        hint = self.buf.name_hint
+        ref = b.once(("slot", self.buf, i), lambda: tpu.MemRefSliceOp(self.buf, [_v(b, i), *zeros], ty),
+                     f"{hint}_slot")
+        sem = b.once(("slot", self.sems, i), lambda: tpu.MemRefSliceOp(self.sems, [_v(b, i)], tpu.DMASemaphoreType()),
+                     f"{hint}_sem")
         return ref, sem
 
 
@@ -430,23 +433,29 @@ def _reshape(b: _E, ref: SSAValue, shape: Sequence[int]) -> SSAValue:
     return b.op(tpu.MemRefReshapeOp(ref, memref_type(shape, ty.element_type, space)))
 
 
-def _hbm_block(b: _E, ref: SSAValue, shape: Sequence[int], offsets: Sequence[Ix]) -> SSAValue:
+def _hbm_block(b: _E, ref: SSAValue, shape: Sequence[int], offsets: Sequence[Ix], hint: str) -> SSAValue:
     ty = ref.type
     assert isinstance(ty, MemRefType)
     if tuple(ty.get_shape()) == tuple(shape):
         return ref
     idx = [_v(b, o) for o in offsets]
     rty = memref_type(shape, ty.element_type, HBM)
-    return b.once(("hbm", ref, *idx, *shape), lambda: tpu.MemRefSliceOp(ref, idx, rty))
+    return b.once(("hbm", ref, *idx, *shape), lambda: tpu.MemRefSliceOp(ref, idx, rty), hint)
 
 
 def _decode(b: _E, t: Ix, grid: Sequence[int]) -> list[Ix]:
-    """Block index per iteration dimension of flat step `t` (row-major)."""
+    """Block index per iteration dimension of flat step `t` < prod(grid) (row-major)."""
     idx: list[Ix] = []
     stride = math.prod(grid)
+    outermost = True
     for g in grid:
         stride //= g
-        idx.append(0 if g == 1 else _rem(b, _div(b, t, stride), g))
+        if g == 1:
+            idx.append(0)
+            continue
+        q = _div(b, t, stride)
+        idx.append(q if outermost else _rem(b, q, g))
+        outermost = False
     return idx
 
 
@@ -484,12 +493,12 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
     def fetch(b: _E, step: Ix, moving: bool) -> None:
         """Start the DMAs of step `step`'s operand blocks (the moving ones, or the others)."""
         idx = _decode(b, step, grid)
-        for s, bufs in zip(t.streams, ins):
+        for i, (s, bufs) in enumerate(zip(t.streams, ins)):
             if s.moves(grid) != moving:
                 continue
             blk = s.block(blocks)
             offsets = [0 if it is None else _mul(b, idx[it], blocks[it]) for it in s.dims]
-            src = _hbm_block(b, lowering.buffers[s.value], blk, offsets)
+            src = _hbm_block(b, lowering.buffers[s.value], blk, offsets, f"{tag}_in{i}_block")
             ref, sem = bufs.slot(b, _rem(b, step, 2))
             b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
 
@@ -504,8 +513,9 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
     else:
         b, step = e.loop(steps, "t")
     # Prefetch the next step's blocks into the other slots.
-    nxt = _add(b, step, 1)
-    _when(b, _cmp(b, nxt, "slt", steps), lambda p: fetch(p, nxt, True))
+    if any(s.moves(grid) for s in t.streams):
+        nxt = _add(b, step, 1)
+        _when(b, _cmp(b, nxt, "slt", steps), lambda p: fetch(p, nxt, True))
     idx = _decode(b, step, grid)
     cur = _rem(b, step, 2)
     views = []
@@ -520,8 +530,8 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
             b.op(tpu.StoreOp(b.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
             ref = stage
         views.append(_reshape(b, ref, s.view_shape(blocks)))
-    o = _div(b, step, n_red)
-    r = _rem(b, step, n_red)
+    o = 0 if n_blocks == 1 else _div(b, step, n_red)
+    r = step if n_blocks == 1 else _rem(b, step, n_red)
     oslot = _rem(b, o, 2)
     out_ref, out_sem = out.slot(b, oslot)
 
@@ -543,7 +553,6 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
     else:
         reuse(b)
     t.body(b, views, idx, target)
-    last = _cmp(b, r, "eq", n_red - 1)
     if acc is not None:
         assert t.acc is not None
         finish = t.acc.finish
@@ -554,14 +563,19 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
             v = w.op(tpu.LoadOp(acc, zeros, VectorType(t.acc.elem, out_block)))  # pyright: ignore
             w.op(tpu.StoreOp(finish(w, v), out_ref, zeros))
 
-        _when(b, last, round_once)
-
     def write_back(w: _E) -> None:
         oidx = _decode(w, o, out_grid)
         offsets = [_mul(w, i, k) for i, k in zip(oidx, out_block)]
-        w.op(tpu.DMAStartOp(out_ref, _hbm_block(w, dst, out_block, offsets), recv_sem=out_sem))
+        w.op(tpu.DMAStartOp(out_ref, _hbm_block(w, dst, out_block, offsets, f"{tag}_out_block"),
+                            recv_sem=out_sem))
 
-    _when(b, last, write_back)
+    def finish_block(w: _E) -> None:
+        """The result block is complete: rounded from the accumulator, sent to HBM."""
+        if acc is not None:
+            round_once(w)
+        write_back(w)
+
+    _when(b, _cmp(b, r, "eq", n_red - 1), finish_block)
     if steps > 1:
         b.op(scf.YieldOp())
     # Epilogue: the last result blocks' DMAs.
