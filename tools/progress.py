@@ -16,8 +16,8 @@ do nothing, because no reporter is active. When a line is printed:
   second line with its duration when it ends. Fast stages of a slow run print nothing.
 * stderr is a terminal: once the whole run is `after` seconds old, the current stage and
   every later one get a line as they start.
-* Either way, a run that printed anything ends with `done`; a run that stays under
-  `after` prints nothing at all.
+* Either way, a run that printed anything ends with `done` (a failed run with its error
+  message instead); a run that stays under `after` prints nothing at all.
 
 `after` is 2 s, or `$SHARDC_PROGRESS_AFTER` (seconds; 0 prints every stage at once:
 tests use it); `--quiet` (`enabled=False`) turns progress off.
@@ -93,15 +93,18 @@ class Progress:
                 self._announce(now)
             self._cond.notify_all()
 
-    def close(self) -> None:
+    def close(self, ok: bool = True) -> None:
+        """End the run: `done` if anything was printed and it succeeded (not `ok`: silent,
+        the tool's error message follows)."""
         with self._cond:
             if self._closed:
                 return
             now = time.monotonic()
-            self._end_stage(now)
+            if ok:
+                self._end_stage(now)
             self._stage = None
             self._closed = True
-            if self.lines:
+            if self.lines and ok:
                 self._print(f"[{now - self._t0:.1f} s] done")
             self._cond.notify_all()
         if self._thread is not None:
@@ -180,12 +183,14 @@ def reporting(
     p = Progress(prog, stream=stream, after=after, tty=tty)
     with _active_lock:
         previous, _active = _active, p
+    ok = False
     try:
         yield p
+        ok = True
     finally:
         with _active_lock:
             _active = previous
-        p.close()
+        p.close(ok)
 
 
 __all__ = ["DEFAULT_AFTER", "ENV_AFTER", "Progress", "active", "reporting", "step"]

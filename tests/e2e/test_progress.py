@@ -134,3 +134,16 @@ def test_shardc_run_level_t_kernel_reports_its_stage(
     assert shardc_run.main([kernel]) == 0
     cap = capsys.readouterr()
     assert "running level T on 4 devices" in cap.err and "shardc-run: [" not in cap.out
+
+
+def test_a_failed_run_ends_with_its_error_not_done(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(progress.ENV_AFTER, "0")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @main() {\n  %x = hlo.bogus : tensor<4xf32>\n}\n")
+    assert shardc_run.main([str(bad)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("shardc-run: [") and "parsing" in err[0]
+    assert "] done" not in "\n".join(err)
+    assert "error: Operation hlo.bogus is not registered" in err[1]
