@@ -2,7 +2,8 @@
 `lower-to-tpu{chip=v5e}`: a level-S function (per-device `hlo` + `collective`) becomes one
 level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). First increment:
 ring collectives over mesh axes (all_gather, reduce_scatter / all_reduce add; all_to_all
-and permute over one axis), and whole-tensor elementwise `hlo` ops between them.
+and permute over one axis), and every `hlo` compute op between them as a tiled,
+double-buffered VMEM loop (lowering/compute.py).
 
 Calling convention (Mosaic / Pallas style: a kernel returns nothing, it writes its
 outputs into buffers the caller passes)
@@ -77,17 +78,22 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   `reduce_scatter_start` sends step 0's messages at the `_start` and does everything
   else (receive, add, later steps, copy out) at the `done` (later steps each need the
   previous step's data, so only one step overlaps the compute in between).
-* hlo binary (add sub mul max min; div for floats) and unary (neg exp log tanh sqrt rsqrt
-  abs, floats) elementwise ops: operands DMA'd into VMEM, one whole-tensor `tpu.load`,
-  the `arith`/`math` op, `tpu.store`, DMA to the result's HBM buffer.
+* hlo compute ops (elementwise, compare, select, convert, constant, iota, broadcast,
+  transpose, dot on the MXU, reduce; every element type, level S's numerics): one
+  `scf.for` over blocks each, (8, 128)-aligned blocks as large as the VMEM left over
+  allows, operand blocks DMA'd HBM->VMEM into two slots (the next step's prefetched
+  while this one computes), result blocks DMA'd back; see lowering/compute.py.
 
 Not yet (the pass says so with an error at the op): collectives over explicit groups; a
 permute or all_to_all over several axes; reductions other than add; reductions of
 bf16/f16 (level S accumulates them in f32 and rounds once); an all_reduce whose element
-count the group size does not divide; tiling (every block is a whole chunk or tensor in
-VMEM: a block that does not fit the chip's VMEM is an error naming the op, the size and
-the capacity; no (8, 128) vreg alignment); every other hlo op (constant, dot, reduce,
-broadcast, ...: none of examples/*.mlir lowers yet); overlapping more than one ring step
+count the group size does not divide; tiling collectives (a collective's chunk is one
+VMEM block: one that does not fit the chip's VMEM is an error naming the op, the size and
+the capacity; no (8, 128) vreg alignment); compute ops whose smallest legal blocks do not
+fit VMEM (an error naming the op, the blocks and the capacity), among them dense
+non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
+HBM, and waits for its last write-back before the next starts);
+overlapping more than one ring step
 of a `_start` (or any of a multi-axis one) with compute; `tpu-pipeline`.
 """
 
