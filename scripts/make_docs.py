@@ -473,6 +473,8 @@ def render() -> str:
     for n in [*pipelines, *singles, *xdsl]:
         cls = registered.get(n) or xdsl[n]
         summary = module_summary(cls).split(". ")[0].rstrip(".")
+        # the table keeps short asides (XLA's names); citations stay in the sections
+        summary = re.sub(r" ?\(([^()]{60,}|[^()]*issue [^()]*)\)", "", summary)
         lines.append(f"| [`{n}`](#{n}) | {cell(summary)} |\n")
     body = [render_pass(n, registered[n], EXAMPLES.get(n)) for n in [*pipelines, *singles]]
     body += [render_pass(n, xdsl[n], XDSL_EXAMPLES[n]) for n in xdsl]
