@@ -33,6 +33,7 @@ def benchmarks(quick: bool, jax_python: str) -> list[tuple[str, list[str]]]:
         ("Partition quality against XLA (issue 4)", [py, str(BENCH / "partition_quality.py"), "--jax-python", jax_python]),
         ("Propagate + partition speed (issue 4)", [py, str(BENCH / "partition_speed.py"), *(["--sizes", "2000", "10000"] if quick else [])]),
         ("Communication overlap (issue 6)", [py, str(BENCH / "overlap.py")]),
+        ("Collective bus bandwidth on the level-T simulator (issue 7)", [py, str(BENCH / "collectives.py"), *(["--quick"] if quick else [])]),
     ]
 
 
