@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from shardc.dialects import hlo, tpu
-from shardc.dialects.hlo import BOOL, FLOAT, INT, element_kind
+from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.lowering.emit import HBM, INDEX, VMEM, Emitter, nbytes, tensor_type
 from shardc.passes.errors import OpPassError
@@ -275,20 +275,17 @@ class _Tiled:
 class _Plan:
     blocks: tuple[int, ...]
     grid: tuple[int, ...]
+    """Blocks per iteration dimension."""
     vmem: int
     separate_acc: bool
-
-    @property
-    def steps(self) -> int:
-        return math.prod(self.grid)
+    """Whether the accumulator is a VMEM buffer of its own (not the result slot)."""
 
 
 def _alignment(t: _Tiled) -> list[int]:
     """Each iteration dimension's block must be a multiple of this (or whole)."""
     align = [1] * len(t.sizes)
-    layouts = [(s.dims, s.shape) for s in t.streams]
-    layouts.append((tuple(range(t.n_out)), tensor_type(t.result.type).get_shape()))
-    for dims, _ in layouts:
+    # The last two dimensions of every operand and of the result, as laid out in HBM.
+    for dims in [*(s.dims for s in t.streams), tuple(range(t.n_out))]:
         for pos, unit in ((-1, LANES), (-2, SUBLANES)):
             if len(dims) >= -pos and dims[pos] is not None:
                 it = dims[pos]
@@ -300,7 +297,8 @@ def _alignment(t: _Tiled) -> list[int]:
 
 def _choices(size: int, unit: int) -> list[int]:
     """Legal block sizes of a dimension, largest first."""
-    return [d for d in range(size, 0, -1) if size % d == 0 and (d % unit == 0 or d == size)]
+    divisors = {d for i in range(1, math.isqrt(size) + 1) if size % i == 0 for d in (i, size // i)}
+    return sorted((d for d in divisors if d % unit == 0 or d == size), reverse=True)
 
 
 def _vmem(t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, bool]:
@@ -461,6 +459,8 @@ def _decode(b: _E, t: Ix, grid: Sequence[int]) -> list[Ix]:
 
 def tile(lowering: KernelLowering, t: _Tiled) -> None:
     """Plan the blocks of `t` and emit its loop (see the module docstring)."""
+    if math.prod(tensor_type(t.result.type).get_shape()) == 0:
+        return  # an empty result: nothing to write
     _emit(lowering, t, _plan(lowering, t))
 
 
@@ -994,9 +994,11 @@ def check(lowering: KernelLowering, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if it cannot be lowered (its blocks do not fit)."""
     build = _builder(op)
     assert build is not None
-    for v in (*op.operands, *op.results):
-        if element_kind(tensor_type(v.type).element_type) not in (FLOAT, INT, BOOL):
-            raise OpPassError(op, f"lower-to-tpu: {op.name} on {v.type} is not supported")
+    if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
+        return
+    if any(0 in tensor_type(v.type).get_shape() for v in op.operands):
+        raise OpPassError(op, f"lower-to-tpu: {op.name} of an empty operand into a non-empty "
+                          "result is not supported yet")
     _plan(lowering, build(lowering, op))
 
 

@@ -9,8 +9,6 @@ Small `vmem-limit`s force many blocks, reduced blocks and the slot reuse.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -497,7 +495,3 @@ def test_hypothesis_reduce(case):
               rtol=1e-5 if t == "f32" else None)
     except PassFailedException as err:
         assert "smallest blocks" in str(err)
-
-
-def test_math_helpers():
-    assert math.lcm(8, 128) == 128
