@@ -8,7 +8,9 @@ Generate the parts of docs/ that come from running the code, so they cannot drif
   a scratch directory that sees the repository's `.venv`, `tests` and `examples`, and
   every ```text block marked `<!-- docs-output: stdout -->` (or `stderr`) is replaced by
   that stream of the last command block before it. A `<!-- docs-test: skip ... -->` line
-  right before a ```sh block leaves it out. Everything else in the tutorial is by hand.
+  right before a ```sh block leaves it out. Everything else in the tutorial is by hand;
+* docs/tutorial-timeline.png, the tutorial's `--plot` picture (not checked: pixels
+  depend on the matplotlib version).
 
     .venv/bin/python scripts/make_docs.py           # rewrite both
     .venv/bin/python scripts/make_docs.py --check   # exit 1 if either is stale
@@ -41,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "passes.md"
 TUTORIAL = ROOT / "docs" / "tutorial-jax.md"
+TIMELINE = ROOT / "docs" / "tutorial-timeline.png"
 
 
 @dataclass(frozen=True)
@@ -552,6 +555,12 @@ def main(argv: list[str] | None = None) -> int:
         except CommandFailed as e:
             print(f"{TUTORIAL.relative_to(ROOT)}: a command failed: {e}", file=sys.stderr)
             return 1
+        picture = Path(tmp) / "timeline.png"
+        if not args.check and picture.exists() and (
+            not TIMELINE.exists() or TIMELINE.read_bytes() != picture.read_bytes()
+        ):  # not checked: pixels depend on the matplotlib version and its fonts
+            TIMELINE.write_bytes(picture.read_bytes())
+            print(f"wrote {TIMELINE.relative_to(ROOT)}")
     stale = []
     for path, text in ((OUT, render()), (TUTORIAL, tutorial)):
         current = path.read_text() if path.exists() else ""
