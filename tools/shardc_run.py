@@ -90,7 +90,7 @@ gives them all back (out_K.D), with neither -p, --check, --timing-only nor --plo
 
 --check runs the program as read (before -p) as the reference and compares every output:
 exact for integers and i1, and for floats |diff| <= rtol * max|reference| with rtol
-f64 1e-10, f32 1e-5, f16 5e-3, bf16 2e-2. Without -p a level-G program is its own
+f64 1e-10, f32 1e-4, f16 5e-3, bf16 2e-2. Without -p a level-G program is its own
 reference (the check passes trivially); a level-S file without -p has no level-G
 reference and --check is an error. A failed check exits 1 and writes no --outputs (the
 --report-json is still written, with "check": {"passed": false, ...}).
