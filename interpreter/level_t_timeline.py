@@ -50,7 +50,8 @@ class Slice(NamedTuple):
 
     device: int
     stream: str
-    """"compute", "wait" (blocked on a DMA, semaphore or barrier) or "dma"."""
+    """"compute", "wait" (blocked on a DMA, semaphore or barrier), "HBM DMA" (local) or
+    "ICI DMA" (to another chip)."""
     op: _Named
     start: float
     end: float
@@ -142,6 +143,8 @@ class LevelTTimeline:
         out: list[Slice] = []
         for dev in self.sim.devs:
             for stream, name, t0, t1, args in dev.trace:
+                if stream == "dma":
+                    stream = "HBM DMA" if name == "local DMA" else "ICI DMA"
                 out.append(Slice(dev.index, stream, _Named(name), t0, t1, 0.0, args.get("bytes", 0)))
         return out
 

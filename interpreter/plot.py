@@ -4,7 +4,9 @@ The per-device timeline as a picture (`shardc-run --plot TIMELINE.png`, `Result.
 One PNG drawn from `Timeline.slices()`: per device a **compute** row (matmuls and other
 ops, and hatched red where the compute stream *waits* for communication: a sync
 collective or a `done`) and a **collectives** row (the collective engine, coloured by
-kind), so that overlap, or its absence, is visible without Perfetto. Any other stream a
+kind), so that overlap, or its absence, is visible without Perfetto. A level-T run has,
+instead of the collective engine, an **HBM DMA** row (the device's local DMAs, HBM<->VMEM
+blocks) and an **ICI DMA** row (its DMAs to other chips, labelled with the target). Any other stream a
 timeline has (per-link rows of a finer machine model, say) gets a row of its own. A
 dashed line marks the roofline bound, a solid one the step time; the title gives the
 program, chip, step time, compute and exposed communication; each device's own exposed
@@ -24,7 +26,10 @@ from typing import IO, Any
 
 from shardc.tools.source import DiagnosticError
 
-MATMUL_OPS = frozenset({"hlo.dot", "hlo.dot_general", "hlo.convolution"})
+MATMUL_OPS = frozenset({"hlo.dot", "hlo.dot_general", "hlo.convolution", "tpu.matmul"})
+
+DMA_STREAMS = ("HBM DMA", "ICI DMA")
+"""Level T's extra rows (`LevelTTimeline.slices`): local DMAs, and DMAs to other chips."""
 
 # (label, face colour) per category, in legend order
 COMPUTE_STYLE = {"matmul": "#3B6FB6", "other": "#9CC3E6"}
@@ -36,6 +41,7 @@ COLLECTIVE_STYLE = {
     "permute": "#D46BA3",
     "other": "#9E9E9E",
 }
+DMA_STYLE = {"HBM DMA": "#B0B0B0", "ICI DMA": "#E8853A"}
 WAIT_FACE = "#F8D3CF"
 WAIT_EDGE = "#C62828"
 LINE_STEP = "#222222"
@@ -112,6 +118,8 @@ def _category(stream: str, op: Any) -> str:
     if name.startswith("collective."):
         kind = _short(name).removesuffix("_start")
         return "coll:" + (kind if kind in COLLECTIVE_STYLE else "other")
+    if stream in DMA_STYLE:
+        return "dma:" + stream
     if stream != "compute":
         return "coll:other"
     return "compute:" + ("matmul" if name in MATMUL_OPS else "other")
@@ -146,13 +154,15 @@ def _rows(slices: list[Any], n_devices: int, level: str) -> list[tuple[int, str]
     for s in slices:
         if s.stream not in ("compute", "wait", "collectives") and s.stream not in extra[s.device]:
             extra[s.device].append(s.stream)
-    has_collectives = level != "G" or any(s.stream == "collectives" for s in slices)
+    has_collectives = level == "S" or any(s.stream == "collectives" for s in slices)
     rows: list[tuple[int, str]] = []
     for d in range(n_devices):
         rows.append((d, "compute"))
         if has_collectives:
             rows.append((d, "collectives"))
-        rows.extend((d, stream) for stream in extra.get(d, []))
+        if level == "T":
+            rows.extend((d, stream) for stream in DMA_STREAMS)
+        rows.extend((d, stream) for stream in extra.get(d, []) if not (level == "T" and stream in DMA_STREAMS))
     return rows
 
 
@@ -229,7 +239,7 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
                            hatch="////", zorder=2)
             continue
         group, key = cat.split(":", 1)
-        face = COMPUTE_STYLE[key] if group == "compute" else COLLECTIVE_STYLE[key]
+        face = {"compute": COMPUTE_STYLE, "dma": DMA_STYLE}.get(group, COLLECTIVE_STYLE)[key]
         ax.broken_barh(spans, (y0, bar_h), facecolors=face, edgecolors="white",
                        linewidth=0.0 if dense else 0.5, zorder=3)
     for x, y, _, text, cat in labels:
@@ -312,6 +322,9 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
     if "wait" in seen:
         handles.append(Patch(facecolor=WAIT_FACE, edgecolor=WAIT_EDGE, hatch="////",
                              label="compute waits for comm"))
+    for key, face in DMA_STYLE.items():
+        if f"dma:{key}" in seen:
+            handles.append(Patch(facecolor=face, label=key))
     for key, face in COLLECTIVE_STYLE.items():
         if f"coll:{key}" in seen:
             handles.append(Patch(facecolor=face, label=key if key != "other" else "other"))

@@ -158,3 +158,18 @@ def test_other_streams_get_rows_of_their_own(tmp_path: Path) -> None:
     slices[:] = [s for s in slices if s.stream != "link x+"]
     plot_timeline(timeline, str(two_rows), program="fake")
     assert png_size(three_rows)[1] > png_size(two_rows)[1]
+
+
+def test_level_t_rows_are_compute_hbm_dma_and_ici_dma() -> None:
+    """A kernel's picture shows its DMAs (local and to other chips), not an empty engine row."""
+    import shardc
+    from shardc.interpreter.plot import _category, _rows
+
+    text = (Path(__file__).parents[2] / "examples" / "megatron_mlp.mlir").read_text()
+    result = shardc.run(shardc.compile(text, "tpu-pipeline"))
+    slices = result.timeline.slices()
+    rows = _rows(slices, 8, "T")
+    assert rows[:3] == [(0, "compute"), (0, "HBM DMA"), (0, "ICI DMA")]
+    assert len(rows) == 24
+    cats = {_category(s.stream, s.op) for s in slices}
+    assert {"dma:HBM DMA", "dma:ICI DMA", "compute:matmul", "wait"} <= cats
