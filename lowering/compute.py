@@ -15,24 +15,30 @@ The scheme
   multiples of (8, 128) or the whole dimension, and a dot's contracting and rhs-free
   blocks are multiples of 128 (the MXU's tile) and its lhs rows of 8. Among the choices
   whose VMEM (below) fits `lowering.vmem_bytes` less what in-flight collectives still
-  hold, `_plan` takes the fastest by a small pipeline model (HBM bytes and compute per
-  step, the first fetch and last write-back exposed), with a penalty per step that keeps
-  blocks large (the simulator's cost grows with the number of blocks). If even the
-  smallest legal blocks do not fit, the op is an error naming the blocks, the bytes and
-  the capacity.
+  hold, `_plan` takes the fastest by a pipeline model (`_estimate`: the first fetch, then
+  per step the longer of its compute (MXU or VPU, plus VMEM loads and stores) and the
+  HBM traffic overlapping it, then the last write-back; it agrees with the level-T
+  simulator to about 1%), plus Pallas's ~0.35 us per grid step, which keeps blocks large
+  (the simulator's cost grows with the number of blocks). If even the smallest legal
+  blocks do not fit, the op is an error naming the blocks, the bytes and the capacity.
 * The loop (`_emit`): one `scf.for %t` over all blocks, row-major over the result's
-  blocks with the reduced blocks innermost. An operand whose block moves with `%t` has
-  two VMEM slots and a DMA semaphore per slot: step t starts the DMAs of step t+1 into
-  the other slot (prefetch), then waits for its own slot. An operand whose block never
-  moves is fetched once, before the loop. The result has two VMEM slots: a result block
-  is DMA'd back to HBM when its last reduced block is done, and its slot is reused two
-  result blocks later, after waiting for that DMA. After the loop every DMA has been
-  waited for, every semaphore is zero and every VMEM buffer is `tpu.dealloc`'d.
+  blocks with the reduced blocks innermost. An operand's block changes every `period`
+  steps (the blocks of the iteration dimensions after the last one it follows: a dot's
+  lhs keeps its rows while the rhs columns go by); an operand whose block moves has two
+  VMEM slots and a DMA semaphore per slot, alternating per fetch: step t waits for its
+  blocks if they are new, then starts the DMAs of the blocks step t+1 needs anew into
+  the other slots (prefetch), then computes. An operand whose block never moves is
+  fetched once, before the loop. The result has two VMEM slots: a result block is DMA'd
+  back to HBM when its last reduced block is done, and its slot is reused two result
+  blocks later, after waiting for that DMA. After the loop every DMA has been waited
+  for, every semaphore is zero and every VMEM buffer is `tpu.dealloc`'d.
 * Compute: `tpu.load` of the slots as `vector<...>`, `arith`/`math`/`vector.broadcast`
   and `tpu.transpose`/`tpu.iota`/`tpu.matmul`/`tpu.reduce`, `tpu.store`. A block that
   needs another layout (a transposed dot operand) is staged through a VMEM scratch
   buffer, and `tpu.memref_reshape` views of VMEM serve as shape casts (broadcast's
-  inserted dimensions, a dot block seen as [batch, rows, cols]).
+  inserted dimensions, a dot block seen as [batch, rows, cols]). Comparisons, selects
+  and conversions other than `arith.extf`/`truncf` are `tpu.cmp`/`tpu.select`/
+  `tpu.convert` (xDSL 0.74's arith versions take scalars only).
 * Reductions (dot, reduce) accumulate in the accumulation type (f32 for bf16/f16, i32
   for i1) in a VMEM accumulator that is the result slot itself when the types agree:
   set to the identity at a result block's first reduced block, rounded once to the
@@ -224,9 +230,18 @@ class _Stream:
         staged = self.staged(blocks)
         return staged if self.view is None else self.view(staged)
 
+    def period(self, grid: Sequence[int]) -> int:
+        """
+        For how many consecutive steps its block stays the same: the blocks of the
+        iteration dimensions after the last one it follows (row-major over the grid).
+        It is fetched once every `period` steps, prefetched a step ahead.
+        """
+        deps = [it for it in self.dims if it is not None and grid[it] > 1]
+        return math.prod(grid[max(deps) + 1 :]) if deps else math.prod(grid)
+
     def moves(self, grid: Sequence[int]) -> bool:
         """Whether its block changes during the loop (else it is fetched once)."""
-        return any(it is not None and grid[it] > 1 for it in self.dims)
+        return self.period(grid) < math.prod(grid)
 
 
 @dataclass
@@ -321,17 +336,36 @@ def _vmem(t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, b
 
 
 def _estimate(lowering: KernelLowering, t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
-    """Seconds the loop would take: the first fetch, max(HBM, compute) per step, the
-    last write-back."""
+    """
+    Seconds the loop would take: the first fetch, then per step the longer of its
+    compute and the HBM traffic overlapping it (the blocks prefetched for the next step,
+    the previous result block's write-back), then the last write-back.
+    """
     hbm = lowering.chip.hbm_bw
-    moving = sum(nbytes(s.block(blocks), s.elem) for s in t.streams if s.moves(grid))
-    fixed = sum(nbytes(s.block(blocks), s.elem) for s in t.streams if not s.moves(grid))
+    steps = math.prod(grid)
     out = nbytes(blocks[: t.n_out], tensor_type(t.result.type).element_type)
-    n_blocks, n_red = math.prod(grid[: t.n_out]), math.prod(grid[t.n_out :])
-    work = t.work(blocks)
-    # A result block's last step also writes the previous block back (HBM is shared).
-    loop = n_blocks * ((n_red - 1) * max(moving / hbm, work) + max((moving + out) / hbm, work))
-    return (fixed + moving) / hbm + loop + out / hbm
+    sizes = [nbytes(s.block(blocks), s.elem) for s in t.streams]
+    # The body's loads and stores (operand blocks, result block read and written) at
+    # VMEM bandwidth, then its compute.
+    work = (sum(sizes) + 2 * out) / (lowering.chip.vmem_bw_factor * hbm) + t.work(blocks)
+    # Bytes moved every `period` steps; periods are suffix products of the grid, so each
+    # divides the next, and a step that moves one period's blocks moves the shorter ones'.
+    traffic: dict[int, int] = {}
+    for s, size in zip(t.streams, sizes):
+        if s.moves(grid):
+            traffic[s.period(grid)] = traffic.get(s.period(grid), 0) + size
+    n_red = math.prod(grid[t.n_out :])
+    if n_red < steps:
+        traffic[n_red] = traffic.get(n_red, 0) + out
+    periods = sorted(traffic)
+    total, moved, busy = 0.0, 0, 0
+    for j, p in enumerate(periods):
+        count = (steps - 1) // p - ((steps - 1) // periods[j + 1] if j + 1 < len(periods) else 0)
+        moved += traffic[p]
+        total += count * max(work, moved / hbm)
+        busy += count
+    total += (steps - busy) * work
+    return sum(sizes) / hbm + total + out / hbm
 
 
 def _plan(lowering: KernelLowering, t: _Tiled) -> _Plan:
@@ -490,46 +524,59 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
         acc = e.op(tpu.AllocOp(memref_type(out_block, t.acc.elem, VMEM)), f"{tag}_acc")
     dst = lowering.buffers[t.result]
 
-    def fetch(b: _E, step: Ix, moving: bool) -> None:
-        """Start the DMAs of step `step`'s operand blocks (the moving ones, or the others)."""
+    periods = [s.period(grid) for s in t.streams]
+
+    def slot(b: _E, i: int, step: Ix) -> tuple[SSAValue, SSAValue]:
+        """Stream i's VMEM block and semaphore at `step` (slots alternate per fetch)."""
+        return ins[i].slot(b, _rem(b, _div(b, step, periods[i]), 2))
+
+    def fetch(b: _E, step: Ix, streams: Sequence[int]) -> None:
+        """Start the DMAs of these streams' blocks for step `step`."""
         idx = _decode(b, step, grid)
-        for i, (s, bufs) in enumerate(zip(t.streams, ins)):
-            if s.moves(grid) != moving:
-                continue
-            blk = s.block(blocks)
+        for i in streams:
+            s = t.streams[i]
             offsets = [0 if it is None else _mul(b, idx[it], blocks[it]) for it in s.dims]
-            src = _hbm_block(b, lowering.buffers[s.value], blk, offsets, f"{tag}_in{i}_block")
-            ref, sem = bufs.slot(b, _rem(b, step, 2))
+            src = _hbm_block(b, lowering.buffers[s.value], s.block(blocks), offsets, f"{tag}_in{i}_block")
+            ref, sem = slot(b, i, step)
             b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
 
-    # Prologue: the fixed operands, and step 0's moving ones.
-    fetch(e, 0, False)
-    fetch(e, 0, True)
-    for s, bufs in zip(t.streams, ins):
+    def fresh(b: _E, step: Ix, period: int) -> bool | SSAValue:
+        """Whether a stream of this period gets a new block at `step`."""
+        return _cmp(b, _rem(b, step, period), "eq", 0)
+
+    # Prologue: every operand's first block; the fixed ones are all there is.
+    fetch(e, 0, range(len(t.streams)))
+    for i, s in enumerate(t.streams):
         if not s.moves(grid):
-            e.op(tpu.DMAWaitOp(bufs.sems, bufs.buf))
+            e.op(tpu.DMAWaitOp(ins[i].sems, ins[i].buf))
     if steps == 1:
         b, step = e, 0
     else:
         b, step = e.loop(steps, "t")
-    # Prefetch the next step's blocks into the other slots.
-    if any(s.moves(grid) for s in t.streams):
-        nxt = _add(b, step, 1)
-        _when(b, _cmp(b, nxt, "slt", steps), lambda p: fetch(p, nxt, True))
-    idx = _decode(b, step, grid)
-    cur = _rem(b, step, 2)
     views = []
-    for s, bufs, stage in zip(t.streams, ins, scratch):
-        ref, sem = bufs.slot(b, cur)
-        if s.moves(grid):
-            b.op(tpu.DMAWaitOp(sem, ref))
-        if stage is not None:
-            assert s.perm is not None
-            zeros = [b.index(0) for _ in s.shape]
-            v = b.op(tpu.LoadOp(ref, zeros, VectorType(s.elem, s.block(blocks))))
-            b.op(tpu.StoreOp(b.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
-            ref = stage
-        views.append(_reshape(b, ref, s.view_shape(blocks)))
+    for i, (s, stage) in enumerate(zip(t.streams, scratch)):
+        ref, sem = slot(b, i, step)
+
+        def arrive(w: _E, s=s, ref=ref, sem=sem, stage=stage) -> None:
+            """Wait for a new block; stage it in another layout if the body wants one."""
+            if s.moves(grid):
+                w.op(tpu.DMAWaitOp(sem, ref))
+            if stage is not None:
+                assert s.perm is not None
+                zeros = [w.index(0) for _ in s.shape]
+                v = w.op(tpu.LoadOp(ref, zeros, VectorType(s.elem, s.block(blocks))))
+                w.op(tpu.StoreOp(w.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
+
+        _when(b, fresh(b, step, periods[i]), arrive)
+        views.append(_reshape(b, ref if stage is None else stage, s.view_shape(blocks)))
+    # Prefetch (after the waits, so that this step's blocks get the bandwidth first): the
+    # streams whose block changes at the next step, into their other slot.
+    nxt = _add(b, step, 1)
+    for period in sorted({p for p in periods if p < steps}):
+        due = [i for i, p in enumerate(periods) if p == period]
+        _when(b, _cmp(b, nxt, "slt", steps), lambda w, period=period, due=due: _when(
+            w, fresh(w, nxt, period), lambda x: fetch(x, nxt, due)))
+    idx = _decode(b, step, grid)
     o = 0 if n_blocks == 1 else _div(b, step, n_red)
     r = step if n_blocks == 1 else _rem(b, step, n_red)
     oslot = _rem(b, o, 2)

@@ -4,8 +4,8 @@
 
 // hlo compute ops become one tiled loop each (lowering/compute.py). With 96 KiB of VMEM
 // an add of two 64x512 f32 tensors takes blocks of 8 whole rows (3 double-buffered
-// 16 KiB blocks); step t prefetches step t+1's blocks into the other slot, waits for its
-// own, computes, and sends its result block back to HBM; a result slot is reused two
+// 16 KiB blocks); step t waits for its blocks, prefetches step t+1's into the other
+// slots, computes, and sends its result block back to HBM; a result slot is reused two
 // steps later, after waiting for its DMA. At the end every DMA is waited for.
 
 spmd.mesh @m = <["x"=1]>
@@ -27,6 +27,13 @@ func.func @add(%a: tensor<64x512xf32>, %b: tensor<64x512xf32>) -> tensor<64x512x
 // CHECK-NEXT:    tpu.dma_start %add_in0_block, %add_in0_slot, %add_in0_sem
 // CHECK:         tpu.dma_start %add_in1_block, %add_in1_slot, %add_in1_sem
 // CHECK-NEXT:    scf.for %t = %c0 to %c8 step %c1 {
+// CHECK-NEXT:      %[[SLOT:.*]] = arith.remsi %t, %c2 : index
+// CHECK-NEXT:      %[[X:.*]] = tpu.memref_slice %add_in0[%[[SLOT]], %c0, %c0]
+// CHECK-NEXT:      %[[XS:.*]] = tpu.memref_slice %add_in0_sems[%[[SLOT]]]
+// CHECK-NEXT:      tpu.dma_wait %[[XS]], %[[X]] : memref<8x512xf32, #tpu.memory_space<vmem>>
+// CHECK-NEXT:      %[[Y:.*]] = tpu.memref_slice %add_in1[%[[SLOT]], %c0, %c0]
+// CHECK-NEXT:      %[[YS:.*]] = tpu.memref_slice %add_in1_sems[%[[SLOT]]]
+// CHECK-NEXT:      tpu.dma_wait %[[YS]], %[[Y]]
 // CHECK-NEXT:      %[[NEXT:.*]] = arith.addi %t, %c1 : index
 // CHECK-NEXT:      %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %c8 : index
 // CHECK-NEXT:      scf.if %[[MORE]] {
@@ -38,13 +45,6 @@ func.func @add(%a: tensor<64x512xf32>, %b: tensor<64x512xf32>) -> tensor<64x512x
 // CHECK-NEXT:        tpu.dma_start %[[SRC]], %[[DST]], %[[SEM]]
 // CHECK:             tpu.dma_start
 // CHECK-NEXT:      }
-// CHECK-NEXT:      %[[SLOT:.*]] = arith.remsi %t, %c2 : index
-// CHECK-NEXT:      %[[X:.*]] = tpu.memref_slice %add_in0[%[[SLOT]], %c0, %c0]
-// CHECK-NEXT:      %[[XS:.*]] = tpu.memref_slice %add_in0_sems[%[[SLOT]]]
-// CHECK-NEXT:      tpu.dma_wait %[[XS]], %[[X]] : memref<8x512xf32, #tpu.memory_space<vmem>>
-// CHECK-NEXT:      %[[Y:.*]] = tpu.memref_slice %add_in1[%[[SLOT]], %c0, %c0]
-// CHECK-NEXT:      %[[YS:.*]] = tpu.memref_slice %add_in1_sems[%[[SLOT]]]
-// CHECK-NEXT:      tpu.dma_wait %[[YS]], %[[Y]]
 // CHECK-NEXT:      %add_out_slot = tpu.memref_slice %add_out[%[[SLOT]], %c0, %c0]
 // CHECK-NEXT:      %add_out_sem = tpu.memref_slice %add_out_sems[%[[SLOT]]]
 // CHECK-NEXT:      %[[REUSE:.*]] = arith.cmpi sge, %t, %c2 : index
