@@ -174,12 +174,12 @@ def targets(rows: list[Row], pairs: list[tuple[str, Row, Row]], sizes: list[int]
     worst = min(rows, key=lambda r: r.busbw(top) / r.bound)
     small = max(rows, key=lambda r: r.busbw(sizes[0]) / r.bound)
     out = [
-        f"- large messages ({human(top)}): every row at >= {100 * worst.busbw(top) / worst.bound:.1f}% of its "
-        f"bound (worst: {worst.chip} N={worst.n} {worst.kind} {worst.ways}); target >= 95%: "
-        f"{'met' if worst.busbw(top) >= 0.95 * worst.bound else 'MISSED'}",
-        f"- small messages ({human(sizes[0])}): latency-bound, at most "
-        f"{100 * small.busbw(sizes[0]) / small.bound:.1f}% of the bound "
-        f"({small.chip} N={small.n} {small.kind} {small.ways})",
+        (f"- large messages ({human(top)}): every row at >= {100 * worst.busbw(top) / worst.bound:.1f}% of its "
+         f"bound (worst: {worst.chip} N={worst.n} {worst.kind} {worst.ways}); target >= 95%: "
+         f"{'met' if worst.busbw(top) >= 0.95 * worst.bound else 'MISSED'}"),
+        (f"- small messages ({human(sizes[0])}): latency-bound, at most "
+         f"{100 * small.busbw(sizes[0]) / small.bound:.1f}% of the bound "
+         f"({small.chip} N={small.n} {small.kind} {small.ways})"),
     ]
     ratios = []
     for r in rows:

@@ -1,8 +1,9 @@
 """
 `lower-to-tpu{chip=v5e}`: a level-S function (per-device `hlo` + `collective`) becomes one
-level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). First increment:
-ring collectives over mesh axes (all_gather, reduce_scatter / all_reduce add; all_to_all
-and permute over one axis), and every `hlo` compute op between them as a tiled,
+level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). Collectives
+become ring (or direct) algorithms of remote DMAs over mesh axes or device groups
+(all_gather, reduce_scatter / all_reduce of every reduction kind and element type,
+all_to_all, permute), and every `hlo` compute op between them as a tiled,
 double-buffered VMEM loop (lowering/compute.py).
 
 Calling convention (Mosaic / Pallas style: a kernel returns nothing, it writes its
@@ -36,7 +37,9 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   bidirectional: the first half of every slot (along its first even dimension) travels
   right, the second half left, both DMAs of a step in flight at once, so both directions
   of every link carry data (on a line the wrap hop would share the links: one way only).
-* reduce_scatter add (ring, partial sums travel right, VMEM): step s sends the running
+  The pass option `bidirectional` overrides that choice (true: both ways on every ring,
+  false: one way; bench/collectives.py compares the two).
+* reduce_scatter (ring, partial sums travel right, VMEM): step s sends the running
   partial sum of chunk (me - s - 1) mod N to the right neighbour's receive buffer, then
   adds its own chunk (me - s - 2) mod N (a local DMA from HBM) to what arrived from the
   left; after N-1 steps rank r holds the sum of chunk r. Double-buffered receive slots
@@ -48,21 +51,42 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   leaves while its right neighbour still reads its last message. The send buffer is
   overwritten only after `dma_wait` on the send semaphore. Sums run along the ring
   (rank r+1, r+2, ..., r), not in rank order: integers are exact, floats agree to
-  rounding.
+  rounding. Step 0 sends the own chunk straight from HBM. The reduction is level S's:
+  add / mul / max / min as `arith.addf|mulf|maximumf|minimumf` (ints: addi, muli, maxsi,
+  minsi; i1: ori for add/max, andi for mul/min); bf16 / f16 partials travel and
+  accumulate in f32 (receive buffers and accumulator in f32, the own chunk widened with
+  `arith.extf`) and are rounded once (`arith.truncf`) when the result is copied out.
   On a ring with wraparound it is bidirectional like the all_gather: the first half of
   every chunk is reduced on a rightward ring, the second half on a leftward one (each
   with its own buffers, semaphores and credits), the two rings' steps interleaved.
+  A chunk whose 4 VMEM blocks per ring do not fit the kernel's VMEM is reduced in
+  pieces (halving along the first dimension they divide until they fit), one piece
+  after the other, each piece's result copied out before the next.
 * Several mesh axes (`on @m["a", "b"]`, rank row-major over the listed axes): one ring
   phase per axis (a 2-D / 3-D torus algorithm), axes of size 1 skipped. reduce_scatter
   runs the most major axis first, each phase reduce-scattering the previous phase's VMEM
-  result (only the last phase may be bidirectional); all_gather runs the most minor axis
-  first, each later phase forwarding, in place, the blocks the earlier ones assembled
-  (within the part of the output that belongs to this device's coordinates on the
-  axes before it). Multi-axis `_start`s run whole at the `_start`.
-* all_reduce add = reduce_scatter (above) over the buffer viewed as [G, numel / G] +
+  result (only the last phase may be bidirectional or cut into pieces); all_gather runs
+  the most minor axis first, each later phase forwarding, in place, the blocks the
+  earlier ones assembled (within the part of the output that belongs to this device's
+  coordinates on the axes before it). Multi-axis `_start`s run whole at the `_start`.
+* all_reduce = reduce_scatter (above) over the buffer viewed as [G, numel / G] +
   all_gather (above) of the reduced chunk into the output (2 (G-1)/G of the data per
-  device over the ring), G the group size. Needs numel divisible by G.
-* all_to_all (one axis): direct, block t of the input straight to rank t's output slot
+  device over the ring), G the group size; each reduce-scatter phase leaves its result
+  in this device's part of the output (where the next phase, and the all-gather, find
+  it), so every phase may run both ways and in pieces. Over m > 1 axes of one size (a
+  2-D / 3-D torus) the buffer is cut into m parts, part i reduced over the axes rotated
+  by i (2-D: half x then y, half y then x), all parts' rings in one loop, so every phase
+  keeps every axis's links busy (twice a 1-D ring's bandwidth on a 2-D torus). bf16 /
+  f16 over several axes keep the intermediate phases' f32 sums in VMEM instead (one
+  rounding). When G does not divide numel, the last numel mod G elements are pushed
+  directly to row `me` of every peer's [G, r] VMEM buffer and reduced there in rank
+  order (level S's order), the rest as above.
+* Device groups (`on groups [[..]]`), and permute / all_to_all over several mesh axes
+  (one group per combination of the other axes' coordinates): a ring over each group in
+  rank order; the rank and the peers' device ids come from the device id through chains
+  of `arith.select` (the kernel is the same on every device); all_to_all's steps are
+  unrolled. Groups run one way (their members need not be torus neighbours).
+* all_to_all: direct, block t of the input straight to rank t's output slot
   `me`, N-1 remote DMAs (non-neighbours are routed through intermediate chips), one
   receive semaphore per step; each slot is written once. `all_to_all_start` issues every
   DMA at the `_start` and waits at the `done`.
@@ -84,12 +108,11 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   allows, operand blocks DMA'd HBM->VMEM into two slots (the next step's prefetched
   while this one computes), result blocks DMA'd back; see lowering/compute.py.
 
-Not yet (the pass says so with an error at the op): collectives over explicit groups; a
-permute or all_to_all over several axes; reductions other than add; reductions of
-bf16/f16 (level S accumulates them in f32 and rounds once); an all_reduce whose element
-count the group size does not divide; tiling collectives (a collective's chunk is one
-VMEM block: one that does not fit the chip's VMEM is an error naming the op, the size and
-the capacity; no (8, 128) vreg alignment); compute ops whose smallest legal blocks do not
+Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
+VMEM that no dimension lets cut into pieces, or the VMEM intermediate of a multi-axis
+reduce_scatter (or a bf16/f16 multi-axis all_reduce) over VMEM (an error naming the op,
+the size and the capacity); pipelining a reduce_scatter's pieces (each drains the ring);
+no (8, 128) vreg alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
 HBM, and waits for its last write-back before the next starts);
@@ -123,6 +146,8 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
+    Float16Type,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
@@ -132,6 +157,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     VectorType,
+    f32,
     i32,
     i64,
 )
@@ -154,6 +180,22 @@ class _Axis:
     n: SSAValue
     """i32 constant N."""
     neighbours: dict[int, SSAValue] = field(default_factory=dict)
+    groups: list[list[int]] | None = None
+    """A group ring (`group_axis`): every group's device ids in rank order."""
+
+
+_COMBINE: dict[str, dict[str, type[Operation]]] = {
+    "float": {"add": arith.AddfOp, "mul": arith.MulfOp, "max": arith.MaximumfOp, "min": arith.MinimumfOp},
+    "int": {"add": arith.AddiOp, "mul": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp},
+    "bool": {"add": arith.OrIOp, "mul": arith.AndIOp, "max": arith.OrIOp, "min": arith.AndIOp},
+}
+"""The arith op combining two partials, per element kind and reduction kind (as level S's
+`reduce_ufunc`: max/min propagate NaN; on i1 add/max are or, mul/min and)."""
+
+
+def accumulation_type(elem: Attribute) -> Attribute:
+    """What a reduction accumulates `elem` in: f32 for bf16/f16 (level S's rule)."""
+    return f32 if isinstance(elem, BFloat16Type | Float16Type) else elem
 
 
 @dataclass
@@ -199,25 +241,6 @@ class KernelLowering:
 
     def check(self, op: Operation) -> None:
         if isinstance(op, collective.CollectiveOp):
-            if op.explicit_groups is not None:
-                raise OpPassError(op, "lower-to-tpu: collectives over explicit groups are not supported yet")
-            if len(op.axes) != 1 and isinstance(op, collective.PermuteBase | collective.AllToAllBase):
-                raise OpPassError(
-                    op, f"lower-to-tpu: {collective.collective_kind(op)} over {len(op.axes)} "
-                    "mesh axes is not supported yet (one axis only)"
-                )
-            if isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase):
-                if op.kind.data != "add":
-                    raise OpPassError(
-                        op, f"lower-to-tpu: reduction kind '{op.kind.data}' is not supported "
-                        "yet (add only)"
-                    )
-                for t in op.input_types():
-                    if element_kind(t.element_type) != "int" and str(t.element_type) not in ("f32", "f64"):
-                        raise OpPassError(
-                            op, f"lower-to-tpu: reducing {t.element_type} is not supported yet "
-                            "(level S accumulates in f32 and rounds once)"
-                        )
             return
         if isinstance(op, collective.DoneOp | func.ReturnOp):
             return
@@ -327,6 +350,44 @@ class KernelLowering:
         self.axes[name] = found
         return found
 
+    def group_axis(self, op: collective.CollectiveOp) -> _Axis:
+        """
+        The ring over `op`'s device groups (explicit groups, or several mesh axes as one
+        group, rank row-major): this device's rank and (`neighbour`) its peers' device
+        ids are looked up from the device id. The groups are static but the kernel is
+        the same on every device, so the lookup is a chain of `arith.select`s.
+        """
+        groups = op.device_groups()
+        key = "groups " + repr(groups)
+        found = self.axes.get(key)
+        if found is not None:
+            return found
+        name = f"g{sum(1 for a in self.axes if a.startswith('groups '))}"
+        e = Emitter(Block())
+        me = self.lookup(e, {d: r for g in groups for r, d in enumerate(g)}, f"me_{name}")
+        n = e.i32(len(groups[0]), f"n_{name}")
+        ops = list(e.block.ops)
+        for o in ops:
+            o.detach()
+        anchor = self.dev.owner
+        assert isinstance(anchor, Operation) and anchor.parent_block() is not None
+        anchor.parent_block().insert_ops_after(ops, anchor)  # type: ignore[union-attr]
+        found = _Axis("", name, len(groups[0]), 0, me, n, groups=groups)
+        self.axes[key] = found
+        return found
+
+    def lookup(self, e: Emitter, table: dict[int, int], hint: str) -> SSAValue:
+        """i32 `table[device id]`: selects on the device id, the most common value the default."""
+        values = list(table.values())
+        default = max(set(values), key=values.count)
+        out = e.i32(default)
+        for d, v in sorted(table.items()):
+            if v != default:
+                here = e.op(arith.CmpiOp(self.dev, e.i32(d), "eq"))
+                out = e.op(arith.SelectOp(here, e.i32(v), out))
+        out.name_hint = hint
+        return out
+
     def neighbour(self, ax: _Axis, k: int) -> SSAValue:
         """i32 device id of the device at axis coordinate (me + k) mod N."""
         k %= ax.size
@@ -334,12 +395,16 @@ class KernelLowering:
             return ax.neighbours[k]
         e = Emitter(Block())
         hint = {1: "right", ax.size - 1: "left"}.get(k, f"peer_{k}")
-        kc = e.i32(k)
-        coord = e.rem(e.add(ax.me, kc), ax.n)
-        delta = e.sub(coord, ax.me)
-        if ax.stride != 1:
-            delta = e.mul(delta, e.i32(ax.stride))
-        dev = e.add(self.dev, delta, f"{hint}_{ax.name}")
+        if ax.groups is not None:
+            table = {d: g[(r + k) % ax.size] for g in ax.groups for r, d in enumerate(g)}
+            dev = self.lookup(e, table, f"{hint}_{ax.name}")
+        else:
+            kc = e.i32(k)
+            coord = e.rem(e.add(ax.me, kc), ax.n)
+            delta = e.sub(coord, ax.me)
+            if ax.stride != 1:
+                delta = e.mul(delta, e.i32(ax.stride))
+            dev = e.add(self.dev, delta, f"{hint}_{ax.name}")
         ops = list(e.block.ops)
         for o in ops:
             o.detach()
@@ -417,7 +482,12 @@ class KernelLowering:
             else:
                 outs = [self.buffers[r] for r in op.results]
             ins = [self.buffers[v] for v in op.operands]
-            axes = [self.axis(op, a) for a in op.axes]
+            if op.explicit_groups is not None or (
+                len(op.axes) > 1 and isinstance(op, collective.PermuteBase | collective.AllToAllBase)
+            ):
+                axes = [self.group_axis(op)]
+            else:
+                axes = [self.axis(op, a) for a in op.axes]
             deferred: list[Operation] | None = [] if op.IS_START else None
             for x, out in zip(ins, outs, strict=True):
                 self.collective(op, axes, x, out, deferred)
@@ -480,15 +550,6 @@ class KernelLowering:
             k = ot.get_shape()[dim]
             self.multi_reduce_scatter(op, axes, x, dim, k, out, defer=deferred is not None)
         elif isinstance(op, collective.AllReduceBase):
-            xt = x.type
-            assert isinstance(xt, MemRefType)
-            numel = math.prod(xt.get_shape())
-            n = math.prod(a.size for a in axes)
-            if numel % n:
-                raise OpPassError(
-                    op, f"lower-to-tpu: all_reduce of {numel} elements over {n} devices: the "
-                    "element count must be divisible by the group size (not supported yet)"
-                )
             self.all_reduce(op, axes, x, out, deferred)
         elif isinstance(op, collective.PermuteBase):
             self.permute(op, axes[0], x, out, deferred)
@@ -514,15 +575,31 @@ class KernelLowering:
         numel = math.prod(xt.get_shape())
         n = math.prod(a.size for a in axes)
         if numel % n:
-            raise OpPassError(
-                op, f"lower-to-tpu: all_reduce of {numel} elements over {n} devices: the "
-                "element count must be divisible by the group size (not supported yet)"
-            )
+            # The last numel mod G elements go their own way; the rest is a ring all_reduce.
+            rest = numel - numel % n
+            x1 = self.e.op(tpu.MemRefReshapeOp(x, memref_type([numel], xt.element_type, HBM)), "ar_flat_in")
+            o1 = self.e.op(tpu.MemRefReshapeOp(out, memref_type([numel], xt.element_type, HBM)), "ar_flat_out")
+            self.all_reduce_tail(op, axes, *(self.span(v, rest, numel - rest, "ar_tail") for v in (x1, o1)))
+            if rest == 0:
+                return
+            x, out = (self.span(v, 0, rest, "ar_head") for v in (x1, o1))
+            xt = x.type
+            assert isinstance(xt, MemRefType)
+            numel = rest
         m = len(axes)
-        parts = m if m > 1 and len({a.size for a in axes}) == 1 and numel % (m * n) == 0 else 1
-        flat = memref_type([parts * n, numel // (parts * n)], xt.element_type, HBM)
+        elem = xt.element_type
+        low = accumulation_type(elem) != elem
+        parts = m if m > 1 and len({a.size for a in axes}) == 1 and numel % (m * n) == 0 and not low else 1
+        flat = memref_type([parts * n, numel // (parts * n)], elem, HBM)
         xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
         outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
+        if low and m > 1:
+            # Rounded once, at the end: the phases before the last keep their f32
+            # partial sums in VMEM (not in the bf16/f16 output).
+            own = self.group_view(outr, 0, 1, axes, "ar_own")
+            self.multi_reduce_scatter(op, axes, xr, 0, 1, own)
+            self.multi_all_gather([axes], None, [outr], 0, 1, deferred)
+            return
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         xs, outs = [xr], [outr]
         if parts > 1:
@@ -531,8 +608,74 @@ class KernelLowering:
         self.torus_reduce_scatter(op, orders, xs, outs, 0, 1)
         self.multi_all_gather(orders, None, outs, 0, 1, deferred)
 
+    def span(self, ref: SSAValue, start: int, size: int, hint: str) -> SSAValue:
+        """Elements start .. start + size of a 1-D memref."""
+        t = ref.type
+        assert isinstance(t, MemRefType)
+        space = tpu.memory_space_of(t)
+        assert space is not None
+        return self.e.op(tpu.MemRefSliceOp(ref, [self.e.index(start)], memref_type([size], t.element_type, space)), hint)
+
+    def all_reduce_tail(self, op: collective.AllReduceBase, axes: list[_Axis], x: SSAValue, out: SSAValue) -> None:
+        """
+        The r = numel mod G elements of an all_reduce that G does not divide (1-D `x`,
+        `out` in HBM): every device pushes its r elements straight to row `me` of every
+        peer's [G, r] VMEM buffer (G - 1 remote DMAs, one receive semaphore each, as
+        all_to_all), then reduces the rows in rank order, as level S does (bit-identical
+        results, low precision accumulated in f32 and rounded once). r < G: latency, not
+        bandwidth.
+        """
+        ax = axes[0] if len(axes) == 1 else self.group_axis(op)
+        e, n = self.e, ax.size
+        xt = x.type
+        assert isinstance(xt, MemRefType)
+        r, elem = xt.get_shape()[0], xt.element_type
+        row_t = memref_type([1, r], elem, VMEM)
+        rows = e.op(tpu.AllocOp(memref_type([n, r], elem, VMEM)), "tail_rows")
+        copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "tail_copy_sem")
+        send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "tail_send_sem")
+        recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([n - 1])), "tail_recv_sems")
+        mine = e.op(tpu.MemRefReshapeOp(x, memref_type([1, r], elem, HBM)), "tail_in")
+        zero = e.index(0)
+
+        def row(i: SSAValue) -> SSAValue:
+            return e.op(tpu.MemRefSliceOp(rows, [i, zero], row_t), "tail_row")
+
+        me_row = row(e.to_index(ax.me))
+        e.op(tpu.DMAStartOp(mine, me_row, recv_sem=copy_sem))
+        sems = [e.op(tpu.MemRefSliceOp(recv_sems, [e.index(k - 1)], tpu.DMASemaphoreType()), "tail_recv_sem")
+                for k in range(1, n)]
+        for k in range(1, n):
+            e.op(tpu.DMAStartOp(mine, me_row, send_sem=send_sem, recv_sem=sems[k - 1],
+                                device=self.neighbour(ax, k)))
+        e.op(tpu.DMAWaitOp(copy_sem, me_row))
+        for k in range(1, n):
+            # Step k's message came from rank (me - k) mod N.
+            src = e.to_index(e.rem(e.add(ax.me, e.i32(n - k)), ax.n))
+            e.op(tpu.DMAWaitOp(send_sem, mine))
+            e.op(tpu.DMAWaitOp(sems[k - 1], row(src)))
+        wide = accumulation_type(elem)
+        total = e.op(tpu.LoadOp(rows, [zero, zero], VectorType(elem, [1, r])), "tail_first")
+        if wide != elem:
+            total = e.op(arith.ExtFOp(total, VectorType(wide, [1, r])))
+        for i in range(1, n):
+            got = e.op(tpu.LoadOp(rows, [e.index(i), zero], VectorType(elem, [1, r])), "tail_part")
+            for o in self.combine(op, total, got):
+                e.op(o)
+            total = o.results[0]  # pyright: ignore[reportPossiblyUnboundVariable]
+        if wide != elem:
+            total = e.op(arith.TruncFOp(total, VectorType(elem, [1, r])), "rounded")
+        res = e.op(tpu.AllocOp(row_t), "tail_result")
+        e.op(tpu.StoreOp(total, res, [zero, zero]))
+        self.local_copy(res, e.op(tpu.MemRefReshapeOp(out, memref_type([1, r], elem, HBM)), "tail_out"), "tail_out")
+        e.op(tpu.DeallocOp(res))
+        e.op(tpu.DeallocOp(rows))
+
     def wraparound(self, ax: _Axis) -> bool:
-        """Whether the axis's ring has wraparound links (as `CostModel.axis_rings` decides)."""
+        """Whether the axis's ring has wraparound links (as `CostModel.axis_rings` decides;
+        a group ring's members may be anywhere: no)."""
+        if ax.groups is not None:
+            return False
         model = CostModel(self.chip, self.module_mesh)
         assert self.module_mesh is not None
         torus = model.torus_axis_lengths()
@@ -657,7 +800,7 @@ class KernelLowering:
                 assert ring.dst is not None
                 target = ring.dst if ring.part is None else self.chunk(
                     e, ring.dst, dim, ring.k, e.index(0), "rs_part", ring.part)
-                self.local_copy(acc, target, "rs_out")
+                self.copy_out(acc, target)
                 e.op(tpu.DeallocOp(acc))
 
     def ag_rings(self, ax: _Axis, out: SSAValue, dim: int, k: int, tag: str) -> list[_Ring]:
@@ -801,20 +944,21 @@ class KernelLowering:
         e, n = self.e, rings[0].ax.size
         blocks = [self.ring_block(r) for r in rings]
         elem = blocks[0][1]
+        wide = accumulation_type(elem)
         self.check_vmem(op, "a ring reduce_scatter step (4 blocks of "
                         + " + ".join("x".join(map(str, b)) for b, _ in blocks) + ")",
-                        sum(4 * nbytes(b, t) for b, t in blocks))
+                        sum(4 * nbytes(b, wide) for b, _ in blocks))
         one = e.i32(1, "one")
         credit0 = e.i32(min(2, n - 1), "rs_slots")
         state = []
         for r, (bshape, _) in zip(rings, blocks):
             ax, tag = r.ax, r.tag
-            block_v = memref_type(bshape, elem, VMEM)
             to = self.neighbour(ax, r.direction)
             back = self.neighbour(ax, -r.direction)
-            rbuf = e.op(tpu.AllocOp(memref_type([2, *bshape], elem, VMEM)), f"{tag}_recv_buf")
-            mine = e.op(tpu.AllocOp(block_v), f"{tag}_mine")
-            acc = e.op(tpu.AllocOp(block_v), f"{tag}_acc")
+            # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
+            rbuf = e.op(tpu.AllocOp(memref_type([2, *bshape], wide, VMEM)), f"{tag}_recv_buf")
+            mine = e.op(tpu.AllocOp(memref_type(bshape, elem, VMEM)), f"{tag}_mine")
+            acc = e.op(tpu.AllocOp(memref_type(bshape, wide, VMEM)), f"{tag}_acc")
             copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_copy_sem")
             send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem")
             recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems")
@@ -825,6 +969,14 @@ class KernelLowering:
             # from HBM (no staging copy).
             first = e.to_index(e.rem(e.add(ax.me, e.i32((-r.direction) % n)), ax.n), f"{tag}_first")
             first_block = self.chunk(e, r.ref, r.dim, r.k, first, f"{tag}_first_block", r.part)
+            if wide != elem:
+                # Low precision: widened into acc first, and sent from there.
+                e.op(tpu.DMAStartOp(first_block, mine, recv_sem=copy_sem))
+                e.op(tpu.DMAWaitOp(copy_sem, mine))
+                zeros = [e.index(0) for _ in bshape]
+                low = e.op(tpu.LoadOp(mine, zeros, VectorType(elem, bshape)), f"{tag}_first_low")
+                e.op(tpu.StoreOp(e.op(arith.ExtFOp(low, VectorType(wide, bshape))), acc, zeros))
+                first_block = acc
             state.append((r, bshape, to, back, rbuf, mine, acc, first_block, copy_sem, send_sem,
                           recv_sems, credits))
 
@@ -879,7 +1031,8 @@ class KernelLowering:
         or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
         return the rest."""
         ax, n, tag = r.ax, r.ax.size, r.tag
-        block_v = memref_type(bshape, elem, VMEM)
+        wide = accumulation_type(elem)
+        block_v = memref_type(bshape, wide, VMEM)
         # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
         if r.direction == 1:
             mine_c = b.add(b.sub(ax.me, s32), b.i32(2 * n - 2))
@@ -894,10 +1047,9 @@ class KernelLowering:
         b.op(tpu.DMAStartOp(src, dst, send_sem=send_sem, recv_sem=rsem, device=to))
         xs = self.chunk(b, r.ref, r.dim, r.k, mine_i, f"{tag}_x_block", r.part)
         b.op(tpu.DMAStartOp(xs, mine, recv_sem=copy_sem))
-        vty = VectorType(elem, bshape)
-        got = tpu.LoadOp(rbuf, [slot, *zeros], vty)
+        got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(wide, bshape))
         got.result.name_hint = "partial"
-        own = tpu.LoadOp(mine, zeros, vty)
+        own = tpu.LoadOp(mine, zeros, VectorType(elem, bshape))
         own.result.name_hint = "own"
         combine = self.combine(op, got.result, own.result)
         return [
@@ -912,12 +1064,41 @@ class KernelLowering:
         ]
 
     def combine(self, op: Operation, a: SSAValue, b: SSAValue) -> list[Operation]:
-        """The ops combining two partials of `op`'s reduction; the last one's result is it."""
-        elem = a.type.element_type  # type: ignore[union-attr]
-        add = arith.AddfOp if element_kind(elem) == "float" else arith.AddiOp
-        total = add(a, b)
-        total.result.name_hint = "sum"
-        return [total]
+        """
+        The ops combining a partial `a` with this device's `b` (low precision: widened to
+        `a`'s accumulation type first) by `op`'s reduction kind; the last one's result is
+        the combination.
+        """
+        assert isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase)
+        ty = a.type
+        assert isinstance(ty, VectorType)
+        ops: list[Operation] = []
+        if b.type != ty:
+            widen = arith.ExtFOp(b, ty)
+            ops.append(widen)
+            b = widen.result
+        kind = op.kind.data
+        total = _COMBINE[element_kind(ty.element_type) or "int"][kind](a, b)
+        total.results[0].name_hint = {"add": "sum", "mul": "product"}.get(kind, kind)
+        return [*ops, total]
+
+    def copy_out(self, acc: SSAValue, target: SSAValue) -> None:
+        """Copy a reduced VMEM block to `target` (HBM), rounding once to its element type
+        if the block accumulated in a wider one (bf16 / f16 reduce in f32, as level S)."""
+        at, tt = acc.type, target.type
+        assert isinstance(at, MemRefType) and isinstance(tt, MemRefType)
+        if at.element_type == tt.element_type:
+            self.local_copy(acc, target, "rs_out")
+            return
+        e = self.e
+        shape = list(at.get_shape())
+        zeros = [e.index(0) for _ in shape]
+        wide = e.op(tpu.LoadOp(acc, zeros, VectorType(at.element_type, shape)), "wide")
+        narrow = e.op(arith.TruncFOp(wide, VectorType(tt.element_type, shape)), "rounded")
+        buf = e.op(tpu.AllocOp(memref_type(shape, tt.element_type, VMEM)), "rs_rounded")
+        e.op(tpu.StoreOp(narrow, buf, zeros))
+        self.local_copy(buf, target, "rs_out")
+        e.op(tpu.DeallocOp(buf))
 
     def all_to_all(
         self, op: collective.AllToAllBase, ax: _Axis, x: SSAValue, out: SSAValue,
@@ -944,19 +1125,31 @@ class KernelLowering:
         own_src = self.chunk(e, x, split, bs, me, "a2a_own_src")
         own_dst = self.chunk(e, out, concat, cs, me, "a2a_own_dst")
         e.op(tpu.DMAStartOp(own_src, own_dst, recv_sem=copy_sem))
-        b, s = self.for_steps(1, n)
-        s32 = b.to_i32(s)
-        t = b.rem(b.add(ax.me, s32), ax.n, "a2a_target")
-        delta = b.sub(t, ax.me)
-        if ax.stride != 1:
-            delta = b.mul(delta, b.i32(ax.stride))
-        dev = b.add(self.dev, delta, "a2a_device")
-        src = self.chunk(b, x, split, bs, b.to_index(t), "a2a_block")
-        dst = self.chunk(b, out, concat, cs, me, "a2a_slot")
-        step = b.sub(s, b.index(1))
-        sem = b.op(tpu.MemRefSliceOp(recv_sems, [step], tpu.DMASemaphoreType()), "a2a_recv_sem")
-        b.op(tpu.DMAStartOp(src, dst, send_sem=send_sem, recv_sem=sem, device=dev))
-        b.op(scf.YieldOp())
+
+        def send(b: Emitter, s: SSAValue, k: int | None) -> None:
+            """Step s: my block for rank t = (me + s) mod N to its slot `me`."""
+            t = b.rem(b.add(ax.me, b.to_i32(s)), ax.n, "a2a_target")
+            if k is not None:
+                dev = self.neighbour(ax, k)
+            else:
+                delta = b.sub(t, ax.me)
+                if ax.stride != 1:
+                    delta = b.mul(delta, b.i32(ax.stride))
+                dev = b.add(self.dev, delta, "a2a_device")
+            src = self.chunk(b, x, split, bs, b.to_index(t), "a2a_block")
+            dst = self.chunk(b, out, concat, cs, me, "a2a_slot")
+            step = b.sub(s, b.index(1))
+            sem = b.op(tpu.MemRefSliceOp(recv_sems, [step], tpu.DMASemaphoreType()), "a2a_recv_sem")
+            b.op(tpu.DMAStartOp(src, dst, send_sem=send_sem, recv_sem=sem, device=dev))
+
+        if ax.groups is not None:
+            # A group ring's peers come from a table: one step per peer, unrolled.
+            for k in range(1, n):
+                send(e, e.index(k), k)
+        else:
+            b, s = self.for_steps(1, n)
+            send(b, s, None)
+            b.op(scf.YieldOp())
         # The waits: here, or at the done of a _start.
         w = Emitter(Block())
         w.op(tpu.DMAWaitOp(copy_sem, own_dst))
@@ -1011,10 +1204,10 @@ class KernelLowering:
                         e.op(o)
                     deferred += when(tgt, [tpu.DMAWaitOp(recv_sem, out)])
                     continue
-                off = arith.ConstantOp(IntegerAttr((tgt - src) * ax.stride, i32))
-                dev = arith.AddiOp(self.dev, off)
+                # On rank `src`, the peer `tgt - src` ranks on is rank `tgt`.
+                dev = self.neighbour(ax, tgt - src)
                 start = tpu.DMAStartOp(x, out, send_sem=send_sem, recv_sem=recv_sem, device=dev)
-                for o in when(src, [off, dev, start]):
+                for o in when(src, [start]):
                     e.op(o)
                 deferred += when(src, [tpu.DMAWaitOp(send_sem, x)])
                 deferred += when(tgt, [tpu.DMAWaitOp(recv_sem, out)])

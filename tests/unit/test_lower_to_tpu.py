@@ -8,8 +8,12 @@ never waited, VMEM over capacity, out of bounds: any of them raises).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from xdsl.utils.exceptions import PassFailedException
 
 from shardc.dialects import make_context
@@ -55,9 +59,9 @@ def lower(text: str, chip: str = "v5e", **options):
     return module
 
 
-def check(text: str, n: int, chip: str = "v5e", seed: int = 0, **options):
-    """Lower (with the pass's `options`), run at level T and compare with level S;
-    returns (module, report)."""
+def check(text: str, n: int, chip: str = "v5e", seed: int = 0, exact: bool = False, **options):
+    """Lower (with the pass's `options`), run at level T and compare with level S
+    (`exact`: floats bit for bit too, else to rounding); returns (module, report)."""
     ins = random_inputs(text, n, seed)
     want = run_per_device(text, ins)
     module = lower(text, chip, **options)
@@ -69,7 +73,7 @@ def check(text: str, n: int, chip: str = "v5e", seed: int = 0, **options):
         for i in range(m):
             got, exp = outs[d][k + i], np.asarray(want[d][i])
             assert got.dtype == exp.dtype and got.shape == exp.shape
-            if np.issubdtype(exp.dtype, np.integer):
+            if exact or np.issubdtype(exp.dtype, np.integer):
                 np.testing.assert_array_equal(got, exp, err_msg=f"device {d} result {i}")
             else:
                 np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5,
@@ -306,35 +310,7 @@ def test_removing_the_credit_wait_is_caught():
     assert "'tpu.load' op" in msg or "tpu.load at" in msg, msg
 
 
-# Errors -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "op, fragment",
-    [
-        ('%r = collective.all_reduce max %a on @m["x"] : tensor<8x8x{t}>', "reduction kind 'max'"),
-    ],
-)
-def test_unsupported_ops_are_errors(op, fragment):
-    res = "8x8"
-    text = one_op(4, "f32", "8x8", res, op)
-    with pytest.raises(PassFailedException, match=fragment):
-        lower(text)
-
-
-def test_permute_over_two_axes_is_an_error():
-    text = one_op(8, "f32", "8x8", "8x8", '%r = collective.permute %a on @m["a", "b"], shift = 1 : tensor<8x8x{t}>',
-                  mesh='"a"=2, "b"=4')
-    with pytest.raises(PassFailedException, match="permute over 2 mesh axes"):
-        lower(text)
-
-
-def test_all_to_all_over_two_axes_is_an_error():
-    text = one_op(8, "f32", "8x8", "8x8",
-                  '%r = collective.all_to_all %a on @m["a", "b"], split_dim = 0, concat_dim = 0 : (tensor<8x8x{t}>) -> tensor<8x8x{t}>',
-                  mesh='"a"=2, "b"=4')
-    with pytest.raises(PassFailedException, match="all_to_all over 2 mesh axes"):
-        lower(text)
+# Several mesh axes, errors -----------------------------------------------------------------
 
 
 MULTI_MESHES = {
@@ -505,3 +481,154 @@ def test_torus_all_reduce_is_faster_than_a_ring_over_the_same_chips():
         _, report = run_level_t(module, [[None, None]] * 16, chip="v5p", values=False, torus=shape)
         times.append(report["step_time_s"])
     assert times[1] < 0.6 * times[0], times
+
+
+# Reduction kinds and low precision ----------------------------------------------------------
+
+
+REDUCING = ["all_reduce", "reduce_scatter_dim0", "reduce_scatter_dim1"]
+
+
+@pytest.mark.parametrize("chip, n", [("v5e", 4), ("v5p", 4), ("v5e", 8)])
+@pytest.mark.parametrize("reduction", ["mul", "max", "min"])
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("kind", REDUCING)
+def test_reduction_kinds_match_level_s(chip, n, reduction, dtype, kind):
+    arg, res, op = cases(n)[kind]
+    check(one_op(n, dtype, arg, res, op.replace(" add ", f" {reduction} ")), n, chip=chip)
+
+
+@pytest.mark.parametrize("chip, n", [("v5e", 4), ("v5p", 4), ("v5e", 16)])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("reduction", ["add", "max"])
+@pytest.mark.parametrize("kind", REDUCING)
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_low_precision_accumulates_in_f32_and_rounds_once(chip, n, dtype, reduction, kind, form):
+    """bf16/f16 partial sums travel in f32; the result is rounded once, as level S's."""
+    arg, res, op = cases(n)[kind]
+    op = op.replace(" add ", f" {reduction} ")
+    if form == "async":
+        op = start_done(op, res)
+    module, _ = check(one_op(n, dtype, arg, res, op), n, chip=chip, exact=True)
+    assert "vector<" in str(module) and "arith.extf" in str(module) and "arith.truncf" in str(module)
+
+
+@pytest.mark.parametrize("mesh, axes, g", [('"a"=2, "b"=4', '"a", "b"', 8), ('"a"=2, "b"=2, "c"=2', '"c", "a"', 4),
+                                           ('"a"=2, "b"=2, "c"=2', '"a", "b", "c"', 8)])
+@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter"])
+def test_low_precision_over_several_axes_rounds_once(mesh, axes, g, kind):
+    if kind == "all_reduce":
+        arg = res = "8x6"
+        op = f"%r = collective.all_reduce add %a on @m[{axes}] : tensor<8x6x{{t}}>"
+    else:
+        arg, res = f"{4 * g}x6", "4x6"
+        op = f"%r = collective.reduce_scatter add %a on @m[{axes}], dim = 0 : (tensor<{4 * g}x6x{{t}}>) -> tensor<4x6x{{t}}>"
+    check(one_op(8, "bf16", arg, res, op, mesh=mesh), 8, exact=True)
+
+
+# Device groups and several axes --------------------------------------------------------------
+
+
+GROUPS = {
+    "pairs": "[[0, 1], [2, 3], [4, 5], [6, 7]]",
+    "strided": "[[0, 2, 4, 6], [1, 3, 5, 7]]",
+    "shuffled": "[[3, 0, 6, 5], [1, 7, 2, 4]]",
+}
+
+
+@pytest.mark.parametrize("groups", list(GROUPS))
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_explicit_groups_match_level_s(groups, kind, dtype, form):
+    g = GROUPS[groups].count("[") - 1
+    size = 8 // g
+    arg, res, op = cases(size)[kind]
+    op = op.replace('@m["x"]', f"groups {GROUPS[groups]}")
+    if form == "async":
+        op = start_done(op, res)
+    module, _ = check(one_op(8, dtype, arg, res, op, mesh='"x"=8'), 8)
+    assert "%me_g0" in str(module)
+
+
+@pytest.mark.parametrize("axes", ['"a", "b"', '"b", "a"', '"c", "a"', '"a", "b", "c"'])
+@pytest.mark.parametrize("kind", ["permute_shift_1", "permute_shift_-1", "permute_pairs",
+                                  "all_to_all_split1_concat0", "all_to_all_same_dim"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_permute_and_all_to_all_over_several_axes(axes, kind, form):
+    size = {'"a", "b"': 4, '"b", "a"': 4, '"c", "a"': 4, '"a", "b", "c"': 8}[axes]
+    arg, res, op = cases(size)[kind]
+    op = op.replace('@m["x"]', f"@m[{axes}]")
+    if form == "async":
+        op = start_done(op, res)
+    check(one_op(8, "i32", arg, res, op, mesh='"a"=2, "b"=2, "c"=2'), 8)
+
+
+# all_reduce of an element count the group does not divide ------------------------------------
+
+
+@pytest.mark.parametrize("chip, mesh, axes, devices", [
+    ("v5e", '"x"=4', '"x"', 4), ("v5p", '"x"=8', '"x"', 8), ("v5e", '"a"=2, "b"=4', '"a", "b"', 8),
+    ("v5p", '"a"=2, "b"=4', '"b"', 8),
+])
+@pytest.mark.parametrize("shape", ["3", "5x7", "2x9x3"])
+@pytest.mark.parametrize("dtype", ["f32", "i32", "bf16"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_all_reduce_of_an_indivisible_count(chip, mesh, axes, devices, shape, dtype, form):
+    """The tail (numel mod G elements) is exchanged directly and reduced in rank order."""
+    op = f"%r = collective.all_reduce add %a on @m[{axes}] : tensor<{shape}x{{t}}>"
+    if form == "async":
+        op = start_done(op, shape)
+    module, _ = check(one_op(devices, dtype, shape, shape, op, mesh=mesh), devices, chip=chip)
+    assert "%tail_rows" in str(module)
+
+
+# Random reducing collectives (hypothesis) -------------------------------------------------------
+
+
+@st.composite
+def reducing_programs(draw) -> tuple[str, int, str]:
+    """A random all_reduce / reduce_scatter: mesh, axes or groups, kind, element type, shape."""
+    mesh = draw(st.sampled_from(['"x"=2', '"x"=4', '"a"=2, "b"=2', '"a"=2, "b"=4']))
+    sizes = [int(part.split("=")[1]) for part in mesh.split(", ")]
+    names = [part.split("=")[0].strip('"') for part in mesh.split(", ")]
+    devices = math.prod(sizes)
+    if draw(st.booleans()) and devices > 2:
+        perm = draw(st.permutations(range(devices)))
+        g = draw(st.sampled_from([d for d in (2, 4) if devices % d == 0 and d < devices] or [devices]))
+        groups = [list(perm[i:i + g]) for i in range(0, devices, g)]
+        on, group = f"groups {groups}", g
+    else:
+        axes = draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True))
+        on = "@m[" + ", ".join(f'"{a}"' for a in axes) + "]"
+        group = math.prod(sizes[names.index(a)] for a in axes)
+    kind = draw(st.sampled_from(["add", "mul", "max", "min"]))
+    dtype = draw(st.sampled_from(["f32", "i32", "bf16", "f16"] if kind != "mul" else ["i32", "f32"]))
+    rows = draw(st.integers(1, 3)) * group
+    cols = draw(st.integers(1, 5))
+    if draw(st.booleans()):
+        op = f"%r = collective.all_reduce {kind} %a on {on} : tensor<{rows}x{cols}x{{t}}>"
+        res = f"{rows}x{cols}"
+    else:
+        res = f"{rows // group}x{cols}"
+        op = (f"%r = collective.reduce_scatter {kind} %a on {on}, dim = 0 : "
+              f"(tensor<{rows}x{cols}x{{t}}>) -> tensor<{res}x{{t}}>")
+    if draw(st.booleans()):
+        op = start_done(op, res)
+    return one_op(devices, dtype, f"{rows}x{cols}", res, op, mesh=mesh), devices, draw(st.sampled_from(["v5e", "v5p"]))
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+@given(reducing_programs())
+def test_random_reducing_collectives_match_level_s(program):
+    text, devices, chip = program
+    check(text, devices, chip=chip)
+
+
+@pytest.mark.parametrize("chip, bidirectional", [("v5e", True), ("v5p", False)])
+@pytest.mark.parametrize("kind", ["all_gather_dim0", "reduce_scatter_dim0", "all_reduce"])
+def test_bidirectional_option_overrides_the_wraparound_rule(chip, bidirectional, kind):
+    """4 devices: a line on v5e (one way by default), a ring on v5p (both ways by default)."""
+    arg, res, op = cases(4)[kind]
+    module, _ = check(one_op(4, "f32", arg, res, op), 4, chip=chip, bidirectional=bidirectional)
+    assert ("_l_recv_sems" in str(module)) == bidirectional
