@@ -632,3 +632,21 @@ def test_bidirectional_option_overrides_the_wraparound_rule(chip, bidirectional,
     arg, res, op = cases(4)[kind]
     module, _ = check(one_op(4, "f32", arg, res, op), 4, chip=chip, bidirectional=bidirectional)
     assert ("_l_recv_sems" in str(module)) == bidirectional
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter"])
+def test_i1_reductions_are_or_and(reduction, kind):
+    """Level S reduces i1 with or (add, max) and and (mul, min): so do the rings."""
+    if kind == "all_reduce":
+        res, op = "8x16", f'%r = collective.all_reduce {reduction} %a on @m["x"] : tensor<8x16x{{t}}>'
+    else:
+        res = "2x16"
+        op = f'%r = collective.reduce_scatter {reduction} %a on @m["x"], dim = 0 : (tensor<8x16x{{t}}>) -> tensor<2x16x{{t}}>'
+    text = one_op(4, "i1", "8x16", res, op)
+    rng = np.random.default_rng(1)
+    ins = [[rng.random((8, 16)) < 0.7] for _ in range(4)]
+    want = run_per_device(text, ins)
+    outs, _ = run_level_t(lower(text, "v5p"), [row + [None] for row in ins], chip="v5p")
+    for d in range(4):
+        np.testing.assert_array_equal(outs[d][1], np.asarray(want[d][0]))
