@@ -417,6 +417,59 @@ func.func @main(%x: {x}, %w: {w}, %b: {bias}) -> tensor<64xf32> attributes {{spm
     check(text, vmem=256 * 1024, rtol=1e-5)
 
 
+def check_devices(text: str, n: int, vmem: int | None = None, rtol: float = 1e-5):
+    """`check` on n devices (per-device inputs); returns the report."""
+    rows = [inputs(text, seed) for seed in range(n)]
+    want = run_per_device(text, rows)
+    module = lower(text, vmem)
+    k, m, s = (a.value.data for a in _kernel(module).attributes["tpu.io"].data)
+    outs, report = run_level_t(module, [row + [None] * (m + s) for row in rows])
+    for d in range(n):
+        for i in range(m):
+            np.testing.assert_allclose(outs[d][k + i].astype(np.float64),
+                                       np.asarray(want[d][i]).astype(np.float64), rtol=rtol, atol=rtol)
+    return report
+
+
+def test_megatron_mlp_on_8_devices():
+    """dot, relu, dot, all_reduce: compute loops and a ring collective in one kernel."""
+    x, w1, w2, h, y = ("tensor<64x256xbf16>", "tensor<256x128xbf16>", "tensor<128x256xbf16>",
+                       "tensor<64x128xbf16>", "tensor<64x256xf32>")
+    text = f"""
+spmd.mesh @m = <["model"=8]>
+func.func @main(%x: {x}, %w1: {w1}, %w2: {w2}) -> {y} attributes {{spmd.per_device_io}} {{
+  %h = hlo.dot %x, %w1, contracting_dims = [1] x [0] : ({x}, {w1}) -> {h}
+  %z = hlo.constant dense<0.0> : tensor<bf16>
+  %zb = hlo.broadcast %z, dims = [] : (tensor<bf16>) -> {h}
+  %g = hlo.max %h, %zb : {h}
+  %p = hlo.dot %g, %w2, contracting_dims = [1] x [0] : ({h}, {w2}) -> {y}
+  %r = collective.all_reduce add %p on @m["model"] : {y}
+  func.return %r : {y}
+}}
+"""
+    report = check_devices(text, 8, vmem=96 * 1024, rtol=1e-4)
+    assert report["ici_bytes"] > 0 and report["peak_vmem_bytes"] <= 96 * 1024
+
+
+def test_vmem_held_by_a_collective_in_flight_shrinks_the_blocks():
+    """A reduce_scatter_start keeps its VMEM until its done: the exp between them gets
+    only what is left, so the kernel never uses more than the limit."""
+    text = """
+spmd.mesh @m = <["x"=4]>
+func.func @main(%a: tensor<32x1024xf32>, %b: tensor<256x1024xf32>) -> (tensor<8x1024xf32>, tensor<256x1024xf32>) attributes {spmd.per_device_io} {
+  %f = collective.reduce_scatter_start add %a on @m["x"], dim = 0 : (tensor<32x1024xf32>) -> !collective.future<tensor<8x1024xf32>>
+  %e = hlo.exp %b : tensor<256x1024xf32>
+  %r = collective.done %f : !collective.future<tensor<8x1024xf32>> -> tensor<8x1024xf32>
+  func.return %r, %e : tensor<8x1024xf32>, tensor<256x1024xf32>
+}
+"""
+    vmem = 320 * 1024  # the reduce_scatter holds 4 blocks of 32 KiB
+    report = check_devices(text, 4, vmem=vmem)
+    assert 128 * 1024 < report["peak_vmem_bytes"] <= vmem
+    with pytest.raises(PassFailedException, match="bytes held by collectives in flight"):
+        lower(text, 136 * 1024)
+
+
 def test_compute_time_follows_the_roofline():
     """A large f32 add is HBM-bound (within 15% of its roofline), a large bf16 dot
     MXU-bound (within 30%)."""
