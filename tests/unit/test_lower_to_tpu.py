@@ -650,3 +650,44 @@ def test_i1_reductions_are_or_and(reduction, kind):
     outs, _ = run_level_t(lower(text, "v5p"), [row + [None] for row in ins], chip="v5p")
     for d in range(4):
         np.testing.assert_array_equal(outs[d][1], np.asarray(want[d][0]))
+
+
+@st.composite
+def moving_programs(draw) -> tuple[str, int]:
+    """A random permute / all_to_all / all_gather over explicit groups or several axes."""
+    devices = 8
+    if draw(st.booleans()):
+        perm = draw(st.permutations(range(devices)))
+        g = draw(st.sampled_from([2, 4]))
+        on = f"groups {[list(perm[i:i + g]) for i in range(0, devices, g)]}"
+    else:
+        axes = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=2, max_size=3, unique=True))
+        on, g = "@m[" + ", ".join(f'"{a}"' for a in axes) + "]", 2 ** len(axes)
+    kind = draw(st.sampled_from(["permute_shift", "permute_pairs", "all_to_all", "all_gather"]))
+    cols = draw(st.integers(1, 3)) * g
+    if kind == "permute_shift":
+        op = f"%r = collective.permute %a on {on}, shift = {draw(st.integers(-g, g))} : tensor<4x{cols}x{{t}}>"
+        res = f"4x{cols}"
+    elif kind == "permute_pairs":
+        targets = draw(st.permutations(range(g)))
+        pairs = [[s, t] for s, t in enumerate(targets) if draw(st.booleans())] or [[0, targets[0]]]
+        op = f"%r = collective.permute %a on {on}, pairs = {pairs} : tensor<4x{cols}x{{t}}>"
+        res = f"4x{cols}"
+    elif kind == "all_to_all":
+        res = f"{4 * g}x{cols // g}"
+        op = (f"%r = collective.all_to_all %a on {on}, split_dim = 1, concat_dim = 0 : "
+              f"(tensor<4x{cols}x{{t}}>) -> tensor<{res}x{{t}}>")
+    else:
+        res = f"4x{cols * g}"
+        op = f"%r = collective.all_gather %a on {on}, dim = 1 : (tensor<4x{cols}x{{t}}>) -> tensor<{res}x{{t}}>"
+    if draw(st.booleans()):
+        op = start_done(op, res)
+    dtype = draw(st.sampled_from(["f32", "i32", "bf16"]))
+    return one_op(devices, dtype, f"4x{cols}", res, op, mesh='"a"=2, "b"=2, "c"=2'), devices
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+@given(moving_programs())
+def test_random_data_movement_over_groups_matches_level_s(program):
+    text, devices = program
+    check(text, devices, exact=True)
