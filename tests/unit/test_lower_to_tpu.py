@@ -691,3 +691,22 @@ def moving_programs(draw) -> tuple[str, int]:
 def test_random_data_movement_over_groups_matches_level_s(program):
     text, devices = program
     check(text, devices, exact=True)
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p"])
+def test_large_torus_all_reduce_time_against_the_cost_model(chip):
+    """The cost model divides a k-axis collective's bandwidth term by k: the 2-D algorithm
+    earns it (timing mode, 64 MiB over a 4x4 torus)."""
+    size = 16 * 2**20
+    text = one_op(16, "f32", str(size), str(size),
+                  f'%r = collective.all_reduce add %a on @m["a", "b"] : tensor<{size}x{{t}}>',
+                  mesh='"a"=4, "b"=4')
+    _, report = run_level_t(lower(text, chip), [[None, None]] * 16, chip=chip, values=False)
+    level_s, _ = parse(text)
+    op = next(o for o in level_s.walk() if o.name == "collective.all_reduce")
+    from shardc.interpreter.devices import module_mesh
+
+    mesh = module_mesh(level_s)
+    assert mesh is not None
+    want = CostModel(get_chip(chip), mesh[1]).collective_time(op)  # pyright: ignore
+    assert report["step_time_s"] / want == pytest.approx(1.0, abs=0.10)
