@@ -499,139 +499,165 @@ def tile(lowering: KernelLowering, t: _Tiled) -> None:
 
 
 def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
+    """The loop of the module docstring: prologue, one `scf.for` step, epilogue."""
     top = lowering.e.block
-    e, tag = _E(top, _Consts(top)), t.tag
-    blocks, grid = plan.blocks, plan.grid
-    n_out = t.n_out
-    out_grid = grid[:n_out]
-    n_blocks, n_red = math.prod(out_grid), math.prod(grid[n_out:])
-    steps = n_blocks * n_red
-    ins = [
-        _Buffers.alloc(e, s.block(blocks), s.elem, 2 if s.moves(grid) else 1, f"{tag}_in{i}")
-        for i, s in enumerate(t.streams)
-    ]
-    scratch = [
-        e.op(tpu.AllocOp(memref_type(s.staged(blocks), s.elem, VMEM)), f"{tag}_staged{i}")
-        if s.perm is not None else None
-        for i, s in enumerate(t.streams)
-    ]
-    res_ty = tensor_type(t.result.type)
-    out_block = tuple(blocks[:n_out])
-    out = _Buffers.alloc(e, out_block, res_ty.element_type, 2 if n_blocks > 1 else 1, f"{tag}_out")
-    acc = None
-    if plan.separate_acc:
-        assert t.acc is not None
-        acc = e.op(tpu.AllocOp(memref_type(out_block, t.acc.elem, VMEM)), f"{tag}_acc")
-    dst = lowering.buffers[t.result]
+    loop = _Loop(lowering, t, plan, _E(top, _Consts(top)))
+    loop.prologue()
+    if loop.steps == 1:
+        b, step = loop.e, 0
+    else:
+        b, step = loop.e.loop(loop.steps, "t")
+    views = loop.arrive(b, step)
+    loop.prefetch(b, step)
+    loop.compute(b, step, views)
+    if loop.steps > 1:
+        b.op(scf.YieldOp())
+    loop.epilogue()
 
-    periods = [s.period(grid) for s in t.streams]
 
-    def slot(b: _E, i: int, step: Ix) -> tuple[SSAValue, SSAValue]:
+class _Loop:
+    """The VMEM buffers of one tiled op and the pieces of its loop."""
+
+    def __init__(self, lowering: KernelLowering, t: _Tiled, plan: _Plan, e: _E):
+        self.lowering, self.t, self.e, self.tag = lowering, t, e, t.tag
+        self.blocks, self.grid = plan.blocks, plan.grid
+        self.out_grid = self.grid[: t.n_out]
+        self.n_blocks, self.n_red = math.prod(self.out_grid), math.prod(self.grid[t.n_out :])
+        self.steps = self.n_blocks * self.n_red
+        self.periods = [s.period(self.grid) for s in t.streams]
+        self.ins = [
+            _Buffers.alloc(e, s.block(self.blocks), s.elem, 2 if s.moves(self.grid) else 1,
+                           f"{self.tag}_in{i}")
+            for i, s in enumerate(t.streams)
+        ]
+        self.scratch = [
+            e.op(tpu.AllocOp(memref_type(s.staged(self.blocks), s.elem, VMEM)), f"{self.tag}_staged{i}")
+            if s.perm is not None else None
+            for i, s in enumerate(t.streams)
+        ]
+        self.out_block = tuple(self.blocks[: t.n_out])
+        res_elem = tensor_type(t.result.type).element_type
+        self.out = _Buffers.alloc(e, self.out_block, res_elem, 2 if self.n_blocks > 1 else 1,
+                                  f"{self.tag}_out")
+        self.acc = None
+        if plan.separate_acc:
+            assert t.acc is not None
+            self.acc = e.op(tpu.AllocOp(memref_type(self.out_block, t.acc.elem, VMEM)), f"{self.tag}_acc")
+
+    # Operands --------------------------------------------------------------------------
+
+    def slot(self, b: _E, i: int, step: Ix) -> tuple[SSAValue, SSAValue]:
         """Stream i's VMEM block and semaphore at `step` (slots alternate per fetch)."""
-        return ins[i].slot(b, _rem(b, _div(b, step, periods[i]), 2))
+        return self.ins[i].slot(b, _rem(b, _div(b, step, self.periods[i]), 2))
 
-    def fetch(b: _E, step: Ix, streams: Sequence[int]) -> None:
-        """Start the DMAs of these streams' blocks for step `step`."""
-        idx = _decode(b, step, grid)
-        for i in streams:
-            s = t.streams[i]
-            offsets = [0 if it is None else _mul(b, idx[it], blocks[it]) for it in s.dims]
-            src = _hbm_block(b, lowering.buffers[s.value], s.block(blocks), offsets, f"{tag}_in{i}_block")
-            ref, sem = slot(b, i, step)
-            b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
-
-    def fresh(b: _E, step: Ix, period: int) -> bool | SSAValue:
+    def fresh(self, b: _E, step: Ix, period: int) -> bool | SSAValue:
         """Whether a stream of this period gets a new block at `step`."""
         return _cmp(b, _rem(b, step, period), "eq", 0)
 
-    # Prologue: every operand's first block; the fixed ones are all there is.
-    fetch(e, 0, range(len(t.streams)))
-    for i, s in enumerate(t.streams):
-        if not s.moves(grid):
-            e.op(tpu.DMAWaitOp(ins[i].sems, ins[i].buf))
-    if steps == 1:
-        b, step = e, 0
-    else:
-        b, step = e.loop(steps, "t")
-    views = []
-    for i, (s, stage) in enumerate(zip(t.streams, scratch)):
-        ref, sem = slot(b, i, step)
+    def fetch(self, b: _E, step: Ix, streams: Sequence[int]) -> None:
+        """Start the DMAs of these streams' blocks for step `step`."""
+        idx = _decode(b, step, self.grid)
+        for i in streams:
+            s = self.t.streams[i]
+            offsets = [0 if it is None else _mul(b, idx[it], self.blocks[it]) for it in s.dims]
+            src = _hbm_block(b, self.lowering.buffers[s.value], s.block(self.blocks), offsets,
+                             f"{self.tag}_in{i}_block")
+            ref, sem = self.slot(b, i, step)
+            b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
 
-        def arrive(w: _E, s=s, ref=ref, sem=sem, stage=stage) -> None:
-            """Wait for a new block; stage it in another layout if the body wants one."""
-            if s.moves(grid):
-                w.op(tpu.DMAWaitOp(sem, ref))
-            if stage is not None:
-                assert s.perm is not None
-                zeros = [w.index(0) for _ in s.shape]
-                v = w.op(tpu.LoadOp(ref, zeros, VectorType(s.elem, s.block(blocks))))
-                w.op(tpu.StoreOp(w.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
+    def prologue(self) -> None:
+        """Every operand's first block; the fixed ones are all they will ever need."""
+        self.fetch(self.e, 0, range(len(self.t.streams)))
+        for i, s in enumerate(self.t.streams):
+            if not s.moves(self.grid):
+                self.e.op(tpu.DMAWaitOp(self.ins[i].sems, self.ins[i].buf))
 
-        _when(b, fresh(b, step, periods[i]), arrive)
-        views.append(_reshape(b, ref if stage is None else stage, s.view_shape(blocks)))
-    # Prefetch (after the waits, so that this step's blocks get the bandwidth first): the
-    # streams whose block changes at the next step, into their other slot.
-    nxt = _add(b, step, 1)
-    for period in sorted({p for p in periods if p < steps}):
-        due = [i for i, p in enumerate(periods) if p == period]
-        _when(b, _cmp(b, nxt, "slt", steps), lambda w, period=period, due=due: _when(
-            w, fresh(w, nxt, period), lambda x: fetch(x, nxt, due)))
-    idx = _decode(b, step, grid)
-    o = 0 if n_blocks == 1 else _div(b, step, n_red)
-    r = step if n_blocks == 1 else _rem(b, step, n_red)
-    oslot = _rem(b, o, 2)
-    out_ref, out_sem = out.slot(b, oslot)
+    def arrive(self, b: _E, step: Ix) -> list[SSAValue]:
+        """Wait for the blocks that are new at `step` (staging those that need another
+        layout); the operands' VMEM blocks as the body reads them."""
+        views = []
+        for i, (s, stage) in enumerate(zip(self.t.streams, self.scratch)):
+            ref, sem = self.slot(b, i, step)
 
-    def reuse(w: _E) -> None:
-        """The result slot's previous block (two blocks ago) has left for HBM."""
-        _when(w, _cmp(w, o, "sge", 2), lambda x: x.op(tpu.DMAWaitOp(out_sem, out_ref)))
+            def wait(w: _E, s=s, ref=ref, sem=sem, stage=stage) -> None:
+                if s.moves(self.grid):
+                    w.op(tpu.DMAWaitOp(sem, ref))
+                if stage is not None:
+                    assert s.perm is not None
+                    zeros = [w.index(0) for _ in s.shape]
+                    v = w.op(tpu.LoadOp(ref, zeros, VectorType(s.elem, s.block(self.blocks))))
+                    w.op(tpu.StoreOp(w.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
 
-    target = out_ref if acc is None else acc
-    if t.acc is not None:
-        a = t.acc
+            _when(b, self.fresh(b, step, self.periods[i]), wait)
+            views.append(_reshape(b, ref if stage is None else stage, s.view_shape(self.blocks)))
+        return views
 
-        def init(w: _E) -> None:
-            if acc is None:
+    def prefetch(self, b: _E, step: Ix) -> None:
+        """Start the DMAs of the blocks that are new at the next step, into the other
+        slots (after this step's waits, so that its own blocks get the bandwidth first)."""
+        nxt = _add(b, step, 1)
+        for period in sorted({p for p in self.periods if p < self.steps}):
+            due = [i for i, p in enumerate(self.periods) if p == period]
+            _when(b, _cmp(b, nxt, "slt", self.steps), lambda w, period=period, due=due: _when(
+                w, self.fresh(w, nxt, period), lambda x: self.fetch(x, nxt, due)))
+
+    # The result ------------------------------------------------------------------------
+
+    def compute(self, b: _E, step: Ix, views: list[SSAValue]) -> None:
+        """The body on this step's blocks, into the result slot or the accumulator; at a
+        result block's last reduced block, its write-back."""
+        t = self.t
+        o = 0 if self.n_blocks == 1 else _div(b, step, self.n_red)
+        r = step if self.n_blocks == 1 else _rem(b, step, self.n_red)
+        out_ref, out_sem = self.out.slot(b, _rem(b, o, 2))
+
+        def reuse(w: _E) -> None:
+            """The result slot's previous block (two blocks ago) has left for HBM."""
+            _when(w, _cmp(w, o, "sge", 2), lambda x: x.op(tpu.DMAWaitOp(out_sem, out_ref)))
+
+        target = out_ref if self.acc is None else self.acc
+        if t.acc is not None:
+            _when(b, _cmp(b, r, "eq", 0), lambda w: self.init(w, target, reuse))
+        else:
+            reuse(b)
+        t.body(b, views, _decode(b, step, self.grid), target)
+
+        def finish(w: _E) -> None:
+            """The result block is complete: rounded from the accumulator, sent to HBM."""
+            if self.acc is not None:
                 reuse(w)
-            vty = VectorType(a.elem, out_block)
-            w.op(tpu.StoreOp(a.init(w, vty), target, [w.index(0) for _ in out_block]))
+                self.round_once(w, out_ref)
+            oidx = _decode(w, o, self.out_grid)
+            offsets = [_mul(w, i, k) for i, k in zip(oidx, self.out_block)]
+            dst = _hbm_block(w, self.lowering.buffers[t.result], self.out_block, offsets,
+                             f"{self.tag}_out_block")
+            w.op(tpu.DMAStartOp(out_ref, dst, recv_sem=out_sem))
 
-        _when(b, _cmp(b, r, "eq", 0), init)
-    else:
-        reuse(b)
-    t.body(b, views, idx, target)
-    if acc is not None:
-        assert t.acc is not None
-        finish = t.acc.finish
+        _when(b, _cmp(b, r, "eq", self.n_red - 1), finish)
 
-        def round_once(w: _E) -> None:
-            reuse(w)
-            zeros = [w.index(0) for _ in out_block]
-            v = w.op(tpu.LoadOp(acc, zeros, VectorType(t.acc.elem, out_block)))  # pyright: ignore
-            w.op(tpu.StoreOp(finish(w, v), out_ref, zeros))
+    def init(self, w: _E, target: SSAValue, reuse: Callable[[_E], None]) -> None:
+        """A result block's first reduced block: the accumulator starts at the identity."""
+        a = self.t.acc
+        assert a is not None
+        if self.acc is None:
+            reuse(w)  # the accumulator is the result slot
+        w.op(tpu.StoreOp(a.init(w, VectorType(a.elem, self.out_block)), target, _zeros(w, target)))
 
-    def write_back(w: _E) -> None:
-        oidx = _decode(w, o, out_grid)
-        offsets = [_mul(w, i, k) for i, k in zip(oidx, out_block)]
-        w.op(tpu.DMAStartOp(out_ref, _hbm_block(w, dst, out_block, offsets, f"{tag}_out_block"),
-                            recv_sem=out_sem))
+    def round_once(self, w: _E, out_ref: SSAValue) -> None:
+        """The accumulator, rounded to the result type, into the result slot."""
+        a = self.t.acc
+        assert a is not None and self.acc is not None
+        _store(w, a.finish(w, _load(w, self.acc)), out_ref)
 
-    def finish_block(w: _E) -> None:
-        """The result block is complete: rounded from the accumulator, sent to HBM."""
-        if acc is not None:
-            round_once(w)
-        write_back(w)
-
-    _when(b, _cmp(b, r, "eq", n_red - 1), finish_block)
-    if steps > 1:
-        b.op(scf.YieldOp())
-    # Epilogue: the last result blocks' DMAs.
-    for k in range(max(0, n_blocks - 2), n_blocks):
-        ref, sem = out.slot(e, k % 2)
-        e.op(tpu.DMAWaitOp(sem, ref))
-    for buf in [*(x.buf for x in ins), *(s for s in scratch if s is not None), out.buf, acc]:
-        if buf is not None:
-            e.op(tpu.DeallocOp(buf))
+    def epilogue(self) -> None:
+        """Wait for the last result blocks' DMAs; free the VMEM."""
+        e = self.e
+        for k in range(max(0, self.n_blocks - 2), self.n_blocks):
+            ref, sem = self.out.slot(e, k % 2)
+            e.op(tpu.DMAWaitOp(sem, ref))
+        for buf in [*(x.buf for x in self.ins), *self.scratch, self.out.buf, self.acc]:
+            if buf is not None:
+                e.op(tpu.DeallocOp(buf))
 
 
 # Vector helpers -------------------------------------------------------------------------
