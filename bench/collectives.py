@@ -169,8 +169,15 @@ def table(rows: list[Row], sizes: list[int]) -> str:
     return "\n".join(lines)
 
 
+LARGE = 64 * MIB
+"""The large-message targets are judged at the largest size run, if at least this."""
+
+
 def targets(rows: list[Row], pairs: list[tuple[str, Row, Row]], sizes: list[int]) -> str:
     top = sizes[-1]
+    if top < LARGE:
+        return (f"(largest message {human(top)}: the large-message targets need sizes of "
+                f"{human(LARGE)} or more; run without --quick)")
     worst = min(rows, key=lambda r: r.busbw(top) / r.bound)
     small = max(rows, key=lambda r: r.busbw(sizes[0]) / r.bound)
     out = [
