@@ -147,9 +147,9 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
-    Float16Type,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    Float16Type,
     FloatAttr,
     IntegerAttr,
     MemRefType,
@@ -215,6 +215,23 @@ class _Ring:
     tag: str
     dst: SSAValue | None = None
     """reduce_scatter: the HBM buffer (of chunk shape) the reduced part goes to."""
+
+
+@dataclass
+class _RsState:
+    """The VMEM buffers and semaphores of one reduce-scatter ring (`run_rs_rings`)."""
+
+    bshape: list[int]
+    to: SSAValue
+    back: SSAValue
+    rbuf: SSAValue
+    mine: SSAValue
+    acc: SSAValue
+    copy_sem: SSAValue
+    send_sem: SSAValue
+    recv_sems: SSAValue
+    credits: SSAValue
+    out_sem: SSAValue
 
 
 class KernelLowering:
@@ -746,7 +763,7 @@ class KernelLowering:
             if j == m - 1:
                 self.reduce_scatter_phase(op, [(ax, cur, kj, out)], dim, defer and m == 1)
             else:
-                ((_, cur),) = self.run_rs_rings(op, [_Ring(ax, cur, dim, kj, 1, None, "rs")])
+                ((_, cur),) = self.run_rs_rings(op, [[_Ring(ax, cur, dim, kj, 1, None, "rs")]])
             if vmem is not None:
                 self.e.op(tpu.DeallocOp(vmem))
             vmem = cur if j < m - 1 else None
@@ -777,8 +794,7 @@ class KernelLowering:
         """
         One ring reduce-scatter phase per job (axis, input, chunk size, HBM destination),
         all at once (their axes have one size), each chunk cut into the pieces and ways
-        of `rs_plan`, the pieces one after the other, each piece's result copied to its
-        destination before the next.
+        of `rs_plan`, the pieces one after the other (`run_rs_rings`).
         """
         plans = []
         for ax, x, k, _ in jobs:
@@ -791,17 +807,13 @@ class KernelLowering:
             for job in jobs:  # nothing to keep in step: one after the other
                 self.reduce_scatter_phase(op, [job], dim, defer)
             return
+        pieces = []
         for p in range(plans[0][1]):
             rings: list[_Ring] = []
             for i, ((ax, x, k, dst), plan) in enumerate(zip(jobs, plans)):
                 rings += self.rs_rings(ax, x, dim, k, dst, plan, p, f"rs{i or ''}")
-            for ring, acc in self.run_rs_rings(op, rings, defer and p == 0):
-                e = self.e  # (a deferred first piece switched it to the done's block)
-                assert ring.dst is not None
-                target = ring.dst if ring.part is None else self.chunk(
-                    e, ring.dst, dim, ring.k, e.index(0), "rs_part", ring.part)
-                self.copy_out(acc, target)
-                e.op(tpu.DeallocOp(acc))
+            pieces.append(rings)
+        self.run_rs_rings(op, pieces, defer)
 
     def ag_rings(self, ax: _Axis, out: SSAValue, dim: int, k: int, tag: str) -> list[_Ring]:
         """
@@ -931,18 +943,22 @@ class KernelLowering:
                 _Ring(ax, x, dim, k, -1, (split, size, first + 1), f"{tag}_l", dst)]
 
     def run_rs_rings(
-        self, op: Operation, rings: list[_Ring], defer: bool = False,
+        self, op: Operation, pieces: list[list[_Ring]], defer: bool = False,
     ) -> list[tuple[_Ring, SSAValue]]:
         """
-        Ring reduce-scatter steps of all `rings` (one axis size) interleaved: each ring
-        reduces its part of every chunk (of its `ref`, HBM or VMEM) and returns the VMEM
-        buffer holding this rank's reduced part; the caller copies it out and deallocates
-        it. Partial sums travel in VMEM along the ring (see the module docstring for the
-        credit handshake). `defer` (a `_start`): after step 0's sends, switch `self.e` to
-        `self.later` (emitted at the done) for everything else.
+        Ring reduce-scatter steps of the rings of each piece (one axis size), the rings
+        of a piece interleaved, the pieces one after the other through the same VMEM
+        buffers (a piece's rings are the previous piece's on the next part of every
+        chunk). Partial sums travel in VMEM along the ring (see the module docstring for
+        the credit handshake, which runs on across pieces: no drain in between). With a
+        `dst` (HBM) per ring, each piece's result is copied there while the next piece's
+        first messages travel; without (one piece), the VMEM buffers holding this rank's
+        reduced parts are returned, for the caller to use and deallocate. `defer` (a
+        `_start`): after step 0's sends, switch `self.e` to `self.later` (emitted at the
+        done) for everything else.
         """
-        e, n = self.e, rings[0].ax.size
-        blocks = [self.ring_block(r) for r in rings]
+        e, n = self.e, pieces[0][0].ax.size
+        blocks = [self.ring_block(r) for r in pieces[0]]
         elem = blocks[0][1]
         wide = accumulation_type(elem)
         self.check_vmem(op, "a ring reduce_scatter step (4 blocks of "
@@ -950,66 +966,103 @@ class KernelLowering:
                         sum(4 * nbytes(b, wide) for b, _ in blocks))
         one = e.i32(1, "one")
         credit0 = e.i32(min(2, n - 1), "rs_slots")
-        state = []
-        for r, (bshape, _) in zip(rings, blocks):
-            ax, tag = r.ax, r.tag
-            to = self.neighbour(ax, r.direction)
-            back = self.neighbour(ax, -r.direction)
-            # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
-            rbuf = e.op(tpu.AllocOp(memref_type([2, *bshape], wide, VMEM)), f"{tag}_recv_buf")
-            mine = e.op(tpu.AllocOp(memref_type(bshape, elem, VMEM)), f"{tag}_mine")
-            acc = e.op(tpu.AllocOp(memref_type(bshape, wide, VMEM)), f"{tag}_acc")
-            copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_copy_sem")
-            send_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem")
-            recv_sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems")
-            credits = e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits")
-            # My receive slots are free: tell the neighbour who sends into them.
-            e.op(tpu.SemSignalOp(credits, credit0, back))
+        state = [self._rs_buffers(e, r, bshape, elem, wide, credit0) for r, (bshape, _) in zip(pieces[0], blocks)]
+        pending: list[Operation] = []
+        """Waits for the previous piece's copies out of the accumulators."""
+        for p, rings in enumerate(pieces):
             # The first message is my own chunk (me - direction) mod N, sent straight
-            # from HBM (no staging copy).
-            first = e.to_index(e.rem(e.add(ax.me, e.i32((-r.direction) % n)), ax.n), f"{tag}_first")
-            first_block = self.chunk(e, r.ref, r.dim, r.k, first, f"{tag}_first_block", r.part)
-            if wide != elem:
-                # Low precision: widened into acc first, and sent from there.
-                e.op(tpu.DMAStartOp(first_block, mine, recv_sem=copy_sem))
-                e.op(tpu.DMAWaitOp(copy_sem, mine))
-                zeros = [e.index(0) for _ in bshape]
-                low = e.op(tpu.LoadOp(mine, zeros, VectorType(elem, bshape)), f"{tag}_first_low")
-                e.op(tpu.StoreOp(e.op(arith.ExtFOp(low, VectorType(wide, bshape))), acc, zeros))
-                first_block = acc
-            state.append((r, bshape, to, back, rbuf, mine, acc, first_block, copy_sem, send_sem,
-                          recv_sems, credits))
+            # from HBM; low precision widens it into acc first and sends it from there.
+            firsts = []
+            for r, st in zip(rings, state):
+                first = e.to_index(e.rem(e.add(r.ax.me, e.i32((-r.direction) % n)), r.ax.n), f"{r.tag}_first")
+                block = self.chunk(e, r.ref, r.dim, r.k, first, f"{r.tag}_first_block", r.part)
+                if wide != elem:
+                    for w in pending:
+                        e.op(w)
+                    pending = []
+                    e.op(tpu.DMAStartOp(block, st.mine, recv_sem=st.copy_sem))
+                    e.op(tpu.DMAWaitOp(st.copy_sem, st.mine))
+                    zeros = [e.index(0) for _ in st.bshape]
+                    low = e.op(tpu.LoadOp(st.mine, zeros, VectorType(elem, st.bshape)), f"{r.tag}_first_low")
+                    e.op(tpu.StoreOp(e.op(arith.ExtFOp(low, VectorType(wide, st.bshape))), st.acc, zeros))
+                    block = st.acc
+                firsts.append(block)
 
-        def step(b: Emitter, s: SSAValue, first: bool) -> list[Operation]:
-            """Start step `s`'s DMAs (after their credits); return the rest of the step."""
-            s32 = b.to_i32(s)
-            slot = b.rem(s, b.index(2), "slot")
-            later: list[Operation] = []
-            for (r, bshape, to, back, rbuf, mine, acc, first_block, *sems) in state:
-                later += self._rs_step(op, b, elem, one, s32, slot, r, bshape, to, back, rbuf, mine,
-                                       acc, first_block if first else acc, *sems)
-            return later
+            def step(b: Emitter, s: SSAValue, srcs: list[SSAValue], before_store: list[Operation],
+                     p: int = p, rings: list[_Ring] = rings) -> list[Operation]:
+                """Start step `s`'s DMAs (after their credits); return the rest of the step."""
+                s32 = b.to_i32(s)
+                slot = b.rem(b.add(s, b.index(p * (n - 1))) if p else s, b.index(2), "slot")
+                later: list[Operation] = []
+                for r, st, src in zip(rings, state, srcs):
+                    later += self._rs_step(op, b, elem, one, s32, slot, r, st, src, before_store)
+                    before_store = []
+                return later
 
-        # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and the
-        # rest of the collective (and whatever the caller emits after it) goes to a block
-        # emitted at the done.
-        for o in step(e, e.index(0), True):
-            (self.later if defer else e).op(o)
-        if defer:
-            e = self.e = self.later
-        if n > 2:
-            b, s = self.for_steps(1, n - 1)
-            for o in step(b, s, False):
-                b.op(o)
-            b.op(scf.YieldOp())
+            # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and the
+            # rest of the collective (and whatever the caller emits after it) goes to a
+            # block emitted at the done.
+            for o in step(e, e.index(0), firsts, pending):
+                (self.later if defer and p == 0 else e).op(o)
+            pending = []
+            if defer and p == 0:
+                e = self.e = self.later
+            if n > 2:
+                b, s = self.for_steps(1, n - 1)
+                for o in step(b, s, [st.acc for st in state], []):
+                    b.op(o)
+                b.op(scf.YieldOp())
+            if p < len(pieces) - 1 and wide == elem:
+                # This piece's result leaves while the next piece's first messages travel.
+                for r, st in zip(rings, state):
+                    assert r.dst is not None
+                    target = self.ring_target(e, r)
+                    e.op(tpu.DMAStartOp(st.acc, target, recv_sem=st.out_sem))
+                    pending.append(tpu.DMAWaitOp(st.out_sem, target))
+            elif p < len(pieces) - 1:
+                for r, st in zip(rings, state):
+                    self.copy_out(st.acc, self.ring_target(e, r))
         results = []
-        for (r, _, _, _, rbuf, mine, acc, _, _, _, _, credits) in state:
+        for r, st in zip(pieces[-1], state):
             # The credits still owed to me: my receiver has consumed every message.
-            e.op(tpu.SemWaitOp(credits, credit0))
-            e.op(tpu.DeallocOp(rbuf))
-            e.op(tpu.DeallocOp(mine))
-            results.append((r, acc))
+            e.op(tpu.SemWaitOp(st.credits, credit0))
+            e.op(tpu.DeallocOp(st.rbuf))
+            e.op(tpu.DeallocOp(st.mine))
+            if r.dst is None:
+                results.append((r, st.acc))
+                continue
+            self.copy_out(st.acc, self.ring_target(e, r))
+            e.op(tpu.DeallocOp(st.acc))
         return results
+
+    def ring_target(self, e: Emitter, r: _Ring) -> SSAValue:
+        """Where a reduce-scatter ring's reduced part goes: its part of `r.dst`."""
+        assert r.dst is not None
+        if r.part is None:
+            return r.dst
+        return self.chunk(e, r.dst, r.dim, r.k, e.index(0), "rs_part", r.part)
+
+    def _rs_buffers(
+        self, e: Emitter, r: _Ring, bshape: list[int], elem: Attribute, wide: Attribute,
+        credit0: SSAValue,
+    ) -> _RsState:
+        """A reduce-scatter ring's VMEM buffers and semaphores; its first credits sent."""
+        tag = r.tag
+        # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
+        st = _RsState(
+            bshape, self.neighbour(r.ax, r.direction), self.neighbour(r.ax, -r.direction),
+            e.op(tpu.AllocOp(memref_type([2, *bshape], wide, VMEM)), f"{tag}_recv_buf"),
+            e.op(tpu.AllocOp(memref_type(bshape, elem, VMEM)), f"{tag}_mine"),
+            e.op(tpu.AllocOp(memref_type(bshape, wide, VMEM)), f"{tag}_acc"),
+            e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_copy_sem"),
+            e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem"),
+            e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems"),
+            e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits"),
+            e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_out_sem"),
+        )
+        # My receive slots are free: tell the neighbour who sends into them.
+        e.op(tpu.SemSignalOp(st.credits, credit0, st.back))
+        return st
 
     def ring_block(self, r: _Ring) -> tuple[list[int], Attribute]:
         """The shape and element type of the part of one chunk a ring moves per step."""
@@ -1023,14 +1076,14 @@ class KernelLowering:
 
     def _rs_step(
         self, op: Operation, b: Emitter, elem: Attribute, one: SSAValue, s32: SSAValue,
-        slot: SSAValue, r: _Ring, bshape: list[int], to: SSAValue, back: SSAValue,
-        rbuf: SSAValue, mine: SSAValue, acc: SSAValue, src: SSAValue, copy_sem: SSAValue,
-        send_sem: SSAValue, recv_sems: SSAValue, credits: SSAValue,
+        slot: SSAValue, r: _Ring, st: _RsState, src: SSAValue, before_store: list[Operation],
     ) -> list[Operation]:
         """One ring of reduce_scatter step s: send `src` (the running partial in `acc`,
         or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
-        return the rest."""
+        return the rest (`before_store` just before the accumulator is overwritten)."""
         ax, n, tag = r.ax, r.ax.size, r.tag
+        bshape, to, back, rbuf, mine, acc = st.bshape, st.to, st.back, st.rbuf, st.mine, st.acc
+        copy_sem, send_sem, recv_sems, credits = st.copy_sem, st.send_sem, st.recv_sems, st.credits
         wide = accumulation_type(elem)
         block_v = memref_type(bshape, wide, VMEM)
         # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
@@ -1058,6 +1111,7 @@ class KernelLowering:
             got, own, *combine,
             # The send buffer is free once the outgoing message has left.
             tpu.DMAWaitOp(send_sem, acc),
+            *before_store,
             tpu.StoreOp(combine[-1].results[0], acc, zeros),
             # My slot is consumed: one more credit for the sending neighbour.
             tpu.SemSignalOp(credits, one, back),
@@ -1239,6 +1293,17 @@ class KernelLowering:
                 e.op(o)
 
 
+def _is_tensor_program(function: func.FuncOp) -> bool:
+    """A level-G/S function (tensors in, tensors out, or hlo/collective ops), as opposed to
+    a kernel or a helper of scalars: even one that only returns its arguments becomes a
+    kernel (of copies), so that a pipeline's result is all level T."""
+    types = [*function.function_type.inputs.data, *function.function_type.outputs.data]
+    return any(isinstance(t, TensorType) for t in types) or any(
+        isinstance(o, collective.CollectiveOp | collective.DoneOp | hlo.HloOp)
+        for o in function.body.walk()
+    )
+
+
 @dataclass(frozen=True)
 class LowerToTpuPass(ModulePass):
     """Level S to level T (see the module docstring)."""
@@ -1266,10 +1331,7 @@ class LowerToTpuPass(ModulePass):
         for function in list(op.body.block.ops):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue
-            if not any(
-                isinstance(o, collective.CollectiveOp | collective.DoneOp | hlo.HloOp)
-                for o in function.body.walk()
-            ):
+            if not _is_tensor_program(function):
                 continue
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
