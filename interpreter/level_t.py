@@ -5,7 +5,10 @@ kernel each (DESIGN.md "The interpreter and the simulated machine", issue 7 item
 ```python
 from shardc.interpreter.level_t import run_level_t
 outputs, report = run_level_t(module, inputs, chip="v5e", source_map=source_map)
+_, report = run_level_t(module, [[None] * n_args] * n, chip="v5p", values=False)  # timing only
 ```
+The timing mode (`values=False`) simulates the same machine without any bytes: for
+messages too large to hold N copies of (bench/collectives.py: 16 devices x 256 MiB).
 
 What is a level-T program
 -------------------------
