@@ -231,7 +231,8 @@ class _RsState:
     send_sem: SSAValue
     recv_sems: SSAValue
     credits: SSAValue
-    out_sem: SSAValue
+    out_sem: SSAValue | None
+    """Copies of a piece's result out of `acc` (with several pieces)."""
 
 
 class KernelLowering:
@@ -966,7 +967,8 @@ class KernelLowering:
                         sum(4 * nbytes(b, wide) for b, _ in blocks))
         one = e.i32(1, "one")
         credit0 = e.i32(min(2, n - 1), "rs_slots")
-        state = [self._rs_buffers(e, r, bshape, elem, wide, credit0) for r, (bshape, _) in zip(pieces[0], blocks)]
+        state = [self._rs_buffers(e, r, bshape, elem, wide, credit0, len(pieces) > 1)
+                 for r, (bshape, _) in zip(pieces[0], blocks)]
         pending: list[Operation] = []
         """Waits for the previous piece's copies out of the accumulators."""
         for p, rings in enumerate(pieces):
@@ -1015,25 +1017,24 @@ class KernelLowering:
             if p < len(pieces) - 1 and wide == elem:
                 # This piece's result leaves while the next piece's first messages travel.
                 for r, st in zip(rings, state):
-                    assert r.dst is not None
+                    assert r.dst is not None and st.out_sem is not None
                     target = self.ring_target(e, r)
                     e.op(tpu.DMAStartOp(st.acc, target, recv_sem=st.out_sem))
                     pending.append(tpu.DMAWaitOp(st.out_sem, target))
             elif p < len(pieces) - 1:
                 for r, st in zip(rings, state):
                     self.copy_out(st.acc, self.ring_target(e, r))
-        results = []
-        for r, st in zip(pieces[-1], state):
+        for st in state:
             # The credits still owed to me: my receiver has consumed every message.
             e.op(tpu.SemWaitOp(st.credits, credit0))
             e.op(tpu.DeallocOp(st.rbuf))
             e.op(tpu.DeallocOp(st.mine))
-            if r.dst is None:
-                results.append((r, st.acc))
-                continue
+        if pieces[-1][0].dst is None:
+            return [(r, st.acc) for r, st in zip(pieces[-1], state)]
+        for r, st in zip(pieces[-1], state):
             self.copy_out(st.acc, self.ring_target(e, r))
             e.op(tpu.DeallocOp(st.acc))
-        return results
+        return []
 
     def ring_target(self, e: Emitter, r: _Ring) -> SSAValue:
         """Where a reduce-scatter ring's reduced part goes: its part of `r.dst`."""
@@ -1044,9 +1045,10 @@ class KernelLowering:
 
     def _rs_buffers(
         self, e: Emitter, r: _Ring, bshape: list[int], elem: Attribute, wide: Attribute,
-        credit0: SSAValue,
+        credit0: SSAValue, pieces: bool,
     ) -> _RsState:
-        """A reduce-scatter ring's VMEM buffers and semaphores; its first credits sent."""
+        """A reduce-scatter ring's VMEM buffers and semaphores (`pieces`: one for the copies
+        out between pieces too); its first credits sent."""
         tag = r.tag
         # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
         st = _RsState(
@@ -1058,7 +1060,7 @@ class KernelLowering:
             e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem"),
             e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems"),
             e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits"),
-            e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_out_sem"),
+            e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_piece_sem") if pieces else None,
         )
         # My receive slots are free: tell the neighbour who sends into them.
         e.op(tpu.SemSignalOp(st.credits, credit0, st.back))
