@@ -61,7 +61,9 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
   with its own buffers, semaphores and credits), the two rings' steps interleaved.
   A chunk whose 4 VMEM blocks per ring do not fit the kernel's VMEM is reduced in
   pieces (halving along the first dimension they divide until they fit), one piece
-  after the other, each piece's result copied out before the next.
+  after the other through the same buffers: the credits run on (no drain between
+  pieces) and a piece's result is copied out while the next piece's first messages
+  travel.
 * Several mesh axes (`on @m["a", "b"]`, rank row-major over the listed axes): one ring
   phase per axis (a 2-D / 3-D torus algorithm), axes of size 1 skipped. reduce_scatter
   runs the most major axis first, each phase reduce-scattering the previous phase's VMEM
@@ -111,8 +113,9 @@ Algorithms (N = the axis size; `right`/`left` = the devices at axis coordinate
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
 VMEM that no dimension lets cut into pieces, or the VMEM intermediate of a multi-axis
 reduce_scatter (or a bf16/f16 multi-axis all_reduce) over VMEM (an error naming the op,
-the size and the capacity); pipelining a reduce_scatter's pieces (each drains the ring);
-no (8, 128) vreg alignment of collective blocks; compute ops whose smallest legal blocks do not
+the size and the capacity); overlapping a reduce_scatter piece's last step with the
+next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) vreg
+alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
 HBM, and waits for its last write-back before the next starts);
