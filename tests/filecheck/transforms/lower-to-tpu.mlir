@@ -296,4 +296,45 @@ func.func @bidirectional_rs(%a: tensor<32x128xf32>) -> tensor<8x128xf32> attribu
 // V5P:         %rs_part = tpu.memref_slice %out0[%{{.*}}, %{{.*}}] : memref<8x128xf32, #tpu.memory_space<hbm>> -> memref<4x128xf32, #tpu.memory_space<hbm>>
 // V5P:         tpu.dma_start %rs_r_acc, %rs_part, %rs_out_sem
 
+// -----
+
+// bf16 max: partials travel and accumulate in f32 (the own chunk widened), the result is
+// rounded once on the way out, as level S.
+
+spmd.mesh @ring = <["x"=4]>
+func.func @bf16_max(%a: tensor<16x128xbf16>) -> tensor<4x128xbf16> attributes {spmd.per_device_io} {
+  %r = collective.reduce_scatter max %a on @ring["x"], dim = 0 : (tensor<16x128xbf16>) -> tensor<4x128xbf16>
+  func.return %r : tensor<4x128xbf16>
+}
+
+// CHECK-LABEL: func.func @bf16_max(
+// CHECK:         %rs_recv_buf = tpu.alloc : memref<2x4x128xf32, #tpu.memory_space<vmem>>
+// CHECK-NEXT:    %rs_mine = tpu.alloc : memref<4x128xbf16, #tpu.memory_space<vmem>>
+// CHECK-NEXT:    %rs_acc = tpu.alloc : memref<4x128xf32, #tpu.memory_space<vmem>>
+// CHECK:         %rs_first_low = tpu.load %rs_mine
+// CHECK-NEXT:    %[[W:.*]] = arith.extf %rs_first_low : vector<4x128xbf16> to vector<4x128xf32>
+// CHECK-NEXT:    tpu.store %[[W]], %rs_acc
+// CHECK:         scf.for %s
+// CHECK:           %[[O:.*]] = arith.extf %own_1 : vector<4x128xbf16> to vector<4x128xf32>
+// CHECK-NEXT:      %max_1 = arith.maximumf %partial_1, %[[O]] : vector<4x128xf32>
+// CHECK:         %rounded = arith.truncf %wide : vector<4x128xf32> to vector<4x128xbf16>
+// CHECK:         tpu.dma_start %rs_rounded, %out0, %rs_out_sem
+
+// -----
+
+// Explicit groups: the rank and the peer come from the device id through selects.
+
+spmd.mesh @m = <["x"=4]>
+func.func @groups(%a: tensor<8x128xf32>) -> tensor<8x128xf32> attributes {spmd.per_device_io} {
+  %r = collective.permute %a on groups [[0, 2], [1, 3]], shift = 1 : tensor<8x128xf32>
+  func.return %r : tensor<8x128xf32>
+}
+
+// CHECK-LABEL: func.func @groups(
+// CHECK:         %me_g0 = arith.select %{{.*}}, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:    %n_g0 = arith.constant 2 : i32
+// CHECK:         %left_g0 = arith.select
+// CHECK-NEXT:    tpu.barrier
+// CHECK:         tpu.dma_start %a, %out0, %pm_send_sem, %pm_recv_sem, device = %left_g0
+
 // CHIP: error: lower-to-tpu: unknown chip 'v99'
