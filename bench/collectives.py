@@ -22,7 +22,8 @@ links (`Chip.axis_bandwidth_for`).
 One way vs both ways: the pass's `bidirectional` option (default: both ways exactly where
 the axis has wraparound). Both-ways rows are measured only on rings with wraparound (v5e:
 an axis of 16; v5p: multiples of 4): on a line the two directions' rings share every link
-and gain nothing, so there both rows would be one-way.
+and gain nothing (forced both ways, a v5e all_gather over 4 devices moves 43.8 GB/s at
+64 MiB against 44.0 one way).
 
 2-D vs 1-D over the same 16 chips: a mesh ["a"=4, "b"=4] is a 4x4 torus (v5p: with
 wraparound on both axes, so both ways; v5e: lines, one way). The all_reduce over
