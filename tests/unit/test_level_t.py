@@ -478,6 +478,8 @@ def test_timing_mode_times_the_ring_all_gather_as_the_valued_run():
 
 @pytest.mark.parametrize("chip, n, op", [
     ("v5e", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
+    ("v5p", 16, '%r = collective.all_reduce max %a on @m["a", "b"] : tensor<16x128xf32>'),
+    ("v5e", 8, '%r = collective.permute %a on groups [[0, 5], [1, 4], [2, 7], [3, 6]], shift = 1 : tensor<16x128xf32>'),
     ("v5p", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
     ("v5e", 8, '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<16x128xf32>) -> tensor<2x128xf32>'),
     ("v5p", 8, '%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 1 : (tensor<16x128xf32>) -> tensor<2x1024xf32>'),
@@ -488,8 +490,9 @@ def test_timing_mode_times_lowered_collectives_as_the_valued_run(chip, n, op):
     from shardc.lowering.lower_to_tpu import LowerToTpuPass
 
     res = op.rsplit("-> tensor<", 1)[1].rstrip(">") if "->" in op else "16x128xf32"
+    mesh = '"a"=4, "b"=4' if '"a"' in op else f'"x"={n}'
     text = f"""
-spmd.mesh @m = <["x"={n}]>
+spmd.mesh @m = <[{mesh}]>
 func.func @main(%a: tensor<16x128xf32>) -> tensor<{res}> attributes {{spmd.per_device_io}} {{
   {op}
   func.return %r : tensor<{res}>
