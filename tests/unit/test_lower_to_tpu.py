@@ -710,3 +710,13 @@ def test_large_torus_all_reduce_time_against_the_cost_model(chip):
     assert mesh is not None
     want = CostModel(get_chip(chip), mesh[1]).collective_time(op)  # pyright: ignore
     assert report["step_time_s"] / want == pytest.approx(1.0, abs=0.10)
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p"])
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_torus_all_reduce_in_pieces(chip, dtype):
+    """Both halves' rings at once, each phase's chunks in pieces (1 KiB of VMEM)."""
+    text = one_op(16, dtype, "16x64", "16x64", '%r = collective.all_reduce add %a on @m["a", "b"] : tensor<16x64x{t}>',
+                  mesh='"a"=4, "b"=4')
+    module, _ = check(text, 16, chip=chip, vmem_limit=1024)
+    assert "%rs1_" in str(module) and "_piece_sem" in str(module)
