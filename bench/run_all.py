@@ -34,6 +34,7 @@ def benchmarks(quick: bool, jax_python: str) -> list[tuple[str, list[str]]]:
         ("Propagate + partition speed (issue 4)", [py, str(BENCH / "partition_speed.py"), *(["--sizes", "2000", "10000"] if quick else [])]),
         ("Communication overlap (issue 6)", [py, str(BENCH / "overlap.py")]),
         ("Collective bus bandwidth on the level-T simulator (issue 7)", [py, str(BENCH / "collectives.py"), *(["--quick"] if quick else [])]),
+        ("Level-T simulation of a Megatron layer (issue 7)", [py, str(BENCH / "level_t_megatron.py"), *(["--hidden", "1024", "--tokens", "512"] if quick else [])]),
     ]
 
 
