@@ -58,10 +58,12 @@ from shardc.dialects.syntax import (
     parse_int_list,
     parse_keyword_int,
     parse_keyword_int_list,
+    patch_compact_splats,
     patch_hex_float_elements,
 )
 
 patch_hex_float_elements()
+patch_compact_splats()
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")

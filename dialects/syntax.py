@@ -8,10 +8,20 @@ these helpers keep those hand-written parts short and uniform.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerAttr, i64
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BytesAttr,
+    ComplexType,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    i64,
+)
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.mlir_lexer import MLIRLexer
@@ -140,3 +150,98 @@ def patch_hex_float_elements() -> None:
 
     element.to_type = to_type_reading_hex_bits
     element._shardc_hex_floats = True  # pyright: ignore[reportAttributeAccessIssue]
+
+
+# Splat literals ---------------------------------------------------------------------------
+#
+# A splat `dense<v> : tensor<8192x16384xbf16>` is held as ONE packed element under its
+# full-shaped type (xDSL prints, and shardc's readers read, a one-element literal of any
+# shape as a splat: see `interpreter.values.array_from_dense`). xDSL 0.74's own
+# `DenseIntOrFPElementsAttr.from_list(ty, [v])` and its `dense<...>` parser repeat the
+# element prod(shape) times, and its printer then unpacks every element into a Python
+# tuple twice (`get_values`, `is_splat`): gigabytes and minutes for one big splat.
+
+
+def splat_elements(ty: Any, value: float) -> DenseIntOrFPElementsAttr:
+    """`dense<value> : ty` holding one element, whatever the size of `ty`."""
+    elem = ty.get_element_type()
+    if isinstance(elem, IntegerType):
+        value = elem.get_normalized_value(int(value))
+    if math.prod(ty.get_shape()) == 0:  # an empty tensor holds no element
+        return DenseIntOrFPElementsAttr.from_list(ty, [])
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(elem.pack([value])))
+
+
+def splat_element(attr: DenseIntOrFPElementsAttr) -> Any:
+    """
+    The element of a splat literal (one stored element, or all stored elements the same
+    bits), else None; reads one element, never unpacks the whole literal.
+    """
+    raw = attr.data.data
+    size = attr.get_element_type().compile_time_size
+    if not raw or len(raw) % size:
+        return None
+    first = raw[:size]
+    # n non-overlapping occurrences of an n-th of the bytes tile them exactly
+    if len(raw) != size and raw.count(first) != len(raw) // size:
+        return None
+    return next(iter(attr.get_element_type().iter_unpack(first)))
+
+
+def patch_compact_splats() -> None:
+    """
+    Keep splat literals one element: xDSL's reader of `dense<...>` (a splat literal,
+    `dense<1.0>` or a one-element hex string, becomes one stored element, see
+    `splat_elements`), and its printer and `is_splat` (they test the splat on the bytes
+    instead of unpacking every element). Patched once, for every parser and printer.
+    """
+    if getattr(DenseIntOrFPElementsAttr, "_shardc_compact_splats", False):
+        return
+    parse_dense = AttrParser.parse_dense_int_or_fp_elements_attr
+    print_without_type = DenseIntOrFPElementsAttr.print_without_type
+
+    def parse_dense_compact(self: AttrParser, type: Any) -> DenseIntOrFPElementsAttr:
+        start = self.pos
+        self.parse_punctuation("<", " in dense attribute")
+        contents: Any = None
+        if self.parse_optional_punctuation(">") is None:
+            contents = self.parse_optional_str_literal()
+            if contents is None:
+                contents = self._parse_tensor_literal()  # pyright: ignore[reportPrivateUsage]
+            self.parse_punctuation(">", " in dense attribute")
+        ty = type
+        if ty is None:
+            self.parse_punctuation(":", " in dense attribute")
+            ty = self._parse_dense_literal_type()  # pyright: ignore[reportPrivateUsage]
+        count = math.prod(ty.get_shape())
+        elem = ty.get_element_type()
+        complex_elem = isinstance(elem, ComplexType)  # xDSL's reader for those
+        if count > 1 and isinstance(contents, str) and not complex_elem:
+            try:
+                raw = bytes.fromhex(contents[2:])
+            except ValueError:
+                self.raise_error("Hex string in denseAttr is invalid")
+            if len(raw) == elem.compile_time_size:
+                return DenseIntOrFPElementsAttr(ty, BytesAttr(raw))
+        elif count > 1 and isinstance(contents, tuple) and not contents[1] and not complex_elem:
+            return splat_elements(ty, contents[0][0].to_type(self, elem))
+        # anything else (not a splat): xDSL's own reader, from the start again
+        self._resume_from(start)  # pyright: ignore[reportPrivateUsage]
+        return parse_dense(self, type)
+
+    def print_compact(self: DenseIntOrFPElementsAttr, printer: Printer) -> None:
+        value = splat_element(self)
+        if value is None:
+            print_without_type(self, printer)
+            return
+        printer.print_string("dense<")
+        self._print_one_elem(value, printer)  # pyright: ignore[reportPrivateUsage]
+        printer.print_string(">")
+
+    def is_splat(self: DenseIntOrFPElementsAttr) -> bool:
+        return splat_element(self) is not None
+
+    AttrParser.parse_dense_int_or_fp_elements_attr = parse_dense_compact
+    DenseIntOrFPElementsAttr.print_without_type = print_compact
+    DenseIntOrFPElementsAttr.is_splat = is_splat
+    DenseIntOrFPElementsAttr._shardc_compact_splats = True  # pyright: ignore[reportAttributeAccessIssue]

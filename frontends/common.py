@@ -17,7 +17,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
-    DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -32,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.tools.source import DiagnosticError, Location, SourceMap
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
@@ -146,8 +145,8 @@ class Emitter:
             value = int(value)
         else:
             value = float(value)
-        attr = DenseIntOrFPElementsAttr.from_list(ty, [value])  # pyright: ignore
-        return self.value(hlo.ConstantOp(attr))
+        # one stored element whatever the shape (from_list would repeat it prod(shape) times)
+        return self.value(hlo.ConstantOp(splat_elements(ty, value)))
 
     def scalar_like(self, value: float | int | bool, like: SSAValue) -> SSAValue:
         ty = like.type

@@ -70,7 +70,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.utils.lexer import Input
 
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import (
     Emitter,
@@ -979,15 +979,17 @@ class HloTextImporter:
             )
         if is_bool(elem):
             values = [int(bool(v)) for v in values]
-        attr = DenseIntOrFPElementsAttr.from_list(ty, values)  # pyright: ignore
+        if len(values) == 1:  # a splat: one stored element, whatever the shape
+            attr = splat_elements(ty, values[0])
+        else:
+            attr = DenseIntOrFPElementsAttr.from_list(ty, values)  # pyright: ignore
         return self.emit.value(hlo.ConstantOp(attr))
 
     def literal_scalar(self, instr: Instr, value: SSAValue) -> float | int | bool | None:
         owner = value.owner
         if isinstance(owner, hlo.ConstantOp):
-            vals = owner.value.get_values()
-            if len(vals) >= 1 and all(v == vals[0] for v in vals):
-                v = vals[0]
+            v = splat_element(owner.value)
+            if v is not None:
                 return bool(v) if is_bool(owner.value.get_type().element_type) else v  # pyright: ignore
         return None
 

@@ -89,7 +89,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import (
     Emitter,
@@ -309,7 +309,9 @@ def ints(attr: Attribute) -> list[int]:
     if isinstance(attr, DenseArrayBase):
         return [int(v) for v in attr.get_values()]
     if isinstance(attr, DenseIntOrFPElementsAttr):
-        return [int(v) for v in attr.get_values()]
+        values = [int(v) for v in attr.get_values()]
+        count = math.prod(attr.get_shape())
+        return values * count if len(values) == 1 and count > 1 else values  # a splat
     if isinstance(attr, ArrayAttr):
         return [int(a.value.data) if isinstance(a, IntegerAttr) else int(a.data) for a in attr.data]  # pyright: ignore
     if isinstance(attr, IntegerAttr):
@@ -347,13 +349,7 @@ def matrix(attr: Attribute) -> list[list[int]]:
 
 
 def splat_value(attr: DenseIntOrFPElementsAttr) -> float | int | None:
-    values = attr.get_values()
-    if len(values) == 0:
-        return None
-    first = values[0]
-    if all(v == first for v in values) or len(values) == 1:
-        return first  # pyright: ignore[reportReturnType]
-    return None
+    return splat_element(attr)  # reads one element, whatever the literal's size
 
 
 # The importer -----------------------------------------------------------------------------
@@ -877,7 +873,7 @@ class StablehloImporter:
             ty = r.type
             assert isinstance(ty, TensorType)
             scalar_ty = TensorType(ty.element_type, [])
-            attr = DenseIntOrFPElementsAttr.from_list(scalar_ty, [splat_value(value)])  # pyright: ignore
+            attr = splat_elements(scalar_ty, splat_value(value))  # pyright: ignore
             scalar = self.emit.value(hlo.ConstantOp(attr))
             return View(scalar if not ty.get_shape() else None, None, constant=True, scalar=scalar, global_type=ty)
         results = self.convert_op(op, env, local=True)

@@ -21,6 +21,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from shardc.dialects import collective, hlo
+from shardc.dialects.syntax import splat_element, splat_elements
 
 MAX_FOLDED_ELEMENTS = 1 << 16
 """A non-splat constant is broadcast at compile time only up to this many elements."""
@@ -36,13 +37,13 @@ class BroadcastOfConstant(RewritePattern):
         result_type = op.result.type
         assert isinstance(result_type, TensorType)
         value = source.value
-        if value.is_splat():
-            data = [value.get_values()[0]]
+        if (first := splat_element(value)) is not None:
+            folded = splat_elements(result_type, first)  # one element, whatever the shape
         elif math.prod(result_type.get_shape()) <= MAX_FOLDED_ELEMENTS:
             data = broadcast_values(value, op.dims, result_type)
+            folded = DenseIntOrFPElementsAttr.from_list(result_type, data)  # pyright: ignore
         else:
             return
-        folded = DenseIntOrFPElementsAttr.from_list(result_type, data)  # pyright: ignore
         rewriter.replace(op, hlo.ConstantOp(folded))
 
 

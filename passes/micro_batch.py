@@ -70,7 +70,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
     ModuleOp,
     TensorType,
 )
@@ -81,7 +80,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import find_mesh
-from shardc.dialects.syntax import i64_array
+from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import block_dependencies, set_order
@@ -418,9 +417,7 @@ class Splitter:
         chunk_type = _with_dim(ty, d, self.chunk)
         if isinstance(op, hlo.ConstantOp) and op.value.is_splat():
             first = next(iter(op.value.iter_values()))
-            new: Operation = hlo.ConstantOp(
-                DenseIntOrFPElementsAttr.from_list(chunk_type, [first])  # pyright: ignore
-            )
+            new: Operation = hlo.ConstantOp(splat_elements(chunk_type, first))
         elif isinstance(op, hlo.IotaOp) and op.iota_dimension.value.data != d:
             new = hlo.IotaOp(op.iota_dimension.value.data, chunk_type)
         else:

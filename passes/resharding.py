@@ -29,7 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
-from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.passes.sharding_rules import Axes, make_sharding
 
 SCALAR_I32 = TensorType(i32, [])
@@ -279,7 +279,7 @@ class Resharder:
         is_first = self._insert(
             hlo.CompareOp("EQ", index, self.constant_i32(0))
         ).results[0]
-        zero_attr = DenseIntOrFPElementsAttr.from_list(ty, [0])  # pyright: ignore
+        zero_attr = splat_elements(ty, 0)
         zero = self._insert(hlo.ConstantOp(zero_attr)).results[0]
         return self._insert(hlo.SelectOp(is_first, value, zero)).results[0]
 

@@ -20,7 +20,7 @@ from xdsl.traits import is_side_effect_free
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import MeshAttr
-from shardc.dialects.syntax import i64_array
+from shardc.dialects.syntax import i64_array, splat_elements
 
 SCALAR_I32 = TensorType(i32, [])
 
@@ -41,7 +41,7 @@ def const_i32(value: int) -> hlo.ConstantOp:
 
 
 def zeros(ty: TensorType) -> hlo.ConstantOp:
-    return hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, [0]))  # pyright: ignore
+    return hlo.ConstantOp(splat_elements(ty, 0))
 
 
 def tensor_type(value: SSAValue) -> TensorType:

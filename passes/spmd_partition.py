@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
     FunctionType,
     ModuleOp,
     TensorType,
@@ -35,7 +34,7 @@ from shardc.dialects.spmd import (
     MeshAttr,
     ShardingAttr,
 )
-from shardc.dialects.syntax import i64_array
+from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.errors import OpPassError
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
@@ -214,7 +213,7 @@ class FunctionPartitioner:
         if natural.is_replicated():
             return op.result
         if op.value.is_splat():
-            splat = DenseIntOrFPElementsAttr.from_list(local, [op.value.get_values()[0]])  # pyright: ignore
+            splat = splat_elements(local, next(iter(op.value.iter_values())))  # pyright: ignore
             new_op = hlo.ConstantOp(splat)
             Rewriter.replace_op(op, new_op)
             return new_op.result
