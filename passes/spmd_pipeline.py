@@ -38,6 +38,7 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
+from shardc.hardware.chips import CHIPS
 from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
 from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.async_split import AsyncSplitPass
@@ -67,8 +68,10 @@ class SpmdPipelinePass(ModulePass):
     """Run `micro-batch` (false: leave the program unsplit)."""
 
     def __post_init__(self) -> None:
-        # Building the passes checks their options: a bad one is a bad pipeline when it is
-        # parsed, not a failure halfway through the run.
+        # The pipeline's own options first (so a bad one names this pipeline), then building
+        # the passes checks theirs: a bad one is a bad pipeline when it is parsed, not a
+        # failure halfway through the run.
+        check_option(self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'")
         self.passes()
 
     def partitioning_passes(self) -> list[ModulePass]:

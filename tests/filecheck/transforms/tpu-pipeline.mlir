@@ -44,5 +44,5 @@ func.func @main(%a: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"
 
 // VMEM:        error: 'hlo.exp' op lower-to-tpu: {{.*}} bytes of VMEM, more than the 1000 bytes available
 // BAD-VMEM:    error: invalid pass pipeline: pass 'tpu-pipeline': option 'vmem-limit' must be a positive number of bytes, got 0
-// CHIP:        error: invalid pass pipeline: {{.*}}option 'chip' must be one of v4, v5e, v5p, v6e, got 'v9'
+// CHIP:        error: invalid pass pipeline: pass 'tpu-pipeline': option 'chip' must be one of v4, v5e, v5p, v6e, got 'v9'
 // OPTION:      error: invalid pass pipeline: unknown pass option 'bogus'
