@@ -173,7 +173,7 @@ def _covered(spans: list[tuple[float, float]]) -> float:
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """What `shardc-run` adds to the timing summary of a level-T run."""
     dmas = (
-        f"  DMAs                 {report['dmas']}: {format_bytes(report['local_dma_bytes'])} "
+        f"  DMAs                 {report['dmas']} on all devices: {format_bytes(report['local_dma_bytes'])} "
         f"local, {format_bytes(report['ici_bytes'])} over ICI; peak VMEM "
         f"{format_bytes(report['peak_vmem_bytes'])}, HBM buffers "
         f"{format_bytes(report['hbm_buffer_bytes'])} per device"
