@@ -118,9 +118,9 @@ next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) v
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
-HBM, and waits for its last write-back before the next starts);
-overlapping more than one ring step
-of a `_start` (or any of a multi-axis one) with compute; `tpu-pipeline`.
+HBM, and waits for its last write-back before the next starts); overlapping more than
+one ring step of a `_start` (or any of a multi-axis one) with compute, so a level-T step
+can expose communication the level-S schedule hid.
 """
 
 from __future__ import annotations
