@@ -63,6 +63,7 @@ import numpy as np
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.tpu import memref_type
+from shardc.dialects.syntax import splat_element
 from shardc.lowering.emit import HBM, INDEX, VMEM, Emitter, nbytes, tensor_type
 from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, scf, vector
@@ -831,18 +832,16 @@ def _map(lowering: KernelLowering, op: Operation) -> _Tiled:
 
 
 def _constant(lowering: KernelLowering, op: hlo.ConstantOp) -> _Tiled:
-    from shardc.interpreter.values import array_from_dense
-
     ty = tensor_type(op.result.type)
     shape = ty.get_shape()
-    values = array_from_dense(op.value)
-    flat = values.reshape(-1)
-    splat = flat.size == 0 or bool(np.all(flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)))
+    # A splat is read from its one stored element: never expanded to the tensor's size.
+    value = splat_element(op.value) if math.prod(shape) else 0
+    splat = value is not None
 
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         vty = VectorType(ty.element_type, _vty_shape(target))
         if splat:
-            v = _splat(b, flat[0].item() if flat.size else 0, vty)
+            v = _splat(b, value, vty)
         else:
             v = b.op(arith.ConstantOp(DenseIntOrFPElementsAttr(vty, op.value.data)))
         _store(b, v, target)

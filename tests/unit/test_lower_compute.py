@@ -572,3 +572,21 @@ def test_hypothesis_reduce(case):
               rtol=1e-5 if t == "f32" else None)
     except PassFailedException as err:
         assert "smallest blocks" in str(err)
+
+
+def test_a_large_splat_constant_lowers_without_being_expanded():
+    """A 512 MiB splat becomes a broadcast scalar per block: lowering allocates nothing of its size."""
+    import tracemalloc
+
+    text = """spmd.mesh @m = <["x"=1]>
+func.func @main() -> tensor<8192x16384xf32> {
+  %c = hlo.constant dense<1.5> : tensor<8192x16384xf32>
+  func.return %c : tensor<8192x16384xf32>
+}"""
+    tracemalloc.start()
+    module = lower(text)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 16 * 2**20
+    consts = [o for o in module.walk() if o.name == "arith.constant" and "1.5" in str(o)]
+    assert consts and all("dense" not in str(o) for o in consts)
