@@ -1309,6 +1309,18 @@ def _is_tensor_program(function: func.FuncOp) -> bool:
     )
 
 
+def _check_partitioned(function: func.FuncOp) -> None:
+    """A function with shardings but not partitioned is level G: its shapes are global, and
+    lowering them as one device's would make kernels of the wrong sizes."""
+    if spmd.PARTITIONED_ATTR_NAME in function.attributes or spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes:
+        return
+    if any(s is not None for group in spmd.function_shardings(function) for s in group):
+        raise OpPassError(
+            function, f"lower-to-tpu: @{function.sym_name.data} is a level-G program (global "
+            "shapes with shardings): partition it first (spmd-pipeline), or use tpu-pipeline"
+        )
+
+
 @dataclass(frozen=True)
 class LowerToTpuPass(ModulePass):
     """Level S to level T (see the module docstring)."""
@@ -1338,6 +1350,7 @@ class LowerToTpuPass(ModulePass):
                 continue
             if not _is_tensor_program(function):
                 continue
+            _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
             new = KernelLowering(function, chip, self.vmem_limit, self.bidirectional).run()
