@@ -34,6 +34,9 @@ from typing import Any, NamedTuple
 from shardc.interpreter.level_t import Simulator
 from shardc.interpreter.timing import KINDS, format_bytes, format_seconds
 
+HBM_WAIT = "tpu.dma_wait (HBM)"
+"""The op name of a wait slice for local DMAs only (see `LevelTTimeline.slices`)."""
+
 LEVEL_S_KEYS = ("step_time_s", "compute_time_s", "exposed_comm_time_s", "roofline_time_s")
 """What `level_s` keeps of the level-S report."""
 
@@ -139,12 +142,30 @@ class LevelTTimeline:
             ],
         }
 
+    def _remote_spans(self, device: int) -> list[tuple[float, float]]:
+        """When a DMA between `device` and another chip is in flight (either direction)."""
+        hop = self.sim.chip.hop_latency
+        return sorted(
+            (d.start, d.drained + d.hops * hop)
+            for d in self.sim.dmas
+            if d.target != d.device and device in (d.device, d.target)
+        )
+
     def slices(self) -> list[Slice]:
+        """
+        The simulator's slices; a `tpu.dma_wait` during which no DMA to or from another
+        chip is in flight waits for the device's own HBM<->VMEM traffic, which the report
+        counts as compute (an op's memory time), so it is named `HBM_WAIT` and not drawn
+        as waiting for communication.
+        """
         out: list[Slice] = []
         for dev in self.sim.devs:
+            remote = self._remote_spans(dev.index)
             for stream, name, t0, t1, args in dev.trace:
                 if stream == "dma":
                     stream = "HBM DMA" if name == "local DMA" else "ICI DMA"
+                elif stream == "wait" and name == "tpu.dma_wait" and not _overlaps(remote, t0, t1):
+                    name = HBM_WAIT
                 out.append(Slice(dev.index, stream, _Named(name), t0, t1, 0.0, args.get("bytes", 0)))
         return out
 
@@ -158,6 +179,11 @@ class LevelTTimeline:
 
     def trace_json(self) -> str:
         return json.dumps(self.trace(), separators=(",", ":"))
+
+
+def _overlaps(spans: list[tuple[float, float]], t0: float, t1: float) -> bool:
+    """Whether any of the (sorted) spans overlaps [t0, t1]."""
+    return any(lo < t1 and hi > t0 for lo, hi in spans if lo < t1)
 
 
 def _covered(spans: list[tuple[float, float]]) -> float:
@@ -190,4 +216,4 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["LevelTTimeline", "Slice", "summary_lines"]
+__all__ = ["HBM_WAIT", "LevelTTimeline", "Slice", "summary_lines"]

@@ -6,7 +6,9 @@ ops, and hatched red where the compute stream *waits* for communication: a sync
 collective or a `done`) and a **collectives** row (the collective engine, coloured by
 kind), so that overlap, or its absence, is visible without Perfetto. A level-T run has,
 instead of the collective engine, an **HBM DMA** row (the device's local DMAs, HBM<->VMEM
-blocks) and an **ICI DMA** row (its DMAs to other chips, labelled with the target). Any other stream a
+blocks) and an **ICI DMA** row (its DMAs to other chips, labelled with the target); on
+its compute row, waits for its own HBM DMAs only (`level_t_timeline.HBM_WAIT`, counted as
+compute by the report) are drawn in the HBM DMA colour, not as waiting for communication. Any other stream a
 timeline has (per-link rows of a finer machine model, say) gets a row of its own. A
 dashed line marks the roofline bound, a solid one the step time; the title gives the
 program, chip, step time, compute and exposed communication; each device's own exposed
@@ -24,6 +26,7 @@ import os
 from collections import defaultdict
 from typing import IO, Any
 
+from shardc.interpreter.level_t_timeline import HBM_WAIT
 from shardc.tools.source import DiagnosticError
 
 MATMUL_OPS = frozenset({"hlo.dot", "hlo.dot_general", "hlo.convolution", "tpu.matmul"})
@@ -113,7 +116,7 @@ def _short(name: str) -> str:
 def _category(stream: str, op: Any) -> str:
     """The colour key of a slice."""
     if stream == "wait":
-        return "wait"
+        return "dma:HBM DMA" if op.name == HBM_WAIT else "wait"
     name = op.name
     if name.startswith("collective."):
         kind = _short(name).removesuffix("_start")
@@ -128,6 +131,8 @@ def _category(stream: str, op: Any) -> str:
 def _label(stream: str, op: Any, nbytes: int) -> str:
     from shardc.interpreter.timing import format_bytes
 
+    if stream == "wait" and op.name == HBM_WAIT:
+        return "HBM"
     if stream == "wait":
         kind = _waited_kind(op)
         return f"wait {kind}" if kind else "wait"

@@ -163,6 +163,7 @@ def test_other_streams_get_rows_of_their_own(tmp_path: Path) -> None:
 def test_level_t_rows_are_compute_hbm_dma_and_ici_dma() -> None:
     """A kernel's picture shows its DMAs (local and to other chips), not an empty engine row."""
     import shardc
+    from shardc.interpreter.level_t_timeline import HBM_WAIT
     from shardc.interpreter.plot import _category, _rows
 
     text = (Path(__file__).parents[2] / "examples" / "megatron_mlp.mlir").read_text()
@@ -173,3 +174,10 @@ def test_level_t_rows_are_compute_hbm_dma_and_ici_dma() -> None:
     assert len(rows) == 24
     cats = {_category(s.stream, s.op) for s in slices}
     assert {"dma:HBM DMA", "dma:ICI DMA", "compute:matmul", "wait"} <= cats
+    # Waits for the device's own HBM DMAs are not drawn as waiting for communication.
+    waits = [s for s in slices if s.stream == "wait"]
+    assert any(s.op.name == HBM_WAIT for s in waits)
+    assert any(s.op.name != HBM_WAIT for s in waits)
+    for s in waits:
+        if s.op.name == HBM_WAIT:
+            assert _category(s.stream, s.op) == "dma:HBM DMA"
