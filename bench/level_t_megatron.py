@@ -3,7 +3,7 @@ How long the level-T simulator takes on a real layer size (issue 7's wall-time t
 8-device Megatron MLP layer with hidden 4096 simulated in under a minute), and how that
 compares with numpy doing the same per-device math.
 
-    python bench/level_t_megatron.py [--hidden 4096] [--tokens 2048] [--chip v5e]
+    python bench/level_t_megatron.py [--hidden 4096] [--tokens 2048] [--chip v5e] [--plot PNG]
 
 The layer is examples/megatron_mlp.mlir at size: x[tokens, hidden] @ W1[hidden, 4 hidden],
 bias, relu, @ W2[4 hidden, hidden], on a v5e 2x4 slice (batch on "data", the FFN dimension
@@ -62,6 +62,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--chip", default="v5e")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the level-T run's timeline (needs matplotlib)")
     args = parser.parse_args()
     text = megatron_mlp(args.tokens, args.hidden)
 
@@ -97,6 +98,9 @@ def main() -> None:
     print(f"\ncompile (spmd-pipeline and tpu-pipeline): {compile_s:.2f} s; level T vs level S: "
           f"max relative difference {err:.2e}; level-T wall time target < 60 s: "
           f"{'met' if level_t_wall < 60 else 'MISSED'}")
+    if args.plot:
+        t_result.plot(args.plot)
+        print(f"\nwrote {args.plot}")
 
 
 if __name__ == "__main__":
