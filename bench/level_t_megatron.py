@@ -67,8 +67,9 @@ def main() -> None:
     text = megatron_mlp(args.tokens, args.hidden)
 
     t0 = time.perf_counter()
-    level_s = shardc.compile(text, "spmd-pipeline", chip=args.chip)
-    kernel = shardc.compile(text, "tpu-pipeline", chip=args.chip)
+    name = f"megatron_mlp (tokens {args.tokens}, hidden {args.hidden})"
+    level_s = shardc.compile(text, "spmd-pipeline", chip=args.chip, filename=name)
+    kernel = shardc.compile(text, "tpu-pipeline", chip=args.chip, filename=name)
     compile_s = time.perf_counter() - t0
 
     rng = np.random.default_rng(0)
