@@ -80,14 +80,17 @@ class LevelTTimeline:
     def devices(self) -> list[Any]:
         return self.sim.devs
 
+    def _span(self, dma: Any) -> tuple[float, float]:
+        """From a DMA's start until its last byte lands (drained, plus its hops' latency)."""
+        return dma.start, dma.drained + dma.hops * self.sim.chip.hop_latency
+
     def _times(self, device: int) -> tuple[float, float]:
         """(compute, comm) of `device`: see the module docstring."""
-        hop = self.sim.chip.hop_latency
         compute = [(t0, t1) for stream, _, t0, t1, _ in self.sim.devs[device].trace if stream == "compute"]
         comm = []
         for d in self.sim.dmas:
             if d.device == device:
-                (compute if d.target == device else comm).append((d.start, d.drained + d.hops * hop))
+                (compute if d.target == device else comm).append(self._span(d))
         return _covered(compute), _covered(comm)
 
     def report(self) -> dict[str, Any]:
@@ -144,9 +147,8 @@ class LevelTTimeline:
 
     def _remote_spans(self, device: int) -> list[tuple[float, float]]:
         """When a DMA between `device` and another chip is in flight (either direction)."""
-        hop = self.sim.chip.hop_latency
         return sorted(
-            (d.start, d.drained + d.hops * hop)
+            self._span(d)
             for d in self.sim.dmas
             if d.target != d.device and device in (d.device, d.target)
         )

@@ -64,7 +64,7 @@ from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.dialects.syntax import splat_element
-from shardc.lowering.emit import HBM, INDEX, VMEM, Emitter, nbytes, tensor_type
+from shardc.lowering.emit import HBM, INDEX, VMEM, Emitter, memref_shape, nbytes, reshape_view, tensor_type
 from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, scf, vector
 from xdsl.dialects import math as mathd
@@ -456,16 +456,6 @@ class _Buffers:
         return ref, sem
 
 
-def _reshape(b: _E, ref: SSAValue, shape: Sequence[int]) -> SSAValue:
-    ty = ref.type
-    assert isinstance(ty, MemRefType)
-    if tuple(ty.get_shape()) == tuple(shape):
-        return ref
-    space = tpu.memory_space_of(ty)
-    assert space is not None
-    return b.op(tpu.MemRefReshapeOp(ref, memref_type(shape, ty.element_type, space)))
-
-
 def _hbm_block(b: _E, ref: SSAValue, shape: Sequence[int], offsets: Sequence[Ix], hint: str) -> SSAValue:
     ty = ref.type
     assert isinstance(ty, MemRefType)
@@ -590,7 +580,7 @@ class _Loop:
                     w.op(tpu.StoreOp(w.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
 
             _when(b, self.fresh(b, step, self.periods[i]), wait)
-            views.append(_reshape(b, ref if stage is None else stage, s.view_shape(self.blocks)))
+            views.append(reshape_view(b, ref if stage is None else stage, s.view_shape(self.blocks)))
         return views
 
     def prefetch(self, b: _E, step: Ix) -> None:
@@ -839,7 +829,7 @@ def _constant(lowering: KernelLowering, op: hlo.ConstantOp) -> _Tiled:
     splat = value is not None
 
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
-        vty = VectorType(ty.element_type, _vty_shape(target))
+        vty = VectorType(ty.element_type, memref_shape(target))
         if splat:
             v = _splat(b, value, vty)
         else:
@@ -847,12 +837,6 @@ def _constant(lowering: KernelLowering, op: hlo.ConstantOp) -> _Tiled:
         _store(b, v, target)
 
     return _Tiled(op, shape, [], body, _vpu_work(lowering, 0, len(shape)), whole=not splat)
-
-
-def _vty_shape(ref: SSAValue) -> tuple[int, ...]:
-    ty = ref.type
-    assert isinstance(ty, MemRefType)
-    return tuple(ty.get_shape())
 
 
 def _iota(lowering: KernelLowering, op: hlo.IotaOp) -> _Tiled:
@@ -863,7 +847,7 @@ def _iota(lowering: KernelLowering, op: hlo.IotaOp) -> _Tiled:
     count = i64 if elem == i64 else i32
 
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
-        block = _vty_shape(target)
+        block = memref_shape(target)
         vty = VectorType(count, block)
         v = b.op(tpu.IotaOp(vty, dim))
         off = _mul(b, idx[dim], block[dim])
@@ -889,7 +873,7 @@ def _broadcast(lowering: KernelLowering, op: hlo.BroadcastOp) -> _Tiled:
         return tuple(full)
 
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
-        _store(b, _broadcast_to(b, _load(b, views[0]), _vty_shape(target)), target)
+        _store(b, _broadcast_to(b, _load(b, views[0]), memref_shape(target)), target)
 
     stream = _Stream(op.operand, follow, view=view)
     return _Tiled(op, shape, [stream], body, _vpu_work(lowering, 1, len(shape)))
@@ -969,10 +953,10 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
 
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         lhs, rhs = views
-        _, m, k = _vty_shape(lhs)
-        n = _vty_shape(rhs)[2]
-        batch = _vty_shape(lhs)[0]
-        acc3 = _reshape(b, target, (batch, m, n))
+        _, m, k = memref_shape(lhs)
+        n = memref_shape(rhs)[2]
+        batch = memref_shape(lhs)[0]
+        acc3 = reshape_view(b, target, (batch, m, n))
         if batch == 1:
             inner, i = b, b.index(0)
         else:

@@ -33,6 +33,24 @@ def nbytes(shape: Sequence[int], element_type: Attribute) -> int:
     return math.prod(shape) * tpu.element_bytes(element_type)
 
 
+def memref_shape(ref: SSAValue) -> tuple[int, ...]:
+    """The shape of a memref value (an HBM buffer, a VMEM block or a view of one)."""
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    return tuple(ty.get_shape())
+
+
+def reshape_view(e: Emitter, ref: SSAValue, shape: Sequence[int], hint: str | None = None) -> SSAValue:
+    """`ref` seen with another (row-major) shape in its memory space: itself if the shape is the same."""
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    if tuple(ty.get_shape()) == tuple(shape):
+        return ref
+    space = tpu.memory_space_of(ty)
+    assert space is not None
+    return e.op(tpu.MemRefReshapeOp(ref, memref_type(shape, ty.element_type, space)), hint)
+
+
 class Emitter:
     """Appends ops to a block; small helpers for index and i32 arithmetic."""
 

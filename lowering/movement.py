@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from shardc.dialects import hlo, spmd, tpu
 from shardc.dialects.tpu import MemorySpace, memref_type
-from shardc.lowering.emit import HBM, Emitter, tensor_type
+from shardc.lowering.emit import HBM, Emitter, memref_shape, reshape_view, tensor_type
 from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
@@ -72,12 +72,6 @@ def lower(lowering: KernelLowering, op: Operation) -> None:
 # Helpers ------------------------------------------------------------------------------
 
 
-def _shape(ref: SSAValue) -> list[int]:
-    ty = ref.type
-    assert isinstance(ty, MemRefType)
-    return list(ty.get_shape())
-
-
 def _view(e: Emitter, ref: SSAValue, offsets: Sequence[SSAValue | int], shape: Sequence[int],
           hint: str) -> SSAValue:
     """The block of `shape` at `offsets` (constants or index values) of an HBM `ref`."""
@@ -87,14 +81,6 @@ def _view(e: Emitter, ref: SSAValue, offsets: Sequence[SSAValue | int], shape: S
         return ref
     idx = [e.index(o) if isinstance(o, int) else o for o in offsets]
     return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, HBM)), hint)
-
-
-def _reshape(e: Emitter, ref: SSAValue, shape: Sequence[int], hint: str) -> SSAValue:
-    ty = ref.type
-    assert isinstance(ty, MemRefType)
-    if list(shape) == list(ty.get_shape()):
-        return ref
-    return e.op(tpu.MemRefReshapeOp(ref, memref_type(shape, ty.element_type, HBM)), hint)
 
 
 def _copies(e: Emitter, pairs: Sequence[tuple[SSAValue, SSAValue]], hint: str) -> None:
@@ -127,7 +113,7 @@ def _loop_nest(
 def _lower_reshape(lowering: KernelLowering, op: hlo.ReshapeOp) -> None:
     e = lowering.e
     src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
-    _copies(e, [(src, _reshape(e, dst, _shape(src), "reshape_view"))], "reshape")
+    _copies(e, [(src, reshape_view(e, dst, memref_shape(src), "reshape_view"))], "reshape")
 
 
 def _lower_concatenate(lowering: KernelLowering, op: hlo.ConcatenateOp) -> None:
@@ -137,7 +123,7 @@ def _lower_concatenate(lowering: KernelLowering, op: hlo.ConcatenateOp) -> None:
     pairs, offset = [], 0
     for v in op.inputs:
         src = lowering.buffers[v]
-        shape = _shape(src)
+        shape = memref_shape(src)
         if shape[dim]:
             at = [offset if d == dim else 0 for d in range(len(shape))]
             pairs.append((src, _view(e, dst, at, shape, "concat_part")))
@@ -171,13 +157,13 @@ def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
     src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
     dims = [
         _Dim(lo, s, k, n)
-        for (lo, _, s), k, n in zip(op.bounds, _shape(dst), _shape(src))
+        for (lo, _, s), k, n in zip(op.bounds, memref_shape(dst), memref_shape(src))
     ]
     # Split dimensions become two: [n / s, s] in the operand, [k, 1] in the result.
     src_shape = [x for d in dims for x in ((d.size // d.stride, d.stride) if d.kind == "split" else (d.size,))]
     dst_shape = [x for d in dims for x in ((d.count, 1) if d.kind == "split" else (d.count,))]
-    src_v = _reshape(e, src, src_shape, "slice_src")
-    dst_v = _reshape(e, dst, dst_shape, "slice_dst")
+    src_v = reshape_view(e, src, src_shape, "slice_src")
+    dst_v = reshape_view(e, dst, dst_shape, "slice_dst")
     loops = [d for d in dims if d.kind == "loop"]
 
     def views(b: Emitter, ivs: list[SSAValue], src: bool = True) -> tuple[SSAValue | None, SSAValue]:
@@ -269,7 +255,7 @@ def _lower_dynamic_slice(lowering: KernelLowering, op: hlo.DynamicSliceOp) -> No
     e = lowering.e
     src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
     fetched = _fetch_offsets(lowering, op.start_indices)
-    at = _load_offsets(lowering, fetched, _shape(src), op.sizes)
+    at = _load_offsets(lowering, fetched, memref_shape(src), op.sizes)
     _copies(e, [(e.op(tpu.MemRefSliceOp(src, at, dst.type), "dynamic_block"), dst)],
             "dynamic_slice")
 
@@ -280,10 +266,10 @@ def _lower_dynamic_update_slice(lowering: KernelLowering, op: hlo.DynamicUpdateS
     copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "dus_copy_sem")
     e.op(tpu.DMAStartOp(src, dst, recv_sem=copy_sem))
     fetched = _fetch_offsets(lowering, op.start_indices)
-    at = _load_offsets(lowering, fetched, _shape(src), _shape(upd))
+    at = _load_offsets(lowering, fetched, memref_shape(src), memref_shape(upd))
     # The update overwrites bytes the copy writes: it starts once the copy has landed.
     e.op(tpu.DMAWaitOp(copy_sem, dst))
-    if math.prod(_shape(upd)):
+    if math.prod(memref_shape(upd)):
         _copies(e, [(upd, e.op(tpu.MemRefSliceOp(dst, at, upd.type), "dus_place"))], "dus")
 
 
