@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-
     from shardc.shardc_api import Result
+    from xdsl.dialects.builtin import ModuleOp
 
 __version__ = "0.1.0"
 
@@ -60,8 +59,15 @@ def run(
     """
     from shardc.shardc_api import run as _run
 
-    return _run(module_or_text, inputs, chip=chip, seed=seed, timing_only=timing_only,
-                entry=entry, filename=filename)
+    return _run(
+        module_or_text,
+        inputs,
+        chip=chip,
+        seed=seed,
+        timing_only=timing_only,
+        entry=entry,
+        filename=filename,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-
 from shardc.tools.source import DiagnosticError, SourceMap
+from xdsl.dialects.builtin import ModuleOp
 
 DEFAULT_PIPELINE = "spmd-pipeline"
 DEFAULT_CHIP = "v5e"
@@ -78,9 +77,10 @@ def _module_and_source(
             clone = program.clone()
             # keep the locations: map the clone's ops to the original's
             if source_map.locations:
-                located = SourceMap(source_map.filename, input=source_map.input,
-                                    line_offset=source_map.line_offset)
-                for old, new in zip(program.walk(), clone.walk()):
+                located = SourceMap(
+                    source_map.filename, input=source_map.input, line_offset=source_map.line_offset
+                )
+                for old, new in zip(program.walk(), clone.walk(), strict=False):
                     loc = source_map.locations.get(old)
                     if loc is not None:
                         located.locations[new] = loc
@@ -159,8 +159,12 @@ class Result:
         """Draw the per-device timeline to a PNG (as `shardc-run --plot`); returns `path`."""
         from shardc.interpreter.plot import plot_timeline
 
-        return plot_timeline(self.timeline, path, program=self.program,
-                             what="shardc.Result.plot: error: drawing a timeline")
+        return plot_timeline(
+            self.timeline,
+            path,
+            program=self.program,
+            what="shardc.Result.plot: error: drawing a timeline",
+        )
 
     def trace(self, path: str) -> str:
         """Write the Chrome/Perfetto trace JSON (as `shardc-run --trace`); returns `path`."""
@@ -234,9 +238,19 @@ def run(
     outputs, timeline = execute(
         module, source_map, sig, name, hw, arrays, source, timing_only=timing_only
     )
-    specs = sig.output_specs() if timing_only else [(n, v.shape, v.dtype) for n, v in outputs.items()]
-    report = make_report(name, module, sig, _PIPELINES.get(module), inputs_info, specs, timeline,
-                         timing_only=timing_only)
+    specs = (
+        sig.output_specs() if timing_only else [(n, v.shape, v.dtype) for n, v in outputs.items()]
+    )
+    report = make_report(
+        name,
+        module,
+        sig,
+        _PIPELINES.get(module),
+        inputs_info,
+        specs,
+        timeline,
+        timing_only=timing_only,
+    )
     return Result(dict(outputs), report.as_json(), timeline, module, program_title(report))
 
 
@@ -250,7 +264,7 @@ def _input_dict(sig: Any, inputs: Any, what: str) -> dict[str, Any]:
                 f"{what}: error: {len(inputs)} input arrays given, @{sig.name} expects "
                 f"{len(names)} ({', '.join(names)})"
             )
-        return dict(zip(names, inputs))
+        return dict(zip(names, inputs, strict=False))
     raise DiagnosticError(
         f"{what}: error: inputs must be a dict of arrays by name (in_0..) or a list, "
         f"not {type(inputs).__name__}"

@@ -77,8 +77,9 @@ func.func @main(%a: tensor<{arg}xf32>) -> tensor<{res}xf32> attributes {{spmd.pe
 """
 
 
-def simulate(text: str, chip: str, n: int, bidirectional: bool | None,
-             torus: tuple[int, ...] | None = None) -> float:
+def simulate(
+    text: str, chip: str, n: int, bidirectional: bool | None, torus: tuple[int, ...] | None = None
+) -> float:
     """Lower and run in the timing mode; the simulated step time in seconds."""
     module, _ = parse(text)
     LowerToTpuPass(chip=chip, bidirectional=bidirectional).apply(make_context(), module)
@@ -138,14 +139,25 @@ def torus_rows(chips: list[str], sizes: list[int]) -> list[tuple[str, Row, Row]]
     for chip_name in chips:
         chip = get_chip(chip_name)
         wrap = chip.has_wraparound(4)
-        one_d = {s: simulate(program("all_reduce", s, '"x"=16', '"x"', 16), chip_name, 16, wrap, (4, 4))
-                 for s in sizes}
-        two_d = {s: simulate(program("all_reduce", s, '"a"=4, "b"=4', '"a", "b"', 16), chip_name, 16, wrap)
-                 for s in sizes}
+        one_d = {
+            s: simulate(program("all_reduce", s, '"x"=16', '"x"', 16), chip_name, 16, wrap, (4, 4))
+            for s in sizes
+        }
+        two_d = {
+            s: simulate(
+                program("all_reduce", s, '"a"=4, "b"=4', '"a", "b"', 16), chip_name, 16, wrap
+            )
+            for s in sizes
+        }
         ways = "both ways" if wrap else "one way"
         bound = chip.axis_bandwidth_for(wrap)
-        out.append((chip_name, Row(chip_name, 16, "all_reduce", f"1-D ring, {ways}", bound, one_d),
-                    Row(chip_name, 16, "all_reduce", f"2-D 4x4, {ways}", 2 * bound, two_d)))
+        out.append(
+            (
+                chip_name,
+                Row(chip_name, 16, "all_reduce", f"1-D ring, {ways}", bound, one_d),
+                Row(chip_name, 16, "all_reduce", f"2-D 4x4, {ways}", 2 * bound, two_d),
+            )
+        )
     return out
 
 
@@ -160,12 +172,28 @@ def human(size: int) -> str:
 def table(rows: list[Row], sizes: list[int]) -> str:
     shown = [s for s in sizes if s in TABLE_SIZES] or sizes
     top = sizes[-1]
-    head = ["chip", "N", "collective", "ring", *(f"{human(s)}" for s in shown), "bound", f"% of bound at {human(top)}",
-            f"time at {human(shown[0])} (µs)"]
+    head = [
+        "chip",
+        "N",
+        "collective",
+        "ring",
+        *(f"{human(s)}" for s in shown),
+        "bound",
+        f"% of bound at {human(top)}",
+        f"time at {human(shown[0])} (µs)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r.chip, str(r.n), r.kind, r.ways, *(gbps(r.busbw(s)) for s in shown), gbps(r.bound),
-                 f"{100 * r.busbw(top) / r.bound:.1f}", f"{r.times[shown[0]] * 1e6:.1f}"]
+        cells = [
+            r.chip,
+            str(r.n),
+            r.kind,
+            r.ways,
+            *(gbps(r.busbw(s)) for s in shown),
+            gbps(r.bound),
+            f"{100 * r.busbw(top) / r.bound:.1f}",
+            f"{r.times[shown[0]] * 1e6:.1f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -177,32 +205,44 @@ LARGE = 64 * MIB
 def targets(rows: list[Row], pairs: list[tuple[str, Row, Row]], sizes: list[int]) -> str:
     top = sizes[-1]
     if top < LARGE:
-        return (f"(largest message {human(top)}: the large-message targets need sizes of "
-                f"{human(LARGE)} or more; run without --quick)")
+        return (
+            f"(largest message {human(top)}: the large-message targets need sizes of "
+            f"{human(LARGE)} or more; run without --quick)"
+        )
     worst = min(rows, key=lambda r: r.busbw(top) / r.bound)
     small = max(rows, key=lambda r: r.busbw(sizes[0]) / r.bound)
     out = [
-        (f"- large messages ({human(top)}): every row at >= {100 * worst.busbw(top) / worst.bound:.1f}% of its "
-         f"bound (worst: {worst.chip} N={worst.n} {worst.kind} {worst.ways}); target >= 95%: "
-         f"{'met' if worst.busbw(top) >= 0.95 * worst.bound else 'MISSED'}"),
-        (f"- small messages ({human(sizes[0])}): latency-bound, at most "
-         f"{100 * small.busbw(sizes[0]) / small.bound:.1f}% of the bound "
-         f"({small.chip} N={small.n} {small.kind} {small.ways})"),
+        (
+            f"- large messages ({human(top)}): every row at >= {100 * worst.busbw(top) / worst.bound:.1f}% of its "
+            f"bound (worst: {worst.chip} N={worst.n} {worst.kind} {worst.ways}); target >= 95%: "
+            f"{'met' if worst.busbw(top) >= 0.95 * worst.bound else 'MISSED'}"
+        ),
+        (
+            f"- small messages ({human(sizes[0])}): latency-bound, at most "
+            f"{100 * small.busbw(sizes[0]) / small.bound:.1f}% of the bound "
+            f"({small.chip} N={small.n} {small.kind} {small.ways})"
+        ),
     ]
     ratios = []
     for r in rows:
         if r.ways == "both ways":
-            one = next(o for o in rows if (o.chip, o.n, o.kind, o.ways) == (r.chip, r.n, r.kind, "one way"))
+            one = next(
+                o for o in rows if (o.chip, o.n, o.kind, o.ways) == (r.chip, r.n, r.kind, "one way")
+            )
             ratios.append((r.busbw(top) / one.busbw(top), r))
     if ratios:
         lo, r = min(ratios, key=lambda x: x[0])
-        out.append(f"- both ways / one way at {human(top)}: >= {lo:.2f}x (lowest: {r.chip} N={r.n} {r.kind}); "
-                   f"target >= 1.9x: {'met' if lo >= 1.9 else 'MISSED'}")
+        out.append(
+            f"- both ways / one way at {human(top)}: >= {lo:.2f}x (lowest: {r.chip} N={r.n} {r.kind}); "
+            f"target >= 1.9x: {'met' if lo >= 1.9 else 'MISSED'}"
+        )
     for chip, one_d, two_d in pairs:
         speed = [one_d.times[s] / two_d.times[s] for s in sizes]
-        out.append(f"- {chip}: 2-D 4x4 all_reduce vs 1-D ring over the same 16 chips: "
-                   f"{min(speed):.2f}x to {max(speed):.2f}x faster ({speed[-1]:.2f}x at {human(top)}); "
-                   f"target faster: {'met' if min(speed) > 1 else 'MISSED'}")
+        out.append(
+            f"- {chip}: 2-D 4x4 all_reduce vs 1-D ring over the same 16 chips: "
+            f"{min(speed):.2f}x to {max(speed):.2f}x faster ({speed[-1]:.2f}x at {human(top)}); "
+            f"target faster: {'met' if min(speed) > 1 else 'MISSED'}"
+        )
     return "\n".join(out)
 
 
@@ -213,16 +253,29 @@ def plot(rows: list[Row], pairs: list[tuple[str, Row, Row]], sizes: list[int], p
     import matplotlib.pyplot as plt
 
     chips = sorted({r.chip for r in rows})
-    fig, axes = plt.subplots(len(chips), len(KINDS) + 1, figsize=(18, 4.2 * len(chips)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(chips), len(KINDS) + 1, figsize=(18, 4.2 * len(chips)), squeeze=False
+    )
     for i, chip in enumerate(chips):
         panels = [(k, [r for r in rows if r.chip == chip and r.kind == k]) for k in KINDS]
-        panels.append(("all_reduce, 16 chips: 2-D vs 1-D", [r for c, a, b in pairs if c == chip for r in (a, b)]))
+        panels.append(
+            (
+                "all_reduce, 16 chips: 2-D vs 1-D",
+                [r for c, a, b in pairs if c == chip for r in (a, b)],
+            )
+        )
         for j, (title, panel) in enumerate(panels):
             ax = axes[i][j]
             for r in panel:
                 label = r.ways if j == len(KINDS) else f"N={r.n}, {r.ways}"
-                ax.plot(sizes, [r.busbw(s) / 1e9 for s in sizes], marker="o", ms=3,
-                        ls="-" if "both" in r.ways or "2-D" in r.ways else "--", label=label)
+                ax.plot(
+                    sizes,
+                    [r.busbw(s) / 1e9 for s in sizes],
+                    marker="o",
+                    ms=3,
+                    ls="-" if "both" in r.ways or "2-D" in r.ways else "--",
+                    label=label,
+                )
             for bound in sorted({r.bound for r in panel}):
                 ax.axhline(bound / 1e9, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log", base=2)
@@ -242,7 +295,9 @@ def parse_size(text: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chips", nargs="+", default=["v5e", "v5p"])
     parser.add_argument("--devices", nargs="+", type=int, default=[4, 8, 16])
     parser.add_argument("--max-size", default="256M")
@@ -255,8 +310,10 @@ def main() -> None:
     rows = ring_rows(args.chips, args.devices, sizes)
     pairs = torus_rows(args.chips, sizes)
     took = time.monotonic() - start
-    print(f"Bus bandwidth (GB/s) of one f32 message, simulated (timing mode), {len(sizes)} sizes "
-          f"{human(sizes[0])}..{human(top)}; {took:.0f} s in all.\n")
+    print(
+        f"Bus bandwidth (GB/s) of one f32 message, simulated (timing mode), {len(sizes)} sizes "
+        f"{human(sizes[0])}..{human(top)}; {took:.0f} s in all.\n"
+    )
     print(table(rows, sizes))
     print("\n2-D torus vs 1-D ring, all_reduce over 16 chips (a 4x4 torus):\n")
     print(table([r for _, a, b in pairs for r in (a, b)], sizes))

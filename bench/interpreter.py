@@ -36,14 +36,13 @@ import time
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable  # noqa: E402 (after the thread settings)
+from typing import Any  # noqa: E402 (after the thread settings)
 
-import numpy as np
-
-from shardc.interpreter import io
-from shardc.interpreter.devices import Executor
-from shardc.interpreter.testing import parse
+import numpy as np  # noqa: E402 (after the thread settings)
+from shardc.interpreter import io  # noqa: E402 (after the thread settings)
+from shardc.interpreter.devices import Executor  # noqa: E402 (after the thread settings)
+from shardc.interpreter.testing import parse  # noqa: E402 (after the thread settings)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
@@ -67,11 +66,11 @@ def megatron_program(batch: int, hidden: int, devices: int) -> str:
     s = "#spmd.sharding<@mesh, {}>"
     return f"""
 spmd.mesh @mesh = <["model"={devices}]>
-func.func @main(%x: tensor<{batch}x{hidden}xf32> {{spmd.sharding = {s.format('[{}, {}]')}}},
+func.func @main(%x: tensor<{batch}x{hidden}xf32> {{spmd.sharding = {s.format("[{}, {}]")}}},
                 %w1: tensor<{hidden}x{local}xf32> {{spmd.sharding = {s.format('[{}, {"model"}]')}}},
                 %b1: tensor<{local}xf32> {{spmd.sharding = {s.format('[{"model"}]')}}},
                 %w2: tensor<{local}x{hidden}xf32> {{spmd.sharding = {s.format('[{"model"}, {}]')}}})
-    -> (tensor<{batch}x{hidden}xf32> {{spmd.sharding = {s.format('[{}, {}]')}}}) attributes {{spmd.partitioned}} {{
+    -> (tensor<{batch}x{hidden}xf32> {{spmd.sharding = {s.format("[{}, {}]")}}}) attributes {{spmd.partitioned}} {{
   %h = hlo.dot %x, %w1, contracting_dims = [1] x [0] : (tensor<{batch}x{hidden}xf32>, tensor<{hidden}x{local}xf32>) -> tensor<{batch}x{local}xf32>
   %bb = hlo.broadcast %b1, dims = [1] : (tensor<{local}xf32>) -> tensor<{batch}x{local}xf32>
   %hb = hlo.add %h, %bb : tensor<{batch}x{local}xf32>
@@ -121,7 +120,11 @@ def dp_grads_numpy(per_device: list[list[np.ndarray]]) -> list[np.ndarray]:
 
 
 def workload(
-    name: str, text: str, baseline: Callable[[list[list[np.ndarray]]], Any], repeat: int, seed: int = 0
+    name: str,
+    text: str,
+    baseline: Callable[[list[list[np.ndarray]]], Any],
+    repeat: int,
+    seed: int = 0,
 ) -> dict[str, Any]:
     start = time.perf_counter()
     module, source_map = parse(text)
@@ -158,10 +161,16 @@ def workload(
     got = results["interp"][0]
     want = results["numpy"]
     want = want if isinstance(want, list) else [want]
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=False):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-3)
-    return {"name": name, "parse_s": parse_s, "numpy_s": t_np, "interp_s": t_int, "runner_s": t_run,
-            "devices": sig.devices}
+    return {
+        "name": name,
+        "parse_s": parse_s,
+        "numpy_s": t_np,
+        "interp_s": t_int,
+        "runner_s": t_run,
+        "devices": sig.devices,
+    }
 
 
 # Dispatch -------------------------------------------------------------------------------
@@ -188,10 +197,9 @@ def dispatch(n_ops: int, repeat: int) -> dict[str, float]:
 
     t_numpy = best_of(raw, repeat) / n_ops
 
+    from shardc.interpreter.hlo_impls import HloFunctions
     from xdsl.interpreter import Interpreter
     from xdsl.interpreters.func import FuncFunctions
-
-    from shardc.interpreter.hlo_impls import HloFunctions
 
     interp = Interpreter(module)
     interp.register_implementations(HloFunctions())
@@ -200,21 +208,32 @@ def dispatch(n_ops: int, repeat: int) -> dict[str, float]:
 
     # one collective rendezvous: a chain of permutes on 8 devices
     k = 200
-    body = "\n".join(f'  %v{i + 1} = collective.permute %v{i} on @m["x"], shift = 1 : {t}' for i in range(k))
-    text = (f'spmd.mesh @m = <["x"=8]>\nfunc.func @main(%v0: {t}) -> {t} attributes {{spmd.partitioned}} {{\n'
-            f"{body}\n  func.return %v{k} : {t}\n}}")
+    body = "\n".join(
+        f'  %v{i + 1} = collective.permute %v{i} on @m["x"], shift = 1 : {t}' for i in range(k)
+    )
+    text = (
+        f'spmd.mesh @m = <["x"=8]>\nfunc.func @main(%v0: {t}) -> {t} attributes {{spmd.partitioned}} {{\n'
+        f"{body}\n  func.return %v{k} : {t}\n}}"
+    )
     module, source_map = parse(text)
     function = io.find_entry(module, None, "permutes")
     ex = Executor(module, source_map, "permutes")
     args = [[np.full(4, d, np.float32)] for d in range(8)]
     ex.run(function, args)
     t_coll = best_of(lambda: ex.run(function, args), repeat) / k
-    return {"checked": t_checked, "unchecked": t_unchecked, "numpy": t_numpy, "xdsl": t_xdsl,
-            "collective": t_coll}
+    return {
+        "checked": t_checked,
+        "unchecked": t_unchecked,
+        "numpy": t_numpy,
+        "xdsl": t_xdsl,
+        "collective": t_coll,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--batch", type=int, default=512)
@@ -235,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
             max(args.repeat, 15),
         ),
     ]
-    print("| workload | devices | numpy loop | interpreter | ratio | runner (split+run+assemble) | ratio | parse |")
+    print(
+        "| workload | devices | numpy loop | interpreter | ratio | runner (split+run+assemble) | ratio | parse |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(

@@ -26,7 +26,11 @@ def megatron_mlp(tokens: int, hidden: int) -> str:
     """The Megatron MLP of examples/megatron_mlp.mlir, at a given size."""
     ffn = 4 * hidden
     rows = '#spmd.sharding<@mesh, [{"data"}, {}]>'
-    t_x, t_w1, t_b = f"tensor<{tokens}x{hidden}xf32>", f"tensor<{hidden}x{ffn}xf32>", f"tensor<{ffn}xf32>"
+    t_x, t_w1, t_b = (
+        f"tensor<{tokens}x{hidden}xf32>",
+        f"tensor<{hidden}x{ffn}xf32>",
+        f"tensor<{ffn}xf32>",
+    )
     t_h, t_w2 = f"tensor<{tokens}x{ffn}xf32>", f"tensor<{ffn}x{hidden}xf32>"
     return f"""spmd.mesh @mesh = <["data"=2, "model"=4]>
 func.func @main(%x: {t_x} {{spmd.sharding = {rows}}},
@@ -58,11 +62,15 @@ def numpy_per_device(inputs: dict[str, np.ndarray]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--chip", default="v5e")
-    parser.add_argument("--plot", metavar="PNG", help="also draw the level-T run's timeline (needs matplotlib)")
+    parser.add_argument(
+        "--plot", metavar="PNG", help="also draw the level-T run's timeline (needs matplotlib)"
+    )
     args = parser.parse_args()
     text = megatron_mlp(args.tokens, args.hidden)
 
@@ -73,8 +81,16 @@ def main() -> None:
     compile_s = time.perf_counter() - t0
 
     rng = np.random.default_rng(0)
-    sig = [(args.tokens, args.hidden), (args.hidden, 4 * args.hidden), (4 * args.hidden,), (4 * args.hidden, args.hidden)]
-    inputs = {f"in_{i}": (rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32) for i, s in enumerate(sig)}
+    sig = [
+        (args.tokens, args.hidden),
+        (args.hidden, 4 * args.hidden),
+        (4 * args.hidden,),
+        (4 * args.hidden, args.hidden),
+    ]
+    inputs = {
+        f"in_{i}": (rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)
+        for i, s in enumerate(sig)
+    }
 
     t0 = time.perf_counter()
     s_result = shardc.run(level_s, inputs)
@@ -87,18 +103,26 @@ def main() -> None:
     got, want = t_result.outputs["out_0"], s_result.outputs["out_0"]
     err = float(np.max(np.abs(got - want)) / max(1e-30, float(np.max(np.abs(want)))))
     rs, rt = s_result.report, t_result.report
-    print(f"Megatron MLP, tokens {args.tokens}, hidden {args.hidden}, FFN {4 * args.hidden}, f32, "
-          f"{args.chip} 2x4 (8 devices)\n")
+    print(
+        f"Megatron MLP, tokens {args.tokens}, hidden {args.hidden}, FFN {4 * args.hidden}, f32, "
+        f"{args.chip} 2x4 (8 devices)\n"
+    )
     print("| | wall time (s) | x numpy | simulated step | roofline bound |")
     print("|---|---|---|---|---|")
     print(f"| numpy, the 8 devices' local math | {numpy_wall:.2f} | 1.00 | | |")
-    print(f"| level S (interpreter) | {level_s_wall:.2f} | {level_s_wall / numpy_wall:.2f} | "
-          f"{rs['step_time_s'] * 1e3:.3f} ms | {rs['roofline_time_s'] * 1e3:.3f} ms |")
-    print(f"| level T (simulator) | {level_t_wall:.2f} | {level_t_wall / numpy_wall:.2f} | "
-          f"{rt['step_time_s'] * 1e3:.3f} ms | {rt['roofline_time_s'] * 1e3:.3f} ms |")
-    print(f"\ncompile (spmd-pipeline and tpu-pipeline): {compile_s:.2f} s; level T vs level S: "
-          f"max relative difference {err:.2e}; level-T wall time target < 60 s: "
-          f"{'met' if level_t_wall < 60 else 'MISSED'}")
+    print(
+        f"| level S (interpreter) | {level_s_wall:.2f} | {level_s_wall / numpy_wall:.2f} | "
+        f"{rs['step_time_s'] * 1e3:.3f} ms | {rs['roofline_time_s'] * 1e3:.3f} ms |"
+    )
+    print(
+        f"| level T (simulator) | {level_t_wall:.2f} | {level_t_wall / numpy_wall:.2f} | "
+        f"{rt['step_time_s'] * 1e3:.3f} ms | {rt['roofline_time_s'] * 1e3:.3f} ms |"
+    )
+    print(
+        f"\ncompile (spmd-pipeline and tpu-pipeline): {compile_s:.2f} s; level T vs level S: "
+        f"max relative difference {err:.2e}; level-T wall time target < 60 s: "
+        f"{'met' if level_t_wall < 60 else 'MISSED'}"
+    )
     if args.plot:
         t_result.plot(args.plot)
         print(f"\nwrote {args.plot}")

@@ -27,14 +27,13 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.printer import Printer
-
 from shardc.dialects import make_context
 from shardc.interpreter.testing import time_program
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tools.source import parse_and_verify
+from xdsl.printer import Printer
 
 
 def dp_grads(batch: int, hidden: int, layers: int = 8) -> str:
@@ -44,9 +43,13 @@ def dp_grads(batch: int, hidden: int, layers: int = 8) -> str:
     args = [f"%x: {t_x}", f"%g0: {t_x}"] + [f"%w{i}: {t_w}" for i in range(layers)]
     body, results = [], []
     for i in range(layers):
-        body.append(f"  %dw{i} = hlo.dot %x, %g{i}, contracting_dims = [0] x [0] : ({t_x}, {t_x}) -> {t_w}")
+        body.append(
+            f"  %dw{i} = hlo.dot %x, %g{i}, contracting_dims = [0] x [0] : ({t_x}, {t_x}) -> {t_w}"
+        )
         body.append(f'  %ar{i} = collective.all_reduce add %dw{i} on @dp["data"] : {t_w}')
-        body.append(f"  %g{i + 1} = hlo.dot %g{i}, %w{i}, contracting_dims = [1] x [1] : ({t_x}, {t_w}) -> {t_x}")
+        body.append(
+            f"  %g{i + 1} = hlo.dot %g{i}, %w{i}, contracting_dims = [1] x [1] : ({t_x}, {t_w}) -> {t_x}"
+        )
         results.append(f"%ar{i}")
     types = ", ".join([t_w] * layers + [t_x])
     return "\n".join(
@@ -66,16 +69,24 @@ def megatron4(batch: int, hidden: int, ffn: int, layers: int = 4) -> str:
     t_h = f"tensor<{batch}x{ffn}xbf16>"
     t_1 = f"tensor<{hidden}x{ffn}xbf16>"
     t_2 = f"tensor<{ffn}x{hidden}xbf16>"
-    rows, cols, by_data = _sharding('{}, {"model"}'), _sharding('{"model"}, {}'), _sharding('{"data"}, {}')
+    rows, cols, by_data = (
+        _sharding('{}, {"model"}'),
+        _sharding('{"model"}, {}'),
+        _sharding('{"data"}, {}'),
+    )
     args = [f"%x: {t_x} {by_data}"]
     body = []
     prev = "%x"
     for i in range(layers):
         args.append(f"%a{i}: {t_1} {rows}")
         args.append(f"%b{i}: {t_2} {cols}")
-        body.append(f"  %h{i} = hlo.dot {prev}, %a{i}, contracting_dims = [1] x [0] : ({t_x}, {t_1}) -> {t_h}")
+        body.append(
+            f"  %h{i} = hlo.dot {prev}, %a{i}, contracting_dims = [1] x [0] : ({t_x}, {t_1}) -> {t_h}"
+        )
         body.append(f"  %r{i} = hlo.tanh %h{i} : {t_h}")
-        body.append(f"  %y{i} = hlo.dot %r{i}, %b{i}, contracting_dims = [1] x [0] : ({t_h}, {t_2}) -> {t_x}")
+        body.append(
+            f"  %y{i} = hlo.dot %r{i}, %b{i}, contracting_dims = [1] x [0] : ({t_h}, {t_2}) -> {t_x}"
+        )
         prev = f"%y{i}"
     return "\n".join(
         [
@@ -104,11 +115,19 @@ def megatron4_sequence_parallel(
     args, body, prev = [f"%x: {t_x}"], [], "%x"
     for i in range(layers):
         args += [f"%a{i}: {t_1}", f"%b{i}: {t_2}"]
-        body.append(f"  %h{i} = hlo.dot {prev}, %a{i}, contracting_dims = [1] x [0] : ({t_x}, {t_1}) -> {t_h}")
+        body.append(
+            f"  %h{i} = hlo.dot {prev}, %a{i}, contracting_dims = [1] x [0] : ({t_x}, {t_1}) -> {t_h}"
+        )
         body.append(f"  %r{i} = hlo.tanh %h{i} : {t_h}")
-        body.append(f"  %y{i} = hlo.dot %r{i}, %b{i}, contracting_dims = [1] x [0] : ({t_h}, {t_2}) -> {t_x}")
-        body.append(f'  %s{i} = collective.reduce_scatter add %y{i} on @mesh["model"], dim = 0 : ({t_x}) -> {t_s}')
-        body.append(f'  %g{i} = collective.all_gather %s{i} on @mesh["model"], dim = 0 : ({t_s}) -> {t_x}')
+        body.append(
+            f"  %y{i} = hlo.dot %r{i}, %b{i}, contracting_dims = [1] x [0] : ({t_h}, {t_2}) -> {t_x}"
+        )
+        body.append(
+            f'  %s{i} = collective.reduce_scatter add %y{i} on @mesh["model"], dim = 0 : ({t_x}) -> {t_s}'
+        )
+        body.append(
+            f'  %g{i} = collective.all_gather %s{i} on @mesh["model"], dim = 0 : ({t_s}) -> {t_x}'
+        )
         prev = f"%g{i}"
     return "\n".join(
         [
@@ -134,8 +153,12 @@ def fsdp(batch: int, hidden: int, layers: int = 4, devices: int = 8) -> str:
     body = []
     prev = "%x"
     for i in range(layers):
-        body.append(f'  %w{i} = collective.all_gather %s{i} on @dp["data"], dim = 0 : ({t_s}) -> {t_w}')
-        body.append(f"  %y{i} = hlo.dot {prev}, %w{i}, contracting_dims = [1] x [0] : ({t_x}, {t_w}) -> {t_x}")
+        body.append(
+            f'  %w{i} = collective.all_gather %s{i} on @dp["data"], dim = 0 : ({t_s}) -> {t_w}'
+        )
+        body.append(
+            f"  %y{i} = hlo.dot {prev}, %w{i}, contracting_dims = [1] x [0] : ({t_x}, {t_w}) -> {t_x}"
+        )
         prev = f"%y{i}"
     return "\n".join(
         [
@@ -231,7 +254,9 @@ def ablation(chips: list[str]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chips", nargs="+", default=["v5e", "v5p"])
-    parser.add_argument("--ablation", action="store_true", help="also the tensor-parallel ablation table")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also the tensor-parallel ablation table"
+    )
     args = parser.parse_args()
     rows = [
         "| program | chip | (a) sync, unoptimized | full pipeline | speedup vs (a) | (b) roofline | full / (b) | comm share of (a) | target met |",

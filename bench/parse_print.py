@@ -38,13 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import xdsl
+from shardc.dialects import make_context
+from shardc.tools.source import parse_and_verify, parse_module, verify_module
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-
-from shardc.dialects import make_context
-from shardc.tools.source import parse_and_verify, parse_module, verify_module
 
 BLOCK = 10
 """Ops per block of the generated chain."""
@@ -387,9 +386,7 @@ def render(
         o, t, p = r["ours"], r["theirs"], r["plain"]
         assert isinstance(o, Timing) and isinstance(t, Timing)
         plain = (
-            f"{fmt_us(p.total, n)} | {p.total / t.total:.2f}x"
-            if isinstance(p, Timing)
-            else "— | —"
+            f"{fmt_us(p.total, n)} | {p.total / t.total:.2f}x" if isinstance(p, Timing) else "— | —"
         )
         lines.append(
             f"| {n:,} | {fmt_us(o.parse, n)} | {fmt_us(o.verify, n)} | {fmt_us(o.print, n)} | "

@@ -18,13 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xdsl.passes import ModulePass
-
 from shardc.dialects import make_context
-from shardc.passes.collective_stats import KINDS, CollectiveStats
 from shardc.passes.collective_combine import CollectiveCombinePass
+from shardc.passes.collective_stats import KINDS, CollectiveStats
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.tools.source import parse_and_verify
+from xdsl.passes import ModulePass
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 PROGRAMS = [
@@ -39,7 +38,7 @@ PROGRAMS = [
 
 # The same programs in JAX; each entry: mesh shape and names, function, input shapes and
 # their PartitionSpecs, output PartitionSpecs.
-JAX_SCRIPT = r'''
+JAX_SCRIPT = r"""
 import json, re, sys
 import numpy as np
 import jax, jax.numpy as jnp
@@ -142,7 +141,7 @@ for name, (shape, names, fn, ins, out) in PROGRAMS.items():
         nbytes[kind] = nbytes.get(kind, 0) + operand
     result[name] = {"counts": counts, "bytes": nbytes}
 print(json.dumps(result))
-'''
+"""
 
 
 def partitioning_passes() -> list[ModulePass]:
@@ -166,7 +165,9 @@ def ours(name: str) -> CollectiveStats:
 
 
 def xla(python: str) -> dict[str, dict[str, dict[str, int]]] | None:
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
+    )
     try:
         out = subprocess.run(
             [python, "-c", JAX_SCRIPT], capture_output=True, text=True, env=env, timeout=600

@@ -19,7 +19,7 @@ from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tools.source import parse_and_verify
 
 T = "tensor<64x64xf32>"
-SHARDINGS = ['[{"x"}, {}]', '[{}, {"x"}]', '[{"x"}, {"y"}]', '[{}, {}]']
+SHARDINGS = ['[{"x"}, {}]', '[{}, {"x"}]', '[{"x"}, {"y"}]', "[{}, {}]"]
 
 
 def program(n_ops: int) -> str:
@@ -35,7 +35,9 @@ def program(n_ops: int) -> str:
             s = SHARDINGS[(i // 10) % len(SHARDINGS)]
             lines.append(f"  %v{i} = spmd.constraint {prev} <@mesh, {s}> : {T}")
         elif i % 5 == 0:
-            lines.append(f"  %v{i} = hlo.dot {prev}, %w, contracting_dims = [1] x [0] : ({T}, {T}) -> {T}")
+            lines.append(
+                f"  %v{i} = hlo.dot {prev}, %w, contracting_dims = [1] x [0] : ({T}, {T}) -> {T}"
+            )
         else:
             op = ("add", "mul", "max")[i % 3]
             lines.append(f"  %v{i} = hlo.{op} {prev}, %a : {T}")

@@ -28,13 +28,41 @@ def benchmarks(quick: bool, jax_python: str) -> list[tuple[str, list[str]]]:
     """(title, command) per benchmark, in the order of the issues that asked for them."""
     py = sys.executable
     return [
-        ("Parse, verify, print (issue 2)", [py, "-m", "shardc.bench.parse_print", *(["--sizes", "1000,10000", "--wall-sizes", ""] if quick else [])]),
+        (
+            "Parse, verify, print (issue 2)",
+            [
+                py,
+                "-m",
+                "shardc.bench.parse_print",
+                *(["--sizes", "1000,10000", "--wall-sizes", ""] if quick else []),
+            ],
+        ),
         ("Interpreter overhead (issue 3)", [py, str(BENCH / "interpreter.py")]),
-        ("Partition quality against XLA (issue 4)", [py, str(BENCH / "partition_quality.py"), "--jax-python", jax_python]),
-        ("Propagate + partition speed (issue 4)", [py, str(BENCH / "partition_speed.py"), *(["--sizes", "2000", "10000"] if quick else [])]),
+        (
+            "Partition quality against XLA (issue 4)",
+            [py, str(BENCH / "partition_quality.py"), "--jax-python", jax_python],
+        ),
+        (
+            "Propagate + partition speed (issue 4)",
+            [
+                py,
+                str(BENCH / "partition_speed.py"),
+                *(["--sizes", "2000", "10000"] if quick else []),
+            ],
+        ),
         ("Communication overlap (issue 6)", [py, str(BENCH / "overlap.py")]),
-        ("Collective bus bandwidth on the level-T simulator (issue 7)", [py, str(BENCH / "collectives.py"), *(["--quick"] if quick else [])]),
-        ("Level-T simulation of a Megatron layer (issue 7)", [py, str(BENCH / "level_t_megatron.py"), *(["--hidden", "1024", "--tokens", "512"] if quick else [])]),
+        (
+            "Collective bus bandwidth on the level-T simulator (issue 7)",
+            [py, str(BENCH / "collectives.py"), *(["--quick"] if quick else [])],
+        ),
+        (
+            "Level-T simulation of a Megatron layer (issue 7)",
+            [
+                py,
+                str(BENCH / "level_t_megatron.py"),
+                *(["--hidden", "1024", "--tokens", "512"] if quick else []),
+            ],
+        ),
     ]
 
 

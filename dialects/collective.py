@@ -21,6 +21,20 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar
 
+from shardc.dialects.spmd import (
+    group_spec_str,
+    lookup_mesh,
+    parse_group_spec_after_on,
+    verify_explicit_groups,
+    verify_group_axes,
+)
+from shardc.dialects.syntax import (
+    i64_array,
+    i64_attr,
+    int_list_str,
+    parse_i64,
+    parse_int_list,
+)
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -48,21 +62,6 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
 from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
-
-from shardc.dialects.spmd import (
-    group_spec_str,
-    lookup_mesh,
-    parse_group_spec_after_on,
-    verify_explicit_groups,
-    verify_group_axes,
-)
-from shardc.dialects.syntax import (
-    i64_array,
-    i64_attr,
-    int_list_str,
-    parse_i64,
-    parse_int_list,
-)
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 
@@ -95,9 +94,7 @@ class FutureType(ParametrizedAttribute, TypeAttribute):
                 parser.raise_error(f"a future holds tensors, got {t}", pos, parser.pos)
             return t
 
-        types = parser.parse_comma_separated_list(
-            parser.Delimiter.ANGLE, parse_tensor_type
-        )
+        types = parser.parse_comma_separated_list(parser.Delimiter.ANGLE, parse_tensor_type)
         return (ArrayAttr(types),)
 
     def print_parameters(self, printer: Printer) -> None:
@@ -235,7 +232,7 @@ def _with_dim(ty: TensorType, dim: int, size: int) -> TensorType:
 def _expect_types(got: Sequence[Attribute], want: Sequence[Attribute]) -> None:
     if len(got) != len(want):
         raise VerifyException(f"expected {len(want)} results, got {len(got)}")
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
         if g != w:
             raise VerifyException(f"result {i} must have type {w}, got {g}")
 
@@ -244,9 +241,7 @@ def _parse_kind(parser: Parser) -> StringAttr:
     pos = parser.pos
     kind = parser.parse_optional_identifier()
     if kind not in REDUCTION_KINDS:
-        parser.raise_error(
-            "expected a reduction kind: " + ", ".join(REDUCTION_KINDS), pos
-        )
+        parser.raise_error("expected a reduction kind: " + ", ".join(REDUCTION_KINDS), pos)
     return StringAttr(kind)
 
 
@@ -369,9 +364,7 @@ class AllReduceOp(AllReduceBase):
     outputs = var_result_def(TensorType)
     traits = traits_def(Pure(), CollectiveHasCanonicalizationPatterns())
 
-    def __init__(
-        self, kind: str, inputs: Sequence[SSAValue], group: dict[str, Attribute]
-    ):
+    def __init__(self, kind: str, inputs: Sequence[SSAValue], group: dict[str, Attribute]):
         super().__init__(
             operands=[inputs],
             result_types=[[i.type for i in inputs]],
@@ -516,8 +509,7 @@ class AllToAllBase(CollectiveOp, ABC):
         size = t.get_shape()[split]
         if size % group_size:
             raise VerifyException(
-                f"split_dim {split} of size {size} is not divisible by the group "
-                f"size {group_size}"
+                f"split_dim {split} of size {size} is not divisible by the group size {group_size}"
             )
         want = _with_dim(t, split, size // group_size)
         want = _with_dim(want, concat, want.get_shape()[concat] * group_size)
@@ -633,9 +625,7 @@ class PermuteBase(CollectiveOp, ABC):
         printer.print_string(f" {self.group_spec_str()}, ")
         if self.pairs is not None:
             pairs = [p.get_values() for p in self.pairs.data]  # pyright: ignore
-            printer.print_string(
-                "pairs = [" + ", ".join(int_list_str(p) for p in pairs) + "]"
-            )
+            printer.print_string("pairs = [" + ", ".join(int_list_str(p) for p in pairs) + "]")
         else:
             assert self.shift is not None
             printer.print_string(f"shift = {self.shift.value.data}")
@@ -683,9 +673,7 @@ class DoneOp(IRDLOperation):
         parser.parse_punctuation(":")
         future_type = parser.parse_type()
         parser.parse_punctuation("->")
-        results = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, parser.parse_type
-        )
+        results = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
         (value,) = parser.resolve_operands([future], [future_type], pos)
         op = cls.create(operands=[value], result_types=results)
         op.attributes |= attrs

@@ -19,6 +19,17 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar
 
+from shardc.dialects.syntax import (
+    i64_array,
+    i64_attr,
+    int_list_str,
+    parse_i64,
+    parse_int_list,
+    parse_keyword_int,
+    parse_keyword_int_list,
+    patch_compact_splats,
+    patch_hex_float_elements,
+)
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
@@ -49,18 +60,6 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
-
-from shardc.dialects.syntax import (
-    i64_array,
-    i64_attr,
-    int_list_str,
-    parse_i64,
-    parse_int_list,
-    parse_keyword_int,
-    parse_keyword_int_list,
-    patch_compact_splats,
-    patch_hex_float_elements,
-)
 
 patch_hex_float_elements()
 patch_compact_splats()
@@ -129,8 +128,7 @@ def _check_kind(op_name: str, ty: TensorType, allowed: frozenset[str]) -> None:
     """Raise unless `ty`'s element kind is allowed (diagnostics already name the op)."""
     if element_kind(ty.element_type) not in allowed:
         raise VerifyException(
-            f"does not accept element type {ty.element_type} "
-            f"(accepts {', '.join(sorted(allowed))})"
+            f"does not accept element type {ty.element_type} (accepts {', '.join(sorted(allowed))})"
         )
 
 
@@ -370,9 +368,7 @@ class CompareOp(HloOp):
         if lt != rt:
             raise VerifyException(f"operands must have one type, got {lt} and {rt}")
         if res != TensorType(i1, lt.get_shape()):
-            raise VerifyException(
-                f"result must be {TensorType(i1, lt.get_shape())}, got {res}"
-            )
+            raise VerifyException(f"result must be {TensorType(i1, lt.get_shape())}, got {res}")
 
 
 @irdl_op_definition
@@ -392,9 +388,7 @@ class SelectOp(HloOp):
 
     traits = traits_def(Pure())
 
-    assembly_format = (
-        "$pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($result)"
-    )
+    assembly_format = "$pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($result)"
 
     def __init__(self, pred: SSAValue, on_true: SSAValue, on_false: SSAValue):
         super().__init__(operands=[pred, on_true, on_false], result_types=[on_true.type])
@@ -497,9 +491,7 @@ class IotaOp(HloOp):
     traits = traits_def(Pure())
 
     def __init__(self, dim: int, result_type: TensorType):
-        super().__init__(
-            result_types=[result_type], properties={"iota_dimension": i64_attr(dim)}
-        )
+        super().__init__(result_types=[result_type], properties={"iota_dimension": i64_attr(dim)})
 
     @classmethod
     def parse(cls, parser: Parser) -> IotaOp:
@@ -588,14 +580,13 @@ class BroadcastOp(HloOp):
         dims = self.dims
         if src.element_type != res.element_type:
             raise VerifyException(
-                f"broadcast keeps the element type: {src.element_type} -> "
-                f"{res.element_type}"
+                f"broadcast keeps the element type: {src.element_type} -> {res.element_type}"
             )
         if len(dims) != src.get_num_dims():
             raise VerifyException(
                 f"dims has {len(dims)} entries but the operand has rank {src.get_num_dims()}"
             )
-        if any(b <= a for a, b in zip(dims, dims[1:])):
+        if any(b <= a for a, b in zip(dims, dims[1:], strict=False)):
             raise VerifyException(f"dims {list(dims)} must be strictly increasing")
         for i, d in enumerate(dims):
             if not 0 <= d < res.get_num_dims():
@@ -630,8 +621,7 @@ class ReshapeOp(HloOp):
         src, res = _tensor(self.operand), _tensor(self.result)
         if src.element_type != res.element_type:
             raise VerifyException(
-                f"reshape keeps the element type: {src.element_type} -> "
-                f"{res.element_type}"
+                f"reshape keeps the element type: {src.element_type} -> {res.element_type}"
             )
         if math.prod(src.get_shape()) != math.prod(res.get_shape()):
             raise VerifyException(
@@ -724,7 +714,7 @@ class SliceOp(HloOp):
     ):
         strides = strides or [1] * len(start)
         src = _tensor(operand)
-        shape = [-(-(hi - lo) // s) for lo, hi, s in zip(start, limit, strides)]
+        shape = [-(-(hi - lo) // s) for lo, hi, s in zip(start, limit, strides, strict=False)]
         super().__init__(
             operands=[operand],
             result_types=[TensorType(src.element_type, shape)],
@@ -742,6 +732,7 @@ class SliceOp(HloOp):
                 _int_values(self.start_indices),
                 _int_values(self.limit_indices),
                 _int_values(self.strides),
+                strict=False,
             )
         )
 
@@ -796,13 +787,11 @@ class SliceOp(HloOp):
                 f"slice needs one range per dimension ({src.get_num_dims()}), got {n[0]}"
             )
         shape: list[int] = []
-        for d, ((lo, hi, step), size) in enumerate(zip(bounds, src.get_shape())):
+        for d, ((lo, hi, step), size) in enumerate(zip(bounds, src.get_shape(), strict=False)):
             if step < 1:
                 raise VerifyException(f"stride {step} of dimension {d} must be positive")
             if lo > hi:
-                raise VerifyException(
-                    f"slice {lo}:{hi} of dimension {d} starts after its limit"
-                )
+                raise VerifyException(f"slice {lo}:{hi} of dimension {d} starts after its limit")
             if not 0 <= lo <= hi <= size:
                 raise VerifyException(
                     f"slice {lo}:{hi} of dimension {d} is out of bounds for size {size}"
@@ -815,7 +804,9 @@ class SliceOp(HloOp):
 
 def _verify_index_operands(indices: Sequence[SSAValue], rank: int) -> None:
     if len(indices) != rank:
-        raise VerifyException(f"expected {rank} start indices (one per dimension), got {len(indices)}")
+        raise VerifyException(
+            f"expected {rank} start indices (one per dimension), got {len(indices)}"
+        )
     for i, v in enumerate(indices):
         ty = _tensor(v)
         if ty.get_shape() or element_kind(ty.element_type) != INT:
@@ -851,9 +842,7 @@ class DynamicSliceOp(HloOp):
 
     traits = traits_def(Pure())
 
-    def __init__(
-        self, operand: SSAValue, indices: Sequence[SSAValue], sizes: Sequence[int]
-    ):
+    def __init__(self, operand: SSAValue, indices: Sequence[SSAValue], sizes: Sequence[int]):
         src = _tensor(operand)
         super().__init__(
             operands=[operand, indices],
@@ -895,7 +884,7 @@ class DynamicSliceOp(HloOp):
         sizes = self.sizes
         if len(sizes) != src.get_num_dims():
             raise VerifyException(f"sizes needs {src.get_num_dims()} entries, got {len(sizes)}")
-        for d, (s, size) in enumerate(zip(sizes, src.get_shape())):
+        for d, (s, size) in enumerate(zip(sizes, src.get_shape(), strict=False)):
             if not 0 <= s <= size:
                 raise VerifyException(
                     f"slice size {s} of dimension {d} exceeds the operand size {size}"
@@ -954,7 +943,7 @@ class DynamicUpdateSliceOp(HloOp):
             raise VerifyException(f"result must have the operand's type {src}, got {res}")
         if upd.element_type != src.element_type or upd.get_num_dims() != src.get_num_dims():
             raise VerifyException(f"update {upd} must match the operand's rank and element type")
-        for d, (u, s) in enumerate(zip(upd.get_shape(), src.get_shape())):
+        for d, (u, s) in enumerate(zip(upd.get_shape(), src.get_shape(), strict=False)):
             if u > s:
                 raise VerifyException(
                     f"update dimension {d} of size {u} exceeds the operand size {s}"
@@ -1076,9 +1065,7 @@ class DotOp(HloOp):
             "rhs_contracting_dimensions": i64_array(contracting[1]),
         }
         if result_type is None:
-            result_type = dot_result_type(
-                _tensor(lhs), _tensor(rhs), batching, contracting
-            )
+            result_type = dot_result_type(_tensor(lhs), _tensor(rhs), batching, contracting)
         super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=props)
 
     @property
@@ -1164,9 +1151,7 @@ class DotOp(HloOp):
             )
 
 
-def dot_free_dims(
-    rank: int, batching: Sequence[int], contracting: Sequence[int]
-) -> list[int]:
+def dot_free_dims(rank: int, batching: Sequence[int], contracting: Sequence[int]) -> list[int]:
     """An operand's free dimensions (neither batch nor contracting), in order."""
     return [d for d in range(rank) if d not in batching and d not in contracting]
 
@@ -1181,22 +1166,20 @@ def dot_result_type(
     ls, rs = lhs.get_shape(), rhs.get_shape()
     for what, (ld, rd) in (("batching", batching), ("contracting", contracting)):
         if len(ld) != len(rd):
-            raise VerifyException(
-                f"{what} dims differ in number: {list(ld)} x {list(rd)}"
-            )
+            raise VerifyException(f"{what} dims differ in number: {list(ld)} x {list(rd)}")
         for side, dims, shape in (("lhs", ld, ls), ("rhs", rd, rs)):
             for d in dims:
                 if not 0 <= d < len(shape):
                     raise VerifyException(
                         f"{side} {what} dim {d} is out of range for rank {len(shape)}"
                     )
-        for a, b in zip(ld, rd):
+        for a, b in zip(ld, rd, strict=False):
             if ls[a] != rs[b]:
                 raise VerifyException(
                     f"{what} dims have different sizes: lhs dim {a} is {ls[a]}, "
                     f"rhs dim {b} is {rs[b]}"
                 )
-    for side, b, c, shape in (
+    for side, b, c, _shape in (
         ("lhs", batching[0], contracting[0], ls),
         ("rhs", batching[1], contracting[1], rs),
     ):
@@ -1245,9 +1228,7 @@ class ReduceOp(HloOp):
         kind_pos = parser.pos
         kind = parser.parse_optional_identifier()
         if kind not in REDUCE_KINDS:
-            parser.raise_error(
-                "expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos
-            )
+            parser.raise_error("expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos)
         pos = parser.pos
         operand = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 
+from shardc.dialects.collective import FutureType
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-
-from shardc.dialects.collective import FutureType
 
 
 def element_bytes(element_type: Attribute) -> int:

@@ -22,6 +22,15 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from shardc.dialects.syntax import (
+    i64_array,
+    int_list_str,
+    parse_int_list,
+    parse_string_list_in_braces,
+    quote,
+    string_list_in_braces_str,
+    symbol,
+)
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttr,
@@ -50,16 +59,6 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
-
-from shardc.dialects.syntax import (
-    i64_array,
-    int_list_str,
-    parse_int_list,
-    parse_string_list_in_braces,
-    quote,
-    string_list_in_braces_str,
-    symbol,
-)
 
 SHARDING_ATTR_NAME = "spmd.sharding"
 """Argument/result attribute carrying a value's sharding."""
@@ -135,9 +134,9 @@ class MeshAttr(ParametrizedAttribute):
             group: list[int] = []
             for inner in itertools.product(*(range(self.shape[i]) for i in axis_index)):
                 coords = [0] * len(self.shape)
-                for i, c in zip(others, other):
+                for i, c in zip(others, other, strict=False):
                     coords[i] = c
-                for i, c in zip(axis_index, inner):
+                for i, c in zip(axis_index, inner, strict=False):
                     coords[i] = c
                 group.append(self.device_id(coords))
             groups.append(group)
@@ -151,9 +150,7 @@ class MeshAttr(ParametrizedAttribute):
             parser.parse_punctuation("=")
             size = parser.parse_integer(allow_negative=False, allow_boolean=False)
             if size < 1:
-                parser.raise_error(
-                    f'mesh axis "{name}" must have a positive size, got {size}', pos
-                )
+                parser.raise_error(f'mesh axis "{name}" must have a positive size, got {size}', pos)
             return name, size
 
         with parser.in_angle_brackets():
@@ -169,7 +166,7 @@ class MeshAttr(ParametrizedAttribute):
         )
 
     def print_parameters(self, printer: Printer) -> None:
-        axes = ", ".join(f"{quote(n)}={s}" for n, s in zip(self.names, self.shape))
+        axes = ", ".join(f"{quote(n)}={s}" for n, s in zip(self.names, self.shape, strict=False))
         printer.print_string(f"<[{axes}]>")
 
     def verify(self) -> None:
@@ -233,14 +230,10 @@ class ShardingAttr(ParametrizedAttribute):
         return math.prod(mesh.axis_size(a) for a in self.dim_axes[dim])
 
     def local_shape(self, global_shape: Sequence[int], mesh: MeshAttr) -> tuple[int, ...]:
-        return tuple(
-            size // self.split_factor(d, mesh) for d, size in enumerate(global_shape)
-        )
+        return tuple(size // self.split_factor(d, mesh) for d, size in enumerate(global_shape))
 
     def global_shape(self, local_shape: Sequence[int], mesh: MeshAttr) -> tuple[int, ...]:
-        return tuple(
-            size * self.split_factor(d, mesh) for d, size in enumerate(local_shape)
-        )
+        return tuple(size * self.split_factor(d, mesh) for d, size in enumerate(local_shape))
 
     def shard_index(self, dim: int, mesh: MeshAttr, coords: Sequence[int]) -> int:
         """Which block of dimension `dim` the device at `coords` holds."""
@@ -348,7 +341,7 @@ _AXIS_SIZES: _Decoded = {}
 
 
 def _axis_sizes(mesh: MeshAttr) -> dict[str, int]:
-    return _cached(_AXIS_SIZES, mesh, lambda: dict(zip(mesh.names, mesh.shape)))  # pyright: ignore
+    return _cached(_AXIS_SIZES, mesh, lambda: dict(zip(mesh.names, mesh.shape, strict=False)))  # pyright: ignore
 
 
 def _dim_axes(sharding: ShardingAttr) -> tuple[tuple[str, ...], ...]:
@@ -405,8 +398,7 @@ class MeshOp(IRDLOperation):
                 return
             if isinstance(other, MeshOp):
                 raise VerifyException(
-                    f"a program declares one mesh, but @{other.sym_name.data} is "
-                    "declared already"
+                    f"a program declares one mesh, but @{other.sym_name.data} is declared already"
                 )
 
     def print(self, printer: Printer) -> None:
@@ -478,9 +470,7 @@ class AxisIndexOp(IRDLOperation):
         type_pos = parser.pos
         result_type = parser.parse_type()
         if not isinstance(result_type, TensorType):
-            parser.raise_error(
-                "spmd.axis_index must produce a tensor type", type_pos, parser.pos
-            )
+            parser.raise_error("spmd.axis_index must produce a tensor type", type_pos, parser.pos)
         op = cls(mesh.data, axis, result_type)
         op.attributes |= attrs
         return op
@@ -632,7 +622,7 @@ def verify_function_shardings(func: FuncOp) -> None:
         ("argument", args, ft.inputs.data),
         ("result", results, ft.outputs.data),
     ):
-        for i, (sharding, ty) in enumerate(zip(shardings, types)):
+        for i, (sharding, ty) in enumerate(zip(shardings, types, strict=False)):
             if sharding is None:
                 continue
             # (A level-T kernel keeps them on its input and output buffers.)
@@ -653,9 +643,7 @@ def _check_sharding_attr_kinds(func: FuncOp) -> None:
         for d in attrs.data:
             s = d.data.get(SHARDING_ATTR_NAME)  # pyright: ignore
             if s is not None and not isinstance(s, ShardingAttr):
-                raise VerifyException(
-                    f"{SHARDING_ATTR_NAME} must be a #spmd.sharding, got {s}"
-                )
+                raise VerifyException(f"{SHARDING_ATTR_NAME} must be a #spmd.sharding, got {s}")
 
 
 Spmd = Dialect(

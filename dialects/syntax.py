@@ -26,7 +26,6 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.mlir_lexer import MLIRLexer
 
-
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
@@ -69,9 +68,7 @@ def parse_string_list_in_braces(parser: AttrParser) -> list[str]:
     Not an attribute dictionary: order matters and duplicates must be reported, so it is
     never handed to `parse_attribute`.
     """
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.BRACES, parser.parse_str_literal
-    )
+    return parser.parse_comma_separated_list(parser.Delimiter.BRACES, parser.parse_str_literal)
 
 
 def quote(text: str) -> str:
@@ -141,9 +138,7 @@ def patch_hex_float_elements() -> None:
                 )
             bits = int(text, 16)
             if bits >= 1 << (8 * type.compile_time_size):
-                parser.raise_error(
-                    f"hexadecimal literal {text} does not fit in {type}", self.span
-                )
+                parser.raise_error(f"hexadecimal literal {text} does not fit in {type}", self.span)
             raw = bits.to_bytes(type.compile_time_size, "little")
             return next(iter(type.iter_unpack(raw)))
         return to_type(self, parser, type)

@@ -93,9 +93,20 @@ from __future__ import annotations
 
 import math
 from abc import ABC
-from collections.abc import Sequence, Set as AbstractSet
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
+from shardc.dialects.hlo import element_kind
+from shardc.dialects.spmd import (
+    find_mesh,
+    group_spec_str,
+    lookup_mesh,
+    parse_group_spec_after_on,
+    verify_explicit_groups,
+    verify_group_axes,
+)
+from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
@@ -156,17 +167,6 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
-
-from shardc.dialects.hlo import element_kind
-from shardc.dialects.spmd import (
-    find_mesh,
-    group_spec_str,
-    lookup_mesh,
-    parse_group_spec_after_on,
-    verify_explicit_groups,
-    verify_group_axes,
-)
-from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 
@@ -262,9 +262,7 @@ def patch_memref_memory_spaces() -> None:
 patch_memref_memory_spaces()
 
 
-def memref_type(
-    shape: Sequence[int], element_type: Attribute, space: MemorySpace
-) -> MemRefType:
+def memref_type(shape: Sequence[int], element_type: Attribute, space: MemorySpace) -> MemRefType:
     """`memref<shape x element_type, #tpu.memory_space<space>>`."""
     return MemRefType(element_type, shape, memory_space=MemorySpaceAttr(space))
 
@@ -404,9 +402,7 @@ def check_data_ref(ty: Attribute, what: str, spaces: Sequence[MemorySpace]) -> M
             f"use !tpu.semaphore or !tpu.dma_semaphore values, got {ty}"
         )
     if space not in spaces:
-        raise VerifyException(
-            f"{what} must be in {_spaces_str(spaces)}, got {ty}"
-        )
+        raise VerifyException(f"{what} must be in {_spaces_str(spaces)}, got {ty}")
     if any(d < 0 for d in ty.get_shape()):
         raise VerifyException(f"{what} must have a static shape, got {ty}")
     if not isinstance(ty.layout, NoneAttr):
@@ -419,9 +415,7 @@ def check_data_ref(ty: Attribute, what: str, spaces: Sequence[MemorySpace]) -> M
     return ty
 
 
-def check_single_semaphore(
-    ty: Attribute, what: str, kind: type[SemaphoreTypeBase]
-) -> None:
+def check_single_semaphore(ty: Attribute, what: str, kind: type[SemaphoreTypeBase]) -> None:
     """A semaphore operand: the right kind, rank 0 (an array is indexed first)."""
     want = "a DMA semaphore" if kind is DMASemaphoreType else "a regular semaphore"
     if not isinstance(ty, kind):
@@ -433,8 +427,7 @@ def check_single_semaphore(
         raise VerifyException(f"{what} must be {want} ({kind.name}), got {ty}{hint}")
     if ty.get_num_dims():
         raise VerifyException(
-            f"{what} must be a single semaphore (rank 0), got {ty}: pick one with "
-            "tpu.memref_slice"
+            f"{what} must be a single semaphore (rank 0), got {ty}: pick one with tpu.memref_slice"
         )
 
 
@@ -472,7 +465,7 @@ def _check_block_fits(
             f"{what} has rank {len(block)}, more than the rank {len(ref)} of {ref_ty}"
         )
     trailing = ref[len(ref) - len(block) :]
-    for i, (b, r) in enumerate(zip(block, trailing)):
+    for i, (b, r) in enumerate(zip(block, trailing, strict=False)):
         if b > r:
             raise VerifyException(
                 f"{what} {_shape_str(block)} does not fit in {ref_ty}: dimension {i} is "
@@ -935,9 +928,7 @@ class BarrierOp(IRDLOperation):
         else:
             pos = parser.pos
             if parser.parse_optional_symbol_name() is not None:
-                parser.raise_error(
-                    "a barrier's group follows `on`: tpu.barrier on @mesh[...]", pos
-                )
+                parser.raise_error("a barrier's group follows `on`: tpu.barrier on @mesh[...]", pos)
         attrs = parser.parse_optional_attr_dict()
         op = cls.create(properties=props)
         op.attributes |= attrs
@@ -1050,9 +1041,7 @@ class MemRefSliceOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    assembly_format = (
-        "$source `[` $indices `]` attr-dict `:` type($source) `->` type($result)"
-    )
+    assembly_format = "$source `[` $indices `]` attr-dict `:` type($source) `->` type($result)"
 
     def __init__(
         self,
@@ -1139,8 +1128,7 @@ def _check_load_store(ref: Attribute, vec: Attribute, n_indices: int, verb: str)
     v = _check_vector(vec, "the vector")
     if v.element_type != m.element_type:
         raise VerifyException(
-            f"vector element type {v.element_type} differs from the memref's "
-            f"{m.element_type}"
+            f"vector element type {v.element_type} differs from the memref's {m.element_type}"
         )
     _check_block_fits(v.get_shape(), m.get_shape(), n_indices, "vector", m)
 
@@ -1197,9 +1185,7 @@ class StoreOp(IRDLOperation):
 
     traits = traits_def(MemoryWriteEffect())
 
-    assembly_format = (
-        "$value `,` $ref `[` $indices `]` attr-dict `:` type($ref) `,` type($value)"
-    )
+    assembly_format = "$value `,` $ref `[` $indices `]` attr-dict `:` type($ref) `,` type($value)"
 
     def __init__(
         self,
@@ -1263,8 +1249,7 @@ class MatmulOp(IRDLOperation):
                 raise VerifyException(f"{what} must be a 2-D vector, got {v}")
         if lhs.element_type != rhs.element_type:
             raise VerifyException(
-                f"lhs and rhs element types differ: {lhs.element_type} vs "
-                f"{rhs.element_type}"
+                f"lhs and rhs element types differ: {lhs.element_type} vs {rhs.element_type}"
             )
         want = accumulation_type(lhs.element_type)
         if want is None:
@@ -1276,9 +1261,7 @@ class MatmulOp(IRDLOperation):
             )
         (m, k), (k2, n) = lhs.get_shape(), rhs.get_shape()
         if k != k2:
-            raise VerifyException(
-                f"contracting sizes differ: lhs is {m}x{k}, rhs is {k2}x{n}"
-            )
+            raise VerifyException(f"contracting sizes differ: lhs is {m}x{k}, rhs is {k2}x{n}")
         if acc.get_shape() != (m, n):
             raise VerifyException(
                 f"the accumulator must be {m}x{n} (lhs {m}x{k} x rhs {k2}x{n}), got "
@@ -1332,8 +1315,7 @@ class ReduceOp(IRDLOperation):
     def verify_(self) -> None:
         if self.kind.data not in REDUCTION_KINDS:
             raise VerifyException(
-                f'unknown reduction kind "{self.kind.data}" (expected '
-                f"{', '.join(REDUCTION_KINDS)})"
+                f'unknown reduction kind "{self.kind.data}" (expected {", ".join(REDUCTION_KINDS)})'
             )
         src = _check_vector(self.source.type, "the source")
         res = _check_vector(self.result.type, "the result")
@@ -1357,9 +1339,7 @@ class ReduceOp(IRDLOperation):
         kpos = parser.pos
         kind = parser.parse_optional_identifier()
         if kind not in REDUCTION_KINDS:
-            parser.raise_error(
-                "expected a reduction kind: " + ", ".join(REDUCTION_KINDS), kpos
-            )
+            parser.raise_error("expected a reduction kind: " + ", ".join(REDUCTION_KINDS), kpos)
         pos = parser.pos
         source = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
@@ -1556,8 +1536,22 @@ class ConvertOp(IRDLOperation):
             raise VerifyException(f"a conversion keeps the shape: {src} -> {res}")
 
 
-FLOAT_PREDICATES = ("oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult", "ule",
-                    "ugt", "uge", "ord", "uno")
+FLOAT_PREDICATES = (
+    "oeq",
+    "one",
+    "olt",
+    "ole",
+    "ogt",
+    "oge",
+    "ueq",
+    "une",
+    "ult",
+    "ule",
+    "ugt",
+    "uge",
+    "ord",
+    "uno",
+)
 INT_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 
 
@@ -1658,9 +1652,7 @@ class SelectOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    assembly_format = (
-        "$mask `,` $on_true `,` $on_false attr-dict `:` type($mask) `,` type($result)"
-    )
+    assembly_format = "$mask `,` $on_true `,` $on_false attr-dict `:` type($mask) `,` type($result)"
 
     def __init__(
         self,

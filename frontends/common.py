@@ -13,6 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
+from shardc.tools.source import DiagnosticError, Location, SourceMap
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -29,10 +32,6 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-
-from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
-from shardc.tools.source import DiagnosticError, Location, SourceMap
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 
@@ -60,8 +59,7 @@ class ImportStats:
         ]
         if self.constructs:
             lines.append(
-                "constructs: "
-                + ", ".join(f"{k} x{v}" for k, v in sorted(self.constructs.items()))
+                "constructs: " + ", ".join(f"{k} x{v}" for k, v in sorted(self.constructs.items()))
             )
         return "\n".join(lines)
 
@@ -231,7 +229,11 @@ class Emitter:
         return self.value(hlo.SliceOp(a, start, limit, strides))
 
     def reduce(
-        self, kind: str, a: SSAValue, dims: Sequence[int], init: SSAValue | None = None,
+        self,
+        kind: str,
+        a: SSAValue,
+        dims: Sequence[int],
+        init: SSAValue | None = None,
         init_value: float | int | bool | None = None,
     ) -> SSAValue:
         """`hlo.reduce` from the kind's identity, combined with `init` unless it is that identity."""

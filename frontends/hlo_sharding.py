@@ -137,8 +137,7 @@ def _parse_iota_or_list(s: _Scanner, dims: list[int]) -> np.ndarray:
         devices.append(s.integer())
     if len(devices) != math.prod(dims):
         raise ShardingSyntaxError(
-            f"tile dimensions {dims} need {math.prod(dims)} devices, the list has "
-            f"{len(devices)}",
+            f"tile dimensions {dims} need {math.prod(dims)} devices, the list has {len(devices)}",
             s.pos,
         )
     return np.array(devices, dtype=np.int64).reshape(dims)
@@ -257,9 +256,7 @@ def _parse_sharding(s: _Scanner) -> HloSharding:
         for k in last:
             if k not in ("replicated", "manual"):
                 raise ShardingSyntaxError(f"unsupported last tile dimension kind '{k}'", start)
-    return HloSharding(
-        kind, devices, tuple(last), device, text=s.text[start : s.pos].strip()
-    )
+    return HloSharding(kind, devices, tuple(last), device, text=s.text[start : s.pos].strip())
 
 
 def _skip_value(s: _Scanner) -> None:
@@ -294,9 +291,7 @@ def parse_replica_groups(text: str) -> list[list[int]]:
     if s.peek("["):
         dims = s.int_list("[", "]")
         if len(dims) != 2:
-            raise ShardingSyntaxError(
-                f"iota replica groups need [groups,size], got {dims}", 0
-            )
+            raise ShardingSyntaxError(f"iota replica groups need [groups,size], got {dims}", 0)
         s.expect("<=")
         reshape = s.int_list("[", "]")
         perm = s.int_list("(", ")") if s.accept("T") else None
@@ -311,7 +306,7 @@ def parse_replica_groups(text: str) -> list[list[int]]:
                     break
                 s.expect(",")
     if not s.at_end():
-        raise ShardingSyntaxError(f"unexpected '{text[s.pos:s.pos+12]}'", s.pos)
+        raise ShardingSyntaxError(f"unexpected '{text[s.pos : s.pos + 12]}'", s.pos)
     return groups
 
 
@@ -415,7 +410,7 @@ def decompose(devices: np.ndarray) -> list[list[Piece]] | None:
     strides = [[(p.size, p.stride) for p in dim] for dim in result]
     for idx in itertools.product(*(range(s) for s in devices.shape)):
         dev = 0
-        for i, dim in zip(idx, strides):
+        for i, dim in zip(idx, strides, strict=False):
             for size, stride in reversed(dim):  # minor first
                 dev += (i % size) * stride
                 i //= size
@@ -458,13 +453,13 @@ class MeshBuilder:
     def axes(self) -> list[tuple[str, int]] | str:
         """The mesh axes (name, size), major first; or why there is none."""
         points = sorted(self.boundaries | {1, self.devices})
-        for a, b in zip(points, points[1:]):
+        for a, b in zip(points, points[1:], strict=False):
             if b % a:
                 return (
                     f"the shardings split the {self.devices} devices at strides {a} and "
                     f"{b}, and {a} does not divide {b}: no single mesh expresses them"
                 )
-        sizes = [b // a for a, b in zip(points, points[1:])]
+        sizes = [b // a for a, b in zip(points, points[1:], strict=False)]
         sizes.reverse()  # major first
         if len(sizes) > len(AXIS_NAMES):
             return "too many mesh axes"
@@ -528,7 +523,7 @@ def device_blocks(
             f"sharding {sharding} has {len(tile)} tile dimensions but the array has rank "
             f"{len(global_shape)}"
         )
-    for d, (n, t) in enumerate(zip(global_shape, tile)):
+    for d, (n, t) in enumerate(zip(global_shape, tile, strict=False)):
         if n % t:
             raise ValueError(f"dimension {d} of size {n} does not split into {t} tiles")
     blocks: list[tuple[slice, ...] | None] = [None] * devices
@@ -538,21 +533,16 @@ def device_blocks(
             raise ValueError(f"sharding {sharding} names device {dev} of {devices}")
         blocks[dev] = tuple(
             slice(i * (n // t), (i + 1) * (n // t))
-            for i, n, t in zip(idx[: len(tile)], global_shape, tile)
+            for i, n, t in zip(idx[: len(tile)], global_shape, tile, strict=False)
         )
     if any(b is None for b in blocks):
         raise ValueError(f"sharding {sharding} leaves some of the {devices} devices out")
     return blocks  # pyright: ignore[reportReturnType]
 
 
-def split_global(
-    array: np.ndarray, sharding: HloSharding | None, devices: int
-) -> list[np.ndarray]:
+def split_global(array: np.ndarray, sharding: HloSharding | None, devices: int) -> list[np.ndarray]:
     """Each device's block of a global array."""
-    return [
-        np.ascontiguousarray(array[b])
-        for b in device_blocks(sharding, array.shape, devices)
-    ]
+    return [np.ascontiguousarray(array[b]) for b in device_blocks(sharding, array.shape, devices)]
 
 
 def assemble_global(
@@ -563,7 +553,7 @@ def assemble_global(
     """The global array from every device's block (the first copy of each block wins)."""
     blocks = device_blocks(sharding, global_shape, len(parts))
     out = np.empty(tuple(global_shape), dtype=parts[0].dtype)
-    for part, block in zip(parts, blocks):
+    for part, block in zip(parts, blocks, strict=False):
         out[block] = part
     return out
 
@@ -571,7 +561,7 @@ def assemble_global(
 def local_shape(sharding: HloSharding | None, global_shape: Sequence[int]) -> tuple[int, ...]:
     if sharding is None or sharding.kind != "tiled":
         return tuple(global_shape)
-    return tuple(n // t for n, t in zip(global_shape, sharding.tile_shape))
+    return tuple(n // t for n, t in zip(global_shape, sharding.tile_shape, strict=False))
 
 
 def all_groups_of(axes_groups: Iterable[Sequence[int]]) -> list[list[int]]:

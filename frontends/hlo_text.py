@@ -50,6 +50,19 @@ from typing import Any
 import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
+from shardc.frontends import hlo_sharding as hs
+from shardc.frontends.common import (
+    Emitter,
+    ImportResult,
+    ImportStats,
+    is_bool,
+    is_float,
+    make_function,
+    shift_of,
+)
+from shardc.tools.source import DiagnosticError, Location, SourceMap, verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -68,20 +81,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.utils.lexer import Input
-
-from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
-from shardc.frontends import hlo_sharding as hs
-from shardc.frontends.common import (
-    Emitter,
-    ImportResult,
-    ImportStats,
-    is_bool,
-    is_float,
-    make_function,
-    shift_of,
-)
-from shardc.tools.source import DiagnosticError, Location, SourceMap, verify_module
 
 GRAMMAR = Path(__file__).with_name("hlo_text.lark")
 
@@ -121,18 +120,50 @@ UNARY = {
     "not": "not",
 }
 EXPANDED = {
-    "exponential-minus-one", "log-plus-one", "sign", "tan", "clamp", "is-finite", "erf",
-    "xor", "remainder",
+    "exponential-minus-one",
+    "log-plus-one",
+    "sign",
+    "tan",
+    "clamp",
+    "is-finite",
+    "erf",
+    "xor",
+    "remainder",
 }
 COLLECTIVES = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"}
 ASYNC_STARTS = {f"{c}-start": c for c in ("all-reduce", "all-gather", "collective-permute")}
 ASYNC_DONES = {f"{c}-done" for c in ("all-reduce", "all-gather", "collective-permute")}
 OTHER = {
-    "parameter", "constant", "compare", "select", "convert", "iota", "broadcast", "reshape",
-    "bitcast", "copy", "transpose", "slice", "dynamic-slice", "dynamic-update-slice",
-    "concatenate", "dot", "reduce", "tuple", "get-tuple-element", "fusion", "call",
-    "partition-id", "replica-id", "opt-barrier", "async-start", "async-done",
-    "async-update", "copy-start", "copy-done", "custom-call",
+    "parameter",
+    "constant",
+    "compare",
+    "select",
+    "convert",
+    "iota",
+    "broadcast",
+    "reshape",
+    "bitcast",
+    "copy",
+    "transpose",
+    "slice",
+    "dynamic-slice",
+    "dynamic-update-slice",
+    "concatenate",
+    "dot",
+    "reduce",
+    "tuple",
+    "get-tuple-element",
+    "fusion",
+    "call",
+    "partition-id",
+    "replica-id",
+    "opt-barrier",
+    "async-start",
+    "async-done",
+    "async-update",
+    "copy-start",
+    "copy-done",
+    "custom-call",
 }
 XLA_OPCODES = frozenset(
     """abs add add-dependency after-all all-gather all-gather-done all-gather-start
@@ -159,15 +190,31 @@ KNOWN_OPCODES = (
 )
 COMMON_ATTRS = frozenset(
     {
-        "metadata", "backend_config", "frontend_attributes", "sharding", "statistics",
-        "statistics_viz", "control-predecessors", "origin", "result_accuracy",
-        "parameter_replication", "operand_precision", "algorithm", "constrain_layout",
-        "output_to_operand_aliasing", "schedule_name", "async_execution_thread",
-        "custom_call_schedule", "api_version", "layout_canonicalized",
+        "metadata",
+        "backend_config",
+        "frontend_attributes",
+        "sharding",
+        "statistics",
+        "statistics_viz",
+        "control-predecessors",
+        "origin",
+        "result_accuracy",
+        "parameter_replication",
+        "operand_precision",
+        "algorithm",
+        "constrain_layout",
+        "output_to_operand_aliasing",
+        "schedule_name",
+        "async_execution_thread",
+        "custom_call_schedule",
+        "api_version",
+        "layout_canonicalized",
     }
 )
 """Attributes that change no value (layout, scheduling and debug information)."""
-COLLECTIVE_ATTRS = frozenset({"channel_id", "replica_groups", "use_global_device_ids", "to_apply", "dimensions"})
+COLLECTIVE_ATTRS = frozenset(
+    {"channel_id", "replica_groups", "use_global_device_ids", "to_apply", "dimensions"}
+)
 KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "compare": frozenset({"direction", "type"}),
     "iota": frozenset({"iota_dimension"}),
@@ -176,7 +223,9 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "concatenate": frozenset({"dimensions"}),
     "slice": frozenset({"slice"}),
     "dynamic-slice": frozenset({"dynamic_slice_sizes"}),
-    "dot": frozenset({"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"}),
+    "dot": frozenset(
+        {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"}
+    ),
     "reduce": frozenset({"dimensions", "to_apply"}),
     "get-tuple-element": frozenset({"index"}),
     "fusion": frozenset({"kind", "calls"}),
@@ -186,7 +235,14 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "collective-permute": frozenset({"channel_id", "source_target_pairs"}),
     "collective-permute-start": frozenset({"channel_id", "source_target_pairs"}),
 }
-for _c in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "all-reduce-start", "all-gather-start"):
+for _c in (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "all-reduce-start",
+    "all-gather-start",
+):
     KNOWN_ATTRS[_c] = COLLECTIVE_ATTRS
 
 REDUCERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
@@ -371,7 +427,9 @@ class Reader:
     def shape(self, tree: Tree) -> Shape:
         pos = self.pos(tree)
         if tree.data == "tuple_shape":
-            return Shape(None, [], None, [self.shape(c) for c in tree.children if c is not None], pos)
+            return Shape(
+                None, [], None, [self.shape(c) for c in tree.children if c is not None], pos
+            )
         name, *rest = tree.children
         dims: list[int] = []
         layout = None
@@ -381,7 +439,9 @@ class Reader:
             if isinstance(c, Tree) and c.data == "dim":
                 dims.append(int(c.children[0]))
             elif isinstance(c, Tree) and c.data in ("bounded_dim", "unknown_dim"):
-                raise self.error(self.pos(c), f"dynamic dimension in {self.raw(tree)} is not supported")
+                raise self.error(
+                    self.pos(c), f"dynamic dimension in {self.raw(tree)} is not supported"
+                )
             elif isinstance(c, Tree) and c.data == "brace":
                 layout_text = self.raw(c)[1:-1].split(":")[0]
                 layout = [int(x) for x in re.findall(r"-?\d+", layout_text)]
@@ -409,7 +469,9 @@ class Reader:
             children = children[1:]
         name_tree = children[0]
         name = self.raw(name_tree).lstrip("%")
-        instrs = [self.instruction(c) for c in children if isinstance(c, Tree) and c.data == "instruction"]
+        instrs = [
+            self.instruction(c) for c in children if isinstance(c, Tree) and c.data == "instruction"
+        ]
         if not instrs:
             raise self.error(self.pos(tree), f"computation {name} has no instructions")
         by_name: dict[str, Instr] = {}
@@ -620,7 +682,9 @@ class HloTextImporter:
         try:
             return int(i.operands[0].text)
         except ValueError:
-            raise self.error(i.operands[0].pos, f"expected a parameter number, got {i.operands[0].text}") from None
+            raise self.error(
+                i.operands[0].pos, f"expected a parameter number, got {i.operands[0].text}"
+            ) from None
 
     # types ----------------------------------------------------------------------------------
 
@@ -664,7 +728,7 @@ class HloTextImporter:
             stack.append((instr, True))
             if instr.opcode in ("parameter", "constant", "iota", "partition-id", "replica-id"):
                 continue
-            for o, name in zip(instr.operands, instr.operand_names()):
+            for o, name in zip(instr.operands, instr.operand_names(), strict=False):
                 dep = comp.by_name.get(name)
                 if dep is None:
                     raise self.error(o.pos, f"%{name} is not defined in {comp.name}", len(o.text))
@@ -692,16 +756,20 @@ class HloTextImporter:
 
     def arrays(self, instr: Instr, env: dict[str, Value]) -> list[SSAValue]:
         out = []
-        for o, v in zip(instr.operands, self.operands(instr, env)):
+        for o, v in zip(instr.operands, self.operands(instr, env), strict=False):
             if not isinstance(v, SSAValue):
-                raise self.error(o.pos, f"{instr.opcode} expects an array operand, got a tuple or future")
+                raise self.error(
+                    o.pos, f"{instr.opcode} expects an array operand, got a tuple or future"
+                )
             out.append(v)
         return out
 
     def attr(self, instr: Instr, key: str) -> Attr:
         a = instr.attrs.get(key)
         if a is None:
-            raise self.error(instr.opcode_pos, f"{instr.opcode} needs the attribute {key}=", len(instr.opcode))
+            raise self.error(
+                instr.opcode_pos, f"{instr.opcode} needs the attribute {key}=", len(instr.opcode)
+            )
         return a
 
     def ints_attr(self, instr: Instr, key: str, default: list[int] | None = None) -> list[int]:
@@ -754,7 +822,9 @@ class HloTextImporter:
         self.stats.ops[op] += 1
         self.emit.location = self.located(instr.pos)
         if op == "parameter":
-            raise self.error(instr.pos, f"parameter({self.parameter_number(instr)}) has no argument")
+            raise self.error(
+                instr.pos, f"parameter({self.parameter_number(instr)}) has no argument"
+            )
         if op in ("fusion", "call"):
             key = "calls" if op == "fusion" else "to_apply"
             self.stats.constructs[f"{op} (inlined)"] += 1
@@ -767,7 +837,9 @@ class HloTextImporter:
             if isinstance(v, FutureVal):
                 return self.future_element(instr, v, index)
             if not isinstance(v, TupleVal) or not 0 <= index < len(v.items):
-                raise self.error(instr.pos, f"get-tuple-element index={index} of a non-tuple or out of range")
+                raise self.error(
+                    instr.pos, f"get-tuple-element index={index} of a non-tuple or out of range"
+                )
             return v.items[index]
         if op == "opt-barrier":
             (v,) = self.operands(instr, env)
@@ -794,7 +866,7 @@ class HloTextImporter:
         if op == "custom-call":
             target = instr.attrs.get("custom_call_target")
             name = target.text.strip('"') if target else "?"
-            raise self.error(instr.opcode_pos, f"custom-call to \"{name}\" is not supported", len(op))
+            raise self.error(instr.opcode_pos, f'custom-call to "{name}" is not supported', len(op))
         leaf = op in ("constant", "iota", "partition-id", "replica-id")
         xs = [] if leaf else self.arrays(instr, env)
         self.comp = comp
@@ -860,7 +932,10 @@ class HloTextImporter:
             (dim,) = self.ints_attr(instr, "dimensions")
             return e.value(hlo.ConcatenateOp(xs, dim))
         if op == "dot":
-            batching = (self.ints_attr(instr, "lhs_batch_dims", []), self.ints_attr(instr, "rhs_batch_dims", []))
+            batching = (
+                self.ints_attr(instr, "lhs_batch_dims", []),
+                self.ints_attr(instr, "rhs_batch_dims", []),
+            )
             contracting = (
                 self.ints_attr(instr, "lhs_contracting_dims", []),
                 self.ints_attr(instr, "rhs_contracting_dims", []),
@@ -880,7 +955,11 @@ class HloTextImporter:
             index = e.value(spmd.AxisIndexOp("mesh", "devices", TensorType(i32, [])))
             p = e.splat(self.partitions, TensorType(i32, []))
             if op == "replica-id":
-                return e.binary("div", index, p) if self.replicas > 1 else e.splat(0, TensorType(i32, []))
+                return (
+                    e.binary("div", index, p)
+                    if self.replicas > 1
+                    else e.splat(0, TensorType(i32, []))
+                )
             if self.replicas == 1:
                 return index
             q = e.binary("div", index, p)
@@ -901,11 +980,15 @@ class HloTextImporter:
         if op == "sign":
             zero = e.scalar_like(0, x)
             elem = x.type.element_type  # pyright: ignore
-            pos = e.select(e.compare("GT", x, zero), e.scalar_like(1, x), x if is_float(elem) else zero)
+            pos = e.select(
+                e.compare("GT", x, zero), e.scalar_like(1, x), x if is_float(elem) else zero
+            )
             return e.select(e.compare("LT", x, zero), e.scalar_like(-1, x), pos)
         if op == "clamp":
             lo, v, hi = xs
-            return e.binary("min", e.binary("max", v, e.broadcast_scalar(lo, v)), e.broadcast_scalar(hi, v))
+            return e.binary(
+                "min", e.binary("max", v, e.broadcast_scalar(lo, v)), e.broadcast_scalar(hi, v)
+            )
         if op == "remainder":
             a, b = xs
             if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
@@ -934,7 +1017,9 @@ class HloTextImporter:
         src = x.type
         assert isinstance(src, TensorType)
         if src.element_type != ty.element_type:
-            raise ValueError(f"bitcast from {src.element_type} to {ty.element_type} is not supported")
+            raise ValueError(
+                f"bitcast from {src.element_type} to {ty.element_type} is not supported"
+            )
         operand = self.operand_instr_shape(instr)
         src_layout = _layout(operand.layout if operand else None, src.get_num_dims())
         dst_layout = _layout(instr.shape.layout, ty.get_num_dims())
@@ -956,7 +1041,9 @@ class HloTextImporter:
 
     def constant(self, instr: Instr, ty: TensorType) -> SSAValue:
         text = instr.operands[0].text if instr.operands else ""
-        tokens = re.findall(r"-?inf|-?nan|true|false|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", text)
+        tokens = re.findall(
+            r"-?inf|-?nan|true|false|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", text
+        )
         elem = ty.element_type
         n = math.prod(ty.get_shape())
         values: list[Any] = []
@@ -969,9 +1056,14 @@ class HloTextImporter:
                 try:
                     values.append(int(float(t)) if not t.lstrip("-").isdigit() else int(t))
                 except ValueError:
-                    raise self.error(instr.operands[0].pos, f"bad literal {t} for {instr.shape}") from None
+                    raise self.error(
+                        instr.operands[0].pos, f"bad literal {t} for {instr.shape}"
+                    ) from None
         if "{...}" in text.replace(" ", ""):
-            raise self.error(instr.operands[0].pos, "the constant's values were elided ({...}) when the text was printed")
+            raise self.error(
+                instr.operands[0].pos,
+                "the constant's values were elided ({...}) when the text was printed",
+            )
         if len(values) != n and not (len(values) == 1):
             raise self.error(
                 instr.operands[0].pos if instr.operands else instr.pos,
@@ -1051,7 +1143,7 @@ class HloTextImporter:
 
     def collective(self, instr: Instr, kind: str, args: list[Value], start: bool) -> Value:
         xs: list[SSAValue] = []
-        for o, v in zip(instr.operands, args):
+        for o, v in zip(instr.operands, args, strict=False):
             if not isinstance(v, SSAValue):
                 raise self.error(o.pos, f"{instr.opcode} expects array operands")
             xs.append(v)
@@ -1099,7 +1191,9 @@ class HloTextImporter:
             return res.elements if res.is_tuple() else [res]
         if start and kind == "collective-permute":
             if not shape.is_tuple() or len(shape.elements) < 2:
-                raise self.error(shape.pos, "collective-permute-start must produce (operand, result, ...)")
+                raise self.error(
+                    shape.pos, "collective-permute-start must produce (operand, result, ...)"
+                )
             return [shape.elements[1]]
         if shape.is_tuple():
             return shape.elements
@@ -1118,24 +1212,33 @@ class HloTextImporter:
         dims = instr.attrs.get("dimensions")
         if dims is not None:
             (dim,) = self.ints_attr(instr, "dimensions")
-            props = {"split_dim": i64_attr(dim), "concat_dim": i64_attr(dim), **self.group_props(groups)}
+            props = {
+                "split_dim": i64_attr(dim),
+                "concat_dim": i64_attr(dim),
+                **self.group_props(groups),
+            }
             if start and len(xs) == 1:
                 future = collective.FutureType(rtypes)
                 op = e.collective(collective.AllToAllStartOp, xs, [future], props)
                 return FutureVal(op.results[0])
             outs = [
                 e.collective(collective.AllToAllOp, [x], [rt], props).results[0]
-                for x, rt in zip(xs, rtypes)
+                for x, rt in zip(xs, rtypes, strict=False)
             ]
             return TupleVal(outs) if instr.shape.is_tuple() else outs[0]
         # tuple form: operand j goes to rank j; result j came from rank j
         if len(xs) != size:
-            raise self.error(instr.pos, f"a tuple all-to-all of {len(xs)} operands needs groups of {len(xs)}, got {size}")
+            raise self.error(
+                instr.pos,
+                f"a tuple all-to-all of {len(xs)} operands needs groups of {len(xs)}, got {size}",
+            )
         self.stats.constructs["tuple all-to-all"] += 1
         first = xs[0].type
         assert isinstance(first, TensorType)
         if any(x.type != first for x in xs):
-            raise self.error(instr.pos, "tuple all-to-all operands of different types are not supported")
+            raise self.error(
+                instr.pos, "tuple all-to-all operands of different types are not supported"
+            )
         shape = list(first.get_shape())
         lead = [1] + shape
         stacked = [e.reshape(x, TensorType(first.element_type, lead)) for x in xs]
@@ -1148,7 +1251,9 @@ class HloTextImporter:
             outs.append(e.reshape(part, first))
         return TupleVal(outs)
 
-    def permute(self, instr: Instr, xs: list[SSAValue], rtypes: list[TensorType], start: bool) -> Value:
+    def permute(
+        self, instr: Instr, xs: list[SSAValue], rtypes: list[TensorType], start: bool
+    ) -> Value:
         e = self.emit
         a = self.attr(instr, "source_target_pairs")
         try:
@@ -1168,7 +1273,9 @@ class HloTextImporter:
                     pairs.append((s * self.partitions + o, t * self.partitions + o))
         for s, t in pairs:
             if not (0 <= s < self.devices and 0 <= t < self.devices):
-                raise self.error(a.pos, f"source_target_pairs name device {max(s, t)} of {self.devices}")
+                raise self.error(
+                    a.pos, f"source_target_pairs name device {max(s, t)} of {self.devices}"
+                )
         groups, rank_pairs = permute_groups(pairs, self.devices)
         props: dict[str, Attribute] = dict(self.group_props(groups))
         k = shift_of(rank_pairs, len(groups[0]))
@@ -1179,13 +1286,17 @@ class HloTextImporter:
         if len(xs) != 1:
             raise self.error(instr.pos, "collective-permute of several operands is not supported")
         if start:
-            op = e.collective(collective.PermuteStartOp, xs, [collective.FutureType([xs[0].type])], props)  # pyright: ignore
+            op = e.collective(
+                collective.PermuteStartOp, xs, [collective.FutureType([xs[0].type])], props
+            )  # pyright: ignore
             return FutureVal(op.results[0])
         return e.collective(collective.PermuteOp, xs, [xs[0].type], props).results[0]
 
     def done(self, instr: Instr, v: Value) -> Value:
         if not isinstance(v, FutureVal):
-            raise self.error(instr.operands[0].pos, f"{instr.opcode} expects the result of an async start")
+            raise self.error(
+                instr.operands[0].pos, f"{instr.opcode} expects the result of an async start"
+            )
         if v.future is None:
             return TupleVal(v.values) if len(v.values) != 1 else v.values[0]
         done = self.emit.add(collective.DoneOp(v.future))
@@ -1267,7 +1378,9 @@ def mesh_axes_groups(text: str) -> list[list[int]]:
     listed axes form a group, ranked row-major over the listed axes in their order.
     Sub-axes (`'a':(1)2`) split their axis as Shardy's sub-axes do.
     """
-    m = re.match(r"\s*mesh\s*\[(.*?)\]\s*(?:,\s*device_ids\s*=\s*\((.*?)\))?\s*\{(.*)\}\s*$", text, re.S)
+    m = re.match(
+        r"\s*mesh\s*\[(.*?)\]\s*(?:,\s*device_ids\s*=\s*\((.*?)\))?\s*\{(.*)\}\s*$", text, re.S
+    )
     if not m:
         raise hs.ShardingSyntaxError("expected mesh[axes] {group axes}")
     names: list[str] = []
@@ -1288,7 +1401,9 @@ def mesh_axes_groups(text: str) -> list[list[int]]:
             dims = [int(x) for x in re.findall(r"-?\d+", ids_text.split("<=")[0])]
             rest = ids_text.split("<=")[1]
             reshape = [int(x) for x in re.findall(r"-?\d+", rest.split("T")[0])]
-            perm = [int(x) for x in re.findall(r"-?\d+", rest.split("T")[1])] if "T" in rest else None
+            perm = (
+                [int(x) for x in re.findall(r"-?\d+", rest.split("T")[1])] if "T" in rest else None
+            )
             devices = hs.iota_tile_assignment(dims, reshape, perm).reshape(sizes)
         else:
             devices = np.array([int(x) for x in re.findall(r"-?\d+", ids_text)]).reshape(sizes)
@@ -1312,7 +1427,9 @@ def mesh_axes_groups(text: str) -> list[list[int]]:
             pre, sub = subs[i]
             assert pre is not None and sub is not None
             if size % (pre * sub):
-                raise hs.ShardingSyntaxError(f"sub-axis ({pre}){sub} does not divide axis {names[i]}={size}")
+                raise hs.ShardingSyntaxError(
+                    f"sub-axis ({pre}){sub} does not divide axis {names[i]}={size}"
+                )
             where[(i, pre)] = len(split_shape) + 1
             split_shape += [pre, sub, size // (pre * sub)]
         else:
@@ -1354,7 +1471,7 @@ def global_outputs(
 ) -> list[np.ndarray]:
     """Global arrays from `out_K.D` arrays, given each result's HloSharding string."""
     result = []
-    for k, (text, shape) in enumerate(zip(shardings, global_shapes)):
+    for k, (text, shape) in enumerate(zip(shardings, global_shapes, strict=False)):
         sharding = hs.parse_hlo_sharding(text) if text else None
         parts = [outputs[f"out_{k}.{d}"] for d in range(devices)]
         result.append(hs.assemble_global(parts, sharding, shape))

@@ -71,23 +71,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    IntAttr,
-    IntegerAttr,
-    ModuleOp,
-    StringAttr,
-    SymbolRefAttr,
-    TensorType,
-    UnitAttr,
-    i32,
-)
-from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import Rewriter
-
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
 from shardc.frontends import hlo_sharding as hs
@@ -118,6 +101,22 @@ from shardc.tools.source import (
     parse_module,
     verify_module,
 )
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 
 # Op tables -------------------------------------------------------------------------------
 
@@ -165,14 +164,11 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.dynamic_slice": frozenset({"slice_sizes"}),
     "stablehlo.concatenate": frozenset({"dimension"}),
     "stablehlo.compare": frozenset({"comparison_direction", "compare_type"}),
-    "stablehlo.dot_general": frozenset(
-        {"dot_dimension_numbers", "precision_config", "algorithm"}
-    ),
+    "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),
     "stablehlo.reduce": frozenset({"dimensions", "applies"}),
     "stablehlo.custom_call": frozenset(
-        {"call_target_name", "backend_config", "api_version", "mhlo.sharding",
-         "has_side_effect"}
+        {"call_target_name", "backend_config", "api_version", "mhlo.sharding", "has_side_effect"}
     ),
     "stablehlo.all_reduce": frozenset(
         {"replica_groups", "channel_handle", "use_global_device_ids"}
@@ -184,8 +180,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
         {"scatter_dimension", "replica_groups", "channel_handle", "use_global_device_ids"}
     ),
     "stablehlo.all_to_all": frozenset(
-        {"split_dimension", "concat_dimension", "split_count", "replica_groups",
-         "channel_handle"}
+        {"split_dimension", "concat_dimension", "split_count", "replica_groups", "channel_handle"}
     ),
     "stablehlo.collective_permute": frozenset({"source_target_pairs", "channel_handle"}),
     "sdy.sharding_constraint": frozenset({"sharding"}),
@@ -195,14 +190,29 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
 }
 
 TOPLEVEL_ELEMENTWISE = frozenset(
-    set(BINARY) | set(UNARY)
+    set(BINARY)
+    | set(UNARY)
     | {
-        "stablehlo.convert", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
-        "stablehlo.sign", "stablehlo.is_finite", "stablehlo.exponential_minus_one",
-        "stablehlo.log_plus_one", "stablehlo.tan", "stablehlo.xor", "stablehlo.remainder",
+        "stablehlo.convert",
+        "stablehlo.compare",
+        "stablehlo.select",
+        "stablehlo.clamp",
+        "stablehlo.sign",
+        "stablehlo.is_finite",
+        "stablehlo.exponential_minus_one",
+        "stablehlo.log_plus_one",
+        "stablehlo.tan",
+        "stablehlo.xor",
+        "stablehlo.remainder",
         "chlo.square",
-        "chlo.sinh", "chlo.cosh", "chlo.tan", "chlo.erf", "chlo.erfc", "chlo.is_inf",
-        "chlo.is_pos_inf", "chlo.is_neg_inf",
+        "chlo.sinh",
+        "chlo.cosh",
+        "chlo.tan",
+        "chlo.erf",
+        "chlo.erfc",
+        "chlo.is_inf",
+        "chlo.is_pos_inf",
+        "chlo.is_neg_inf",
     }
 )
 """Pointwise ops: outside a manual computation they run on local values as they are."""
@@ -220,13 +230,20 @@ LOCAL_ONLY = frozenset(
 # XLA's f32 erf (xla/hlo/builder/lib/math.cc, ErfImpl32): x clamped to [-4, 4],
 # x * P(x^2) / Q(x^2); absolute error below 5e-7 against JAX.
 ERF_ALPHA = (
-    -2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-    -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
     -1.60960333262415e-02,
 )
 ERF_BETA = (
-    -1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-    -7.37332916720468e-03, -1.42647390514189e-02,
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
 )
 
 
@@ -486,7 +503,9 @@ class StablehloImporter:
                 if generic.device_ids.data:
                     m.properties["device_ids"] = generic.device_ids
                 del m.properties["mesh"]
-            if "axis_names" not in m.properties or not isinstance(m.properties.get("sym_name"), StringAttr):
+            if "axis_names" not in m.properties or not isinstance(
+                m.properties.get("sym_name"), StringAttr
+            ):
                 raise self.error(m, "sdy.mesh needs a name and axes")
             names = [a.data for a in m.properties["axis_names"].data]  # pyright: ignore
             sizes = [a.data for a in m.properties["axis_sizes"].data]  # pyright: ignore
@@ -502,11 +521,16 @@ class StablehloImporter:
                 raise self.error(m, "an empty sdy.mesh (maximal sharding) is not supported")
             for attrs in _all_attr_dicts(m):
                 for k in attrs:
-                    if k not in ("sym_name", "axis_names", "axis_sizes", "device_ids",
-                                 "stablehlo.mesh"):
+                    if k not in (
+                        "sym_name",
+                        "axis_names",
+                        "axis_sizes",
+                        "device_ids",
+                        "stablehlo.mesh",
+                    ):
                         raise self.error(m, f"unknown attribute '{k}' on sdy.mesh")
             self.mesh_name = m.properties["sym_name"].data  # pyright: ignore
-            self.mesh = spmd.MeshAttr(list(zip(names, sizes)))
+            self.mesh = spmd.MeshAttr(list(zip(names, sizes, strict=False)))
             if self.devices > 1 and self.mesh.device_count != self.devices:
                 raise self.error(
                     m,
@@ -525,7 +549,7 @@ class StablehloImporter:
                     self.devices = builder.devices
                 problem = builder.add(sharding)
                 if problem is not None:
-                    raise self.error(op, f"mhlo.sharding \"{text}\": {problem}")
+                    raise self.error(op, f'mhlo.sharding "{text}": {problem}')
             axes = builder.axes()
             if isinstance(axes, str):
                 raise self.error(gspmd_strings[0][0], axes)
@@ -541,7 +565,7 @@ class StablehloImporter:
         try:
             return hs.parse_hlo_sharding(text)
         except hs.ShardingSyntaxError as e:
-            raise self.error_at_name(op, text, f"bad mhlo.sharding \"{text}\": {e}") from None
+            raise self.error_at_name(op, text, f'bad mhlo.sharding "{text}": {e}') from None
 
     def sdy_to_spmd(
         self, op: Operation, attr: Attribute, rank: int, what: str
@@ -551,7 +575,8 @@ class StablehloImporter:
             raise self.error(op, f"{what}: expected a #sdy.sharding, got {attr}")
         if self.mesh is None or attr.mesh_name != self.mesh_name:
             raise self.error_at_name(
-                op, "@" + attr.mesh_name,
+                op,
+                "@" + attr.mesh_name,
                 f"{what}: sharding names mesh @{attr.mesh_name}, which is not declared",
             )
         dims = attr.dim_axes
@@ -564,8 +589,9 @@ class StablehloImporter:
                 if ":" in a:
                     name, _, sub = a.partition(":")
                     raise self.error_at_name(
-                        op, f'"{name}":{sub}',
-                        f"{what}: sub-axis \"{name}\":{sub} is not supported (shardc splits "
+                        op,
+                        f'"{name}":{sub}',
+                        f'{what}: sub-axis "{name}":{sub} is not supported (shardc splits '
                         "a dimension by whole mesh axes)",
                     )
                 if a not in self.mesh.names:
@@ -591,16 +617,18 @@ class StablehloImporter:
             assert self.mesh_name is not None
             return spmd.ShardingAttr(self.mesh_name, [[] for _ in range(rank)])
         if s.kind != "tiled":
-            raise self.error(op, f"{what}: a {s.kind} sharding \"{text}\" is not supported here")
+            raise self.error(op, f'{what}: a {s.kind} sharding "{text}" is not supported here')
         if "manual" in s.last_tile_dims:
             raise self.error(
-                op, f"{what}: partially manual sharding \"{text}\" is not supported "
-                "(shard_map must be manual over every mesh axis)"
+                op,
+                f'{what}: partially manual sharding "{text}" is not supported '
+                "(shard_map must be manual over every mesh axis)",
             )
         if s.tile_rank != rank:
             raise self.error(
-                op, f"{what}: sharding \"{text}\" has {s.tile_rank} tile dimensions but the "
-                f"tensor has rank {rank}"
+                op,
+                f'{what}: sharding "{text}" has {s.tile_rank} tile dimensions but the '
+                f"tensor has rank {rank}",
             )
         assert self.mesh_builder is not None and self.mesh_name is not None
         dims, _ = self.mesh_builder.dim_axes(s)
@@ -631,13 +659,11 @@ class StablehloImporter:
         env: dict[SSAValue, SSAValue] = {}
         arg_attrs: list[dict[str, Attribute]] = []
         src_arg_attrs = _dicts(main.arg_attrs, len(src_block.args))
-        for arg, attrs in zip(src_block.args, src_arg_attrs):
+        for arg, attrs in zip(src_block.args, src_arg_attrs, strict=False):
             new = block.insert_arg(arg.type, len(block.args))
             env[arg] = new
             a: dict[str, Attribute] = {}
-            sharding = self.sharding_attr_of(
-                main, attrs, _rank(arg.type), f"argument {arg.index}"
-            )
+            sharding = self.sharding_attr_of(main, attrs, _rank(arg.type), f"argument {arg.index}")
             if sharding is not None:
                 a[spmd.SHARDING_ATTR_NAME] = sharding
             self.check_function_attrs(main, attrs, f"argument {arg.index}")
@@ -645,7 +671,7 @@ class StablehloImporter:
         results = self.convert_ops(src_block, env, local=False)
         res_attrs: list[dict[str, Attribute]] = []
         src_res_attrs = _dicts(main.res_attrs, len(results))
-        for i, (v, attrs) in enumerate(zip(results, src_res_attrs)):
+        for i, (v, attrs) in enumerate(zip(results, src_res_attrs, strict=False)):
             a = {}
             sharding = self.sharding_attr_of(main, attrs, _rank(v.type), f"result {i}")
             if sharding is not None:
@@ -661,7 +687,10 @@ class StablehloImporter:
     def check_function_attrs(self, op: Operation, attrs: dict[str, Attribute], what: str) -> None:
         for k in attrs:
             if k in ("sdy.sharding", "mhlo.sharding") or k.split(".")[0] in (
-                "jax", "mhlo", "tf", "sdy"
+                "jax",
+                "mhlo",
+                "tf",
+                "sdy",
             ):
                 continue
             raise self.error(op, f"unknown attribute '{k}' on {what}")
@@ -675,7 +704,7 @@ class StablehloImporter:
         block = self.block
         views: dict[SSAValue, View] = {}
         arg_attrs_in = _dicts(main.arg_attrs, len(src_block.args))
-        for arg, attrs in zip(src_block.args, arg_attrs_in):
+        for arg, attrs in zip(src_block.args, arg_attrs_in, strict=False):
             self.check_type(main, arg.type, f"argument {arg.index} of @{main.sym_name.data}")
             self.check_function_attrs(main, attrs, "an argument")
             new = block.insert_arg(arg.type, len(block.args))
@@ -790,8 +819,7 @@ class StablehloImporter:
                 self.convert_manual_computation(op, views)
                 continue
             if name == "stablehlo.custom_call" and (
-                any(v in views for v in op.operands)
-                or _target(op) == "SPMDShardToFullShape"
+                any(v in views for v in op.operands) or _target(op) == "SPMDShardToFullShape"
             ):
                 self.stats.ops[name] += 1
                 self.check_attrs(op)
@@ -804,7 +832,9 @@ class StablehloImporter:
                 src = views[op.operands[0]]
                 if src.scalar is not None and _rank(op.operands[0].type) == 0:
                     self.stats.ops[name] += 1
-                    views[op.results[0]] = View(None, None, scalar=src.scalar, global_type=op.results[0].type)  # pyright: ignore
+                    views[op.results[0]] = View(
+                        None, None, scalar=src.scalar, global_type=op.results[0].type
+                    )  # pyright: ignore
                     continue
             if name in TOPLEVEL_ELEMENTWISE and all(v in views for v in op.operands):
                 self.toplevel_elementwise(op, views)
@@ -817,7 +847,7 @@ class StablehloImporter:
                 callee = self.callee(op)
                 inner_views = dict(views)
                 inner_env = dict(env)
-                for a, v in zip(callee.body.block.args, op.operands):
+                for a, v in zip(callee.body.block.args, op.operands, strict=False):
                     if v in views:
                         inner_views[a] = views[v]
                     elif v in env:
@@ -825,7 +855,7 @@ class StablehloImporter:
                 self.call_stack.append(callee.sym_name.data)
                 returned = self.convert_toplevel(callee.body.block, inner_views, inner_env, pending)
                 self.call_stack.pop()
-                for r, (v, _) in zip(op.results, returned):
+                for r, (v, _) in zip(op.results, returned, strict=False):
                     if v in inner_views:
                         views[r] = inner_views[v]
                     elif v in inner_env:
@@ -845,7 +875,7 @@ class StablehloImporter:
                 if v in views and v not in env:
                     env[v] = views[v].local  # pyright: ignore[reportArgumentType]
             results = self.convert_op(op, env, local=True)
-            for r, v in zip(op.results, results):
+            for r, v in zip(op.results, results, strict=False):
                 env[r] = v
         raise self.error(None, "function without a return")
 
@@ -875,7 +905,13 @@ class StablehloImporter:
             scalar_ty = TensorType(ty.element_type, [])
             attr = splat_elements(scalar_ty, splat_value(value))  # pyright: ignore
             scalar = self.emit.value(hlo.ConstantOp(attr))
-            return View(scalar if not ty.get_shape() else None, None, constant=True, scalar=scalar, global_type=ty)
+            return View(
+                scalar if not ty.get_shape() else None,
+                None,
+                constant=True,
+                scalar=scalar,
+                global_type=ty,
+            )
         results = self.convert_op(op, env, local=True)
         self.stats.ops[op.name] -= 1
         return View(results[0], None, constant=True)
@@ -890,7 +926,11 @@ class StablehloImporter:
                 continue
             if view.local is None:
                 self.localize(view, view.declared, op, v)
-            s = view.sharding if view.sharding is not None and not view.sharding.is_replicated() else None
+            s = (
+                view.sharding
+                if view.sharding is not None and not view.sharding.is_replicated()
+                else None
+            )
             if s not in layouts:
                 layouts.append(s)
         if len(layouts) > 1:
@@ -904,7 +944,7 @@ class StablehloImporter:
         env = {v: self.localize(views[v], sharding, op, v) for v in op.operands}
         self.stats.constructs["pointwise op outside shard_map"] += 1
         results = self.convert_op(op, env, local=True)
-        for r, v in zip(op.results, results):
+        for r, v in zip(op.results, results, strict=False):
             views[r] = View(v, sharding)
 
     def toplevel_constraint(self, op: Operation, views: dict[SSAValue, View]) -> None:
@@ -947,7 +987,7 @@ class StablehloImporter:
             raise self.error(op, "in_shardings / out_shardings do not match the operands / results")
         body = op.regions[0].block
         inner: dict[SSAValue, SSAValue] = {}
-        for i, (v, s, barg) in enumerate(zip(op.operands, in_sh, body.args)):
+        for i, (v, s, barg) in enumerate(zip(op.operands, in_sh, body.args, strict=False)):
             if v not in views:
                 raise self.error(op, f"operand {i} is not a global value")
             sharding = self.sdy_to_spmd(op, s, _rank(v.type), f"in_shardings[{i}]")
@@ -961,7 +1001,7 @@ class StablehloImporter:
             inner[barg] = local
         self.stats.constructs["shard_map (manual computation)"] += 1
         results = self.convert_ops(body, inner, local=True)
-        for i, (r, v, s) in enumerate(zip(op.results, results, out_sh)):
+        for i, (r, v, s) in enumerate(zip(op.results, results, out_sh, strict=False)):
             sharding = self.sdy_to_spmd(op, s, _rank(r.type), f"out_shardings[{i}]")
             try:
                 want = self.local_type(r.type, sharding)
@@ -969,8 +1009,9 @@ class StablehloImporter:
                 raise self.error(op, f"result {i}: {e}") from None
             if want != v.type:
                 raise self.error(
-                    op, f"result {i}: the body returns {v.type} but {r.type} split as "
-                    f"{sharding or 'replicated'} is {want} per device"
+                    op,
+                    f"result {i}: the body returns {v.type} but {r.type} split as "
+                    f"{sharding or 'replicated'} is {want} per device",
                 )
             views[r] = View(v, sharding)
 
@@ -992,7 +1033,9 @@ class StablehloImporter:
         if target == "SPMDShardToFullShape":
             if x not in env:
                 raise self.error(op, "@SPMDShardToFullShape of a value that is not per-device")
-            s = self.gspmd_to_spmd(op, text or "{replicated}", _rank(r.type), "@SPMDShardToFullShape")
+            s = self.gspmd_to_spmd(
+                op, text or "{replicated}", _rank(r.type), "@SPMDShardToFullShape"
+            )
             if s == "manual":
                 raise self.error(op, "@SPMDShardToFullShape to a {manual} sharding")
             sharding = s if isinstance(s, spmd.ShardingAttr) and not s.is_replicated() else None
@@ -1002,8 +1045,9 @@ class StablehloImporter:
                 raise self.error(op, str(e)) from None
             if want != x.type:
                 raise self.error(
-                    op, f"{r.type} split as {sharding or 'replicated'} is {want} per device, "
-                    f"but the shard is {x.type}"
+                    op,
+                    f"{r.type} split as {sharding or 'replicated'} is {want} per device, "
+                    f"but the shard is {x.type}",
                 )
             views[r] = View(env[x], sharding)
             return
@@ -1022,8 +1066,9 @@ class StablehloImporter:
             local = self.localize(views[x], sharding, op, x)
             if local.type != r.type:
                 raise self.error(
-                    op, f"the shard shape {r.type} differs from {x.type} split as "
-                    f"{sharding or 'replicated'} ({local.type})"
+                    op,
+                    f"the shard shape {r.type} differs from {x.type} split as "
+                    f"{sharding or 'replicated'} ({local.type})",
                 )
             self.stats.constructs["shard_map (SPMDFullToShardShape)"] += 1
             env[r] = local
@@ -1055,7 +1100,7 @@ class StablehloImporter:
                 except KeyError:
                     raise self.error(op, "returns a value defined outside its body") from None
             results = self.convert_op(op, env, local)
-            for r, v in zip(op.results, results):
+            for r, v in zip(op.results, results, strict=False):
                 env[r] = v
         raise self.error(None, "a block without a terminator")
 
@@ -1080,7 +1125,9 @@ class StablehloImporter:
             end = text.find("\n", loc.offset)
             at = text.find(name, loc.offset, end if end >= 0 else len(text))
             if at >= 0:
-                return DiagnosticError(Location(loc.input, at, loc.line_offset).format(message, len(name)))
+                return DiagnosticError(
+                    Location(loc.input, at, loc.line_offset).format(message, len(name))
+                )
         return self.error(op, message)
 
     def prop(self, op: Operation, key: str) -> Attribute:
@@ -1099,7 +1146,7 @@ class StablehloImporter:
         if name == "func.call":
             self.stats.constructs["func.call (inlined)"] += 1
             callee = self.callee(op)
-            inner = {a: env[v] for a, v in zip(callee.body.block.args, op.operands)}
+            inner = {a: env[v] for a, v in zip(callee.body.block.args, op.operands, strict=False)}
             self.call_stack.append(callee.sym_name.data)
             results = self.convert_ops(callee.body.block, inner, local)
             self.call_stack.pop()
@@ -1114,8 +1161,9 @@ class StablehloImporter:
             raise self.error(op, "uses a value from outside its region") from None
         if name in LOCAL_ONLY and not local:
             raise self.error(
-                op, f"{name} outside a manual computation (shard_map): collectives need "
-                "per-device values"
+                op,
+                f"{name} outside a manual computation (shard_map): collectives need "
+                "per-device values",
             )
         try:
             results = self.dispatch(op, name, operands, local)
@@ -1130,7 +1178,7 @@ class StablehloImporter:
         sdy = op.attributes.get("sdy.sharding")
         if isinstance(sdy, SdyShardingPerValueAttr):
             out = []
-            for i, (v, s) in enumerate(zip(results, sdy.shardings.data)):
+            for i, (v, s) in enumerate(zip(results, sdy.shardings.data, strict=False)):
                 sh = self.sdy_to_spmd(op, s, _rank(v.type), f"result {i}")
                 out.append(self.emit.value(spmd.ConstraintOp(v, sh)) if sh else v)
             return out
@@ -1143,9 +1191,7 @@ class StablehloImporter:
                 return [self.emit.value(spmd.ConstraintOp(results[0], sh))]
         return results
 
-    def dispatch(
-        self, op: Operation, name: str, xs: list[SSAValue], local: bool
-    ) -> list[SSAValue]:
+    def dispatch(self, op: Operation, name: str, xs: list[SSAValue], local: bool) -> list[SSAValue]:
         e = self.emit
         rtypes = [r.type for r in op.results]
         if name in BINARY:
@@ -1253,7 +1299,9 @@ class StablehloImporter:
             block = op.regions[0].block
             body = list(block.ops)
             if len(block.args) != 2 * n:
-                raise ValueError(f"the reduction body takes {len(block.args)} arguments, expected {2 * n}")
+                raise ValueError(
+                    f"the reduction body takes {len(block.args)} arguments, expected {2 * n}"
+                )
             names = list(dict.fromkeys(o.name for o in body))
             if (
                 n == 1
@@ -1266,7 +1314,8 @@ class StablehloImporter:
                 body_ops = [body[0].name]
             else:
                 raise ValueError(
-                    "the reduction body computes " + ", ".join(names)
+                    "the reduction body computes "
+                    + ", ".join(names)
                     + "; shardc recognizes bodies that add, multiply, take the maximum or "
                     "the minimum of their two arguments"
                 )
@@ -1339,7 +1388,9 @@ class StablehloImporter:
         if isinstance(ch, KeyValueAttr):
             handle = ch.get().get("handle")
             has_channel = handle is not None and one_int(handle) > 0
-        use_global = "use_global_device_ids" in op.properties or "use_global_device_ids" in op.attributes
+        use_global = (
+            "use_global_device_ids" in op.properties or "use_global_device_ids" in op.attributes
+        )
         mode = hs.group_mode(has_channel, use_global, has_global_field)
         self.stats.constructs[f"replica groups ({mode.replace('_', ' ')})"] += 1
         out = hs.participating_groups(groups, mode, self.replicas, self.partitions)
@@ -1359,7 +1410,10 @@ class StablehloImporter:
             return list(e.collective(collective.AllReduceOp, xs, rtypes, props).results)
         if name == "stablehlo.all_gather":
             groups = self.groups(op, True)
-            props = {"dim": i64_attr(one_int(self.prop(op, "all_gather_dim"))), **e.group_props(groups)}
+            props = {
+                "dim": i64_attr(one_int(self.prop(op, "all_gather_dim"))),
+                **e.group_props(groups),
+            }
             return list(e.collective(collective.AllGatherOp, xs, rtypes, props).results)
         if name == "stablehlo.reduce_scatter":
             groups = self.groups(op, True)
@@ -1374,14 +1428,16 @@ class StablehloImporter:
             groups = self.groups(op, False)
             count = one_int(self.prop(op, "split_count"))
             if count != len(groups[0]):
-                raise ValueError(f"split_count {count} differs from the group size {len(groups[0])}")
+                raise ValueError(
+                    f"split_count {count} differs from the group size {len(groups[0])}"
+                )
             props = {
                 "split_dim": i64_attr(one_int(self.prop(op, "split_dimension"))),
                 "concat_dim": i64_attr(one_int(self.prop(op, "concat_dimension"))),
                 **e.group_props(groups),
             }
             out = []
-            for x, rt in zip(xs, rtypes):
+            for x, rt in zip(xs, rtypes, strict=False):
                 out.extend(e.collective(collective.AllToAllOp, [x], [rt], props).results)
             return out
         if name == "stablehlo.collective_permute":
@@ -1416,7 +1472,9 @@ class StablehloImporter:
             props["shift"] = i64_attr(k)
         else:
             props["pairs"] = ArrayAttr(i64_array(list(p)) for p in rank_pairs)
-        self.stats.constructs["collective_permute as " + ("shift" if k is not None else "pairs")] += 1
+        self.stats.constructs[
+            "collective_permute as " + ("shift" if k is not None else "pairs")
+        ] += 1
         return e.collective(collective.PermuteOp, [x], [x.type], props).results[0]
 
     def expand(
@@ -1457,7 +1515,9 @@ class StablehloImporter:
             assert x is not None
             elem = x.type.element_type  # pyright: ignore
             zero = e.scalar_like(0, x)
-            pos = e.select(e.compare("GT", x, zero), e.scalar_like(1, x), x if is_float(elem) else zero)
+            pos = e.select(
+                e.compare("GT", x, zero), e.scalar_like(1, x), x if is_float(elem) else zero
+            )
             return [e.select(e.compare("LT", x, zero), e.scalar_like(-1, x), pos)]
         if name == "stablehlo.clamp":
             lo, v, hi = xs
@@ -1557,8 +1617,12 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     return StablehloImporter(module, source_map, filename).run()
 
 
-_NOT_REGISTERED_OP = re.compile(r"error: (?:Operation (\S+) is not registered|unknown operation '(\S+)')$")
-_NOT_REGISTERED_ATTR = re.compile(r"error: (?:'(\S+)' is not registered|unknown attribute or type '(\S+)')$")
+_NOT_REGISTERED_OP = re.compile(
+    r"error: (?:Operation (\S+) is not registered|unknown operation '(\S+)')$"
+)
+_NOT_REGISTERED_ATTR = re.compile(
+    r"error: (?:'(\S+)' is not registered|unknown attribute or type '(\S+)')$"
+)
 
 
 def _reword(diagnostic: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+from shardc.dialects.syntax import i64_array
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -37,8 +38,6 @@ from xdsl.irdl import irdl_attr_definition, traits_def
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
-
-from shardc.dialects.syntax import i64_array
 
 ################################################################################
 # Attributes                                                                   #
@@ -258,7 +257,7 @@ class KeyValueAttr(ParametrizedAttribute):
     values: ArrayAttr[Attribute]
 
     def get(self) -> dict[str, Attribute]:
-        return {k.data: v for k, v in zip(self.keys.data, self.values.data)}
+        return {k.data: v for k, v in zip(self.keys.data, self.values.data, strict=False)}
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -498,9 +497,7 @@ def _dims_syntax(prop: str, keyword: str) -> Callable[[type[ImportedOp], Parser]
         dims = _parse_keyword_ints(parser, keyword)
         attrs = parser.parse_optional_attr_dict()
         inputs, outputs = _parse_functional(parser)
-        return _finish(
-            cls, parser, operands, pos, inputs, outputs, {prop: i64_array(dims)}, attrs
-        )
+        return _finish(cls, parser, operands, pos, inputs, outputs, {prop: i64_array(dims)}, attrs)
 
     return parse
 
@@ -590,9 +587,7 @@ def _parse_dot_general(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
             values = parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE, parser.parse_identifier
             )
-            props["precision_config"] = ArrayAttr(
-                PrecisionAttr(StringAttr(v)) for v in values
-            )
+            props["precision_config"] = ArrayAttr(PrecisionAttr(StringAttr(v)) for v in values)
         elif key == "algorithm":
             parser.parse_punctuation("=")
             props["algorithm"] = DotAlgorithmAttr.new(DotAlgorithmAttr.parse_parameters(parser))
@@ -809,9 +804,7 @@ CHLO_UNARY = (
 ).split()
 
 
-def _op_class(
-    name: str, syntax: str, base: type[ImportedOp] = ImportedOp
-) -> type[ImportedOp]:
+def _op_class(name: str, syntax: str, base: type[ImportedOp] = ImportedOp) -> type[ImportedOp]:
     cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
     return type(cls_name, (base,), {"name": name, "SYNTAX": syntax})
 

@@ -62,9 +62,22 @@ class Chip:
 
 
 CHIPS: dict[str, Chip] = {
-    "v4": Chip("v4", 2.75e14, 32 * GiB, 1.2e12, 4.5e10, 3, 16 * MiB, None, full_axis=4, wrap_multiple=True),
+    "v4": Chip(
+        "v4", 2.75e14, 32 * GiB, 1.2e12, 4.5e10, 3, 16 * MiB, None, full_axis=4, wrap_multiple=True
+    ),
     "v5e": Chip("v5e", 1.97e14, 16 * 10**9, 8.1e11, 4.5e10, 2, 128 * MiB, 3.125e9),
-    "v5p": Chip("v5p", 4.59e14, 95 * GiB, 2.765e12, 9e10, 3, 64 * MiB, 6.25e9, full_axis=4, wrap_multiple=True),
+    "v5p": Chip(
+        "v5p",
+        4.59e14,
+        95 * GiB,
+        2.765e12,
+        9e10,
+        3,
+        64 * MiB,
+        6.25e9,
+        full_axis=4,
+        wrap_multiple=True,
+    ),
     "v6e": Chip("v6e", 9.18e14, 32 * 10**9, 1.64e12, 9e10, 2, 128 * MiB, 1.25e10),
 }
 
@@ -77,6 +90,4 @@ def get_chip(name: str) -> Chip:
     try:
         return CHIPS[name]
     except KeyError:
-        raise UnknownChipError(
-            f"unknown chip '{name}' (known: {', '.join(CHIPS)})"
-        ) from None
+        raise UnknownChipError(f"unknown chip '{name}' (known: {', '.join(CHIPS)})") from None

@@ -24,13 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
-
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
 
 MXU_DTYPE_FACTOR = {"f64": 1 / 8}
 """Fraction of the bf16 MXU peak per element type (others: 1, see `chips`)."""

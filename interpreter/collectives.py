@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
 from shardc.dialects import collective as coll
 from shardc.interpreter.values import combine_in_order, frozen
 
@@ -30,8 +29,7 @@ def all_reduce(kind: str, inputs: Sequence[Values]) -> list[Values]:
 
 def all_gather(dim: int, inputs: Sequence[Values]) -> list[Values]:
     results = tuple(
-        frozen(np.concatenate([m[i] for m in inputs], axis=dim))
-        for i in range(len(inputs[0]))
+        frozen(np.concatenate([m[i] for m in inputs], axis=dim)) for i in range(len(inputs[0]))
     )
     return [results] * len(inputs)
 
@@ -94,5 +92,3 @@ def prepare(op: coll.CollectiveOp) -> Callable[[Sequence[Values]], list[Values]]
 def execute(op: coll.CollectiveOp, inputs: Sequence[Values]) -> list[Values]:
     """Run `op` for one group; `inputs` in rank order."""
     return prepare(op)(inputs)
-
-

@@ -26,14 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.interpreter import Interpreter, InterpreterFunctions
-from xdsl.ir import Block, Operation, SSAValue
-from xdsl.traits import SymbolTable
-
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd
+from shardc.dialects.collective import collective_kind
+from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
@@ -52,10 +48,13 @@ from shardc.interpreter.timing import (
     compute_cost,
     memory_plan,
 )
-from shardc.dialects.collective import collective_kind
-from shardc.dialects.sizes import value_bytes
 from shardc.interpreter.values import dtype_name, tensor_spec
 from shardc.tools.source import SourceMap
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL = range(9)
 # timing-only (abstract) forms of PLAIN, WRAPPED, FALLBACK: run only on known small
@@ -276,7 +275,9 @@ class Executor:
         if not function.body.blocks:
             raise self.error_at(function, "has no body: external functions cannot run")
         if len(function.body.blocks) > 1:
-            raise self.error_at(function, "has several blocks, which the interpreter does not support")
+            raise self.error_at(
+                function, "has several blocks, which the interpreter does not support"
+            )
         # every value of the function (nested regions included) gets a slot in its frame
         slots: dict[SSAValue, int] = {}
         for op in function.walk():
@@ -427,7 +428,9 @@ class Executor:
         if level_s:
             mesh = module_mesh(self.module)
             if mesh is None:
-                raise self.error_at(function, "is a level-S function but the module declares no spmd.mesh")
+                raise self.error_at(
+                    function, "is a level-S function but the module declares no spmd.mesh"
+                )
             if n != mesh[1].device_count:
                 raise InterpreterError(
                     f"{self.filename}: error: mesh @{mesh[0]} has {mesh[1].device_count} "
@@ -461,7 +464,7 @@ class Executor:
         size = self._frame_size[function]
         gens = [
             self._run_block(dev, function.body.block, tuple(args), [None] * size)
-            for dev, args in zip(devices, per_device_args)
+            for dev, args in zip(devices, per_device_args, strict=False)
         ]
         with np.errstate(all="ignore"):
             results = self._schedule(gens, devices)
@@ -481,7 +484,7 @@ class Executor:
     def _run_block(
         self, dev: _Device, block: Block, args: tuple[Any, ...], env: list[Any]
     ) -> Generator[tuple[Operation, tuple[Any, ...]], Any, tuple[Any, ...]]:
-        for slot, value in zip(self._block_args[block], args):
+        for slot, value in zip(self._block_args[block], args, strict=False):
             env[slot] = value
         check = self.check_types
         tm = dev.tm
@@ -555,10 +558,10 @@ class Executor:
             if check:
                 if len(out) != len(specs):
                     self._check_results(op, dev, out, specs)
-                for v, spec in zip(out, specs):
+                for v, spec in zip(out, specs, strict=False):
                     if spec is not None and (v.shape != spec[0] or v.dtype != spec[1]):
                         self._check_results(op, dev, out, specs)
-            for r, v in zip(results, out):
+            for r, v in zip(results, out, strict=False):
                 env[r] = v
         return ()
 
@@ -596,7 +599,7 @@ class Executor:
             raise self.error_at(
                 op, f"produced {len(out)} values for {len(specs)} results on device {dev.index}"
             )
-        for i, (v, spec) in enumerate(zip(out, specs)):
+        for i, (v, spec) in enumerate(zip(out, specs, strict=False)):
             if spec is None:
                 continue
             shape, dtype = spec
@@ -687,7 +690,7 @@ class Executor:
             end = 0.0
             if timed:
                 end = self._time_collective(members, clocks)
-            for w, out in zip(members, outputs):
+            for w, out in zip(members, outputs, strict=False):
                 del waiting[w.device]
                 inbox[w.device] = (Future(w.op, out, end),) if w.op.IS_START else out
                 runnable.append(w.device)
@@ -735,8 +738,7 @@ class Executor:
         first = members[0].op
         head = self.error_at(
             first,
-            f"collective mismatch in group {group}: its members wait at different "
-            "collectives:",
+            f"collective mismatch in group {group}: its members wait at different collectives:",
         )
         return InterpreterError(str(head) + "\n" + "\n".join(lines))
 

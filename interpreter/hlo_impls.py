@@ -14,16 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import tensor
-from xdsl.interpreter import (
-    Interpreter,
-    InterpreterFunctions,
-    PythonValues,
-    impl,
-    register_impls,
-)
-from xdsl.ir import Operation
-
 from shardc.dialects import hlo, spmd
 from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.values import (
@@ -39,6 +29,15 @@ from shardc.interpreter.values import (
     reduce_ufunc,
     tensor_spec,
 )
+from xdsl.dialects import tensor
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.ir import Operation
 
 RAW_IMPL_KEY = "__shardc_raw_impl__"
 """Attribute of an `@fast_impl` implementation holding the undecorated function."""
@@ -417,22 +416,18 @@ class HloFunctions(InterpreterFunctions):
 
     @fast_impl(hlo.SliceOp)
     def run_slice(self, interp: Interpreter, op: hlo.SliceOp, args: PythonValues):
-        index = self.params(
-            op, lambda: tuple(slice(lo, hi, s) for lo, hi, s in op.bounds)
-        )
+        index = self.params(op, lambda: tuple(slice(lo, hi, s) for lo, hi, s in op.bounds))
         return (np.asarray(args[0])[index],)
 
     @fast_impl(hlo.DynamicSliceOp)
-    def run_dynamic_slice(
-        self, interp: Interpreter, op: hlo.DynamicSliceOp, args: PythonValues
-    ):
+    def run_dynamic_slice(self, interp: Interpreter, op: hlo.DynamicSliceOp, args: PythonValues):
         x = np.asarray(args[0])
         sizes = self.params(op, lambda: op.sizes)
         index = tuple(
             slice(s, s + n)
             for s, n in (
                 (min(max(int(i), 0), dim - n), n)
-                for i, n, dim in zip(args[1:], sizes, x.shape)
+                for i, n, dim in zip(args[1:], sizes, x.shape, strict=False)
             )
         )
         return (x[index],)
@@ -446,7 +441,7 @@ class HloFunctions(InterpreterFunctions):
             slice(s, s + n)
             for s, n in (
                 (min(max(int(i), 0), dim - n), n)
-                for i, n, dim in zip(args[2:], u.shape, x.shape)
+                for i, n, dim in zip(args[2:], u.shape, x.shape, strict=False)
             )
         )
         out = x.copy()
@@ -454,9 +449,7 @@ class HloFunctions(InterpreterFunctions):
         return (out,)
 
     @fast_impl(hlo.ConcatenateOp)
-    def run_concatenate(
-        self, interp: Interpreter, op: hlo.ConcatenateOp, args: PythonValues
-    ):
+    def run_concatenate(self, interp: Interpreter, op: hlo.ConcatenateOp, args: PythonValues):
         dim = self.params(op, lambda: op.dimension.value.data)
         return (np.concatenate(args, axis=dim),)
 
@@ -480,9 +473,7 @@ class HloFunctions(InterpreterFunctions):
     # spmd -----------------------------------------------------------------------------
 
     @fast_impl(spmd.ConstraintOp)
-    def run_constraint(
-        self, interp: Interpreter, op: spmd.ConstraintOp, args: PythonValues
-    ):
+    def run_constraint(self, interp: Interpreter, op: spmd.ConstraintOp, args: PythonValues):
         return (args[0],)
 
     @fast_impl(spmd.AxisIndexOp)

@@ -30,10 +30,6 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, TensorType
-from xdsl.ir import Attribute
-
 from shardc.dialects import spmd
 from shardc.dialects.syntax import string_list_in_braces_str
 from shardc.interpreter.devices import Executor, module_mesh
@@ -48,6 +44,9 @@ from shardc.interpreter.values import (
     tensor_spec,
     type_str,
 )
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, TensorType
+from xdsl.ir import Attribute
 
 
 @dataclass(frozen=True)
@@ -128,8 +127,7 @@ def find_entry(module: ModuleOp, name: str | None, filename: str) -> func.FuncOp
         if name not in by_name:
             have = ", ".join(f"@{n}" for n in by_name) or "none"
             raise InterpreterError(
-                f"{filename}: error: entry function @{name} does not exist "
-                f"(functions: {have})"
+                f"{filename}: error: entry function @{name} does not exist (functions: {have})"
             )
         return by_name[name]
     if "main" in by_name:
@@ -166,7 +164,9 @@ def kernel_io(function: func.FuncOp) -> tuple[int, int, int] | None:
 Shardings = list[spmd.ShardingAttr | None]
 
 
-def _interface(function: func.FuncOp) -> tuple[list[Attribute], Shardings, list[Attribute], Shardings]:
+def _interface(
+    function: func.FuncOp,
+) -> tuple[list[Attribute], Shardings, list[Attribute], Shardings]:
     """The types and shardings of the entry's input and output arrays."""
     arg_shardings, res_shardings = spmd.function_shardings(function)
     ft = function.function_type
@@ -199,7 +199,7 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
 
     def specs(types: Any, shardings: list[spmd.ShardingAttr | None], what: str) -> list[ValueSpec]:
         out: list[ValueSpec] = []
-        for i, (ty, sharding) in enumerate(zip(types, shardings)):
+        for i, (ty, sharding) in enumerate(zip(types, shardings, strict=False)):
             if not isinstance(ty, TensorType):
                 raise InterpreterError(
                     f"{filename}: error: {what} {i} of @{function.sym_name.data} has type "
@@ -255,8 +255,7 @@ def check_inputs(
     if extra:
         want = _names_str(names)
         raise InterpreterError(
-            f"{source}: error: unexpected input array '{extra[0]}': @{sig.name} expects "
-            f"{want}"
+            f"{source}: error: unexpected input array '{extra[0]}': @{sig.name} expects {want}"
         )
     out: dict[str, np.ndarray] = {}
     for name, shape, dtype in expected:
@@ -421,7 +420,9 @@ def _assemble(
     for block, parts in partials.items():
         parts.sort(key=lambda p: p[0])
         value = parts[0][1] if len(parts) == 1 else combine_in_order("add", [p[1] for p in parts])
-        index = tuple(slice(b * n, (b + 1) * n) for b, n in zip(block, spec.local_shape))
+        index = tuple(
+            slice(b * n, (b + 1) * n) for b, n in zip(block, spec.local_shape, strict=False)
+        )
         result[index] = value
     return result
 

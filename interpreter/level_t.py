@@ -98,6 +98,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from shardc.dialects import spmd, tpu
+from shardc.dialects.tpu import MemorySpace
+from shardc.hardware.chips import Chip, get_chip
+from shardc.hardware.cost import MXU_DTYPE_FACTOR, CostModel
+from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.values import convert as _hlo_convert
+from shardc.interpreter.values import dtype_of
+from shardc.tools.source import SourceMap
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -111,17 +119,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 
-from shardc.dialects import spmd, tpu
-from shardc.dialects.tpu import MemorySpace
-from shardc.hardware.chips import Chip, get_chip
-from shardc.hardware.cost import MXU_DTYPE_FACTOR, CostModel
-from shardc.interpreter.errors import InterpreterError
-from shardc.interpreter.values import convert as _hlo_convert
-from shardc.interpreter.values import dtype_of
-from shardc.tools.source import SourceMap
-
 KERNEL_ATTR = "tpu.kernel"
 """Unit attribute marking a level-T kernel (optional: any `tpu` op marks it too)."""
+
 
 def is_level_t(function: func.FuncOp) -> bool:
     """A kernel: marked `tpu.kernel`, or its body uses a `tpu` op."""
@@ -241,13 +241,42 @@ def _contains(outer: np.ndarray, inner: np.ndarray) -> bool:
 
 class Dma:
     __slots__ = (
-        "id", "op", "device", "target", "src", "dst", "send", "recv", "nbytes", "links",
-        "hops", "remaining", "rate", "last", "version", "start", "drained", "data", "vc",
+        "id",
+        "op",
+        "device",
+        "target",
+        "src",
+        "dst",
+        "send",
+        "recv",
+        "nbytes",
+        "links",
+        "hops",
+        "remaining",
+        "rate",
+        "last",
+        "version",
+        "start",
+        "drained",
+        "data",
+        "vc",
         "done",
     )
 
-    def __init__(self, id: int, op: Operation, device: int, target: int, src: Ref, dst: Ref,
-                 send: Semaphore | None, recv: Semaphore, links: list[Any], hops: int, now: float):
+    def __init__(
+        self,
+        id: int,
+        op: Operation,
+        device: int,
+        target: int,
+        src: Ref,
+        dst: Ref,
+        send: Semaphore | None,
+        recv: Semaphore,
+        links: list[Any],
+        hops: int,
+        now: float,
+    ):
         self.id = id
         self.op = op
         self.device = device
@@ -446,7 +475,7 @@ class Simulator:
                     f"arguments, device {d} got {len(inputs[d])}"
                 )
             bufs = []
-            for k, (ty, arr) in enumerate(zip(arg_types, inputs[d])):
+            for k, (ty, arr) in enumerate(zip(arg_types, inputs[d], strict=False)):
                 assert isinstance(ty, MemRefType), f"kernel argument {k} is not a memref"
                 shape, dtype = tuple(ty.get_shape()), dtype_of(ty.element_type)
                 if not self.values:
@@ -466,7 +495,10 @@ class Simulator:
             self.args.append(bufs)
         gens = []
         for d in range(self.n):
-            env = {a: Ref(b, b.array, b.name) for a, b in zip(function.body.block.args, self.args[d])}
+            env = {
+                a: Ref(b, b.array, b.name)
+                for a, b in zip(function.body.block.args, self.args[d], strict=False)
+            }
             gens.append(self._device(self.devs[d], function.body.block, env))
         self.gens = gens
         for d in range(self.n):
@@ -519,10 +551,14 @@ class Simulator:
 
     # Devices -------------------------------------------------------------------------
 
-    def _device(self, dev: _Dev, block: Block, env: dict[SSAValue, Any]) -> Generator[None, None, None]:
+    def _device(
+        self, dev: _Dev, block: Block, env: dict[SSAValue, Any]
+    ) -> Generator[None, None, None]:
         yield from self._run_block(dev, block, env)
 
-    def _run_block(self, dev: _Dev, block: Block, env: dict[SSAValue, Any]) -> Generator[None, None, Any]:
+    def _run_block(
+        self, dev: _Dev, block: Block, env: dict[SSAValue, Any]
+    ) -> Generator[None, None, Any]:
         for op in block.ops:
             if isinstance(op, scf.ForOp):
                 lb, ub, st = (int(env[v]) for v in (op.lb, op.ub, op.step))
@@ -531,18 +567,18 @@ class Simulator:
                 i = lb
                 while i < ub:
                     env[body.args[0]] = i
-                    for a, v in zip(body.args[1:], carried):
+                    for a, v in zip(body.args[1:], carried, strict=False):
                         env[a] = v
                     carried = yield from self._run_block(dev, body, env)
                     i += st
-                for r, v in zip(op.results, carried):
+                for r, v in zip(op.results, carried, strict=False):
                     env[r] = v
             elif isinstance(op, scf.IfOp):
                 region = op.true_region if bool(env[op.cond]) else op.false_region
                 vals = []
                 if region.blocks:
                     vals = yield from self._run_block(dev, region.block, env)
-                for r, v in zip(op.results, vals):
+                for r, v in zip(op.results, vals, strict=False):
                     env[r] = v
             elif isinstance(op, scf.YieldOp):
                 return [env[v] for v in op.operands]
@@ -562,7 +598,9 @@ class Simulator:
     def _compute(self, dev: _Dev, op: Operation, t: float) -> None:
         if t > 0:
             if self.record_trace:
-                dev.trace.append(("compute", op.name, dev.clock, dev.clock + t, {"at": self.where(op)}))
+                dev.trace.append(
+                    ("compute", op.name, dev.clock, dev.clock + t, {"at": self.where(op)})
+                )
             dev.clock += t
             dev.busy += t
 
@@ -575,7 +613,9 @@ class Simulator:
             idx = [int(env[v]) for v in op.indices]
             view = self._block(op, d, ref, idx, op.result.type.get_shape(), "load")
             self._access(dev, op, ref.buffer, view, write=False, thread=d)
-            env[op.result] = np.array(view, copy=True) if self.values else _placeholder(view.shape, view.dtype)
+            env[op.result] = (
+                np.array(view, copy=True) if self.values else _placeholder(view.shape, view.dtype)
+            )
             self._compute(dev, op, view.nbytes / (self.chip.vmem_bw_factor * self.chip.hbm_bw))
             return
         if isinstance(op, tpu.StoreOp):
@@ -618,7 +658,9 @@ class Simulator:
             src = env[op.source]
             if not src.view.flags.c_contiguous:
                 raise self.error(op, d, f"reshape of {src.describe()}, which is not contiguous")
-            env[op.result] = Ref(src.buffer, src.view.reshape(op.result.type.get_shape()), src.label)
+            env[op.result] = Ref(
+                src.buffer, src.view.reshape(op.result.type.get_shape()), src.label
+            )
             return
         if isinstance(op, tpu.AllocOp):
             env[op.result] = self._alloc(dev, op)
@@ -647,7 +689,9 @@ class Simulator:
             return
         if isinstance(op, tpu.ReduceOp):
             src, acc = env[op.source], env[op.acc]
-            ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op.kind.data]
+            ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[
+                op.kind.data
+            ]
             red = ufunc.reduce(src, axis=tuple(op.reduced_dims))
             env[op.result] = np.asarray(ufunc(acc, red)).astype(acc.dtype)
             self._compute(dev, op, self._vector_cost(op))
@@ -701,35 +745,43 @@ class Simulator:
             env[r] = _placeholder(tuple(ty.get_shape()), dtype_of(ty.element_type))
         self._compute(dev, op, self._vector_cost(op))
 
-    def _block(self, op: Operation, d: int, ref: Ref, idx: list[int], shape: Sequence[int], what: str) -> np.ndarray:
+    def _block(
+        self, op: Operation, d: int, ref: Ref, idx: list[int], shape: Sequence[int], what: str
+    ) -> np.ndarray:
         base = ref.view.shape
         lead = len(base) - len(shape)
-        for i, (o, full) in enumerate(zip(idx, base)):
+        for i, (o, full) in enumerate(zip(idx, base, strict=False)):
             size = 1 if i < lead else shape[i - lead]
             if o < 0 or o + size > full:
                 raise self.error(
-                    op, d,
+                    op,
+                    d,
                     f"out of bounds: {what} of {'x'.join(map(str, shape)) or 'scalar'} at "
                     f"[{', '.join(map(str, idx))}] of {ref.describe()} of shape "
                     f"{'x'.join(map(str, base))}: dimension {i} spans {o}..{o + size}, "
                     f"size {full}",
                 )
-        key = tuple(idx[:lead]) + tuple(slice(o, o + s) for o, s in zip(idx[lead:], shape))
+        key = tuple(idx[:lead]) + tuple(
+            slice(o, o + s) for o, s in zip(idx[lead:], shape, strict=False)
+        )
         return ref.view[key] if key else ref.view[...]  # a rank-0 ref: its 0-d view
 
     def _sem_slice(self, op: Operation, d: int, src: SemRef, idx: list[int]) -> SemRef:
         rshape = op.result.type.get_shape()  # type: ignore[union-attr]
         lead = len(src.shape) - len(rshape)
         grid = np.arange(len(src.sems)).reshape(src.shape) if src.shape else np.arange(1)
-        for i, (o, full) in enumerate(zip(idx, src.shape)):
+        for i, (o, full) in enumerate(zip(idx, src.shape, strict=False)):
             size = 1 if i < lead else rshape[i - lead]
             if o < 0 or o + size > full:
                 raise self.error(
-                    op, d,
+                    op,
+                    d,
                     f"out of bounds: slice at [{', '.join(map(str, idx))}] of semaphore "
                     f"array '{src.base}' of shape {'x'.join(map(str, src.shape))}",
                 )
-        key = tuple(idx[:lead]) + tuple(slice(o, o + s) for o, s in zip(idx[lead:], rshape))
+        key = tuple(idx[:lead]) + tuple(
+            slice(o, o + s) for o, s in zip(idx[lead:], rshape, strict=False)
+        )
         picked = np.asarray(grid[key]).reshape(-1)
         sems = tuple(src.sems[int(i)] for i in picked)
         return SemRef(sems, tuple(rshape), src.base, src.offset + int(picked[0]), src.alloc)
@@ -764,7 +816,14 @@ class Simulator:
             count = math.prod(shape)
             dma = isinstance(ty, tpu.DMASemaphoreType)
             sems = tuple(
-                Semaphore(dev.index, name if not shape else f"{name}[{', '.join(map(str, np.unravel_index(i, shape)))}]", dma, op)
+                Semaphore(
+                    dev.index,
+                    name
+                    if not shape
+                    else f"{name}[{', '.join(map(str, np.unravel_index(i, shape)))}]",
+                    dma,
+                    op,
+                )
                 for i in range(count)
             )
             self.sems.extend(sems)
@@ -790,7 +849,8 @@ class Simulator:
             cap, used = self.chip.smem_bytes, dev.smem
         if used + size > cap:
             raise self.error(
-                op, dev.index,
+                op,
+                dev.index,
                 f"{space.value.upper()} over capacity: allocating '{name}' ({size} bytes) with "
                 f"{used} bytes in use needs {used + size} bytes, the {self.chip.name} has "
                 f"{cap} bytes of {space.value.upper()}",
@@ -814,8 +874,17 @@ class Simulator:
 
     # Race detection ------------------------------------------------------------------
 
-    def _access(self, dev_or_none: _Dev | None, op: Operation, buf: Buffer, view: np.ndarray,
-                write: bool, thread: Any, vc: dict[Any, int] | None = None, what: str | None = None) -> None:
+    def _access(
+        self,
+        dev_or_none: _Dev | None,
+        op: Operation,
+        buf: Buffer,
+        view: np.ndarray,
+        write: bool,
+        thread: Any,
+        vc: dict[Any, int] | None = None,
+        what: str | None = None,
+    ) -> None:
         if vc is None:
             assert dev_or_none is not None
             vc = dev_or_none.vc
@@ -826,7 +895,8 @@ class Simulator:
             ordered = vc.get(a.thread, 0) >= a.clock
             if not ordered and (write or a.write) and a.thread != thread and _overlap(a.view, view):
                 raise self.error(
-                    op, buf.device if dev_or_none is None else dev_or_none.index,
+                    op,
+                    buf.device if dev_or_none is None else dev_or_none.index,
                     f"data race on buffer '{buf.name}' ({buf.space.value}) of device "
                     f"{buf.device}: the {desc} {'writes' if write else 'reads'} bytes that the "
                     f"{a.what} {'writes' if a.write else 'reads'}, and neither happens "
@@ -842,7 +912,9 @@ class Simulator:
 
     # Effects ------------------------------------------------------------------------
 
-    def _effect(self, dev: _Dev, op: Operation, env: dict[SSAValue, Any]) -> Generator[None, None, None]:
+    def _effect(
+        self, dev: _Dev, op: Operation, env: dict[SSAValue, Any]
+    ) -> Generator[None, None, None]:
         d = dev.index
         if isinstance(op, tpu.DMAStartOp):
             self._dma_start(dev, op, env)
@@ -866,7 +938,11 @@ class Simulator:
             _join(sem.vc, dev.vc)
             _tick(dev.vc, d)
             for other in self.devs:
-                if other.waiting is not None and other.waiting[1] == "sem" and other.waiting[2][0] is sem:
+                if (
+                    other.waiting is not None
+                    and other.waiting[1] == "sem"
+                    and other.waiting[2][0] is sem
+                ):
                     self._wake(other.index)
             return
         if isinstance(op, tpu.SemWaitOp):
@@ -903,7 +979,9 @@ class Simulator:
             return
         raise self.error(op, d, "is not supported by the level-T simulator")
 
-    def _block_on(self, dev: _Dev, op: Operation, kind: str, obj: Any) -> Generator[None, None, None]:
+    def _block_on(
+        self, dev: _Dev, op: Operation, kind: str, obj: Any
+    ) -> Generator[None, None, None]:
         dev.waiting = (op, kind, obj)
         dev.wait_since = self.now
         yield
@@ -914,7 +992,9 @@ class Simulator:
 
     def _device_id(self, op: Operation, d: int, target: int) -> int:
         if not 0 <= target < self.n:
-            raise self.error(op, d, f"device id {target} is out of range (the mesh has {self.n} devices)")
+            raise self.error(
+                op, d, f"device id {target} is out of range (the mesh has {self.n} devices)"
+            )
         return target
 
     def _remote_sem(self, op: Operation, d: int, ref: SemRef, target: int) -> Semaphore:
@@ -935,8 +1015,9 @@ class Simulator:
             other_buf = self._allocation_on(target, buf.op).buffer
         offset = ref.view.__array_interface__["data"][0] - buf.array.__array_interface__["data"][0]
         view = np.lib.stride_tricks.as_strided(
-            other_buf.array.reshape(-1)[offset // buf.array.itemsize:],
-            shape=ref.view.shape, strides=ref.view.strides,
+            other_buf.array.reshape(-1)[offset // buf.array.itemsize :],
+            shape=ref.view.shape,
+            strides=ref.view.strides,
         )
         return Ref(other_buf, view, ref.label)
 
@@ -1003,15 +1084,20 @@ class Simulator:
         if self.record_trace:
             dev = self.devs[dma.device]
             kind = "local DMA" if dma.target == dma.device else f"DMA to {dma.target}"
-            dev.trace.append(("dma", kind, dma.start, self.now,
-                              {"bytes": dma.nbytes, "at": self.where(dma.op)}))
+            dev.trace.append(
+                ("dma", kind, dma.start, self.now, {"bytes": dma.nbytes, "at": self.where(dma.op)})
+            )
 
     def _signal_dma(self, sem: Semaphore, dma: Dma) -> None:
         sem.value += dma.nbytes
         sem.pending.append([dma, dma.nbytes])
         _join(sem.vc, dma.vc)
         for other in self.devs:
-            if other.waiting is not None and other.waiting[1] == "sem" and other.waiting[2][0] is sem:
+            if (
+                other.waiting is not None
+                and other.waiting[1] == "sem"
+                and other.waiting[2][0] is sem
+            ):
                 self._wake(other.index)
 
     def _take_dma(self, dev: _Dev, op: Operation, sem: Semaphore, amount: int) -> None:
@@ -1023,7 +1109,8 @@ class Simulator:
             if entry[1] > need:
                 dma = entry[0]
                 raise self.error(
-                    op, dev.index,
+                    op,
+                    dev.index,
                     f"byte count mismatch: waits for {amount} bytes on {sem.describe()}, but "
                     f"the DMA there ({self.at(dma.op)} on device {dma.device}, "
                     f"'{dma.src.label}' -> '{dma.dst.label}') moved {dma.nbytes} bytes; a wait "
@@ -1056,10 +1143,12 @@ class Simulator:
                 if isinstance(op, tpu.DMAWaitOp):
                     line += (
                         "; no DMA in flight will add more: waiting for more bytes than will ever arrive"
-                        if sem.value else "; no DMA in flight will signal it"
+                        if sem.value
+                        else "; no DMA in flight will signal it"
                     )
                 others = [
-                    f"{s.label} ({s.value})" for s in self.sems
+                    f"{s.label} ({s.value})"
+                    for s in self.sems
                     if s.device == dev.index and s.value and s is not sem
                 ]
                 if others:
@@ -1074,10 +1163,14 @@ class Simulator:
                 )
         done = [d.index for d in self.devs if d.done]
         if done:
-            lines.append(f"finished: device{'s' if len(done) > 1 else ''} {', '.join(map(str, done))}")
+            lines.append(
+                f"finished: device{'s' if len(done) > 1 else ''} {', '.join(map(str, done))}"
+            )
         assert first is not None
         dev0 = blocked[0].index
-        return self.error(first, dev0, "deadlock: every unfinished device is blocked\n  " + "\n  ".join(lines))
+        return self.error(
+            first, dev0, "deadlock: every unfinished device is blocked\n  " + "\n  ".join(lines)
+        )
 
     def _check_sem_zero(self, sem: Semaphore, op: Operation) -> None:
         if sem.value == 0:
@@ -1085,13 +1178,15 @@ class Simulator:
         if sem.dma and sem.pending:
             dma = sem.pending[0][0]
             raise self.error(
-                dma.op, dma.device,
+                dma.op,
+                dma.device,
                 f"DMA never waited: the DMA from device {dma.device} '{dma.src.label}' to "
                 f"device {dma.target} '{dma.dst.label}' ({dma.nbytes} bytes) signalled "
                 f"{sem.describe()}, which holds {sem.value} bytes at exit",
             )
         raise self.error(
-            sem.op, sem.device,
+            sem.op,
+            sem.device,
             f"{sem.describe()} is {sem.value} at exit (semaphores must end at zero)",
         )
 
@@ -1105,7 +1200,9 @@ class Simulator:
         finish = [d.clock for d in self.devs]
         for dma in self.dmas:
             finish[dma.device] = max(finish[dma.device], dma.drained)
-            finish[dma.target] = max(finish[dma.target], dma.drained + dma.hops * self.chip.hop_latency)
+            finish[dma.target] = max(
+                finish[dma.target], dma.drained + dma.hops * self.chip.hop_latency
+            )
         step = max(finish) if finish else 0.0
         return {
             "level": "T",
@@ -1135,15 +1232,36 @@ class Simulator:
         events: list[dict[str, Any]] = []
         tids = {"compute": 0, "wait": 0, "dma": 1}
         for dev in self.devs:
-            events.append({"ph": "M", "name": "process_name", "pid": dev.index, "args": {"name": f"device {dev.index}"}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": dev.index,
+                    "args": {"name": f"device {dev.index}"},
+                }
+            )
             for stream, name, t0, t1, args in dev.trace:
-                events.append({"ph": "X", "name": name, "cat": stream, "pid": dev.index,
-                               "tid": tids[stream], "ts": t0 * 1e6, "dur": (t1 - t0) * 1e6, "args": args})
+                events.append(
+                    {
+                        "ph": "X",
+                        "name": name,
+                        "cat": stream,
+                        "pid": dev.index,
+                        "tid": tids[stream],
+                        "ts": t0 * 1e6,
+                        "dur": (t1 - t0) * 1e6,
+                        "args": args,
+                    }
+                )
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
 _SYNC_OPS = {
-    "tpu.dma_start", "tpu.dma_wait", "tpu.sem_signal", "tpu.sem_wait", "tpu.barrier",
+    "tpu.dma_start",
+    "tpu.dma_wait",
+    "tpu.sem_signal",
+    "tpu.sem_wait",
+    "tpu.barrier",
 }
 
 
@@ -1215,6 +1333,7 @@ def _int_binary(f):
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             return f(a, b).astype(dtype_of(ty.element_type))
         return _wrap_int(f(a, b), ty)
+
     return impl
 
 
@@ -1239,6 +1358,7 @@ def _float_binary(f):
             compute = np.float32 if dtype.itemsize < 4 else dtype
             return f(np.asarray(a, compute), np.asarray(b, compute)).astype(dtype)
         return float(f(a, b))
+
     return impl
 
 
@@ -1250,6 +1370,7 @@ def _float_unary(f):
             compute = np.float32 if dtype.itemsize < 4 else dtype
             return f(np.asarray(a, compute)).astype(dtype)
         return float(f(a))
+
     return impl
 
 
@@ -1272,6 +1393,7 @@ def _convert(op, args, ty):
 def _int_unary(f):
     def impl(op, args, ty):
         return f(np.asarray(args[0])).astype(dtype_of(ty.element_type))
+
     return impl
 
 
@@ -1294,17 +1416,30 @@ def _vector_broadcast(op, args, ty):
 
 
 _CMP = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
-    "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
-    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "slt": lambda a, b: a < b,
+    "sle": lambda a, b: a <= b,
+    "sgt": lambda a, b: a > b,
+    "sge": lambda a, b: a >= b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
 }
 _CMPF = {
-    "oeq": lambda a, b: a == b, "one": lambda a, b: a != b, "olt": lambda a, b: a < b,
-    "ole": lambda a, b: a <= b, "ogt": lambda a, b: a > b, "oge": lambda a, b: a >= b,
-    "ueq": lambda a, b: a == b, "une": lambda a, b: a != b, "ult": lambda a, b: a < b,
-    "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
+    "oeq": lambda a, b: a == b,
+    "one": lambda a, b: a != b,
+    "olt": lambda a, b: a < b,
+    "ole": lambda a, b: a <= b,
+    "ogt": lambda a, b: a > b,
+    "oge": lambda a, b: a >= b,
+    "ueq": lambda a, b: a == b,
+    "une": lambda a, b: a != b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
 }
 
 
@@ -1316,8 +1451,24 @@ def _cmpi(op, args, ty):
 
 
 def _cmpf(op, args, ty):
-    names = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
-             "ult", "ule", "une", "uno", "true"]
+    names = [
+        "false",
+        "oeq",
+        "ogt",
+        "oge",
+        "olt",
+        "ole",
+        "one",
+        "ord",
+        "ueq",
+        "ugt",
+        "uge",
+        "ult",
+        "ule",
+        "une",
+        "uno",
+        "true",
+    ]
     r = _CMPF[names[op.predicate.value.data]](*args)
     return r if isinstance(r, np.ndarray) else bool(r)
 
@@ -1333,11 +1484,17 @@ _ARITH: dict[str, Any] = {
     "arith.addi": _int_binary(lambda a, b: a + b),
     "arith.subi": _int_binary(lambda a, b: a - b),
     "arith.muli": _int_binary(lambda a, b: a * b),
-    "arith.divsi": _int_binary(lambda a, b: _int_div(a, b) if isinstance(a, np.ndarray) else _trunc_div(a, b)),
+    "arith.divsi": _int_binary(
+        lambda a, b: _int_div(a, b) if isinstance(a, np.ndarray) else _trunc_div(a, b)
+    ),
     "arith.remsi": _int_binary(_trunc_rem),
     "arith.floordivsi": _int_binary(lambda a, b: a // b),
-    "arith.maxsi": _int_binary(lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b)),
-    "arith.minsi": _int_binary(lambda a, b: np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b)),
+    "arith.maxsi": _int_binary(
+        lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b)
+    ),
+    "arith.minsi": _int_binary(
+        lambda a, b: np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b)
+    ),
     "arith.andi": _int_binary(lambda a, b: a & b),
     "arith.ori": _int_binary(lambda a, b: a | b),
     "arith.xori": _int_binary(lambda a, b: a ^ b),
@@ -1374,7 +1531,9 @@ _ARITH: dict[str, Any] = {
     "arith.cmpi": _cmpi,
     "arith.cmpf": _cmpf,
     "arith.select": _select,
-    "tpu.cmp": lambda op, args, ty: (_CMPF if op.predicate.data in tpu.FLOAT_PREDICATES else _CMP)[op.predicate.data](*args),
+    "tpu.cmp": lambda op, args, ty: (_CMPF if op.predicate.data in tpu.FLOAT_PREDICATES else _CMP)[
+        op.predicate.data
+    ](*args),
     "tpu.select": _select,
     "tpu.convert": _convert,
 }

@@ -86,7 +86,9 @@ class LevelTTimeline:
 
     def _times(self, device: int) -> tuple[float, float]:
         """(compute, comm) of `device`: see the module docstring."""
-        compute = [(t0, t1) for stream, _, t0, t1, _ in self.sim.devs[device].trace if stream == "compute"]
+        compute = [
+            (t0, t1) for stream, _, t0, t1, _ in self.sim.devs[device].trace if stream == "compute"
+        ]
         comm = []
         for d in self.sim.dmas:
             if d.device == device:
@@ -101,7 +103,7 @@ class LevelTTimeline:
         finish = [p["finish_time_s"] for p in per]
         slow = finish.index(max(finish)) if n else 0
         vector = [p["compute_time_s"] for p in per]
-        busy, dma = zip(*(self._times(d) for d in range(n))) if n else ((), ())
+        busy, dma = zip(*(self._times(d) for d in range(n)), strict=False) if n else ((), ())
         hbm = [sum(b.array.nbytes for b in self.sim.args[d]) for d in range(n)]
         peak = [hbm[d] + per[d]["peak_vmem_bytes"] for d in range(n)]
         s = self.level_s or {}
@@ -110,7 +112,9 @@ class LevelTTimeline:
             "step_time_s": step,
             "compute_time_s": busy[slow],
             "exposed_comm_time_s": max(0.0, step - busy[slow]),
-            "roofline_time_s": max((max(b, c) for b, c in zip(busy, dma)), default=0.0),
+            "roofline_time_s": max(
+                (max(b, c) for b, c in zip(busy, dma, strict=False)), default=0.0
+            ),
             "collectives": dict(s.get("collectives", dict.fromkeys(KINDS, 0))),
             "comm_bytes": s.get("comm_bytes", 0),
             "peak_memory_bytes": max(peak, default=0),
@@ -168,15 +172,20 @@ class LevelTTimeline:
                     stream = "HBM DMA" if name == "local DMA" else "ICI DMA"
                 elif stream == "wait" and name == "tpu.dma_wait" and not _overlaps(remote, t0, t1):
                     name = HBM_WAIT
-                out.append(Slice(dev.index, stream, _Named(name), t0, t1, 0.0, args.get("bytes", 0)))
+                out.append(
+                    Slice(dev.index, stream, _Named(name), t0, t1, 0.0, args.get("bytes", 0))
+                )
         return out
 
     def trace(self) -> dict[str, Any]:
         """The simulator's Chrome trace, with the report in `otherData` (as level S)."""
         trace = self.sim.trace()
         report = self.report()
-        trace["otherData"] = {"chip": report["chip"], "level": "T",
-                              **{k: v for k, v in report.items() if k != "per_device"}}
+        trace["otherData"] = {
+            "chip": report["chip"],
+            "level": "T",
+            **{k: v for k, v in report.items() if k != "per_device"},
+        }
         return trace
 
     def trace_json(self) -> str:
@@ -214,7 +223,9 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"{format_seconds(s['roofline_time_s'])} (the program before lower-to-tpu)"
         )
     if not report.get("collectives_known", True):
-        lines.append("  (collective counts and bytes need the level-S program: run its source with -p)")
+        lines.append(
+            "  (collective counts and bytes need the level-S program: run its source with -p)"
+        )
     return lines
 
 

@@ -167,7 +167,11 @@ def _rows(slices: list[Any], n_devices: int, level: str) -> list[tuple[int, str]
             rows.append((d, "collectives"))
         if level == "T":
             rows.extend((d, stream) for stream in DMA_STREAMS)
-        rows.extend((d, stream) for stream in extra.get(d, []) if not (level == "T" and stream in DMA_STREAMS))
+        rows.extend(
+            (d, stream)
+            for stream in extra.get(d, [])
+            if not (level == "T" and stream in DMA_STREAMS)
+        )
     return rows
 
 
@@ -201,12 +205,14 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
     fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI)
     FigureCanvasAgg(fig)
     left_in, right_in = 1.35, 1.75
-    ax = fig.add_axes((
-        left_in / WIDTH_IN,
-        bottom_in / height_in,
-        1 - (left_in + right_in) / WIDTH_IN,
-        plot_h / height_in,
-    ))
+    ax = fig.add_axes(
+        (
+            left_in / WIDTH_IN,
+            bottom_in / height_in,
+            1 - (left_in + right_in) / WIDTH_IN,
+            plot_h / height_in,
+        )
+    )
     axis_px = (WIDTH_IN - left_in - right_in) * DPI
     xmax = end * 1.01 / scale
     px_per_unit = axis_px / xmax
@@ -239,29 +245,60 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
         dense = counts[r] > 400
         y0 = ys[r] - bar_h / 2
         if cat == "wait":
-            ax.broken_barh(spans, (y0 + bar_h * 0.12, bar_h * 0.76), facecolors=WAIT_FACE,
-                           edgecolors=WAIT_EDGE, linewidth=0.0 if dense else 0.6,
-                           hatch="////", zorder=2)
+            ax.broken_barh(
+                spans,
+                (y0 + bar_h * 0.12, bar_h * 0.76),
+                facecolors=WAIT_FACE,
+                edgecolors=WAIT_EDGE,
+                linewidth=0.0 if dense else 0.6,
+                hatch="////",
+                zorder=2,
+            )
             continue
         group, key = cat.split(":", 1)
         face = {"compute": COMPUTE_STYLE, "dma": DMA_STYLE}.get(group, COLLECTIVE_STYLE)[key]
-        ax.broken_barh(spans, (y0, bar_h), facecolors=face, edgecolors="white",
-                       linewidth=0.0 if dense else 0.5, zorder=3)
+        ax.broken_barh(
+            spans,
+            (y0, bar_h),
+            facecolors=face,
+            edgecolors="white",
+            linewidth=0.0 if dense else 0.5,
+            zorder=3,
+        )
     for x, y, _, text, cat in labels:
-        dark = cat in ("compute:matmul", "coll:reduce_scatter", "coll:all_to_all", "coll:all_gather")
-        box = {"boxstyle": "square,pad=0.15", "facecolor": WAIT_FACE, "linewidth": 0} if cat == "wait" else None
-        ax.text(x, y, text, ha="center", va="center", fontsize=7.5, zorder=4,
-                color="white" if dark else "#1A1A1A", clip_on=True, bbox=box)
+        dark = cat in (
+            "compute:matmul",
+            "coll:reduce_scatter",
+            "coll:all_to_all",
+            "coll:all_gather",
+        )
+        box = (
+            {"boxstyle": "square,pad=0.15", "facecolor": WAIT_FACE, "linewidth": 0}
+            if cat == "wait"
+            else None
+        )
+        ax.text(
+            x,
+            y,
+            text,
+            ha="center",
+            va="center",
+            fontsize=7.5,
+            zorder=4,
+            color="white" if dark else "#1A1A1A",
+            clip_on=True,
+            bbox=box,
+        )
 
     # device bands, row labels, per-device numbers
     per_device = {p["device"]: p for p in report.get("per_device", [])}
     slowest = report.get("slowest_device", 0)
     ax.set_yticks(ys)
     tick_labels = []
-    for (d, stream) in rows:
+    for d, stream in rows:
         tick_labels.append(f"dev {d}  {stream}" if stream == "compute" else stream)
     ax.set_yticklabels(tick_labels, fontsize=8)
-    for lab, (d, stream) in zip(ax.get_yticklabels(), rows):
+    for lab, (_d, stream) in zip(ax.get_yticklabels(), rows, strict=False):
         if stream == "compute":
             lab.set_fontweight("bold")
     right = blended_transform_factory(ax.transAxes, ax.transData)
@@ -269,17 +306,30 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
         first = row_of[(d, "compute")]
         last = first + rows_per_device - 1
         if d % 2 == 1:
-            ax.axhspan(ys[first] - 0.5 - gap / 2, ys[last] + 0.5 + gap / 2,
-                       color="#F2F2F2", zorder=0, linewidth=0)
+            ax.axhspan(
+                ys[first] - 0.5 - gap / 2,
+                ys[last] + 0.5 + gap / 2,
+                color="#F2F2F2",
+                zorder=0,
+                linewidth=0,
+            )
         p = per_device.get(d)
         if p is not None and timeline.level != "G":
             mid = (ys[first] + ys[last]) / 2
             text = f"exposed {_fmt(p['exposed_comm_time_s'])}"
             if d == slowest and n_devices > 1:
                 text += "\n◀ slowest device"
-            ax.text(1.008, mid, text, transform=right, fontsize=8, va="center", ha="left",
-                    color=WAIT_EDGE if p["exposed_comm_time_s"] > 0 else "#444444",
-                    fontweight="bold" if d == slowest and n_devices > 1 else "normal")
+            ax.text(
+                1.008,
+                mid,
+                text,
+                transform=right,
+                fontsize=8,
+                va="center",
+                ha="left",
+                color=WAIT_EDGE if p["exposed_comm_time_s"] > 0 else "#444444",
+                fontweight="bold" if d == slowest and n_devices > 1 else "normal",
+            )
     if rows:
         ax.set_ylim(ys[-1] + 0.5 + gap / 2, ys[0] - 0.5 - gap / 2)
     ax.set_xlim(0, xmax)
@@ -314,19 +364,41 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
 
         kinds = ", ".join(f"{k} {v}" for k, v in counts_by_kind.items() if v)
         line2 += f"   collectives {total} ({kinds}), {format_bytes(report['comm_bytes'])}/device"
-    fig.text(left_in / WIDTH_IN, 1 - 0.3 / height_in, line1, fontsize=11.5,
-             fontweight="bold", va="center", ha="left")
-    fig.text(left_in / WIDTH_IN, 1 - 0.62 / height_in, line2, fontsize=9.5,
-             va="center", ha="left", color="#333333")
+    fig.text(
+        left_in / WIDTH_IN,
+        1 - 0.3 / height_in,
+        line1,
+        fontsize=11.5,
+        fontweight="bold",
+        va="center",
+        ha="left",
+    )
+    fig.text(
+        left_in / WIDTH_IN,
+        1 - 0.62 / height_in,
+        line2,
+        fontsize=9.5,
+        va="center",
+        ha="left",
+        color="#333333",
+    )
 
     # legend: what is on the picture, in a fixed order
     handles: list[Any] = []
     for key, face in COMPUTE_STYLE.items():
         if f"compute:{key}" in seen:
-            handles.append(Patch(facecolor=face, label="matmul" if key == "matmul" else "other compute"))
+            handles.append(
+                Patch(facecolor=face, label="matmul" if key == "matmul" else "other compute")
+            )
     if "wait" in seen:
-        handles.append(Patch(facecolor=WAIT_FACE, edgecolor=WAIT_EDGE, hatch="////",
-                             label="compute waits for comm"))
+        handles.append(
+            Patch(
+                facecolor=WAIT_FACE,
+                edgecolor=WAIT_EDGE,
+                hatch="////",
+                label="compute waits for comm",
+            )
+        )
     for key, face in DMA_STYLE.items():
         if f"dma:{key}" in seen:
             handles.append(Patch(facecolor=face, label=key))
@@ -335,11 +407,21 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
             handles.append(Patch(facecolor=face, label=key if key != "other" else "other"))
     handles.append(Line2D([], [], color=LINE_STEP, linewidth=1.2, label="step time"))
     if timeline.level != "G" and 0 < roofline < step:
-        handles.append(Line2D([], [], color=LINE_ROOFLINE, linewidth=1.0, linestyle="--",
-                              label="roofline bound"))
-    fig.legend(handles=handles, loc="lower left", ncol=min(len(handles), 8), fontsize=8.5,
-               frameon=False, bbox_to_anchor=(left_in / WIDTH_IN - 0.01, 0.02 / height_in),
-               handlelength=1.6, columnspacing=1.4)
+        handles.append(
+            Line2D(
+                [], [], color=LINE_ROOFLINE, linewidth=1.0, linestyle="--", label="roofline bound"
+            )
+        )
+    fig.legend(
+        handles=handles,
+        loc="lower left",
+        ncol=min(len(handles), 8),
+        fontsize=8.5,
+        frameon=False,
+        bbox_to_anchor=(left_in / WIDTH_IN - 0.01, 0.02 / height_in),
+        handlelength=1.6,
+        columnspacing=1.4,
+    )
     fig.savefig(file, format="png", dpi=DPI)
 
 

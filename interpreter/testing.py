@@ -16,14 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-
 from shardc.dialects import make_context
-from shardc.interpreter import io
 from shardc.hardware.chips import get_chip
+from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.timing import Timeline
 from shardc.tools.source import SourceMap, parse_and_verify
+from xdsl.dialects.builtin import ModuleOp
 
 _CTX = None
 

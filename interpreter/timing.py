@@ -78,15 +78,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from xdsl.dialects import func
-from xdsl.ir import Block, Operation, SSAValue
-
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd
-from shardc.hardware.chips import Chip
 from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
+from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, SSAValue
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
 """Collective kinds, in the report's order (`collective-stats`' too)."""
@@ -140,8 +139,10 @@ def memory_plan(function: func.FuncOp) -> dict[Operation, tuple[int, int]]:
             size = value_bytes(r.type)
             if not size:
                 continue
-            if isinstance(r.type, coll.FutureType) and r.uses and all(
-                isinstance(u.operation, coll.DoneOp) for u in r.uses
+            if (
+                isinstance(r.type, coll.FutureType)
+                and r.uses
+                and all(isinstance(u.operation, coll.DoneOp) for u in r.uses)
             ):
                 continue  # handed to the done's results, freed at their last uses
             last = _last_use(r, op, block, position)
@@ -315,13 +316,24 @@ class Timeline:
         for d in self.devices:
             for op, start, end in d.compute:
                 cost = self.op_costs.get(op)
-                out.append(Slice(d.device, "compute", op, start, end,
-                                 cost.flops if cost else 0.0, cost.bytes if cost else 0))
+                out.append(
+                    Slice(
+                        d.device,
+                        "compute",
+                        op,
+                        start,
+                        end,
+                        cost.flops if cost else 0.0,
+                        cost.bytes if cost else 0,
+                    )
+                )
             for op, start, end in d.waits:
                 out.append(Slice(d.device, "wait", op, start, end, 0.0, 0))
             for op, _, start, end in d.collectives:
                 cc = self.collective_costs.get(op)
-                out.append(Slice(d.device, "collectives", op, start, end, 0.0, cc.bytes if cc else 0))
+                out.append(
+                    Slice(d.device, "collectives", op, start, end, 0.0, cc.bytes if cc else 0)
+                )
         return out
 
     # Trace ---------------------------------------------------------------------------
@@ -368,8 +380,15 @@ class Timeline:
                 args = dict(base_args(op))
                 args["waits_for"] = op.name
                 events.append(
-                    _slice(f"wait {collective_kind(op) if isinstance(op, coll.CollectiveOp) else op.name}",
-                           "wait", pid, COMPUTE_TID, start, end, args)
+                    _slice(
+                        f"wait {collective_kind(op) if isinstance(op, coll.CollectiveOp) else op.name}",
+                        "wait",
+                        pid,
+                        COMPUTE_TID,
+                        start,
+                        end,
+                        args,
+                    )
                 )
             for op, issued, start, end in d.collectives:
                 cc = self.collective_costs.get(op)

@@ -62,9 +62,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
-from shardc.dialects.tpu import memref_type
 from shardc.dialects.syntax import splat_element
-from shardc.lowering.emit import HBM, INDEX, VMEM, Emitter, memref_shape, nbytes, reshape_view, tensor_type
+from shardc.dialects.tpu import memref_type
+from shardc.lowering.emit import (
+    HBM,
+    INDEX,
+    VMEM,
+    Emitter,
+    memref_shape,
+    nbytes,
+    reshape_view,
+    tensor_type,
+)
 from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, scf, vector
 from xdsl.dialects import math as mathd
@@ -221,7 +230,9 @@ class _Stream:
         return tensor_type(self.value.type).element_type
 
     def block(self, blocks: Sequence[int]) -> tuple[int, ...]:
-        return tuple(s if it is None else blocks[it] for s, it in zip(self.shape, self.dims))
+        return tuple(
+            s if it is None else blocks[it] for s, it in zip(self.shape, self.dims, strict=False)
+        )
 
     def staged(self, blocks: Sequence[int]) -> tuple[int, ...]:
         blk = self.block(blocks)
@@ -336,7 +347,9 @@ def _vmem(t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, b
     return total, separate
 
 
-def _estimate(lowering: KernelLowering, t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
+def _estimate(
+    lowering: KernelLowering, t: _Tiled, blocks: Sequence[int], grid: Sequence[int]
+) -> float:
     """
     Seconds the loop would take: the first fetch, then per step the longer of its
     compute and the HBM traffic overlapping it (the blocks prefetched for the next step,
@@ -352,7 +365,7 @@ def _estimate(lowering: KernelLowering, t: _Tiled, blocks: Sequence[int], grid: 
     # Bytes moved every `period` steps; periods are suffix products of the grid, so each
     # divides the next, and a step that moves one period's blocks moves the shorter ones'.
     traffic: dict[int, int] = {}
-    for s, size in zip(t.streams, sizes):
+    for s, size in zip(t.streams, sizes, strict=False):
         if s.moves(grid):
             traffic[s.period(grid)] = traffic.get(s.period(grid), 0) + size
     n_red = math.prod(grid[t.n_out :])
@@ -372,14 +385,14 @@ def _estimate(lowering: KernelLowering, t: _Tiled, blocks: Sequence[int], grid: 
 def _plan(lowering: KernelLowering, t: _Tiled) -> _Plan:
     """The blocks (see the module docstring), or an OpPassError if none fits."""
     align = _alignment(t)
-    options = [[n] if t.whole else _choices(n, a) for n, a in zip(t.sizes, align)]
+    options = [[n] if t.whole else _choices(n, a) for n, a in zip(t.sizes, align, strict=False)]
     while math.prod(len(o) for o in options) > MAX_CHOICES:
         longest = max(options, key=len)
         del longest[len(longest) // 2]
     budget = lowering.vmem_bytes - _vmem_in_use(lowering)
     best: tuple[tuple[float, int, tuple[int, ...]], _Plan] | None = None
     for blocks in itertools.product(*options):
-        grid = tuple(n // b for n, b in zip(t.sizes, blocks))
+        grid = tuple(n // b for n, b in zip(t.sizes, blocks, strict=False))
         size, separate = _vmem(t, blocks, grid)
         if size > budget:
             continue
@@ -391,7 +404,7 @@ def _plan(lowering: KernelLowering, t: _Tiled) -> _Plan:
             best = (key, _Plan(blocks, grid, size, separate))
     if best is None:
         smallest = tuple(o[-1] for o in options)
-        grid = tuple(n // b for n, b in zip(t.sizes, smallest))
+        grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
         size, _ = _vmem(t, smallest, grid)
         held = lowering.vmem_bytes - budget
         what = (
@@ -436,7 +449,9 @@ class _Buffers:
     elem: Attribute
 
     @classmethod
-    def alloc(cls, e: _E, shape: tuple[int, ...], elem: Attribute, slots: int, hint: str) -> _Buffers:
+    def alloc(
+        cls, e: _E, shape: tuple[int, ...], elem: Attribute, slots: int, hint: str
+    ) -> _Buffers:
         lead = [slots] if slots > 1 else []
         buf = e.op(tpu.AllocOp(memref_type([*lead, *shape], elem, VMEM)), hint)
         sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType(lead)), f"{hint}_sems")
@@ -449,14 +464,22 @@ class _Buffers:
         zeros = [b.index(0) for _ in self.shape]
         ty = memref_type(self.shape, self.elem, VMEM)
         hint = self.buf.name_hint
-        ref = b.once(("slot", self.buf, i), lambda: tpu.MemRefSliceOp(self.buf, [_v(b, i), *zeros], ty),
-                     f"{hint}_slot")
-        sem = b.once(("slot", self.sems, i), lambda: tpu.MemRefSliceOp(self.sems, [_v(b, i)], tpu.DMASemaphoreType()),
-                     f"{hint}_sem")
+        ref = b.once(
+            ("slot", self.buf, i),
+            lambda: tpu.MemRefSliceOp(self.buf, [_v(b, i), *zeros], ty),
+            f"{hint}_slot",
+        )
+        sem = b.once(
+            ("slot", self.sems, i),
+            lambda: tpu.MemRefSliceOp(self.sems, [_v(b, i)], tpu.DMASemaphoreType()),
+            f"{hint}_sem",
+        )
         return ref, sem
 
 
-def _hbm_block(b: _E, ref: SSAValue, shape: Sequence[int], offsets: Sequence[Ix], hint: str) -> SSAValue:
+def _hbm_block(
+    b: _E, ref: SSAValue, shape: Sequence[int], offsets: Sequence[Ix], hint: str
+) -> SSAValue:
     ty = ref.type
     assert isinstance(ty, MemRefType)
     if tuple(ty.get_shape()) == tuple(shape):
@@ -517,23 +540,31 @@ class _Loop:
         self.steps = self.n_blocks * self.n_red
         self.periods = [s.period(self.grid) for s in t.streams]
         self.ins = [
-            _Buffers.alloc(e, s.block(self.blocks), s.elem, 2 if s.moves(self.grid) else 1,
-                           f"{self.tag}_in{i}")
+            _Buffers.alloc(
+                e, s.block(self.blocks), s.elem, 2 if s.moves(self.grid) else 1, f"{self.tag}_in{i}"
+            )
             for i, s in enumerate(t.streams)
         ]
         self.scratch = [
-            e.op(tpu.AllocOp(memref_type(s.staged(self.blocks), s.elem, VMEM)), f"{self.tag}_staged{i}")
-            if s.perm is not None else None
+            e.op(
+                tpu.AllocOp(memref_type(s.staged(self.blocks), s.elem, VMEM)),
+                f"{self.tag}_staged{i}",
+            )
+            if s.perm is not None
+            else None
             for i, s in enumerate(t.streams)
         ]
         self.out_block = tuple(self.blocks[: t.n_out])
         res_elem = tensor_type(t.result.type).element_type
-        self.out = _Buffers.alloc(e, self.out_block, res_elem, 2 if self.n_blocks > 1 else 1,
-                                  f"{self.tag}_out")
+        self.out = _Buffers.alloc(
+            e, self.out_block, res_elem, 2 if self.n_blocks > 1 else 1, f"{self.tag}_out"
+        )
         self.acc = None
         if plan.separate_acc:
             assert t.acc is not None
-            self.acc = e.op(tpu.AllocOp(memref_type(self.out_block, t.acc.elem, VMEM)), f"{self.tag}_acc")
+            self.acc = e.op(
+                tpu.AllocOp(memref_type(self.out_block, t.acc.elem, VMEM)), f"{self.tag}_acc"
+            )
 
     # Operands --------------------------------------------------------------------------
 
@@ -551,8 +582,13 @@ class _Loop:
         for i in streams:
             s = self.t.streams[i]
             offsets = [0 if it is None else _mul(b, idx[it], self.blocks[it]) for it in s.dims]
-            src = _hbm_block(b, self.lowering.buffers[s.value], s.block(self.blocks), offsets,
-                             f"{self.tag}_in{i}_block")
+            src = _hbm_block(
+                b,
+                self.lowering.buffers[s.value],
+                s.block(self.blocks),
+                offsets,
+                f"{self.tag}_in{i}_block",
+            )
             ref, sem = self.slot(b, i, step)
             b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
 
@@ -567,7 +603,7 @@ class _Loop:
         """Wait for the blocks that are new at `step` (staging those that need another
         layout); the operands' VMEM blocks as the body reads them."""
         views = []
-        for i, (s, stage) in enumerate(zip(self.t.streams, self.scratch)):
+        for i, (s, stage) in enumerate(zip(self.t.streams, self.scratch, strict=False)):
             ref, sem = self.slot(b, i, step)
 
             def wait(w: _E, s=s, ref=ref, sem=sem, stage=stage) -> None:
@@ -580,7 +616,9 @@ class _Loop:
                     w.op(tpu.StoreOp(w.op(tpu.TransposeOp(v, s.perm)), stage, zeros))
 
             _when(b, self.fresh(b, step, self.periods[i]), wait)
-            views.append(reshape_view(b, ref if stage is None else stage, s.view_shape(self.blocks)))
+            views.append(
+                reshape_view(b, ref if stage is None else stage, s.view_shape(self.blocks))
+            )
         return views
 
     def prefetch(self, b: _E, step: Ix) -> None:
@@ -589,8 +627,13 @@ class _Loop:
         nxt = _add(b, step, 1)
         for period in sorted({p for p in self.periods if p < self.steps}):
             due = [i for i, p in enumerate(self.periods) if p == period]
-            _when(b, _cmp(b, nxt, "slt", self.steps), lambda w, period=period, due=due: _when(
-                w, self.fresh(w, nxt, period), lambda x: self.fetch(x, nxt, due)))
+            _when(
+                b,
+                _cmp(b, nxt, "slt", self.steps),
+                lambda w, period=period, due=due: _when(
+                    w, self.fresh(w, nxt, period), lambda x: self.fetch(x, nxt, due)
+                ),
+            )
 
     # The result ------------------------------------------------------------------------
 
@@ -619,9 +662,10 @@ class _Loop:
                 reuse(w)
                 self.round_once(w, out_ref)
             oidx = _decode(w, o, self.out_grid)
-            offsets = [_mul(w, i, k) for i, k in zip(oidx, self.out_block)]
-            dst = _hbm_block(w, self.lowering.buffers[t.result], self.out_block, offsets,
-                             f"{self.tag}_out_block")
+            offsets = [_mul(w, i, k) for i, k in zip(oidx, self.out_block, strict=False)]
+            dst = _hbm_block(
+                w, self.lowering.buffers[t.result], self.out_block, offsets, f"{self.tag}_out_block"
+            )
             w.op(tpu.DMAStartOp(out_ref, dst, recv_sem=out_sem))
 
         _when(b, _cmp(b, r, "eq", self.n_red - 1), finish)
@@ -726,23 +770,43 @@ def _convert(b: _E, v: SSAValue, to: Attribute) -> SSAValue:
 # Elementwise ops --------------------------------------------------------------------------
 
 _FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
-    hlo.AddOp: arith.AddfOp, hlo.SubOp: arith.SubfOp, hlo.MulOp: arith.MulfOp,
-    hlo.DivOp: arith.DivfOp, hlo.MaxOp: arith.MaximumfOp, hlo.MinOp: arith.MinimumfOp,
+    hlo.AddOp: arith.AddfOp,
+    hlo.SubOp: arith.SubfOp,
+    hlo.MulOp: arith.MulfOp,
+    hlo.DivOp: arith.DivfOp,
+    hlo.MaxOp: arith.MaximumfOp,
+    hlo.MinOp: arith.MinimumfOp,
     hlo.PowOp: mathd.PowFOp,
 }
 _INT_BINARY: dict[type[Operation], type[Operation]] = {
-    hlo.AddOp: arith.AddiOp, hlo.SubOp: arith.SubiOp, hlo.MulOp: arith.MuliOp,
-    hlo.DivOp: arith.DivSIOp, hlo.MaxOp: arith.MaxSIOp, hlo.MinOp: arith.MinSIOp,
-    hlo.PowOp: mathd.IPowIOp, hlo.AndOp: arith.AndIOp, hlo.OrOp: arith.OrIOp,
+    hlo.AddOp: arith.AddiOp,
+    hlo.SubOp: arith.SubiOp,
+    hlo.MulOp: arith.MuliOp,
+    hlo.DivOp: arith.DivSIOp,
+    hlo.MaxOp: arith.MaxSIOp,
+    hlo.MinOp: arith.MinSIOp,
+    hlo.PowOp: mathd.IPowIOp,
+    hlo.AndOp: arith.AndIOp,
+    hlo.OrOp: arith.OrIOp,
 }
 _BOOL_BINARY: dict[type[Operation], type[Operation]] = {
-    hlo.AddOp: arith.OrIOp, hlo.MulOp: arith.AndIOp, hlo.MaxOp: arith.OrIOp,
-    hlo.MinOp: arith.AndIOp, hlo.AndOp: arith.AndIOp, hlo.OrOp: arith.OrIOp,
+    hlo.AddOp: arith.OrIOp,
+    hlo.MulOp: arith.AndIOp,
+    hlo.MaxOp: arith.OrIOp,
+    hlo.MinOp: arith.AndIOp,
+    hlo.AndOp: arith.AndIOp,
+    hlo.OrOp: arith.OrIOp,
 }
 _FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
-    hlo.NegOp: arith.NegfOp, hlo.ExpOp: mathd.ExpOp, hlo.LogOp: mathd.LogOp,
-    hlo.TanhOp: mathd.TanhOp, hlo.SqrtOp: mathd.SqrtOp, hlo.RsqrtOp: mathd.RsqrtOp,
-    hlo.AbsOp: mathd.AbsFOp, hlo.SinOp: mathd.SinOp, hlo.CosOp: mathd.CosOp,
+    hlo.NegOp: arith.NegfOp,
+    hlo.ExpOp: mathd.ExpOp,
+    hlo.LogOp: mathd.LogOp,
+    hlo.TanhOp: mathd.TanhOp,
+    hlo.SqrtOp: mathd.SqrtOp,
+    hlo.RsqrtOp: mathd.RsqrtOp,
+    hlo.AbsOp: mathd.AbsFOp,
+    hlo.SinOp: mathd.SinOp,
+    hlo.CosOp: mathd.CosOp,
 }
 _FLOAT_CMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
 _INT_CMP = {"EQ": "eq", "NE": "ne", "LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge"}
@@ -795,11 +859,18 @@ def _elementwise(b: _E, op: Operation, vals: list[SSAValue]) -> SSAValue:
     return b.op(arith.TruncFOp(r, _with_elem(r, elem)))
 
 
-_ELEMENTWISE = (hlo.BinaryElementwiseOp, hlo.UnaryElementwiseOp, hlo.CompareOp, hlo.SelectOp,
-                hlo.ConvertOp)
+_ELEMENTWISE = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.ConvertOp,
+)
 
 
-def _vpu_work(lowering: KernelLowering, ops_per_element: float, n_out: int) -> Callable[[Sequence[int]], float]:
+def _vpu_work(
+    lowering: KernelLowering, ops_per_element: float, n_out: int
+) -> Callable[[Sequence[int]], float]:
     return lambda blocks: ops_per_element * math.prod(blocks[:n_out]) / lowering.chip.vpu_flops
 
 
@@ -887,7 +958,9 @@ def _transpose(lowering: KernelLowering, op: hlo.TransposeOp) -> _Tiled:
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         _store(b, b.op(tpu.TransposeOp(_load(b, views[0]), perm)), target)
 
-    return _Tiled(op, shape, [_Stream(op.operand, follow)], body, _vpu_work(lowering, 1, len(shape)))
+    return _Tiled(
+        op, shape, [_Stream(op.operand, follow)], body, _vpu_work(lowering, 1, len(shape))
+    )
 
 
 # Dot ----------------------------------------------------------------------------------------
@@ -914,13 +987,13 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
     sizes = (*res.get_shape(), *(lt.get_shape()[d] for d in lc))
     lhs_it: dict[int, int] = {}
     rhs_it: dict[int, int] = {}
-    for i, (x, y) in enumerate(zip(lb, rb)):
+    for i, (x, y) in enumerate(zip(lb, rb, strict=False)):
         lhs_it[x], rhs_it[y] = i, i
     for j, x in enumerate(lf):
         lhs_it[x] = nb + j
     for j, y in enumerate(rf):
         rhs_it[y] = nb + nl + j
-    for c, (x, y) in enumerate(zip(lc, rc)):
+    for c, (x, y) in enumerate(zip(lc, rc, strict=False)):
         lhs_it[x], rhs_it[y] = n_out + c, n_out + c
     lhs_order = (*lb, *lf, *lc)
     rhs_order = (*rb, *rc, *rf)
@@ -929,15 +1002,20 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
         def view(block: tuple[int, ...]) -> tuple[int, ...]:
             a, b_ = groups[0], groups[0] + groups[1]
             return (math.prod(block[:a]), math.prod(block[a:b_]), math.prod(block[b_:]))
+
         return view
 
-    def stream(v: SSAValue, its: dict[int, int], order: tuple[int, ...], groups: tuple[int, int, int]) -> _Stream:
+    def stream(
+        v: SSAValue, its: dict[int, int], order: tuple[int, ...], groups: tuple[int, int, int]
+    ) -> _Stream:
         rank = len(tensor_type(v.type).get_shape())
         perm = None if order == tuple(range(rank)) else order
         return _Stream(v, tuple(its[d] for d in range(rank)), perm, three(groups))
 
-    streams = [stream(op.lhs, lhs_it, lhs_order, (nb, nl, len(lc))),
-               stream(op.rhs, rhs_it, rhs_order, (nb, len(rc), nr))]
+    streams = [
+        stream(op.lhs, lhs_it, lhs_order, (nb, nl, len(lc))),
+        stream(op.rhs, rhs_it, rhs_order, (nb, len(rc), nr)),
+    ]
     align: dict[int, int] = {}
     if nl:
         align[nb + nl - 1] = SUBLANES
@@ -975,7 +1053,9 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
     def work(blocks: Sequence[int]) -> float:
         return 2.0 * math.prod(blocks) / rate
 
-    acc = _Acc(acc_elem, lambda b, vty: _splat(b, 0, vty), lambda b, v: _convert(b, v, res.element_type))
+    acc = _Acc(
+        acc_elem, lambda b, vty: _splat(b, 0, vty), lambda b, v: _convert(b, v, res.element_type)
+    )
     return _Tiled(op, sizes, streams, body, work, acc, align)
 
 
@@ -1017,8 +1097,9 @@ def _reduce(lowering: KernelLowering, op: hlo.ReduceOp) -> _Tiled:
 
     acc = _Acc(acc_elem, identity, lambda b, v: _convert(b, v, elem))
     work = _vpu_work(lowering, 1, len(sizes))
-    return _Tiled(op, sizes, [_Stream(op.operand, tuple(its[d] for d in range(len(shape))))],
-                  body, work, acc)
+    return _Tiled(
+        op, sizes, [_Stream(op.operand, tuple(its[d] for d in range(len(shape))))], body, work, acc
+    )
 
 
 # Entry points ------------------------------------------------------------------------------
@@ -1053,8 +1134,11 @@ def check(lowering: KernelLowering, op: Operation) -> None:
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
     if any(0 in tensor_type(v.type).get_shape() for v in op.operands):
-        raise OpPassError(op, f"lower-to-tpu: {op.name} of an empty operand into a non-empty "
-                          "result is not supported yet")
+        raise OpPassError(
+            op,
+            f"lower-to-tpu: {op.name} of an empty operand into a non-empty "
+            "result is not supported yet",
+        )
     _plan(lowering, build(lowering, op))
 
 

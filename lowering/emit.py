@@ -40,7 +40,9 @@ def memref_shape(ref: SSAValue) -> tuple[int, ...]:
     return tuple(ty.get_shape())
 
 
-def reshape_view(e: Emitter, ref: SSAValue, shape: Sequence[int], hint: str | None = None) -> SSAValue:
+def reshape_view(
+    e: Emitter, ref: SSAValue, shape: Sequence[int], hint: str | None = None
+) -> SSAValue:
     """`ref` seen with another (row-major) shape in its memory space: itself if the shape is the same."""
     ty = ref.type
     assert isinstance(ty, MemRefType)
@@ -91,5 +93,3 @@ class Emitter:
 
     def eq(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
         return self.op(arith.CmpiOp(a, b, "eq"), hint)
-
-

@@ -188,7 +188,12 @@ class _Axis:
 
 
 _COMBINE: dict[str, dict[str, type[Operation]]] = {
-    "float": {"add": arith.AddfOp, "mul": arith.MulfOp, "max": arith.MaximumfOp, "min": arith.MinimumfOp},
+    "float": {
+        "add": arith.AddfOp,
+        "mul": arith.MulfOp,
+        "max": arith.MaximumfOp,
+        "min": arith.MinimumfOp,
+    },
     "int": {"add": arith.AddiOp, "mul": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp},
     "bool": {"add": arith.OrIOp, "mul": arith.AndIOp, "max": arith.OrIOp, "min": arith.AndIOp},
 }
@@ -243,7 +248,10 @@ class KernelLowering:
     and `tpu_movement` get it to reach the emitter (`e`), the chip and `buffers`."""
 
     def __init__(
-        self, function: func.FuncOp, chip: Chip, vmem_limit: int | None = None,
+        self,
+        function: func.FuncOp,
+        chip: Chip,
+        vmem_limit: int | None = None,
         bidirectional: bool | None = None,
     ):
         self.f = function
@@ -441,7 +449,13 @@ class KernelLowering:
         return dev
 
     def chunk(
-        self, e: Emitter, ref: SSAValue, dim: int, size: int, c: SSAValue, hint: str,
+        self,
+        e: Emitter,
+        ref: SSAValue,
+        dim: int,
+        size: int,
+        c: SSAValue,
+        hint: str,
         part: tuple[int, int, int] | None = None,
     ) -> SSAValue:
         """
@@ -467,8 +481,9 @@ class KernelLowering:
     def check_vmem(self, op: Operation, what: str, size: int) -> None:
         if size > self.vmem_bytes:
             raise OpPassError(
-                op, f"lower-to-tpu: {what} needs {size} bytes of VMEM, more than the "
-                f"{self.vmem_bytes} bytes available on {self.chip.name}"
+                op,
+                f"lower-to-tpu: {what} needs {size} bytes of VMEM, more than the "
+                f"{self.vmem_bytes} bytes available on {self.chip.name}",
             )
 
     def for_steps(
@@ -504,7 +519,8 @@ class KernelLowering:
                 outs = [self.buffers[r] for r in op.results]
             ins = [self.buffers[v] for v in op.operands]
             if op.explicit_groups is not None or (
-                len(op.axes) > 1 and isinstance(op, collective.PermuteBase | collective.AllToAllBase)
+                len(op.axes) > 1
+                and isinstance(op, collective.PermuteBase | collective.AllToAllBase)
             ):
                 axes = [self.group_axis(op)]
             else:
@@ -529,7 +545,11 @@ class KernelLowering:
         self.e.op(tpu.DMAWaitOp(sem, dst))
 
     def collective(
-        self, op: collective.CollectiveOp, all_axes: list[_Axis], x: SSAValue, out: SSAValue,
+        self,
+        op: collective.CollectiveOp,
+        all_axes: list[_Axis],
+        x: SSAValue,
+        out: SSAValue,
         deferred: list[Operation] | None = None,
     ) -> None:
         """
@@ -556,7 +576,11 @@ class KernelLowering:
             self.e = main
 
     def _collective(
-        self, op: collective.CollectiveOp, axes: list[_Axis], x: SSAValue, out: SSAValue,
+        self,
+        op: collective.CollectiveOp,
+        axes: list[_Axis],
+        x: SSAValue,
+        out: SSAValue,
         deferred: list[Operation] | None,
     ) -> None:
         if isinstance(op, collective.AllGatherBase):
@@ -580,7 +604,11 @@ class KernelLowering:
             raise AssertionError(op.name)
 
     def all_reduce(
-        self, op: collective.AllReduceBase, axes: list[_Axis], x: SSAValue, out: SSAValue,
+        self,
+        op: collective.AllReduceBase,
+        axes: list[_Axis],
+        x: SSAValue,
+        out: SSAValue,
         deferred: list[Operation] | None,
     ) -> None:
         """
@@ -598,9 +626,15 @@ class KernelLowering:
         if numel % n:
             # The last numel mod G elements go their own way; the rest is a ring all_reduce.
             rest = numel - numel % n
-            x1 = self.e.op(tpu.MemRefReshapeOp(x, memref_type([numel], xt.element_type, HBM)), "ar_flat_in")
-            o1 = self.e.op(tpu.MemRefReshapeOp(out, memref_type([numel], xt.element_type, HBM)), "ar_flat_out")
-            self.all_reduce_tail(op, axes, *(self.span(v, rest, numel - rest, "ar_tail") for v in (x1, o1)))
+            x1 = self.e.op(
+                tpu.MemRefReshapeOp(x, memref_type([numel], xt.element_type, HBM)), "ar_flat_in"
+            )
+            o1 = self.e.op(
+                tpu.MemRefReshapeOp(out, memref_type([numel], xt.element_type, HBM)), "ar_flat_out"
+            )
+            self.all_reduce_tail(
+                op, axes, *(self.span(v, rest, numel - rest, "ar_tail") for v in (x1, o1))
+            )
             if rest == 0:
                 return
             x, out = (self.span(v, 0, rest, "ar_head") for v in (x1, o1))
@@ -610,7 +644,11 @@ class KernelLowering:
         m = len(axes)
         elem = xt.element_type
         low = accumulation_type(elem) != elem
-        parts = m if m > 1 and len({a.size for a in axes}) == 1 and numel % (m * n) == 0 and not low else 1
+        parts = (
+            m
+            if m > 1 and len({a.size for a in axes}) == 1 and numel % (m * n) == 0 and not low
+            else 1
+        )
         flat = memref_type([parts * n, numel // (parts * n)], elem, HBM)
         xr = self.e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
         outr = self.e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
@@ -625,7 +663,9 @@ class KernelLowering:
         xs, outs = [xr], [outr]
         if parts > 1:
             xs = [self.chunk(self.e, xr, 0, n, self.e.index(i), f"ar_in{i}") for i in range(parts)]
-            outs = [self.chunk(self.e, outr, 0, n, self.e.index(i), f"ar_out{i}") for i in range(parts)]
+            outs = [
+                self.chunk(self.e, outr, 0, n, self.e.index(i), f"ar_out{i}") for i in range(parts)
+            ]
         self.torus_reduce_scatter(op, orders, xs, outs, 0, 1)
         self.multi_all_gather(orders, None, outs, 0, 1, deferred)
 
@@ -635,9 +675,16 @@ class KernelLowering:
         assert isinstance(t, MemRefType)
         space = tpu.memory_space_of(t)
         assert space is not None
-        return self.e.op(tpu.MemRefSliceOp(ref, [self.e.index(start)], memref_type([size], t.element_type, space)), hint)
+        return self.e.op(
+            tpu.MemRefSliceOp(
+                ref, [self.e.index(start)], memref_type([size], t.element_type, space)
+            ),
+            hint,
+        )
 
-    def all_reduce_tail(self, op: collective.AllReduceBase, axes: list[_Axis], x: SSAValue, out: SSAValue) -> None:
+    def all_reduce_tail(
+        self, op: collective.AllReduceBase, axes: list[_Axis], x: SSAValue, out: SSAValue
+    ) -> None:
         """
         The r = numel mod G elements of an all_reduce that G does not divide (1-D `x`,
         `out` in HBM): every device pushes its r elements straight to row `me` of every
@@ -664,11 +711,23 @@ class KernelLowering:
 
         me_row = row(e.to_index(ax.me))
         e.op(tpu.DMAStartOp(mine, me_row, recv_sem=copy_sem))
-        sems = [e.op(tpu.MemRefSliceOp(recv_sems, [e.index(k - 1)], tpu.DMASemaphoreType()), "tail_recv_sem")
-                for k in range(1, n)]
+        sems = [
+            e.op(
+                tpu.MemRefSliceOp(recv_sems, [e.index(k - 1)], tpu.DMASemaphoreType()),
+                "tail_recv_sem",
+            )
+            for k in range(1, n)
+        ]
         for k in range(1, n):
-            e.op(tpu.DMAStartOp(mine, me_row, send_sem=send_sem, recv_sem=sems[k - 1],
-                                device=self.neighbour(ax, k)))
+            e.op(
+                tpu.DMAStartOp(
+                    mine,
+                    me_row,
+                    send_sem=send_sem,
+                    recv_sem=sems[k - 1],
+                    device=self.neighbour(ax, k),
+                )
+            )
         e.op(tpu.DMAWaitOp(copy_sem, me_row))
         for k in range(1, n):
             # Step k's message came from rank (me - k) mod N.
@@ -688,7 +747,11 @@ class KernelLowering:
             total = e.op(arith.TruncFOp(total, VectorType(elem, [1, r])), "rounded")
         res = e.op(tpu.AllocOp(row_t), "tail_result")
         e.op(tpu.StoreOp(total, res, [zero, zero]))
-        self.local_copy(res, e.op(tpu.MemRefReshapeOp(out, memref_type([1, r], elem, HBM)), "tail_out"), "tail_out")
+        self.local_copy(
+            res,
+            e.op(tpu.MemRefReshapeOp(out, memref_type([1, r], elem, HBM)), "tail_out"),
+            "tail_out",
+        )
         e.op(tpu.DeallocOp(res))
         e.op(tpu.DeallocOp(rows))
 
@@ -728,8 +791,13 @@ class KernelLowering:
         return self.chunk(e, ref, dim, size, e.to_index(idx), hint)
 
     def multi_all_gather(
-        self, orders: list[list[_Axis]], src: SSAValue | None, outs: list[SSAValue], dim: int,
-        k: int, deferred: list[Operation] | None,
+        self,
+        orders: list[list[_Axis]],
+        src: SSAValue | None,
+        outs: list[SSAValue],
+        dim: int,
+        k: int,
+        deferred: list[Operation] | None,
     ) -> None:
         """
         all_gather into each of `outs` (HBM) over its order of the axes (rank row-major,
@@ -752,7 +820,13 @@ class KernelLowering:
             self.run_ag_rings(rings, deferred if m == 1 else None)
 
     def multi_reduce_scatter(
-        self, op: Operation, axes: list[_Axis], x: SSAValue, dim: int, k: int, out: SSAValue,
+        self,
+        op: Operation,
+        axes: list[_Axis],
+        x: SSAValue,
+        dim: int,
+        k: int,
+        out: SSAValue,
         defer: bool = False,
     ) -> None:
         """
@@ -773,8 +847,13 @@ class KernelLowering:
             vmem = cur if j < m - 1 else None
 
     def torus_reduce_scatter(
-        self, op: Operation, orders: list[list[_Axis]], xs: list[SSAValue], homes: list[SSAValue],
-        dim: int, k: int,
+        self,
+        op: Operation,
+        orders: list[list[_Axis]],
+        xs: list[SSAValue],
+        homes: list[SSAValue],
+        dim: int,
+        k: int,
     ) -> None:
         """
         reduce_scatter of each of `xs` over its order of the axes; phase j leaves its
@@ -788,12 +867,18 @@ class KernelLowering:
             jobs = []
             for i, order in enumerate(orders):
                 kj = k * math.prod(a.size for a in order[j + 1 :])
-                jobs.append((order[j], curs[i], kj, self.group_view(homes[i], dim, kj, order[: j + 1])))
+                jobs.append(
+                    (order[j], curs[i], kj, self.group_view(homes[i], dim, kj, order[: j + 1]))
+                )
             self.reduce_scatter_phase(op, jobs, dim, False)
             curs = [dst for *_, dst in jobs]
 
     def reduce_scatter_phase(
-        self, op: Operation, jobs: list[tuple[_Axis, SSAValue, int, SSAValue]], dim: int, defer: bool,
+        self,
+        op: Operation,
+        jobs: list[tuple[_Axis, SSAValue, int, SSAValue]],
+        dim: int,
+        defer: bool,
     ) -> None:
         """
         One ring reduce-scatter phase per job (axis, input, chunk size, HBM destination),
@@ -814,7 +899,7 @@ class KernelLowering:
         pieces = []
         for p in range(plans[0][1]):
             rings: list[_Ring] = []
-            for i, ((ax, x, k, dst), plan) in enumerate(zip(jobs, plans)):
+            for i, ((ax, x, k, dst), plan) in enumerate(zip(jobs, plans, strict=False)):
                 rings += self.rs_rings(ax, x, dim, k, dst, plan, p, f"rs{i or ''}")
             pieces.append(rings)
         self.run_rs_rings(op, pieces, defer)
@@ -836,8 +921,10 @@ class KernelLowering:
         if split is None:
             return [_Ring(ax, out, dim, k, 1, None, tag)]
         half = slot[split] // 2
-        return [_Ring(ax, out, dim, k, 1, (split, half, 0), f"{tag}_r"),
-                _Ring(ax, out, dim, k, -1, (split, half, 1), f"{tag}_l")]
+        return [
+            _Ring(ax, out, dim, k, 1, (split, half, 0), f"{tag}_r"),
+            _Ring(ax, out, dim, k, -1, (split, half, 1), f"{tag}_l"),
+        ]
 
     def run_ag_rings(self, rings: list[_Ring], deferred: list[Operation] | None = None) -> None:
         """
@@ -858,7 +945,7 @@ class KernelLowering:
             """Start step `s`'s DMAs; return its waits."""
             s32 = b.to_i32(s)
             waits: list[Operation] = []
-            for r, (peer, send, recv) in zip(rings, sems):
+            for r, (peer, send, recv) in zip(rings, sems, strict=False):
                 waits += self._ag_step(b, r, s, s32, peer, send, recv)
             return waits
 
@@ -882,7 +969,13 @@ class KernelLowering:
         deferred += ops
 
     def _ag_step(
-        self, b: Emitter, r: _Ring, s: SSAValue, s32: SSAValue, peer: SSAValue, send: SSAValue,
+        self,
+        b: Emitter,
+        r: _Ring,
+        s: SSAValue,
+        s32: SSAValue,
+        peer: SSAValue,
+        send: SSAValue,
         recv: SSAValue,
     ) -> list[Operation]:
         """One ring of all_gather step `s`: start the DMA, return its two waits."""
@@ -907,7 +1000,11 @@ class KernelLowering:
         return [tpu.DMAWaitOp(send, block), tpu.DMAWaitOp(sem, incoming)]
 
     def rs_plan(
-        self, shape: list[int], elem: Attribute, bidirectional: bool, concurrent: int = 1,
+        self,
+        shape: list[int],
+        elem: Attribute,
+        bidirectional: bool,
+        concurrent: int = 1,
     ) -> tuple[int | None, int, int]:
         """
         How a ring reduce-scatter of chunks of `shape` splits them: (split dim, pieces,
@@ -918,7 +1015,7 @@ class KernelLowering:
         piece, one way (and `check_vmem` says if that does not fit).
         """
         total = nbytes(shape, elem) * concurrent
-        for ways in ((2, 1) if bidirectional else (1,)):
+        for ways in (2, 1) if bidirectional else (1,):
             pieces = 1
             while 4 * total // pieces > self.vmem_bytes:
                 pieces *= 2
@@ -930,8 +1027,15 @@ class KernelLowering:
         return None, 1, 1
 
     def rs_rings(
-        self, ax: _Axis, x: SSAValue, dim: int, k: int, dst: SSAValue,
-        plan: tuple[int | None, int, int], piece: int, tag: str,
+        self,
+        ax: _Axis,
+        x: SSAValue,
+        dim: int,
+        k: int,
+        dst: SSAValue,
+        plan: tuple[int | None, int, int],
+        piece: int,
+        tag: str,
     ) -> list[_Ring]:
         """The rings reducing piece `piece` (of `plan`) of every chunk of `x` over `ax`."""
         split, pieces, ways = plan
@@ -943,11 +1047,16 @@ class KernelLowering:
         first = piece * ways
         if ways == 1:
             return [_Ring(ax, x, dim, k, 1, (split, size, first), tag, dst)]
-        return [_Ring(ax, x, dim, k, 1, (split, size, first), f"{tag}_r", dst),
-                _Ring(ax, x, dim, k, -1, (split, size, first + 1), f"{tag}_l", dst)]
+        return [
+            _Ring(ax, x, dim, k, 1, (split, size, first), f"{tag}_r", dst),
+            _Ring(ax, x, dim, k, -1, (split, size, first + 1), f"{tag}_l", dst),
+        ]
 
     def run_rs_rings(
-        self, op: Operation, pieces: list[list[_Ring]], defer: bool = False,
+        self,
+        op: Operation,
+        pieces: list[list[_Ring]],
+        defer: bool = False,
     ) -> list[tuple[_Ring, SSAValue]]:
         """
         Ring reduce-scatter steps of the rings of each piece (one axis size), the rings
@@ -965,21 +1074,29 @@ class KernelLowering:
         blocks = [self.ring_block(r) for r in pieces[0]]
         elem = blocks[0][1]
         wide = accumulation_type(elem)
-        self.check_vmem(op, "a ring reduce_scatter step (4 blocks of "
-                        + " + ".join("x".join(map(str, b)) for b, _ in blocks) + ")",
-                        sum(4 * nbytes(b, wide) for b, _ in blocks))
+        self.check_vmem(
+            op,
+            "a ring reduce_scatter step (4 blocks of "
+            + " + ".join("x".join(map(str, b)) for b, _ in blocks)
+            + ")",
+            sum(4 * nbytes(b, wide) for b, _ in blocks),
+        )
         one = e.i32(1, "one")
         credit0 = e.i32(min(2, n - 1), "rs_slots")
-        state = [self._rs_buffers(e, r, bshape, elem, wide, credit0, len(pieces) > 1)
-                 for r, (bshape, _) in zip(pieces[0], blocks)]
+        state = [
+            self._rs_buffers(e, r, bshape, elem, wide, credit0, len(pieces) > 1)
+            for r, (bshape, _) in zip(pieces[0], blocks, strict=False)
+        ]
         pending: list[Operation] = []
         """Waits for the previous piece's copies out of the accumulators."""
         for p, rings in enumerate(pieces):
             # The first message is my own chunk (me - direction) mod N, sent straight
             # from HBM; low precision widens it into acc first and sends it from there.
             firsts = []
-            for r, st in zip(rings, state):
-                first = e.to_index(e.rem(e.add(r.ax.me, e.i32((-r.direction) % n)), r.ax.n), f"{r.tag}_first")
+            for r, st in zip(rings, state, strict=False):
+                first = e.to_index(
+                    e.rem(e.add(r.ax.me, e.i32((-r.direction) % n)), r.ax.n), f"{r.tag}_first"
+                )
                 block = self.chunk(e, r.ref, r.dim, r.k, first, f"{r.tag}_first_block", r.part)
                 if wide != elem:
                     for w in pending:
@@ -988,18 +1105,31 @@ class KernelLowering:
                     e.op(tpu.DMAStartOp(block, st.mine, recv_sem=st.copy_sem))
                     e.op(tpu.DMAWaitOp(st.copy_sem, st.mine))
                     zeros = [e.index(0) for _ in st.bshape]
-                    low = e.op(tpu.LoadOp(st.mine, zeros, VectorType(elem, st.bshape)), f"{r.tag}_first_low")
-                    e.op(tpu.StoreOp(e.op(arith.ExtFOp(low, VectorType(wide, st.bshape))), st.acc, zeros))
+                    low = e.op(
+                        tpu.LoadOp(st.mine, zeros, VectorType(elem, st.bshape)),
+                        f"{r.tag}_first_low",
+                    )
+                    e.op(
+                        tpu.StoreOp(
+                            e.op(arith.ExtFOp(low, VectorType(wide, st.bshape))), st.acc, zeros
+                        )
+                    )
                     block = st.acc
                 firsts.append(block)
 
-            def step(b: Emitter, s: SSAValue, srcs: list[SSAValue], before_store: list[Operation],
-                     p: int = p, rings: list[_Ring] = rings) -> list[Operation]:
+            def step(
+                b: Emitter,
+                s: SSAValue,
+                srcs: list[SSAValue],
+                before_store: list[Operation],
+                p: int = p,
+                rings: list[_Ring] = rings,
+            ) -> list[Operation]:
                 """Start step `s`'s DMAs (after their credits); return the rest of the step."""
                 s32 = b.to_i32(s)
                 slot = b.rem(b.add(s, b.index(p * (n - 1))) if p else s, b.index(2), "slot")
                 later: list[Operation] = []
-                for r, st, src in zip(rings, state, srcs):
+                for r, st, src in zip(rings, state, srcs, strict=False):
                     later += self._rs_step(op, b, elem, one, s32, slot, r, st, src, before_store)
                     before_store = []
                 return later
@@ -1019,13 +1149,13 @@ class KernelLowering:
                 b.op(scf.YieldOp())
             if p < len(pieces) - 1 and wide == elem:
                 # This piece's result leaves while the next piece's first messages travel.
-                for r, st in zip(rings, state):
+                for r, st in zip(rings, state, strict=False):
                     assert r.dst is not None and st.out_sem is not None
                     target = self.ring_target(e, r)
                     e.op(tpu.DMAStartOp(st.acc, target, recv_sem=st.out_sem))
                     pending.append(tpu.DMAWaitOp(st.out_sem, target))
             elif p < len(pieces) - 1:
-                for r, st in zip(rings, state):
+                for r, st in zip(rings, state, strict=False):
                     self.copy_out(st.acc, self.ring_target(e, r))
         for st in state:
             # The credits still owed to me: my receiver has consumed every message.
@@ -1033,8 +1163,8 @@ class KernelLowering:
             e.op(tpu.DeallocOp(st.rbuf))
             e.op(tpu.DeallocOp(st.mine))
         if pieces[-1][0].dst is None:
-            return [(r, st.acc) for r, st in zip(pieces[-1], state)]
-        for r, st in zip(pieces[-1], state):
+            return [(r, st.acc) for r, st in zip(pieces[-1], state, strict=False)]
+        for r, st in zip(pieces[-1], state, strict=False):
             self.copy_out(st.acc, self.ring_target(e, r))
             e.op(tpu.DeallocOp(st.acc))
         return []
@@ -1047,15 +1177,23 @@ class KernelLowering:
         return self.chunk(e, r.dst, r.dim, r.k, e.index(0), "rs_part", r.part)
 
     def _rs_buffers(
-        self, e: Emitter, r: _Ring, bshape: list[int], elem: Attribute, wide: Attribute,
-        credit0: SSAValue, pieces: bool,
+        self,
+        e: Emitter,
+        r: _Ring,
+        bshape: list[int],
+        elem: Attribute,
+        wide: Attribute,
+        credit0: SSAValue,
+        pieces: bool,
     ) -> _RsState:
         """A reduce-scatter ring's VMEM buffers and semaphores (`pieces`: one for the copies
         out between pieces too); its first credits sent."""
         tag = r.tag
         # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
         st = _RsState(
-            bshape, self.neighbour(r.ax, r.direction), self.neighbour(r.ax, -r.direction),
+            bshape,
+            self.neighbour(r.ax, r.direction),
+            self.neighbour(r.ax, -r.direction),
             e.op(tpu.AllocOp(memref_type([2, *bshape], wide, VMEM)), f"{tag}_recv_buf"),
             e.op(tpu.AllocOp(memref_type(bshape, elem, VMEM)), f"{tag}_mine"),
             e.op(tpu.AllocOp(memref_type(bshape, wide, VMEM)), f"{tag}_acc"),
@@ -1080,8 +1218,17 @@ class KernelLowering:
         return shape, t.element_type
 
     def _rs_step(
-        self, op: Operation, b: Emitter, elem: Attribute, one: SSAValue, s32: SSAValue,
-        slot: SSAValue, r: _Ring, st: _RsState, src: SSAValue, before_store: list[Operation],
+        self,
+        op: Operation,
+        b: Emitter,
+        elem: Attribute,
+        one: SSAValue,
+        s32: SSAValue,
+        slot: SSAValue,
+        r: _Ring,
+        st: _RsState,
+        src: SSAValue,
+        before_store: list[Operation],
     ) -> list[Operation]:
         """One ring of reduce_scatter step s: send `src` (the running partial in `acc`,
         or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
@@ -1113,7 +1260,9 @@ class KernelLowering:
         return [
             tpu.DMAWaitOp(copy_sem, mine),
             tpu.DMAWaitOp(rsem, dst),
-            got, own, *combine,
+            got,
+            own,
+            *combine,
             # The send buffer is free once the outgoing message has left.
             tpu.DMAWaitOp(send_sem, acc),
             *before_store,
@@ -1160,7 +1309,11 @@ class KernelLowering:
         e.op(tpu.DeallocOp(buf))
 
     def all_to_all(
-        self, op: collective.AllToAllBase, ax: _Axis, x: SSAValue, out: SSAValue,
+        self,
+        op: collective.AllToAllBase,
+        ax: _Axis,
+        x: SSAValue,
+        out: SSAValue,
         later: list[Operation] | None,
     ) -> None:
         """
@@ -1215,8 +1368,10 @@ class KernelLowering:
         b, s = self.for_steps(1, n, e=w)
         src_c = b.rem(b.add(b.sub(ax.me, b.to_i32(s)), ax.n), ax.n)
         incoming = self.chunk(b, out, concat, cs, b.to_index(src_c), "a2a_incoming")
-        sem = b.op(tpu.MemRefSliceOp(recv_sems, [b.sub(s, b.index(1))], tpu.DMASemaphoreType()),
-                   "a2a_recv_sem")
+        sem = b.op(
+            tpu.MemRefSliceOp(recv_sems, [b.sub(s, b.index(1))], tpu.DMASemaphoreType()),
+            "a2a_recv_sem",
+        )
         # Every block has the same size: the send semaphore's waits take them in order.
         b.op(tpu.DMAWaitOp(send_sem, own_src))
         b.op(tpu.DMAWaitOp(sem, incoming))
@@ -1231,7 +1386,11 @@ class KernelLowering:
                 e.op(o)
 
     def permute(
-        self, op: collective.PermuteBase, ax: _Axis, x: SSAValue, out: SSAValue,
+        self,
+        op: collective.PermuteBase,
+        ax: _Axis,
+        x: SSAValue,
+        out: SSAValue,
         later: list[Operation] | None,
     ) -> None:
         e, n = self.e, ax.size
@@ -1283,12 +1442,22 @@ class KernelLowering:
                 buf_ty = memref_type(shape, elem, VMEM)
                 for r in idle:
                     buf = tpu.AllocOp(buf_ty)
-                    z = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vty, [zero_attr.value.data]))  # pyright: ignore
+                    z = arith.ConstantOp(
+                        DenseIntOrFPElementsAttr.from_list(vty, [zero_attr.value.data])
+                    )  # pyright: ignore
                     idx = [arith.ConstantOp(IntegerAttr(0, INDEX))]
                     store = tpu.StoreOp(z, buf, [idx[0].result] * len(shape))
                     zs = tpu.AllocOp(tpu.DMASemaphoreType())
-                    ops = [buf, z, *idx, store, zs, tpu.DMAStartOp(buf, out, recv_sem=zs),
-                           tpu.DMAWaitOp(zs, out), tpu.DeallocOp(buf)]
+                    ops = [
+                        buf,
+                        z,
+                        *idx,
+                        store,
+                        zs,
+                        tpu.DMAStartOp(buf, out, recv_sem=zs),
+                        tpu.DMAWaitOp(zs, out),
+                        tpu.DeallocOp(buf),
+                    ]
                     for o in when(r, ops):
                         e.op(o)
         if later is not None:
@@ -1312,12 +1481,16 @@ def _is_tensor_program(function: func.FuncOp) -> bool:
 def _check_partitioned(function: func.FuncOp) -> None:
     """A function with shardings but not partitioned is level G: its shapes are global, and
     lowering them as one device's would make kernels of the wrong sizes."""
-    if spmd.PARTITIONED_ATTR_NAME in function.attributes or spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes:
+    if (
+        spmd.PARTITIONED_ATTR_NAME in function.attributes
+        or spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes
+    ):
         return
     if any(s is not None for group in spmd.function_shardings(function) for s in group):
         raise OpPassError(
-            function, f"lower-to-tpu: @{function.sym_name.data} is a level-G program (global "
-            "shapes with shardings): partition it first (spmd-pipeline), or use tpu-pipeline"
+            function,
+            f"lower-to-tpu: @{function.sym_name.data} is a level-G program (global "
+            "shapes with shardings): partition it first (spmd-pipeline), or use tpu-pipeline",
         )
 
 
@@ -1344,7 +1517,9 @@ class LowerToTpuPass(ModulePass):
         except UnknownChipError as err:
             raise PassFailedException(f"lower-to-tpu: {err}") from None
         if self.vmem_limit is not None and self.vmem_limit <= 0:
-            raise PassFailedException(f"lower-to-tpu: vmem-limit must be positive, got {self.vmem_limit}")
+            raise PassFailedException(
+                f"lower-to-tpu: vmem-limit must be positive, got {self.vmem_limit}"
+            )
         for function in list(op.body.block.ops):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

@@ -47,7 +47,11 @@ if TYPE_CHECKING:
     from shardc.lowering.lower_to_tpu import KernelLowering
 
 _OPS = (
-    hlo.ReshapeOp, hlo.SliceOp, hlo.ConcatenateOp, hlo.DynamicSliceOp, hlo.DynamicUpdateSliceOp,
+    hlo.ReshapeOp,
+    hlo.SliceOp,
+    hlo.ConcatenateOp,
+    hlo.DynamicSliceOp,
+    hlo.DynamicUpdateSliceOp,
     spmd.AxisIndexOp,
 )
 
@@ -60,7 +64,9 @@ def handles(op: Operation) -> bool:
 def check(lowering: KernelLowering, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if this variant cannot be lowered."""
     if isinstance(op, spmd.AxisIndexOp) and tensor_type(op.result.type).element_type != i32:
-        raise OpPassError(op, f"lower-to-tpu: {op.name} as {op.result.type} is not supported yet (i32 only)")
+        raise OpPassError(
+            op, f"lower-to-tpu: {op.name} as {op.result.type} is not supported yet (i32 only)"
+        )
 
 
 def lower(lowering: KernelLowering, op: Operation) -> None:
@@ -72,8 +78,9 @@ def lower(lowering: KernelLowering, op: Operation) -> None:
 # Helpers ------------------------------------------------------------------------------
 
 
-def _view(e: Emitter, ref: SSAValue, offsets: Sequence[SSAValue | int], shape: Sequence[int],
-          hint: str) -> SSAValue:
+def _view(
+    e: Emitter, ref: SSAValue, offsets: Sequence[SSAValue | int], shape: Sequence[int], hint: str
+) -> SSAValue:
     """The block of `shape` at `offsets` (constants or index values) of an HBM `ref`."""
     ty = ref.type
     assert isinstance(ty, MemRefType)
@@ -86,9 +93,9 @@ def _view(e: Emitter, ref: SSAValue, offsets: Sequence[SSAValue | int], shape: S
 def _copies(e: Emitter, pairs: Sequence[tuple[SSAValue, SSAValue]], hint: str) -> None:
     """DMA each (src, dst), all started before the first wait, one semaphore each."""
     sems = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{hint}_sem") for _ in pairs]
-    for (src, dst), sem in zip(pairs, sems):
+    for (src, dst), sem in zip(pairs, sems, strict=False):
         e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
-    for (_, dst), sem in zip(pairs, sems):
+    for (_, dst), sem in zip(pairs, sems, strict=False):
         e.op(tpu.DMAWaitOp(sem, dst))
 
 
@@ -157,16 +164,22 @@ def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
     src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
     dims = [
         _Dim(lo, s, k, n)
-        for (lo, _, s), k, n in zip(op.bounds, memref_shape(dst), memref_shape(src))
+        for (lo, _, s), k, n in zip(op.bounds, memref_shape(dst), memref_shape(src), strict=False)
     ]
     # Split dimensions become two: [n / s, s] in the operand, [k, 1] in the result.
-    src_shape = [x for d in dims for x in ((d.size // d.stride, d.stride) if d.kind == "split" else (d.size,))]
+    src_shape = [
+        x
+        for d in dims
+        for x in ((d.size // d.stride, d.stride) if d.kind == "split" else (d.size,))
+    ]
     dst_shape = [x for d in dims for x in ((d.count, 1) if d.kind == "split" else (d.count,))]
     src_v = reshape_view(e, src, src_shape, "slice_src")
     dst_v = reshape_view(e, dst, dst_shape, "slice_dst")
     loops = [d for d in dims if d.kind == "loop"]
 
-    def views(b: Emitter, ivs: list[SSAValue], src: bool = True) -> tuple[SSAValue | None, SSAValue]:
+    def views(
+        b: Emitter, ivs: list[SSAValue], src: bool = True
+    ) -> tuple[SSAValue | None, SSAValue]:
         """The operand block (unless `src` is false) and its place in the result."""
         src_at: list[SSAValue | int] = []
         dst_at: list[SSAValue | int] = []
@@ -186,8 +199,10 @@ def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
                 src_at.append(b.add(b.mul(i, b.index(d.stride)), b.index(d.lo)) if src else 0)
                 dst_at.append(i)
                 shape.append(1)
-        return (_view(b, src_v, src_at, shape, "slice_block") if src else None,
-                _view(b, dst_v, dst_at, shape, "slice_out"))
+        return (
+            _view(b, src_v, src_at, shape, "slice_block") if src else None,
+            _view(b, dst_v, dst_at, shape, "slice_out"),
+        )
 
     if not loops:
         block, out = views(e, [])
@@ -214,7 +229,9 @@ def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
 # dynamic_slice, dynamic_update_slice --------------------------------------------------
 
 
-def _fetch_offsets(lowering: KernelLowering, indices: Sequence[SSAValue]) -> list[tuple[SSAValue, SSAValue, SSAValue]]:
+def _fetch_offsets(
+    lowering: KernelLowering, indices: Sequence[SSAValue]
+) -> list[tuple[SSAValue, SSAValue, SSAValue]]:
     """
     Start the DMAs of the rank-0 offset tensors (HBM) into SMEM: (smem scalar, its
     semaphore, the HBM source) per offset; `_load_offsets` waits and reads them.
@@ -233,13 +250,15 @@ def _fetch_offsets(lowering: KernelLowering, indices: Sequence[SSAValue]) -> lis
 
 
 def _load_offsets(
-    lowering: KernelLowering, fetched: Sequence[tuple[SSAValue, SSAValue, SSAValue]],
-    dims: Sequence[int], sizes: Sequence[int],
+    lowering: KernelLowering,
+    fetched: Sequence[tuple[SSAValue, SSAValue, SSAValue]],
+    dims: Sequence[int],
+    sizes: Sequence[int],
 ) -> list[SSAValue]:
     """Wait for the offsets, read them and clamp each to [0, dim - size] (as index)."""
     e = lowering.e
     out = []
-    for (smem, sem, _), dim, size in zip(fetched, dims, sizes):
+    for (smem, sem, _), dim, size in zip(fetched, dims, sizes, strict=False):
         e.op(tpu.DMAWaitOp(sem, smem))
         v = e.op(memref.LoadOp.get(smem, []), "offset")
         ty = v.type
@@ -256,8 +275,9 @@ def _lower_dynamic_slice(lowering: KernelLowering, op: hlo.DynamicSliceOp) -> No
     src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
     fetched = _fetch_offsets(lowering, op.start_indices)
     at = _load_offsets(lowering, fetched, memref_shape(src), op.sizes)
-    _copies(e, [(e.op(tpu.MemRefSliceOp(src, at, dst.type), "dynamic_block"), dst)],
-            "dynamic_slice")
+    _copies(
+        e, [(e.op(tpu.MemRefSliceOp(src, at, dst.type), "dynamic_block"), dst)], "dynamic_slice"
+    )
 
 
 def _lower_dynamic_update_slice(lowering: KernelLowering, op: hlo.DynamicUpdateSliceOp) -> None:

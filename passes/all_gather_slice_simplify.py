@@ -31,16 +31,15 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from shardc.dialects import collective, hlo
+from shardc.dialects.spmd import MeshAttr, find_mesh
+from shardc.passes.device_values import clamped_offsets, device_ranks, is_invariant
+from shardc.passes.rewrite_utils import erase_if_dead, static_slice_or_value, tensor_type
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from shardc.dialects import collective, hlo
-from shardc.dialects.spmd import MeshAttr, find_mesh
-from shardc.passes.device_values import clamped_offsets, device_ranks, is_invariant
-from shardc.passes.rewrite_utils import erase_if_dead, static_slice_or_value, tensor_type
 
 
 def _own_block_direct(
@@ -79,7 +78,7 @@ def _own_block_through_reshape(
     shape = tensor_type(ds.operand).get_shape()
     sizes = list(ds.sizes)
     # The slice is one contiguous range: size-1 dims, then one partial dim, then full dims.
-    partial = [d for d, (s, n) in enumerate(zip(sizes, shape)) if s != n]
+    partial = [d for d, (s, n) in enumerate(zip(sizes, shape, strict=False)) if s != n]
     first = partial[0] if partial else 0
     if any(sizes[d] != 1 for d in range(first)) or any(
         sizes[d] != shape[d] for d in range(first + 1, len(shape))
@@ -89,7 +88,7 @@ def _own_block_through_reshape(
     if offsets is None:
         return None
     strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-    flat = sum((o * s for o, s in zip(offsets, strides)), np.zeros_like(offsets[0]))
+    flat = sum((o * s for o, s in zip(offsets, strides, strict=False)), np.zeros_like(offsets[0]))
     numel = math.prod(tensor_type(x).get_shape())
     if math.prod(sizes) != numel:
         return None

@@ -29,6 +29,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardc.dialects import collective, hlo
+from shardc.dialects.spmd import MeshAttr, find_mesh
+from shardc.passes.device_values import device_values, is_invariant
+from shardc.passes.rewrite_utils import (
+    erase_if_dead,
+    group_properties,
+    replay_data_movement,
+    single_user,
+    tensor_type,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -40,17 +50,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from shardc.dialects import collective, hlo
-from shardc.dialects.spmd import MeshAttr, find_mesh
-from shardc.passes.device_values import device_values, is_invariant
-from shardc.passes.rewrite_utils import (
-    erase_if_dead,
-    group_properties,
-    replay_data_movement,
-    single_user,
-    tensor_type,
-)
 
 KINDS: dict[type[Operation], str] = {
     hlo.AddOp: "add",

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardc.dialects import collective, hlo, spmd
+from shardc.passes.rewrite_utils import check_option, operand_bytes
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from shardc.dialects import collective, hlo, spmd
-from shardc.passes.rewrite_utils import check_option, operand_bytes
 
 TO_START: dict[type[collective.CollectiveOp], type[collective.CollectiveOp]] = dict(
     zip(collective.SYNC_OPS, collective.START_OPS, strict=True)

@@ -13,15 +13,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from shardc.dialects import collective, hlo
+from shardc.dialects.syntax import splat_element, splat_elements
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     RewritePattern,
     op_type_rewrite_pattern,
 )
-
-from shardc.dialects import collective, hlo
-from shardc.dialects.syntax import splat_element, splat_elements
 
 MAX_FOLDED_ELEMENTS = 1 << 16
 """A non-splat constant is broadcast at compile time only up to this many elements."""
@@ -124,9 +123,7 @@ class RemoveTrivialCollective(RewritePattern):
     """
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(
-        self, op: collective.CollectiveOp, rewriter: PatternRewriter
-    ) -> None:
+    def match_and_rewrite(self, op: collective.CollectiveOp, rewriter: PatternRewriter) -> None:
         if op.IS_START or op.group_size() != 1:
             return
         if isinstance(op, collective.PermuteOp) and op.source_target_pairs != [(0, 0)]:

@@ -16,14 +16,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import PassFailedException
-
 from shardc.dialects import collective, hlo
 from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
@@ -31,6 +23,13 @@ from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import topological_reorder, used_values
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
 
 COMBINABLE = (collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp)
 
@@ -109,7 +108,15 @@ class OverlapGuard:
             if not isinstance(op, collective.CollectiveOp) and op.name.startswith("hlo."):
                 now += model.op_cost(op).time
         first_use = {
-            op: min((position[u.operation] for r in op.results for u in r.uses if u.operation in position), default=len(position))
+            op: min(
+                (
+                    position[u.operation]
+                    for r in op.results
+                    for u in r.uses
+                    if u.operation in position
+                ),
+                default=len(position),
+            )
             for op in block.ops
         }
         return OverlapGuard(clock, first_use, position, model)
@@ -186,7 +193,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
     swaps: list[list[int] | None] = []
     dim = gather_dim(ops) if isinstance(first, collective.AllGatherOp) else None
     for op in ops:
-        for value, result in zip(op.operands, op.results):
+        for value, result in zip(op.operands, op.results, strict=False):
             own = op.properties["dim"].value.data if dim is not None else None  # pyright: ignore
             if dim is None or own == dim:
                 operands.append(value)
@@ -209,7 +216,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
         attributes=dict(first.attributes),
     )
     Rewriter.insert_op(combined, InsertPoint.before(first))
-    results = iter(zip(combined.results, swaps))
+    results = iter(zip(combined.results, swaps, strict=False))
     for op in ops:
         for old in op.results:
             new, perm = next(results)

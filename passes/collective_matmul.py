@@ -47,6 +47,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.sizes import tensor_bytes
+from shardc.dialects.syntax import i64_attr
+from shardc.passes.rewrite_utils import (
+    SCALAR_I32,
+    check_option,
+    const_i32,
+    tensor_type,
+    zeros,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -58,21 +68,9 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
 )
-from xdsl.ir import Attribute
-from xdsl.ir import OpResult, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_attr
-from shardc.passes.rewrite_utils import (
-    SCALAR_I32,
-    check_option,
-    const_i32,
-    tensor_type,
-    zeros,
-)
-from shardc.dialects.sizes import tensor_bytes
 
 COMBINE: dict[str, type[hlo.BinaryElementwiseOp]] = {
     "add": hlo.AddOp,
@@ -175,15 +173,11 @@ class RingBuilder:
     def block_offset(self, c: int, block: int) -> SSAValue:
         key = (c % self.size, block)
         if key not in self._offset:
-            self._offset[key] = self.emit(
-                hlo.MulOp(self.block_index(c), self.const(block))
-            )
+            self._offset[key] = self.emit(hlo.MulOp(self.block_index(c), self.const(block)))
         return self._offset[key]
 
     def offsets(self, rank: int, dim: int, c: int, block: int) -> list[SSAValue]:
-        return [
-            self.block_offset(c, block) if d == dim else self.const(0) for d in range(rank)
-        ]
+        return [self.block_offset(c, block) if d == dim else self.const(0) for d in range(rank)]
 
     def slice_block(self, value: SSAValue, dim: int, c: int, block: int) -> SSAValue:
         """Block `(rank + c) mod size` of `value` along `dim`."""

@@ -12,13 +12,12 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
 from shardc.dialects import collective
 from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import tensor_bytes
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
 

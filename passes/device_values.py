@@ -14,16 +14,14 @@ reads anything else (a function argument, a float, an op not listed) is unknown:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-import functools
-
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, TensorType
-from xdsl.ir import Operation, SSAValue
-
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.spmd import MeshAttr
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Operation, SSAValue
 
 MAX_ELEMENTS = 4096
 """Bigger index tensors are not evaluated (they are no offsets)."""
@@ -222,21 +220,23 @@ class _Evaluator:
             src = args[0]
             shape = src.shape[1:]
             offsets: list[np.ndarray] = []
-            for i, (dim, size) in enumerate(zip(shape, op.sizes)):
+            for i, (dim, size) in enumerate(zip(shape, op.sizes, strict=False)):
                 off = self.eval(op.start_indices[i], depth + 1)
                 if off is None:
                     return None
                 offsets.append(np.clip(off.reshape(off.shape[0]), 0, dim - size))
             lead = max([src.shape[0], *(o.shape[0] for o in offsets)])
             if lead == 1:
-                index = tuple(slice(o[0], o[0] + s) for o, s in zip(offsets, op.sizes))
+                index = tuple(
+                    slice(o[0], o[0] + s) for o, s in zip(offsets, op.sizes, strict=False)
+                )
                 return src[(slice(None), *index)].copy()
             out = np.empty((lead, *op.sizes), dtype=np.int64)
             for d in range(lead):
                 row = src[d if src.shape[0] > 1 else 0]
                 index = tuple(
                     slice(o[d if o.shape[0] > 1 else 0], o[d if o.shape[0] > 1 else 0] + s)
-                    for o, s in zip(offsets, op.sizes)
+                    for o, s in zip(offsets, op.sizes, strict=False)
                 )
                 out[d] = row[index]
             return out

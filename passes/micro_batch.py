@@ -67,6 +67,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shardc.dialects import collective, hlo
+from shardc.dialects.spmd import find_mesh
+from shardc.dialects.syntax import i64_array, splat_elements
+from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel
+from shardc.passes.async_split import split as async_split
+from shardc.passes.block_order import block_dependencies, set_order
+from shardc.passes.rewrite_utils import check_option, erase_if_dead
+from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -77,16 +86,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
-
-from shardc.dialects import collective, hlo
-from shardc.dialects.spmd import find_mesh
-from shardc.dialects.syntax import i64_array, splat_elements
-from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
-from shardc.passes.block_order import block_dependencies, set_order
-from shardc.passes.async_split import split as async_split
-from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 
 Node = tuple[SSAValue, int]
 """A dimension of a value."""
@@ -132,10 +131,10 @@ def _dot_links(op: hlo.DotOp) -> Links:
     lf = hlo.dot_free_dims(len(_shape(op.lhs)), lb, lc)
     rf = hlo.dot_free_dims(len(_shape(op.rhs)), rb, rc)
     links: Links = {}
-    for i, (l, r) in enumerate(zip(lb, rb, strict=True)):
-        links[(0, i)] = [(0, l), (1, r)]
-    for i, l in enumerate(lf):
-        links[(0, len(lb) + i)] = [(0, l)]
+    for i, (lhs_dim, rhs_dim) in enumerate(zip(lb, rb, strict=True)):
+        links[(0, i)] = [(0, lhs_dim), (1, rhs_dim)]
+    for i, lhs_dim in enumerate(lf):
+        links[(0, len(lb) + i)] = [(0, lhs_dim)]
     for i, r in enumerate(rf):
         links[(0, len(lb) + len(lf) + i)] = [(1, r)]
     return links
@@ -436,9 +435,7 @@ class Splitter:
             for i, e in ls[(k, d)]:
                 chunked[i] = e
         operand_chunks = {i: self.chunks_of(op.operands[i], op) for i in chunked}
-        shared = {
-            i: self.whole(v, op) for i, v in enumerate(op.operands) if i not in chunked
-        }
+        shared = {i: self.whole(v, op) for i, v in enumerate(op.operands) if i not in chunked}
         result_types = [
             _with_dim(r.type, d, self.chunk)  # pyright: ignore
             for r, d in zip(op.results, dims, strict=True)
@@ -455,8 +452,7 @@ class Splitter:
         clones: list[Operation] = []
         for j in range(self.k if chunked else 1):
             operands = [
-                operand_chunks[i][j] if i in chunked else shared[i]
-                for i in range(len(op.operands))
+                operand_chunks[i][j] if i in chunked else shared[i] for i in range(len(op.operands))
             ]
             clones.append(
                 type(op).create(
@@ -568,15 +564,28 @@ class MicroBatchPass(ModulePass):
     """`schedule`'s bound on collectives in flight, for the estimates."""
 
     def __post_init__(self) -> None:
-        check_option(self.name, "chunks", self.chunks == 0 or self.chunks >= 2, "0 or at least 2", self.chunks)
+        check_option(
+            self.name,
+            "chunks",
+            self.chunks == 0 or self.chunks >= 2,
+            "0 or at least 2",
+            self.chunks,
+        )
         check_option(self.name, "max-chunks", self.max_chunks >= 2, "at least 2", self.max_chunks)
         check_option(self.name, "min-gain", 0 <= self.min_gain < 1, "in [0, 1)", self.min_gain)
         check_option(
-            self.name, "memory-limit",
-            self.memory_limit is None or self.memory_limit > 0, "positive", self.memory_limit,
+            self.name,
+            "memory-limit",
+            self.memory_limit is None or self.memory_limit > 0,
+            "positive",
+            self.memory_limit,
         )
-        check_option(self.name, "max-in-flight", self.max_in_flight >= 1, "at least 1", self.max_in_flight)
-        check_option(self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'")
+        check_option(
+            self.name, "max-in-flight", self.max_in_flight >= 1, "at least 1", self.max_in_flight
+        )
+        check_option(
+            self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'"
+        )
 
     def counts(self, size: int) -> list[int]:
         if self.chunks:

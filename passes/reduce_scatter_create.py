@@ -38,12 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation
-from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
-
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import MeshAttr, find_mesh
 from shardc.dialects.syntax import i64_attr
@@ -56,6 +50,11 @@ from shardc.passes.rewrite_utils import (
     static_slice_or_value,
     tensor_type,
 )
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 DATA_MOVEMENT = (hlo.ReshapeOp, hlo.TransposeOp)
 

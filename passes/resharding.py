@@ -16,6 +16,10 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.spmd import MeshAttr, ShardingAttr
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
+from shardc.passes.sharding_rules import Axes, make_sharding
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -26,11 +30,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.spmd import MeshAttr, ShardingAttr
-from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
-from shardc.passes.sharding_rules import Axes, make_sharding
 
 SCALAR_I32 = TensorType(i32, [])
 
@@ -122,9 +121,9 @@ class Resharder:
     def local_slice(self, value: SSAValue, new_axes: Sequence[Axes]) -> SSAValue:
         """Keep this device's block of each dimension d split further by `new_axes[d]`."""
         ty = _tensor(value)
-        sizes = [s // self._size(a) for s, a in zip(ty.get_shape(), new_axes)]
+        sizes = [s // self._size(a) for s, a in zip(ty.get_shape(), new_axes, strict=False)]
         offsets: list[SSAValue] = []
-        for axes, size in zip(new_axes, sizes):
+        for axes, size in zip(new_axes, sizes, strict=False):
             if not axes:
                 offsets.append(self.constant_i32(0))
                 continue
@@ -180,7 +179,7 @@ class Resharder:
 
         def blocks(sharding: ShardingAttr, rank: tuple[int, ...]) -> tuple[int, ...]:
             coords = [0] * len(self.mesh.names)
-            for a, c in zip(used, rank):
+            for a, c in zip(used, rank, strict=False):
                 coords[self.mesh.names.index(a)] = c
             return tuple(
                 sharding.shard_index(d, self.mesh, coords) for d in range(len(sharding.dim_axes))
@@ -267,18 +266,14 @@ class Resharder:
             cur[d].extend(axes)
         return value
 
-    def _make_unreduced(
-        self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr
-    ) -> SSAValue:
+    def _make_unreduced(self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr) -> SSAValue:
         """A replicated value as a partial sum: kept on coordinate 0 of each new axis, 0 elsewhere."""
         new = [a for a in dst.unreduced_axes if a not in src.unreduced_axes]
         if not new:
             return value
         ty = _tensor(value)
         index = self.shard_index(new)
-        is_first = self._insert(
-            hlo.CompareOp("EQ", index, self.constant_i32(0))
-        ).results[0]
+        is_first = self._insert(hlo.CompareOp("EQ", index, self.constant_i32(0))).results[0]
         zero_attr = splat_elements(ty, 0)
         zero = self._insert(hlo.ConstantOp(zero_attr)).results[0]
         return self._insert(hlo.SelectOp(is_first, value, zero)).results[0]

@@ -6,6 +6,9 @@ import functools
 import itertools
 from collections.abc import Iterable, Sequence
 
+from shardc.dialects import collective, hlo
+from shardc.dialects.spmd import MeshAttr
+from shardc.dialects.syntax import i64_array, splat_elements
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -17,10 +20,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
-
-from shardc.dialects import collective, hlo
-from shardc.dialects.spmd import MeshAttr
-from shardc.dialects.syntax import i64_array, splat_elements
 
 SCALAR_I32 = TensorType(i32, [])
 
@@ -122,7 +121,7 @@ def replay_data_movement(op: Operation, value: SSAValue) -> Operation:
     if isinstance(op, hlo.TransposeOp):
         return hlo.TransposeOp(value, op.perm)
     if isinstance(op, hlo.SliceOp):
-        lo, hi, st = zip(*op.bounds) if op.bounds else ((), (), ())
+        lo, hi, st = zip(*op.bounds, strict=False) if op.bounds else ((), (), ())
         return hlo.SliceOp(value, list(lo), list(hi), list(st))
     raise AssertionError(f"not a data movement op: {op.name}")
 
@@ -134,5 +133,5 @@ def static_slice_or_value(
     shape = tensor_type(value).get_shape()
     if all(s == 0 for s in starts) and tuple(sizes) == tuple(shape):
         return value, []
-    op = hlo.SliceOp(value, list(starts), [s + n for s, n in zip(starts, sizes)])
+    op = hlo.SliceOp(value, list(starts), [s + n for s, n in zip(starts, sizes, strict=False)])
     return op.result, [op]

@@ -24,18 +24,17 @@ import bisect
 import sys
 from dataclasses import dataclass, field
 
+from shardc.dialects import collective, sizes
+from shardc.dialects.spmd import find_mesh
+from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.hardware.cost import CostModel
+from shardc.passes.block_order import block_dependencies, set_order
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
-
-from shardc.dialects import collective, sizes
-from shardc.dialects.spmd import find_mesh
-from shardc.hardware.chips import UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
-from shardc.passes.block_order import block_dependencies, set_order
 
 
 def value_bytes(value: SSAValue) -> int:
@@ -159,7 +158,9 @@ class BlockScheduler:
         self.start_of = pair_starts_and_dones(self.block)
         self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
         terminator = self.block.last_op
-        ready = sorted((op for op in ops if not waiting[op] and op is not terminator), key=self.position.get)
+        ready = sorted(
+            (op for op in ops if not waiting[op] and op is not terminator), key=self.position.get
+        )
         order: list[Operation] = []
         while ready:
             step = self.choose(ready)
@@ -253,9 +254,13 @@ class SchedulePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.memory_limit is not None and self.memory_limit <= 0:
-            raise PassFailedException(f"schedule: memory-limit must be positive, got {self.memory_limit}")
+            raise PassFailedException(
+                f"schedule: memory-limit must be positive, got {self.memory_limit}"
+            )
         if self.max_in_flight < 1:
-            raise PassFailedException(f"schedule: max-in-flight must be at least 1, got {self.max_in_flight}")
+            raise PassFailedException(
+                f"schedule: max-in-flight must be at least 1, got {self.max_in_flight}"
+            )
         try:
             chip = get_chip(self.chip)
         except UnknownChipError as e:
@@ -274,9 +279,7 @@ class SchedulePass(ModulePass):
                         file=sys.stderr,
                     )
 
-    def schedule_block(
-        self, block: Block, model: CostModel
-    ) -> tuple[list[Operation], int, float]:
+    def schedule_block(self, block: Block, model: CostModel) -> tuple[list[Operation], int, float]:
         """The overlapping schedule; if it cannot fit the limit, the original order if that fits."""
         try:
             return BlockScheduler(block, model, self.memory_limit, self.max_in_flight).run()
@@ -289,5 +292,3 @@ class SchedulePass(ModulePass):
                     "synchronous collectives)"
                 ) from None
             return sync_order(block), minimum, float("nan")
-
-

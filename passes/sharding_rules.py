@@ -15,11 +15,10 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
-
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
 
 Axes = tuple[str, ...]
 
@@ -57,9 +56,7 @@ def _identity_rule(op: Operation, shape: ShapeOf) -> FactorRule:
     """Every operand of the result's rank maps dimension d to factor d (elementwise)."""
     rank = len(shape(op.results[0]))
     dims = tuple(range(rank))
-    operands = tuple(
-        dims if len(shape(o)) == rank else (None,) * rank for o in op.operands
-    )
+    operands = tuple(dims if len(shape(o)) == rank else (None,) * rank for o in op.operands)
     return FactorRule(operands, dims)
 
 
@@ -103,9 +100,7 @@ def _dynamic_update_slice_rule(op: hlo.DynamicUpdateSliceOp, shape: ShapeOf) -> 
     dims = tuple(range(len(src)))
     update = tuple(d if upd[d] == src[d] else None for d in dims)
     indices = tuple((None,) * len(src) for _ in op.start_indices)
-    return FactorRule(
-        (dims, update, *indices), dims, unsplittable_factors=_unmapped(update)
-    )
+    return FactorRule((dims, update, *indices), dims, unsplittable_factors=_unmapped(update))
 
 
 def _concatenate_rule(op: hlo.ConcatenateOp, shape: ShapeOf) -> FactorRule:
@@ -153,9 +148,7 @@ def _reshape_rule(op: hlo.ReshapeOp, shape: ShapeOf) -> FactorRule:
     )
 
 
-def reshape_major_dim_pairs(
-    src: Sequence[int], res: Sequence[int]
-) -> list[tuple[int, int]]:
+def reshape_major_dim_pairs(src: Sequence[int], res: Sequence[int]) -> list[tuple[int, int]]:
     """(operand dim, result dim) pairs that start the same row-major group of dims."""
     pairs: list[tuple[int, int]] = []
     i = j = 0

@@ -15,18 +15,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    FunctionType,
-    ModuleOp,
-    TensorType,
-    UnitAttr,
-)
-from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
-
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
     PARTITIONED_ATTR_NAME,
@@ -49,6 +37,17 @@ from shardc.passes.sharding_rules import (
     replicated,
 )
 from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions, module_mesh
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    FunctionType,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 
 @dataclass
@@ -90,7 +89,7 @@ class FunctionPartitioner:
     def run(self) -> None:
         block = self.function.body.block
         args, results = spmd.function_shardings(self.function)
-        for arg, sharding in zip(list(block.args), args):
+        for arg, sharding in zip(list(block.args), args, strict=False):
             sharding = sharding or replicated(self.mesh_name, len(_shape(arg)))
             new = Rewriter.replace_value_with_new_type(
                 arg, local_type(_tensor(arg), sharding, self.mesh)
@@ -126,10 +125,8 @@ class FunctionPartitioner:
             op.operands[index] = new
             self.actual[new] = target
 
-    def partition_return(
-        self, op: func.ReturnOp, results: list[ShardingAttr | None]
-    ) -> None:
-        for i, (value, sharding) in enumerate(zip(op.operands, results)):
+    def partition_return(self, op: func.ReturnOp, results: list[ShardingAttr | None]) -> None:
+        for i, (value, sharding) in enumerate(zip(op.operands, results, strict=False)):
             self.reshard_operand(op, i, sharding or replicated(self.mesh_name, len(_shape(value))))
 
     def partition_constraint(self, op: spmd.ConstraintOp) -> None:
@@ -145,7 +142,9 @@ class FunctionPartitioner:
         result = op.results[0]
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
-        for i, (dims, operand) in enumerate(zip(rule.operand_dims, list(op.operands))):
+        for i, (dims, operand) in enumerate(
+            zip(rule.operand_dims, list(op.operands), strict=False)
+        ):
             shape = self.global_shape(operand)
             target = project(self.mesh_name, dims, factors, shape, self.mesh)
             self.reshard_operand(op, i, target)
@@ -154,7 +153,9 @@ class FunctionPartitioner:
         result = self.localize(op, natural)
         if pending:
             result = self.finish_reduction(op, result, pending)
-            natural = make_sharding(self.mesh_name, natural.dim_axes, _pending_unreduced(op, pending))
+            natural = make_sharding(
+                self.mesh_name, natural.dim_axes, _pending_unreduced(op, pending)
+            )
         self.actual[result] = natural
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
@@ -164,7 +165,7 @@ class FunctionPartitioner:
         """Reduced factors from the operands as they are, then the rest from `want`."""
         factors: list[Axes] = [()] * rule.factor_count
         used: set[str] = set()
-        for dims, operand in zip(rule.operand_dims, op.operands):
+        for dims, operand in zip(rule.operand_dims, op.operands, strict=False):
             from_operand = factor_axes_from(rule, dims, self.actual[operand])
             for f in rule.reduction_factors:
                 axes = from_operand[f]
@@ -179,7 +180,9 @@ class FunctionPartitioner:
         return self.fit(op, rule, factors)
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
-        tensors = [(rule.result_dims, op.results[0])] + list(zip(rule.operand_dims, op.operands))
+        tensors = [(rule.result_dims, op.results[0])] + list(
+            zip(rule.operand_dims, op.operands, strict=False)
+        )
         for dims, value in tensors:
             shape = self.global_shape(value)
             for f, d in enumerate(dims):
@@ -297,9 +300,7 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
     return _tensor(value).get_shape()
 
 
-def _global_shape(
-    value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr
-) -> tuple[int, ...]:
+def _global_shape(value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr) -> tuple[int, ...]:
     """A value's global shape: operands are already local when their sharding is known."""
     shape = _shape(value)
     return actual.global_shape(shape, mesh) if actual is not None else shape

@@ -32,12 +32,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-from xdsl.transforms.canonicalize import CanonicalizePass
-from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
-
 from shardc.hardware.chips import CHIPS
 from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
 from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
@@ -50,6 +44,11 @@ from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.transforms.canonicalize import CanonicalizePass
+from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,9 @@ class SpmdPipelinePass(ModulePass):
         # The pipeline's own options first (so a bad one names this pipeline), then building
         # the passes checks theirs: a bad one is a bad pipeline when it is parsed, not a
         # failure halfway through the run.
-        check_option(self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'")
+        check_option(
+            self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'"
+        )
         self.passes()
 
     def partitioning_passes(self) -> list[ModulePass]:
@@ -91,7 +92,11 @@ class SpmdPipelinePass(ModulePass):
         return [
             *self.partitioning_passes(),
             CollectiveMatmulPass(),
-            *([MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)] if self.micro_batch else []),
+            *(
+                [MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)]
+                if self.micro_batch
+                else []
+            ),
             AsyncSplitPass(),
             SchedulePass(memory_limit=self.memory_limit, chip=self.chip),
         ]

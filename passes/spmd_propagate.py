@@ -20,13 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.passes import ModulePass
-
 from shardc.dialects import spmd
+from shardc.dialects.sizes import value_bytes
 from shardc.dialects.spmd import (
     PARTITIONED_ATTR_NAME,
     PER_DEVICE_IO_ATTR_NAME,
@@ -34,7 +29,6 @@ from shardc.dialects.spmd import (
     MeshAttr,
     ShardingAttr,
 )
-from shardc.dialects.sizes import value_bytes
 from shardc.passes.errors import OpPassError
 from shardc.passes.sharding_rules import (
     Axes,
@@ -46,6 +40,11 @@ from shardc.passes.sharding_rules import (
     project,
     replicated,
 )
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
 
 ORIGIN_ATTR_NAME = "spmd.origin"
 
@@ -84,9 +83,13 @@ class ShardingPropagation:
         """The user's annotations: arguments, constraints, then returned values."""
         args, results = spmd.function_shardings(self.function)
         block = self.function.body.block
-        for i, (arg, sharding) in enumerate(zip(block.args, args)):
+        for i, (arg, sharding) in enumerate(zip(block.args, args, strict=False)):
             if sharding is None:
-                self.fix(arg, replicated(self.mesh_name, _rank(arg)), f"argument {i}: unannotated, replicated")
+                self.fix(
+                    arg,
+                    replicated(self.mesh_name, _rank(arg)),
+                    f"argument {i}: unannotated, replicated",
+                )
             else:
                 self.fix(arg, sharding, f"argument {i} annotation")
         for op in block.ops:
@@ -94,11 +97,15 @@ class ShardingPropagation:
                 self.fix(op.result, op.sharding, "spmd.constraint")
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
-        for i, (value, sharding) in enumerate(zip(ret.arguments, results)):
+        for i, (value, sharding) in enumerate(zip(ret.arguments, results, strict=False)):
             if value in self.fixed:
                 continue
             if sharding is None:
-                self.fix(value, replicated(self.mesh_name, _rank(value)), f"result {i}: unannotated, replicated")
+                self.fix(
+                    value,
+                    replicated(self.mesh_name, _rank(value)),
+                    f"result {i}: unannotated, replicated",
+                )
             else:
                 self.fix(value, sharding, f"result {i} annotation")
 
@@ -127,7 +134,7 @@ class ShardingPropagation:
         if all(v in self.known and not self.open.get(v) for v in (*op.results, *op.operands)):
             return False
         tensors = [(rule.result_dims, op.results[0])] + [
-            (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands)
+            (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands, strict=False)
         ]
         targets = [(d, v) for d, v in tensors if v not in self.known or self.open.get(v)]
         sources = [(dims, v) for dims, v in tensors if v in self.known]
@@ -144,7 +151,9 @@ class ShardingPropagation:
                     continue
             else:
                 self.known[value] = candidate
-                self.open[value] = {d for f, d in enumerate(dims) if d is not None and f not in decided}
+                self.open[value] = {
+                    d for f, d in enumerate(dims) if d is not None and f not in decided
+                }
             changed = True
             contributors = source_of.values() or [v for _, v in sources]
             froms = sorted({describe(v) for v in contributors if v is not value})
@@ -197,7 +206,9 @@ class ShardingPropagation:
     def fit(self, rule: FactorRule, op: Operation, factors: list[Axes]) -> list[Axes]:
         """Each factor's axes cut to what divides every dimension it maps to."""
         fitted = list(factors)
-        tensors = [(rule.result_dims, op.results[0])] + list(zip(rule.operand_dims, op.operands))
+        tensors = [(rule.result_dims, op.results[0])] + list(
+            zip(rule.operand_dims, op.operands, strict=False)
+        )
         for dims, value in tensors:
             shape = _shape(value)
             for f, d in enumerate(dims):
@@ -222,7 +233,10 @@ class ShardingPropagation:
         assert isinstance(ret, func.ReturnOp)
         self.function.res_attrs = _with_shardings(
             self.function.res_attrs,
-            [s or replicated(self.mesh_name, _rank(v)) for s, v in zip(results, ret.arguments)],
+            [
+                s or replicated(self.mesh_name, _rank(v))
+                for s, v in zip(results, ret.arguments, strict=False)
+            ],
         )
 
 
@@ -232,7 +246,7 @@ def _with_shardings(
     dicts: list[dict[str, Attribute]] = (
         [dict(d.data) for d in attrs.data] if attrs is not None else [{} for _ in shardings]
     )
-    for d, s in zip(dicts, shardings):
+    for d, s in zip(dicts, shardings, strict=False):
         d[SHARDING_ATTR_NAME] = s
     return ArrayAttr(DictionaryAttr(d) for d in dicts)
 

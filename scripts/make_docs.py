@@ -89,15 +89,15 @@ func.func @main(%x: tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@mesh, [{
 }
 """,
         "Partitioning needs every value's sharding, so the example runs `spmd-propagate` "
-        "first. The contracting dimension is split by \"model\": each device computes a "
-        "partial sum, and the replicated-over-\"model\" result makes it an `all_reduce`. "
+        'first. The contracting dimension is split by "model": each device computes a '
+        'partial sum, and the replicated-over-"model" result makes it an `all_reduce`. '
         "`stats=true` prints the collectives on stderr.",
     ),
     "spmd-pipeline": Example(
         "spmd-pipeline",
         "",
         "Column-parallel then row-parallel dot. The pipeline "
-        "partitions, leaves one `all_reduce` over \"model\", makes it async and schedules it "
+        'partitions, leaves one `all_reduce` over "model", makes it async and schedules it '
         "(here nothing independent is left to overlap it with).",
         file="examples/megatron_mlp.mlir",
     ),
@@ -439,9 +439,10 @@ def render_pass(name: str, cls: type, example: Example | None) -> str:
         parts.append("".join(f"{i}. `{s}`\n" for i, s in enumerate(subs, 1)))
     rows = options(cls)
     if rows:
-        parts.append("| option | type | default | meaning |\n|---|---|---|---|\n" + "".join(
-            f"| `{o}` | `{cell(t)}` | `{d}` | {cell(m)} |\n" for o, t, d, m in rows
-        ))
+        parts.append(
+            "| option | type | default | meaning |\n|---|---|---|---|\n"
+            + "".join(f"| `{o}` | `{cell(t)}` | `{d}` | {cell(m)} |\n" for o, t, d, m in rows)
+        )
     else:
         parts.append("No options.\n")
     if example is None:
@@ -463,9 +464,8 @@ def render_pass(name: str, cls: type, example: Example | None) -> str:
 
 
 def render() -> str:
-    from xdsl.transforms import get_all_passes
-
     from shardc.passes import registry
+    from xdsl.transforms import get_all_passes
 
     registered = {name: factory() for name, factory in registry.all_passes().items()}
     xdsl = {name: get_all_passes()[name]() for name in XDSL_EXAMPLES}
@@ -506,10 +506,19 @@ def sandbox(directory: Path) -> Path:
 
 def run_block(command: str, cwd: Path) -> tuple[str, str]:
     env = {**os.environ, "SHARDC_PROGRESS_AFTER": "1000000"}  # no progress lines in outputs
-    proc = subprocess.run(["bash", "-e", "-c", command], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env=env, check=False)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", command],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
     if proc.returncode != 0:
-        raise CommandFailed(f"exit status {proc.returncode}:\n{command}\n{proc.stdout}\n{proc.stderr}")
+        raise CommandFailed(
+            f"exit status {proc.returncode}:\n{command}\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc.stdout, proc.stderr
 
 
@@ -546,7 +555,9 @@ def render_tutorial(text: str, cwd: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated page differs")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -556,8 +567,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{TUTORIAL.relative_to(ROOT)}: a command failed: {e}", file=sys.stderr)
             return 1
         picture = Path(tmp) / "timeline.png"
-        if not args.check and picture.exists() and (
-            not TIMELINE.exists() or TIMELINE.read_bytes() != picture.read_bytes()
+        if (
+            not args.check
+            and picture.exists()
+            and (not TIMELINE.exists() or TIMELINE.read_bytes() != picture.read_bytes())
         ):  # not checked: pixels depend on the matplotlib version and its fonts
             TIMELINE.write_bytes(picture.read_bytes())
             print(f"wrote {TIMELINE.relative_to(ROOT)}")

@@ -19,11 +19,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xdsl.printer import Printer
-
 from shardc.frontends.common import ImportResult
 from shardc.tools.shardc_opt import write_output
 from shardc.tools.source import DiagnosticError, run_tool
+from xdsl.printer import Printer
 
 PROG = "shardc-import"
 
@@ -39,13 +38,25 @@ def build_arg_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Import StableHLO or XLA HLO text as shardc hlo/spmd/collective IR.",
     )
-    p.add_argument("file", metavar="FILE", help="the input (.mlir StableHLO or HLO text), - for stdin")
-    p.add_argument("-o", "--output", metavar="OUT.mlir", default=None,
-                   help="write the program here (default: stdout)")
-    p.add_argument("--format", choices=("auto", "stablehlo", "hlo"), default="auto",
-                   help="the input format (default: detected from the text)")
-    p.add_argument("--stats", action="store_true",
-                   help="print the ops and constructs converted (on stderr)")
+    p.add_argument(
+        "file", metavar="FILE", help="the input (.mlir StableHLO or HLO text), - for stdin"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.mlir",
+        default=None,
+        help="write the program here (default: stdout)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("auto", "stablehlo", "hlo"),
+        default="auto",
+        help="the input format (default: detected from the text)",
+    )
+    p.add_argument(
+        "--stats", action="store_true", help="print the ops and constructs converted (on stderr)"
+    )
     return p
 
 

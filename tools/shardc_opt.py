@@ -14,13 +14,6 @@ import re
 import sys
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
-from xdsl.utils.lexer import Input
-from xdsl.xdsl_opt_main import xDSLOptMain
-
 from shardc.dialects import register_dialects
 from shardc.passes import registry
 from shardc.passes.errors import OpPassError
@@ -32,6 +25,12 @@ from shardc.tools.source import (
     run_tool,
     verify_module,
 )
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.lexer import Input
+from xdsl.xdsl_opt_main import xDSLOptMain
 
 SPLIT_MARKER = "// -----"
 
@@ -155,7 +154,9 @@ def write_output(path: str, text: str) -> None:
                 os.remove(tmp)
     except OSError as e:
         reason = e.strerror or str(e)
-        raise DiagnosticError(f"{path}:1:1: error: cannot write the output file: {reason}") from None
+        raise DiagnosticError(
+            f"{path}:1:1: error: cannot write the output file: {reason}"
+        ) from None
 
 
 def split_chunks(text: str) -> list[tuple[str, int]]:
@@ -213,7 +214,7 @@ def pipeline_diagnostic(spec: str, error: Exception) -> str:
         col = _find_word(spec, name)
         message = f"unknown pass '{name}'"
     elif found := re.fullmatch(
-        r'Provided arguments \[(.*)\] not found in expected arguments \[(.*)\]', message
+        r"Provided arguments \[(.*)\] not found in expected arguments \[(.*)\]", message
     ):
         given = re.findall(r'"([^"]*)"', found.group(1))
         expected = re.findall(r'"([^"]*)"', found.group(2))

@@ -42,10 +42,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
-
 from shardc.dialects import make_context
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
@@ -61,6 +57,9 @@ from shardc.tools.source import (
     run_tool,
     verify_module,
 )
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 if TYPE_CHECKING:
     from shardc.interpreter.level_t_timeline import LevelTTimeline
@@ -149,29 +148,71 @@ def build_arg_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", metavar="FILE", help="the program (.mlir), or - for stdin")
-    p.add_argument("-p", "--passes", metavar="PIPELINE", default=None,
-                   help="compile with this pass pipeline first (shardc-opt syntax)")
-    p.add_argument("--entry", metavar="NAME", default=None,
-                   help="function to run (default: @main, else the only public function)")
-    p.add_argument("--inputs", metavar="IN.npz", default=None,
-                   help="input arrays in_0.. (in_K.D for per-device programs)")
-    p.add_argument("--outputs", metavar="OUT.npz", default=None,
-                   help="write output arrays out_0.. (out_K.D for per-device programs)")
-    p.add_argument("--seed", type=_seed, default=0,
-                   help="seed of the random inputs when --inputs is not given (default 0)")
-    p.add_argument("--check", action="store_true",
-                   help="also run the program before -p and compare outputs")
-    p.add_argument("--report-json", metavar="REPORT.json", default=None,
-                   help="write the summary as JSON")
-    p.add_argument("--chip", default=DEFAULT_CHIP,
-                   help=f"chip preset of the timing model: {', '.join(CHIPS)} (default {DEFAULT_CHIP})")
-    p.add_argument("--timing-only", action="store_true",
-                   help="no values: shapes and the timing model only (see below)")
-    p.add_argument("--trace", metavar="TRACE.json", default=None,
-                   help="write the per-device timeline as Chrome/Perfetto trace JSON")
-    p.add_argument("--plot", metavar="TIMELINE.png", default=None, help="draw the per-device timeline as a PNG (needs matplotlib)")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress lines on stderr (printed only for runs longer than 2 s)")
+    p.add_argument(
+        "-p",
+        "--passes",
+        metavar="PIPELINE",
+        default=None,
+        help="compile with this pass pipeline first (shardc-opt syntax)",
+    )
+    p.add_argument(
+        "--entry",
+        metavar="NAME",
+        default=None,
+        help="function to run (default: @main, else the only public function)",
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="IN.npz",
+        default=None,
+        help="input arrays in_0.. (in_K.D for per-device programs)",
+    )
+    p.add_argument(
+        "--outputs",
+        metavar="OUT.npz",
+        default=None,
+        help="write output arrays out_0.. (out_K.D for per-device programs)",
+    )
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of the random inputs when --inputs is not given (default 0)",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="also run the program before -p and compare outputs"
+    )
+    p.add_argument(
+        "--report-json", metavar="REPORT.json", default=None, help="write the summary as JSON"
+    )
+    p.add_argument(
+        "--chip",
+        default=DEFAULT_CHIP,
+        help=f"chip preset of the timing model: {', '.join(CHIPS)} (default {DEFAULT_CHIP})",
+    )
+    p.add_argument(
+        "--timing-only",
+        action="store_true",
+        help="no values: shapes and the timing model only (see below)",
+    )
+    p.add_argument(
+        "--trace",
+        metavar="TRACE.json",
+        default=None,
+        help="write the per-device timeline as Chrome/Perfetto trace JSON",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="TIMELINE.png",
+        default=None,
+        help="draw the per-device timeline as a PNG (needs matplotlib)",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (printed only for runs longer than 2 s)",
+    )
     return p
 
 
@@ -179,9 +220,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    from xdsl.transforms import get_all_passes
-
     from shardc.passes import registry
+    from xdsl.transforms import get_all_passes
 
     passes = dict(get_all_passes())
     passes.update(registry.all_passes())
@@ -244,7 +284,9 @@ def compile_module(
         previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
     ) -> None:
         if following is not None:
-            progress.step(f"pass {len(changes) + 1 + (previous is not None)}/{n_passes} {following.name}")
+            progress.step(
+                f"pass {len(changes) + 1 + (previous is not None)}/{n_passes} {following.name}"
+            )
         if following is not None and following.name == "lower-to-tpu" and module not in LEVEL_S:
             LEVEL_S[module] = module.clone()
         if previous is None:
@@ -271,7 +313,9 @@ def compile_module(
     except DiagnosticException as e:
         op = getattr(e, "op", None)
         if op is not None:
-            raise DiagnosticError(str(source_map.error_at(op, getattr(e, "message", str(e))))) from None
+            raise DiagnosticError(
+                str(source_map.error_at(op, getattr(e, "message", str(e))))
+            ) from None
         raise DiagnosticError(f"{filename}: error: {e}") from None
     return changes
 
@@ -291,7 +335,9 @@ def with_chip(spec: str, chip: str) -> str:
         factory = passes.get(s.name)
         if factory is not None and "chip" not in s.parameters:
             cls = factory()
-            if dataclasses.is_dataclass(cls) and any(f.name == "chip" for f in dataclasses.fields(cls)):
+            if dataclasses.is_dataclass(cls) and any(
+                f.name == "chip" for f in dataclasses.fields(cls)
+            ):
                 s = dataclasses.replace(s, parameters={**s.parameters, "chip": (chip,)})
                 changed = True
         out.append(str(s))
@@ -329,7 +375,10 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return Comparison(
-            name, math.inf, 0.0, False,
+            name,
+            math.inf,
+            0.0,
+            False,
             f"got {type_str(got.shape, got.dtype)}, reference {type_str(ref.shape, ref.dtype)}",
         )
     if got.size == 0:
@@ -436,8 +485,15 @@ def run(args: argparse.Namespace) -> int:
     except UnknownChipError as e:
         raise DiagnosticError(f"{PROG}: error: --chip: {e}") from None
     if args.timing_only:
-        clash = [f for f, v in (("--inputs", args.inputs), ("--outputs", args.outputs),
-                                ("--check", args.check)) if v]
+        clash = [
+            f
+            for f, v in (
+                ("--inputs", args.inputs),
+                ("--outputs", args.outputs),
+                ("--check", args.check),
+            )
+            if v
+        ]
         if clash:
             raise DiagnosticError(
                 f"{PROG}: error: --timing-only computes no values, so it cannot be used with "
@@ -455,7 +511,9 @@ def run(args: argparse.Namespace) -> int:
     original_sig = io.signature(original, entry, filename)
 
     if args.timing_only:
-        return run_timing_only(args, chip, ctx, text, filename, original, original_map, original_sig)
+        return run_timing_only(
+            args, chip, ctx, text, filename, original, original_map, original_sig
+        )
 
     if args.inputs is not None:
         inputs = load_inputs(args.inputs)
@@ -492,8 +550,14 @@ def run(args: argparse.Namespace) -> int:
 
     outputs, timeline = execute(module, source_map, sig, filename, chip, inputs, input_source)
     report = make_report(
-        filename, module, sig, args.passes, inputs_info,
-        [(n, v.shape, v.dtype) for n, v in outputs.items()], timeline, passes=changes,
+        filename,
+        module,
+        sig,
+        args.passes,
+        inputs_info,
+        [(n, v.shape, v.dtype) for n, v in outputs.items()],
+        timeline,
+        passes=changes,
     )
     passed = True
     comparisons: list[Comparison] = []
@@ -551,8 +615,16 @@ def run_level_t_cli(
     from shardc.interpreter.level_t import Simulator
     from shardc.interpreter.values import dtype_of, random_array
 
-    unsupported = [f for f, v in (("-p", args.passes), ("--check", args.check),
-                                  ("--timing-only", args.timing_only), ("--plot", args.plot)) if v]
+    unsupported = [
+        f
+        for f, v in (
+            ("-p", args.passes),
+            ("--check", args.check),
+            ("--timing-only", args.timing_only),
+            ("--plot", args.plot),
+        )
+        if v
+    ]
     if unsupported:
         raise DiagnosticError(
             f"{filename}: error: {', '.join(unsupported)} not supported for a level-T kernel "
@@ -573,9 +645,11 @@ def run_level_t_cli(
         inputs.append(row)
     progress.step(f"running level T on {sim.n} devices")
     outputs, report = sim.run(entry, inputs)
-    print(f"level T on {report['devices']} x {chip.name}: step time {report['step_time_s']:.6g} s, "
-          f"{report['dmas']} DMAs, {report['ici_bytes']} ICI bytes, "
-          f"{report['local_dma_bytes']} local DMA bytes, peak VMEM {report['peak_vmem_bytes']} bytes")
+    print(
+        f"level T on {report['devices']} x {chip.name}: step time {report['step_time_s']:.6g} s, "
+        f"{report['dmas']} DMAs, {report['ici_bytes']} ICI bytes, "
+        f"{report['local_dma_bytes']} local DMA bytes, peak VMEM {report['peak_vmem_bytes']} bytes"
+    )
     if args.report_json is not None:
         write_atomically(args.report_json, lambda f: json.dump(report, f, indent=1), binary=False)
     if args.trace is not None:
@@ -611,8 +685,15 @@ def run_timing_only(
     _, timeline = execute(module, source_map, sig, filename, chip, None, "", timing_only=True)
     specs = sig.output_specs()
     report = make_report(
-        filename, module, sig, args.passes, {"source": "none (--timing-only)"}, specs,
-        timeline, timing_only=True, passes=changes,
+        filename,
+        module,
+        sig,
+        args.passes,
+        {"source": "none (--timing-only)"},
+        specs,
+        timeline,
+        timing_only=True,
+        passes=changes,
     )
     print_summary(report, {n: type_str(shape, dtype) for n, shape, dtype in specs}, [])
     write_report(args, report)
@@ -637,11 +718,14 @@ def execute(
     output arrays by name (none with `timing_only`: no values, `inputs` unused) and the
     timeline. Shared by `shardc-run` and the Python API (`shardc.run`).
     """
-    progress.step(f"running level {sig.level} on {sig.devices} device{'s' if sig.devices != 1 else ''}"
-                  + (" (timing only)" if timing_only else ""))
+    progress.step(
+        f"running level {sig.level} on {sig.devices} device{'s' if sig.devices != 1 else ''}"
+        + (" (timing only)" if timing_only else "")
+    )
     if sig.level == "T":
-        return execute_level_t(module, source_map, sig, filename, chip, inputs, input_source,
-                               timing_only=timing_only)
+        return execute_level_t(
+            module, source_map, sig, filename, chip, inputs, input_source, timing_only=timing_only
+        )
     executor = Executor(module, source_map, filename, chip=chip, abstract=timing_only)
     if timing_only:
         n_args = len(sig.function.body.block.args)
@@ -684,15 +768,19 @@ def execute_level_t(
         rows = io.split_inputs(sig, io.check_inputs(sig, inputs, input_source))
     sim = Simulator(module, chip, source_map, filename, trace=True, values=not timing_only)
     buffers, _ = sim.run(sig.function, [[*row, *([None] * (m + s))] for row in rows])
-    outputs = {} if timing_only else io.assemble_outputs(
-        sig, [tuple(b[k : k + m]) for b in buffers], filename
+    outputs = (
+        {}
+        if timing_only
+        else io.assemble_outputs(sig, [tuple(b[k : k + m]) for b in buffers], filename)
     )
     level_s = LEVEL_S.get(module)
     report = None
     if level_s is not None:
         function = io.find_entry(level_s, sig.name, filename)
         level_s_sig = io.signature(level_s, function, filename)
-        _, timeline = execute(level_s, None, level_s_sig, filename, chip, None, "", timing_only=True)
+        _, timeline = execute(
+            level_s, None, level_s_sig, filename, chip, None, "", timing_only=True
+        )
         report = timeline.report()
     return outputs, LevelTTimeline(sim, report)
 
@@ -756,13 +844,14 @@ def write_plot(args: argparse.Namespace, timeline: Timeline, report: Report) -> 
         from shardc.interpreter.plot import plot_timeline
 
         progress.step(f"drawing {args.plot}")
-        plot_timeline(timeline, args.plot, program=program_title(report),
-                      what=f"{PROG}: error: --plot")
+        plot_timeline(
+            timeline, args.plot, program=program_title(report), what=f"{PROG}: error: --plot"
+        )
         print(f"wrote timeline {args.plot}")
 
 
 def _mesh_str(name: str, mesh: Any) -> str:
-    axes = ", ".join(f'"{n}"={s}' for n, s in zip(mesh.names, mesh.shape))
+    axes = ", ".join(f'"{n}"={s}' for n, s in zip(mesh.names, mesh.shape, strict=False))
     return f"@{name} <[{axes}]>"
 
 
@@ -770,9 +859,7 @@ def _specs_str(specs: Sequence[tuple[str, tuple[int, ...], Any]]) -> str:
     return "(" + ", ".join(f"{n}: {type_str(s, d)}" for n, s, d in specs) + ")"
 
 
-def print_summary(
-    report: Report, outputs: dict[str, str], comparisons: list[Comparison]
-) -> None:
+def print_summary(report: Report, outputs: dict[str, str], comparisons: list[Comparison]) -> None:
     devices = f"{report.devices} device" + ("s" if report.devices != 1 else "")
     mesh = f" on mesh {report.mesh}" if report.mesh else ""
     lines = [f"{report.file} @{report.entry}: level {report.level}, {devices}{mesh}"]
@@ -782,11 +869,18 @@ def print_summary(
         for p in report.passes:
             ops = f"ops {p['ops_before']} -> {p['ops_after']}"
             coll = f"collectives {p['collectives_before']} -> {p['collectives_after']}"
-            same = p["ops_before"] == p["ops_after"] and p["collectives_before"] == p["collectives_after"]
-            lines.append(f"  {p['pass']:<{width}}  {ops:<18} {coll}" + ("  (no change in counts)" if same else ""))
+            same = (
+                p["ops_before"] == p["ops_after"]
+                and p["collectives_before"] == p["collectives_after"]
+            )
+            lines.append(
+                f"  {p['pass']:<{width}}  {ops:<18} {coll}"
+                + ("  (no change in counts)" if same else "")
+            )
     src = report.inputs
     lines.append(
-        "inputs: " + (f"random (seed {src['seed']})" if src["source"] == "random" else src["source"])
+        "inputs: "
+        + (f"random (seed {src['seed']})" if src["source"] == "random" else src["source"])
     )
     if report.timing_only:
         lines.append("outputs (not computed: --timing-only):")
@@ -800,7 +894,9 @@ def print_summary(
             tol = "exact" if c.tolerance == 0.0 else f"tolerance {c.tolerance:.3g}"
             status = "ok" if c.passed else "FAIL"
             note = f"  ({c.note})" if c.note else ""
-            lines.append(f"  {c.name:<{width}}  max |diff| {c.max_abs_diff:.3g} ({tol}) {status}{note}")
+            lines.append(
+                f"  {c.name:<{width}}  max |diff| {c.max_abs_diff:.3g} ({tol}) {status}{note}"
+            )
     if report.timing is not None:
         lines.extend(summary_lines(report.timing))
         if report.level == "T":

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from shardc.dialects.spmd import verify_function_shardings
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -36,8 +37,6 @@ from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
-
-from shardc.dialects.spmd import verify_function_shardings
 
 
 class DiagnosticError(Exception):
@@ -124,9 +123,7 @@ class SafeLexer(MLIRLexer):
     literals and fails in linear time.
     """
 
-    _unescaped_characters_regex = re.compile(
-        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
-    )
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 
 
 class LocatedParser(Parser):
@@ -190,8 +187,7 @@ class LocatedParser(Parser):
         type = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
         if not _DENSE_LITERAL_TYPE.verifies(type):
             self.raise_error(
-                "Expected memref, vector or tensor type of "
-                "integer, index, float, or complex type"
+                "Expected memref, vector or tensor type of integer, index, float, or complex type"
             )
         if any(dim == DYNAMIC_INDEX for dim in type.get_shape()):  # pyright: ignore
             self.raise_error("Dense literal attribute should have a static shape.")
@@ -250,9 +246,7 @@ def parse_module(
         raise DiagnosticError(format_parse_error(e, line_offset)) from None
     except RecursionError:
         raise DiagnosticError(
-            _location_of_parser(parser, text, filename, line_offset).format(
-                "nesting is too deep"
-            )
+            _location_of_parser(parser, text, filename, line_offset).format("nesting is too deep")
         ) from None
     except Exception as e:
         # Attribute constructors may reject values while parsing (e.g. a float literal

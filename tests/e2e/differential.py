@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.tools.source import parse_and_verify
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 CTX = make_context()
 
@@ -27,11 +26,10 @@ def partition(text: str) -> str:
     partition, canonicalize, cse (not the whole `spmd-pipeline`, which runs the passes
     under test).
     """
-    from xdsl.transforms.canonicalize import CanonicalizePass
-    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
-
     from shardc.passes.spmd_partition import SpmdPartitionPass
     from shardc.passes.spmd_propagate import SpmdPropagatePass
+    from xdsl.transforms.canonicalize import CanonicalizePass
+    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
     module, _ = parse_and_verify(CTX, text, "<level G>")
     for p in (

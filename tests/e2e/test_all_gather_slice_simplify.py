@@ -8,14 +8,21 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
 from shardc.tests.e2e.differential import check_pass, count_ops
 
-FILECHECK = Path(__file__).parents[1] / "filecheck" / "transforms" / "all-gather-slice-simplify.mlir"
+FILECHECK = (
+    Path(__file__).parents[1] / "filecheck" / "transforms" / "all-gather-slice-simplify.mlir"
+)
 CHUNKS = FILECHECK.read_text().split("// -----")
 
-MESHES = [(("x", 4),), (("x", 8),), (("a", 2), ("b", 2)), (("a", 2), ("b", 4)), (("a", 2), ("b", 2), ("c", 2))]
+MESHES = [
+    (("x", 4),),
+    (("x", 8),),
+    (("a", 2), ("b", 2)),
+    (("a", 2), ("b", 4)),
+    (("a", 2), ("b", 2), ("c", 2)),
+]
 
 
 @pytest.mark.parametrize("index", range(len(CHUNKS)))

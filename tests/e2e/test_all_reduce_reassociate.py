@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.tests.e2e.differential import check_pass, count_ops
 
@@ -52,11 +51,17 @@ def trees(draw: st.DrawFn) -> tuple[str, bool]:
             body.append(f"  %n{i} = hlo.reshape %m{i} : (tensor<6x4x{dtype}>) -> {t}")
             v = f"%n{i}"
         elif move == "transpose":
-            body.append(f"  %m{i} = hlo.transpose {v}, dims = [1, 0] : ({t}) -> tensor<6x4x{dtype}>")
-            body.append(f"  %n{i} = hlo.transpose %m{i}, dims = [1, 0] : (tensor<6x4x{dtype}>) -> {t}")
+            body.append(
+                f"  %m{i} = hlo.transpose {v}, dims = [1, 0] : ({t}) -> tensor<6x4x{dtype}>"
+            )
+            body.append(
+                f"  %n{i} = hlo.transpose %m{i}, dims = [1, 0] : (tensor<6x4x{dtype}>) -> {t}"
+            )
             v = f"%n{i}"
         elif move == "slice":
-            body.append(f"  %m{i} = hlo.concatenate {v}, {v}, dim = 0 : ({t}, {t}) -> tensor<8x6x{dtype}>")
+            body.append(
+                f"  %m{i} = hlo.concatenate {v}, {v}, dim = 0 : ({t}, {t}) -> tensor<8x6x{dtype}>"
+            )
             body.append(f"  %n{i} = hlo.slice %m{i} [2:6, 0:6] : (tensor<8x6x{dtype}>) -> {t}")
             v = f"%n{i}"
         elif move == "exp" and dtype != "i32":
@@ -94,13 +99,15 @@ def test_generated_trees(case: tuple[str, bool]) -> None:
 
 
 def test_full_tree_becomes_one_all_reduce() -> None:
-    leaves = [f'  %r{i} = collective.all_reduce add %p on @mesh["a"] : tensor<8xi32>' for i in range(8)]
+    leaves = [
+        f'  %r{i} = collective.all_reduce add %p on @mesh["a"] : tensor<8xi32>' for i in range(8)
+    ]
     adds = []
     level = [f"%r{i}" for i in range(8)]
     n = 0
     while len(level) > 1:
         nxt = []
-        for a, b in zip(level[::2], level[1::2]):
+        for a, b in zip(level[::2], level[1::2], strict=False):
             adds.append(f"  %s{n} = hlo.add {a}, {b} : tensor<8xi32>")
             nxt.append(f"%s{n}")
             n += 1

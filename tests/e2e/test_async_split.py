@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shardc.dialects import collective
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.tests.e2e.differential import CTX, check_pass, partition
-from shardc.tests.unit.strategies import build_collective_program, DrawChooser
+from shardc.tests.unit.strategies import DrawChooser, build_collective_program
 from shardc.tools.source import parse_and_verify
 
 FILECHECK = Path(__file__).parents[1] / "filecheck" / "transforms" / "async-split.mlir"

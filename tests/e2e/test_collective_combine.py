@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.passes.collective_combine import CollectiveCombinePass

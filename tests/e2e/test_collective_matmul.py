@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.tests.e2e.differential import check_pass, count_ops
 
@@ -103,10 +102,14 @@ def ring_programs(draw: st.DrawFn) -> tuple[str, bool, bool | None]:
             full_out[len(out) - 2 if side == "lhs" else len(out) - 1] *= n
             other = rhs if side == "lhs" else lhs
         args = f"%v: {t(local)}, %o: {t(other)}"
-        body.append(f'  %g = collective.all_gather %v on @mesh["x"], dim = {dim} : ({t(local)}) -> {t(gathered)}')
+        body.append(
+            f'  %g = collective.all_gather %v on @mesh["x"], dim = {dim} : ({t(local)}) -> {t(gathered)}'
+        )
         operands = ("%g", "%o") if side == "lhs" else ("%o", "%g")
         types = (t(gathered), t(other)) if side == "lhs" else (t(other), t(gathered))
-        body.append(f"  %y = hlo.dot {operands[0]}, {operands[1]}, {dims} : ({types[0]}, {types[1]}) -> {t(full_out)}")
+        body.append(
+            f"  %y = hlo.dot {operands[0]}, {operands[1]}, {dims} : ({types[0]}, {types[1]}) -> {t(full_out)}"
+        )
         result, result_type, exact = "%y", t(full_out), dtype == "i32"
     else:
         # Scatter a result dimension: batch, lhs free or rhs free.
@@ -124,8 +127,12 @@ def ring_programs(draw: st.DrawFn) -> tuple[str, bool, bool | None]:
         kind = draw(st.sampled_from(["add", "max"] + (["mul", "min"] if dtype == "i32" else [])))
         local_out = list(out)
         args = f"%l: {t(full_lhs)}, %r: {t(full_rhs)}"
-        body.append(f"  %y = hlo.dot %l, %r, {dims} : ({t(full_lhs)}, {t(full_rhs)}) -> {t(full_out)}")
-        body.append(f'  %s = collective.reduce_scatter {kind} %y on @mesh["x"], dim = {dim} : ({t(full_out)}) -> {t(local_out)}')
+        body.append(
+            f"  %y = hlo.dot %l, %r, {dims} : ({t(full_lhs)}, {t(full_rhs)}) -> {t(full_out)}"
+        )
+        body.append(
+            f'  %s = collective.reduce_scatter {kind} %y on @mesh["x"], dim = {dim} : ({t(full_out)}) -> {t(local_out)}'
+        )
         result, result_type, exact = "%s", t(local_out), dtype == "i32"
     text = "\n".join(
         [

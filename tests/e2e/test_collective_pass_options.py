@@ -9,7 +9,6 @@ import contextlib
 import io
 
 import pytest
-
 from shardc.tools.shardc_opt import main
 
 PROGRAM = """spmd.mesh @mesh = <["x"=2]>

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from shardc.dialects import make_context
 from shardc.tools.source import DiagnosticError, parse_and_verify
 
@@ -66,10 +65,16 @@ def blocks(path: Path) -> list[Block]:
         while j < len(lines) and lines[j].rstrip() != "```":
             j += 1
         marker = MARKER.search(lines[start - 1]) if start > 0 else None
-        out.append(Block(
-            path, start + 1, m.group(1), "\n".join(lines[start + 1:j]) + "\n",
-            marker.group(1) if marker else None, marker.group(2) if marker else "",
-        ))
+        out.append(
+            Block(
+                path,
+                start + 1,
+                m.group(1),
+                "\n".join(lines[start + 1 : j]) + "\n",
+                marker.group(1) if marker else None,
+                marker.group(2) if marker else "",
+            )
+        )
         i = j + 1
     return out
 
@@ -121,7 +126,9 @@ def _normalize(text: str) -> str:
 
 def test_dialects_md_table_examples_are_from_verified_blocks() -> None:
     path = DOCS / "dialects.md"
-    verified = _normalize(" ".join(b.text for b in blocks(path) if b.lang == "mlir" and b.marker is None))
+    verified = _normalize(
+        " ".join(b.text for b in blocks(path) if b.lang == "mlir" and b.marker is None)
+    )
     unmatched = []
     for line in path.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -136,7 +143,9 @@ def test_dialects_md_table_examples_are_from_verified_blocks() -> None:
 def test_tpu_kernel_of_dialects_md_runs_clean_on_the_simulator(tmp_path: Path) -> None:
     from shardc.tools import shardc_run
 
-    kernel = [b for b in blocks(DOCS / "dialects.md") if b.lang == "mlir" and "tpu.kernel" in b.text]
+    kernel = [
+        b for b in blocks(DOCS / "dialects.md") if b.lang == "mlir" and "tpu.kernel" in b.text
+    ]
     assert len(kernel) == 1
     path = tmp_path / "kernel.mlir"
     path.write_text(kernel[0].text)
@@ -179,9 +188,18 @@ def test_tutorial_commands_run_and_print_what_it_shows(tmp_path: Path) -> None:
         pytest.fail(f"docs/tutorial-jax.md: a command failed: {e}")
     assert (cwd / "timeline.png").stat().st_size > 0 and (cwd / "report.json").exists()
     if rendered != current:
-        diff = "".join(difflib.unified_diff(
-            current.splitlines(keepends=True), rendered.splitlines(keepends=True), "docs", "now", n=1))
-        pytest.fail(f"docs/tutorial-jax.md outputs are stale: run .venv/bin/python scripts/make_docs.py\n{diff}")
+        diff = "".join(
+            difflib.unified_diff(
+                current.splitlines(keepends=True),
+                rendered.splitlines(keepends=True),
+                "docs",
+                "now",
+                n=1,
+            )
+        )
+        pytest.fail(
+            f"docs/tutorial-jax.md outputs are stale: run .venv/bin/python scripts/make_docs.py\n{diff}"
+        )
 
 
 def _jax_python() -> str | None:
@@ -200,8 +218,14 @@ def test_tutorial_export_snippet_gives_the_corpus_file(tmp_path: Path) -> None:
         pytest.skip("no python with jax (set SHARDC_JAX_PYTHON)")
     snippet = next(b for b in blocks(DOCS / "tutorial-jax.md") if b.lang == "python")
     (tmp_path / "export.py").write_text(snippet.text)
-    proc = subprocess.run([python, "export.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          check=False)
+    proc = subprocess.run(
+        [python, "export.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     corpus = ROOT / "tests" / "frontends" / "corpus" / "megatron_mlp.stablehlo.mlir"
     exported = (tmp_path / "mlp.stablehlo.mlir").read_text()

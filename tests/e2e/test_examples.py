@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from shardc.tools.shardc_opt import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -73,6 +73,8 @@ def test_example_level_t_equals_level_s(path: Path):
         assert out.dtype == ref.dtype and out.shape == ref.shape, name
         if ref.dtype in FLOAT_DTYPES:
             diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
-            assert float(diff.max(initial=0.0)) <= tolerance(ref), f"{name}: max |diff| {diff.max()}"
+            assert float(diff.max(initial=0.0)) <= tolerance(ref), (
+                f"{name}: max |diff| {diff.max()}"
+            )
         else:
             np.testing.assert_array_equal(out, ref, err_msg=name)

@@ -15,13 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.passes import ModulePass
-
 from shardc.dialects import make_context
-from shardc.interpreter import io
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel, tensor_bytes
+from shardc.interpreter import io
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import sync_peak
@@ -29,6 +27,7 @@ from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.tests.e2e.differential import assert_close, check_pass, count_ops, partition
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
 from shardc.tools.source import parse_and_verify
+from xdsl.passes import ModulePass
 
 ROOT = Path(__file__).parents[2]
 FILECHECK = ROOT / "tests" / "filecheck" / "transforms" / "micro-batch.mlir"
@@ -244,14 +243,32 @@ def batch_programs(draw: st.DrawFn) -> tuple[str, int]:
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(
             st.sampled_from(
-                ["unary", "bias", "dot", "all_reduce", "all_gather", "reduce_scatter",
-                 "permute", "all_to_all", "transpose", "reshape", "slice", "concat",
-                 "reduce", "constant", "table", "iota", "dynamic_slice"]
+                [
+                    "unary",
+                    "bias",
+                    "dot",
+                    "all_reduce",
+                    "all_gather",
+                    "reduce_scatter",
+                    "permute",
+                    "all_to_all",
+                    "transpose",
+                    "reshape",
+                    "slice",
+                    "concat",
+                    "reduce",
+                    "constant",
+                    "table",
+                    "iota",
+                    "dynamic_slice",
+                ]
             )
         )
         v = fresh()
         if kind == "unary":
-            op = draw(st.sampled_from(["tanh", "neg", "abs", "logistic"] if floats else ["neg", "abs"]))
+            op = draw(
+                st.sampled_from(["tanh", "neg", "abs", "logistic"] if floats else ["neg", "abs"])
+            )
             lines.append(f"{v} = hlo.{op} {cur} : {t(batch, n)}")
         elif kind == "bias":
             bias, b = arg(n), fresh()
@@ -261,35 +278,51 @@ def batch_programs(draw: st.DrawFn) -> tuple[str, int]:
         elif kind == "dot":
             m = draw(st.sampled_from([2, 4, 8]))
             w = arg(n, m)
-            lines.append(f"{v} = hlo.dot {cur}, {w}, contracting_dims = [1] x [0] : ({t(batch, n)}, {t(n, m)}) -> {t(batch, m)}")
+            lines.append(
+                f"{v} = hlo.dot {cur}, {w}, contracting_dims = [1] x [0] : ({t(batch, n)}, {t(n, m)}) -> {t(batch, m)}"
+            )
             n = m
         elif kind == "all_reduce":
             op = draw(st.sampled_from(["add", "max", "min"]))
             lines.append(f"{v} = collective.all_reduce {op} {cur} on {on} : {t(batch, n)}")
         elif kind == "all_gather":
-            lines.append(f"{v} = collective.all_gather {cur} on {on}, dim = 1 : ({t(batch, n)}) -> {t(batch, n * group)}")
+            lines.append(
+                f"{v} = collective.all_gather {cur} on {on}, dim = 1 : ({t(batch, n)}) -> {t(batch, n * group)}"
+            )
             n *= group
         elif kind == "reduce_scatter" and n % group == 0:
-            lines.append(f"{v} = collective.reduce_scatter add {cur} on {on}, dim = 1 : ({t(batch, n)}) -> {t(batch, n // group)}")
+            lines.append(
+                f"{v} = collective.reduce_scatter add {cur} on {on}, dim = 1 : ({t(batch, n)}) -> {t(batch, n // group)}"
+            )
             n //= group
         elif kind == "all_to_all" and n % group == 0:
-            lines.append(f"{v} = collective.all_to_all {cur} on {on}, split_dim = 1, concat_dim = 1 : ({t(batch, n)}) -> {t(batch, n)}")
+            lines.append(
+                f"{v} = collective.all_to_all {cur} on {on}, split_dim = 1, concat_dim = 1 : ({t(batch, n)}) -> {t(batch, n)}"
+            )
         elif kind == "permute":
             lines.append(f"{v} = collective.permute {cur} on {on}, shift = 1 : {t(batch, n)}")
         elif kind == "transpose":
             u, w = fresh(), fresh()
-            lines.append(f"{u} = hlo.transpose {cur}, dims = [1, 0] : ({t(batch, n)}) -> {t(n, batch)}")
+            lines.append(
+                f"{u} = hlo.transpose {cur}, dims = [1, 0] : ({t(batch, n)}) -> {t(n, batch)}"
+            )
             lines.append(f"{w} = hlo.{'tanh' if floats else 'abs'} {u} : {t(n, batch)}")
-            lines.append(f"{v} = hlo.transpose {w}, dims = [1, 0] : ({t(n, batch)}) -> {t(batch, n)}")
+            lines.append(
+                f"{v} = hlo.transpose {w}, dims = [1, 0] : ({t(n, batch)}) -> {t(batch, n)}"
+            )
         elif kind == "reshape" and n % 2 == 0:
             u = fresh()
             lines.append(f"{u} = hlo.reshape {cur} : ({t(batch, n)}) -> {t(batch, n // 2, 2)}")
             lines.append(f"{v} = hlo.reshape {u} : ({t(batch, n // 2, 2)}) -> {t(batch, n)}")
         elif kind == "slice" and n % 2 == 0:
-            lines.append(f"{v} = hlo.slice {cur} [0:{batch}, {n // 2}:{n}] : ({t(batch, n)}) -> {t(batch, n // 2)}")
+            lines.append(
+                f"{v} = hlo.slice {cur} [0:{batch}, {n // 2}:{n}] : ({t(batch, n)}) -> {t(batch, n // 2)}"
+            )
             n //= 2
         elif kind == "concat":
-            lines.append(f"{v} = hlo.concatenate {cur}, {cur}, dim = 1 : ({t(batch, n)}, {t(batch, n)}) -> {t(batch, 2 * n)}")
+            lines.append(
+                f"{v} = hlo.concatenate {cur}, {cur}, dim = 1 : ({t(batch, n)}, {t(batch, n)}) -> {t(batch, 2 * n)}"
+            )
             n *= 2
         elif kind == "reduce":
             r = fresh()
@@ -313,7 +346,9 @@ def batch_programs(draw: st.DrawFn) -> tuple[str, int]:
             i, z = fresh(), fresh()
             lines.append(f'{i} = spmd.axis_index @mesh["{axis}"] : tensor<i32>')
             lines.append(f"{z} = hlo.constant dense<0> : tensor<i32>")
-            lines.append(f"{v} = hlo.dynamic_slice {cur} [{z}, {i}] sizes = [{batch}, {n // 2}] : ({t(batch, n)}, tensor<i32>, tensor<i32>) -> {t(batch, n // 2)}")
+            lines.append(
+                f"{v} = hlo.dynamic_slice {cur} [{z}, {i}] sizes = [{batch}, {n // 2}] : ({t(batch, n)}, tensor<i32>, tensor<i32>) -> {t(batch, n // 2)}"
+            )
             n //= 2
         else:
             lines.append(f"{v} = collective.all_reduce add {cur} on {on} : {t(batch, n)}")

@@ -14,9 +14,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.transforms.canonicalize import CanonicalizePass
-
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.passes.collective_stats import CollectiveStats
@@ -24,6 +21,8 @@ from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tools.source import parse_and_verify
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.transforms.canonicalize import CanonicalizePass
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 CTX = make_context()
@@ -144,8 +143,20 @@ class ProgramBuilder:
     def step(self) -> None:
         kind = self.draw(
             st.sampled_from(
-                ["unary", "binary", "transpose", "dot", "reduce", "broadcast",
-                 "reshape", "slice", "concat", "constraint", "iota", "constant"]
+                [
+                    "unary",
+                    "binary",
+                    "transpose",
+                    "dot",
+                    "reduce",
+                    "broadcast",
+                    "reshape",
+                    "slice",
+                    "concat",
+                    "constraint",
+                    "iota",
+                    "constant",
+                ]
             )
         )
         getattr(self, f"op_{kind}")()
@@ -219,7 +230,9 @@ class ProgramBuilder:
         out = list(s)
         out[d] = s[d] - half
         r = self.fresh()
-        self.lines.append(f"  {r} = hlo.slice {v} [{', '.join(bounds)}] : ({ty(s)}) -> {ty(tuple(out))}")
+        self.lines.append(
+            f"  {r} = hlo.slice {v} [{', '.join(bounds)}] : ({ty(s)}) -> {ty(tuple(out))}"
+        )
         self.emit(
             f"hlo.concatenate {r}, {r}, dim = {d} : ({ty(tuple(out))}, {ty(tuple(out))}) -> {ty(s)}",
             s,
@@ -230,7 +243,10 @@ class ProgramBuilder:
         d = self.draw(st.integers(0, 1))
         out = list(s)
         out[d] *= 2
-        self.emit(f"hlo.concatenate {v}, {v}, dim = {d} : ({ty(s)}, {ty(s)}) -> {ty(tuple(out))}", tuple(out))
+        self.emit(
+            f"hlo.concatenate {v}, {v}, dim = {d} : ({ty(s)}, {ty(s)}) -> {ty(tuple(out))}",
+            tuple(out),
+        )
 
     def op_constraint(self) -> None:
         v, s = self.pick()

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from shardc.tools import shardc_run
 
 pytest.importorskip("matplotlib")
@@ -58,15 +57,21 @@ def test_height_follows_the_rows_and_level_g_has_one(tmp_path: Path, capsys) -> 
 
 def test_many_ops_and_many_collectives(tmp_path: Path, capsys) -> None:
     png = tmp_path / "dp.png"
-    assert shardc_run.main([str(EXAMPLES / "dp_grads.mlir"), "--timing-only", "--plot", str(png)]) == 0
+    assert (
+        shardc_run.main([str(EXAMPLES / "dp_grads.mlir"), "--timing-only", "--plot", str(png)]) == 0
+    )
     assert "wrote timeline" in capsys.readouterr().out
     assert png_size(png)[0] == 1540
 
 
 def test_missing_matplotlib_is_one_message_and_exit_1(tmp_path: Path, monkeypatch, capsys) -> None:
     # an import of a module whose sys.modules entry is None raises ImportError
-    for name in ("matplotlib", "matplotlib.backends", "matplotlib.backends.backend_agg",
-                 "matplotlib.figure"):
+    for name in (
+        "matplotlib",
+        "matplotlib.backends",
+        "matplotlib.backends.backend_agg",
+        "matplotlib.figure",
+    ):
         monkeypatch.setitem(sys.modules, name, None)
     png = tmp_path / "t.png"
     code = shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "--plot", str(png)])
@@ -93,11 +98,13 @@ def test_unwritable_plot_path_is_one_error_and_nothing_left(tmp_path: Path, caps
 def test_failed_check_writes_no_plot(tmp_path: Path, monkeypatch, capsys) -> None:
     png = tmp_path / "t.png"
     monkeypatch.setattr(
-        shardc_run, "compare",
+        shardc_run,
+        "compare",
         lambda name, got, ref: shardc_run.Comparison(name, 1.0, 0.0, False),
     )
-    code = shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "spmd-pipeline",
-                            "--check", "--plot", str(png)])
+    code = shardc_run.main(
+        [str(EXAMPLES / "megatron_mlp.mlir"), "-p", "spmd-pipeline", "--check", "--plot", str(png)]
+    )
     capsys.readouterr()
     assert code == 1
     assert not png.exists()
@@ -145,12 +152,22 @@ def test_other_streams_get_rows_of_their_own(tmp_path: Path) -> None:
         ]
     per_device = [{"device": d, "exposed_comm_time_s": 2e-6} for d in range(2)]
     report = {
-        "devices": 2, "step_time_s": 3e-6, "compute_time_s": 1e-6, "exposed_comm_time_s": 2e-6,
-        "roofline_time_s": 2e-6, "collectives": dict.fromkeys(KINDS, 0) | {"all_reduce": 1},
-        "comm_bytes": 4096, "chip": "v5e", "slowest_device": 0, "per_device": per_device,
+        "devices": 2,
+        "step_time_s": 3e-6,
+        "compute_time_s": 1e-6,
+        "exposed_comm_time_s": 2e-6,
+        "roofline_time_s": 2e-6,
+        "collectives": dict.fromkeys(KINDS, 0) | {"all_reduce": 1},
+        "comm_bytes": 4096,
+        "chip": "v5e",
+        "slowest_device": 0,
+        "per_device": per_device,
     }
     timeline = SimpleNamespace(
-        report=lambda: report, slices=lambda: slices, devices=[0, 1], level="T",
+        report=lambda: report,
+        slices=lambda: slices,
+        devices=[0, 1],
+        level="T",
         chip=SimpleNamespace(name="v5e"),
     )
     three_rows, two_rows = tmp_path / "t3.png", tmp_path / "t2.png"

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from shardc.tools import progress, shardc_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,8 +82,14 @@ def test_shardc_run_reports_stages_on_stderr_only(
     cap = capsys.readouterr()
     err = cap.err
     assert "shardc-run: [" not in cap.out
-    for needle in ("parsing ", "pass 1/12 spmd-propagate", "pass 12/12 schedule",
-                   "running level S on 8 devices", "checking: running the level-G program", "] done"):
+    for needle in (
+        "parsing ",
+        "pass 1/12 spmd-propagate",
+        "pass 12/12 schedule",
+        "running level S on 8 devices",
+        "checking: running the level-G program",
+        "] done",
+    ):
         assert needle in err, err
     # --quiet: nothing on stderr, the same stdout
     assert shardc_run.main([MLP, "-p", "spmd-pipeline", "--check", "--quiet"]) == 0

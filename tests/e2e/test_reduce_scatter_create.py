@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from shardc.dialects import collective
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.tests.e2e.differential import check_pass, count_ops, partition
@@ -53,12 +52,20 @@ func.func @main(%x: tensor<8x16xf32> {spmd.sharding = #spmd.sharding<@mesh, [{},
     assert rs.axes == ("b", "a")
 
 
-@pytest.mark.parametrize("name", ["megatron_mlp.mlir", "dp_grads.mlir", "matmul_reduce_scatter.mlir"])
+@pytest.mark.parametrize(
+    "name", ["megatron_mlp.mlir", "dp_grads.mlir", "matmul_reduce_scatter.mlir"]
+)
 def test_examples_after_partitioning(name: str) -> None:
     check_pass(partition((EXAMPLES / name).read_text()), ReduceScatterCreatePass(), exact=False)
 
 
-MESHES = [(("x", 4),), (("x", 8),), (("a", 2), ("b", 2)), (("a", 2), ("b", 4)), (("a", 2), ("b", 2), ("c", 2))]
+MESHES = [
+    (("x", 4),),
+    (("x", 8),),
+    (("a", 2), ("b", 2)),
+    (("a", 2), ("b", 4)),
+    (("a", 2), ("b", 2), ("c", 2)),
+]
 
 
 @st.composite
@@ -96,7 +103,9 @@ def all_reduce_then_slice(draw: st.DrawFn) -> tuple[str, bool]:
     if draw(st.booleans()) and rank >= 2:
         perm = draw(st.permutations(range(rank)))
         new = [cur[p] for p in perm]
-        body.append(f"  %t = hlo.transpose {value}, dims = [{', '.join(map(str, perm))}] : ({t(cur)}) -> {t(new)}")
+        body.append(
+            f"  %t = hlo.transpose {value}, dims = [{', '.join(map(str, perm))}] : ({t(cur)}) -> {t(new)}"
+        )
         value, cur, dim = "%t", new, list(perm).index(dim)
     if draw(st.booleans()):
         new = [1, *cur]
@@ -118,7 +127,9 @@ def all_reduce_then_slice(draw: st.DrawFn) -> tuple[str, bool]:
         # XLA's table lookup: offsets[index].
         table = ", ".join(str(q * block) for q in range(g))
         body.append(f"  %table = hlo.constant dense<[{table}]> : tensor<{g}xi32>")
-        body.append(f"  %look = hlo.dynamic_slice %table [{index}] sizes = [1] : (tensor<{g}xi32>, tensor<i32>) -> tensor<1xi32>")
+        body.append(
+            f"  %look = hlo.dynamic_slice %table [{index}] sizes = [1] : (tensor<{g}xi32>, tensor<i32>) -> tensor<1xi32>"
+        )
         body.append("  %off = hlo.reshape %look : (tensor<1xi32>) -> tensor<i32>")
     else:
         body.append(f"  %blk = hlo.constant dense<{block}> : tensor<i32>")

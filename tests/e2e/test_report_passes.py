@@ -21,7 +21,7 @@ def test_report_lists_each_pass_with_op_and_collective_counts(tmp_path: Path, ca
     assert names[:2] == ["spmd-propagate", "spmd-partition"] and names[-1] == "schedule"
     partition = passes[1]
     assert (partition["collectives_before"], partition["collectives_after"]) == (0, 1)
-    for earlier, later in zip(passes, passes[1:]):
+    for earlier, later in zip(passes, passes[1:], strict=False):
         assert earlier["ops_after"] == later["ops_before"]
     out = capsys.readouterr().out
     assert "spmd-partition" in out and "collectives 0 -> 1" in out

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.ir import Block, Operation
-
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.passes.schedule import (
@@ -19,6 +17,7 @@ from shardc.passes.schedule import (
     use_counts,
 )
 from shardc.tools.source import parse_and_verify
+from xdsl.ir import Block, Operation
 
 CTX = make_context()
 T = "tensor<64x64xf32>"
@@ -32,9 +31,13 @@ def async_programs(draw: st.DrawFn) -> str:
     for i in range(draw(st.integers(2, 14))):
         a = draw(st.sampled_from(values))
         b = draw(st.sampled_from(values))
-        kind = draw(st.sampled_from(["dot", "add", "tanh", "all_reduce", "permute", "all_reduce_sync"]))
+        kind = draw(
+            st.sampled_from(["dot", "add", "tanh", "all_reduce", "permute", "all_reduce_sync"])
+        )
         if kind == "dot":
-            body.append(f"  %v{i} = hlo.dot {a}, {b}, contracting_dims = [1] x [0] : ({T}, {T}) -> {T}")
+            body.append(
+                f"  %v{i} = hlo.dot {a}, {b}, contracting_dims = [1] x [0] : ({T}, {T}) -> {T}"
+            )
         elif kind == "add":
             body.append(f"  %v{i} = hlo.add {a}, {b} : {T}")
         elif kind == "tanh":

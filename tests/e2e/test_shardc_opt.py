@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from shardc.tools.shardc_opt import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,7 +124,10 @@ BAD_FILES = {
         GOOD.replace("%0 = hlo.dot %x, %w,", "%0 = hlo.dot %x %w,"),
         (4, 19, "expected|Expected"),
     ),
-    "unknown op": (GOOD.replace("hlo.transpose %0", "hlo.transposed %0"), (5, 8, "Operation hlo.transposed is not registered")),
+    "unknown op": (
+        GOOD.replace("hlo.transpose %0", "hlo.transposed %0"),
+        (5, 8, "Operation hlo.transposed is not registered"),
+    ),
     "unknown attribute": (
         GOOD.replace("#spmd.sharding<@mesh", "#spmd.shading<@mesh"),
         (2, 56, "'spmd.shading' is not registered"),
@@ -135,13 +137,13 @@ BAD_FILES = {
         (3, 21, "'hlo.token' is not registered"),
     ),
     "verifier failure": (
-        GOOD.replace("dims = [1, 0] : (tensor<16x128xf32>)", "dims = [0, 0] : (tensor<16x128xf32>)"),
+        GOOD.replace(
+            "dims = [1, 0] : (tensor<16x128xf32>)", "dims = [0, 0] : (tensor<16x128xf32>)"
+        ),
         (5, 3, r"'hlo.transpose' op dims \[0, 0\] is not a permutation"),
     ),
     "sharding not divisible": (
-        GOOD.replace('[{"data"}, {}]', '[{}, {"data", "model"}]').replace(
-            "16x32xf32", "16x30xf32"
-        ),
+        GOOD.replace('[{"data"}, {}]', '[{}, {"data", "model"}]').replace("16x32xf32", "16x30xf32"),
         (2, 1, "dimension 1 of size 30 is not divisible by 8"),
     ),
     "undefined value": (
@@ -182,7 +184,11 @@ def test_bad_file(case: str, tmp_path: Path):
 BAD_PIPELINES = {
     "unknown pass": ("canonicalize,no-such-pass", 14, "unknown pass 'no-such-pass'"),
     "unknown option": ("canonicalize{bogus=1}", 14, "unknown pass option 'bogus'"),
-    "bad option value": ("collective-combine{threshold-bytes=abc}", 36, "invalid pass option value 'abc': expected int"),
+    "bad option value": (
+        "collective-combine{threshold-bytes=abc}",
+        36,
+        "invalid pass option value 'abc': expected int",
+    ),
     "malformed": ("canonicalize{", 14, "Expected argument name"),
     "empty pass": ("canonicalize,,cse", 14, "Expected pass name"),
 }
@@ -206,7 +212,9 @@ def test_split_input_file_later_chunk_fails(tmp_path: Path):
     dst = tmp_path / "out.mlir"
     code, out, err = run([src, "--split-input-file", "-o", str(dst)])
     line = 2 * GOOD.count("\n") + 2 + 5  # two chunks and their markers, then line 5
-    expect_one_diagnostic(code, out, err, src, line, 8, "Operation hlo.transposed is not registered")
+    expect_one_diagnostic(
+        code, out, err, src, line, 8, "Operation hlo.transposed is not registered"
+    )
     assert err.rstrip("\n").split("\n")[-2] == text.split("\n")[line - 1]
     assert not dst.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["in.mlir"]
@@ -236,7 +244,9 @@ def test_not_utf8(tmp_path: Path):
 
 def test_verify_diagnostics_reports_instead_of_failing(tmp_path: Path):
     bad = GOOD.replace("hlo.transpose %0", "hlo.transposed %0")
-    code, out, err = run([write(tmp_path, GOOD + "// -----\n" + bad), "--split-input-file", "--verify-diagnostics"])
+    code, out, err = run(
+        [write(tmp_path, GOOD + "// -----\n" + bad), "--split-input-file", "--verify-diagnostics"]
+    )
     assert code == 0, err
     assert "Operation hlo.transposed is not registered" in out
 
@@ -274,7 +284,13 @@ def test_console_script_bad_input(args, file_name, line, col, message, tmp_path:
         timeout=120,
     )
     expect_one_diagnostic(
-        result.returncode, result.stdout, result.stderr, file_name.format(src=src), line, col, message
+        result.returncode,
+        result.stdout,
+        result.stderr,
+        file_name.format(src=src),
+        line,
+        col,
+        message,
     )
     assert not dst.exists()
 
@@ -304,5 +320,7 @@ def test_split_marker_with_trailing_text(tmp_path: Path):
     src = write(tmp_path, text)
     code, out, err = run([src, "--split-input-file"])
     line = 1 + GOOD.count("\n") + 1 + 5
-    expect_one_diagnostic(code, out, err, src, line, 8, "Operation hlo.transposed is not registered")
+    expect_one_diagnostic(
+        code, out, err, src, line, 8, "Operation hlo.transposed is not registered"
+    )
     assert err.rstrip("\n").split("\n")[-2] == text.split("\n")[line - 1]

@@ -11,7 +11,6 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-
 from shardc.tools import shardc_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +19,9 @@ BIN = Path(sys.executable).parent / "shardc-run"
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def shardc_run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def shardc_run_cli(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     cmd = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "shardc.tools.shardc_run"]
     return subprocess.run(
         [*cmd, *args], capture_output=True, text=True, input=stdin, cwd=cwd, timeout=120
@@ -44,7 +45,9 @@ def test_megatron_level_g_runs_with_random_inputs(tmp_path: Path) -> None:
         assert z.files == ["out_0"] and z["out_0"].shape == (16, 32)
     # the same seed gives the same random inputs, hence the same outputs
     out2 = tmp_path / "out2.npz"
-    assert shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--outputs", str(out2)).returncode == 0
+    assert (
+        shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--outputs", str(out2)).returncode == 0
+    )
     with np.load(out) as a, np.load(out2) as b:
         assert np.array_equal(a["out_0"], b["out_0"])
 
@@ -55,9 +58,12 @@ def test_collectives_on_four_devices_match_numpy_with_inputs_and_outputs(tmp_pat
     np.savez(tmp_path / "in.npz", in_0=a)
     proc = shardc_run_cli(
         str(EXAMPLES / "collectives.mlir"),
-        "--inputs", str(tmp_path / "in.npz"),
-        "--outputs", str(tmp_path / "out.npz"),
-        "--report-json", str(tmp_path / "r.json"),
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--outputs",
+        str(tmp_path / "out.npz"),
+        "--report-json",
+        str(tmp_path / "r.json"),
     )
     assert proc.returncode == 0, proc.stderr
     assert "level S, 4 devices" in proc.stdout
@@ -79,8 +85,12 @@ def test_collectives_on_four_devices_match_numpy_with_inputs_and_outputs(tmp_pat
 
 def test_pipeline_and_check(tmp_path: Path) -> None:
     proc = shardc_run_cli(
-        str(EXAMPLES / "megatron_mlp.mlir"), "-p", "canonicalize,cse", "--check",
-        "--report-json", str(tmp_path / "r.json"),
+        str(EXAMPLES / "megatron_mlp.mlir"),
+        "-p",
+        "canonicalize,cse",
+        "--check",
+        "--report-json",
+        str(tmp_path / "r.json"),
     )
     assert proc.returncode == 0, proc.stderr
     assert "check against the level-G program before -p: pass" in proc.stdout
@@ -93,8 +103,14 @@ def test_pipeline_and_check(tmp_path: Path) -> None:
 
 def test_partitioned_megatron_checks_against_level_g(tmp_path: Path) -> None:
     proc = shardc_run_cli(
-        str(EXAMPLES / "megatron_mlp.mlir"), "-p", "spmd-pipeline", "--check", "--seed", "3",
-        "--outputs", str(tmp_path / "out.npz"),
+        str(EXAMPLES / "megatron_mlp.mlir"),
+        "-p",
+        "spmd-pipeline",
+        "--check",
+        "--seed",
+        "3",
+        "--outputs",
+        str(tmp_path / "out.npz"),
     )
     if proc.returncode != 0 and "invalid pass pipeline" in proc.stderr:
         pytest.skip("spmd-pipeline is not registered")
@@ -102,7 +118,12 @@ def test_partitioned_megatron_checks_against_level_g(tmp_path: Path) -> None:
     assert "level S, 8 devices" in proc.stdout
     assert "pass" in proc.stdout
     ref = tmp_path / "ref.npz"
-    assert shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--seed", "3", "--outputs", str(ref)).returncode == 0
+    assert (
+        shardc_run_cli(
+            str(EXAMPLES / "megatron_mlp.mlir"), "--seed", "3", "--outputs", str(ref)
+        ).returncode
+        == 0
+    )
     with np.load(tmp_path / "out.npz") as a, np.load(ref) as b:
         np.testing.assert_allclose(a["out_0"], b["out_0"], rtol=1e-4, atol=1e-4)
 
@@ -123,7 +144,9 @@ func.func @main(%x: tensor<3xbf16>) -> tensor<3xbf16> attributes {spmd.per_devic
     x0 = np.array([1.0, 2.0, 3.0], BF16)
     x1 = np.array([0.5, 0.25, -3.0], BF16)
     np.savez(tmp_path / "in.npz", **{"in_0.0": x0, "in_0.1": x1})
-    proc = shardc_run_cli(str(src), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "o.npz"))
+    proc = shardc_run_cli(
+        str(src), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "o.npz")
+    )
     assert proc.returncode == 0, proc.stderr
     with np.load(tmp_path / "o.npz") as z:
         assert sorted(z.files) == ["out_0.0", "out_0.1"]
@@ -141,8 +164,16 @@ func.func @double(%a: tensor<2xi32>) -> tensor<2xi32> {
 }
 func.func @other(%a: tensor<2xi32>) -> tensor<2xi32> { func.return %a : tensor<2xi32> }"""
     np.savez(tmp_path / "in.npz", in_0=np.array([3, -4], np.int32))
-    proc = shardc_run_cli("-", "--entry", "double", "--inputs", str(tmp_path / "in.npz"),
-                          "--outputs", str(tmp_path / "o.npz"), stdin=text)
+    proc = shardc_run_cli(
+        "-",
+        "--entry",
+        "double",
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--outputs",
+        str(tmp_path / "o.npz"),
+        stdin=text,
+    )
     assert proc.returncode == 0, proc.stderr
     with np.load(tmp_path / "o.npz") as z:
         assert z["out_0"].tolist() == [6, -8]
@@ -150,12 +181,31 @@ func.func @other(%a: tensor<2xi32>) -> tensor<2xi32> { func.return %a : tensor<2
 
 
 BAD_INPUTS = {
-    "missing": ({"in_0": np.zeros((16, 32), np.float32)}, "input array 'in_1' is missing: expected tensor<32x128xf32>"),
-    "extra": ({f"in_{i}": a for i, a in enumerate([np.zeros((16, 32)), np.zeros((32, 128)), np.zeros(128), np.zeros((128, 32)), np.zeros(1)])},
-              "unexpected input array 'in_4'"),
+    "missing": (
+        {"in_0": np.zeros((16, 32), np.float32)},
+        "input array 'in_1' is missing: expected tensor<32x128xf32>",
+    ),
+    "extra": (
+        {
+            f"in_{i}": a
+            for i, a in enumerate(
+                [
+                    np.zeros((16, 32)),
+                    np.zeros((32, 128)),
+                    np.zeros(128),
+                    np.zeros((128, 32)),
+                    np.zeros(1),
+                ]
+            )
+        },
+        "unexpected input array 'in_4'",
+    ),
     "shape": ({"in_0": np.zeros((16, 31), np.float32)}, "input 'in_0' (argument 0 of @main"),
     "dtype": ({"in_0": np.zeros((16, 32), np.float64)}, "has dtype f64, expected f32"),
-    "divisible": ({"in_0": np.zeros((15, 32), np.float32)}, "dimension 0 of size 15 is not divisible by 2"),
+    "divisible": (
+        {"in_0": np.zeros((15, 32), np.float32)},
+        "dimension 0 of size 15 is not divisible by 2",
+    ),
 }
 
 
@@ -176,8 +226,15 @@ def test_bad_input_arrays(tmp_path: Path, case: str) -> None:
         full |= arrays
     np.savez(tmp_path / "in.npz", **full)
     out = tmp_path / "out.npz"
-    proc = shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--inputs", str(tmp_path / "in.npz"),
-                          "--outputs", str(out), "--report-json", str(tmp_path / "r.json"))
+    proc = shardc_run_cli(
+        str(EXAMPLES / "megatron_mlp.mlir"),
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--outputs",
+        str(out),
+        "--report-json",
+        str(tmp_path / "r.json"),
+    )
     assert_one_error(proc, needle)
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not out.exists() and not (tmp_path / "r.json").exists()
@@ -186,10 +243,14 @@ def test_bad_input_arrays(tmp_path: Path, case: str) -> None:
 
 def test_bad_entry_file_and_pipeline(tmp_path: Path) -> None:
     out = tmp_path / "out.npz"
-    proc = shardc_run_cli(str(EXAMPLES / "megatron_mlp.mlir"), "--entry", "nope", "--outputs", str(out))
+    proc = shardc_run_cli(
+        str(EXAMPLES / "megatron_mlp.mlir"), "--entry", "nope", "--outputs", str(out)
+    )
     assert_one_error(proc, "entry function @nope does not exist (functions: @main)")
     bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %r = hlo.bogus %a : tensor<2xf32>\n  func.return %r : tensor<2xf32>\n}\n")
+    bad.write_text(
+        "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %r = hlo.bogus %a : tensor<2xf32>\n  func.return %r : tensor<2xf32>\n}\n"
+    )
     proc = shardc_run_cli(str(bad), "--outputs", str(out))
     assert_one_error(proc, f"{bad}:2:")
     assert not out.exists()
@@ -197,7 +258,12 @@ def test_bad_entry_file_and_pipeline(tmp_path: Path) -> None:
 
 def test_bad_pipeline_and_missing_file_in_process(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out.npz"
-    assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "no-such-pass", "--outputs", str(out)]) == 1
+    assert (
+        shardc_run.main(
+            [str(EXAMPLES / "megatron_mlp.mlir"), "-p", "no-such-pass", "--outputs", str(out)]
+        )
+        == 1
+    )
     assert "invalid pass pipeline 'no-such-pass'" in capsys.readouterr().err
     assert shardc_run.main([str(tmp_path / "missing.mlir")]) == 1
     assert "cannot read" in capsys.readouterr().err
@@ -225,7 +291,13 @@ func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> attributes {spmd.partitioned
 }""")
     out = tmp_path / "o.npz"
     proc = shardc_run_cli(str(src), "--outputs", str(out))
-    assert_one_error(proc, f"{src}:11:5: error:", "deadlock", "device 1 waits at all_reduce add", "device 0 finished")
+    assert_one_error(
+        proc,
+        f"{src}:11:5: error:",
+        "deadlock",
+        "device 1 waits at all_reduce add",
+        "device 0 finished",
+    )
     assert not out.exists()
 
 
@@ -240,9 +312,8 @@ def test_help_has_no_unimplemented_flags(capsys) -> None:
 
 
 def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch, capsys) -> None:
-    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
-
     from shardc.dialects import hlo
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
 
     def broken_compile(module, source_map, spec, filename):  # a "pass" that changes a constant
         for op in module.walk():
@@ -252,8 +323,18 @@ def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch
 
     monkeypatch.setattr(shardc_run, "compile_module", broken_compile)
     out, rep = tmp_path / "o.npz", tmp_path / "r.json"
-    status = shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "cse", "--check",
-                              "--outputs", str(out), "--report-json", str(rep)])
+    status = shardc_run.main(
+        [
+            str(EXAMPLES / "megatron_mlp.mlir"),
+            "-p",
+            "cse",
+            "--check",
+            "--outputs",
+            str(out),
+            "--report-json",
+            str(rep),
+        ]
+    )
     captured = capsys.readouterr()
     assert status == 1
     assert "FAIL" in captured.out and "check failed" in captured.err
@@ -265,11 +346,17 @@ def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch
 def test_compare_rules() -> None:
     c = shardc_run.compare("o", np.array([1, 2], np.int32), np.array([1, 3], np.int32))
     assert not c.passed and c.max_abs_diff == 1.0 and c.tolerance == 0.0
-    c = shardc_run.compare("o", np.array([100.0, 1.0], np.float32), np.array([100.0005, 1.0], np.float32))
+    c = shardc_run.compare(
+        "o", np.array([100.0, 1.0], np.float32), np.array([100.0005, 1.0], np.float32)
+    )
     assert c.passed
-    c = shardc_run.compare("o", np.array([100.0, 1.0], np.float32), np.array([100.1, 1.0], np.float32))
+    c = shardc_run.compare(
+        "o", np.array([100.0, 1.0], np.float32), np.array([100.1, 1.0], np.float32)
+    )
     assert not c.passed
-    c = shardc_run.compare("o", np.array([np.nan, np.inf], np.float32), np.array([np.nan, np.inf], np.float32))
+    c = shardc_run.compare(
+        "o", np.array([np.nan, np.inf], np.float32), np.array([np.nan, np.inf], np.float32)
+    )
     assert c.passed and c.max_abs_diff == 0.0
     c = shardc_run.compare("o", np.array([np.nan], np.float32), np.array([1.0], np.float32))
     assert not c.passed
@@ -281,8 +368,16 @@ def test_compare_rules() -> None:
 
 # Timing: --chip, --timing-only, --trace and the report keys ------------------------------
 
-REPORT_KEYS = ("devices", "step_time_s", "compute_time_s", "exposed_comm_time_s",
-               "roofline_time_s", "collectives", "comm_bytes", "peak_memory_bytes")
+REPORT_KEYS = (
+    "devices",
+    "step_time_s",
+    "compute_time_s",
+    "exposed_comm_time_s",
+    "roofline_time_s",
+    "collectives",
+    "comm_bytes",
+    "peak_memory_bytes",
+)
 KINDS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute"]
 
 
@@ -296,7 +391,9 @@ def test_every_example_runs_with_a_timing_report(example: str, tmp_path: Path, c
     path = EXAMPLES / example
     flags = [] if _is_level_s(path) else ["-p", "spmd-pipeline"]
     rep = tmp_path / "r.json"
-    assert shardc_run.main([str(path), *flags, "--report-json", str(rep)]) == 0, capsys.readouterr().err
+    assert shardc_run.main([str(path), *flags, "--report-json", str(rep)]) == 0, (
+        capsys.readouterr().err
+    )
     out = capsys.readouterr().out
     assert "timing on v5e" in out and "step time" in out and "peak memory" in out
     r = json.loads(rep.read_text())
@@ -329,8 +426,19 @@ def test_chip_changes_the_times(tmp_path: Path, capsys) -> None:
     times = {}
     for chip in ("v4", "v5e", "v5p", "v6e"):
         rep = tmp_path / f"{chip}.json"
-        assert shardc_run.main([str(EXAMPLES / "dp_grads.mlir"), "--chip", chip, "--timing-only",
-                                "--report-json", str(rep)]) == 0
+        assert (
+            shardc_run.main(
+                [
+                    str(EXAMPLES / "dp_grads.mlir"),
+                    "--chip",
+                    chip,
+                    "--timing-only",
+                    "--report-json",
+                    str(rep),
+                ]
+            )
+            == 0
+        )
         r = json.loads(rep.read_text())
         assert r["chip"] == chip
         times[chip] = r["compute_time_s"]
@@ -340,7 +448,9 @@ def test_chip_changes_the_times(tmp_path: Path, capsys) -> None:
 
 def test_bad_chip_is_one_error_exit_1(tmp_path: Path) -> None:
     rep = tmp_path / "r.json"
-    proc = shardc_run_cli(str(EXAMPLES / "dp_grads.mlir"), "--chip", "v9", "--report-json", str(rep))
+    proc = shardc_run_cli(
+        str(EXAMPLES / "dp_grads.mlir"), "--chip", "v9", "--report-json", str(rep)
+    )
     assert_one_error(proc, "unknown chip 'v9'", "v4, v5e, v5p, v6e")
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not rep.exists()
@@ -348,9 +458,11 @@ def test_bad_chip_is_one_error_exit_1(tmp_path: Path) -> None:
 
 def test_timing_only_refuses_value_flags(tmp_path: Path, capsys) -> None:
     np.savez(tmp_path / "in.npz", in_0=np.zeros((8, 8), np.float32))
-    for flags, needle in ((["--check", "-p", "spmd-pipeline"], "--check"),
-                          (["--outputs", str(tmp_path / "o.npz")], "--outputs"),
-                          (["--inputs", str(tmp_path / "in.npz")], "--inputs")):
+    for flags, needle in (
+        (["--check", "-p", "spmd-pipeline"], "--check"),
+        (["--outputs", str(tmp_path / "o.npz")], "--outputs"),
+        (["--inputs", str(tmp_path / "in.npz")], "--inputs"),
+    ):
         assert shardc_run.main([str(EXAMPLES / "collectives.mlir"), "--timing-only", *flags]) == 1
         err = capsys.readouterr().err
         assert "--timing-only computes no values" in err and needle in err
@@ -376,8 +488,9 @@ def test_timing_only_costs_gib_sized_weights_in_seconds(tmp_path: Path) -> None:
     import time
 
     start = time.perf_counter()
-    proc = shardc_run_cli(str(src), "--timing-only", "--chip", "v5p", "--report-json", str(rep),
-                          "--trace", str(trace))
+    proc = shardc_run_cli(
+        str(src), "--timing-only", "--chip", "v5p", "--report-json", str(rep), "--trace", str(trace)
+    )
     elapsed = time.perf_counter() - start
     assert proc.returncode == 0, proc.stderr
     assert elapsed < 10, elapsed  # process start included; the run itself is well under a second
@@ -398,23 +511,31 @@ def test_trace_file_is_perfetto_json(tmp_path: Path, capsys) -> None:
     events = data["traceEvents"]
     processes = {e["pid"] for e in events if e["name"] == "process_name"}
     assert processes == {0, 1, 2, 3}
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    threads = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"
+    }
     assert set(threads.values()) == {"compute", "collectives"}
     slices = [e for e in events if e["ph"] == "X"]
     names = {e["name"] for e in slices if e["tid"] == 1}
-    assert names == {"collective.all_reduce", "collective.all_gather", "collective.reduce_scatter",
-                     "collective.all_to_all", "collective.permute_start"}
+    assert names == {
+        "collective.all_reduce",
+        "collective.all_gather",
+        "collective.reduce_scatter",
+        "collective.all_to_all",
+        "collective.permute_start",
+    }
     assert all(e["args"]["loc"].startswith(str(EXAMPLES / "collectives.mlir")) for e in slices)
     for pid in processes:
         for tid in (0, 1):
-            stream = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices if (e["pid"], e["tid"]) == (pid, tid))
-            assert all(b[0] >= a[1] - 1e-9 for a, b in zip(stream, stream[1:]))
+            stream = sorted(
+                (e["ts"], e["ts"] + e["dur"]) for e in slices if (e["pid"], e["tid"]) == (pid, tid)
+            )
+            assert all(b[0] >= a[1] - 1e-9 for a, b in zip(stream, stream[1:], strict=False))
 
 
 def test_no_trace_when_the_check_fails(tmp_path, monkeypatch, capsys) -> None:
-    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
-
     from shardc.dialects import hlo
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
 
     def broken_compile(module, source_map, spec, filename):
         for op in module.walk():
@@ -424,6 +545,10 @@ def test_no_trace_when_the_check_fails(tmp_path, monkeypatch, capsys) -> None:
 
     monkeypatch.setattr(shardc_run, "compile_module", broken_compile)
     trace = tmp_path / "t.json"
-    assert shardc_run.main([str(EXAMPLES / "megatron_mlp.mlir"), "-p", "cse", "--check",
-                            "--trace", str(trace)]) == 1
+    assert (
+        shardc_run.main(
+            [str(EXAMPLES / "megatron_mlp.mlir"), "-p", "cse", "--check", "--trace", str(trace)]
+        )
+        == 1
+    )
     assert not trace.exists()

@@ -51,11 +51,22 @@ def skip_if_unsupported(err: str) -> None:
 @pytest.mark.parametrize("pipeline", ["tpu-pipeline", "spmd-pipeline,lower-to-tpu"])
 def test_megatron_checks_against_level_g(capsys, tmp_path, pipeline):
     report = tmp_path / "r.json"
-    code, out, err = run(capsys, EXAMPLES / "megatron_mlp.mlir", "-p", pipeline, "--chip", "v5e",
-                         "--check", "--report-json", report)
+    code, out, err = run(
+        capsys,
+        EXAMPLES / "megatron_mlp.mlir",
+        "-p",
+        pipeline,
+        "--chip",
+        "v5e",
+        "--check",
+        "--report-json",
+        report,
+    )
     skip_if_unsupported(err)
     assert code == 0, err
-    assert "level T, 8 devices" in out and "check against the level-G program before -p: pass" in out
+    assert (
+        "level T, 8 devices" in out and "check against the level-G program before -p: pass" in out
+    )
     r = json.loads(report.read_text())
     assert r["level"] == "T" and r["check"]["passed"]
     assert r["collectives"]["all_reduce"] >= 1
@@ -64,16 +75,34 @@ def test_megatron_checks_against_level_g(capsys, tmp_path, pipeline):
 def test_reshard_at_level_t(capsys, tmp_path):
     """Outputs, check, report keys, trace and outputs file of a kernel compiled from level G."""
     paths = {k: tmp_path / f"{k}" for k in ("out.npz", "r.json", "t.json", "s.npz", "s.json")}
-    code, out, err = run(capsys, RESHARD, "-p", "tpu-pipeline", "--check",
-                         "--outputs", paths["out.npz"], "--report-json", paths["r.json"],
-                         "--trace", paths["t.json"])
+    code, out, err = run(
+        capsys,
+        RESHARD,
+        "-p",
+        "tpu-pipeline",
+        "--check",
+        "--outputs",
+        paths["out.npz"],
+        "--report-json",
+        paths["r.json"],
+        "--trace",
+        paths["t.json"],
+    )
     assert code == 0, err
     assert "level T, 4 devices on mesh @mesh" in out
     assert "check against the level-G program before -p: pass" in out
     assert "DMAs" in out and "level-S model" in out
     # the same seed draws the same global inputs whatever the pipeline: level S agrees
-    code, _, err = run(capsys, RESHARD, "-p", "spmd-pipeline", "--outputs", paths["s.npz"],
-                       "--report-json", paths["s.json"])
+    code, _, err = run(
+        capsys,
+        RESHARD,
+        "-p",
+        "spmd-pipeline",
+        "--outputs",
+        paths["s.npz"],
+        "--report-json",
+        paths["s.json"],
+    )
     assert code == 0, err
     with np.load(paths["out.npz"]) as t, np.load(paths["s.npz"]) as s:
         assert t.files == ["out_0"]
@@ -84,12 +113,16 @@ def test_reshard_at_level_t(capsys, tmp_path):
     assert report["level"] == "T" and report["devices"] == 4 and report["chip"] == "v5e"
     assert list(report["collectives"]) == list(KINDS)
     # algorithm-free: the level-S program's collectives, whatever the DMAs do
-    assert report["collectives"] == level_s["collectives"] == {
-        "all_reduce": 0, "all_gather": 1, "reduce_scatter": 0, "all_to_all": 1, "permute": 0}
+    assert (
+        report["collectives"]
+        == level_s["collectives"]
+        == {"all_reduce": 0, "all_gather": 1, "reduce_scatter": 0, "all_to_all": 1, "permute": 0}
+    )
     assert report["comm_bytes"] == level_s["comm_bytes"] > 0
     assert 0 < report["roofline_time_s"] <= report["step_time_s"]
     assert report["exposed_comm_time_s"] == pytest.approx(
-        report["step_time_s"] - report["compute_time_s"])
+        report["step_time_s"] - report["compute_time_s"]
+    )
     assert report["peak_memory_bytes"] >= report["hbm_buffer_bytes"] > 0
     assert report["dmas"] > 0 and report["ici_bytes"] > 0
     assert report["level_s"]["step_time_s"] == pytest.approx(level_s["step_time_s"])
@@ -111,8 +144,9 @@ def test_plot(capsys, tmp_path):
 
 def test_timing_only(capsys, tmp_path):
     report = tmp_path / "r.json"
-    code, out, err = run(capsys, RESHARD, "-p", "tpu-pipeline", "--timing-only",
-                         "--report-json", report)
+    code, out, err = run(
+        capsys, RESHARD, "-p", "tpu-pipeline", "--timing-only", "--report-json", report
+    )
     assert code == 0, err
     assert "outputs (not computed: --timing-only)" in out
     r = json.loads(report.read_text())
@@ -123,18 +157,22 @@ def test_given_inputs_and_bad_inputs(capsys, tmp_path):
     x = np.random.default_rng(3).standard_normal((16, 32)).astype(np.float32)
     np.savez(tmp_path / "in.npz", in_0=x)
     out = tmp_path / "out.npz"
-    code, _, err = run(capsys, RESHARD, "-p", "tpu-pipeline", "--inputs", tmp_path / "in.npz",
-                       "--outputs", out)
+    code, _, err = run(
+        capsys, RESHARD, "-p", "tpu-pipeline", "--inputs", tmp_path / "in.npz", "--outputs", out
+    )
     assert code == 0, err
     with np.load(out) as z:
         close(z["out_0"], np.exp(x))
     # a wrong shape: one message naming the array and what was expected, exit 1, no output
     np.savez(tmp_path / "bad.npz", in_0=x[:15])
     out.unlink()
-    code, _, err = run(capsys, RESHARD, "-p", "tpu-pipeline", "--inputs", tmp_path / "bad.npz",
-                       "--outputs", out)
+    code, _, err = run(
+        capsys, RESHARD, "-p", "tpu-pipeline", "--inputs", tmp_path / "bad.npz", "--outputs", out
+    )
     assert code == 1 and not out.exists()
-    assert "input 'in_0'" in err and "expected [16, 32]" in err and len(err.strip().splitlines()) == 1
+    assert (
+        "input 'in_0'" in err and "expected [16, 32]" in err and len(err.strip().splitlines()) == 1
+    )
 
 
 def test_a_lowered_file_runs_with_global_arrays(capsys, tmp_path):
@@ -145,8 +183,9 @@ def test_a_lowered_file_runs_with_global_arrays(capsys, tmp_path):
     assert shardc_opt([str(RESHARD), "-p", "tpu-pipeline", "-o", str(kernel)]) == 0
     x = np.random.default_rng(4).standard_normal((16, 32)).astype(np.float32)
     np.savez(tmp_path / "in.npz", in_0=x)
-    code, out, err = run(capsys, kernel, "--inputs", tmp_path / "in.npz",
-                         "--outputs", tmp_path / "out.npz")
+    code, out, err = run(
+        capsys, kernel, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"
+    )
     assert code == 0, err
     assert "level T, 4 devices" in out
     assert "collective counts and bytes need the level-S program" in out
@@ -204,8 +243,16 @@ def test_what_cannot_be_lowered_is_one_diagnostic(capsys, tmp_path):
 
 def test_cli_subprocess():
     """As a user runs it: the command of the issue, exit 0, the check passes."""
-    cmd = [str(Path(sys.executable).parent / "shardc-run"), str(RESHARD), "-p", "tpu-pipeline",
-           "--chip", "v5e", "--check", "--quiet"]
+    cmd = [
+        str(Path(sys.executable).parent / "shardc-run"),
+        str(RESHARD),
+        "-p",
+        "tpu-pipeline",
+        "--chip",
+        "v5e",
+        "--check",
+        "--quiet",
+    ]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "check against the level-G program before -p: pass" in proc.stdout

@@ -17,12 +17,11 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
-
 import shardc
 from shardc.dialects import hlo
 from shardc.dialects.syntax import splat_element, splat_elements
 from shardc.tools.shardc_import import import_text, render
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 
 BIG = "8192x16384"
 PEAK_LIMIT = 16 * 2**20  # one full-size bf16 splat would be 256 MiB

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.hlo_text import (
     import_hlo_text,
@@ -100,7 +99,11 @@ ENTRY %main (p: f32[4]) -> (f32[4], f32[4], f32[4], f32[4]) {{
     assert "on groups [[0, 2], [1, 3]]" in program  # cross-replica and the iota form
     assert "collective.all_reduce max %0 on groups [[0, 1, 2, 3]]" in program
     assert "on groups [[0, 1], [2, 3]]" in program  # mesh axes {'c'}
-    assert {"replica_groups explicit", "replica_groups iota", "replica_groups mesh axes"} <= stats.seen()
+    assert {
+        "replica_groups explicit",
+        "replica_groups iota",
+        "replica_groups mesh axes",
+    } <= stats.seen()
     rng = np.random.default_rng(1)
     p = [rand(rng, 4) for _ in range(4)]
     outs = run(text, [[x] for x in p])
@@ -177,8 +180,12 @@ ENTRY %main (a: f32[2,3]) -> (f32[3,2], f32[2,3], pred[2,3], s32[]) {
 }
 """
     program, stats = imported(text)
-    assert "spmd.axis_index @mesh[\"devices\"]" in program
-    assert {"bitcast across layouts (transpose)", "u32 read as i32", "fusion (inlined)"} <= stats.seen()
+    assert 'spmd.axis_index @mesh["devices"]' in program
+    assert {
+        "bitcast across layouts (transpose)",
+        "u32 read as i32",
+        "fusion (inlined)",
+    } <= stats.seen()
     rng = np.random.default_rng(3)
     a = [rand(rng, 2, 3) for _ in range(2)]
     outs = run(text, [[x] for x in a])
@@ -239,7 +246,10 @@ def test_sharding_strings() -> None:
     ):
         assert builder.add(hs.parse_hlo_sharding(text)) is None
     assert builder.axes() == [("a", 2), ("b", 4)]
-    assert builder.dim_axes(hs.parse_hlo_sharding("{devices=[1,8]<=[2,4]T(1,0)}"))[0] == [[], ["b", "a"]]
+    assert builder.dim_axes(hs.parse_hlo_sharding("{devices=[1,8]<=[2,4]T(1,0)}"))[0] == [
+        [],
+        ["b", "a"],
+    ]
     assert hs.parse_hlo_sharding("{maximal device=3}").is_replicated_like()
     bad = hs.MeshBuilder(6)
     bad.add(hs.parse_hlo_sharding("{devices=[2,3]<=[6]}"))

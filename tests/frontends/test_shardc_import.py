@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from shardc.dialects import make_context
 from shardc.frontends.hlo_text import global_outputs, per_device_inputs
 from shardc.interpreter import io
@@ -47,15 +46,25 @@ BAD = {
         "3:10: error: unknown operation 'stablehlo.frobnicate'",
     ),
     "unknown_attr.mlir": (
-        STABLEHLO_OK.replace("%arg0 : tensor<4xf32>\n", "%arg0 {frobnicate = 1 : i32} : tensor<4xf32>\n"),
+        STABLEHLO_OK.replace(
+            "%arg0 : tensor<4xf32>\n", "%arg0 {frobnicate = 1 : i32} : tensor<4xf32>\n"
+        ),
         "3:32: error: unknown attribute 'frobnicate' on stablehlo.tanh",
     ),
     "unknown_dialect_attr.mlir": (
-        STABLEHLO_OK.replace("%arg0 : tensor<4xf32>\n", "%arg0 {x = #stablehlo.frob<1>} : tensor<4xf32>\n"),
+        STABLEHLO_OK.replace(
+            "%arg0 : tensor<4xf32>\n", "%arg0 {x = #stablehlo.frob<1>} : tensor<4xf32>\n"
+        ),
         "3:36: error: unknown attribute 'stablehlo.frob'",
     ),
-    "syntax.mlir": (STABLEHLO_OK.replace("%0 = stablehlo.tanh %arg0", "%0 = stablehlo.tanh %arg0,"), "3:"),
-    "unknown_op.hlo": (HLO_OK.replace("tanh(%p)", "frobnicate(%p)"), "5:23: error: unknown HLO instruction 'frobnicate'"),
+    "syntax.mlir": (
+        STABLEHLO_OK.replace("%0 = stablehlo.tanh %arg0", "%0 = stablehlo.tanh %arg0,"),
+        "3:",
+    ),
+    "unknown_op.hlo": (
+        HLO_OK.replace("tanh(%p)", "frobnicate(%p)"),
+        "5:23: error: unknown HLO instruction 'frobnicate'",
+    ),
     "unknown_attr.hlo": (
         HLO_OK.replace("tanh(%p)", "tanh(%p), frobnicate={1}"),
         "5:33: error: unknown attribute 'frobnicate' on tanh",
@@ -132,8 +141,10 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
     assert code == 1 and "cannot read the file" in err
 
 
-@pytest.mark.skipif(shutil.which("shardc-import") is None and not Path(".venv/bin/shardc-import").exists(),
-                    reason="the console script is not installed")
+@pytest.mark.skipif(
+    shutil.which("shardc-import") is None and not Path(".venv/bin/shardc-import").exists(),
+    reason="the console script is not installed",
+)
 def test_console_script(tmp_path: Path) -> None:
     exe = shutil.which("shardc-import") or str(Path(".venv/bin/shardc-import").resolve())
     bad = tmp_path / "bad.hlo"
@@ -153,21 +164,35 @@ def test_imported_programs_through_shardc_run(tmp_path: Path, capsys) -> None:
     np.savez(tmp_path / "in.npz", **inputs)
 
     mlir = tmp_path / "g.mlir"
-    code, _, err = run_main(shardc_import, [str(CORPUS / meta["files"]["stablehlo"]), "-o", str(mlir)], capsys)
+    code, _, err = run_main(
+        shardc_import, [str(CORPUS / meta["files"]["stablehlo"]), "-o", str(mlir)], capsys
+    )
     assert code == 0, err
     code, out, err = run_main(
         shardc_run,
-        [str(mlir), "-p", "spmd-pipeline", "--check", "--inputs", str(tmp_path / "in.npz"),
-         "--outputs", str(tmp_path / "out.npz")],
+        [
+            str(mlir),
+            "-p",
+            "spmd-pipeline",
+            "--check",
+            "--inputs",
+            str(tmp_path / "in.npz"),
+            "--outputs",
+            str(tmp_path / "out.npz"),
+        ],
         capsys,
     )
     assert code == 0, err
     assert "check against the level-G program before -p: pass" in out
     with np.load(tmp_path / "out.npz") as z:
-        np.testing.assert_allclose(z["out_0"], data["out_0"], rtol=1e-5, atol=1e-5 * np.abs(data["out_0"]).max())
+        np.testing.assert_allclose(
+            z["out_0"], data["out_0"], rtol=1e-5, atol=1e-5 * np.abs(data["out_0"]).max()
+        )
 
     per_device = tmp_path / "s.mlir"
-    code, _, err = run_main(shardc_import, [str(CORPUS / meta["files"]["hlo"]), "-o", str(per_device)], capsys)
+    code, _, err = run_main(
+        shardc_import, [str(CORPUS / meta["files"]["hlo"]), "-o", str(per_device)], capsys
+    )
     assert code == 0, err
     module, _ = parse_and_verify(make_context(), per_device.read_text(), str(per_device))
     function = io.find_entry(module, None, "s.mlir")
@@ -175,7 +200,13 @@ def test_imported_programs_through_shardc_run(tmp_path: Path, capsys) -> None:
     np.savez(tmp_path / "in_dev.npz", **per_device_inputs(function, args, meta["devices"]))
     code, out, err = run_main(
         shardc_run,
-        [str(per_device), "--inputs", str(tmp_path / "in_dev.npz"), "--outputs", str(tmp_path / "out_dev.npz")],
+        [
+            str(per_device),
+            "--inputs",
+            str(tmp_path / "in_dev.npz"),
+            "--outputs",
+            str(tmp_path / "out_dev.npz"),
+        ],
         capsys,
     )
     assert code == 0, err
@@ -183,7 +214,9 @@ def test_imported_programs_through_shardc_run(tmp_path: Path, capsys) -> None:
         outs = {k: z[k] for k in z.files}
     assert sorted(outs) == sorted(f"out_0.{d}" for d in range(meta["devices"]))
     (got,) = global_outputs(outs, meta["output_shardings"], meta["output_shapes"], meta["devices"])
-    np.testing.assert_allclose(got, data["out_0"], rtol=1e-5, atol=1e-5 * np.abs(data["out_0"]).max())
+    np.testing.assert_allclose(
+        got, data["out_0"], rtol=1e-5, atol=1e-5 * np.abs(data["out_0"]).max()
+    )
 
 
 def test_no_jax_needed() -> None:

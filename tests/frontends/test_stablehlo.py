@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-
 from shardc.frontends.stablehlo import import_stablehlo, strip_locations
 from shardc.interpreter.testing import run_global
 from shardc.tools.source import DiagnosticError
@@ -66,15 +65,28 @@ def test_expansions_match_numpy() -> None:
     %x1 = stablehlo.convert %11 : (tensor<16xi1>) -> tensor<16xf32>
     %12 = stablehlo.add %x1, %rf : tensor<16xf32>
     return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %12 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi1>, tensor<16xf32>, tensor<16xf32>"""
-    text = module(body, "%arg0: tensor<16xf32>", ", ".join(["tensor<16xf32>"] * 9 + ["tensor<16xi1>", "tensor<16xf32>", "tensor<16xf32>"]))
+    text = module(
+        body,
+        "%arg0: tensor<16xf32>",
+        ", ".join(["tensor<16xf32>"] * 9 + ["tensor<16xi1>", "tensor<16xf32>", "tensor<16xf32>"]),
+    )
     x = np.linspace(-7, 7, 16).astype(np.float32) / 3.5
     x[-1] = 6.5  # truncates to 6: remainder 0; the negative ones keep their sign
     out = run_global(imported(text), {"in_0": x})
     q = np.trunc(x).astype(np.int32)
     erf = np.array([math.erf(v) for v in x], dtype=np.float32)
     expect = [
-        np.sinh(x), np.cosh(x), erf, 1 - erf, np.tan(x), np.sign(x), np.clip(x, -0.5, 0.5),
-        np.expm1(x), np.log1p(np.abs(x)), np.isfinite(x), x * x,
+        np.sinh(x),
+        np.cosh(x),
+        erf,
+        1 - erf,
+        np.tan(x),
+        np.sign(x),
+        np.clip(x, -0.5, 0.5),
+        np.expm1(x),
+        np.log1p(np.abs(x)),
+        np.isfinite(x),
+        x * x,
         1 + np.fmod(q, 3).astype(np.float32),
     ]
     for k, want in enumerate(expect):
@@ -109,7 +121,11 @@ def test_reduce_region_init_and_generic_forms() -> None:
     %7 = stablehlo.transpose %6, dims = [1, 0] : (tensor<4x3xf32>) -> tensor<3x4xf32>
     %8 = stablehlo.reshape %7 : (tensor<3x4xf32>) -> tensor<12xf32>
     return %0, %1, %3, %i, %8 : tensor<4xf32>, tensor<8xf32>, tensor<4x4xi1>, tensor<4x4xi32>, tensor<12xf32>"""
-    text = module(body, "%arg0: tensor<4x8xf32>", "tensor<4xf32>, tensor<8xf32>, tensor<4x4xi1>, tensor<4x4xi32>, tensor<12xf32>")
+    text = module(
+        body,
+        "%arg0: tensor<4x8xf32>",
+        "tensor<4xf32>, tensor<8xf32>, tensor<4x4xi1>, tensor<4x4xi32>, tensor<12xf32>",
+    )
     x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
     out = run_global(imported(text), {"in_0": x})
     np.testing.assert_allclose(out["out_0"], x.sum(1) + 1, rtol=1e-6)
@@ -181,7 +197,7 @@ def test_gspmd_shardings_make_one_mesh() -> None:
     assert 'spmd.mesh @mesh = <["a"=2, "b"=2]>' in program
     # devices [[0,2],[1,3]]: dim 0 moves by 1 (axis b), dim 1 by 2 (axis a)
     assert '#spmd.sharding<@mesh, [{"b"}, {"a"}]>' in program
-    assert '#spmd.sharding<@mesh, [{}]>' in program  # maximal: read as replicated
+    assert "#spmd.sharding<@mesh, [{}]>" in program  # maximal: read as replicated
     assert '#spmd.sharding<@mesh, [{}, {"a"}]>' in program  # [1,2,2]<=[4]: dim 1 moves by 2
     assert "spmd.constraint %0 <@mesh, [{}, {}]>" in program
     assert "mhlo.sharding maximal (as replicated)" in result.stats.seen()
@@ -210,7 +226,7 @@ def test_manual_computations_chain_and_elementwise_around() -> None:
     assert result.stats.level == "S"
     program = str(result.module)
     assert "spmd.partitioned" in program
-    assert 'collective.all_gather %' in program and 'on @mesh["x"], dim = 0' in program
+    assert "collective.all_gather %" in program and 'on @mesh["x"], dim = 0' in program
     x = np.random.default_rng(1).standard_normal((16, 4)).astype(np.float32)
     out = run_global(program, {"in_0": x})
     np.testing.assert_allclose(out["out_0"], np.exp(-3 * x), rtol=1e-6)
@@ -227,19 +243,34 @@ def test_strip_locations_keeps_positions() -> None:
 
 BAD = {
     "sub-axis": (
-        module("    return %arg0 : tensor<8xf32>", '%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x":(1)2}]>}', "tensor<8xf32>", 'sdy.mesh @mesh = <["x"=8]>'),
+        module(
+            "    return %arg0 : tensor<8xf32>",
+            '%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x":(1)2}]>}',
+            "tensor<8xf32>",
+            'sdy.mesh @mesh = <["x"=8]>',
+        ),
         'sub-axis "x":(1)2 is not supported',
     ),
     "device ids": (
-        module("    return %arg0 : tensor<8xf32>", "%arg0: tensor<8xf32>", "tensor<8xf32>", 'sdy.mesh @mesh = <["x"=2], device_ids=[1, 0]>'),
+        module(
+            "    return %arg0 : tensor<8xf32>",
+            "%arg0: tensor<8xf32>",
+            "tensor<8xf32>",
+            'sdy.mesh @mesh = <["x"=2], device_ids=[1, 0]>',
+        ),
         "device_ids=[1, 0] is not supported",
     ),
     "totalorder": (
-        module("    %0 = stablehlo.compare LT, %arg0, %arg0, TOTALORDER : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xi1>\n    return %0 : tensor<8xi1>", "%arg0: tensor<8xf32>", "tensor<8xi1>"),
+        module(
+            "    %0 = stablehlo.compare LT, %arg0, %arg0, TOTALORDER : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xi1>\n    return %0 : tensor<8xi1>",
+            "%arg0: tensor<8xf32>",
+            "tensor<8xi1>",
+        ),
         "TOTALORDER",
     ),
     "argmax": (
-        module("""    %c = stablehlo.constant dense<0.0> : tensor<f32>
+        module(
+            """    %c = stablehlo.constant dense<0.0> : tensor<f32>
     %i = stablehlo.iota dim = 0 : tensor<8xi32>
     %z = stablehlo.constant dense<0> : tensor<i32>
     %0:2 = stablehlo.reduce(%arg0 init: %c), (%i init: %z) across dimensions = [0] : (tensor<8xf32>, tensor<8xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
@@ -249,46 +280,85 @@ BAD = {
       %k = stablehlo.select %g, %e, %f : tensor<i1>, tensor<i32>
       stablehlo.return %h, %k : tensor<f32>, tensor<i32>
     }
-    return %0#1 : tensor<i32>""", "%arg0: tensor<8xf32>", "tensor<i32>"),
+    return %0#1 : tensor<i32>""",
+            "%arg0: tensor<8xf32>",
+            "tensor<i32>",
+        ),
         "a reduce of 2 operands together",
     ),
     "custom call": (
-        module('    %0 = stablehlo.custom_call @mystery(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n    return %0 : tensor<8xf32>', "%arg0: tensor<8xf32>", "tensor<8xf32>"),
-        'custom_call @mystery is not supported',
+        module(
+            "    %0 = stablehlo.custom_call @mystery(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n    return %0 : tensor<8xf32>",
+            "%arg0: tensor<8xf32>",
+            "tensor<8xf32>",
+        ),
+        "custom_call @mystery is not supported",
     ),
     "collective outside shard_map": (
-        module('    %0 = "stablehlo.collective_permute"(%arg0) <{source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>}> : (tensor<8xf32>) -> tensor<8xf32>\n    return %0 : tensor<8xf32>', "%arg0: tensor<8xf32>", "tensor<8xf32>"),
+        module(
+            '    %0 = "stablehlo.collective_permute"(%arg0) <{source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>}> : (tensor<8xf32>) -> tensor<8xf32>\n    return %0 : tensor<8xf32>',
+            "%arg0: tensor<8xf32>",
+            "tensor<8xf32>",
+        ),
         "outside a manual computation",
     ),
     "unsupported element type": (
-        module("    %0 = stablehlo.add %arg0, %arg0 : tensor<8xui32>\n    return %0 : tensor<8xui32>", "%arg0: tensor<8xui32>", "tensor<8xui32>"),
+        module(
+            "    %0 = stablehlo.add %arg0, %arg0 : tensor<8xui32>\n    return %0 : tensor<8xui32>",
+            "%arg0: tensor<8xui32>",
+            "tensor<8xui32>",
+        ),
         "element type ui32",
     ),
     "op outside shard_map": (
-        module("""    %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<8x8xf32>) -> tensor<8x8xf32>
+        module(
+            """    %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<8x8xf32>) -> tensor<8x8xf32>
     %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%a: tensor<1x8xf32>) {
       sdy.return %a : tensor<1x8xf32>
     } : (tensor<8x8xf32>) -> tensor<8x8xf32>
-    return %1 : tensor<8x8xf32>""", "%arg0: tensor<8x8xf32>", "tensor<8x8xf32>", 'sdy.mesh @mesh = <["x"=8]>'),
+    return %1 : tensor<8x8xf32>""",
+            "%arg0: tensor<8x8xf32>",
+            "tensor<8x8xf32>",
+            'sdy.mesh @mesh = <["x"=8]>',
+        ),
         "'stablehlo.transpose' outside the manual computation is not supported",
     ),
     "partially manual": (
-        module("""    %1 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"data"}, {"model"}]>] out_shardings=[<@mesh, [{"data"}, {"model"}]>] manual_axes={"data"} (%a: tensor<4x4xf32>) {
+        module(
+            """    %1 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"data"}, {"model"}]>] out_shardings=[<@mesh, [{"data"}, {"model"}]>] manual_axes={"data"} (%a: tensor<4x4xf32>) {
       sdy.return %a : tensor<4x4xf32>
     } : (tensor<8x16xf32>) -> tensor<8x16xf32>
-    return %1 : tensor<8x16xf32>""", "%arg0: tensor<8x16xf32>", "tensor<8x16xf32>", SDY_MESH),
+    return %1 : tensor<8x16xf32>""",
+            "%arg0: tensor<8x16xf32>",
+            "tensor<8x16xf32>",
+            SDY_MESH,
+        ),
         "partially manual computations are not supported",
     ),
     "mixed sharding forms": (
-        module("    return %arg0 : tensor<8xf32>", '%arg0: tensor<8xf32> {mhlo.sharding = "{replicated}"}', "tensor<8xf32>", 'sdy.mesh @mesh = <["x"=8]>'),
+        module(
+            "    return %arg0 : tensor<8xf32>",
+            '%arg0: tensor<8xf32> {mhlo.sharding = "{replicated}"}',
+            "tensor<8xf32>",
+            'sdy.mesh @mesh = <["x"=8]>',
+        ),
         "mixes Shardy",
     ),
     "bad gspmd string": (
-        module("    return %arg0 : tensor<8xf32>", '%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[3]<=[8]}"}', "tensor<8xf32>"),
+        module(
+            "    return %arg0 : tensor<8xf32>",
+            '%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[3]<=[8]}"}',
+            "tensor<8xf32>",
+        ),
         "bad mhlo.sharding",
     ),
     "undefined mesh": (
-        module("    return %arg0 : tensor<8xf32>", '%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@other, [{}]>}', "tensor<8xf32>", 'sdy.mesh @mesh = <["x"=8]>'),
+        module(
+            "    return %arg0 : tensor<8xf32>",
+            "%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@other, [{}]>}",
+            "tensor<8xf32>",
+            'sdy.mesh @mesh = <["x"=8]>',
+        ),
         "mesh @other, which is not declared",
     ),
 }

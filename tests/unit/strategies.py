@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
-
 from shardc.dialects.syntax import quote, symbol
 
 T = TypeVar("T")
@@ -172,9 +171,7 @@ class DrawChooser(Chooser):
 
     def int_literal(self, dtype: str) -> int:
         bits = 31 if dtype == "i32" else 63
-        return self.draw(
-            st.one_of(st.integers(-8, 8), st.integers(-(2**bits), 2**bits - 1))
-        )
+        return self.draw(st.one_of(st.integers(-8, 8), st.integers(-(2**bits), 2**bits - 1)))
 
 
 class RandomChooser(Chooser):
@@ -509,7 +506,7 @@ class ProgramBuilder:
         rpos = self.c.shuffled(range(rrank))
         rb, rc = rpos[:nb], rpos[nb : nb + nc]
         rshape = [0] * rrank
-        for ld, rd in zip(lb + lc, rb + rc):
+        for ld, rd in zip(lb + lc, rb + rc, strict=False):
             rshape[rd] = lhs.shape[ld]
         for d in rpos[nb + nc :]:
             rshape[d] = self.c.choice(DIM_SIZES)
@@ -701,7 +698,11 @@ class ProgramBuilder:
         else:
             sources = self.c.shuffled(range(g))[: self.c.int(0, g)]
             targets = self.c.shuffled(range(g))[: len(sources)]
-            how = "pairs = [" + ", ".join(f"[{s}, {t}]" for s, t in zip(sources, targets)) + "]"
+            how = (
+                "pairs = ["
+                + ", ".join(f"[{s}, {t}]" for s, t in zip(sources, targets, strict=False))
+                + "]"
+            )
         head = f"{v.ref} {spec}, {how}"
         self.finish_collective("permute", head, [v], [(v.shape, v.dtype)], True, start)
 
@@ -726,8 +727,10 @@ class ProgramBuilder:
         for _ in range(self.c.int(0, 2)):
             results.append(self.c.choice(self.values))
         args = []
-        for v, sharding in zip(self.args, self.arg_shardings):
-            args.append(f"{v.ref}: {v.type}" + (f" {{spmd.sharding = {sharding}}}" if sharding else ""))
+        for v, sharding in zip(self.args, self.arg_shardings, strict=False):
+            args.append(
+                f"{v.ref}: {v.type}" + (f" {{spmd.sharding = {sharding}}}" if sharding else "")
+            )
         res = []
         for v in results:
             if self.mesh is not None and self.c.chance(0.5):

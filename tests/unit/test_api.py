@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
-
 import shardc
 from shardc.interpreter.timing import KINDS, REPORT_KEYS
 from shardc.tools import shardc_run
+from xdsl.dialects.builtin import ModuleOp
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = (ROOT / "examples" / "megatron_mlp.mlir").read_text()
@@ -51,7 +50,10 @@ def test_same_outputs_as_shardc_run(compiled: ModuleOp, tmp_path: Path, capsys) 
     src = tmp_path / "mlp.mlir"
     src.write_text(MLP)
     out = tmp_path / "out.npz"
-    assert shardc_run.main([str(src), "-p", "spmd-pipeline", "--seed", "7", "--outputs", str(out)]) == 0
+    assert (
+        shardc_run.main([str(src), "-p", "spmd-pipeline", "--seed", "7", "--outputs", str(out)])
+        == 0
+    )
     capsys.readouterr()
     result = shardc.run(compiled, seed=7)
     with np.load(out) as z:
@@ -96,7 +98,9 @@ def test_chip_goes_to_passes_that_take_it() -> None:
 
     assert with_chip("spmd-pipeline", "v5p") == 'spmd-pipeline{chip="v5p"}'
     assert with_chip("canonicalize", "v5p") == "canonicalize"
-    assert with_chip("spmd-propagate,schedule{chip=v4}", "v5p") == "spmd-propagate,schedule{chip=v4}"
+    assert (
+        with_chip("spmd-propagate,schedule{chip=v4}", "v5p") == "spmd-propagate,schedule{chip=v4}"
+    )
 
 
 # Errors are one DiagnosticError, the tools' diagnostic ------------------------------------
@@ -114,7 +118,10 @@ def test_parse_error_is_located() -> None:
 @pytest.mark.parametrize(
     ("call", "needle"),
     [
-        (lambda: shardc.compile(MLP, pipeline="no-such-pass"), "invalid pass pipeline 'no-such-pass'"),
+        (
+            lambda: shardc.compile(MLP, pipeline="no-such-pass"),
+            "invalid pass pipeline 'no-such-pass'",
+        ),
         (lambda: shardc.compile(MLP, pipeline="schedule{bogus=1}"), "invalid pass pipeline"),
         (lambda: shardc.compile(MLP, pipeline="spmd-pipeline{"), "invalid pass pipeline"),
         (lambda: shardc.compile(MLP, chip="v9"), "unknown chip 'v9'"),

@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
+from shardc.dialects import collective, hlo, spmd
+from shardc.dialects.syntax import i64_array
+from shardc.tests.unit.strategies import parse, print_module
+from shardc.tools.source import DiagnosticError
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -32,11 +36,6 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.test_value import create_ssa_value
-
-from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.syntax import i64_array
-from shardc.tests.unit.strategies import parse, print_module
-from shardc.tools.source import DiagnosticError
 
 
 def t(*shape: int, dtype: Attribute = f32) -> TensorType:
@@ -116,7 +115,16 @@ def test_binary_operand_types_must_match():
 
 @pytest.mark.parametrize(
     "cls",
-    [hlo.ExpOp, hlo.LogOp, hlo.TanhOp, hlo.SqrtOp, hlo.RsqrtOp, hlo.SinOp, hlo.CosOp, hlo.LogisticOp],
+    [
+        hlo.ExpOp,
+        hlo.LogOp,
+        hlo.TanhOp,
+        hlo.SqrtOp,
+        hlo.RsqrtOp,
+        hlo.SinOp,
+        hlo.CosOp,
+        hlo.LogisticOp,
+    ],
 )
 def test_unary_float_only(cls: type[hlo.UnaryElementwiseOp]):
     op = cls(val(2, 3, dtype=bf16))
@@ -178,7 +186,9 @@ def test_select():
     hlo.SelectOp(val(dtype=i1), val(4), val(4)).verify()  # rank-0 predicate
     with pytest.raises(VerifyException, match="predicate must have element type i1"):
         hlo.SelectOp(val(4, dtype=i32), val(4), val(4)).verify()
-    with pytest.raises(VerifyException, match=r"predicate shape \[3\] must equal the result shape \[4\]"):
+    with pytest.raises(
+        VerifyException, match=r"predicate shape \[3\] must equal the result shape \[4\]"
+    ):
         hlo.SelectOp(val(3, dtype=i1), val(4), val(4)).verify()
 
 
@@ -250,7 +260,9 @@ def test_reshape():
     op.verify()
     assert str(op) == "%0 = hlo.reshape %1 : (tensor<16x128xf32>) -> tensor<2048xf32>"
     hlo.ReshapeOp(val(1), t()).verify()
-    with pytest.raises(VerifyException, match="reshape must keep the element count: 4 elements to 8"):
+    with pytest.raises(
+        VerifyException, match="reshape must keep the element count: 4 elements to 8"
+    ):
         hlo.ReshapeOp(val(4), t(8)).verify()
     with pytest.raises(VerifyException, match="reshape keeps the element type"):
         hlo.ReshapeOp(val(4), t(4, dtype=i32)).verify()
@@ -320,7 +332,9 @@ def test_slice_result_type_checked():
             "strides": i64_array([1, 1]),
         },
     )
-    with pytest.raises(VerifyException, match="result must be tensor<16x4xf32>, got tensor<8x4xf32>"):
+    with pytest.raises(
+        VerifyException, match="result must be tensor<16x4xf32>, got tensor<8x4xf32>"
+    ):
         op.verify()
 
 
@@ -334,13 +348,17 @@ def test_dynamic_slice():
         "%0 = hlo.dynamic_slice %1 [%2, %3] sizes = [2, 128] : "
         "(tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<2x128xf32>"
     )
-    with pytest.raises(VerifyException, match=r"expected 2 start indices \(one per dimension\), got 1"):
+    with pytest.raises(
+        VerifyException, match=r"expected 2 start indices \(one per dimension\), got 1"
+    ):
         hlo.DynamicSliceOp(val(16, 128), [i], [2, 128]).verify()
     with pytest.raises(VerifyException, match="start index 1 must be a rank-0 integer tensor"):
         hlo.DynamicSliceOp(val(16, 128), [i, val(dtype=f32)], [2, 128]).verify()
     with pytest.raises(VerifyException, match="start index 0 must be a rank-0 integer tensor"):
         hlo.DynamicSliceOp(val(16, 128), [val(1, dtype=i32), j], [2, 128]).verify()
-    with pytest.raises(VerifyException, match="slice size 17 of dimension 0 exceeds the operand size 16"):
+    with pytest.raises(
+        VerifyException, match="slice size 17 of dimension 0 exceeds the operand size 16"
+    ):
         hlo.DynamicSliceOp(val(16, 128), [i, j], [17, 128]).verify()
 
 
@@ -353,7 +371,9 @@ def test_dynamic_update_slice():
         "%0 = hlo.dynamic_update_slice %1, %2 [%3, %4] : "
         "(tensor<16x128xf32>, tensor<2x128xf32>, tensor<i32>, tensor<i64>) -> tensor<16x128xf32>"
     )
-    with pytest.raises(VerifyException, match="update dimension 0 of size 17 exceeds the operand size 16"):
+    with pytest.raises(
+        VerifyException, match="update dimension 0 of size 17 exceeds the operand size 16"
+    ):
         hlo.DynamicUpdateSliceOp(val(16, 128), val(17, 128), [i, j]).verify()
     with pytest.raises(VerifyException, match="must match the operand's rank and element type"):
         hlo.DynamicUpdateSliceOp(val(16, 128), val(2, 128, dtype=f16), [i, j]).verify()
@@ -374,7 +394,9 @@ def test_concatenate():
         result_types=[t(16, 4)],
         properties={"dimension": hlo.i64_attr(0)},
     )
-    with pytest.raises(VerifyException, match=r"operand 1 \(tensor<8x5xf32>\) must match operand 0"):
+    with pytest.raises(
+        VerifyException, match=r"operand 1 \(tensor<8x5xf32>\) must match operand 0"
+    ):
         bad.verify()
     bad = hlo.ConcatenateOp.create(
         operands=[val(8, 4)], result_types=[t(8, 4)], properties={"dimension": hlo.i64_attr(2)}
@@ -382,7 +404,9 @@ def test_concatenate():
     with pytest.raises(VerifyException, match="dim 2 is out of range"):
         bad.verify()
     bad = hlo.ConcatenateOp.create(
-        operands=[val(8, 4), val(8, 4)], result_types=[t(8, 8)], properties={"dimension": hlo.i64_attr(0)}
+        operands=[val(8, 4), val(8, 4)],
+        result_types=[t(8, 8)],
+        properties={"dimension": hlo.i64_attr(0)},
     )
     with pytest.raises(VerifyException, match="result must be tensor<16x4xf32>"):
         bad.verify()
@@ -420,12 +444,42 @@ def test_dot_general():
 @pytest.mark.parametrize(
     ("lhs", "rhs", "contracting", "batching", "message"),
     [
-        ((4, 16), (32, 8), ([1], [0]), ([], []), "contracting dims have different sizes: lhs dim 1 is 16, rhs dim 0 is 32"),
+        (
+            (4, 16),
+            (32, 8),
+            ([1], [0]),
+            ([], []),
+            "contracting dims have different sizes: lhs dim 1 is 16, rhs dim 0 is 32",
+        ),
         ((4, 16), (16, 8), ([1], []), ([], []), r"contracting dims differ in number: \[1\] x \[\]"),
-        ((4, 16), (16, 8), ([2], [0]), ([], []), "lhs contracting dim 2 is out of range for rank 2"),
-        ((4, 16), (16, 8), ([1], [5]), ([], []), "rhs contracting dim 5 is out of range for rank 2"),
-        ((3, 4, 16), (2, 16, 8), ([2], [1]), ([0], [0]), "batching dims have different sizes: lhs dim 0 is 3, rhs dim 0 is 2"),
-        ((4, 16), (4, 16), ([0], [0]), ([0], [0]), "lhs batching and contracting dims must be distinct"),
+        (
+            (4, 16),
+            (16, 8),
+            ([2], [0]),
+            ([], []),
+            "lhs contracting dim 2 is out of range for rank 2",
+        ),
+        (
+            (4, 16),
+            (16, 8),
+            ([1], [5]),
+            ([], []),
+            "rhs contracting dim 5 is out of range for rank 2",
+        ),
+        (
+            (3, 4, 16),
+            (2, 16, 8),
+            ([2], [1]),
+            ([0], [0]),
+            "batching dims have different sizes: lhs dim 0 is 3, rhs dim 0 is 2",
+        ),
+        (
+            (4, 16),
+            (4, 16),
+            ([0], [0]),
+            ([0], [0]),
+            "lhs batching and contracting dims must be distinct",
+        ),
     ],
 )
 def test_dot_invalid(lhs, rhs, contracting, batching, message):
@@ -444,16 +498,32 @@ def test_dot_invalid(lhs, rhs, contracting, batching, message):
 
 def test_dot_result_and_element_types():
     op = hlo.DotOp(val(16, 32), val(32, 128), contracting=([1], [0]), result_type=t(128, 16))
-    with pytest.raises(VerifyException, match=r"result shape must be \[16, 128\] \(batch, lhs free, rhs free\), got \[128, 16\]"):
+    with pytest.raises(
+        VerifyException,
+        match=r"result shape must be \[16, 128\] \(batch, lhs free, rhs free\), got \[128, 16\]",
+    ):
         op.verify()
-    op = hlo.DotOp(val(16, 32), val(32, 128, dtype=bf16), contracting=([1], [0]), result_type=t(16, 128))
-    with pytest.raises(VerifyException, match="operands must share an element type, got f32 and bf16"):
+    op = hlo.DotOp(
+        val(16, 32), val(32, 128, dtype=bf16), contracting=([1], [0]), result_type=t(16, 128)
+    )
+    with pytest.raises(
+        VerifyException, match="operands must share an element type, got f32 and bf16"
+    ):
         op.verify()
-    op = hlo.DotOp(val(16, 32), val(32, 128), contracting=([1], [0]), result_type=t(16, 128, dtype=i32))
-    with pytest.raises(VerifyException, match="result element type i32 is not of the operands' kind"):
+    op = hlo.DotOp(
+        val(16, 32), val(32, 128), contracting=([1], [0]), result_type=t(16, 128, dtype=i32)
+    )
+    with pytest.raises(
+        VerifyException, match="result element type i32 is not of the operands' kind"
+    ):
         op.verify()
     # a wider float result is allowed (accumulation type)
-    hlo.DotOp(val(16, 32, dtype=bf16), val(32, 128, dtype=bf16), contracting=([1], [0]), result_type=t(16, 128)).verify()
+    hlo.DotOp(
+        val(16, 32, dtype=bf16),
+        val(32, 128, dtype=bf16),
+        contracting=([1], [0]),
+        result_type=t(16, 128),
+    ).verify()
 
 
 def test_reduce():
@@ -461,7 +531,10 @@ def test_reduce():
     op.verify()
     assert op.result.type == t(128)
     assert op.dims == (2, 0)
-    assert str(op) == "%0 = hlo.reduce add %1, dims = [2, 0] : (tensor<16x128x4xf32>) -> tensor<128xf32>"
+    assert (
+        str(op)
+        == "%0 = hlo.reduce add %1, dims = [2, 0] : (tensor<16x128x4xf32>) -> tensor<128xf32>"
+    )
     hlo.ReduceOp("max", val(4), []).verify()
     with pytest.raises(VerifyException, match=r"dims \[1, 1\] must be distinct"):
         hlo.ReduceOp.create(
@@ -562,10 +635,14 @@ def test_sharding_check():
     ):
         s.check((16, 6), m, is_global=True)
     s.check((16, 6), m, is_global=False)  # local shapes are not checked for divisibility
-    with pytest.raises(VerifyException, match="sharding has 2 dimension entries but the tensor has rank 3"):
+    with pytest.raises(
+        VerifyException, match="sharding has 2 dimension entries but the tensor has rank 3"
+    ):
         s.check((16, 128, 2), m, is_global=True)
     bad = spmd.ShardingAttr("mesh", [["pipe"], []])
-    with pytest.raises(VerifyException, match='sharding names axis "pipe", which mesh @mesh does not have'):
+    with pytest.raises(
+        VerifyException, match='sharding names axis "pipe", which mesh @mesh does not have'
+    ):
         bad.check((16, 128), m, is_global=True)
     both = spmd.ShardingAttr("mesh", [["data", "model"]])
     with pytest.raises(VerifyException, match=r"dimension 0 of size 4 is not divisible by 8"):
@@ -579,7 +656,10 @@ def test_constraint_op():
     )
     module.verify()
     assert op.result.type == t(16, 128)
-    assert '= spmd.constraint %0 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>' in print_module(module)
+    assert (
+        '= spmd.constraint %0 <@mesh, [{"data"}, {"model"}]> : tensor<16x128xf32>'
+        in print_module(module)
+    )
     module, _ = module_with(
         [t(15, 128)], lambda a: [spmd.ConstraintOp(a[0], sharding)], MESH_2x4, partitioned=False
     )
@@ -598,13 +678,19 @@ def test_constraint_op():
 
 
 def test_axis_index_op():
-    module, (op,) = module_with([], lambda a: [spmd.AxisIndexOp("mesh", "model", t(dtype=i32))], MESH_2x4)
+    module, (op,) = module_with(
+        [], lambda a: [spmd.AxisIndexOp("mesh", "model", t(dtype=i32))], MESH_2x4
+    )
     module.verify()
     assert str(op) == '%0 = spmd.axis_index @mesh["model"] : tensor<i32>'
-    module, _ = module_with([], lambda a: [spmd.AxisIndexOp("mesh", "pipe", t(dtype=i32))], MESH_2x4)
+    module, _ = module_with(
+        [], lambda a: [spmd.AxisIndexOp("mesh", "pipe", t(dtype=i32))], MESH_2x4
+    )
     with pytest.raises(VerifyException, match='mesh @mesh has no axis "pipe"'):
         module.verify()
-    module, _ = module_with([], lambda a: [spmd.AxisIndexOp("mesh", "data", t(2, dtype=i32))], MESH_2x4)
+    module, _ = module_with(
+        [], lambda a: [spmd.AxisIndexOp("mesh", "data", t(2, dtype=i32))], MESH_2x4
+    )
     with pytest.raises(VerifyException, match="result must be a rank-0 integer tensor"):
         module.verify()
 
@@ -618,7 +704,9 @@ def test_function_shardings():
     spmd.verify_function_shardings(func)
     bad = spmd.ShardingAttr("mesh", [[], ["model"]])
     func.res_attrs = ArrayAttr([DictionaryAttr({spmd.SHARDING_ATTR_NAME: bad})])
-    with pytest.raises(VerifyException, match="result 0 of @main: dimension 1 of size 6 is not divisible by 4"):
+    with pytest.raises(
+        VerifyException, match="result 0 of @main: dimension 1 of size 6 is not divisible by 4"
+    ):
         spmd.verify_function_shardings(func)
     func.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()  # local shapes: no divisibility
     spmd.verify_function_shardings(func)
@@ -698,35 +786,53 @@ def test_explicit_groups():
         ([[]], "must be non-empty"),
     ]:
         module, _ = module_with(
-            [t(8)], lambda a: [collective.AllReduceOp("add", a, explicit_groups(groups))], RING_8
+            [t(8)],
+            lambda a, groups=groups: [collective.AllReduceOp("add", a, explicit_groups(groups))],
+            RING_8,
         )
         with pytest.raises(VerifyException, match=message):
             module.verify()
 
 
 def test_all_reduce_kind_and_types():
-    module, _ = module_with([t(8)], lambda a: [collective.AllReduceOp("avg", a, mesh_axes("x"))], RING_8)
+    module, _ = module_with(
+        [t(8)], lambda a: [collective.AllReduceOp("avg", a, mesh_axes("x"))], RING_8
+    )
     with pytest.raises(VerifyException, match='unknown reduction kind "avg"'):
         module.verify()
     module, _ = module_with(
         [t(8)],
         lambda a: [
             collective.AllReduceOp.create(
-                operands=a, result_types=[t(4)], properties={"kind": StringAttr("add"), **mesh_axes("x")}
+                operands=a,
+                result_types=[t(4)],
+                properties={"kind": StringAttr("add"), **mesh_axes("x")},
             )
         ],
         RING_8,
     )
-    with pytest.raises(VerifyException, match="result 0 must have type tensor<8xf32>, got tensor<4xf32>"):
+    with pytest.raises(
+        VerifyException, match="result 0 must have type tensor<8xf32>, got tensor<4xf32>"
+    ):
         module.verify()
 
 
 def gather(shapes_in, shapes_out, dim, axes=("model",), start=False):
     cls = collective.AllGatherStartOp if start else collective.AllGatherOp
-    results = [collective.FutureType([t(*s) for s in shapes_out])] if start else [t(*s) for s in shapes_out]
+    results = (
+        [collective.FutureType([t(*s) for s in shapes_out])]
+        if start
+        else [t(*s) for s in shapes_out]
+    )
 
     def body(a):
-        return [cls.create(operands=a, result_types=results, properties={"dim": hlo.i64_attr(dim), **mesh_axes(*axes)})]
+        return [
+            cls.create(
+                operands=a,
+                result_types=results,
+                properties={"dim": hlo.i64_attr(dim), **mesh_axes(*axes)},
+            )
+        ]
 
     return module_with([t(*s) for s in shapes_in], body, MESH_2x4)
 
@@ -734,14 +840,19 @@ def gather(shapes_in, shapes_out, dim, axes=("model",), start=False):
 def test_all_gather():
     module, (op,) = gather([(8, 8)], [(8, 32)], 1)
     module.verify()
-    assert str(op) == '%0 = collective.all_gather %1 on @mesh["model"], dim = 1 : (tensor<8x8xf32>) -> tensor<8x32xf32>'
+    assert (
+        str(op)
+        == '%0 = collective.all_gather %1 on @mesh["model"], dim = 1 : (tensor<8x8xf32>) -> tensor<8x32xf32>'
+    )
     module, (op,) = gather([(2, 8), (2,)], [(8, 8), (8,)], 0)
     module.verify()
     assert "(tensor<2x8xf32>, tensor<2xf32>) -> (tensor<8x8xf32>, tensor<8xf32>)" in str(op)
     module, (op,) = gather([(2, 8)], [(16, 8)], 0, axes=("model", "data"))
     module.verify()
     module, _ = gather([(8, 8)], [(8, 16)], 1)
-    with pytest.raises(VerifyException, match="result 0 must have type tensor<8x32xf32>, got tensor<8x16xf32>"):
+    with pytest.raises(
+        VerifyException, match="result 0 must have type tensor<8x32xf32>, got tensor<8x16xf32>"
+    ):
         module.verify()
     module, _ = gather([(8, 8)], [(8, 8)], 2)
     with pytest.raises(VerifyException, match="dim 2 is out of range for tensor<8x8xf32>"):
@@ -760,7 +871,9 @@ def test_all_gather_start_and_done():
     done = collective.DoneOp(op.results[0])
     assert [r.type for r in done.results] == [t(8, 32)]
     done.verify()
-    assert str(done).endswith("= collective.done %1 : !collective.future<tensor<8x32xf32>> -> tensor<8x32xf32>")
+    assert str(done).endswith(
+        "= collective.done %1 : !collective.future<tensor<8x32xf32>> -> tensor<8x32xf32>"
+    )
 
 
 def test_done_types_must_match_future():
@@ -824,7 +937,11 @@ def test_reduce_scatter():
                 collective.ReduceScatterOp.create(
                     operands=a,
                     result_types=[t(*shape_out)],
-                    properties={"kind": StringAttr(kind), "dim": hlo.i64_attr(dim), **mesh_axes("model")},
+                    properties={
+                        "kind": StringAttr(kind),
+                        "dim": hlo.i64_attr(dim),
+                        **mesh_axes("model"),
+                    },
                 )
             ],
             MESH_2x4,
@@ -835,7 +952,9 @@ def test_reduce_scatter():
     assert str(op) == (
         '%0 = collective.reduce_scatter add %1 on @mesh["model"], dim = 1 : (tensor<8x32xf32>) -> tensor<8x8xf32>'
     )
-    with pytest.raises(VerifyException, match="dimension 1 of size 30 is not divisible by the group size 4"):
+    with pytest.raises(
+        VerifyException, match="dimension 1 of size 30 is not divisible by the group size 4"
+    ):
         make((8, 30), (8, 7), 1)[0].verify()
     with pytest.raises(VerifyException, match="result 0 must have type tensor<2x32xf32>"):
         make((8, 32), (8, 8), 0)[0].verify()
@@ -869,7 +988,9 @@ def test_all_to_all():
         "(tensor<8x64xf32>) -> tensor<64x8xf32>"
     )
     make((8, 64), (8, 64), 1, 1)[0].verify()
-    with pytest.raises(VerifyException, match="split_dim 1 of size 12 is not divisible by the group size 8"):
+    with pytest.raises(
+        VerifyException, match="split_dim 1 of size 12 is not divisible by the group size 8"
+    ):
         make((8, 12), (64, 1), 1, 0)[0].verify()
     with pytest.raises(VerifyException, match="concat_dim 2 is out of range"):
         make((8, 64), (8, 64), 1, 2)[0].verify()
@@ -906,10 +1027,15 @@ def test_permute_pairs():
     module.verify()
     assert isinstance(op, collective.PermuteOp)
     assert op.source_target_pairs == [(0, 1), (1, 0)]
-    assert str(op) == '%0 = collective.permute %1 on @ring["x"], pairs = [[0, 1], [1, 0]] : tensor<8x16xf32>'
+    assert (
+        str(op)
+        == '%0 = collective.permute %1 on @ring["x"], pairs = [[0, 1], [1, 0]] : tensor<8x16xf32>'
+    )
     module, (op,) = permute(pairs=[[0, 1]], start=True)
     module.verify()
-    assert str(op).endswith("pairs = [[0, 1]] : tensor<8x16xf32> -> !collective.future<tensor<8x16xf32>>")
+    assert str(op).endswith(
+        "pairs = [[0, 1]] : tensor<8x16xf32> -> !collective.future<tensor<8x16xf32>>"
+    )
 
 
 @pytest.mark.parametrize(
@@ -935,7 +1061,9 @@ def test_start_op_needs_future():
         [t(8)],
         lambda a: [
             collective.PermuteStartOp.create(
-                operands=a, result_types=[t(8)], properties={"shift": hlo.i64_attr(1), **mesh_axes("x", mesh="ring")}
+                operands=a,
+                result_types=[t(8)],
+                properties={"shift": hlo.i64_attr(1), **mesh_axes("x", mesh="ring")},
             )
         ],
         RING_8,
@@ -947,7 +1075,9 @@ def test_start_op_needs_future():
 
 def test_trivial_group_size_one():
     mesh = spmd.MeshAttr([("a", 1), ("b", 2)])
-    module, (op,) = module_with([t(8)], lambda a: [collective.AllReduceOp("add", a, mesh_axes("a"))], mesh)
+    module, (op,) = module_with(
+        [t(8)], lambda a: [collective.AllReduceOp("add", a, mesh_axes("a"))], mesh
+    )
     module.verify()
     assert isinstance(op, collective.AllReduceOp)
     assert op.group_size() == 1
@@ -1000,9 +1130,9 @@ func.func @main(%x: tensor<8x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"b"
         ('<@mesh, [{"a", "a"}, {}]>', 'mesh axis "a" appears more than once'),
         ('<@mesh, [{"a"}, {}], unreduced={"a"}>', 'mesh axis "a" appears more than once'),
         ('<@mesh, [{"c"}, {}]>', 'sharding names axis "c"'),
-        ('<@mesh, [{}]>', "sharding has 1 dimension entries but the tensor has rank 2"),
+        ("<@mesh, [{}]>", "sharding has 1 dimension entries but the tensor has rank 2"),
         ('<@mesh, [{"a", "b"}, {}]>', "dimension 0 of size 2 is not divisible by 4"),
-        ('<@nomesh, [{}, {}]>', "@nomesh does not name an spmd.mesh"),
+        ("<@nomesh, [{}, {}]>", "@nomesh does not name an spmd.mesh"),
     ],
 )
 def test_invalid_function_sharding_is_located(sharding, message):

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from shardc.tests.unit.strategies import (
     collective_programs,
     context,
@@ -49,7 +48,7 @@ TOKEN = re.compile(
     r'%[\w.$-]+|@[\w.$-]+|"[^"\n]*"|[A-Za-z_][\w.$-]*|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|->|\S'
 )
 INSERTS = (
-    *"[](){}<>,:=%@#!^\"x?\\",
+    *'[](){}<>,:=%@#!^"x?\\',
     "->",
     "1e999",
     "-1e999",
@@ -248,9 +247,7 @@ def check_driver_outcome(text: str, extra: list[str]) -> None:
 @settings(SETTINGS, max_examples=40)
 @given(
     mutated_programs(),
-    st.sampled_from(
-        ([], ["--print-op-generic"], ["-p", "canonicalize"], ["--split-input-file"])
-    ),
+    st.sampled_from(([], ["--print-op-generic"], ["-p", "canonicalize"], ["--split-input-file"])),
 )
 def test_mutated_programs_through_the_driver(text: str, extra: list[str]):
     check_driver_outcome(text, extra)
@@ -323,14 +320,19 @@ PROGRAM = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
         "\x00",
         # nesting deeper than Python's recursion limit
         PROGRAM.replace("tensor<4xf32>", "tensor<" * 3000, 1),
-        PROGRAM.replace(": tensor<4xf32>\n  func", "{a = " + "[" * 3000 + "} : tensor<4xf32>\n  func"),
+        PROGRAM.replace(
+            ": tensor<4xf32>\n  func", "{a = " + "[" * 3000 + "} : tensor<4xf32>\n  func"
+        ),
         # values out of range for their attribute
         PROGRAM.replace("hlo.add %x, %x", "hlo.iota dim = 99999999999999999999999"),
         PROGRAM.replace("hlo.add %x, %x", "hlo.constant dense<1.0e10>").replace("f32", "f16"),
         PROGRAM.replace("hlo.add %x, %x", "hlo.constant dense<99999999999999999999>").replace(
             "f32", "i32"
         ),
-        PROGRAM.replace("hlo.add %x, %x : tensor<4xf32>", "hlo.slice %x [0:99999999999999999999] : (tensor<4xf32>) -> tensor<4xf32>"),
+        PROGRAM.replace(
+            "hlo.add %x, %x : tensor<4xf32>",
+            "hlo.slice %x [0:99999999999999999999] : (tensor<4xf32>) -> tensor<4xf32>",
+        ),
         # a type the declarative format rejects after parsing
         PROGRAM.replace(": tensor<4xf32>\n  func", ": (tensor<4xf32>) -> tensor<4xf32>\n  func"),
         PROGRAM.replace("hlo.add %x, %x", "hlo.convert %x : (tensor<4xf32>) -> memref<4xf32> //"),
@@ -344,7 +346,9 @@ def test_regressions(text: str):
 def test_unknown_op_and_attribute_are_located_at_their_name():
     with pytest.raises(DiagnosticError) as info:
         parse(PROGRAM.replace("hlo.add", "hlo.frobnicate"), "f.mlir")
-    assert str(info.value).startswith("f.mlir:2:8: error: Operation hlo.frobnicate is not registered")
+    assert str(info.value).startswith(
+        "f.mlir:2:8: error: Operation hlo.frobnicate is not registered"
+    )
     text = PROGRAM.replace("%x: tensor<4xf32>", "%x: tensor<4xf32> {a = #spmd.nope<1>}")
     with pytest.raises(DiagnosticError) as info:
         parse(text, "f.mlir")

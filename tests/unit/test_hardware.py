@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from shardc.dialects import collective, hlo
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
@@ -42,14 +41,18 @@ def test_wraparound_only_on_full_axes() -> None:
 
 def test_all_gather_without_wraparound_matches_the_scaling_book() -> None:
     # v5e {X: 8, Y: 4}, AllGather_Y of bf16[2048, 8192]: 3 hops of 8.4e6 B at 4.5e10 B/s = 560 us.
-    op, mesh = first(gather_program('"X"=8, "Y"=4', "Y", "512x8192", "2048x8192"), collective.AllGatherOp)
+    op, mesh = first(
+        gather_program('"X"=8, "Y"=4', "Y", "512x8192", "2048x8192"), collective.AllGatherOp
+    )
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     assert t == pytest.approx(3 * 2048 * 8192 * 2 / 4 / 4.5e10)
     assert t == pytest.approx(559e-6, rel=0.01)
 
 
 def test_all_gather_with_wraparound_uses_both_directions() -> None:
-    op, mesh = first(gather_program('"X"=16', "X", "1024x1024", "16384x1024"), collective.AllGatherOp)
+    op, mesh = first(
+        gather_program('"X"=16', "X", "1024x1024", "16384x1024"), collective.AllGatherOp
+    )
     v = 16384 * 1024 * 2
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     assert t == pytest.approx(v / 9e10 * 15 / 16)
@@ -86,7 +89,9 @@ func.func @f(%x: tensor<16384x1024xbf16>) -> (tensor<16384x1024xbf16>, tensor<16
 
 
 def test_two_axes_at_once_halve_the_bandwidth_term() -> None:
-    one = first(gather_program('"X"=16, "Y"=16', "X", "1024x1024", "16384x1024"), collective.AllGatherOp)
+    one = first(
+        gather_program('"X"=16, "Y"=16', "X", "1024x1024", "16384x1024"), collective.AllGatherOp
+    )
     text = """
 spmd.mesh @m = <["X"=16, "Y"=16]>
 func.func @f(%x: tensor<64x1024xbf16>) -> tensor<16384x1024xbf16> attributes {spmd.partitioned} {

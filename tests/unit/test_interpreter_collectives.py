@@ -10,19 +10,27 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from shardc.interpreter.testing import run_global, run_per_device
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-NAMES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.float16): "f16",
-         BF16: "bf16", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.bool_): "i1"}
+NAMES = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.float16): "f16",
+    BF16: "bf16",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.bool_): "i1",
+}
 
 
 def ty(shape, dtype) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + NAMES[np.dtype(dtype)] + ">"
 
 
-def program(mesh: list[tuple[str, int]], args: list[str], body: str, results: list[tuple[str, str]]) -> str:
+def program(
+    mesh: list[tuple[str, int]], args: list[str], body: str, results: list[tuple[str, str]]
+) -> str:
     axes = ", ".join(f'"{n}"={s}' for n, s in mesh)
     params = ", ".join(f"%x{i}: {t}" for i, t in enumerate(args))
     outs = ", ".join(t for _, t in results)
@@ -42,7 +50,7 @@ def ref_groups(mesh: list[tuple[str, int]], axes: list[str]) -> list[list[int]]:
     groups: dict[tuple[int, ...], dict[int, int]] = {}
     for d in range(int(np.prod(shape))):
         coords = np.unravel_index(d, shape)
-        other = tuple(int(c) for n, c in zip(names, coords) if n not in axes)
+        other = tuple(int(c) for n, c in zip(names, coords, strict=False) if n not in axes)
         rank = 0
         for a in axes:
             i = names.index(a)
@@ -64,7 +72,12 @@ def combine(kind: str, xs: list[np.ndarray]) -> np.ndarray:
     """Hand reference: rank order, accumulating bf16/f16 in f32, one rounding."""
     dtype = xs[0].dtype
     if dtype == np.bool_:
-        fn = {"add": np.logical_or, "mul": np.logical_and, "max": np.logical_or, "min": np.logical_and}[kind]
+        fn = {
+            "add": np.logical_or,
+            "mul": np.logical_and,
+            "max": np.logical_or,
+            "min": np.logical_and,
+        }[kind]
         acc = xs[0]
         for x in xs[1:]:
             acc = fn(acc, x)
@@ -79,7 +92,12 @@ def combine(kind: str, xs: list[np.ndarray]) -> np.ndarray:
 
 def assert_bits(got, want) -> None:
     got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    assert got.dtype == want.dtype and got.shape == want.shape, (
+        got.dtype,
+        got.shape,
+        want.dtype,
+        want.shape,
+    )
     assert got.tobytes() == np.ascontiguousarray(want).tobytes(), (got, want)
 
 
@@ -92,9 +110,18 @@ MESHES = {
     "2x2x2": [("x", 2), ("y", 2), ("z", 2)],
 }
 CASES = [
-    ("1", ["x"]), ("2", ["x"]), ("4", ["x"]), ("8", ["x"]),
-    ("2x4", ["a"]), ("2x4", ["b"]), ("2x4", ["a", "b"]), ("2x4", ["b", "a"]),
-    ("2x2x2", ["y"]), ("2x2x2", ["z", "x"]), ("2x2x2", ["x", "y", "z"]), ("2x2x2", ["z", "y", "x"]),
+    ("1", ["x"]),
+    ("2", ["x"]),
+    ("4", ["x"]),
+    ("8", ["x"]),
+    ("2x4", ["a"]),
+    ("2x4", ["b"]),
+    ("2x4", ["a", "b"]),
+    ("2x4", ["b", "a"]),
+    ("2x2x2", ["y"]),
+    ("2x2x2", ["z", "x"]),
+    ("2x2x2", ["x", "y", "z"]),
+    ("2x2x2", ["z", "y", "x"]),
 ]
 
 
@@ -122,8 +149,10 @@ def test_all_reduce(mesh_name, axes, kind, start) -> None:
     rng = np.random.default_rng(n + len(axes))
     t = ty((3, 4), np.float32)
     if start:
-        body = (f"  %f = collective.all_reduce_start {kind} %x0 {on(axes)} : {t} -> !collective.future<{t}>\n"
-                f"  %r = collective.done %f : !collective.future<{t}> -> {t}")
+        body = (
+            f"  %f = collective.all_reduce_start {kind} %x0 {on(axes)} : {t} -> !collective.future<{t}>\n"
+            f"  %r = collective.done %f : !collective.future<{t}> -> {t}"
+        )
     else:
         body = f"  %r = collective.all_reduce {kind} %x0 {on(axes)} : {t}"
     xs = [rand((3, 4), np.float32, rng) for _ in range(n)]
@@ -134,7 +163,9 @@ def test_all_reduce(mesh_name, axes, kind, start) -> None:
             assert_bits(outs[d][0], want)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.float16, BF16, np.int32, np.int64, np.bool_]
+)
 @pytest.mark.parametrize("kind", ["add", "mul", "max", "min"])
 def test_all_reduce_dtypes(dtype, kind) -> None:
     mesh = MESHES["2x4"]
@@ -154,7 +185,9 @@ def test_all_reduce_bf16_accumulates_in_f32() -> None:
     t = "tensor<2xbf16>"
     xs = [np.array([256.0, 1.0], BF16)] + [np.array([1.0, 1.0], BF16)] * 7
     outs = run_per_device(
-        program(MESHES["8"], [t], f'  %r = collective.all_reduce add %x0 on @m["x"] : {t}', [("%r", t)]),
+        program(
+            MESHES["8"], [t], f'  %r = collective.all_reduce add %x0 on @m["x"] : {t}', [("%r", t)]
+        ),
         [[x] for x in xs],
     )
     sequential_bf16 = np.array(256.0, BF16)
@@ -177,8 +210,10 @@ def test_all_reduce_variadic() -> None:
             assert_bits(outs[d][1], combine("add", [args[m][1] for m in g]))
     # start form of the variadic all_reduce
     fut = f"!collective.future<{t1}, {t2}>"
-    body = (f'  %f = collective.all_reduce_start max %x0, %x1 on @m["a"] : {t1}, {t2} -> {fut}\n'
-            f"  %a, %b = collective.done %f : {fut} -> {t1}, {t2}")
+    body = (
+        f'  %f = collective.all_reduce_start max %x0, %x1 on @m["a"] : {t1}, {t2} -> {fut}\n'
+        f"  %a, %b = collective.done %f : {fut} -> {t1}, {t2}"
+    )
     outs = run_per_device(program(mesh, [t1, t2], body, [("%a", t1), ("%b", t2)]), args)
     for g in ref_groups(mesh, ["a"]):
         for d in g:
@@ -198,8 +233,10 @@ def test_all_gather(mesh_name, axes, dim, start) -> None:
     out_shape[dim] *= g_size
     t, r = ty(shape, np.float32), ty(out_shape, np.float32)
     if start:
-        body = (f"  %f = collective.all_gather_start %x0 {on(axes)}, dim = {dim} : ({t}) -> !collective.future<{r}>\n"
-                f"  %r = collective.done %f : !collective.future<{r}> -> {r}")
+        body = (
+            f"  %f = collective.all_gather_start %x0 {on(axes)}, dim = {dim} : ({t}) -> !collective.future<{r}>\n"
+            f"  %r = collective.done %f : !collective.future<{r}> -> {r}"
+        )
     else:
         body = f"  %r = collective.all_gather %x0 {on(axes)}, dim = {dim} : ({t}) -> {r}"
     xs = [rand(shape, np.float32, rng) for _ in range(n)]
@@ -234,8 +271,10 @@ def test_reduce_scatter(mesh_name, axes, kind, start) -> None:
     shape, out_shape = (3, 2 * g_size), (3, 2)
     t, r = ty(shape, np.float32), ty(out_shape, np.float32)
     if start:
-        body = (f"  %f = collective.reduce_scatter_start {kind} %x0 {on(axes)}, dim = 1 : ({t}) -> !collective.future<{r}>\n"
-                f"  %r = collective.done %f : !collective.future<{r}> -> {r}")
+        body = (
+            f"  %f = collective.reduce_scatter_start {kind} %x0 {on(axes)}, dim = 1 : ({t}) -> !collective.future<{r}>\n"
+            f"  %r = collective.done %f : !collective.future<{r}> -> {r}"
+        )
     else:
         body = f"  %r = collective.reduce_scatter {kind} %x0 {on(axes)}, dim = 1 : ({t}) -> {r}"
     xs = [rand(shape, np.float32, rng) for _ in range(n)]
@@ -284,8 +323,10 @@ def test_all_to_all(mesh_name, axes, split, concat, start) -> None:
     t, r = ty(shape, np.float32), ty(out_shape, np.float32)
     spec = f"{on(axes)}, split_dim = {split}, concat_dim = {concat}"
     if start:
-        body = (f"  %f = collective.all_to_all_start %x0 {spec} : ({t}) -> !collective.future<{r}>\n"
-                f"  %r = collective.done %f : !collective.future<{r}> -> {r}")
+        body = (
+            f"  %f = collective.all_to_all_start %x0 {spec} : ({t}) -> !collective.future<{r}>\n"
+            f"  %r = collective.done %f : !collective.future<{r}> -> {r}"
+        )
     else:
         body = f"  %r = collective.all_to_all %x0 {spec} : ({t}) -> {r}"
     xs = [rand(tuple(shape), np.float32, rng) for _ in range(n)]
@@ -313,8 +354,10 @@ def test_permute_shift(mesh_name, axes, shift, start) -> None:
     rng = np.random.default_rng(23)
     t = ty((2, 3), np.float32)
     if start:
-        body = (f"  %f = collective.permute_start %x0 {on(axes)}, shift = {shift} : {t} -> !collective.future<{t}>\n"
-                f"  %r = collective.done %f : !collective.future<{t}> -> {t}")
+        body = (
+            f"  %f = collective.permute_start %x0 {on(axes)}, shift = {shift} : {t} -> !collective.future<{t}>\n"
+            f"  %r = collective.done %f : !collective.future<{t}> -> {t}"
+        )
     else:
         body = f"  %r = collective.permute %x0 {on(axes)}, shift = {shift} : {t}"
     xs = [rand((2, 3), np.float32, rng) for _ in range(n)]
@@ -348,13 +391,15 @@ def test_explicit_groups() -> None:
     spec = "on groups [[3, 1, 7, 5], [0, 6, 2, 4]]"
     rng = np.random.default_rng(31)
     t, r, s = ty((2, 4), np.float32), ty((8, 4), np.float32), ty((2, 1), np.float32)
-    body = "\n".join([
-        f"  %ar = collective.all_reduce add %x0 {spec} : {t}",
-        f"  %ag = collective.all_gather %x0 {spec}, dim = 0 : ({t}) -> {r}",
-        f"  %rs = collective.reduce_scatter add %x0 {spec}, dim = 1 : ({t}) -> {s}",
-        f"  %pm = collective.permute %x0 {spec}, shift = 1 : {t}",
-        f"  %pp = collective.permute %x0 {spec}, pairs = [[1, 0]] : {t}",
-    ])
+    body = "\n".join(
+        [
+            f"  %ar = collective.all_reduce add %x0 {spec} : {t}",
+            f"  %ag = collective.all_gather %x0 {spec}, dim = 0 : ({t}) -> {r}",
+            f"  %rs = collective.reduce_scatter add %x0 {spec}, dim = 1 : ({t}) -> {s}",
+            f"  %pm = collective.permute %x0 {spec}, shift = 1 : {t}",
+            f"  %pp = collective.permute %x0 {spec}, pairs = [[1, 0]] : {t}",
+        ]
+    )
     xs = [rand((2, 4), np.float32, rng) for _ in range(8)]
     outs = run_per_device(
         program(mesh, [t], body, [("%ar", t), ("%ag", r), ("%rs", s), ("%pm", t), ("%pp", t)]),
@@ -400,8 +445,10 @@ func.func @main(%x: tensor<8x6xf32>) -> (tensor<2x3xf32>, tensor<i32>, tensor<i6
 
 def _collectives_example() -> str:
     here = os.path.dirname(__file__)
-    for path in ("/work/shared/examples/collectives.mlir",
-                 os.path.join(here, "..", "..", "examples", "collectives.mlir")):
+    for path in (
+        "/work/shared/examples/collectives.mlir",
+        os.path.join(here, "..", "..", "examples", "collectives.mlir"),
+    ):
         if os.path.exists(path):
             return open(path).read()
     pytest.skip("collectives.mlir not found")
@@ -423,8 +470,13 @@ def test_collectives_example_against_numpy() -> None:
 # Algebraic identities (hypothesis) ------------------------------------------------------
 
 MESH_AXES = [
-    ([("x", 1)], ["x"]), ([("x", 2)], ["x"]), ([("x", 4)], ["x"]), ([("x", 8)], ["x"]),
-    ([("a", 2), ("b", 4)], ["b"]), ([("a", 2), ("b", 4)], ["a"]), ([("a", 2), ("b", 4)], ["b", "a"]),
+    ([("x", 1)], ["x"]),
+    ([("x", 2)], ["x"]),
+    ([("x", 4)], ["x"]),
+    ([("x", 8)], ["x"]),
+    ([("a", 2), ("b", 4)], ["b"]),
+    ([("a", 2), ("b", 4)], ["a"]),
+    ([("a", 2), ("b", 4)], ["b", "a"]),
     ([("x", 2), ("y", 2), ("z", 2)], ["z", "x"]),
 ]
 
@@ -455,9 +507,11 @@ def test_property_all_gather_after_reduce_scatter_is_all_reduce(setup, data) -> 
     local = list(shape)
     local[dim] //= g
     t, s = ty(shape, dtype), ty(local, dtype)
-    body = (f"  %rs = collective.reduce_scatter {kind} %x0 {on(axes)}, dim = {dim} : ({t}) -> {s}\n"
-            f"  %ag = collective.all_gather %rs {on(axes)}, dim = {dim} : ({s}) -> {t}\n"
-            f"  %ar = collective.all_reduce {kind} %x0 {on(axes)} : {t}")
+    body = (
+        f"  %rs = collective.reduce_scatter {kind} %x0 {on(axes)}, dim = {dim} : ({t}) -> {s}\n"
+        f"  %ag = collective.all_gather %rs {on(axes)}, dim = {dim} : ({s}) -> {t}\n"
+        f"  %ar = collective.all_reduce {kind} %x0 {on(axes)} : {t}"
+    )
     rng = np.random.default_rng(seed)
     xs = [rand(tuple(shape), dtype, rng) for _ in range(devices_of(mesh))]
     outs = run_per_device(program(mesh, [t], body, [("%ag", t), ("%ar", t)]), [[x] for x in xs])
@@ -477,12 +531,14 @@ def test_property_all_to_all_twice_with_swapped_dims_is_identity(setup, data) ->
     mid[split] //= g
     mid[concat] *= g
     t, m = ty(shape, dtype), ty(mid, dtype)
-    body = (f"  %y = collective.all_to_all %x0 {on(axes)}, split_dim = {split}, concat_dim = {concat} : ({t}) -> {m}\n"
-            f"  %z = collective.all_to_all %y {on(axes)}, split_dim = {concat}, concat_dim = {split} : ({m}) -> {t}")
+    body = (
+        f"  %y = collective.all_to_all %x0 {on(axes)}, split_dim = {split}, concat_dim = {concat} : ({t}) -> {m}\n"
+        f"  %z = collective.all_to_all %y {on(axes)}, split_dim = {concat}, concat_dim = {split} : ({m}) -> {t}"
+    )
     rng = np.random.default_rng(seed)
     xs = [rand(tuple(shape), dtype, rng) for _ in range(devices_of(mesh))]
     outs = run_per_device(program(mesh, [t], body, [("%z", t)]), [[x] for x in xs])
-    for x, (z,) in zip(xs, outs):
+    for x, (z,) in zip(xs, outs, strict=False):
         assert_bits(z, x)
 
 
@@ -491,13 +547,15 @@ def test_property_all_to_all_twice_with_swapped_dims_is_identity(setup, data) ->
 def test_property_permute_k_then_minus_k_is_identity(setup, k) -> None:
     mesh, axes, g, dims, dtype, seed = setup
     t = ty(dims, dtype)
-    body = (f"  %y = collective.permute %x0 {on(axes)}, shift = {k} : {t}\n"
-            f"  %z = collective.permute_start %y {on(axes)}, shift = {-k} : {t} -> !collective.future<{t}>\n"
-            f"  %w = collective.done %z : !collective.future<{t}> -> {t}")
+    body = (
+        f"  %y = collective.permute %x0 {on(axes)}, shift = {k} : {t}\n"
+        f"  %z = collective.permute_start %y {on(axes)}, shift = {-k} : {t} -> !collective.future<{t}>\n"
+        f"  %w = collective.done %z : !collective.future<{t}> -> {t}"
+    )
     rng = np.random.default_rng(seed)
     xs = [rand(tuple(dims), dtype, rng) for _ in range(devices_of(mesh))]
     outs = run_per_device(program(mesh, [t], body, [("%w", t)]), [[x] for x in xs])
-    for x, (w,) in zip(xs, outs):
+    for x, (w,) in zip(xs, outs, strict=False):
         assert_bits(w, x)
 
 

@@ -6,7 +6,6 @@ import time
 
 import numpy as np
 import pytest
-
 from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.testing import run_per_device
 from shardc.tools.source import DiagnosticError
@@ -63,8 +62,10 @@ def test_deadlock_when_a_device_finishes_without_the_collective() -> None:
 
 
 def test_mismatch_of_collective_kind() -> None:
-    then = f'%s = collective.all_gather %x on @m["x"], dim = 0 : ({T}) -> tensor<16xf32>\n' \
-           f'    %t = hlo.slice %s [0:4] : (tensor<16xf32>) -> {T}\n    scf.yield %t : {T}'
+    then = (
+        f'%s = collective.all_gather %x on @m["x"], dim = 0 : ({T}) -> tensor<16xf32>\n'
+        f"    %t = hlo.slice %s [0:4] : (tensor<16xf32>) -> {T}\n    scf.yield %t : {T}"
+    )
     msg = run_error(branchy(then, ar()))
     assert "collective mismatch in group [0, 1, 2, 3]" in msg
     assert "device 0 at all_gather" in msg
@@ -85,16 +86,28 @@ def test_deadlock_when_groups_disagree() -> None:
 
     msg = run_error(branchy(pairs("[[0, 1], [2, 3]]"), pairs("[[0, 2], [1, 3]]")))
     assert "deadlock" in msg
-    assert "device 0 waits at all_reduce add (tensor<4xf32>) (<test>:9:5) over group [0, 1]; device 1 finished" in msg
-    assert "device 2 waits at all_reduce add (tensor<4xf32>) (<test>:12:5) over group [0, 2]; device 0 waits at all_reduce add (tensor<4xf32>) (<test>:9:5) over group [0, 1]" in msg
+    assert (
+        "device 0 waits at all_reduce add (tensor<4xf32>) (<test>:9:5) over group [0, 1]; device 1 finished"
+        in msg
+    )
+    assert (
+        "device 2 waits at all_reduce add (tensor<4xf32>) (<test>:12:5) over group [0, 2]; device 0 waits at all_reduce add (tensor<4xf32>) (<test>:9:5) over group [0, 1]"
+        in msg
+    )
 
 
 def test_deadlock_when_partners_finished() -> None:
     # on a 2x2 mesh, devices with b == 0 (0 and 2) reduce over "a" and finish; devices
     # 1 and 3 reduce over "b" and wait for them forever
     msg = run_error(branchy(ar(axes='"a"'), ar(axes='"b"'), mesh='<["a"=2, "b"=2]>', axis="b"))
-    assert "device 1 waits at all_reduce add (tensor<4xf32>) (<test>:12:5) over group [0, 1]; device 0 finished" in msg
-    assert "device 3 waits at all_reduce add (tensor<4xf32>) (<test>:12:5) over group [2, 3]; device 2 finished" in msg
+    assert (
+        "device 1 waits at all_reduce add (tensor<4xf32>) (<test>:12:5) over group [0, 1]; device 0 finished"
+        in msg
+    )
+    assert (
+        "device 3 waits at all_reduce add (tensor<4xf32>) (<test>:12:5) over group [2, 3]; device 2 finished"
+        in msg
+    )
 
 
 def test_devices_doing_collectives_in_different_orders_over_disjoint_groups_complete() -> None:
@@ -197,7 +210,7 @@ func.func @main(%x: {T}) -> {T} attributes {{spmd.partitioned}} {{
 def test_many_devices_many_collectives_quickly() -> None:
     # 64 devices, 50 collectives each: the scheduler is linear in the work
     body = "\n".join(
-        f"  %v{i + 1} = collective.permute %v{i} on @m[\"x\"], shift = 1 : {T}" for i in range(50)
+        f'  %v{i + 1} = collective.permute %v{i} on @m["x"], shift = 1 : {T}' for i in range(50)
     )
     text = f"""
 spmd.mesh @m = <["x"=64]>

@@ -5,13 +5,12 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from xdsl.interpreter import Interpreter
-from xdsl.interpreters.func import FuncFunctions
-
 from shardc.dialects import hlo
 from shardc.interpreter.hlo_impls import HloFunctions
 from shardc.interpreter.testing import parse, run_global, run_per_device
 from shardc.interpreter.values import f64_to_bf16
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.func import FuncFunctions
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {
@@ -101,8 +100,12 @@ def assert_bits(got: np.ndarray, want: np.ndarray) -> None:
 def assert_close_ulp(got: np.ndarray, exact_f64: np.ndarray, ulps: float = 1.0) -> None:
     """got (in its dtype) within `ulps` units in the last place of the f64 truth."""
     dt = got.dtype
-    eps = {np.dtype(np.float32): 2.0**-23, np.dtype(np.float64): 2.0**-52,
-           np.dtype(np.float16): 2.0**-10, BF16: 2.0**-7}[dt]
+    eps = {
+        np.dtype(np.float32): 2.0**-23,
+        np.dtype(np.float64): 2.0**-52,
+        np.dtype(np.float16): 2.0**-10,
+        BF16: 2.0**-7,
+    }[dt]
     g = got.astype(np.float64)
     tol = ulps * eps * np.maximum(np.abs(exact_f64), 2.0**-14 if dt in LOW else 1e-30)
     assert np.all(np.abs(g - exact_f64) <= tol), (got, exact_f64)
@@ -121,9 +124,7 @@ BINARY = {
 }
 
 
-@pytest.mark.parametrize(
-    "name,t", [(n, t) for n, (ts, _) in BINARY.items() for t in ts]
-)
+@pytest.mark.parametrize("name,t", [(n, t) for n, (ts, _) in BINARY.items() for t in ts])
 def test_binary(name: str, t: str) -> None:
     a, b = data(t), data(t)
     got = run1(f"hlo.{name} %a, %b : {ty(t)}", [("a", a), ("b", b)], ty(t))
@@ -222,8 +223,14 @@ def test_not(t: str) -> None:
 
 # compare, select, convert, constant, iota -----------------------------------------------
 
-CMP = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
-       "GT": np.greater, "GE": np.greater_equal}
+CMP = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
 
 
 @pytest.mark.parametrize("direction,t", [(d, t) for d in CMP for t in ALL])
@@ -314,7 +321,10 @@ def test_constant(t: str) -> None:
     elif t in INTS:
         lit, want = "[[1, -2], [3, -4]]", np.array([[1, -2], [3, -4]], DTYPES[t])
     else:
-        lit, want = "[[1.5, -2.0], [0.25, 3.0]]", np.array([[1.5, -2.0], [0.25, 3.0]]).astype(DTYPES[t])
+        lit, want = (
+            "[[1.5, -2.0], [0.25, 3.0]]",
+            np.array([[1.5, -2.0], [0.25, 3.0]]).astype(DTYPES[t]),
+        )
     got = run1(f"hlo.constant dense<{lit}> : {ty(t, (2, 2))}", [], ty(t, (2, 2)))
     assert_bits(got, want)
     splat = "true" if t == "i1" else ("7" if t in INTS else "0.5")
@@ -335,12 +345,22 @@ def test_iota(t: str, dim: int) -> None:
 @pytest.mark.parametrize("t", ALL)
 def test_broadcast(t: str) -> None:
     a = data(t, (4,))
-    got = run1(f"hlo.broadcast %a, dims = [1] : ({ty(t, (4,))}) -> {ty(t, (3, 4))}", [("a", a)], ty(t, (3, 4)))
+    got = run1(
+        f"hlo.broadcast %a, dims = [1] : ({ty(t, (4,))}) -> {ty(t, (3, 4))}",
+        [("a", a)],
+        ty(t, (3, 4)),
+    )
     assert_bits(got, np.broadcast_to(a[None, :], (3, 4)))
-    got = run1(f"hlo.broadcast %a, dims = [0] : ({ty(t, (4,))}) -> {ty(t, (4, 3))}", [("a", a)], ty(t, (4, 3)))
+    got = run1(
+        f"hlo.broadcast %a, dims = [0] : ({ty(t, (4,))}) -> {ty(t, (4, 3))}",
+        [("a", a)],
+        ty(t, (4, 3)),
+    )
     assert_bits(got, np.broadcast_to(a[:, None], (4, 3)))
     s = data(t, ())
-    got = run1(f"hlo.broadcast %a, dims = [] : ({ty(t, ())}) -> {ty(t, (2, 3))}", [("a", s)], ty(t, (2, 3)))
+    got = run1(
+        f"hlo.broadcast %a, dims = [] : ({ty(t, ())}) -> {ty(t, (2, 3))}", [("a", s)], ty(t, (2, 3))
+    )
     assert_bits(got, np.full((2, 3), s))
     b = data(t, (1, 4))  # size-1 dimension expands
     got = run1(
@@ -354,7 +374,9 @@ def test_broadcast(t: str) -> None:
 @pytest.mark.parametrize("t", ALL)
 def test_reshape_transpose(t: str) -> None:
     a = data(t, (2, 3, 4))
-    got = run1(f"hlo.reshape %a : ({ty(t, (2, 3, 4))}) -> {ty(t, (6, 4))}", [("a", a)], ty(t, (6, 4)))
+    got = run1(
+        f"hlo.reshape %a : ({ty(t, (2, 3, 4))}) -> {ty(t, (6, 4))}", [("a", a)], ty(t, (6, 4))
+    )
     assert_bits(got, a.reshape(6, 4))
     got = run1(
         f"hlo.transpose %a, dims = [2, 0, 1] : ({ty(t, (2, 3, 4))}) -> {ty(t, (4, 2, 3))}",
@@ -367,9 +389,17 @@ def test_reshape_transpose(t: str) -> None:
 @pytest.mark.parametrize("t", ALL)
 def test_slice(t: str) -> None:
     a = data(t, (6, 9))
-    got = run1(f"hlo.slice %a [1:5, 0:9:3] : ({ty(t, (6, 9))}) -> {ty(t, (4, 3))}", [("a", a)], ty(t, (4, 3)))
+    got = run1(
+        f"hlo.slice %a [1:5, 0:9:3] : ({ty(t, (6, 9))}) -> {ty(t, (4, 3))}",
+        [("a", a)],
+        ty(t, (4, 3)),
+    )
     assert_bits(got, a[1:5, 0:9:3])
-    got = run1(f"hlo.slice %a [0:6:4, 2:7:2] : ({ty(t, (6, 9))}) -> {ty(t, (2, 3))}", [("a", a)], ty(t, (2, 3)))
+    got = run1(
+        f"hlo.slice %a [0:6:4, 2:7:2] : ({ty(t, (6, 9))}) -> {ty(t, (2, 3))}",
+        [("a", a)],
+        ty(t, (2, 3)),
+    )
     assert_bits(got, a[0:6:4, 2:7:2])
 
 
@@ -550,13 +580,21 @@ def test_reduce_bf16_accumulates_in_f32() -> None:
     for x in a:
         sequential = np.array(sequential + x, BF16)
     assert float(sequential) == 256.0  # what bf16 accumulation would give
-    got = run1("hlo.reduce add %a, dims = [0] : (tensor<9xbf16>) -> tensor<bf16>", [("a", a)], "tensor<bf16>")
+    got = run1(
+        "hlo.reduce add %a, dims = [0] : (tensor<9xbf16>) -> tensor<bf16>",
+        [("a", a)],
+        "tensor<bf16>",
+    )
     assert float(got) == 264.0
 
 
 def test_reduce_no_dims_and_scalar() -> None:
     a = data("f32", (2, 3))
-    got = run1("hlo.reduce add %a, dims = [] : (tensor<2x3xf32>) -> tensor<2x3xf32>", [("a", a)], "tensor<2x3xf32>")
+    got = run1(
+        "hlo.reduce add %a, dims = [] : (tensor<2x3xf32>) -> tensor<2x3xf32>",
+        [("a", a)],
+        "tensor<2x3xf32>",
+    )
     assert_bits(got, a)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
 from shardc.interpreter import io
 from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.testing import parse, run_global
@@ -163,7 +162,13 @@ func.func @main(%a: tensor<3x4xf32>, %b: tensor<5xbf16>, %c: tensor<2xi32>, %d: 
     a, b = io.random_inputs(sig, 3), io.random_inputs(sig, 3)
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert not np.array_equal(a["in_0"], io.random_inputs(sig, 4)["in_0"])
-    assert [a[f"in_{i}"].dtype for i in range(5)] == [np.float32, BF16, np.int32, np.bool_, np.float64]
+    assert [a[f"in_{i}"].dtype for i in range(5)] == [
+        np.float32,
+        BF16,
+        np.int32,
+        np.bool_,
+        np.float64,
+    ]
     assert a["in_1"].shape == (5,)
 
 
@@ -221,12 +226,17 @@ def test_global_input_not_divisible_by_its_sharding() -> None:
     text = IDENTITY_2x4.format(local="4x6", dims='[{"a"}, {}]')
     msg = check(text, {"in_0": np.zeros((7, 6), np.float32)})
     assert "input 'in_0'" in msg and "has shape [7, 6], expected [8, 6]" in msg
-    assert 'dimension 0 of size 7 is not divisible by 2, the product of the mesh axes {"a"} splitting it' in msg
+    assert (
+        'dimension 0 of size 7 is not divisible by 2, the product of the mesh axes {"a"} splitting it'
+        in msg
+    )
 
 
 def test_entry_function() -> None:
     module, _ = parse(MLP)
-    with pytest.raises(InterpreterError, match=r"entry function @nope does not exist \(functions: @main\)"):
+    with pytest.raises(
+        InterpreterError, match=r"entry function @nope does not exist \(functions: @main\)"
+    ):
         io.find_entry(module, "nope", "f.mlir")
     two = """
 func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> { func.return %a : tensor<2xf32> }

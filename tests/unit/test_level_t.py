@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.devices import module_mesh
@@ -163,8 +162,9 @@ RECV_WAIT = "    tpu.dma_wait %recv_sem, %incoming : memref<8x128xf32, #tpu.memo
 
 def test_missing_wait_is_a_dma_never_waited():
     text = _mutate(RING_ALL_GATHER, SEND_WAIT, "")
-    message = fails(text, [[x, None] for x in shards()], "DMA never waited", "send_sem",
-                    "'tpu.dma_start' op")
+    message = fails(
+        text, [[x, None] for x in shards()], "DMA never waited", "send_sem", "'tpu.dma_start' op"
+    )
     assert "bytes at exit" in message
 
 
@@ -178,12 +178,19 @@ def test_wait_on_the_wrong_semaphore_is_a_deadlock():
 
 def test_waiting_for_too_many_bytes_is_a_deadlock_that_says_so():
     text = _mutate(
-        RING_ALL_GATHER, RECV_WAIT,
+        RING_ALL_GATHER,
+        RECV_WAIT,
         "    tpu.dma_wait %recv_sem, %out : memref<4x8x128xf32, #tpu.memory_space<hbm>>\n",
     )
-    message = fails(text, [[x, None] for x in shards()], "deadlock", "for 16384 bytes",
-                    "recv_sems[0]", "which holds 4096",
-                    "waiting for more bytes than will ever arrive")
+    fails(
+        text,
+        [[x, None] for x in shards()],
+        "deadlock",
+        "for 16384 bytes",
+        "recv_sems[0]",
+        "which holds 4096",
+        "waiting for more bytes than will ever arrive",
+    )
 
 
 ONE_DEVICE = f"""
@@ -198,7 +205,9 @@ BODY
 }}
 """
 
-COPY_IN = f"  tpu.dma_start %in, %buf, %sem : memref<16x128xf32, {HBM}> to memref<16x128xf32, {VMEM}>\n"
+COPY_IN = (
+    f"  tpu.dma_start %in, %buf, %sem : memref<16x128xf32, {HBM}> to memref<16x128xf32, {VMEM}>\n"
+)
 WAIT_IN = f"  tpu.dma_wait %sem, %buf : memref<16x128xf32, {VMEM}>\n"
 
 
@@ -209,9 +218,10 @@ def one(body: str) -> str:
 def test_one_device_copy_works():
     x = shards(1, (16, 128))[0]
     body = (
-        COPY_IN + WAIT_IN
+        COPY_IN
+        + WAIT_IN
         + f"  %v = tpu.load %buf[%c0, %c0] : memref<16x128xf32, {VMEM}>, vector<16x128xf32>\n"
-        + f"  %w = arith.addf %v, %v : vector<16x128xf32>\n"
+        + "  %w = arith.addf %v, %v : vector<16x128xf32>\n"
         + f"  tpu.store %w, %buf[%c0, %c0] : memref<16x128xf32, {VMEM}>, vector<16x128xf32>\n"
         + f"  tpu.dma_start %buf, %out, %sem : memref<16x128xf32, {VMEM}> to memref<16x128xf32, {HBM}>\n"
         + f"  tpu.dma_wait %sem, %out : memref<16x128xf32, {HBM}>\n"
@@ -223,8 +233,14 @@ def test_one_device_copy_works():
 
 
 def test_local_dma_never_waited():
-    fails(one(COPY_IN), [[shards(1, (16, 128))[0], None]], "DMA never waited",
-          "'in'", "'buf'", "semaphore 'sem' on device 0, which holds 8192 bytes at exit")
+    fails(
+        one(COPY_IN),
+        [[shards(1, (16, 128))[0], None]],
+        "DMA never waited",
+        "'in'",
+        "'buf'",
+        "semaphore 'sem' on device 0, which holds 8192 bytes at exit",
+    )
 
 
 def test_store_into_a_buffer_a_dma_is_writing_is_a_race():
@@ -234,14 +250,21 @@ def test_store_into_a_buffer_a_dma_is_writing_is_a_race():
         + f"  tpu.store %z, %buf[%c8, %c0] : memref<16x128xf32, {VMEM}>, vector<8x128xf32>\n"
         + WAIT_IN
     )
-    message = fails(one(body), [[shards(1, (16, 128))[0], None]], "data race",
-                    "buffer 'buf' (vmem) of device 0", "'tpu.store' op", "DMA (tpu.dma_start at k.mlir:")
+    message = fails(
+        one(body),
+        [[shards(1, (16, 128))[0], None]],
+        "data race",
+        "buffer 'buf' (vmem) of device 0",
+        "'tpu.store' op",
+        "DMA (tpu.dma_start at k.mlir:",
+    )
     assert "neither happens before the other" in message
 
 
 def test_store_after_the_wait_is_no_race():
     body = (
-        COPY_IN + WAIT_IN
+        COPY_IN
+        + WAIT_IN
         + "  %z = arith.constant dense<0.0> : vector<8x128xf32>\n"
         + f"  tpu.store %z, %buf[%c8, %c0] : memref<16x128xf32, {VMEM}>, vector<8x128xf32>\n"
     )
@@ -265,8 +288,14 @@ func.func @k(%in: memref<8x128xf32, {HBM}>, %out: memref<8x128xf32, {HBM}>) {{
   func.return
 }}
 """
-    fails(text, [[x, None] for x in shards(3)], "data race", "buffer 'out' (hbm) of device 0",
-          "from device 1", "from device 2")
+    fails(
+        text,
+        [[x, None] for x in shards(3)],
+        "data race",
+        "buffer 'out' (hbm) of device 0",
+        "from device 1",
+        "from device 2",
+    )
 
 
 def test_semaphore_left_non_zero():
@@ -287,14 +316,27 @@ def test_byte_count_mismatch():
         + f"  tpu.dma_wait %sem, %half : memref<8x128xf32, {VMEM}>\n"
         + f"  tpu.dma_wait %sem, %half : memref<8x128xf32, {VMEM}>\n"
     )
-    fails(one(body), [[None, None]], "byte count mismatch", "waits for 4096 bytes",
-          "moved 8192 bytes", "'tpu.dma_wait' op")
+    fails(
+        one(body),
+        [[None, None]],
+        "byte count mismatch",
+        "waits for 4096 bytes",
+        "moved 8192 bytes",
+        "'tpu.dma_wait' op",
+    )
 
 
 def test_vmem_over_capacity():
     body = f"  %big = tpu.alloc : memref<32x1024x1024xf32, {VMEM}>\n"
-    message = fails(one(body), [[None, None]], "VMEM over capacity", "'big'",
-                    f"{128 * 2**20} bytes", "134225920 bytes", "device 0")
+    message = fails(
+        one(body),
+        [[None, None]],
+        "VMEM over capacity",
+        "'big'",
+        f"{128 * 2**20} bytes",
+        "134225920 bytes",
+        "device 0",
+    )
     assert "'tpu.alloc' op" in message
 
 
@@ -303,14 +345,26 @@ def test_out_of_bounds_slice():
         "  %c9 = arith.constant 9 : index\n"
         f"  %bad = tpu.memref_slice %buf[%c9, %c0] : memref<16x128xf32, {VMEM}> -> memref<8x128xf32, {VMEM}>\n"
     )
-    fails(one(body), [[None, None]], "out of bounds", "'buf'", "dimension 0 spans 9..17, size 16",
-          "'tpu.memref_slice' op", "device 0")
+    fails(
+        one(body),
+        [[None, None]],
+        "out of bounds",
+        "'buf'",
+        "dimension 0 spans 9..17, size 16",
+        "'tpu.memref_slice' op",
+        "device 0",
+    )
 
 
 def test_out_of_bounds_load():
     body = f"  %v = tpu.load %buf[%c8, %c8] : memref<16x128xf32, {VMEM}>, vector<8x128xf32>\n"
-    fails(one(body), [[None, None]], "out of bounds", "dimension 1 spans 8..136, size 128",
-          "'tpu.load' op")
+    fails(
+        one(body),
+        [[None, None]],
+        "out of bounds",
+        "dimension 1 spans 8..136, size 128",
+        "'tpu.load' op",
+    )
 
 
 # Timing -------------------------------------------------------------------------------------
@@ -325,7 +379,9 @@ def test_dimension_order_routing():
     links = sim.route(0, 15)
     assert len(links) == 6
     assert [axis for _, _, axis, _ in links] == [0, 0, 0, 1, 1, 1]
-    module16, _ = parse('spmd.mesh @m = <["x"=16]>\nfunc.func @k() {\n  tpu.barrier\n  func.return\n}\n')
+    module16, _ = parse(
+        'spmd.mesh @m = <["x"=16]>\nfunc.func @k() {\n  tpu.barrier\n  func.return\n}\n'
+    )
     ring = Simulator(module16, "v5e")
     assert [d for *_, d in ring.route(0, 15)] == [-1]  # wraparound: one hop backwards
 
@@ -405,8 +461,17 @@ def test_shardc_run_runs_a_level_t_kernel(tmp_path, capsys):
     src.write_text(RING_ALL_GATHER)
     xs = shards()
     np.savez(tmp_path / "in.npz", **{f"in_0.{d}": x for d, x in enumerate(xs)})
-    rc = main([str(src), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"),
-               "--report-json", str(tmp_path / "r.json")])
+    rc = main(
+        [
+            str(src),
+            "--inputs",
+            str(tmp_path / "in.npz"),
+            "--outputs",
+            str(tmp_path / "out.npz"),
+            "--report-json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     out = np.load(tmp_path / "out.npz")
     np.testing.assert_array_equal(out["out_1.3"], np.stack(xs))
@@ -451,9 +516,13 @@ def test_barrier_one_device_skips_is_a_deadlock():
         "  %zero = arith.constant 0 : i32\n  %skip = arith.cmpi eq, %me, %zero : i32\n"
         "  scf.if %skip {\n  } else {\n    tpu.barrier\n  }\n",
     ).replace("  tpu.sem_signal", "  %z2 = arith.constant 0 : i32\n  tpu.sem_signal")
-    message = fails(text, [[] for _ in range(4)], "deadlock",
-                    "device 0 waits at tpu.sem_wait at k.mlir:18:3 for 1 on semaphore 'ready' "
-                    "on device 0, which holds 0")
+    message = fails(
+        text,
+        [[] for _ in range(4)],
+        "deadlock",
+        "device 0 waits at tpu.sem_wait at k.mlir:18:3 for 1 on semaphore 'ready' "
+        "on device 0, which holds 0",
+    )
     assert "device 1 waits at tpu.barrier at k.mlir:" in message
     assert "for devices 0 of group [0, 1, 2, 3]" in message
 
@@ -462,7 +531,14 @@ def test_barrier_one_device_skips_is_a_deadlock():
 
 
 def _same_timing(valued: dict, timed: dict) -> None:
-    for key in ("step_time_s", "compute_time_s", "dmas", "ici_bytes", "local_dma_bytes", "peak_vmem_bytes"):
+    for key in (
+        "step_time_s",
+        "compute_time_s",
+        "dmas",
+        "ici_bytes",
+        "local_dma_bytes",
+        "peak_vmem_bytes",
+    ):
         assert timed[key] == valued[key], key
     for a, b in zip(valued["per_device"], timed["per_device"], strict=True):
         assert a == b
@@ -476,14 +552,29 @@ def test_timing_mode_times_the_ring_all_gather_as_the_valued_run():
     _same_timing(valued, timed)
 
 
-@pytest.mark.parametrize("chip, n, op", [
-    ("v5e", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
-    ("v5p", 16, '%r = collective.all_reduce max %a on @m["a", "b"] : tensor<16x128xf32>'),
-    ("v5e", 8, '%r = collective.permute %a on groups [[0, 5], [1, 4], [2, 7], [3, 6]], shift = 1 : tensor<16x128xf32>'),
-    ("v5p", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
-    ("v5e", 8, '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<16x128xf32>) -> tensor<2x128xf32>'),
-    ("v5p", 8, '%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 1 : (tensor<16x128xf32>) -> tensor<2x1024xf32>'),
-])
+@pytest.mark.parametrize(
+    "chip, n, op",
+    [
+        ("v5e", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
+        ("v5p", 16, '%r = collective.all_reduce max %a on @m["a", "b"] : tensor<16x128xf32>'),
+        (
+            "v5e",
+            8,
+            "%r = collective.permute %a on groups [[0, 5], [1, 4], [2, 7], [3, 6]], shift = 1 : tensor<16x128xf32>",
+        ),
+        ("v5p", 4, '%r = collective.all_reduce add %a on @m["x"] : tensor<16x128xf32>'),
+        (
+            "v5e",
+            8,
+            '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<16x128xf32>) -> tensor<2x128xf32>',
+        ),
+        (
+            "v5p",
+            8,
+            '%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 1 : (tensor<16x128xf32>) -> tensor<2x1024xf32>',
+        ),
+    ],
+)
 def test_timing_mode_times_lowered_collectives_as_the_valued_run(chip, n, op):
     """The lowered kernels (VMEM adds, credits, bidirectional rings): identical reports."""
     from shardc.dialects import make_context
@@ -506,11 +597,15 @@ func.func @main(%a: tensor<16x128xf32>) -> tensor<{res}> attributes {{spmd.per_d
     _same_timing(valued, timed)
 
 
-@pytest.mark.parametrize("old, new", [
-    (RECV_WAIT, ""),
-    (SEND_WAIT, ""),
-    (RECV_WAIT, RECV_WAIT.replace("%recv_sem", "%copy_sem")),
-], ids=["race", "never-waited", "deadlock"])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (RECV_WAIT, ""),
+        (SEND_WAIT, ""),
+        (RECV_WAIT, RECV_WAIT.replace("%recv_sem", "%copy_sem")),
+    ],
+    ids=["race", "never-waited", "deadlock"],
+)
 def test_timing_mode_reports_what_the_valued_run_reports(old, new):
     """Checks that need no values (races, semaphores, deadlocks) run in the timing mode too."""
     text = _mutate(RING_ALL_GATHER, old, new)

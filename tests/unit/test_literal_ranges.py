@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from shardc.dialects import make_context
 from shardc.tools.source import DiagnosticError, parse_and_verify
 
@@ -13,10 +12,26 @@ CTX = make_context()
 @pytest.mark.parametrize(
     ("line", "at", "message"),
     [
-        ("%t = hlo.transpose %a, dims = [18446744073709551616] : (tensor<4xf32>) -> tensor<4xf32>", "18446744073709551616", "integer 18446744073709551616 does not fit in 64 bits"),
-        ("%t = hlo.slice %a [0:9223372036854775808] : (tensor<4xf32>) -> tensor<4xf32>", "9223372036854775808", "does not fit in 64 bits"),
-        ("%t = hlo.iota dim = 99999999999999999999 : tensor<4xf32>", "9999", "does not fit in 64 bits"),
-        ('%t = collective.permute %a on @m["x"], shift = -9223372036854775809 : tensor<4xf32>', "-9223", "does not fit in 64 bits"),
+        (
+            "%t = hlo.transpose %a, dims = [18446744073709551616] : (tensor<4xf32>) -> tensor<4xf32>",
+            "18446744073709551616",
+            "integer 18446744073709551616 does not fit in 64 bits",
+        ),
+        (
+            "%t = hlo.slice %a [0:9223372036854775808] : (tensor<4xf32>) -> tensor<4xf32>",
+            "9223372036854775808",
+            "does not fit in 64 bits",
+        ),
+        (
+            "%t = hlo.iota dim = 99999999999999999999 : tensor<4xf32>",
+            "9999",
+            "does not fit in 64 bits",
+        ),
+        (
+            '%t = collective.permute %a on @m["x"], shift = -9223372036854775809 : tensor<4xf32>',
+            "-9223",
+            "does not fit in 64 bits",
+        ),
         ("%t = hlo.iota dim = 0 : f32", "f32", "hlo.iota produces a tensor, got f32"),
         ('%t = spmd.axis_index @m["x"] : i32', "i32", "spmd.axis_index must produce a tensor type"),
     ],

@@ -60,8 +60,13 @@ def lower(text: str, vmem: int | None = None, chip: str = "v5e"):
     return module
 
 
-def check(text: str, vmem: int | None = None, seed: int = 0, positive: bool = False,
-          rtol: float | None = None):
+def check(
+    text: str,
+    vmem: int | None = None,
+    seed: int = 0,
+    positive: bool = False,
+    rtol: float | None = None,
+):
     """Lower, run at level T on one device, compare with level S; (module, report)."""
     ins = inputs(text, seed, positive)
     want = run_per_device(text, [ins])[0]
@@ -74,16 +79,28 @@ def check(text: str, vmem: int | None = None, seed: int = 0, positive: bool = Fa
         if exp.dtype == np.bool_ or np.issubdtype(exp.dtype, np.integer):
             np.testing.assert_array_equal(got, exp, err_msg=f"result {i}")
         else:
-            tol = rtol if rtol is not None else RTOL[{np.float32: "f32", np.float64: "f64",
-                                                     np.float16: "f16"}.get(exp.dtype.type, "bf16")]
-            np.testing.assert_allclose(got.astype(np.float64), exp.astype(np.float64),
-                                       rtol=tol, atol=tol, err_msg=f"result {i}")
+            tol = (
+                rtol
+                if rtol is not None
+                else RTOL[
+                    {np.float32: "f32", np.float64: "f64", np.float16: "f16"}.get(
+                        exp.dtype.type, "bf16"
+                    )
+                ]
+            )
+            np.testing.assert_allclose(
+                got.astype(np.float64),
+                exp.astype(np.float64),
+                rtol=tol,
+                atol=tol,
+                err_msg=f"result {i}",
+            )
     return module, report
 
 
 def check_tightest(text: str, tight: bool, **kw):
     """`check` with the smallest of a few VMEM limits the op fits (None: the chip's)."""
-    for vmem in ((16 * 1024, 64 * 1024, 128 * 1024, 320 * 1024, 1024 * 1024) if tight else ()):
+    for vmem in (16 * 1024, 64 * 1024, 128 * 1024, 320 * 1024, 1024 * 1024) if tight else ():
         try:
             return check(text, vmem=vmem, **kw)[0]
         except PassFailedException as err:
@@ -110,12 +127,20 @@ def loops(module) -> list:
 # Elementwise ---------------------------------------------------------------------------------
 
 BINARY = {
-    "add": TYPES, "sub": [*FLOATS, *INTS], "mul": TYPES, "div": [*FLOATS, *INTS],
-    "max": TYPES, "min": TYPES, "pow": [*FLOATS, *INTS], "and": [*INTS, "i1"],
+    "add": TYPES,
+    "sub": [*FLOATS, *INTS],
+    "mul": TYPES,
+    "div": [*FLOATS, *INTS],
+    "max": TYPES,
+    "min": TYPES,
+    "pow": [*FLOATS, *INTS],
+    "and": [*INTS, "i1"],
     "or": [*INTS, "i1"],
 }
 UNARY = {
-    "neg": [*FLOATS, *INTS], "abs": [*FLOATS, *INTS], "not": [*INTS, "i1"],
+    "neg": [*FLOATS, *INTS],
+    "abs": [*FLOATS, *INTS],
+    "not": [*INTS, "i1"],
     **{name: FLOATS for name in ("exp", "log", "tanh", "sqrt", "rsqrt", "sin", "cos", "logistic")},
 }
 
@@ -140,8 +165,11 @@ def test_unary(name, t):
 @pytest.mark.parametrize("t", TYPES)
 def test_compare(direction, t):
     ty = f"tensor<8x384x{t}>"
-    text = program([ty, ty], "tensor<8x384xi1>",
-                   f"%r = hlo.compare {direction}, %a0, %a1 : ({ty}, {ty}) -> tensor<8x384xi1>")
+    text = program(
+        [ty, ty],
+        "tensor<8x384xi1>",
+        f"%r = hlo.compare {direction}, %a0, %a1 : ({ty}, {ty}) -> tensor<8x384xi1>",
+    )
     check(text, vmem=40000)
 
 
@@ -149,8 +177,11 @@ def test_compare_nan_and_equal_values():
     """Equal values and NaNs: EQ/NE are ordered/unordered as numpy's == and !=."""
     ty = "tensor<8x128xf32>"
     for d in ("EQ", "NE", "LT", "GE"):
-        text = program([ty, ty], "tensor<8x128xi1>",
-                       f"%r = hlo.compare {d}, %a0, %a1 : ({ty}, {ty}) -> tensor<8x128xi1>")
+        text = program(
+            [ty, ty],
+            "tensor<8x128xi1>",
+            f"%r = hlo.compare {d}, %a0, %a1 : ({ty}, {ty}) -> tensor<8x128xi1>",
+        )
         x = np.where(np.arange(1024).reshape(8, 128) % 3 == 0, np.nan, 1.0).astype(np.float32)
         y = np.where(np.arange(1024).reshape(8, 128) % 5 == 0, np.nan, 1.0).astype(np.float32)
         module = lower(text)
@@ -181,16 +212,22 @@ def test_convert_edge_values():
     """Saturating float -> int, NaN -> 0, f64 -> bf16 rounded once, int -> bf16."""
     x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.5, -2.5, 1 + 2**-9 + 2**-30] * 128)
     for dst in ("i32", "i64", "bf16", "i1", "f16"):
-        text = program(["tensor<1024xf64>"], f"tensor<1024x{dst}>",
-                       f"%r = hlo.convert %a0 : (tensor<1024xf64>) -> tensor<1024x{dst}>")
+        text = program(
+            ["tensor<1024xf64>"],
+            f"tensor<1024x{dst}>",
+            f"%r = hlo.convert %a0 : (tensor<1024xf64>) -> tensor<1024x{dst}>",
+        )
         module = lower(text)
         outs, _ = run_level_t(module, [[x, None]])
         want = run_per_device(text, [[x]])[0][0]
         assert outs[0][1].dtype == want.dtype
         np.testing.assert_array_equal(outs[0][1].astype(np.float64), want.astype(np.float64))
     big = np.array([2**24 + 1, 2**31 - 1, -(2**31), 16777217 * 3] * 256, dtype=np.int32)
-    text = program(["tensor<1024xi32>"], "tensor<1024xbf16>",
-                   "%r = hlo.convert %a0 : (tensor<1024xi32>) -> tensor<1024xbf16>")
+    text = program(
+        ["tensor<1024xi32>"],
+        "tensor<1024xbf16>",
+        "%r = hlo.convert %a0 : (tensor<1024xi32>) -> tensor<1024xbf16>",
+    )
     outs, _ = run_level_t(lower(text), [[big, None]])
     np.testing.assert_array_equal(outs[0][1], run_per_device(text, [[big]])[0][0])
 
@@ -200,8 +237,11 @@ def test_integer_division_and_power_edges():
     a = np.array([7, -7, 5, -(2**31), 0, 1, -1, 2] * 128, dtype=np.int32)
     b = np.array([0, 2, -2, -1, 0, -3, -3, 31] * 128, dtype=np.int32)
     for name in ("div", "pow"):
-        text = program(["tensor<1024xi32>"] * 2, "tensor<1024xi32>",
-                       f"%r = hlo.{name} %a0, %a1 : tensor<1024xi32>")
+        text = program(
+            ["tensor<1024xi32>"] * 2,
+            "tensor<1024xi32>",
+            f"%r = hlo.{name} %a0, %a1 : tensor<1024xi32>",
+        )
         outs, _ = run_level_t(lower(text), [[a, b, None]])
         np.testing.assert_array_equal(outs[0][2], run_per_device(text, [[a, b]])[0][0])
 
@@ -219,15 +259,18 @@ def test_rank_0_and_rank_1(t):
 def test_splat_constant(t):
     value = {"i1": "true", "i32": "-3", "i64": "5"}.get(t, "0.5")
     ty = f"tensor<64x256x{t}>"
-    module, _ = check(program([], ty, f"%r = hlo.constant dense<{value}> : {ty}"),
-                      vmem=8 * 1024 * size(t))
+    module, _ = check(
+        program([], ty, f"%r = hlo.constant dense<{value}> : {ty}"), vmem=8 * 1024 * size(t)
+    )
     assert loops(module)
 
 
 @pytest.mark.parametrize("t", ["f32", "bf16", "i32", "i1"])
 def test_dense_constant(t):
-    vals = {"i1": "[[true, false, true], [false, false, true]]",
-            "i32": "[[1, -2, 3], [4, 5, -6]]"}.get(t, "[[1.5, -2.0, 3.25], [4.0, 0.0, -6.5]]")
+    vals = {
+        "i1": "[[true, false, true], [false, false, true]]",
+        "i32": "[[1, -2, 3], [4, 5, -6]]",
+    }.get(t, "[[1.5, -2.0, 3.25], [4.0, 0.0, -6.5]]")
     ty = f"tensor<2x3x{t}>"
     check(program([], ty, f"%r = hlo.constant dense<{vals}> : {ty}"))
 
@@ -239,29 +282,46 @@ def test_iota(t, dim):
     check(program([], ty, f"%r = hlo.iota dim = {dim} : {ty}"), vmem=2 * 16 * 128 * 8)
 
 
-@pytest.mark.parametrize("src, dims, res", [
-    ("128", "[1]", "16x128"), ("16", "[0]", "16x128"), ("", "[]", "8x256"),
-    ("1x128", "[0, 1]", "16x128"), ("16x1", "[0, 1]", "16x256"),
-    ("4x128", "[0, 2]", "4x16x128"), ("16x4", "[0, 2]", "16x8x4"),
-    ("8", "[1]", "4x8x256"),
-])
+@pytest.mark.parametrize(
+    "src, dims, res",
+    [
+        ("128", "[1]", "16x128"),
+        ("16", "[0]", "16x128"),
+        ("", "[]", "8x256"),
+        ("1x128", "[0, 1]", "16x128"),
+        ("16x1", "[0, 1]", "16x256"),
+        ("4x128", "[0, 2]", "4x16x128"),
+        ("16x4", "[0, 2]", "16x8x4"),
+        ("8", "[1]", "4x8x256"),
+    ],
+)
 @pytest.mark.parametrize("t", ["f32", "bf16", "i1"])
 def test_broadcast(src, dims, res, t):
     a, r = f"tensor<{src + 'x' if src else ''}{t}>", f"tensor<{res}x{t}>"
-    check(program([a], r, f"%r = hlo.broadcast %a0, dims = {dims} : ({a}) -> {r}"),
-          vmem=3 * 8 * 128 * 4 * 4)
+    check(
+        program([a], r, f"%r = hlo.broadcast %a0, dims = {dims} : ({a}) -> {r}"),
+        vmem=3 * 8 * 128 * 4 * 4,
+    )
 
 
-@pytest.mark.parametrize("shape, perm", [
-    ("16x256", [1, 0]), ("8x16x256", [2, 0, 1]), ("8x16x256", [0, 2, 1]), ("4x8x16x128", [3, 1, 0, 2]),
-])
+@pytest.mark.parametrize(
+    "shape, perm",
+    [
+        ("16x256", [1, 0]),
+        ("8x16x256", [2, 0, 1]),
+        ("8x16x256", [0, 2, 1]),
+        ("4x8x16x128", [3, 1, 0, 2]),
+    ],
+)
 @pytest.mark.parametrize("t", ["f32", "bf16", "i64"])
 def test_transpose(shape, perm, t):
     dims = [int(x) for x in shape.split("x")]
     out = "x".join(str(dims[p]) for p in perm)
     a, r = f"tensor<{shape}x{t}>", f"tensor<{out}x{t}>"
-    check(program([a], r, f"%r = hlo.transpose %a0, dims = {perm} : ({a}) -> {r}"),
-          vmem=4 * 128 * 128 * 8)
+    check(
+        program([a], r, f"%r = hlo.transpose %a0, dims = {perm} : ({a}) -> {r}"),
+        vmem=4 * 128 * 128 * 8,
+    )
 
 
 # Dot ------------------------------------------------------------------------------------------
@@ -285,19 +345,32 @@ DOTS = [
 @pytest.mark.parametrize("tight", [False, True])
 def test_dot(lhs, rhs, batch, contract, res, t, tight):
     a, b, r = (f"tensor<{s}x{t}>" for s in (lhs, rhs, res))
-    dims = ", ".join(x for x in (f"batching_dims = {batch}" if batch else "",
-                                 f"contracting_dims = {contract}" if contract else "") if x)
+    dims = ", ".join(
+        x
+        for x in (
+            f"batching_dims = {batch}" if batch else "",
+            f"contracting_dims = {contract}" if contract else "",
+        )
+        if x
+    )
     body = f"%r = hlo.dot %a0, %a1{', ' + dims if dims else ''} : ({a}, {b}) -> {r}"
     module = check_tightest(program([a, b], r, body), tight, rtol=2e-5 if t == "f32" else None)
     assert any(o.name == "tpu.matmul" for o in _kernel(module).walk())
 
 
-@pytest.mark.parametrize("t, res", [("bf16", "f32"), ("f16", "f16"), ("f64", "f64"), ("i1", "i1"),
-                                    ("i64", "i64"), ("i32", "i64")])
+@pytest.mark.parametrize(
+    "t, res",
+    [("bf16", "f32"), ("f16", "f16"), ("f64", "f64"), ("i1", "i1"), ("i64", "i64"), ("i32", "i64")],
+)
 def test_dot_other_types(t, res):
     a, b, r = f"tensor<32x256x{t}>", f"tensor<256x128x{t}>", f"tensor<32x128x{res}>"
-    check_tightest(program([a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"),
-                   True, rtol=2e-5 if res == "f32" else None)
+    check_tightest(
+        program(
+            [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
+        ),
+        True,
+        rtol=2e-5 if res == "f32" else None,
+    )
 
 
 def test_dot_k_loop_accumulates_in_f32_once():
@@ -305,7 +378,9 @@ def test_dot_k_loop_accumulates_in_f32_once():
     rounded to bf16 once after the last block (the result differs from rounding per
     block)."""
     a, b, r = "tensor<8x2048xbf16>", "tensor<2048x128xbf16>", "tensor<8x128xbf16>"
-    text = program([a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}")
+    text = program(
+        [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
+    )
     module, _ = check(text, vmem=96 * 1024)
     text = str(module)
     assert "%dot_acc = tpu.alloc : memref<8x128xf32" in text
@@ -318,8 +393,9 @@ def test_dot_k_loop_accumulates_in_f32_once():
 
 @pytest.mark.parametrize("kind", ["add", "mul", "max", "min"])
 @pytest.mark.parametrize("t", TYPES)
-@pytest.mark.parametrize("shape, dims", [("16x512", [1]), ("16x512", [0]), ("4x16x256", [0, 2]),
-                                         ("16x256", [0, 1])])
+@pytest.mark.parametrize(
+    "shape, dims", [("16x512", [1]), ("16x512", [0]), ("4x16x256", [0, 2]), ("16x256", [0, 1])]
+)
 def test_reduce(kind, t, shape, dims):
     sizes = [int(x) for x in shape.split("x")]
     out = "x".join(str(s) for d, s in enumerate(sizes) if d not in dims)
@@ -350,7 +426,9 @@ def test_whole_tensor_is_one_step_without_a_loop():
 def test_fixed_operand_is_fetched_once():
     """x[64x256] . w[256x128] with 8-row blocks: w never moves, one slot, one DMA."""
     a, b, r = "tensor<64x256xf32>", "tensor<256x128xf32>", "tensor<64x128xf32>"
-    text = program([a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}")
+    text = program(
+        [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
+    )
     module, _ = check(text, vmem=2 * (8 * 256 + 8 * 128) * 4 + 256 * 128 * 4)
     text = str(module)
     assert "%dot_in1 = tpu.alloc : memref<256x128xf32" in text
@@ -361,7 +439,9 @@ def test_unchanged_blocks_are_not_fetched_again():
     """x[64x256] . w[256x2048] in column blocks: x's block never changes (fetched once),
     w's columns stream; every byte crosses HBM once, and VMEM stays within the limit."""
     a, b, r = "tensor<64x256xf32>", "tensor<256x2048xf32>", "tensor<64x2048xf32>"
-    text = program([a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}")
+    text = program(
+        [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
+    )
     vmem = 1024 * 1024
     module, rep = check(text, vmem=vmem, rtol=2e-5)
     assert loops(module)
@@ -372,7 +452,9 @@ def test_unchanged_blocks_are_not_fetched_again():
 def test_a_dot_lhs_row_block_is_kept_while_the_columns_go_by():
     """With both x and w split, x's rows are fetched once per row block (period > 1)."""
     a, b, r = "tensor<512x512xbf16>", "tensor<512x1024xbf16>", "tensor<512x1024xf32>"
-    text = program([a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}")
+    text = program(
+        [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
+    )
     module, rep = check(text, vmem=1024 * 1024, rtol=2e-5)
     assert len(loops(module)) == 1
     grid_rows = 512 // int(str(module).split("%dot_in0 = tpu.alloc : memref<2x")[1].split("x")[0])
@@ -386,13 +468,21 @@ def test_too_small_vmem_is_an_error():
     with pytest.raises(PassFailedException) as info:
         lower(program([ty, ty], ty, f"%r = hlo.add %a0, %a1 : {ty}"), vmem=10000)
     msg = str(info.value)
-    assert "hlo.add with its smallest blocks (result 8x128, operand 0 8x128, operand 1 8x128)" in msg
+    assert (
+        "hlo.add with its smallest blocks (result 8x128, operand 0 8x128, operand 1 8x128)" in msg
+    )
     assert "needs 24576 bytes of VMEM, more than the 10000 bytes available on v5e" in msg
 
 
 def test_large_dense_constant_that_does_not_fit_is_an_error():
     ty = "tensor<2x128xf32>"
-    vals = "[" + ", ".join(["[" + ", ".join(str(float(i + j)) for j in range(128)) + "]" for i in range(2)]) + "]"
+    vals = (
+        "["
+        + ", ".join(
+            ["[" + ", ".join(str(float(i + j)) for j in range(128)) + "]" for i in range(2)]
+        )
+        + "]"
+    )
     with pytest.raises(PassFailedException, match="hlo.constant with its smallest blocks"):
         lower(program([], ty, f"%r = hlo.constant dense<{vals}> : {ty}"), vmem=1000)
 
@@ -426,15 +516,24 @@ def check_devices(text: str, n: int, vmem: int | None = None, rtol: float = 1e-5
     outs, report = run_level_t(module, [row + [None] * (m + s) for row in rows])
     for d in range(n):
         for i in range(m):
-            np.testing.assert_allclose(outs[d][k + i].astype(np.float64),
-                                       np.asarray(want[d][i]).astype(np.float64), rtol=rtol, atol=rtol)
+            np.testing.assert_allclose(
+                outs[d][k + i].astype(np.float64),
+                np.asarray(want[d][i]).astype(np.float64),
+                rtol=rtol,
+                atol=rtol,
+            )
     return report
 
 
 def test_megatron_mlp_on_8_devices():
     """dot, relu, dot, all_reduce: compute loops and a ring collective in one kernel."""
-    x, w1, w2, h, y = ("tensor<64x256xbf16>", "tensor<256x128xbf16>", "tensor<128x256xbf16>",
-                       "tensor<64x128xbf16>", "tensor<64x256xf32>")
+    x, w1, w2, h, y = (
+        "tensor<64x256xbf16>",
+        "tensor<256x128xbf16>",
+        "tensor<128x256xbf16>",
+        "tensor<64x128xbf16>",
+        "tensor<64x256xf32>",
+    )
     text = f"""
 spmd.mesh @m = <["model"=8]>
 func.func @main(%x: {x}, %w1: {w1}, %w2: {w2}) -> {y} attributes {{spmd.per_device_io}} {{
@@ -481,8 +580,12 @@ def test_compute_time_follows_the_roofline():
     want = 3 * 4 * 1024 * 1024 / chip.hbm_bw
     assert want <= rep["step_time_s"] < 1.15 * want, (rep["step_time_s"], want)
     a, b, r = "tensor<1024x2048xbf16>", "tensor<2048x2048xbf16>", "tensor<1024x2048xf32>"
-    _, rep = check(program([a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"),
-                   rtol=1e-4)
+    _, rep = check(
+        program(
+            [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
+        ),
+        rtol=1e-4,
+    )
     want = 2 * 1024 * 2048 * 2048 / chip.flops_bf16
     # The first fetch (the whole lhs, which never moves) and the last write-back are exposed.
     assert want <= rep["step_time_s"] < 1.3 * want, (rep["step_time_s"], want)
@@ -536,11 +639,15 @@ def test_hypothesis_dot(case):
     lhs, rhs, lorder, rorder, t, vmem = case
     a = f"tensor<{'x'.join(str(lhs[d]) for d in lorder)}x{t}>"
     b = f"tensor<{'x'.join(str(rhs[d]) for d in rorder)}x{t}>"
-    batch = f"batching_dims = [{lorder.index('b')}] x [{rorder.index('b')}], " if "b" in lorder else ""
+    batch = (
+        f"batching_dims = [{lorder.index('b')}] x [{rorder.index('b')}], " if "b" in lorder else ""
+    )
     res = ([str(lhs["b"])] if "b" in lorder else []) + [str(lhs["m"]), str(rhs["n"])]
     r = f"tensor<{'x'.join(res)}x{t}>"
-    body = (f"%r = hlo.dot %a0, %a1, {batch}contracting_dims = [{lorder.index('k')}] x "
-            f"[{rorder.index('k')}] : ({a}, {b}) -> {r}")
+    body = (
+        f"%r = hlo.dot %a0, %a1, {batch}contracting_dims = [{lorder.index('k')}] x "
+        f"[{rorder.index('k')}] : ({a}, {b}) -> {r}"
+    )
     try:
         check(program([a, b], r, body), vmem=vmem, rtol=2e-5 if t == "f32" else None)
     except PassFailedException as err:
@@ -568,8 +675,12 @@ def test_hypothesis_reduce(case):
     r = f"tensor<{''.join(f'{s}x' for s in out)}{t}>"
     body = f"%r = hlo.reduce {kind} %a0, dims = {dims} : ({a}) -> {r}"
     try:
-        check(program([a], r, body), vmem=vmem, positive=kind == "mul",
-              rtol=1e-5 if t == "f32" else None)
+        check(
+            program([a], r, body),
+            vmem=vmem,
+            positive=kind == "mul",
+            rtol=1e-5 if t == "f32" else None,
+        )
     except PassFailedException as err:
         assert "smallest blocks" in str(err)
 

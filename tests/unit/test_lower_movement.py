@@ -20,8 +20,7 @@ from shardc.lowering.lower_to_tpu import LowerToTpuPass
 
 DEVICES = 2
 DTYPES = ["f32", "bf16", "i32", "i64", "f16", "i1"]
-SETTINGS = settings(max_examples=12, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def program(args: list[str], results: list[str], body: str) -> str:
@@ -87,10 +86,15 @@ def rows(*per_arg: list[np.ndarray]) -> list[list[np.ndarray]]:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("src, dst", [([4, 6], [24]), ([2, 3, 4], [6, 4]), ([8], [2, 1, 4]), ([5], [5])])
+@pytest.mark.parametrize(
+    "src, dst", [([4, 6], [24]), ([2, 3, 4], [6, 4]), ([8], [2, 1, 4]), ([5], [5])]
+)
 def test_reshape(dtype, src, dst):
-    text = program([tensor(src, dtype)], [tensor(dst, dtype)],
-                  f"%r0 = hlo.reshape %a0 : ({tensor(src, dtype)}) -> {tensor(dst, dtype)}")
+    text = program(
+        [tensor(src, dtype)],
+        [tensor(dst, dtype)],
+        f"%r0 = hlo.reshape %a0 : ({tensor(src, dtype)}) -> {tensor(dst, dtype)}",
+    )
     lowered = check(text, rows(randoms(src, dtype)))
     assert "tpu.load" not in lowered and "vmem" not in lowered
     if src != dst:
@@ -103,8 +107,11 @@ def test_reshape(dtype, src, dst):
 def slice_text(shape: list[int], bounds: list[tuple[int, int, int]], dtype: str) -> str:
     out = [-(-(hi - lo) // s) for lo, hi, s in bounds]
     ranges = ", ".join(f"{lo}:{hi}:{s}" for lo, hi, s in bounds)
-    return program([tensor(shape, dtype)], [tensor(out, dtype)],
-                   f"%r0 = hlo.slice %a0 [{ranges}] : ({tensor(shape, dtype)}) -> {tensor(out, dtype)}")
+    return program(
+        [tensor(shape, dtype)],
+        [tensor(out, dtype)],
+        f"%r0 = hlo.slice %a0 [{ranges}] : ({tensor(shape, dtype)}) -> {tensor(out, dtype)}",
+    )
 
 
 SLICES = {
@@ -154,26 +161,35 @@ def test_slice_hypothesis(case):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("dim, shapes", [
-    (0, [[2, 4], [3, 4]]),
-    (1, [[3, 1], [3, 5], [3, 2]]),
-    (1, [[2, 3, 2], [2, 0, 2], [2, 1, 2]]),
-])
+@pytest.mark.parametrize(
+    "dim, shapes",
+    [
+        (0, [[2, 4], [3, 4]]),
+        (1, [[3, 1], [3, 5], [3, 2]]),
+        (1, [[2, 3, 2], [2, 0, 2], [2, 1, 2]]),
+    ],
+)
 def test_concatenate(dtype, dim, shapes):
     out = list(shapes[0])
     out[dim] = sum(s[dim] for s in shapes)
     types = [tensor(s, dtype) for s in shapes]
     names = ", ".join(f"%a{i}" for i in range(len(shapes)))
-    text = program(types, [tensor(out, dtype)],
-                   f"%r0 = hlo.concatenate {names}, dim = {dim} : ({', '.join(types)}) -> {tensor(out, dtype)}")
+    text = program(
+        types,
+        [tensor(out, dtype)],
+        f"%r0 = hlo.concatenate {names}, dim = {dim} : ({', '.join(types)}) -> {tensor(out, dtype)}",
+    )
     lowered = check(text, rows(*(randoms(s, dtype, seed=i) for i, s in enumerate(shapes))))
     assert lowered.count("tpu.dma_start") == sum(1 for s in shapes if s[dim])
 
 
 def test_concatenate_same_operand_twice():
     t = tensor([2, 3], "f32")
-    text = program([t], [tensor([4, 3], "f32")],
-                   f"%r0 = hlo.concatenate %a0, %a0, dim = 0 : ({t}, {t}) -> {tensor([4, 3], 'f32')}")
+    text = program(
+        [t],
+        [tensor([4, 3], "f32")],
+        f"%r0 = hlo.concatenate %a0, %a0, dim = 0 : ({t}, {t}) -> {tensor([4, 3], 'f32')}",
+    )
     check(text, rows(randoms([2, 3], "f32")))
 
 
@@ -184,18 +200,26 @@ def dynamic_slice_text(shape: list[int], sizes: list[int], dtype: str, index: st
     idx = tensor([], index)
     args = [tensor(shape, dtype)] + [idx] * len(shape)
     names = ", ".join(f"%a{i + 1}" for i in range(len(shape)))
-    return program(args, [tensor(sizes, dtype)],
-                   f"%r0 = hlo.dynamic_slice %a0 [{names}] sizes = {sizes} : "
-                   f"({', '.join(args)}) -> {tensor(sizes, dtype)}")
+    return program(
+        args,
+        [tensor(sizes, dtype)],
+        f"%r0 = hlo.dynamic_slice %a0 [{names}] sizes = {sizes} : "
+        f"({', '.join(args)}) -> {tensor(sizes, dtype)}",
+    )
 
 
-def dynamic_update_slice_text(shape: list[int], upd: list[int], dtype: str, index: str = "i32") -> str:
+def dynamic_update_slice_text(
+    shape: list[int], upd: list[int], dtype: str, index: str = "i32"
+) -> str:
     idx = tensor([], index)
     args = [tensor(shape, dtype), tensor(upd, dtype)] + [idx] * len(shape)
     names = ", ".join(f"%a{i + 2}" for i in range(len(shape)))
-    return program(args, [tensor(shape, dtype)],
-                   f"%r0 = hlo.dynamic_update_slice %a0, %a1 [{names}] : "
-                   f"({', '.join(args)}) -> {tensor(shape, dtype)}")
+    return program(
+        args,
+        [tensor(shape, dtype)],
+        f"%r0 = hlo.dynamic_update_slice %a0, %a1 [{names}] : "
+        f"({', '.join(args)}) -> {tensor(shape, dtype)}",
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -204,7 +228,9 @@ def test_dynamic_slice_clamps_like_level_s(dtype, index):
     shape, sizes = [6, 5], [2, 3]
     text = dynamic_slice_text(shape, sizes, dtype, index)
     # device 0 in bounds; device 1 negative row, column past the end (both clamped)
-    lowered = check(text, rows(randoms(shape, dtype), scalars([3, -4], index), scalars([1, 9], index)))
+    lowered = check(
+        text, rows(randoms(shape, dtype), scalars([3, -4], index), scalars([1, 9], index))
+    )
     assert "#tpu.memory_space<smem>" in lowered and "arith.maxsi" in lowered
 
 
@@ -212,8 +238,12 @@ def test_dynamic_slice_clamps_like_level_s(dtype, index):
 def test_dynamic_update_slice_clamps_like_level_s(dtype):
     shape, upd = [6, 5], [2, 3]
     text = dynamic_update_slice_text(shape, upd, dtype)
-    check(text, rows(randoms(shape, dtype), randoms(upd, dtype, seed=1),
-                     scalars([4, 100]), scalars([-1, 2])))
+    check(
+        text,
+        rows(
+            randoms(shape, dtype), randoms(upd, dtype, seed=1), scalars([4, 100]), scalars([-1, 2])
+        ),
+    )
 
 
 @st.composite
@@ -238,27 +268,37 @@ def test_dynamic_slice_hypothesis(case):
 def test_dynamic_update_slice_hypothesis(case):
     shape, sizes, offsets, dtype = case
     per_dim = [scalars([offsets[d][i] for d in range(DEVICES)]) for i in range(len(shape))]
-    check(dynamic_update_slice_text(shape, sizes, dtype),
-          rows(randoms(shape, dtype), randoms(sizes, dtype, seed=1), *per_dim))
+    check(
+        dynamic_update_slice_text(shape, sizes, dtype),
+        rows(randoms(shape, dtype), randoms(sizes, dtype, seed=1), *per_dim),
+    )
 
 
 def test_chain_of_movement_ops():
     """Results of one movement op feed the next (scratch HBM buffers between them)."""
     t, i = tensor([4, 6], "f32"), tensor([], "i32")
-    text = program([t, i], [tensor([3, 4], "f32"), tensor([24], "f32")], f"""
-  %s = hlo.slice %a0 [0:4, 0:6:2] : ({t}) -> {tensor([4, 3], 'f32')}
-  %c = hlo.concatenate %s, %s, dim = 1 : ({tensor([4, 3], 'f32')}, {tensor([4, 3], 'f32')}) -> {tensor([4, 6], 'f32')}
-  %r0 = hlo.dynamic_slice %c [%a1, %a1] sizes = [3, 4] : ({tensor([4, 6], 'f32')}, {i}, {i}) -> {tensor([3, 4], 'f32')}
-  %r1 = hlo.reshape %c : ({tensor([4, 6], 'f32')}) -> {tensor([24], 'f32')}""")
+    text = program(
+        [t, i],
+        [tensor([3, 4], "f32"), tensor([24], "f32")],
+        f"""
+  %s = hlo.slice %a0 [0:4, 0:6:2] : ({t}) -> {tensor([4, 3], "f32")}
+  %c = hlo.concatenate %s, %s, dim = 1 : ({tensor([4, 3], "f32")}, {tensor([4, 3], "f32")}) -> {tensor([4, 6], "f32")}
+  %r0 = hlo.dynamic_slice %c [%a1, %a1] sizes = [3, 4] : ({tensor([4, 6], "f32")}, {i}, {i}) -> {tensor([3, 4], "f32")}
+  %r1 = hlo.reshape %c : ({tensor([4, 6], "f32")}) -> {tensor([24], "f32")}""",
+    )
     check(text, rows(randoms([4, 6], "f32"), scalars([1, 7])))
 
 
 def test_axis_index_feeds_a_dynamic_slice():
     """spmd.axis_index (how partitioning picks a device's block) via SMEM into HBM."""
     t, i = tensor([4, 3], "f32"), tensor([], "i32")
-    text = program([t], [i, tensor([2, 3], "f32")], f"""
+    text = program(
+        [t],
+        [i, tensor([2, 3], "f32")],
+        f"""
   %r0 = spmd.axis_index @m["x"] : {i}
   %z = spmd.axis_index @m["x"] : {i}
-  %r1 = hlo.dynamic_slice %a0 [%r0, %z] sizes = [2, 3] : ({t}, {i}, {i}) -> {tensor([2, 3], 'f32')}""")
+  %r1 = hlo.dynamic_slice %a0 [%r0, %z] sizes = [2, 3] : ({t}, {i}, {i}) -> {tensor([2, 3], "f32")}""",
+    )
     lowered = check(text, rows(randoms([4, 3], "f32")))
     assert "tpu.axis_index" in lowered and "memref.store" in lowered

@@ -14,8 +14,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.utils.exceptions import PassFailedException
-
 from shardc.dialects import make_context
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
@@ -25,6 +23,7 @@ from shardc.interpreter.testing import parse, run_per_device
 from shardc.interpreter.values import dtype_of
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
 from shardc.passes.registry import all_passes
+from xdsl.utils.exceptions import PassFailedException
 
 NAMES = {"f32": np.float32, "i32": np.int32}
 
@@ -76,8 +75,9 @@ def check(text: str, n: int, chip: str = "v5e", seed: int = 0, exact: bool = Fal
             if exact or np.issubdtype(exp.dtype, np.integer):
                 np.testing.assert_array_equal(got, exp, err_msg=f"device {d} result {i}")
             else:
-                np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5,
-                                           err_msg=f"device {d} result {i}")
+                np.testing.assert_allclose(
+                    got, exp, rtol=1e-5, atol=1e-5, err_msg=f"device {d} result {i}"
+                )
     return module, report
 
 
@@ -102,9 +102,7 @@ def start_done(op: str, res: str) -> str:
         types = types.rsplit("->", 1)[0] + f"-> {future}"
     else:
         types = f"{types} -> {future}"
-    return (
-        f"{head} : {types}\n  %r = collective.done %f : {future} -> tensor<{res}x{{t}}>"
-    )
+    return f"{head} : {types}\n  %r = collective.done %f : {future} -> tensor<{res}x{{t}}>"
 
 
 def cases(n: int) -> dict[str, tuple[str, str, str]]:
@@ -112,25 +110,61 @@ def cases(n: int) -> dict[str, tuple[str, str, str]]:
     # A swap, a self-pair, and ranks that receive nothing (zeros).
     pairs = "[[0, 1]]" if n == 2 else f"[[0, {n - 1}], [{n - 1}, 0], [1, 1]]"
     return {
-        "all_gather_dim0": ("2x128", f"{2 * n}x128",
-                            f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<2x128x{{t}}>) -> tensor<{2 * n}x128x{{t}}>'),
-        "all_gather_dim1": ("8x4", f"8x{4 * n}",
-                            f'%r = collective.all_gather %a on @m["x"], dim = 1 : (tensor<8x4x{{t}}>) -> tensor<8x{4 * n}x{{t}}>'),
-        "reduce_scatter_dim0": (f"{8 * n}x16", "8x16",
-                                f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{8 * n}x16x{{t}}>) -> tensor<8x16x{{t}}>'),
-        "reduce_scatter_dim1": (f"4x{2 * n}", "4x2",
-                                f'%r = collective.reduce_scatter add %a on @m["x"], dim = 1 : (tensor<4x{2 * n}x{{t}}>) -> tensor<4x2x{{t}}>'),
-        "all_reduce": ("8x24", "8x24",
-                       '%r = collective.all_reduce add %a on @m["x"] : tensor<8x24x{t}>'),
-        "all_to_all_split1_concat0": (f"8x{2 * n}", f"{8 * n}x2",
-                                      f'%r = collective.all_to_all %a on @m["x"], split_dim = 1, concat_dim = 0 : (tensor<8x{2 * n}x{{t}}>) -> tensor<{8 * n}x2x{{t}}>'),
-        "all_to_all_same_dim": (f"{4 * n}x8", f"{4 * n}x8",
-                                f'%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 0 : (tensor<{4 * n}x8x{{t}}>) -> tensor<{4 * n}x8x{{t}}>'),
-        "permute_shift_1": ("8x16", "8x16", '%r = collective.permute %a on @m["x"], shift = 1 : tensor<8x16x{t}>'),
-        "permute_shift_-1": ("8x16", "8x16", '%r = collective.permute %a on @m["x"], shift = -1 : tensor<8x16x{t}>'),
-        "permute_shift_n": ("8x16", "8x16", f'%r = collective.permute %a on @m["x"], shift = {n} : tensor<8x16x{{t}}>'),
-        "permute_pairs": ("8x16", "8x16",
-                          f'%r = collective.permute %a on @m["x"], pairs = {pairs} : tensor<8x16x{{t}}>'),
+        "all_gather_dim0": (
+            "2x128",
+            f"{2 * n}x128",
+            f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<2x128x{{t}}>) -> tensor<{2 * n}x128x{{t}}>',
+        ),
+        "all_gather_dim1": (
+            "8x4",
+            f"8x{4 * n}",
+            f'%r = collective.all_gather %a on @m["x"], dim = 1 : (tensor<8x4x{{t}}>) -> tensor<8x{4 * n}x{{t}}>',
+        ),
+        "reduce_scatter_dim0": (
+            f"{8 * n}x16",
+            "8x16",
+            f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{8 * n}x16x{{t}}>) -> tensor<8x16x{{t}}>',
+        ),
+        "reduce_scatter_dim1": (
+            f"4x{2 * n}",
+            "4x2",
+            f'%r = collective.reduce_scatter add %a on @m["x"], dim = 1 : (tensor<4x{2 * n}x{{t}}>) -> tensor<4x2x{{t}}>',
+        ),
+        "all_reduce": (
+            "8x24",
+            "8x24",
+            '%r = collective.all_reduce add %a on @m["x"] : tensor<8x24x{t}>',
+        ),
+        "all_to_all_split1_concat0": (
+            f"8x{2 * n}",
+            f"{8 * n}x2",
+            f'%r = collective.all_to_all %a on @m["x"], split_dim = 1, concat_dim = 0 : (tensor<8x{2 * n}x{{t}}>) -> tensor<{8 * n}x2x{{t}}>',
+        ),
+        "all_to_all_same_dim": (
+            f"{4 * n}x8",
+            f"{4 * n}x8",
+            f'%r = collective.all_to_all %a on @m["x"], split_dim = 0, concat_dim = 0 : (tensor<{4 * n}x8x{{t}}>) -> tensor<{4 * n}x8x{{t}}>',
+        ),
+        "permute_shift_1": (
+            "8x16",
+            "8x16",
+            '%r = collective.permute %a on @m["x"], shift = 1 : tensor<8x16x{t}>',
+        ),
+        "permute_shift_-1": (
+            "8x16",
+            "8x16",
+            '%r = collective.permute %a on @m["x"], shift = -1 : tensor<8x16x{t}>',
+        ),
+        "permute_shift_n": (
+            "8x16",
+            "8x16",
+            f'%r = collective.permute %a on @m["x"], shift = {n} : tensor<8x16x{{t}}>',
+        ),
+        "permute_pairs": (
+            "8x16",
+            "8x16",
+            f'%r = collective.permute %a on @m["x"], pairs = {pairs} : tensor<8x16x{{t}}>',
+        ),
     }
 
 
@@ -153,8 +187,16 @@ def test_collective_matches_level_s(n, dtype, kind, form):
 
 @pytest.mark.parametrize("chip, n", [("v5p", 4), ("v5p", 8), ("v5e", 16)])
 @pytest.mark.parametrize("dtype", ["f32", "i32"])
-@pytest.mark.parametrize("kind", ["all_gather_dim0", "all_gather_dim1", "all_reduce",
-                                  "reduce_scatter_dim0", "reduce_scatter_dim1"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "all_gather_dim0",
+        "all_gather_dim1",
+        "all_reduce",
+        "reduce_scatter_dim0",
+        "reduce_scatter_dim1",
+    ],
+)
 @pytest.mark.parametrize("form", ["sync", "async"])
 def test_bidirectional_rings_with_wraparound(chip, n, dtype, kind, form):
     arg, res, op = cases(n)[kind]
@@ -207,23 +249,37 @@ def test_start_overlaps_the_compute_before_its_done(n, program):
     overlapped = program.replace("NROWS", str(1024 * n)).replace("N]", f"{n}]")
     # The same program with the done right after the start: nothing to overlap.
     lines = overlapped.splitlines(True)
-    done = next(l for l in lines if "collective.done" in l)
+    done = next(line for line in lines if "collective.done" in line)
     lines.remove(done)
-    lines.insert(next(i for i, l in enumerate(lines) if "_start" in l) + 1, done)
+    lines.insert(next(i for i, line in enumerate(lines) if "_start" in line) + 1, done)
     serial = "".join(lines)
     _, fast = check(overlapped, n)
     _, slow = check(serial, n)
-    assert fast["step_time_s"] < 0.95 * slow["step_time_s"], (fast["step_time_s"], slow["step_time_s"])
+    assert fast["step_time_s"] < 0.95 * slow["step_time_s"], (
+        fast["step_time_s"],
+        slow["step_time_s"],
+    )
 
 
 def test_start_done_helper():
     op = start_done(cases(4)["all_gather_dim0"][2], "8x128")
-    assert "collective.all_gather_start %a" in op and "-> !collective.future<tensor<8x128x{t}>>" in op
+    assert (
+        "collective.all_gather_start %a" in op and "-> !collective.future<tensor<8x128x{t}>>" in op
+    )
 
 
 @pytest.mark.parametrize("axis", ["data", "model"])
-@pytest.mark.parametrize("kind", ["all_gather_dim1", "reduce_scatter_dim0", "all_reduce",
-                                  "permute_shift_1", "permute_pairs", "all_to_all_split1_concat0"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "all_gather_dim1",
+        "reduce_scatter_dim0",
+        "all_reduce",
+        "permute_shift_1",
+        "permute_pairs",
+        "all_to_all_split1_concat0",
+    ],
+)
 def test_one_axis_of_a_2d_mesh(axis, kind):
     n = {"data": 2, "model": 4}[axis]
     arg, res, op = cases(n)[kind]
@@ -258,7 +314,9 @@ def test_chain_of_collectives_and_elementwise():
     kernel = _kernel(module)
     text = str(kernel)
     # permute_start's DMAs start before the exp and are waited for after it.
-    assert text.index("device = ") < text.index("math.exp") < text.index("tpu.dma_wait %pm_recv_sem")
+    assert (
+        text.index("device = ") < text.index("math.exp") < text.index("tpu.dma_wait %pm_recv_sem")
+    )
     assert "tpu.kernel" in kernel.attributes
     assert kernel.function_type.outputs.data == ()
 
@@ -278,8 +336,13 @@ def test_variadic_collectives():
 
 
 def test_reduce_scatter_sums_integers_exactly_on_8():
-    text = one_op(8, "i32", "64x8", "8x8",
-                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<64x8x{t}>) -> tensor<8x8x{t}>')
+    text = one_op(
+        8,
+        "i32",
+        "64x8",
+        "8x8",
+        '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<64x8x{t}>) -> tensor<8x8x{t}>',
+    )
     for seed in range(3):
         check(text, 8, seed=seed)
 
@@ -292,12 +355,20 @@ def test_registered():
 
 
 def test_removing_the_credit_wait_is_caught():
-    text = one_op(4, "f32", "32x128", "8x128",
-                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<32x128x{t}>) -> tensor<8x128x{t}>')
+    text = one_op(
+        4,
+        "f32",
+        "32x128",
+        "8x128",
+        '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<32x128x{t}>) -> tensor<8x128x{t}>',
+    )
     module = lower(text)
     kernel = _kernel(module)
-    (loop,) = [o for o in kernel.walk() if o.name == "scf.for" and any(
-        p.name == "tpu.sem_wait" for p in o.body.block.ops)]
+    (loop,) = [
+        o
+        for o in kernel.walk()
+        if o.name == "scf.for" and any(p.name == "tpu.sem_wait" for p in o.body.block.ops)
+    ]
     (wait,) = [o for o in loop.body.block.ops if o.name == "tpu.sem_wait"]
     wait.detach()
     wait.erase()
@@ -320,11 +391,18 @@ MULTI_MESHES = {
 }
 
 
-@pytest.mark.parametrize("mesh, axes", [
-    ("2x4", ["a", "b"]), ("2x4", ["b", "a"]),
-    ("2x2x2", ["a", "b", "c"]), ("2x2x2", ["c", "a"]), ("2x2x2", ["b", "c", "a"]),
-    ("2x1x4", ["a", "b", "c"]), ("2x1x4", ["c", "a"]),
-])
+@pytest.mark.parametrize(
+    "mesh, axes",
+    [
+        ("2x4", ["a", "b"]),
+        ("2x4", ["b", "a"]),
+        ("2x2x2", ["a", "b", "c"]),
+        ("2x2x2", ["c", "a"]),
+        ("2x2x2", ["b", "c", "a"]),
+        ("2x1x4", ["a", "b", "c"]),
+        ("2x1x4", ["c", "a"]),
+    ],
+)
 @pytest.mark.parametrize("kind", ["all_gather", "reduce_scatter", "all_reduce"])
 @pytest.mark.parametrize("dtype", ["f32", "i32"])
 @pytest.mark.parametrize("form", ["sync", "async"])
@@ -351,9 +429,14 @@ def test_multi_axis_collectives_one_ring_phase_per_axis(mesh, axes, kind, dtype,
 
 def test_two_axes_on_a_16x16_v5e_torus_are_bidirectional_in_the_last_phase():
     """4x4 on v5e has no wraparound; a 16-device axis does: its phase runs both ways."""
-    text = one_op(32, "i32", "64x8", "2x8",
-                  '%r = collective.reduce_scatter add %a on @m["a", "b"], dim = 0 : (tensor<64x8x{t}>) -> tensor<2x8x{t}>',
-                  mesh='"a"=2, "b"=16')
+    text = one_op(
+        32,
+        "i32",
+        "64x8",
+        "2x8",
+        '%r = collective.reduce_scatter add %a on @m["a", "b"], dim = 0 : (tensor<64x8x{t}>) -> tensor<2x8x{t}>',
+        mesh='"a"=2, "b"=16',
+    )
     module, _ = check(text, 32)
     text = str(module)
     assert "%rs_r_credits" in text and "%rs_credits" in text
@@ -362,8 +445,13 @@ def test_two_axes_on_a_16x16_v5e_torus_are_bidirectional_in_the_last_phase():
 def test_block_over_vmem_is_an_error():
     # v4 has 16 MiB of VMEM; 4 blocks of 8 MiB do not fit, and no dimension of the
     # 2047x1025 chunk can be cut into pieces.
-    text = one_op(2, "f32", "4094x1025", "2047x1025",
-                  '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<4094x1025x{t}>) -> tensor<2047x1025x{t}>')
+    text = one_op(
+        2,
+        "f32",
+        "4094x1025",
+        "2047x1025",
+        '%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<4094x1025x{t}>) -> tensor<2047x1025x{t}>',
+    )
     with pytest.raises(PassFailedException, match="16777216 bytes available on v4"):
         lower(text, chip="v4")
 
@@ -382,7 +470,7 @@ def test_chunks_over_vmem_are_reduced_in_pieces(chip, n, kind, form):
 
 def test_bad_chip():
     with pytest.raises(PassFailedException, match="unknown chip"):
-        lower(one_op(2, "f32", "8", "8", '%r = hlo.neg %a : tensor<8x{t}>'), chip="v99")
+        lower(one_op(2, "f32", "8", "8", "%r = hlo.neg %a : tensor<8x{t}>"), chip="v99")
 
 
 # Timing -----------------------------------------------------------------------------------
@@ -390,8 +478,13 @@ def test_bad_chip():
 
 def test_large_ring_all_gather_time_against_the_cost_model():
     rows, n = 8192, 4  # 4 MiB shards, 16 MiB gathered
-    text = one_op(n, "f32", f"{rows}x128", f"{n * rows}x128",
-                  f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>')
+    text = one_op(
+        n,
+        "f32",
+        f"{rows}x128",
+        f"{n * rows}x128",
+        f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>',
+    )
     _, report = check(text, n)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
@@ -409,8 +502,13 @@ def test_large_ring_all_gather_time_against_the_cost_model():
 def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
     """With wraparound the cost model counts both directions of the ring: so does the kernel."""
     rows = 16384 if n == 4 else 4096  # 32 MiB gathered per device: latency is a few per cent
-    text = one_op(n, "f32", f"{rows}x128", f"{n * rows}x128",
-                  f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>')
+    text = one_op(
+        n,
+        "f32",
+        f"{rows}x128",
+        f"{n * rows}x128",
+        f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>',
+    )
     _, report = check(text, n, chip=chip)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
@@ -420,21 +518,35 @@ def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
     assert mesh is not None
     want = CostModel(get_chip(chip), mesh[1]).collective_time(op)  # pyright: ignore
     ratio = report["step_time_s"] / want
-    print(f"{chip} x{n}: level-T / cost model = {report['step_time_s']:.6e} / {want:.6e} = {ratio:.4f}")
+    print(
+        f"{chip} x{n}: level-T / cost model = {report['step_time_s']:.6e} / {want:.6e} = {ratio:.4f}"
+    )
     assert ratio == pytest.approx(1.0, abs=0.10)
 
 
-@pytest.mark.parametrize("chip, n, kind", [("v5e", 8, "all_reduce"), ("v5p", 4, "reduce_scatter"),
-                                           ("v5e", 16, "all_reduce")])
+@pytest.mark.parametrize(
+    "chip, n, kind",
+    [("v5e", 8, "all_reduce"), ("v5p", 4, "reduce_scatter"), ("v5e", 16, "all_reduce")],
+)
 def test_large_reducing_collectives_time_against_the_cost_model(chip, n, kind):
     """32 MiB per device: the ring's per-step latency and local copies cost a few per cent."""
     rows = 65536
     if kind == "all_reduce":
-        text = one_op(n, "f32", f"{rows}x128", f"{rows}x128",
-                      f'%r = collective.all_reduce add %a on @m["x"] : tensor<{rows}x128x{{t}}>')
+        text = one_op(
+            n,
+            "f32",
+            f"{rows}x128",
+            f"{rows}x128",
+            f'%r = collective.all_reduce add %a on @m["x"] : tensor<{rows}x128x{{t}}>',
+        )
     else:
-        text = one_op(n, "f32", f"{rows}x128", f"{rows // n}x128",
-                      f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{rows // n}x128x{{t}}>')
+        text = one_op(
+            n,
+            "f32",
+            f"{rows}x128",
+            f"{rows // n}x128",
+            f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{rows // n}x128x{{t}}>',
+        )
     _, report = check(text, n, chip=chip)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name.startswith("collective."))
@@ -448,17 +560,20 @@ def test_large_reducing_collectives_time_against_the_cost_model(chip, n, kind):
     assert ratio == pytest.approx(1.0, abs=0.10)
 
 
-@pytest.mark.parametrize("chip, mesh, axes, parts", [
-    ("v5p", '"a"=4, "b"=4', '"a", "b"', 2),
-    ("v5e", '"a"=4, "b"=4', '"b", "a"', 2),
-    ("v5p", '"a"=2, "b"=2, "c"=2', '"a", "b", "c"', 3),
-])
+@pytest.mark.parametrize(
+    "chip, mesh, axes, parts",
+    [
+        ("v5p", '"a"=4, "b"=4', '"a", "b"', 2),
+        ("v5e", '"a"=4, "b"=4', '"b", "a"', 2),
+        ("v5p", '"a"=2, "b"=2, "c"=2', '"a", "b", "c"', 3),
+    ],
+)
 @pytest.mark.parametrize("dtype", ["f32", "i32"])
 @pytest.mark.parametrize("form", ["sync", "async"])
 def test_torus_all_reduce_reduces_one_part_per_axis_order(chip, mesh, axes, parts, dtype, form):
     """Axes of one size: part i of the buffer over the axes rotated by i, all parts at once."""
     devices = 16 if "4" in mesh else 8
-    op = f'%r = collective.all_reduce add %a on @m[{axes}] : tensor<12x16x{{t}}>'
+    op = f"%r = collective.all_reduce add %a on @m[{axes}] : tensor<12x16x{{t}}>"
     if form == "async":
         op = start_done(op, "12x16")
     module, _ = check(one_op(devices, dtype, "12x16", "12x16", op, mesh=mesh), devices, chip=chip)
@@ -470,11 +585,21 @@ def test_torus_all_reduce_reduces_one_part_per_axis_order(chip, mesh, axes, part
 def test_torus_all_reduce_is_faster_than_a_ring_over_the_same_chips():
     """v5p 4x4 (wraparound on both axes), 8 MiB: the two halves keep both axes' links busy."""
     size = 2 * 2**20  # f32 elements
-    ring = one_op(16, "f32", str(size), str(size),
-                  f'%r = collective.all_reduce add %a on @m["x"] : tensor<{size}x{{t}}>')
-    torus = one_op(16, "f32", str(size), str(size),
-                   f'%r = collective.all_reduce add %a on @m["a", "b"] : tensor<{size}x{{t}}>',
-                   mesh='"a"=4, "b"=4')
+    ring = one_op(
+        16,
+        "f32",
+        str(size),
+        str(size),
+        f'%r = collective.all_reduce add %a on @m["x"] : tensor<{size}x{{t}}>',
+    )
+    torus = one_op(
+        16,
+        "f32",
+        str(size),
+        str(size),
+        f'%r = collective.all_reduce add %a on @m["a", "b"] : tensor<{size}x{{t}}>',
+        mesh='"a"=4, "b"=4',
+    )
     times = []
     for text, shape in ((ring, (4, 4)), (torus, None)):
         module = lower(text, "v5p")
@@ -510,11 +635,19 @@ def test_low_precision_accumulates_in_f32_and_rounds_once(chip, n, dtype, reduct
     if form == "async":
         op = start_done(op, res)
     module, _ = check(one_op(n, dtype, arg, res, op), n, chip=chip, exact=True)
-    assert "vector<" in str(module) and "arith.extf" in str(module) and "arith.truncf" in str(module)
+    assert (
+        "vector<" in str(module) and "arith.extf" in str(module) and "arith.truncf" in str(module)
+    )
 
 
-@pytest.mark.parametrize("mesh, axes, g", [('"a"=2, "b"=4', '"a", "b"', 8), ('"a"=2, "b"=2, "c"=2', '"c", "a"', 4),
-                                           ('"a"=2, "b"=2, "c"=2', '"a", "b", "c"', 8)])
+@pytest.mark.parametrize(
+    "mesh, axes, g",
+    [
+        ('"a"=2, "b"=4', '"a", "b"', 8),
+        ('"a"=2, "b"=2, "c"=2', '"c", "a"', 4),
+        ('"a"=2, "b"=2, "c"=2', '"a", "b", "c"', 8),
+    ],
+)
 @pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter"])
 def test_low_precision_over_several_axes_rounds_once(mesh, axes, g, kind):
     if kind == "all_reduce":
@@ -552,8 +685,16 @@ def test_explicit_groups_match_level_s(groups, kind, dtype, form):
 
 
 @pytest.mark.parametrize("axes", ['"a", "b"', '"b", "a"', '"c", "a"', '"a", "b", "c"'])
-@pytest.mark.parametrize("kind", ["permute_shift_1", "permute_shift_-1", "permute_pairs",
-                                  "all_to_all_split1_concat0", "all_to_all_same_dim"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "permute_shift_1",
+        "permute_shift_-1",
+        "permute_pairs",
+        "all_to_all_split1_concat0",
+        "all_to_all_same_dim",
+    ],
+)
 @pytest.mark.parametrize("form", ["sync", "async"])
 def test_permute_and_all_to_all_over_several_axes(axes, kind, form):
     size = {'"a", "b"': 4, '"b", "a"': 4, '"c", "a"': 4, '"a", "b", "c"': 8}[axes]
@@ -567,10 +708,15 @@ def test_permute_and_all_to_all_over_several_axes(axes, kind, form):
 # all_reduce of an element count the group does not divide ------------------------------------
 
 
-@pytest.mark.parametrize("chip, mesh, axes, devices", [
-    ("v5e", '"x"=4', '"x"', 4), ("v5p", '"x"=8', '"x"', 8), ("v5e", '"a"=2, "b"=4', '"a", "b"', 8),
-    ("v5p", '"a"=2, "b"=4', '"b"', 8),
-])
+@pytest.mark.parametrize(
+    "chip, mesh, axes, devices",
+    [
+        ("v5e", '"x"=4', '"x"', 4),
+        ("v5p", '"x"=8', '"x"', 8),
+        ("v5e", '"a"=2, "b"=4', '"a", "b"', 8),
+        ("v5p", '"a"=2, "b"=4', '"b"', 8),
+    ],
+)
 @pytest.mark.parametrize("shape", ["3", "5x7", "2x9x3"])
 @pytest.mark.parametrize("dtype", ["f32", "i32", "bf16"])
 @pytest.mark.parametrize("form", ["sync", "async"])
@@ -595,15 +741,19 @@ def reducing_programs(draw) -> tuple[str, int, str]:
     devices = math.prod(sizes)
     if draw(st.booleans()) and devices > 2:
         perm = draw(st.permutations(range(devices)))
-        g = draw(st.sampled_from([d for d in (2, 4) if devices % d == 0 and d < devices] or [devices]))
-        groups = [list(perm[i:i + g]) for i in range(0, devices, g)]
+        g = draw(
+            st.sampled_from([d for d in (2, 4) if devices % d == 0 and d < devices] or [devices])
+        )
+        groups = [list(perm[i : i + g]) for i in range(0, devices, g)]
         on, group = f"groups {groups}", g
     else:
         axes = draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True))
         on = "@m[" + ", ".join(f'"{a}"' for a in axes) + "]"
         group = math.prod(sizes[names.index(a)] for a in axes)
     kind = draw(st.sampled_from(["add", "mul", "max", "min"]))
-    dtype = draw(st.sampled_from(["f32", "i32", "bf16", "f16"] if kind != "mul" else ["i32", "f32"]))
+    dtype = draw(
+        st.sampled_from(["f32", "i32", "bf16", "f16"] if kind != "mul" else ["i32", "f32"])
+    )
     rows = draw(st.integers(1, 3)) * group
     cols = draw(st.integers(1, 5))
     if draw(st.booleans()):
@@ -611,11 +761,17 @@ def reducing_programs(draw) -> tuple[str, int, str]:
         res = f"{rows}x{cols}"
     else:
         res = f"{rows // group}x{cols}"
-        op = (f"%r = collective.reduce_scatter {kind} %a on {on}, dim = 0 : "
-              f"(tensor<{rows}x{cols}x{{t}}>) -> tensor<{res}x{{t}}>")
+        op = (
+            f"%r = collective.reduce_scatter {kind} %a on {on}, dim = 0 : "
+            f"(tensor<{rows}x{cols}x{{t}}>) -> tensor<{res}x{{t}}>"
+        )
     if draw(st.booleans()):
         op = start_done(op, res)
-    return one_op(devices, dtype, f"{rows}x{cols}", res, op, mesh=mesh), devices, draw(st.sampled_from(["v5e", "v5p"]))
+    return (
+        one_op(devices, dtype, f"{rows}x{cols}", res, op, mesh=mesh),
+        devices,
+        draw(st.sampled_from(["v5e", "v5p"])),
+    )
 
 
 @settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
@@ -639,7 +795,10 @@ def test_bidirectional_option_overrides_the_wraparound_rule(chip, bidirectional,
 def test_i1_reductions_are_or_and(reduction, kind):
     """Level S reduces i1 with or (add, max) and and (mul, min): so do the rings."""
     if kind == "all_reduce":
-        res, op = "8x16", f'%r = collective.all_reduce {reduction} %a on @m["x"] : tensor<8x16x{{t}}>'
+        res, op = (
+            "8x16",
+            f'%r = collective.all_reduce {reduction} %a on @m["x"] : tensor<8x16x{{t}}>',
+        )
     else:
         res = "2x16"
         op = f'%r = collective.reduce_scatter {reduction} %a on @m["x"], dim = 0 : (tensor<8x16x{{t}}>) -> tensor<2x16x{{t}}>'
@@ -659,7 +818,7 @@ def moving_programs(draw) -> tuple[str, int]:
     if draw(st.booleans()):
         perm = draw(st.permutations(range(devices)))
         g = draw(st.sampled_from([2, 4]))
-        on = f"groups {[list(perm[i:i + g]) for i in range(0, devices, g)]}"
+        on = f"groups {[list(perm[i : i + g]) for i in range(0, devices, g)]}"
     else:
         axes = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=2, max_size=3, unique=True))
         on, g = "@m[" + ", ".join(f'"{a}"' for a in axes) + "]", 2 ** len(axes)
@@ -675,8 +834,10 @@ def moving_programs(draw) -> tuple[str, int]:
         res = f"4x{cols}"
     elif kind == "all_to_all":
         res = f"{4 * g}x{cols // g}"
-        op = (f"%r = collective.all_to_all %a on {on}, split_dim = 1, concat_dim = 0 : "
-              f"(tensor<4x{cols}x{{t}}>) -> tensor<{res}x{{t}}>")
+        op = (
+            f"%r = collective.all_to_all %a on {on}, split_dim = 1, concat_dim = 0 : "
+            f"(tensor<4x{cols}x{{t}}>) -> tensor<{res}x{{t}}>"
+        )
     else:
         res = f"4x{cols * g}"
         op = f"%r = collective.all_gather %a on {on}, dim = 1 : (tensor<4x{cols}x{{t}}>) -> tensor<{res}x{{t}}>"
@@ -698,9 +859,14 @@ def test_large_torus_all_reduce_time_against_the_cost_model(chip):
     """The cost model divides a k-axis collective's bandwidth term by k: the 2-D algorithm
     earns it (timing mode, 64 MiB over a 4x4 torus)."""
     size = 16 * 2**20
-    text = one_op(16, "f32", str(size), str(size),
-                  f'%r = collective.all_reduce add %a on @m["a", "b"] : tensor<{size}x{{t}}>',
-                  mesh='"a"=4, "b"=4')
+    text = one_op(
+        16,
+        "f32",
+        str(size),
+        str(size),
+        f'%r = collective.all_reduce add %a on @m["a", "b"] : tensor<{size}x{{t}}>',
+        mesh='"a"=4, "b"=4',
+    )
     _, report = run_level_t(lower(text, chip), [[None, None]] * 16, chip=chip, values=False)
     level_s, _ = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_reduce")
@@ -716,7 +882,13 @@ def test_large_torus_all_reduce_time_against_the_cost_model(chip):
 @pytest.mark.parametrize("dtype", ["f32", "i32"])
 def test_torus_all_reduce_in_pieces(chip, dtype):
     """Both halves' rings at once, each phase's chunks in pieces (1 KiB of VMEM)."""
-    text = one_op(16, dtype, "16x64", "16x64", '%r = collective.all_reduce add %a on @m["a", "b"] : tensor<16x64x{t}>',
-                  mesh='"a"=4, "b"=4')
+    text = one_op(
+        16,
+        dtype,
+        "16x64",
+        "16x64",
+        '%r = collective.all_reduce add %a on @m["a", "b"] : tensor<16x64x{t}>',
+        mesh='"a"=4, "b"=4',
+    )
     module, _ = check(text, 16, chip=chip, vmem_limit=1024)
     assert "%rs1_" in str(module) and "_piece_sem" in str(module)

@@ -12,7 +12,6 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from shardc.tests.unit.strategies import (
     RandomChooser,
     build_collective_program,

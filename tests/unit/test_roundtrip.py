@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from hypothesis import HealthCheck, given, settings
-
 from shardc.tests.unit.strategies import (
     RandomChooser,
     build_collective_program,

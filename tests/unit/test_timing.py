@@ -11,7 +11,6 @@ import time
 
 import numpy as np
 import pytest
-
 from shardc.dialects import collective, hlo
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
@@ -66,26 +65,50 @@ func.func @main(%a: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
 
 
 def test_report_keys_are_exactly_designs() -> None:
-    r = time_program(ring(4, """
+    r = time_program(
+        ring(
+            4,
+            """
   %s = collective.all_reduce add %x on @m["x"] : tensor<8xf32>
-  func.return %s : tensor<8xf32>""", "%x: tensor<8xf32>", "tensor<8xf32>")).report()
+  func.return %s : tensor<8xf32>""",
+            "%x: tensor<8xf32>",
+            "tensor<8xf32>",
+        )
+    ).report()
     assert set(REPORT_KEYS) <= set(r)
-    assert REPORT_KEYS == ("devices", "step_time_s", "compute_time_s", "exposed_comm_time_s",
-                           "roofline_time_s", "collectives", "comm_bytes", "peak_memory_bytes")
-    assert list(r["collectives"]) == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute"]
+    assert REPORT_KEYS == (
+        "devices",
+        "step_time_s",
+        "compute_time_s",
+        "exposed_comm_time_s",
+        "roofline_time_s",
+        "collectives",
+        "comm_bytes",
+        "peak_memory_bytes",
+    )
+    assert list(r["collectives"]) == [
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "all_to_all",
+        "permute",
+    ]
     assert r["collectives"]["all_reduce"] == 1 and r["comm_bytes"] == 32
     assert isinstance(r["comm_bytes"], int) and isinstance(r["peak_memory_bytes"], int)
     json.dumps(r)  # serializable as is
 
 
 def test_sync_all_reduce_blocks_compute() -> None:
-    text = ring(4, f"""
+    text = ring(
+        4,
+        f"""
   %y = hlo.dot %a, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   %s = collective.all_reduce add %y on @m["x"] : tensor<1024x1024xbf16>
   %z = hlo.dot %a, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   func.return %s, %z : tensor<1024x1024xbf16>, tensor<1024x1024xbf16>""",
-                "%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
-                "tensor<1024x1024xbf16>, tensor<1024x1024xbf16>")
+        "%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
+        "tensor<1024x1024xbf16>, tensor<1024x1024xbf16>",
+    )
     t_ar = all_reduce_time("1024x1024xbf16")
     tl = time_program(text)
     r = tl.report()
@@ -95,20 +118,23 @@ def test_sync_all_reduce_blocks_compute() -> None:
     assert r["roofline_time_s"] == pytest.approx(max(2 * T_DOT, t_ar))
     assert r["collectives"]["all_reduce"] == 1 and r["comm_bytes"] == 2 * 2**20
     d = tl.devices[2]
-    (op, issued, start, end), = d.collectives
+    ((op, issued, start, end),) = d.collectives
     assert (issued, start, end) == pytest.approx((T_DOT, T_DOT, T_DOT + t_ar))
     assert [s for _, s, _ in d.compute] == pytest.approx([0, T_DOT + t_ar])
 
 
 def test_async_pair_overlaps_an_independent_dot() -> None:
     def program(t: str) -> str:
-        return ring(4, f"""
+        return ring(
+            4,
+            f"""
   %f = collective.all_reduce_start add %x on @m["x"] : {t} -> !collective.future<{t}>
   %y = hlo.dot %a, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   %s = collective.done %f : !collective.future<{t}> -> {t}
   func.return %s, %y : {t}, tensor<1024x1024xbf16>""",
-                    f"%x: {t}, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
-                    f"{t}, tensor<1024x1024xbf16>")
+            f"%x: {t}, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
+            f"{t}, tensor<1024x1024xbf16>",
+        )
 
     # communication longer than the dot: step = the all-reduce, exposed = the rest
     t_ar = all_reduce_time("2048x1024xf32")
@@ -128,15 +154,18 @@ def test_async_pair_overlaps_an_independent_dot() -> None:
 
 def test_engine_runs_collectives_one_at_a_time_in_issue_order() -> None:
     t = "tensor<2048x1024xf32>"
-    text = ring(4, f"""
+    text = ring(
+        4,
+        f"""
   %f = collective.all_reduce_start add %x on @m["x"] : {t} -> !collective.future<{t}>
   %g = collective.all_gather_start %x on @m["x"], dim = 0 : ({t}) -> !collective.future<tensor<8192x1024xf32>>
   %y = hlo.dot %a, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   %s = collective.done %f : !collective.future<{t}> -> {t}
   %h = collective.done %g : !collective.future<tensor<8192x1024xf32>> -> tensor<8192x1024xf32>
   func.return %s, %h, %y : {t}, tensor<8192x1024xf32>, tensor<1024x1024xbf16>""",
-                f"%x: {t}, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
-                f"{t}, tensor<8192x1024xf32>, tensor<1024x1024xbf16>")
+        f"%x: {t}, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
+        f"{t}, tensor<8192x1024xf32>, tensor<1024x1024xbf16>",
+    )
     t_ar = all_reduce_time("2048x1024xf32")
     t_ag = 2 * t_ar  # all-gather: V_full / W (N-1)/N with V_full = 4 V; all-reduce: 2 V / W (N-1)/N
     tl = time_program(text)
@@ -163,28 +192,36 @@ IF_DEVICE_0_DOT = f"""
 
 
 def test_a_collective_waits_for_its_last_member() -> None:
-    text = ring(4, IF_DEVICE_0_DOT + """
+    text = ring(
+        4,
+        IF_DEVICE_0_DOT
+        + """
   %s = collective.all_reduce add %x on @m["x"] : tensor<1024xf32>
   func.return %s, %w : tensor<1024xf32>, tensor<1024x1024xbf16>""",
-                "%x: tensor<1024xf32>, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
-                "tensor<1024xf32>, tensor<1024x1024xbf16>")
+        "%x: tensor<1024xf32>, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
+        "tensor<1024xf32>, tensor<1024x1024xbf16>",
+    )
     t_ar = all_reduce_time("1024xf32")
     tl = time_program(text)
     for d in tl.devices:
-        (_, issued, start, end), = d.collectives
+        ((_, issued, start, end),) = d.collectives
         assert issued == pytest.approx(T_DOT if d.device == 0 else 0)
         assert (start, end) == pytest.approx((T_DOT, T_DOT + t_ar))  # everyone waits for device 0
     r = tl.report()
     assert r["step_time_s"] == pytest.approx(T_DOT + t_ar)
     assert r["slowest_device"] == 0 and r["compute_time_s"] == pytest.approx(T_DOT)
     late = r["per_device"][1]
-    assert late["compute_time_s"] == 0 and late["exposed_comm_time_s"] == pytest.approx(T_DOT + t_ar)
+    assert late["compute_time_s"] == 0 and late["exposed_comm_time_s"] == pytest.approx(
+        T_DOT + t_ar
+    )
     # the roofline bound is per device: device 0's compute or anyone's communication
     assert r["roofline_time_s"] == pytest.approx(max(T_DOT, t_ar))
 
 
 def test_counts_variadic_once_start_under_kind_and_loops_per_iteration() -> None:
-    text = ring(4, """
+    text = ring(
+        4,
+        """
   %a, %b = collective.all_reduce add %x, %y on @m["x"] : tensor<8xf32>, tensor<4xf32>
   %f = collective.permute_start %a on @m["x"], shift = 1 : tensor<8xf32> -> !collective.future<tensor<8xf32>>
   %p = collective.done %f : !collective.future<tensor<8xf32>> -> tensor<8xf32>
@@ -197,12 +234,24 @@ def test_counts_variadic_once_start_under_kind_and_loops_per_iteration() -> None
     scf.yield %s : tensor<8xf32>
   }
   func.return %r, %b : tensor<8xf32>, tensor<4xf32>""",
-                "%x: tensor<8xf32>, %y: tensor<4xf32>", "tensor<8xf32>, tensor<4xf32>")
+        "%x: tensor<8xf32>, %y: tensor<4xf32>",
+        "tensor<8xf32>, tensor<4xf32>",
+    )
     r = time_program(text).report()
-    assert r["collectives"] == {"all_reduce": 1, "all_gather": 3, "reduce_scatter": 0,
-                                "all_to_all": 0, "permute": 1}
-    assert r["comm_bytes_by_kind"] == {"all_reduce": 48, "all_gather": 96, "reduce_scatter": 0,
-                                       "all_to_all": 0, "permute": 32}
+    assert r["collectives"] == {
+        "all_reduce": 1,
+        "all_gather": 3,
+        "reduce_scatter": 0,
+        "all_to_all": 0,
+        "permute": 1,
+    }
+    assert r["comm_bytes_by_kind"] == {
+        "all_reduce": 48,
+        "all_gather": 96,
+        "reduce_scatter": 0,
+        "all_to_all": 0,
+        "permute": 32,
+    }
     assert r["comm_bytes"] == 48 + 96 + 32
 
 
@@ -228,13 +277,18 @@ def test_bounds_hold_on_every_example() -> None:
 def test_bounds_on_a_scheduled_program() -> None:
     # sync collectives: step = sum; async with nothing between: same; everything symmetric
     t = "tensor<512x512xf32>"
-    text = ring(8, f"""
+    text = ring(
+        8,
+        f"""
   %f = collective.all_reduce_start add %x on @m["x"] : {t} -> !collective.future<{t}>
   %y = hlo.dot %x, %x, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
   %s = collective.done %f : !collective.future<{t}> -> {t}
   %z = collective.all_reduce add %y on @m["x"] : {t}
   %w = hlo.dot %z, %s, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
-  func.return %w : {t}""", f"%x: {t}", t)
+  func.return %w : {t}""",
+        f"%x: {t}",
+        t,
+    )
     for chip in ("v5e", "v5p"):
         tl = time_program(text, chip, abstract=True)
         r = tl.report()
@@ -268,7 +322,9 @@ def test_peak_memory_by_hand() -> None:
     # s = reduce t: +4 -> 1220 (the peak), then t dies -> 196. done: hands the future's
     # buffer to r, y dies -> 132. o = r + r: +64 -> 196, r dies -> 132. d = exp x is never
     # used: +64 -> 196 and freed at once.
-    text = ring(2, """
+    text = ring(
+        2,
+        """
   %y = hlo.exp %x : tensor<4x4xf32>
   %f = collective.all_reduce_start add %y on @m["x"] : tensor<4x4xf32> -> !collective.future<tensor<4x4xf32>>
   %t = hlo.constant dense<1.0> : tensor<16x16xf32>
@@ -276,7 +332,10 @@ def test_peak_memory_by_hand() -> None:
   %r = collective.done %f : !collective.future<tensor<4x4xf32>> -> tensor<4x4xf32>
   %o = hlo.add %r, %r : tensor<4x4xf32>
   %d = hlo.exp %x : tensor<4x4xf32>
-  func.return %o, %s : tensor<4x4xf32>, tensor<f32>""", "%x: tensor<4x4xf32>", "tensor<4x4xf32>, tensor<f32>")
+  func.return %o, %s : tensor<4x4xf32>, tensor<f32>""",
+        "%x: tensor<4x4xf32>",
+        "tensor<4x4xf32>, tensor<f32>",
+    )
     tl = time_program(text)
     assert tl.report()["peak_memory_bytes"] == 1220
     for d in tl.devices:
@@ -341,18 +400,24 @@ def test_timing_only_costs_a_huge_program_fast() -> None:
     t_dot = 2 * 8192 * 65536 * 65536 / 4.59e14
     assert r["compute_time_s"] > 2 * t_dot
     assert r["collectives"]["all_gather"] == 1 and r["collectives"]["all_reduce"] == 1
-    assert r["comm_bytes"] == (1 + 4 + 1) * 2**30  # all_gather 1 GiB, reduce_scatter 4, all_reduce 1
+    assert (
+        r["comm_bytes"] == (1 + 4 + 1) * 2**30
+    )  # all_gather 1 GiB, reduce_scatter 4, all_reduce 1
     assert r["peak_memory_bytes"] > 2 * 65536 * 65536 * 2  # both weights are live
 
 
 def test_timing_only_matches_a_value_run() -> None:
-    text = ring(4, IF_DEVICE_0_DOT + f"""
+    text = ring(
+        4,
+        IF_DEVICE_0_DOT
+        + f"""
   %f = collective.all_gather_start %x on @m["x"], dim = 0 : (tensor<256xf32>) -> !collective.future<tensor<1024xf32>>
   %y = hlo.dot %w, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   %g = collective.done %f : !collective.future<tensor<1024xf32>> -> tensor<1024xf32>
   func.return %g, %y : tensor<1024xf32>, tensor<1024x1024xbf16>""",
-                "%x: tensor<256xf32>, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
-                "tensor<1024xf32>, tensor<1024x1024xbf16>")
+        "%x: tensor<256xf32>, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
+        "tensor<1024xf32>, tensor<1024x1024xbf16>",
+    )
     concrete = time_program(text).report()
     abstract = time_program(text, abstract=True).report()
     assert abstract == concrete
@@ -360,7 +425,9 @@ def test_timing_only_matches_a_value_run() -> None:
 
 
 def test_timing_only_loops_run_but_value_branches_are_errors() -> None:
-    text = ring(2, """
+    text = ring(
+        2,
+        """
   %lb = arith.constant 0 : index
   %ub = arith.constant 5 : index
   %st = arith.constant 1 : index
@@ -368,10 +435,15 @@ def test_timing_only_loops_run_but_value_branches_are_errors() -> None:
     %p = collective.permute %v on @m["x"], shift = 1 : tensor<4096x4096xf32>
     scf.yield %p : tensor<4096x4096xf32>
   }
-  func.return %r : tensor<4096x4096xf32>""", "%x: tensor<4096x4096xf32>", "tensor<4096x4096xf32>")
+  func.return %r : tensor<4096x4096xf32>""",
+        "%x: tensor<4096x4096xf32>",
+        "tensor<4096x4096xf32>",
+    )
     r = time_program(text, abstract=True).report()
     assert r["collectives"]["permute"] == 5
-    text = ring(2, """
+    text = ring(
+        2,
+        """
   %s = hlo.reduce add %x, dims = [0] : (tensor<4xf32>) -> tensor<f32>
   %z = hlo.constant dense<0.0> : tensor<f32>
   %c = hlo.compare GT, %s, %z : (tensor<f32>, tensor<f32>) -> tensor<i1>
@@ -382,13 +454,18 @@ def test_timing_only_loops_run_but_value_branches_are_errors() -> None:
     %n = hlo.neg %x : tensor<4xf32>
     scf.yield %n : tensor<4xf32>
   }
-  func.return %r : tensor<4xf32>""", "%x: tensor<4xf32>", "tensor<4xf32>")
+  func.return %r : tensor<4xf32>""",
+        "%x: tensor<4xf32>",
+        "tensor<4xf32>",
+    )
     with pytest.raises(InterpreterError, match="branch condition depends on values --timing-only"):
         time_program(text, abstract=True)
 
 
 def test_timing_only_still_reports_deadlocks() -> None:
-    text = ring(2, """
+    text = ring(
+        2,
+        """
   %i = spmd.axis_index @m["x"] : tensor<i32>
   %c = tensor.extract %i[] : tensor<i32>
   %zero = arith.constant 0 : i32
@@ -399,7 +476,10 @@ def test_timing_only_still_reports_deadlocks() -> None:
     %s = collective.all_reduce add %x on @m["x"] : tensor<1024x1024xf32>
     scf.yield %s : tensor<1024x1024xf32>
   }
-  func.return %r : tensor<1024x1024xf32>""", "%x: tensor<1024x1024xf32>", "tensor<1024x1024xf32>")
+  func.return %r : tensor<1024x1024xf32>""",
+        "%x: tensor<1024x1024xf32>",
+        "tensor<1024x1024xf32>",
+    )
     with pytest.raises(InterpreterError, match="deadlock"):
         time_program(text, abstract=True)
 
@@ -408,15 +488,19 @@ def test_timing_only_still_reports_deadlocks() -> None:
 
 
 def test_trace_structure_and_no_overlap_on_a_compute_stream() -> None:
-    text = ring(4, IF_DEVICE_0_DOT + f"""
+    text = ring(
+        4,
+        IF_DEVICE_0_DOT
+        + f"""
   %f = collective.all_reduce_start add %x on @m["x"] : tensor<2048x1024xf32> -> !collective.future<tensor<2048x1024xf32>>
   %y = hlo.dot %w, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   %y2 = hlo.dot %y, %b, contracting_dims = [1] x [0] : {DOT_BF16}
   %g = collective.done %f : !collective.future<tensor<2048x1024xf32>> -> tensor<2048x1024xf32>
   %s = collective.all_reduce add %y2 on @m["x"] : tensor<1024x1024xbf16>
   func.return %g, %s : tensor<2048x1024xf32>, tensor<1024x1024xbf16>""",
-                "%x: tensor<2048x1024xf32>, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
-                "tensor<2048x1024xf32>, tensor<1024x1024xbf16>")
+        "%x: tensor<2048x1024xf32>, %a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>",
+        "tensor<2048x1024xf32>, tensor<1024x1024xbf16>",
+    )
     tl = time_program(text)
     trace = json.loads(tl.trace_json())
     events = trace["traceEvents"]
@@ -434,7 +518,9 @@ def test_trace_structure_and_no_overlap_on_a_compute_stream() -> None:
         assert e["dur"] >= 0 and e["ts"] >= 0 and e["pid"] in range(4) and e["tid"] in (0, 1)
         assert "op" in e["args"]
     dots = [e for e in slices if e["name"] == "hlo.dot"]
-    assert dots and all(e["args"]["flops"] == 2 * 1024**3 and e["args"]["bytes"] == 3 * 2 * 2**20 for e in dots)
+    assert dots and all(
+        e["args"]["flops"] == 2 * 1024**3 and e["args"]["bytes"] == 3 * 2 * 2**20 for e in dots
+    )
     assert dots[0]["dur"] == pytest.approx(T_DOT * 1e6)
     assert all(e["args"]["loc"].startswith("<test>:") for e in dots)
     colls = [e for e in slices if e["tid"] == 1]
@@ -442,8 +528,10 @@ def test_trace_structure_and_no_overlap_on_a_compute_stream() -> None:
     assert all("bytes" in e["args"] for e in colls)
     for d in range(4):
         for tid in (0, 1):
-            stream = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices if e["pid"] == d and e["tid"] == tid)
-            for (_, end), (start, _) in zip(stream, stream[1:]):
+            stream = sorted(
+                (e["ts"], e["ts"] + e["dur"]) for e in slices if e["pid"] == d and e["tid"] == tid
+            )
+            for (_, end), (start, _) in zip(stream, stream[1:], strict=False):
                 assert start >= end - 1e-9, (d, tid, stream)
     # the last event on the slowest device ends at the step time
     end = max(e["ts"] + e["dur"] for e in slices)
@@ -464,10 +552,15 @@ func.func @main(%a: tensor<64x64xf32>) -> tensor<64x64xf32> {
 
 
 def test_costs_come_from_the_shared_cost_model() -> None:
-    text = ring(4, """
+    text = ring(
+        4,
+        """
   %y = hlo.exp %x : tensor<256x256xf32>
   %s = collective.reduce_scatter add %y on @m["x"], dim = 0 : (tensor<256x256xf32>) -> tensor<64x256xf32>
-  func.return %s : tensor<64x256xf32>""", "%x: tensor<256x256xf32>", "tensor<64x256xf32>")
+  func.return %s : tensor<64x256xf32>""",
+        "%x: tensor<256x256xf32>",
+        "tensor<64x256xf32>",
+    )
     module, _ = parse(text)
     mesh = next(o for o in module.walk() if o.name == "spmd.mesh").mesh  # pyright: ignore
     model = CostModel(V5E, mesh)
@@ -498,8 +591,11 @@ from hypothesis import strategies as st  # noqa: E402
 
 SIZES = {"a": "tensor<64xf32>", "b": "tensor<65536xf32>"}
 OPS = st.lists(
-    st.tuples(st.sampled_from(["exp", "dot", "ar", "ag", "start_ar", "start_ag", "done", "dev0"]),
-              st.sampled_from(["a", "b"]), st.integers(0, 3)),
+    st.tuples(
+        st.sampled_from(["exp", "dot", "ar", "ag", "start_ar", "start_ag", "done", "dev0"]),
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 3),
+    ),
     max_size=14,
 )
 
@@ -515,16 +611,24 @@ def generated_program(ops: list[tuple[str, str, int]]) -> str:
         if kind == "exp":
             lines.append(f"  %v{n} = hlo.exp %{arg} : {t}")
         elif kind == "dot":
-            lines.append(f"  %v{n} = hlo.dot %m, %m, contracting_dims = [1] x [0] : ({dot_t}, {dot_t}) -> {dot_t}")
+            lines.append(
+                f"  %v{n} = hlo.dot %m, %m, contracting_dims = [1] x [0] : ({dot_t}, {dot_t}) -> {dot_t}"
+            )
         elif kind == "ar":
             lines.append(f'  %v{n} = collective.all_reduce add %{arg} on @m["x"] : {t}')
         elif kind == "ag":
-            lines.append(f'  %v{n} = collective.all_gather %a on @m["x"], dim = 0 : (tensor<64xf32>) -> tensor<256xf32>')
+            lines.append(
+                f'  %v{n} = collective.all_gather %a on @m["x"], dim = 0 : (tensor<64xf32>) -> tensor<256xf32>'
+            )
         elif kind == "start_ar":
-            lines.append(f'  %f{n} = collective.all_reduce_start add %{arg} on @m["x"] : {t} -> !collective.future<{t}>')
+            lines.append(
+                f'  %f{n} = collective.all_reduce_start add %{arg} on @m["x"] : {t} -> !collective.future<{t}>'
+            )
             pending.append((f"%f{n}", t))
         elif kind == "start_ag":
-            lines.append(f'  %f{n} = collective.all_gather_start %a on @m["x"], dim = 0 : (tensor<64xf32>) -> !collective.future<tensor<256xf32>>')
+            lines.append(
+                f'  %f{n} = collective.all_gather_start %a on @m["x"], dim = 0 : (tensor<64xf32>) -> !collective.future<tensor<256xf32>>'
+            )
             pending.append((f"%f{n}", "tensor<256xf32>"))
         elif kind == "done" and pending:
             f, rt = pending.pop(pick % len(pending))
@@ -543,8 +647,12 @@ def generated_program(ops: list[tuple[str, str, int]]) -> str:
     for k, (f, rt) in enumerate(pending):
         lines.append(f"  %last{k} = collective.done {f} : !collective.future<{rt}> -> {rt}")
     body = "\n".join(lines)
-    return ring(4, body + "\n  func.return %a : tensor<64xf32>",
-                "%a: tensor<64xf32>, %b: tensor<65536xf32>, %m: tensor<256x256xf32>", "tensor<64xf32>")
+    return ring(
+        4,
+        body + "\n  func.return %a : tensor<64xf32>",
+        "%a: tensor<64xf32>, %b: tensor<65536xf32>, %m: tensor<256x256xf32>",
+        "tensor<64xf32>",
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -560,29 +668,39 @@ def test_generated_programs_respect_the_bounds_and_stream_order(ops) -> None:
     for d in tl.devices:
         assert d.busy <= d.finish * (1 + 1e-12) + 1e-18 and d.comm <= d.finish * (1 + 1e-12) + 1e-18
         stream = sorted([(s, e) for _, s, e in d.compute] + [(s, e) for _, s, e in d.waits])
-        assert all(b[0] >= a[1] - 1e-15 for a, b in zip(stream, stream[1:]))
+        assert all(b[0] >= a[1] - 1e-15 for a, b in zip(stream, stream[1:], strict=False))
         engine = [(s, e) for _, _, s, e in d.collectives]
         assert engine == sorted(engine)  # issue order
-        assert all(b[0] >= a[1] - 1e-15 for a, b in zip(engine, engine[1:]))
+        assert all(b[0] >= a[1] - 1e-15 for a, b in zip(engine, engine[1:], strict=False))
         assert all(issued <= s for _, issued, s, _ in d.collectives)
     # busy + idle = finish on the compute stream: idle time is exactly the waits
     slow = tl.slowest
-    assert sum(e - s for _, s, e in slow.waits) == pytest.approx(r["exposed_comm_time_s"], abs=1e-15)
+    assert sum(e - s for _, s, e in slow.waits) == pytest.approx(
+        r["exposed_comm_time_s"], abs=1e-15
+    )
     # the value run times the same program identically
     assert time_program(text).report() == r
 
 
 def test_slices_flatten_the_timeline() -> None:
-    text = ring(2, f"""
+    text = ring(
+        2,
+        f"""
   %y = hlo.dot %a, %a, contracting_dims = [1] x [0] : {DOT_BF16}
   %s = collective.all_reduce add %x on @m["x"] : tensor<1024xf32>
   func.return %s, %y : tensor<1024xf32>, tensor<1024x1024xbf16>""",
-                "%x: tensor<1024xf32>, %a: tensor<1024x1024xbf16>", "tensor<1024xf32>, tensor<1024x1024xbf16>")
+        "%x: tensor<1024xf32>, %a: tensor<1024x1024xbf16>",
+        "tensor<1024xf32>, tensor<1024x1024xbf16>",
+    )
     tl = time_program(text, abstract=True)
     slices = tl.slices()
     assert [(s.device, s.stream, s.op.name) for s in slices] == [
-        (0, "compute", "hlo.dot"), (0, "wait", "collective.all_reduce"), (0, "collectives", "collective.all_reduce"),
-        (1, "compute", "hlo.dot"), (1, "wait", "collective.all_reduce"), (1, "collectives", "collective.all_reduce"),
+        (0, "compute", "hlo.dot"),
+        (0, "wait", "collective.all_reduce"),
+        (0, "collectives", "collective.all_reduce"),
+        (1, "compute", "hlo.dot"),
+        (1, "wait", "collective.all_reduce"),
+        (1, "collectives", "collective.all_reduce"),
     ]
     assert slices[0].flops == 2 * 1024**3 and slices[0].bytes == 3 * 2 * 2**20
     assert slices[2].bytes == 4096 and slices[2].start == pytest.approx(T_DOT)

@@ -13,6 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from shardc.dialects import spmd, tpu
+from shardc.dialects.tpu import MemorySpace
+from shardc.tests.unit.strategies import parse, print_module
+from shardc.tools.source import DiagnosticError
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     IndexType,
@@ -36,11 +40,6 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.test_value import create_ssa_value
-
-from shardc.dialects import spmd, tpu
-from shardc.dialects.tpu import MemorySpace
-from shardc.tests.unit.strategies import parse, print_module
-from shardc.tools.source import DiagnosticError
 
 HBM, VMEM, SMEM, SEM = (
     MemorySpace.HBM,
@@ -67,10 +66,13 @@ def index() -> SSAValue:
     return val(IndexType())
 
 
+MESH_2X4 = spmd.MeshAttr([("data", 2), ("model", 4)])
+
+
 def kernel(
     arg_types: Sequence[Attribute],
     body: Callable[[list[SSAValue]], list[Operation]],
-    mesh: spmd.MeshAttr | None = spmd.MeshAttr([("data", 2), ("model", 4)]),
+    mesh: spmd.MeshAttr | None = MESH_2X4,
 ) -> tuple[ModuleOp, list[Operation]]:
     """`[spmd.mesh @mesh] func.func @main(args) { body; return }`."""
     block = Block(arg_types=arg_types)
@@ -141,7 +143,8 @@ def test_byte_sizes(dtype: Attribute, size: int):
 
 
 @pytest.mark.parametrize(
-    ("dtype", "acc"), [(bf16, f32), (f16, f32), (f32, f32), (f64, f64), (i32, i32), (i64, i64), (i1, None)]
+    ("dtype", "acc"),
+    [(bf16, f32), (f16, f32), (f32, f32), (f64, f64), (i32, i32), (i64, i64), (i1, None)],
 )
 def test_accumulation_type(dtype: Attribute, acc: Attribute | None):
     assert tpu.accumulation_type(dtype) == acc
@@ -320,7 +323,9 @@ VERIFIER_CASES: list[tuple[str, Callable[[], Operation], str]] = [
     ),
     (
         "remote without send",
-        lambda: tpu.DMAStartOp(val(ref(VMEM, 8)), val(ref(VMEM, 8)), recv_sem=_sem(), device=val(i32)),
+        lambda: tpu.DMAStartOp(
+            val(ref(VMEM, 8)), val(ref(VMEM, 8)), recv_sem=_sem(), device=val(i32)
+        ),
         r"a remote DMA \(with `device`\) needs a send semaphore",
     ),
     (
@@ -333,7 +338,10 @@ VERIFIER_CASES: list[tuple[str, Callable[[], Operation], str]] = [
     (
         "dma with semaphore array",
         lambda: tpu.DMAStartOp(
-            val(ref(HBM, 8)), val(ref(VMEM, 8)), recv_sem=_sem(), send_sem=val(tpu.DMASemaphoreType([2]))
+            val(ref(HBM, 8)),
+            val(ref(VMEM, 8)),
+            recv_sem=_sem(),
+            send_sem=val(tpu.DMASemaphoreType([2])),
         ),
         r"send semaphore must be a single semaphore \(rank 0\)",
     ),
@@ -556,7 +564,9 @@ def test_diagnostics_are_located():
         "  func.return\n"
         "}\n"
     )
-    with pytest.raises(DiagnosticError, match=r"<test>:2:3: error: 'tpu.load' op tpu.load accesses VMEM"):
+    with pytest.raises(
+        DiagnosticError, match=r"<test>:2:3: error: 'tpu.load' op tpu.load accesses VMEM"
+    ):
         parse(text)
 
 
