@@ -29,10 +29,30 @@ from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 MXU_DTYPE_FACTOR = {"f64": 1 / 8}
 """Fraction of the bf16 MXU peak per element type (others: 1, see `chips`)."""
+
+
+def mxu_rate(chip: Chip, element_type: Attribute) -> float:
+    """FLOP/s of the MXU multiplying operands of `element_type`."""
+    return chip.flops_bf16 * MXU_DTYPE_FACTOR.get(str(element_type), 1.0)
+
+
+def matmul_time(chip: Chip, m: int, k: int, n: int, element_type: Attribute) -> float:
+    """Seconds of an (m x k) @ (k x n) matmul on the MXU: 2mkn FLOPs at its peak."""
+    return 2.0 * m * k * n / mxu_rate(chip, element_type)
+
+
+def vpu_time(chip: Chip, elements: int, ops_per_element: int = 1) -> float:
+    """Seconds of `ops_per_element` VPU operations on each of `elements` elements."""
+    return ops_per_element * elements / chip.vpu_flops
+
+
+def vmem_time(chip: Chip, nbytes: int) -> float:
+    """Seconds to load or store `nbytes` between VMEM and the vector registers."""
+    return nbytes / (chip.vmem_bw_factor * chip.hbm_bw)
 
 
 @dataclass(frozen=True)
@@ -75,8 +95,7 @@ class CostModel:
             contracted = math.prod(lhs.get_shape()[d] for d in lc)
             out = op.result.type
             assert isinstance(out, TensorType)
-            factor = MXU_DTYPE_FACTOR.get(str(lhs.element_type), 1.0)
-            return 2.0 * _elements(out) * contracted, self.chip.flops_bf16 * factor
+            return 2.0 * _elements(out) * contracted, mxu_rate(self.chip, lhs.element_type)
         if isinstance(op, hlo.ReduceOp):
             src = op.operand.type
             assert isinstance(src, TensorType)
