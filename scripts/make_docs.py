@@ -496,11 +496,17 @@ class CommandFailed(Exception):
 
 
 def sandbox(directory: Path) -> Path:
-    """A directory where the tutorial's repo-relative paths resolve, outputs stay local."""
-    for name in (".venv", "tests", "examples"):
+    """
+    A directory where the tutorial's repo-relative paths resolve, outputs stay local. Its
+    `.venv` is the environment running this script (`sys.prefix`), wherever that is, so the
+    tutorial's `.venv/bin/...` commands run the shardc under test, not whatever a `.venv`
+    in the repository holds.
+    """
+    targets = {".venv": Path(sys.prefix), "tests": ROOT / "tests", "examples": ROOT / "examples"}
+    for name, target in targets.items():
         link = directory / name
         if not link.exists():
-            link.symlink_to(ROOT / name)
+            link.symlink_to(target)
     return directory
 
 

@@ -21,6 +21,10 @@ do nothing, because no reporter is active. When a line is printed:
 
 `after` is 2 s, or `$SHARDC_PROGRESS_AFTER` (seconds; 0 prints every stage at once:
 tests use it); `--quiet` (`enabled=False`) turns progress off.
+
+Time comes from `clock` (default: the module's `default_clock`, `time.monotonic` unless
+a test replaces it), so tests drive a reporter with a fake clock and `poll()` instead of sleeping;
+`watch=False` runs no watcher thread (then `poll()` is what announces a slow stage).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
@@ -37,6 +41,9 @@ DEFAULT_AFTER = 2.0
 """Seconds a stage (or, on a terminal, the run) must last before progress is printed."""
 
 ENV_AFTER = "SHARDC_PROGRESS_AFTER"
+
+default_clock: Callable[[], float] = time.monotonic
+"""The clock of new reporters that are given none (tests replace it with a fake one)."""
 
 
 def default_after() -> float:
@@ -58,8 +65,11 @@ class Progress:
         stream: TextIO | None = None,
         after: float | None = None,
         tty: bool | None = None,
+        clock: Callable[[], float] | None = None,
+        watch: bool = True,
     ) -> None:
         self.prog = prog
+        self.clock = clock if clock is not None else default_clock
         self.stream = stream if stream is not None else sys.stderr
         self.after = default_after() if after is None else after
         if tty is None:
@@ -68,14 +78,14 @@ class Progress:
         self.tty = tty
         self.lines: list[str] = []
         """Every line printed, for tests."""
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
         self._cond = threading.Condition()
         self._stage: str | None = None
         self._started = self._t0
         self._announced = False
         self._closed = False
         self._thread: threading.Thread | None = None
-        if self.after > 0:
+        if self.after > 0 and watch:
             self._thread = threading.Thread(target=self._watch, name="shardc-progress", daemon=True)
             self._thread.start()
 
@@ -86,7 +96,7 @@ class Progress:
         with self._cond:
             if self._closed:
                 return
-            now = time.monotonic()
+            now = self.clock()
             self._end_stage(now)
             self._stage, self._started, self._announced = what, now, False
             if now >= self._deadline_locked():
@@ -99,7 +109,7 @@ class Progress:
         with self._cond:
             if self._closed:
                 return
-            now = time.monotonic()
+            now = self.clock()
             if ok:
                 self._end_stage(now)
             self._stage = None
@@ -109,6 +119,12 @@ class Progress:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+
+    def poll(self) -> None:
+        """Announce the current stage if it has run past its deadline (what the watcher
+        thread does when it wakes; tests with a fake clock call it themselves)."""
+        with self._cond:
+            self._poll_locked()
 
     # -- internals (called with the lock held) ------------------------------------------
 
@@ -143,12 +159,21 @@ class Progress:
                 if self._stage is None or self._announced:
                     self._cond.wait()
                     continue
-                now = time.monotonic()
-                deadline = self._deadline_locked()
-                if now >= deadline:
-                    self._announce(now, late=True)
-                else:
-                    self._cond.wait(deadline - now)
+                wait = self._poll_locked()
+                if wait is not None:
+                    self._cond.wait(wait)
+
+    def _poll_locked(self) -> float | None:
+        """Announce a stage past its deadline; else the seconds left until it (None: no
+        stage waiting)."""
+        if self._closed or self._stage is None or self._announced:
+            return None
+        now = self.clock()
+        deadline = self._deadline_locked()
+        if now >= deadline:
+            self._announce(now, late=True)
+            return None
+        return deadline - now
 
 
 _active: Progress | None = None
@@ -174,13 +199,15 @@ def reporting(
     stream: TextIO | None = None,
     after: float | None = None,
     tty: bool | None = None,
+    clock: Callable[[], float] | None = None,
+    watch: bool = True,
 ) -> Iterator[Progress | None]:
     """Make a reporter active for the body (none if not `enabled`)."""
     global _active
     if not enabled:
         yield None
         return
-    p = Progress(prog, stream=stream, after=after, tty=tty)
+    p = Progress(prog, stream=stream, after=after, tty=tty, clock=clock, watch=watch)
     with _active_lock:
         previous, _active = _active, p
     ok = False

@@ -12,7 +12,10 @@ The documentation in docs/ stays true:
 * docs/passes.md is what scripts/make_docs.py generates.
 A changed pass or tool output fails this until the docs are regenerated:
 `.venv/bin/python scripts/make_docs.py`;
-* relative links in docs/*.md and README.md point to files that exist.
+* relative links in docs/*.md and README.md point to files that exist;
+* README.md's code blocks run: each ```sh block in a scratch directory as the tutorial's
+  (skip marker as above), each ```python block with this Python, and the command the quick
+  start's `scripts/main.sh` runs.
 """
 
 from __future__ import annotations
@@ -244,3 +247,39 @@ def test_relative_links_resolve(path: Path) -> None:
         if not (path.parent / file).exists():
             broken.append(target)
     assert not broken, f"{path.name}: broken links {broken}"
+
+
+README = ROOT / "README.md"
+README_BLOCKS = [b for b in blocks(README) if b.lang in ("sh", "python")]
+
+
+@pytest.mark.parametrize("block", README_BLOCKS, ids=[b.id for b in README_BLOCKS])
+def test_readme_code_block_runs(block: Block, tmp_path: Path) -> None:
+    if block.marker == "skip":
+        pytest.skip(block.marker_arg or "marked skip")
+    assert block.marker is None, f"unknown docs-test marker '{block.marker}' at {block.id}"
+    make_docs = _load_make_docs()
+    cwd = make_docs.sandbox(tmp_path)
+    if block.lang == "python":
+        (cwd / "readme_block.py").write_text(block.text)
+        command = f"{sys.executable} readme_block.py"
+    else:
+        command = block.text
+    try:
+        make_docs.run_block(command, cwd)
+    except make_docs.CommandFailed as e:
+        pytest.fail(f"{block.id}: a README command failed: {e}")
+
+
+def test_readme_main_job_command_runs(tmp_path: Path) -> None:
+    """The shardc-run line `scripts/main.sh` execs (after its setup step), in a sandbox."""
+    script = (ROOT / "scripts" / "main.sh").read_text()
+    found = re.search(r"^exec (\.venv/bin/shardc-run .*?[^\\])$", script, re.M | re.S)
+    assert found, "scripts/main.sh no longer execs .venv/bin/shardc-run"
+    command = found.group(1).replace("\\\n", " ")
+    cwd = _load_make_docs().sandbox(tmp_path)
+    (cwd / "build").mkdir()
+    stdout, _ = _load_make_docs().run_block(command.replace('"$@"', ""), cwd)
+    assert "check against the level-G program before -p: pass" in stdout, stdout
+    assert (cwd / "build" / "megatron_mlp.trace.json").stat().st_size > 0
+    assert (cwd / "build" / "megatron_mlp.timeline.png").stat().st_size > 0

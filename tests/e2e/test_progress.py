@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,19 @@ from shardc.tools import progress, shardc_run
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = str(ROOT / "examples" / "megatron_mlp.mlir")
+
+
+class FakeClock:
+    """A clock that moves only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def test_fast_stages_print_nothing() -> None:
@@ -33,14 +45,23 @@ def test_after_zero_prints_every_stage_and_done() -> None:
 
 def test_a_slow_stage_is_announced_while_it_runs_and_timed_when_it_ends() -> None:
     out = io.StringIO()
-    with progress.reporting("tool", stream=out, after=0.05, tty=False) as p:
+    clock = FakeClock()
+    with progress.reporting(
+        "tool", stream=out, after=0.05, tty=False, clock=clock, watch=False
+    ) as p:
         assert p is not None
         progress.step("fast one")
+        clock.advance(0.01)
         progress.step("slow one")
-        deadline = time.monotonic() + 5
-        while not p.lines and time.monotonic() < deadline:  # the watcher prints, not step()
-            time.sleep(0.01)
-        assert p.lines and "slow one (running for" in p.lines[0]
+        clock.advance(0.04)
+        p.poll()
+        assert p.lines == []  # not yet past its deadline
+        clock.advance(0.02)
+        assert p.lines == []  # step() does not print a running stage: the watcher (poll) does
+        p.poll()
+        assert p.lines == ["tool: [0.1 s] slow one (running for 0.1 s)"]
+        p.poll()
+        assert len(p.lines) == 1  # announced once
         progress.step("fast two")
     text = out.getvalue()
     assert "fast" not in text
@@ -49,9 +70,11 @@ def test_a_slow_stage_is_announced_while_it_runs_and_timed_when_it_ends() -> Non
 
 def test_on_a_terminal_every_stage_after_the_threshold_gets_a_line() -> None:
     out = io.StringIO()
-    with progress.reporting("tool", stream=out, after=0.05, tty=True):
+    clock = FakeClock()
+    with progress.reporting("tool", stream=out, after=0.05, tty=True, clock=clock, watch=False):
         progress.step("first")
-        time.sleep(0.2)
+        clock.advance(0.2)
+        progress.active().poll()  # type: ignore[union-attr]
         progress.step("second")
         progress.step("third")
     stages = [ln.split("] ", 1)[1] for ln in out.getvalue().splitlines()]
@@ -112,11 +135,14 @@ def test_shardc_run_slow_stage_is_reported(
     from shardc.interpreter.devices import Executor
 
     real_run = Executor.run
+    clock = FakeClock()
 
     def slow_run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(0.4)
+        clock.advance(0.4)
+        progress.active().poll()  # type: ignore[union-attr]  (what the watcher does)
         return real_run(self, *args, **kwargs)
 
+    monkeypatch.setattr(progress, "default_clock", clock)
     monkeypatch.setattr(Executor, "run", slow_run)
     monkeypatch.setenv(progress.ENV_AFTER, "0.2")
     assert shardc_run.main([MLP, "--timing-only"]) == 0

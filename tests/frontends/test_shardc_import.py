@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -141,12 +141,13 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
     assert code == 1 and "cannot read the file" in err
 
 
-@pytest.mark.skipif(
-    shutil.which("shardc-import") is None and not Path(".venv/bin/shardc-import").exists(),
-    reason="the console script is not installed",
-)
+CONSOLE_SCRIPT = Path(sys.executable).with_name("shardc-import")
+"""The console script installed beside the Python running the tests."""
+
+
+@pytest.mark.skipif(not CONSOLE_SCRIPT.exists(), reason="the console script is not installed")
 def test_console_script(tmp_path: Path) -> None:
-    exe = shutil.which("shardc-import") or str(Path(".venv/bin/shardc-import").resolve())
+    exe = str(CONSOLE_SCRIPT)
     bad = tmp_path / "bad.hlo"
     bad.write_text(BAD["unknown_op.hlo"][0])
     p = subprocess.run([exe, str(bad)], capture_output=True, text=True, timeout=120)

@@ -444,10 +444,11 @@ func.func @main(%x: tensor<8x6xf32>) -> (tensor<2x3xf32>, tensor<i32>, tensor<i6
 
 
 def _collectives_example() -> str:
-    here = os.path.dirname(__file__)
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
     for path in (
-        "/work/shared/examples/collectives.mlir",
-        os.path.join(here, "..", "..", "examples", "collectives.mlir"),
+        # the shared copy beside the repository (as CI lays it out), then the packaged one
+        os.path.join(root, "..", "shared", "examples", "collectives.mlir"),
+        os.path.join(root, "examples", "collectives.mlir"),
     ):
         if os.path.exists(path):
             return open(path).read()

@@ -552,6 +552,7 @@ def test_timing_mode_times_the_ring_all_gather_as_the_valued_run():
     _same_timing(valued, timed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "chip, n, op",
     [

@@ -569,6 +569,7 @@ func.func @main(%a: tensor<32x1024xf32>, %b: tensor<256x1024xf32>) -> (tensor<8x
         lower(text, 136 * 1024)
 
 
+@pytest.mark.slow
 def test_compute_time_follows_the_roofline():
     """A large f32 add is HBM-bound (within 15% of its roofline), a large bf16 dot
     MXU-bound (within 30%)."""

@@ -427,6 +427,7 @@ def test_multi_axis_collectives_one_ring_phase_per_axis(mesh, axes, kind, dtype,
     check(one_op(devices, dtype, arg, res, op, mesh=spec), devices)
 
 
+@pytest.mark.slow
 def test_two_axes_on_a_16x16_v5e_torus_are_bidirectional_in_the_last_phase():
     """4x4 on v5e has no wraparound; a 16-device axis does: its phase runs both ways."""
     text = one_op(
@@ -498,6 +499,7 @@ def test_large_ring_all_gather_time_against_the_cost_model():
     assert ratio == pytest.approx(1.0, abs=0.10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip, n", [("v5p", 4), ("v5e", 16)])
 def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
     """With wraparound the cost model counts both directions of the ring: so does the kernel."""
@@ -524,6 +526,7 @@ def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
     assert ratio == pytest.approx(1.0, abs=0.10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "chip, n, kind",
     [("v5e", 8, "all_reduce"), ("v5p", 4, "reduce_scatter"), ("v5e", 16, "all_reduce")],
@@ -582,6 +585,7 @@ def test_torus_all_reduce_reduces_one_part_per_axis_order(chip, mesh, axes, part
     assert f"%rs{parts - 1}_" in text and f"%ag{parts - 1}_" in text
 
 
+@pytest.mark.slow
 def test_torus_all_reduce_is_faster_than_a_ring_over_the_same_chips():
     """v5p 4x4 (wraparound on both axes), 8 MiB: the two halves keep both axes' links busy."""
     size = 2 * 2**20  # f32 elements
@@ -854,6 +858,7 @@ def test_random_data_movement_over_groups_matches_level_s(program):
     check(text, devices, exact=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 def test_large_torus_all_reduce_time_against_the_cost_model(chip):
     """The cost model divides a k-axis collective's bandwidth term by k: the 2-D algorithm
@@ -878,6 +883,7 @@ def test_large_torus_all_reduce_time_against_the_cost_model(chip):
     assert report["step_time_s"] / want == pytest.approx(1.0, abs=0.10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 @pytest.mark.parametrize("dtype", ["f32", "i32"])
 def test_torus_all_reduce_in_pieces(chip, dtype):
