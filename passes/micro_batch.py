@@ -84,6 +84,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
@@ -635,7 +636,7 @@ class MicroBatchPass(ModulePass):
             Splitter(block, cand, plan.k, plan.chunk_major).run()
         for op in list(block.ops):
             if isinstance(op, collective.SYNC_OPS):
-                async_split(op)
+                async_split(op, PatternRewriter(op))
         try:
             _, _, time = BlockScheduler(block, model, self.memory_limit, self.max_in_flight).run()
         except ScheduleStuck:
