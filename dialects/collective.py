@@ -105,7 +105,7 @@ class FutureType(ParametrizedAttribute, TypeAttribute):
 class CollectiveHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from shardc.passes.canonicalize import RemoveTrivialCollective
+        from shardc.passes.canonicalization_patterns.collective import RemoveTrivialCollective
 
         return (RemoveTrivialCollective(),)
 
