@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.spmd import MeshAttr
+from shardc.dialects.spmd import MeshAttr, group_ranks
 from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -51,9 +51,8 @@ def device_ranks(op: collective.CollectiveOp) -> tuple[list[list[int]], np.ndarr
     """The op's groups and each device's rank in its group (indexed by device id)."""
     groups = op.device_groups()
     ranks = np.zeros(sum(len(g) for g in groups), dtype=np.int64)
-    for group in groups:
-        for r, d in enumerate(group):
-            ranks[d] = r
+    for d, (_, r) in group_ranks(groups).items():
+        ranks[d] = r
     return groups, ranks
 
 
