@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from shardc.dialects.spmd import (
+    GroupSpecOp,
     group_spec_str,
     lookup_mesh,
     parse_group_spec_after_on,
@@ -38,7 +39,6 @@ from shardc.dialects.syntax import (
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
-    FlatSymbolRefAttr,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -105,7 +105,7 @@ class FutureType(ParametrizedAttribute, TypeAttribute):
 class CollectiveHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from shardc.passes.canonicalize import RemoveTrivialCollective
+        from shardc.passes.canonicalization_patterns.collective import RemoveTrivialCollective
 
         return (RemoveTrivialCollective(),)
 
@@ -115,36 +115,21 @@ class CollectiveHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
 ################################################################################
 
 
-class CollectiveOp(IRDLOperation, ABC):
+class CollectiveOp(GroupSpecOp, ABC):
     """
-    Base of every collective: the `on @mesh[axes]` / `on groups [[..]]` part, its
-    verification, and the device groups it denotes (one place for all passes).
+    Base of every collective: the `on @mesh[axes]` / `on groups [[..]]` part (shared with
+    `tpu.barrier` through `GroupSpecOp`), its verification, and the device groups it
+    denotes (one place for all passes).
     """
-
-    mesh = opt_prop_def(FlatSymbolRefAttr)
-    mesh_axes = opt_prop_def(ArrayAttr[StringAttr])
-    groups = opt_prop_def(ArrayAttr[DenseArrayBase])
 
     IS_START: ClassVar[bool] = False
     """True for the `_start` forms, whose one result is a future."""
 
-    @property
-    def axes(self) -> tuple[str, ...]:
-        return tuple(a.data for a in self.mesh_axes.data) if self.mesh_axes else ()
-
-    @property
-    def explicit_groups(self) -> list[list[int]] | None:
-        if self.groups is None:
-            return None
-        return [list(g.get_values()) for g in self.groups.data]  # pyright: ignore
-
     def device_groups(self) -> list[list[int]]:
         """Every group as device ids in rank order."""
-        explicit = self.explicit_groups
-        if explicit is not None:
-            return explicit
-        assert self.mesh is not None
-        return lookup_mesh(self, self.mesh.root_reference.data).groups(self.axes)
+        groups = self.spec_groups()
+        assert groups is not None
+        return groups
 
     def group_size(self) -> int:
         explicit = self.explicit_groups

@@ -284,7 +284,7 @@ class NotOp(UnaryElementwiseOp):
 class HloHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from shardc.passes.canonicalize import HLO_PATTERNS
+        from shardc.passes.canonicalization_patterns.hlo import HLO_PATTERNS
 
         return HLO_PATTERNS
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -33,6 +34,7 @@ from shardc.dialects.syntax import (
 )
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     FlatSymbolRefAttr,
     IntAttr,
     IntegerType,
@@ -51,6 +53,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -501,32 +504,87 @@ class AxisIndexOp(IRDLOperation):
 ################################################################################
 
 
-def lookup_mesh(op: Operation, name: str) -> MeshAttr:
-    """The mesh named `name` visible from `op`, or a `VerifyException`."""
+def _symbol_table(op: Operation) -> Operation | None:
+    """`op` or its closest ancestor that is a symbol table (the module)."""
     anchor: Operation | None = op
     while anchor is not None and not anchor.has_trait(SymbolTable):
         anchor = anchor.parent_op()
+    return anchor
+
+
+def lookup_mesh(op: Operation, name: str) -> MeshAttr:
+    """The mesh named `name` visible from `op`, or a `VerifyException`."""
+    anchor = _symbol_table(op)
     found = SymbolTable.lookup_symbol(anchor, name) if anchor is not None else None
     if not isinstance(found, MeshOp):
         raise VerifyException(f"@{name} does not name an spmd.mesh")
     return found.mesh
 
 
-def find_mesh(op: Operation) -> MeshAttr | None:
-    """The one mesh of the module containing `op` (if any)."""
-    anchor: Operation | None = op
-    while anchor is not None and not anchor.has_trait(SymbolTable):
-        anchor = anchor.parent_op()
+def find_mesh_op(op: Operation) -> MeshOp | None:
+    """
+    The first `spmd.mesh` of the module containing `op` (or of `op` itself, a module):
+    the mesh a program runs on; a module has at most one that matters.
+    """
+    anchor = _symbol_table(op)
     if anchor is None:
         return None
     for child in anchor.regions[0].block.ops:
         if isinstance(child, MeshOp):
-            return child.mesh
+            return child
     return None
+
+
+def find_mesh(op: Operation) -> MeshAttr | None:
+    """The one mesh of the module containing `op` (if any)."""
+    found = find_mesh_op(op)
+    return found.mesh if found is not None else None
+
+
+def module_mesh(module: Operation) -> tuple[str, MeshAttr] | None:
+    """The module's mesh as (symbol name, mesh), if any."""
+    found = find_mesh_op(module)
+    return (found.sym_name.data, found.mesh) if found is not None else None
+
+
+def group_ranks(groups: Sequence[Sequence[int]]) -> dict[int, tuple[int, int]]:
+    """Each device of `groups` -> (index of its group, its rank in that group)."""
+    return {d: (g, r) for g, group in enumerate(groups) for r, d in enumerate(group)}
 
 
 # Device groups: `on @mesh["a", "b"]` or `on groups [[0, 1], [2, 3]]`, shared by the
 # collectives and by tpu.barrier.
+
+
+class GroupSpecOp(IRDLOperation, ABC):
+    """
+    An op that names device groups as `on @mesh["a", "b"]` (`mesh`, `mesh_axes`) or
+    `on groups [[0, 1], [2, 3]]` (`groups`): the collectives and `tpu.barrier`. One
+    accessor for both, so that they denote the same groups for the same spec.
+    """
+
+    mesh = opt_prop_def(FlatSymbolRefAttr)
+    mesh_axes = opt_prop_def(ArrayAttr[StringAttr])
+    groups = opt_prop_def(ArrayAttr[DenseArrayBase])
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return tuple(a.data for a in self.mesh_axes.data) if self.mesh_axes else ()
+
+    @property
+    def explicit_groups(self) -> list[list[int]] | None:
+        if self.groups is None:
+            return None
+        return [list(g.get_values()) for g in self.groups.data]  # pyright: ignore
+
+    def spec_groups(self) -> list[list[int]] | None:
+        """The groups the spec names, each as device ids in rank order (None: no spec)."""
+        explicit = self.explicit_groups
+        if explicit is not None:
+            return explicit
+        if self.mesh is None:
+            return None
+        return lookup_mesh(self, self.mesh.root_reference.data).groups(self.axes)
 
 
 def parse_group_spec_after_on(parser: Parser) -> dict[str, Attribute]:

@@ -99,6 +99,7 @@ from typing import ClassVar
 
 from shardc.dialects.hlo import element_kind
 from shardc.dialects.spmd import (
+    GroupSpecOp,
     find_mesh,
     group_spec_str,
     lookup_mesh,
@@ -148,7 +149,6 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
-    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -849,7 +849,7 @@ class SemWaitOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BarrierOp(IRDLOperation):
+class BarrierOp(GroupSpecOp):
     """
     Blocks until every device of its group has reached it (all devices if no group is
     named); groups are written as a collective's (DESIGN.md, level S):
@@ -866,10 +866,6 @@ class BarrierOp(IRDLOperation):
 
     name = "tpu.barrier"
 
-    mesh = opt_prop_def(FlatSymbolRefAttr)
-    mesh_axes = opt_prop_def(ArrayAttr[StringAttr])
-    groups = opt_prop_def(ArrayAttr[DenseArrayBase])
-
     def __init__(
         self,
         mesh: str | None = None,
@@ -884,23 +880,11 @@ class BarrierOp(IRDLOperation):
             props["groups"] = ArrayAttr(i64_array(g) for g in groups)
         super().__init__(properties=props)
 
-    @property
-    def axes(self) -> tuple[str, ...]:
-        return tuple(a.data for a in self.mesh_axes.data) if self.mesh_axes else ()
-
-    @property
-    def explicit_groups(self) -> list[list[int]] | None:
-        if self.groups is None:
-            return None
-        return [_int_list(g) for g in self.groups.data]
-
     def device_groups(self, device_count: int | None = None) -> list[list[int]]:
         """The groups that synchronize (one group of every device without a spec)."""
-        explicit = self.explicit_groups
-        if explicit is not None:
-            return explicit
-        if self.mesh is not None:
-            return lookup_mesh(self, self.mesh.root_reference.data).groups(self.axes)
+        groups = self.spec_groups()
+        if groups is not None:
+            return groups
         if device_count is None:
             mesh = find_mesh(self)
             assert mesh is not None, "a barrier over all devices needs the program's mesh"

@@ -299,7 +299,7 @@ def pairs_on_mesh(
     for k in range(1, len(names) + 1):
         for axes in itertools.permutations(names, k):
             groups = mesh.groups(list(axes))
-            where = {d: (gi, r) for gi, g in enumerate(groups) for r, d in enumerate(g)}
+            where = spmd.group_ranks(groups)
             per_group: dict[int, set[tuple[int, int]]] = {i: set() for i in range(len(groups))}
             ok = True
             for s, t in pairs:

@@ -1359,7 +1359,7 @@ def permute_groups(
         comps.setdefault(find(d), []).append(d)
     groups = sorted(comps.values())
     if len({len(g) for g in groups}) == 1 and len(groups) > 1:
-        rank = {d: (gi, g.index(d)) for gi, g in enumerate(groups) for d in g}
+        rank = spmd.group_ranks(groups)
         per: list[set[tuple[int, int]]] = [set() for _ in groups]
         for s, t in pairs:
             per[rank[s][0]].add((rank[s][1], rank[t][1]))

@@ -30,6 +30,7 @@ from shardc.dialects import collective as coll
 from shardc.dialects import spmd
 from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
+from shardc.dialects.spmd import module_mesh
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
@@ -77,14 +78,6 @@ def is_level_s(function: func.FuncOp) -> bool:
         spmd.PARTITIONED_ATTR_NAME in function.attributes
         or spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes
     )
-
-
-def module_mesh(module: ModuleOp) -> tuple[str, spmd.MeshAttr] | None:
-    """The module's `spmd.mesh` (name, mesh); a module has at most one that matters."""
-    for op in module.body.block.ops:
-        if isinstance(op, spmd.MeshOp):
-            return op.sym_name.data, op.mesh
-    return None
 
 
 class Future:
@@ -335,11 +328,10 @@ class Executor:
                     f"{spmd.PARTITIONED_ATTR_NAME} or {spmd.PER_DEVICE_IO_ATTR_NAME}",
                 )
             if op not in self._collectives:
-                member_of: dict[int, tuple[tuple[int, ...], int]] = {}
-                for group in op.device_groups():
-                    key = tuple(group)
-                    for rank, device in enumerate(group):
-                        member_of[device] = (key, rank)
+                groups = op.device_groups()
+                member_of = {
+                    d: (tuple(groups[g]), r) for d, (g, r) in spmd.group_ranks(groups).items()
+                }
                 cost = None
                 if self.cost_model is not None:
                     cost = CollectiveCost(

@@ -31,8 +31,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from shardc.dialects import spmd
+from shardc.dialects.spmd import module_mesh
 from shardc.dialects.syntax import string_list_in_braces_str
-from shardc.interpreter.devices import Executor, module_mesh
+from shardc.interpreter.devices import Executor
 from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.values import (
     BF16,

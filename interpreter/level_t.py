@@ -954,12 +954,11 @@ class Simulator:
             _join(dev.vc, sem.vc)
             return
         if isinstance(op, tpu.BarrierOp):
-            group = None
-            for g in op.device_groups(self.n):
-                if d in g:
-                    group = tuple(g)
-            if group is None:
+            groups = op.device_groups(self.n)
+            where = spmd.group_ranks(groups).get(d)
+            if where is None:
                 return
+            group = tuple(groups[where[0]])
             key = (op, group)
             arrived = self.barriers.setdefault(key, set())
             arrived.add(d)

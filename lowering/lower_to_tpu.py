@@ -393,7 +393,8 @@ class KernelLowering:
             return found
         name = f"g{sum(1 for a in self.axes if a.startswith('groups '))}"
         e = Emitter(Block())
-        me = self.lookup(e, {d: r for g in groups for r, d in enumerate(g)}, f"me_{name}")
+        ranks = {d: r for d, (_, r) in spmd.group_ranks(groups).items()}
+        me = self.lookup(e, ranks, f"me_{name}")
         n = e.i32(len(groups[0]), f"n_{name}")
         ops = list(e.block.ops)
         for o in ops:
@@ -425,7 +426,8 @@ class KernelLowering:
         e = Emitter(Block())
         hint = {1: "right", ax.size - 1: "left"}.get(k, f"peer_{k}")
         if ax.groups is not None:
-            table = {d: g[(r + k) % ax.size] for g in ax.groups for r, d in enumerate(g)}
+            where = spmd.group_ranks(ax.groups)
+            table = {d: ax.groups[g][(r + k) % ax.size] for d, (g, r) in where.items()}
             dev = self.lookup(e, table, f"{hint}_{ax.name}")
         else:
             kc = e.i32(k)

@@ -34,12 +34,23 @@ import numpy as np
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import MeshAttr, find_mesh
 from shardc.passes.device_values import clamped_offsets, device_ranks, is_invariant
-from shardc.passes.rewrite_utils import erase_if_dead, static_slice_or_value, tensor_type
+from shardc.passes.rewrite_utils import (
+    erase_if_dead,
+    insert_from,
+    replace_results,
+    static_slice_or_value,
+    tensor_type,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 
 def _own_block_direct(
@@ -101,7 +112,7 @@ def _own_block_through_reshape(
     return [hlo.ReshapeOp(x, TensorType(result_type.element_type, result_type.get_shape()))]
 
 
-def simplify(ds: hlo.DynamicSliceOp, mesh: MeshAttr) -> bool:
+def simplify(ds: hlo.DynamicSliceOp, mesh: MeshAttr, rewriter: PatternRewriter) -> None:
     source = ds.operand
     reshapes: list[hlo.ReshapeOp] = []
     while isinstance(source.owner, hlo.ReshapeOp):
@@ -109,25 +120,32 @@ def simplify(ds: hlo.DynamicSliceOp, mesh: MeshAttr) -> bool:
         source = source.owner.operand
     ag = source.owner
     if not isinstance(ag, collective.AllGatherOp):
-        return False
+        return
     x = ag.operands[ag.results.index(source)]  # pyright: ignore[reportArgumentType]
     if reshapes:
         found = _own_block_through_reshape(ds, ag, x, mesh)
     else:
         found = _own_block_direct(ds, ag, x, mesh)
     if found is None:
-        return False
-    if isinstance(found, SSAValue):
-        replacement = found
-    else:
-        Rewriter.insert_op(found, InsertPoint.before(ds))
-        replacement = found[-1].results[0]
-        replacement.name_hint = ds.result.name_hint
+        return
     inputs = list(ds.operands)
-    ds.result.replace_all_uses_with(replacement)
-    Rewriter.erase_op(ds)
-    erase_if_dead(inputs)
-    return True
+    if isinstance(found, SSAValue):
+        replace_results(rewriter, ds, [found], rename=False)
+    else:
+        insert_from(rewriter, ds, found)
+        replace_results(rewriter, ds, found[-1].results)
+    erase_if_dead(inputs, rewriter)
+
+
+@dataclass(frozen=True)
+class SimplifyOwnBlockSlice(RewritePattern):
+    """This device's block of an all_gather is the all_gather's operand (module docstring)."""
+
+    mesh: MeshAttr
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.DynamicSliceOp, rewriter: PatternRewriter) -> None:
+        simplify(op, self.mesh, rewriter)
 
 
 @dataclass(frozen=True)
@@ -137,11 +155,7 @@ class AllGatherSliceSimplifyPass(ModulePass):
     name = "all-gather-slice-simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        mesh = None
-        for candidate in list(op.walk()):
-            if not isinstance(candidate, hlo.DynamicSliceOp) or candidate.parent is None:
-                continue
-            mesh = mesh or find_mesh(candidate)
-            if mesh is None:
-                return
-            simplify(candidate, mesh)
+        mesh = find_mesh(op)
+        if mesh is None:
+            return
+        PatternRewriteWalker(SimplifyOwnBlockSlice(mesh)).rewrite_module(op)

@@ -35,6 +35,8 @@ from shardc.passes.device_values import device_values, is_invariant
 from shardc.passes.rewrite_utils import (
     erase_if_dead,
     group_properties,
+    insert_from,
+    replace_results,
     replay_data_movement,
     single_user,
     tensor_type,
@@ -49,7 +51,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 KINDS: dict[type[Operation], str] = {
     hlo.AddOp: "add",
@@ -80,10 +82,60 @@ class Side:
     """Ops from the all_reduce up to the binary op, to replay before the new all_reduce."""
 
 
-class Reassociator:
-    def __init__(self, mesh: MeshAttr | None, converted: bool):
-        self.mesh = mesh
-        self.converted = converted
+@dataclass
+class Match:
+    op: Operation
+    """The elementwise op combining the two sides."""
+    kind: str
+    left: Side
+    right: Side
+    same_operand: bool
+    """`op(ar, ar)`: one all_reduce used twice, replayed once."""
+    post: list[hlo.DynamicSliceOp]
+    """Identical dynamic_slices right below `op` (left side), kept after the new all_reduce."""
+
+
+def identical_slices_below(
+    op: Operation,
+) -> tuple[SSAValue, SSAValue, Operation, Operation, list[hlo.DynamicSliceOp]]:
+    """
+    Look through the dynamic_slices with the same start indices on both sides right below
+    `op`: the two values left, their users, and the left side's slices (outermost first).
+    """
+    lhs, rhs = op.operands
+    post: list[hlo.DynamicSliceOp] = []
+    user_l = user_r = op
+    while True:
+        dl, dr = lhs.owner, rhs.owner
+        if not (
+            isinstance(dl, hlo.DynamicSliceOp)
+            and isinstance(dr, hlo.DynamicSliceOp)
+            and list(dl.start_indices) == list(dr.start_indices)
+            and dl.sizes == dr.sizes
+            and dl.operand.type == dr.operand.type
+            and single_user(lhs) is user_l
+            and single_user(rhs) is user_r
+        ):
+            return lhs, rhs, user_l, user_r, post
+        post.append(dl)
+        user_l, user_r = dl, dr
+        lhs, rhs = dl.operand, dr.operand
+
+
+def combinable(left: Side, right: Side, kind: str) -> bool:
+    """Both all_reduces reduce with `kind` over the same groups, with the same attributes."""
+    al, ar = left.all_reduce, right.all_reduce
+    if al.kind.data != kind or ar.kind.data != kind:
+        return False
+    return group_properties(al) == group_properties(ar) and al.attributes == ar.attributes
+
+
+@dataclass(frozen=True)
+class ReassociateAllReduce(RewritePattern):
+    """`op(all_reduce(x), all_reduce(y))` -> `all_reduce(op(x, y))` (module docstring)."""
+
+    mesh: MeshAttr | None
+    converted: bool
 
     def _invariant_indices(self, op: hlo.DynamicSliceOp) -> bool:
         if self.mesh is None:
@@ -93,6 +145,14 @@ class Reassociator:
             if values is None or not is_invariant(values):
                 return False
         return True
+
+    def _movable(self, op: Operation) -> bool:
+        """Data movement that commutes with an elementwise reduction."""
+        if isinstance(op, hlo.ReshapeOp | hlo.TransposeOp | hlo.SliceOp):
+            return True
+        if isinstance(op, hlo.DynamicSliceOp) and self._invariant_indices(op):
+            return True
+        return self.converted and isinstance(op, hlo.ConvertOp) and _widening_float(op)
 
     def trace(self, value: SSAValue, user: Operation) -> Side | None:
         """`value` (used only by `user`) as data movement of a one-operand all_reduce."""
@@ -106,79 +166,56 @@ class Reassociator:
                     return None
                 chain.reverse()
                 return Side(op, chain)
-            movable = isinstance(op, hlo.ReshapeOp | hlo.TransposeOp | hlo.SliceOp) or (
-                isinstance(op, hlo.DynamicSliceOp) and self._invariant_indices(op)
-            )
-            if self.converted and isinstance(op, hlo.ConvertOp) and _widening_float(op):
-                movable = True
-            if not movable:
+            if not isinstance(op, Operation) or not self._movable(op):
                 return None
-            assert isinstance(op, Operation)
             chain.append(op)
             user = op
             value = op.operands[0]
 
-    def try_rewrite(self, op: Operation) -> bool:
+    def match(self, op: Operation) -> Match | None:
         kind = KINDS.get(type(op))
         if kind is None:
-            return False
-        lhs, rhs = op.operands
-        # Identical dynamic_slices right below the op stay after the new all_reduce.
-        post: list[hlo.DynamicSliceOp] = []
-        user_l = user_r = op
-        while True:
-            dl, dr = lhs.owner, rhs.owner
-            if not (
-                isinstance(dl, hlo.DynamicSliceOp)
-                and isinstance(dr, hlo.DynamicSliceOp)
-                and list(dl.start_indices) == list(dr.start_indices)
-                and dl.sizes == dr.sizes
-                and dl.operand.type == dr.operand.type
-                and single_user(lhs) is user_l
-                and single_user(rhs) is user_r
-            ):
-                break
-            post.append(dl)
-            user_l, user_r = dl, dr
-            lhs, rhs = dl.operand, dr.operand
+            return None
+        lhs, rhs, user_l, user_r, post = identical_slices_below(op)
         left = self.trace(lhs, user_l)
         right = self.trace(rhs, user_r)
-        if left is None or right is None:
-            return False
-        al, ar = left.all_reduce, right.all_reduce
-        if al.kind.data != kind or ar.kind.data != kind:
-            return False
-        if group_properties(al) != group_properties(ar) or al.attributes != ar.attributes:
-            return False
-        new_ops: list[Operation] = []
+        if left is None or right is None or not combinable(left, right, kind):
+            return None
+        return Match(op, kind, left, right, lhs is rhs, post)
 
-        def replay(side: Side) -> SSAValue:
-            value = side.all_reduce.operands[0]
-            for moved in side.chain:
-                copy = replay_data_movement(moved, value)
-                new_ops.append(copy)
-                value = copy.results[0]
-            return value
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        found = self.match(op)
+        if found is not None:
+            rewrite(found, rewriter)
 
-        x = replay(left)
-        y = x if lhs is rhs else replay(right)
-        combined = OPS[kind](x, y)
-        new_ops.append(combined)
-        reduced = collective.AllReduceOp(kind, [combined.results[0]], group_properties(al))
-        reduced.attributes = dict(al.attributes)
-        new_ops.append(reduced)
-        result = reduced.results[0]
-        for ds in reversed(post):
-            copy = replay_data_movement(ds, result)
-            new_ops.append(copy)
-            result = copy.results[0]
-        Rewriter.insert_op(new_ops, InsertPoint.before(op))
-        result.name_hint = op.results[0].name_hint
-        operands = list(op.operands)
-        op.results[0].replace_all_uses_with(result)
-        Rewriter.erase_op(op)
-        erase_if_dead(operands)
-        return True
+
+def _replay(chain: list[Operation], value: SSAValue, new_ops: list[Operation]) -> SSAValue:
+    """`chain` applied to `value` (the copies appended to `new_ops`)."""
+    for moved in chain:
+        copy = replay_data_movement(moved, value)
+        new_ops.append(copy)
+        value = copy.results[0]
+    return value
+
+
+def rewrite(m: Match, rewriter: PatternRewriter) -> None:
+    new_ops: list[Operation] = []
+    x = _replay(m.left.chain, m.left.all_reduce.operands[0], new_ops)
+    if m.same_operand:
+        y = x
+    else:
+        y = _replay(m.right.chain, m.right.all_reduce.operands[0], new_ops)
+    combined = OPS[m.kind](x, y)
+    new_ops.append(combined)
+    al = m.left.all_reduce
+    reduced = collective.AllReduceOp(m.kind, [combined.results[0]], group_properties(al))
+    reduced.attributes = dict(al.attributes)
+    new_ops.append(reduced)
+    result = _replay(list(reversed(m.post)), reduced.results[0], new_ops)
+    insert_from(rewriter, m.op, new_ops)
+    operands = list(m.op.operands)
+    replace_results(rewriter, m.op, [result])
+    erase_if_dead(operands, rewriter)
 
 
 @dataclass(frozen=True)
@@ -191,9 +228,5 @@ class AllReduceReassociatePass(ModulePass):
     """Also look through widening float converts (XLA's reassociate_converted_ar)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        mesh = None
-        for candidate in list(op.walk()):
-            if type(candidate) not in KINDS or candidate.parent is None:
-                continue
-            mesh = mesh or find_mesh(candidate)
-            Reassociator(mesh, self.reassociate_converted).try_rewrite(candidate)
+        pattern = ReassociateAllReduce(find_mesh(op), self.reassociate_converted)
+        PatternRewriteWalker(pattern).rewrite_module(op)

@@ -25,12 +25,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shardc.dialects import collective, hlo, spmd
-from shardc.passes.rewrite_utils import check_option, operand_bytes
+from shardc.passes.rewrite_utils import check_option, insert_from, operand_bytes, replace_results
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 TO_START: dict[type[collective.CollectiveOp], type[collective.CollectiveOp]] = dict(
     zip(collective.SYNC_OPS, collective.START_OPS, strict=True)
@@ -41,7 +47,7 @@ FREE_OPS = (hlo.ConstantOp, spmd.AxisIndexOp)
 """Ops that take no time: a start/done pair with only these between them overlaps nothing."""
 
 
-def split(op: collective.CollectiveOp) -> collective.DoneOp:
+def split(op: collective.CollectiveOp, rewriter: PatternRewriter) -> collective.DoneOp:
     """Replace the sync `op` by its `_start` and a `done` right after it."""
     start_cls = TO_START[type(op)]
     start = start_cls.create(
@@ -51,15 +57,12 @@ def split(op: collective.CollectiveOp) -> collective.DoneOp:
         attributes=dict(op.attributes),
     )
     done = collective.DoneOp(start.results[0])
-    Rewriter.insert_op([start, done], InsertPoint.before(op))
-    for old, new in zip(op.results, done.results, strict=True):
-        new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
-    Rewriter.erase_op(op)
+    insert_from(rewriter, op, [start, done])
+    replace_results(rewriter, op, done.results)
     return done
 
 
-def join(done: collective.DoneOp) -> Operation | None:
+def join(done: collective.DoneOp, rewriter: PatternRewriter) -> Operation | None:
     """The sync form of `done`'s `_start` if nothing but free ops lies between them."""
     start = done.future.owner
     if not isinstance(start, collective.START_OPS) or start.parent is not done.parent:
@@ -79,13 +82,30 @@ def join(done: collective.DoneOp) -> Operation | None:
         properties=dict(start.properties),
         attributes=dict(start.attributes),
     )
-    Rewriter.insert_op(sync, InsertPoint.before(done))
-    for old, new in zip(done.results, sync.results, strict=True):
-        new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
-    Rewriter.erase_op(done)
-    Rewriter.erase_op(start)
+    insert_from(rewriter, start, [sync], InsertPoint.before(done))
+    replace_results(rewriter, done, sync.results)
+    rewriter.erase(start)
     return sync
+
+
+@dataclass(frozen=True)
+class SplitCollective(RewritePattern):
+    """A sync collective of at least `min_bytes` -> `_start` + `done`."""
+
+    min_bytes: int = 0
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: collective.CollectiveOp, rewriter: PatternRewriter) -> None:
+        if type(op) in TO_START and operand_bytes(op) >= self.min_bytes:
+            split(op, rewriter)
+
+
+class JoinAdjacentPair(RewritePattern):
+    """A `done` with nothing but free ops since its `_start` -> the sync collective."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: collective.DoneOp, rewriter: PatternRewriter) -> None:
+        join(op, rewriter)
 
 
 @dataclass(frozen=True)
@@ -103,11 +123,5 @@ class AsyncSplitPass(ModulePass):
         check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for candidate in list(op.walk()):
-            if self.inverse:
-                if isinstance(candidate, collective.DoneOp):
-                    join(candidate)
-            elif type(candidate) in TO_START:
-                assert isinstance(candidate, collective.CollectiveOp)
-                if operand_bytes(candidate) >= self.min_bytes:
-                    split(candidate)
+        pattern = JoinAdjacentPair() if self.inverse else SplitCollective(self.min_bytes)
+        PatternRewriteWalker(pattern).rewrite_module(op)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -42,25 +43,50 @@ def set_order(block: Block, order: Sequence[Operation]) -> None:
         block.add_op(op)
 
 
-def topological_reorder(block: Block) -> None:
-    """Stable topological sort: each op as early as its original place allows."""
-    ops = list(block.ops)
-    position = {op: i for i, op in enumerate(ops)}
+def dependency_graph(
+    block: Block,
+) -> tuple[dict[Operation, list[Operation]], dict[Operation, int]]:
+    """Each op's users within `block`, and how many ops of `block` each op waits for."""
     deps = block_dependencies(block)
-    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
-    waiting = {op: len(d) for op, d in deps.items()}
+    users: dict[Operation, list[Operation]] = {op: [] for op in block.ops}
     for op, ds in deps.items():
         for d in ds:
             users[d].append(op)
-    ready = [(position[op], op) for op in ops if waiting[op] == 0]
+    return users, {op: len(ds) for op, ds in deps.items()}
+
+
+def stable_topological_order(
+    block: Block, priority: Callable[[Operation, int], Any] | None = None
+) -> list[Operation]:
+    """
+    The ops of `block` in a topological order that picks, among the ready ops, the one of
+    lowest `priority(op, position)` (default: its position, so each op comes as early as
+    its original place allows). The block's last op (its terminator) stays last.
+    """
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+
+    def key(op: Operation) -> Any:
+        return position[op] if priority is None else priority(op, position[op])
+
+    users, waiting = dependency_graph(block)
+    last = block.last_op
+    ready = [(key(op), position[op], op) for op in ops if not waiting[op] and op is not last]
     heapq.heapify(ready)
     order: list[Operation] = []
     while ready:
-        _, op = heapq.heappop(ready)
+        *_, op = heapq.heappop(ready)
         order.append(op)
         for user in users[op]:
             waiting[user] -= 1
-            if waiting[user] == 0:
-                heapq.heappush(ready, (position[user], user))
+            if not waiting[user] and user is not last:
+                heapq.heappush(ready, (key(user), position[user], user))
+    if last is not None:
+        order.append(last)
     assert len(order) == len(ops), "the block's dependencies have a cycle"
-    set_order(block, order)
+    return order
+
+
+def topological_reorder(block: Block) -> None:
+    """Stable topological sort: each op as early as its original place allows."""
+    set_order(block, stable_topological_order(block))

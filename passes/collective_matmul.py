@@ -45,6 +45,7 @@ of a variadic (combined) collective is taken out of it; the others stay combined
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shardc.dialects import collective, hlo, spmd
@@ -54,6 +55,7 @@ from shardc.passes.rewrite_utils import (
     SCALAR_I32,
     check_option,
     const_i32,
+    insert_from,
     tensor_type,
     zeros,
 )
@@ -70,7 +72,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 COMBINE: dict[str, type[hlo.BinaryElementwiseOp]] = {
     "add": hlo.AddOp,
@@ -103,14 +111,14 @@ def ring_axis(op: collective.CollectiveOp) -> tuple[str, str, int] | None:
     return op.mesh.root_reference.data, op.axes[0], size
 
 
-def peel(op: collective.CollectiveOp, k: int) -> None:
+def peel(op: collective.CollectiveOp, k: int, rewriter: PatternRewriter) -> None:
     """
     Drop operand `k` (whose result is unused now) from the variadic `op`: the others stay
     one combined collective.
     """
     assert not op.results[k].uses
     if len(op.operands) == 1:
-        Rewriter.erase_op(op)
+        rewriter.erase(op)
         return
     keep = [i for i in range(len(op.operands)) if i != k]
     rest = type(op).create(
@@ -119,11 +127,11 @@ def peel(op: collective.CollectiveOp, k: int) -> None:
         properties=dict(op.properties),
         attributes=dict(op.attributes),
     )
-    Rewriter.insert_op(rest, InsertPoint.before(op))
+    insert_from(rewriter, op, [rest])
     for new, i in zip(rest.results, keep, strict=True):
         new.name_hint = op.results[i].name_hint
-        op.results[i].replace_all_uses_with(new)
-    Rewriter.erase_op(op)
+        rewriter.replace_all_uses_with(op.results[i], new)
+    rewriter.erase(op)
 
 
 @dataclass
@@ -131,6 +139,7 @@ class RingBuilder:
     """Emits the unrolled ring before `anchor`, sharing the index computations."""
 
     anchor: Operation
+    rewriter: PatternRewriter
     mesh: str
     axis: str
     size: int
@@ -201,9 +210,9 @@ class RingBuilder:
         return self.emit(op)
 
     def finish(self, old: SSAValue, new: SSAValue) -> None:
-        Rewriter.insert_op(self.ops, InsertPoint.before(self.anchor))
+        insert_from(self.rewriter, self.anchor, self.ops)
         new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
+        self.rewriter.replace_all_uses_with(old, new)
 
 
 def _ring_steps(size: int, bidirectional: bool) -> tuple[int, int]:
@@ -216,19 +225,58 @@ def _ring_steps(size: int, bidirectional: bool) -> tuple[int, int]:
 # all_gather + dot -------------------------------------------------------------------------
 
 
-def gather_into_dot(dot: hlo.DotOp, bidirectional: bool | None, min_bytes: int) -> bool:
-    for side in (0, 1):
-        value = dot.operands[side]
-        ag = value.owner
-        if not isinstance(ag, collective.AllGatherOp) or not value.has_one_use():
-            continue
-        assert isinstance(value, OpResult)
-        ring = ring_axis(ag)
-        if ring is None or _bytes(value) < min_bytes:
-            continue
-        if _rewrite_gather(dot, side, ag, value.index, ring, bidirectional):
-            return True
-    return False
+@dataclass(frozen=True)
+class RingOptions:
+    bidirectional: bool | None = None
+    min_bytes: int = 0
+    f32_accumulation: bool = False
+
+    def steps(self, size: int) -> tuple[int, int]:
+        """Blocks handled by the +1 ring and by the -1 ring (module docstring)."""
+        bidi = size % 2 == 0 if self.bidirectional is None else self.bidirectional
+        return _ring_steps(size, bidi)
+
+
+@dataclass(frozen=True)
+class GatherIntoDot(RewritePattern):
+    """`dot(all_gather(x), w)` -> a ring of permutes and partial dots (module docstring)."""
+
+    options: RingOptions
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, dot: hlo.DotOp, rewriter: PatternRewriter) -> None:
+        for side in (0, 1):
+            value = dot.operands[side]
+            ag = value.owner
+            if not isinstance(ag, collective.AllGatherOp) or not value.has_one_use():
+                continue
+            assert isinstance(value, OpResult)
+            ring = ring_axis(ag)
+            if ring is None or _bytes(value) < self.options.min_bytes:
+                continue
+            layout = _gather_layout(dot, side, ag.dim.value.data)
+            if layout is not None:
+                _rewrite_gather(dot, side, ag, value.index, ring, layout, self.options, rewriter)
+                return
+
+
+def _gather_layout(dot: hlo.DotOp, side: int, g: int) -> tuple[int, int | None] | None:
+    """
+    For gathered dimension `g` of operand `side`: the result dimension it becomes, and
+    the other operand's dimension to slice alike (a batch dimension), or None when `g`
+    is contracting (partial sums, not blocks).
+    """
+    batching, contracting = dot.batching, dot.contracting
+    rank = tensor_type(dot.operands[side]).get_num_dims()
+    free = hlo.dot_free_dims(rank, batching[side], contracting[side])
+    if g in free:
+        lhs_rank = tensor_type(dot.lhs).get_num_dims()
+        lhs_free = len(hlo.dot_free_dims(lhs_rank, batching[0], contracting[0]))
+        return len(batching[0]) + free.index(g) + (lhs_free if side == 1 else 0), None
+    if g in batching[side]:
+        i = batching[side].index(g)
+        return i, batching[1 - side][i]
+    return None
 
 
 def _rewrite_gather(
@@ -237,52 +285,46 @@ def _rewrite_gather(
     ag: collective.AllGatherOp,
     k: int,
     ring: tuple[str, str, int],
-    bidirectional: bool | None,
-) -> bool:
+    layout: tuple[int, int | None],
+    options: RingOptions,
+    rewriter: PatternRewriter,
+) -> None:
     mesh, axis, n = ring
-    g = ag.dim.value.data
-    batching, contracting = dot.batching, dot.contracting
-    rank = tensor_type(dot.operands[side]).get_num_dims()
-    free = hlo.dot_free_dims(rank, batching[side], contracting[side])
-    nb = len(batching[0])
-    other_dim: int | None = None
-    if g in free:
-        lhs_free = len(
-            hlo.dot_free_dims(tensor_type(dot.lhs).get_num_dims(), batching[0], contracting[0])
-        )
-        e = nb + free.index(g) + (lhs_free if side == 1 else 0)
-    elif g in batching[side]:
-        i = batching[side].index(g)
-        e = i
-        other_dim = batching[1 - side][i]
-    else:
-        return False  # a gathered contracting dimension: partial sums, not blocks
+    e, other_dim = layout
     x = ag.operands[k]
-    block = tensor_type(x).get_shape()[g]
+    block = tensor_type(x).get_shape()[ag.dim.value.data]
     other = dot.operands[1 - side]
     out_type = tensor_type(dot.result)
     part_type = _with_dim(out_type, e, block)
-    b = RingBuilder(dot, mesh, axis, n)
+    b = RingBuilder(dot, rewriter, mesh, axis, n)
 
     def partial(cur: SSAValue, c: int) -> SSAValue:
         """The dot of block `(rank + c) mod n`, held in `cur`."""
         o = other if other_dim is None else b.slice_block(other, other_dim, c, block)
         lhs, rhs = (cur, o) if side == 0 else (o, cur)
-        return b.emit(hlo.DotOp(lhs, rhs, contracting, batching, part_type))
+        return b.emit(hlo.DotOp(lhs, rhs, dot.contracting, dot.batching, part_type))
 
     buffer = b.emit(zeros(out_type))
 
-    def place(part: SSAValue, c: int) -> None:
+    def place(cur: SSAValue, c: int) -> None:
         nonlocal buffer
+        part = partial(cur, c)
         offsets = b.offsets(out_type.get_num_dims(), e, c, block)
         buffer = b.emit(hlo.DynamicUpdateSliceOp(buffer, part, offsets))
 
-    bidi = n % 2 == 0 if bidirectional is None else bidirectional
-    k1, k2 = _ring_steps(n, bidi)
-    # Each step first sends on what it holds, then computes with it (overlap).
+    _gather_ring(b, x, place, *options.steps(n))
+    b.finish(dot.result, buffer)
+    rewriter.erase(dot)
+    peel(ag, k, rewriter)
+
+
+def _gather_ring(
+    b: RingBuilder, x: SSAValue, place: Callable[[SSAValue, int], None], k1: int, k2: int
+) -> None:
+    """Each step first sends on what it holds, then computes with it (overlap)."""
     cw_next = b.permute(x, 1) if k1 >= 1 else None
     ccw_next = b.permute(x, -1) if k2 >= 1 else None
-    place(partial(x, 0), 0)
+    place(x, 0)
     cw = ccw = x
     for s in range(1, max(k1, k2) + 1):
         if s <= k1:
@@ -296,33 +338,47 @@ def _rewrite_gather(
             if s + 1 <= k2:
                 ccw_next = b.permute(ccw, -1)
         if s <= k1:
-            place(partial(cw, -s), -s)  # after s shifts by +1: block rank - s
+            place(cw, -s)  # after s shifts by +1: block rank - s
         if s <= k2:
-            place(partial(ccw, s), s)  # after s shifts by -1: block rank + s
-    b.finish(dot.result, buffer)
-    Rewriter.erase_op(dot)
-    peel(ag, k)
-    return True
+            place(ccw, s)  # after s shifts by -1: block rank + s
 
 
 # dot + reduce_scatter -----------------------------------------------------------------
 
 
-def dot_into_scatter(
-    rs: collective.ReduceScatterOp,
-    bidirectional: bool | None,
-    min_bytes: int,
-    f32_accumulation: bool = False,
-) -> bool:
-    ring = ring_axis(rs)
-    if ring is None:
-        return False
-    for k, value in enumerate(rs.operands):
-        dot = value.owner
-        if isinstance(dot, hlo.DotOp) and value.has_one_use() and _bytes(value) >= min_bytes:
-            _rewrite_scatter(rs, k, dot, ring, bidirectional, f32_accumulation)
-            return True
-    return False
+@dataclass(frozen=True)
+class DotIntoScatter(RewritePattern):
+    """`reduce_scatter(dot(a, b))` -> a ring of partial dots and permutes (module docstring)."""
+
+    options: RingOptions
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, rs: collective.ReduceScatterOp, rewriter: PatternRewriter) -> None:
+        ring = ring_axis(rs)
+        if ring is None:
+            return
+        for k, value in enumerate(rs.operands):
+            dot = value.owner
+            if (
+                isinstance(dot, hlo.DotOp)
+                and value.has_one_use()
+                and _bytes(value) >= self.options.min_bytes
+            ):
+                _rewrite_scatter(rs, k, dot, ring, self.options, rewriter)
+                return
+
+
+def _scattered_operand_dims(dot: hlo.DotOp, d: int) -> tuple[int | None, int | None]:
+    """The lhs and rhs dimensions that result dimension `d` comes from (None: not sliced)."""
+    batching, contracting = dot.batching, dot.contracting
+    nb = len(batching[0])
+    lf = hlo.dot_free_dims(tensor_type(dot.lhs).get_num_dims(), batching[0], contracting[0])
+    rf = hlo.dot_free_dims(tensor_type(dot.rhs).get_num_dims(), batching[1], contracting[1])
+    if d < nb:
+        return batching[0][d], batching[1][d]
+    if d < nb + len(lf):
+        return lf[d - nb], None
+    return None, rf[d - nb - len(lf)]
 
 
 def _rewrite_scatter(
@@ -330,42 +386,43 @@ def _rewrite_scatter(
     k: int,
     dot: hlo.DotOp,
     ring: tuple[str, str, int],
-    bidirectional: bool | None,
-    f32_accumulation: bool,
+    options: RingOptions,
+    rewriter: PatternRewriter,
 ) -> None:
-    value = rs.operands[k]
     mesh, axis, n = ring
     d = rs.dim.value.data
-    batching, contracting = dot.batching, dot.contracting
-    lhs_t, rhs_t = tensor_type(dot.lhs), tensor_type(dot.rhs)
-    nb = len(batching[0])
-    lf = hlo.dot_free_dims(lhs_t.get_num_dims(), batching[0], contracting[0])
-    rf = hlo.dot_free_dims(rhs_t.get_num_dims(), batching[1], contracting[1])
-    slice_lhs = slice_rhs = None
-    if d < nb:
-        slice_lhs, slice_rhs = batching[0][d], batching[1][d]
-    elif d < nb + len(lf):
-        slice_lhs = lf[d - nb]
-    else:
-        slice_rhs = rf[d - nb - len(lf)]
-    y_type = tensor_type(value)
+    slice_lhs, slice_rhs = _scattered_operand_dims(dot, d)
+    y_type = tensor_type(rs.operands[k])
     block = y_type.get_shape()[d] // n
-    low = f32_accumulation and isinstance(y_type.element_type, BFloat16Type | Float16Type)
-    acc_element = f32 if low else y_type.element_type
-    part_type = _with_dim(y_type, d, block, acc_element)
-    combine = COMBINE[rs.kind.data]
-    b = RingBuilder(rs, mesh, axis, n)
+    low = options.f32_accumulation and isinstance(y_type.element_type, BFloat16Type | Float16Type)
+    part_type = _with_dim(y_type, d, block, f32 if low else y_type.element_type)
+    b = RingBuilder(rs, rewriter, mesh, axis, n)
 
     def partial(c: int) -> SSAValue:
         """This device's partial result for block `(rank + c) mod n`."""
         lhs = dot.lhs if slice_lhs is None else b.slice_block(dot.lhs, slice_lhs, c, block)
         rhs = dot.rhs if slice_rhs is None else b.slice_block(dot.rhs, slice_rhs, c, block)
-        return b.emit(hlo.DotOp(lhs, rhs, contracting, batching, part_type))
+        return b.emit(hlo.DotOp(lhs, rhs, dot.contracting, dot.batching, part_type))
 
-    bidi = n % 2 == 0 if bidirectional is None else bidirectional
-    k1, k2 = _ring_steps(n, bidi)
-    # The +1 ring: the sum for block t starts k1 devices before t (device t - k1 adds
-    # block t first) and reaches t after k1 permutes; the -1 ring likewise from t + k2.
+    result = _scatter_ring(b, partial, COMBINE[rs.kind.data], *options.steps(n))
+    if low:
+        result = b.emit(hlo.ConvertOp(result, tensor_type(rs.results[k])))
+    b.finish(rs.results[k], result)
+    peel(rs, k, rewriter)
+    rewriter.erase(dot)
+
+
+def _scatter_ring(
+    b: RingBuilder,
+    partial: Callable[[int], SSAValue],
+    combine: type[hlo.BinaryElementwiseOp],
+    k1: int,
+    k2: int,
+) -> SSAValue:
+    """
+    The +1 ring: the sum for block t starts k1 devices before t (device t - k1 adds
+    block t first) and reaches t after k1 permutes; the -1 ring likewise from t + k2.
+    """
     cw = partial(k1) if k1 >= 1 else None
     ccw = partial(-k2) if k2 >= 1 else None
     cw_in = ccw_in = None
@@ -388,11 +445,7 @@ def _rewrite_scatter(
     for arrived in (cw_in, ccw_in):
         if arrived is not None:
             result = b.emit(combine(result, arrived))
-    if low:
-        result = b.emit(hlo.ConvertOp(result, tensor_type(rs.results[k])))
-    b.finish(rs.results[k], result)
-    peel(rs, k)
-    Rewriter.erase_op(dot)
+    return result
 
 
 @dataclass(frozen=True)
@@ -412,12 +465,8 @@ class CollectiveMatmulPass(ModulePass):
         check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for candidate in list(op.walk()):
-            if candidate.parent is None:
-                continue
-            if isinstance(candidate, hlo.DotOp):
-                gather_into_dot(candidate, self.bidirectional, self.min_bytes)
-            elif isinstance(candidate, collective.ReduceScatterOp):
-                dot_into_scatter(
-                    candidate, self.bidirectional, self.min_bytes, self.f32_accumulation
-                )
+        options = RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation)
+        patterns = GreedyRewritePatternApplier(
+            [GatherIntoDot(options), DotIntoScatter(options)], dce_enabled=False
+        )
+        PatternRewriteWalker(patterns).rewrite_module(op)

@@ -15,11 +15,12 @@ reads anything else (a function argument, a float, an op not listed) is unknown:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.spmd import MeshAttr
+from shardc.dialects.spmd import MeshAttr, group_ranks
 from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -51,9 +52,8 @@ def device_ranks(op: collective.CollectiveOp) -> tuple[list[list[int]], np.ndarr
     """The op's groups and each device's rank in its group (indexed by device id)."""
     groups = op.device_groups()
     ranks = np.zeros(sum(len(g) for g in groups), dtype=np.int64)
-    for group in groups:
-        for r, d in enumerate(group):
-            ranks[d] = r
+    for d, (_, r) in group_ranks(groups).items():
+        ranks[d] = r
     return groups, ranks
 
 
@@ -147,97 +147,129 @@ class _Evaluator:
         op = value.owner
         if not isinstance(op, Operation) or _int_type(value) is None:
             return None
-        args: list[np.ndarray] = []
         if isinstance(op, spmd.AxisIndexOp):
             if op.axis.data not in self.mesh.names:
                 return None
             return _mesh_coords(self.mesh)[:, self.mesh.names.index(op.axis.data)].copy()
         if isinstance(op, hlo.ConstantOp):
-            attr = op.value
-            shape = tuple(attr.get_type().get_shape())
-            count = int(np.prod(shape, dtype=np.int64))
-            if count > MAX_ELEMENTS:
-                return None
-            data = np.array([int(v) for v in attr.get_values()], dtype=np.int64)
-            return np.broadcast_to(data, (count,)).reshape((1, *shape)).copy()
+            return _constant(op)
         if isinstance(op, hlo.IotaOp):
-            shape = tuple(op.result.type.get_shape())  # pyright: ignore
-            if np.prod(shape, dtype=np.int64) > MAX_ELEMENTS:
-                return None
-            dim = op.iota_dimension.value.data
-            ramp = np.arange(shape[dim], dtype=np.int64)
-            ramp = ramp.reshape([shape[dim] if d == dim else 1 for d in range(len(shape))])
-            return np.broadcast_to(ramp, (1, *shape)).copy()
-        for i in range(len(op.operands)):
-            if isinstance(op, hlo.DynamicSliceOp) and i > 0:
-                break  # the start indices are evaluated below
-            got = self.eval(op.operands[i], depth + 1)
+            return _iota(op)
+        # The start indices of a dynamic_slice are evaluated by `_dynamic_slice`.
+        operands = op.operands[:1] if isinstance(op, hlo.DynamicSliceOp) else op.operands
+        args: list[np.ndarray] = []
+        for operand in operands:
+            got = self.eval(operand, depth + 1)
             if got is None:
                 return None
             args.append(got)
-        if isinstance(op, hlo.AddOp):
-            return args[0] + args[1]
-        if isinstance(op, hlo.SubOp):
-            return args[0] - args[1]
-        if isinstance(op, hlo.MulOp):
-            return args[0] * args[1]
-        if isinstance(op, hlo.MaxOp):
-            return np.maximum(args[0], args[1])
-        if isinstance(op, hlo.MinOp):
-            return np.minimum(args[0], args[1])
-        if isinstance(op, hlo.DivOp):
-            a, b = args
-            if np.any(b == 0):
-                return None
-            q = np.abs(a) // np.abs(b)
-            return np.where((a < 0) != (b < 0), -q, q)
-        if isinstance(op, hlo.ConvertOp | hlo.ReshapeOp):
-            shape = tuple(op.results[0].type.get_shape())  # pyright: ignore
-            return args[0].reshape((args[0].shape[0], *shape))
-        if isinstance(op, hlo.BroadcastOp):
-            res = tuple(op.result.type.get_shape())  # pyright: ignore
-            src = args[0]
-            lead = src.shape[0]
-            expanded = [1] * len(res)
-            for i, d in enumerate(op.dims):
-                expanded[d] = src.shape[1 + i]
-            return np.broadcast_to(src.reshape((lead, *expanded)), (lead, *res)).copy()
-        if isinstance(op, hlo.TransposeOp):
-            return args[0].transpose([0, *(p + 1 for p in op.perm)])
-        if isinstance(op, hlo.SliceOp):
-            index = tuple(slice(lo, hi, st) for lo, hi, st in op.bounds)
-            return args[0][(slice(None), *index)]
-        if isinstance(op, hlo.ConcatenateOp):
-            lead = max(a.shape[0] for a in args)
-            parts = [np.broadcast_to(a, (lead, *a.shape[1:])) for a in args]
-            return np.concatenate(parts, axis=1 + op.dimension.value.data)
-        if isinstance(op, hlo.CompareOp):
-            fn = _COMPARE[op.comparison_direction.data]
-            return fn(args[0], args[1]).astype(np.int64)
-        if isinstance(op, hlo.SelectOp):
-            return np.where(args[0] != 0, args[1], args[2])
         if isinstance(op, hlo.DynamicSliceOp):
-            src = args[0]
-            shape = src.shape[1:]
-            offsets: list[np.ndarray] = []
-            for i, (dim, size) in enumerate(zip(shape, op.sizes, strict=False)):
-                off = self.eval(op.start_indices[i], depth + 1)
-                if off is None:
-                    return None
-                offsets.append(np.clip(off.reshape(off.shape[0]), 0, dim - size))
-            lead = max([src.shape[0], *(o.shape[0] for o in offsets)])
-            if lead == 1:
-                index = tuple(
-                    slice(o[0], o[0] + s) for o, s in zip(offsets, op.sizes, strict=False)
-                )
-                return src[(slice(None), *index)].copy()
-            out = np.empty((lead, *op.sizes), dtype=np.int64)
-            for d in range(lead):
-                row = src[d if src.shape[0] > 1 else 0]
-                index = tuple(
-                    slice(o[d if o.shape[0] > 1 else 0], o[d if o.shape[0] > 1 else 0] + s)
-                    for o, s in zip(offsets, op.sizes, strict=False)
-                )
-                out[d] = row[index]
-            return out
+            return self._dynamic_slice(op, args[0], depth)
+        rule = _RULES.get(type(op))
+        return rule(op, args) if rule is not None else None
+
+    def _dynamic_slice(
+        self, op: hlo.DynamicSliceOp, src: np.ndarray, depth: int
+    ) -> np.ndarray | None:
+        shape = src.shape[1:]
+        offsets: list[np.ndarray] = []
+        for i, (dim, size) in enumerate(zip(shape, op.sizes, strict=False)):
+            off = self.eval(op.start_indices[i], depth + 1)
+            if off is None:
+                return None
+            offsets.append(np.clip(off.reshape(off.shape[0]), 0, dim - size))
+        lead = max([src.shape[0], *(o.shape[0] for o in offsets)])
+        if lead == 1:
+            index = tuple(slice(o[0], o[0] + s) for o, s in zip(offsets, op.sizes, strict=False))
+            return src[(slice(None), *index)].copy()
+        out = np.empty((lead, *op.sizes), dtype=np.int64)
+        for d in range(lead):
+            row = src[d if src.shape[0] > 1 else 0]
+            index = tuple(
+                slice(o[d if o.shape[0] > 1 else 0], o[d if o.shape[0] > 1 else 0] + s)
+                for o, s in zip(offsets, op.sizes, strict=False)
+            )
+            out[d] = row[index]
+        return out
+
+
+# Leaves: what a value is on every device without evaluating operands.
+
+
+def _constant(op: hlo.ConstantOp) -> np.ndarray | None:
+    attr = op.value
+    shape = tuple(attr.get_type().get_shape())
+    count = int(np.prod(shape, dtype=np.int64))
+    if count > MAX_ELEMENTS:
         return None
+    data = np.array([int(v) for v in attr.get_values()], dtype=np.int64)
+    return np.broadcast_to(data, (count,)).reshape((1, *shape)).copy()
+
+
+def _iota(op: hlo.IotaOp) -> np.ndarray | None:
+    shape = tuple(op.result.type.get_shape())  # pyright: ignore
+    if np.prod(shape, dtype=np.int64) > MAX_ELEMENTS:
+        return None
+    dim = op.iota_dimension.value.data
+    ramp = np.arange(shape[dim], dtype=np.int64)
+    ramp = ramp.reshape([shape[dim] if d == dim else 1 for d in range(len(shape))])
+    return np.broadcast_to(ramp, (1, *shape)).copy()
+
+
+# Rules: an op's value on every device from its operands' (leading device axis).
+
+
+def _div(op: Operation, args: list[np.ndarray]) -> np.ndarray | None:
+    a, b = args
+    if np.any(b == 0):
+        return None
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def _reshape(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    shape = tuple(op.results[0].type.get_shape())  # pyright: ignore
+    return args[0].reshape((args[0].shape[0], *shape))
+
+
+def _broadcast(op: hlo.BroadcastOp, args: list[np.ndarray]) -> np.ndarray:
+    res = tuple(op.result.type.get_shape())  # pyright: ignore
+    src = args[0]
+    lead = src.shape[0]
+    expanded = [1] * len(res)
+    for i, d in enumerate(op.dims):
+        expanded[d] = src.shape[1 + i]
+    return np.broadcast_to(src.reshape((lead, *expanded)), (lead, *res)).copy()
+
+
+def _slice(op: hlo.SliceOp, args: list[np.ndarray]) -> np.ndarray:
+    index = tuple(slice(lo, hi, st) for lo, hi, st in op.bounds)
+    return args[0][(slice(None), *index)]
+
+
+def _concatenate(op: hlo.ConcatenateOp, args: list[np.ndarray]) -> np.ndarray:
+    lead = max(a.shape[0] for a in args)
+    parts = [np.broadcast_to(a, (lead, *a.shape[1:])) for a in args]
+    return np.concatenate(parts, axis=1 + op.dimension.value.data)
+
+
+def _compare(op: hlo.CompareOp, args: list[np.ndarray]) -> np.ndarray:
+    return _COMPARE[op.comparison_direction.data](args[0], args[1]).astype(np.int64)
+
+
+_RULES: dict[type[Operation], Callable[[Any, list[np.ndarray]], np.ndarray | None]] = {
+    hlo.AddOp: lambda op, a: a[0] + a[1],
+    hlo.SubOp: lambda op, a: a[0] - a[1],
+    hlo.MulOp: lambda op, a: a[0] * a[1],
+    hlo.MaxOp: lambda op, a: np.maximum(a[0], a[1]),
+    hlo.MinOp: lambda op, a: np.minimum(a[0], a[1]),
+    hlo.DivOp: _div,
+    hlo.ConvertOp: _reshape,
+    hlo.ReshapeOp: _reshape,
+    hlo.BroadcastOp: _broadcast,
+    hlo.TransposeOp: lambda op, a: a[0].transpose([0, *(p + 1 for p in op.perm)]),
+    hlo.SliceOp: _slice,
+    hlo.ConcatenateOp: _concatenate,
+    hlo.CompareOp: _compare,
+    hlo.SelectOp: lambda op, a: np.where(a[0] != 0, a[1], a[2]),
+}

@@ -62,7 +62,6 @@ single-block function bodies are split.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,7 +72,7 @@ from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.async_split import split as async_split
-from shardc.passes.block_order import block_dependencies, set_order
+from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.context import Context
@@ -84,6 +83,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
@@ -490,31 +490,7 @@ def chunk_major_order(block: Block, chunk_index: dict[Operation, int]) -> None:
     so this makes the first chunk's collective start as early as it can and the next
     chunk's compute fill the time it takes. Ops of no chunk count as chunk 0.
     """
-    ops = list(block.ops)
-    position = {op: i for i, op in enumerate(ops)}
-    deps = block_dependencies(block)
-    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
-    for op, ds in deps.items():
-        for d in ds:
-            users[d].append(op)
-    waiting = {op: len(ds) for op, ds in deps.items()}
-
-    def key(op: Operation) -> tuple[int, int]:
-        return (chunk_index.get(op, 0), position[op])
-
-    terminator = block.last_op
-    ready = [(key(op), op) for op in ops if not waiting[op] and op is not terminator]
-    heapq.heapify(ready)
-    order: list[Operation] = []
-    while ready:
-        _, op = heapq.heappop(ready)
-        order.append(op)
-        for user in users[op]:
-            waiting[user] -= 1
-            if not waiting[user] and user is not terminator:
-                heapq.heappush(ready, (key(user), user))
-    if terminator is not None and terminator not in order:
-        order.append(terminator)
+    order = stable_topological_order(block, lambda op, pos: (chunk_index.get(op, 0), pos))
     set_order(block, order)
 
 
@@ -635,7 +611,7 @@ class MicroBatchPass(ModulePass):
             Splitter(block, cand, plan.k, plan.chunk_major).run()
         for op in list(block.ops):
             if isinstance(op, collective.SYNC_OPS):
-                async_split(op)
+                async_split(op, PatternRewriter(op))
         try:
             _, _, time = BlockScheduler(block, model, self.memory_limit, self.max_in_flight).run()
         except ScheduleStuck:

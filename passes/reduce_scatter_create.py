@@ -44,7 +44,9 @@ from shardc.dialects.syntax import i64_attr
 from shardc.passes.device_values import clamped_offsets, is_invariant
 from shardc.passes.rewrite_utils import (
     erase_if_dead,
+    insert_from,
     properties_for_groups,
+    replace_results,
     replay_data_movement,
     single_user,
     static_slice_or_value,
@@ -54,7 +56,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 DATA_MOVEMENT = (hlo.ReshapeOp, hlo.TransposeOp)
 
@@ -118,7 +126,7 @@ def match(ar: collective.AllReduceOp, mesh: MeshAttr) -> Match | None:
     return Match(ar, chain, ds, dim, ordered, starts, slice_sizes)
 
 
-def rewrite(m: Match, mesh: MeshAttr) -> None:
+def rewrite(m: Match, mesh: MeshAttr, rewriter: PatternRewriter) -> None:
     ar, ds = m.all_reduce, m.slice
     new_ops: list[Operation] = []
     value = ar.operands[0]
@@ -139,15 +147,26 @@ def rewrite(m: Match, mesh: MeshAttr) -> None:
         attributes=dict(ar.attributes),
     )
     new_ops.append(rs)
-    Rewriter.insert_op(new_ops, InsertPoint.before(ds))
-    rs.results[0].name_hint = ds.result.name_hint
+    insert_from(rewriter, ar, new_ops, InsertPoint.before(ds))
     indices = list(ds.start_indices)
-    ds.result.replace_all_uses_with(rs.results[0])
-    Rewriter.erase_op(ds)
+    replace_results(rewriter, ds, rs.results)
     for op in reversed(m.chain):
-        Rewriter.erase_op(op)
-    Rewriter.erase_op(ar)
-    erase_if_dead(indices)
+        rewriter.erase(op)
+    rewriter.erase(ar)
+    erase_if_dead(indices, rewriter)
+
+
+@dataclass(frozen=True)
+class CreateReduceScatter(RewritePattern):
+    """One all_reduce whose only use is this device's block of it (module docstring)."""
+
+    mesh: MeshAttr
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: collective.AllReduceOp, rewriter: PatternRewriter) -> None:
+        found = match(op, self.mesh)
+        if found is not None:
+            rewrite(found, self.mesh, rewriter)
 
 
 @dataclass(frozen=True)
@@ -157,13 +176,7 @@ class ReduceScatterCreatePass(ModulePass):
     name = "reduce-scatter-create"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        mesh = None
-        for candidate in list(op.walk()):
-            if not isinstance(candidate, collective.AllReduceOp) or candidate.parent is None:
-                continue
-            mesh = mesh or find_mesh(candidate)
-            if mesh is None:
-                return
-            found = match(candidate, mesh)
-            if found is not None:
-                rewrite(found, mesh)
+        mesh = find_mesh(op)
+        if mesh is None:
+            return
+        PatternRewriteWalker(CreateReduceScatter(mesh)).rewrite_module(op)

@@ -18,7 +18,8 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 SCALAR_I32 = TensorType(i32, [])
@@ -85,8 +86,11 @@ def properties_for_groups(
     return {"groups": ArrayAttr(i64_array(g) for g in sorted(groups))}
 
 
-def erase_if_dead(values: Iterable[SSAValue]) -> None:
-    """Erase the side-effect-free ops defining `values` that have no uses left, transitively."""
+def erase_if_dead(values: Iterable[SSAValue], rewriter: PatternRewriter | None = None) -> None:
+    """
+    Erase the side-effect-free ops defining `values` that have no uses left, transitively
+    (through `rewriter` inside a pattern, so that the walker hears of it).
+    """
     work = [v.owner for v in values if isinstance(v.owner, Operation)]
     while work:
         op = work.pop()
@@ -95,7 +99,10 @@ def erase_if_dead(values: Iterable[SSAValue]) -> None:
         if not is_side_effect_free(op):
             continue
         operands = [o.owner for o in op.operands if isinstance(o.owner, Operation)]
-        Rewriter.erase_op(op)
+        if rewriter is None:
+            Rewriter.erase_op(op)
+        else:
+            rewriter.erase(op)
         work.extend(operands)
 
 
@@ -135,3 +142,34 @@ def static_slice_or_value(
         return value, []
     op = hlo.SliceOp(value, list(starts), [s + n for s, n in zip(starts, sizes, strict=False)])
     return op.result, [op]
+
+
+def insert_from(
+    rewriter: PatternRewriter,
+    origin: Operation,
+    ops: Sequence[Operation],
+    point: InsertPoint | None = None,
+) -> None:
+    """
+    Insert the new `ops` that a pattern made out of `origin` (before `origin` unless
+    `point` says otherwise), each located where `origin` is: a diagnostic about a
+    pass-created op then points at the source op it came from.
+    """
+    for op in ops:
+        op.location = origin.location
+    rewriter.insert(list(ops), point or InsertPoint.before(origin))
+
+
+def replace_results(
+    rewriter: PatternRewriter, op: Operation, values: Sequence[SSAValue], rename: bool = True
+) -> None:
+    """
+    Erase `op`, its results replaced by `values` (already in the IR). With `rename`, each
+    value takes the name of the result it replaces; a value that existed before the
+    rewrite keeps its own name (`rename=False`).
+    """
+    for old, new in zip(op.results, values, strict=True):
+        if rename:
+            new.name_hint = old.name_hint
+        rewriter.replace_all_uses_with(old, new)
+    rewriter.erase(op)

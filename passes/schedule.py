@@ -28,7 +28,7 @@ from shardc.dialects import collective, sizes
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
-from shardc.passes.block_order import block_dependencies, set_order
+from shardc.passes.block_order import dependency_graph, set_order
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -149,12 +149,7 @@ class BlockScheduler:
     def run(self) -> tuple[list[Operation], int, float]:
         ops = list(self.block.ops)
         self.position = {op: i for i, op in enumerate(ops)}
-        deps = block_dependencies(self.block)
-        users: dict[Operation, list[Operation]] = {op: [] for op in ops}
-        for op, ds in deps.items():
-            for d in ds:
-                users[d].append(op)
-        waiting = {op: len(ds) for op, ds in deps.items()}
+        users, waiting = dependency_graph(self.block)
         self.start_of = pair_starts_and_dones(self.block)
         self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
         terminator = self.block.last_op

@@ -36,7 +36,7 @@ from shardc.passes.sharding_rules import (
     project,
     replicated,
 )
-from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions, module_mesh
+from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -316,7 +316,7 @@ class SpmdPartitionPass(ModulePass):
     """Print the collectives inserted (per kind, bytes per device) and resharding steps."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        mesh = module_mesh(op)
+        mesh = spmd.module_mesh(op)
         if mesh is None:
             return
         steps = 0

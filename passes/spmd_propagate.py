@@ -273,13 +273,6 @@ def global_functions(module: ModuleOp) -> list[func.FuncOp]:
     ]
 
 
-def module_mesh(module: ModuleOp) -> tuple[str, MeshAttr] | None:
-    for op in module.ops:
-        if isinstance(op, spmd.MeshOp):
-            return op.sym_name.data, op.mesh
-    return None
-
-
 @dataclass(frozen=True)
 class SpmdPropagatePass(ModulePass):
     """Complete the sharding of every value (see the module docstring for the rules)."""
@@ -290,7 +283,7 @@ class SpmdPropagatePass(ModulePass):
     """Also record, per op, where its sharding came from (`spmd.origin`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        mesh = module_mesh(op)
+        mesh = spmd.module_mesh(op)
         if mesh is None:
             return
         for function in global_functions(op):

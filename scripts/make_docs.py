@@ -284,7 +284,7 @@ func.func @main(%a: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) attri
   func.return %u, %s : tensor<8x4xf32>, tensor<8x4xf32>
 }
 """,
-        "xDSL's `canonicalize` with shardc's patterns (`passes/canonicalize.py`): a "
+        "xDSL's `canonicalize` with shardc's patterns (`passes/canonicalization_patterns/`): a "
         "transpose of a transpose, a broadcast of a splat constant, a collective over a "
         "group of one device.",
     ),

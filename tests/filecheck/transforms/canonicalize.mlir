@@ -1,6 +1,6 @@
 // RUN: shardc-opt %s -p canonicalize --split-input-file | filecheck %s
 
-// The folds of passes/canonicalize.py, each run through xDSL's `canonicalize` pass.
+// The folds of passes/canonicalization_patterns/, each run through xDSL's `canonicalize` pass.
 
 // broadcast of a splat constant is a splat constant of the result type.
 func.func @broadcast_of_splat() -> tensor<4x3xf32> {

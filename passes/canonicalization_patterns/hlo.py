@@ -1,11 +1,8 @@
 """
-Canonicalization patterns for `hlo` and `collective` ops.
-
-They are attached to the ops through `HasCanonicalizationPatternsTrait`, so xDSL's own
-`canonicalize` pass (which adds constant folding, CSE-free cleanup and dead-code
-elimination) runs them. Each removes something later passes would otherwise have to
-see through: a broadcast of a constant, a transpose of a transpose, a reshape or convert
-that changes nothing, a collective over a group of one device.
+Canonicalization patterns for `hlo` ops, run by xDSL's `canonicalize` pass through
+`HasCanonicalizationPatternsTrait` (see the package docstring). Each removes something
+later passes would otherwise have to see through: a broadcast of a constant, a transpose
+of a transpose, a reshape or convert that changes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from shardc.dialects import collective, hlo
+from shardc.dialects import hlo
 from shardc.dialects.syntax import splat_element, splat_elements
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.pattern_rewriter import (
@@ -114,20 +111,3 @@ HLO_PATTERNS: tuple[RewritePattern, ...] = (
     FoldReshape(),
     FoldIdentityConvert(),
 )
-
-
-class RemoveTrivialCollective(RewritePattern):
-    """
-    A collective over groups of one device returns its operands unchanged (a permute
-    only when its one rank sends to itself; with no pairs it would produce zeros).
-    """
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: collective.CollectiveOp, rewriter: PatternRewriter) -> None:
-        if op.IS_START or op.group_size() != 1:
-            return
-        if isinstance(op, collective.PermuteOp) and op.source_target_pairs != [(0, 0)]:
-            return
-        if tuple(op.input_types()) != tuple(op.value_types()):
-            return
-        rewriter.replace(op, [], list(op.operands))
