@@ -13,8 +13,12 @@ Modules
   `@impl(hlo.AddOp)`, ...) with every `hlo` op, `spmd.constraint` (the identity) and
   `spmd.axis_index`; `TensorScalarFunctions` (`tensor.extract` to a Python scalar, for
   `scf.if` on device values). `Interpreter.run_op(op, args)` / `call_op` run them as usual.
-* `collectives`: the semantics of every collective over one group, on numpy.
-* `devices`: `Executor`, the N-device executor with the rendezvous scheduler.
+* `collectives`: the semantics of every collective over one group, on numpy (a registry
+  keyed by op type).
+* `devices`: `Executor`, the N-device executor; it wires together `plan` (what each op
+  becomes, planned once per function), `execution` (one device running a plan as a
+  generator), `rendezvous` (the scheduler meeting devices at collectives, and timing
+  them) and `run_diagnostics` (locations, deadlock / mismatch / future messages).
 * `io`: the entry function's `Signature`, input validation, splitting global inputs by
   sharding and assembling global outputs (what `shardc-run` uses).
 * `timing`: the simulated machine's clocks (a compute stream and a collective engine per

@@ -11,6 +11,7 @@ construction.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from shardc.dialects import collective as coll
@@ -66,27 +67,65 @@ def permute(pairs: Sequence[tuple[int, int]], inputs: Sequence[Values]) -> list[
     return out  # pyright: ignore[reportReturnType]
 
 
-def prepare(op: coll.CollectiveOp) -> Callable[[Sequence[Values]], list[Values]]:
+GroupFunction = Callable[[Sequence[Values]], list[Values]]
+"""Runs one collective for one group: the members' operands in rank order in, each
+member's results in rank order out."""
+
+_SEMANTICS: dict[type[coll.CollectiveOp], Callable[[Any], GroupFunction]] = {}
+"""Op type -> the function reading the op's attributes once and returning its
+`GroupFunction` (keyed by the concrete op type, as xDSL's `@impl` is)."""
+
+
+def _semantics(*op_types: type[coll.CollectiveOp]):
+    """Register a `GroupFunction` maker for the sync and `_start` forms of a collective."""
+
+    def deco(make: Callable[[Any], GroupFunction]) -> Callable[[Any], GroupFunction]:
+        for op_type in op_types:
+            _SEMANTICS[op_type] = make
+        return make
+
+    return deco
+
+
+@_semantics(coll.AllReduceOp, coll.AllReduceStartOp)
+def _prepare_all_reduce(op: coll.AllReduceBase) -> GroupFunction:
+    kind = op.kind.data
+    return lambda inputs: all_reduce(kind, inputs)
+
+
+@_semantics(coll.AllGatherOp, coll.AllGatherStartOp)
+def _prepare_all_gather(op: coll.AllGatherBase) -> GroupFunction:
+    dim = op.dim.value.data
+    return lambda inputs: all_gather(dim, inputs)
+
+
+@_semantics(coll.ReduceScatterOp, coll.ReduceScatterStartOp)
+def _prepare_reduce_scatter(op: coll.ReduceScatterBase) -> GroupFunction:
+    kind, dim = op.kind.data, op.dim.value.data
+    return lambda inputs: reduce_scatter(kind, dim, inputs)
+
+
+@_semantics(coll.AllToAllOp, coll.AllToAllStartOp)
+def _prepare_all_to_all(op: coll.AllToAllBase) -> GroupFunction:
+    split, concat = op.split_dim.value.data, op.concat_dim.value.data
+    return lambda inputs: all_to_all(split, concat, inputs)
+
+
+@_semantics(coll.PermuteOp, coll.PermuteStartOp)
+def _prepare_permute(op: coll.PermuteBase) -> GroupFunction:
+    pairs = op.source_target_pairs
+    return lambda inputs: permute(pairs, inputs)
+
+
+def prepare(op: coll.CollectiveOp) -> GroupFunction:
     """
     The function running `op` (sync or `_start` form) for one group, with the op's
     attributes read once; it takes the members' operands in rank order.
     """
-    if isinstance(op, coll.AllReduceBase):
-        kind = op.kind.data
-        return lambda inputs: all_reduce(kind, inputs)
-    if isinstance(op, coll.AllGatherBase):
-        dim = op.dim.value.data
-        return lambda inputs: all_gather(dim, inputs)
-    if isinstance(op, coll.ReduceScatterBase):
-        kind, dim = op.kind.data, op.dim.value.data
-        return lambda inputs: reduce_scatter(kind, dim, inputs)
-    if isinstance(op, coll.AllToAllBase):
-        split, concat = op.split_dim.value.data, op.concat_dim.value.data
-        return lambda inputs: all_to_all(split, concat, inputs)
-    if isinstance(op, coll.PermuteBase):
-        pairs = op.source_target_pairs
-        return lambda inputs: permute(pairs, inputs)
-    raise NotImplementedError(f"no semantics for {op.name}")
+    make = _SEMANTICS.get(type(op))
+    if make is None:
+        raise NotImplementedError(f"no semantics for {op.name}")
+    return make(op)
 
 
 def execute(op: coll.CollectiveOp, inputs: Sequence[Values]) -> list[Values]:

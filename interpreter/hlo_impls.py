@@ -1,7 +1,7 @@
 """
 numpy implementations of the `hlo` and `spmd` ops, registered with xDSL's interpreter
 framework (`@register_impls`, `@impl`): `Interpreter.run_op(op, args)` runs any of them,
-and the device executor (`devices.py`) calls the same functions directly.
+and the device executor (`execution.py`) calls the same functions directly.
 
 Semantics are StableHLO's; numerics follow DESIGN.md: bf16/f16 values are rounded to
 their type after every op (elementwise ops on them compute in f32 and round once), and

@@ -80,7 +80,16 @@ def type_str(shape: tuple[int, ...], dtype: np.dtype[Any]) -> str:
 
 
 def accumulation_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    """The type dot, reduce and reducing collectives accumulate in (f32 for bf16/f16)."""
+    """
+    The type dot, reduce and reducing collectives accumulate in (f32 for bf16/f16).
+
+    The interpreter's one accumulation rule (`dot_general`, `reduce`, `combine_in_order`
+    all call it). It is the numpy side of the accumulation type the dialects define for
+    IR types (`tpu.accumulation_type` today, issue #12 item 5 makes one definition in
+    `dialects/`); it differs for i1, which the interpreter accumulates as i1 (dot is
+    or-of-ands) where `tpu.matmul` has no accumulator. Once the dialect definition lands,
+    this may become `dtype_of` of it for the float types.
+    """
     return F32 if dtype in LOW_PRECISION else dtype
 
 

@@ -1,0 +1,150 @@
+"""
+The collective rendezvous: the scheduler that runs every device of a level-S run until it
+blocks at a collective or finishes, and fires a collective when its group has met.
+
+A group fires when all its members wait at a collective over that same group; if they all
+do but at incompatible collectives (different kind, reduction, dims or types) that is a
+mismatch error naming the devices and ops. When no device can run and some still wait,
+the run is a deadlock, reported with every waiting device, the op it waits at and why its
+group cannot meet (`run_diagnostics`). Nothing ever hangs.
+
+With a chip, a collective starts when the last member has issued it and every member's
+collective engine is free; a sync form blocks each member's compute stream until it ends,
+a `_start` form only at its `done`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shardc.dialects import collective as coll
+from shardc.interpreter.execution import Device, DeviceRun, Future
+from shardc.interpreter.plan import CollectiveInfo
+from shardc.interpreter.run_diagnostics import RunDiagnostics
+from shardc.interpreter.timing import DeviceClock
+from xdsl.ir import Operation
+
+
+@dataclass(slots=True)
+class Wait:
+    """A device waiting at a collective."""
+
+    device: int
+    op: coll.CollectiveOp
+    values: tuple[Any, ...]
+    group: tuple[int, ...]
+    rank: int
+    info: CollectiveInfo
+    arrival: float
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        return self.info.signature
+
+    @property
+    def summary(self) -> str:
+        return self.info.summary
+
+
+class Rendezvous:
+    """Runs the devices of one run to completion, meeting at collectives."""
+
+    def __init__(
+        self,
+        collectives: dict[Operation, CollectiveInfo],
+        diagnostics: RunDiagnostics,
+        timed: bool,
+        abstract: bool,
+    ):
+        self.collectives = collectives
+        self.diagnostics = diagnostics
+        self.timed = timed
+        self.abstract = abstract
+
+    def run(self, gens: Sequence[DeviceRun], devices: Sequence[Device]) -> list[tuple[Any, ...]]:
+        """Every device's results, in device order."""
+        n = len(gens)
+        clocks = [dev.tm for dev in devices]
+        timed = self.timed
+        inbox: list[Any] = [None] * n
+        finished: dict[int, tuple[Any, ...]] = {}
+        waiting: dict[int, Wait] = {}
+        arrived: dict[tuple[int, ...], int] = {}
+        runnable = deque(range(n))
+        while runnable:
+            d = runnable.popleft()
+            try:
+                op, values = gens[d].send(inbox[d])
+            except StopIteration as stop:
+                finished[d] = stop.value
+                continue
+            inbox[d] = None
+            info = self.collectives[op]
+            member = info.member_of.get(d)
+            if member is None:
+                raise self.diagnostics.error_at(op, f"has no group containing device {d}")
+            group, rank = member
+            arrival = clocks[d].clock if timed else 0.0  # pyright: ignore[reportOptionalMemberAccess]
+            waiting[d] = Wait(d, op, values, group, rank, info, arrival)  # pyright: ignore
+            # how many members wait at a collective over this very group
+            count = arrived.get(group, 0) + 1
+            if count < len(group):
+                arrived[group] = count
+                continue
+            arrived[group] = 0
+            members = [waiting.pop(m) for m in group]
+            for device, out in self._fire(members, clocks):
+                inbox[device] = out
+                runnable.append(device)
+        if waiting:
+            raise self.diagnostics.deadlock(waiting, finished)  # pyright: ignore[reportArgumentType]
+        return [finished[d] for d in range(n)]
+
+    def _fire(self, members: list[Wait], clocks: list[DeviceClock | None]) -> list[tuple[int, Any]]:
+        """Run a met group's collective: (device, what it receives) for each member."""
+        info = members[0].info
+        signature = info.signature
+        for w in members:
+            if w.info.signature != signature:
+                raise self.diagnostics.mismatch(members)
+        if self.abstract and any(v is None for w in members for v in w.values):
+            outputs = [(None,) * info.n_values] * len(members)
+        else:
+            outputs = info.execute([w.values for w in members])
+        end = 0.0
+        if self.timed:
+            end = _time_collective(members, clocks)
+        return [
+            (w.device, (Future(w.op, out, end),) if w.op.IS_START else out)
+            for w, out in zip(members, outputs, strict=False)
+        ]
+
+
+def _time_collective(members: list[Wait], clocks: list[Any]) -> float:
+    """
+    Start the group's collective when the last member has issued it and every
+    member's engine is free; a sync form blocks each member's compute stream until
+    it ends. Returns the end time.
+    """
+    cost = members[0].info.cost
+    assert cost is not None
+    start = 0.0
+    for w in members:
+        tm = clocks[w.device]
+        start = max(start, w.arrival, tm.engine)
+    end = start + cost.time
+    kind, nbytes = cost.kind, cost.bytes
+    for w in members:
+        tm = clocks[w.device]
+        tm.engine = end
+        tm.comm += cost.time
+        tm.collectives.append((w.op, w.arrival, start, end))
+        tm.counts[kind] += 1
+        tm.comm_bytes[kind] += nbytes
+        if not w.op.IS_START and end > tm.clock:
+            tm.waits.append((w.op, tm.clock, end))
+            tm.clock = end
+    return end
