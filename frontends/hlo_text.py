@@ -249,7 +249,7 @@ REDUCERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
 BOOL_REDUCERS = {"or": "max", "and": "min"}
 
 # XLA's f32 erf rational approximation (see stablehlo.py)
-from shardc.frontends.stablehlo import ERF_ALPHA, ERF_BETA  # noqa: E402
+from shardc.frontends.expansions import ERF_ALPHA, ERF_BETA  # noqa: E402
 
 
 @cache
