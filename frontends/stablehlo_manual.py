@@ -12,13 +12,12 @@ on local values; `sdy.manual_computation` and GSPMD's `custom_call @Sharding` /
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from shardc.dialects import hlo, spmd
 from shardc.dialects.syntax import splat_elements
 from shardc.frontends.stablehlo_dialect import SdyShardingAttr
-from shardc.frontends.stablehlo_ops import OpContext
+from shardc.frontends.stablehlo_ops import BINARY, UNARY, OpContext
 from shardc.frontends.stablehlo_source import (
     SourceErrors,
     attr_dicts,
@@ -29,33 +28,15 @@ from shardc.frontends.stablehlo_source import (
     sharding_list,
     splat_value,
 )
+from shardc.frontends.stablehlo_views import Localizer, View
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import Rewriter
 
 TOPLEVEL_ELEMENTWISE = frozenset(
-    {
-        "stablehlo.add",
-        "stablehlo.subtract",
-        "stablehlo.multiply",
-        "stablehlo.divide",
-        "stablehlo.maximum",
-        "stablehlo.minimum",
-        "stablehlo.power",
-        "stablehlo.and",
-        "stablehlo.or",
-        "stablehlo.negate",
-        "stablehlo.exponential",
-        "stablehlo.log",
-        "stablehlo.tanh",
-        "stablehlo.sqrt",
-        "stablehlo.rsqrt",
-        "stablehlo.abs",
-        "stablehlo.sine",
-        "stablehlo.cosine",
-        "stablehlo.logistic",
-        "stablehlo.not",
+    set(BINARY)
+    | set(UNARY)
+    | {
         "stablehlo.convert",
         "stablehlo.compare",
         "stablehlo.select",
@@ -81,23 +62,8 @@ TOPLEVEL_ELEMENTWISE = frozenset(
 """Pointwise ops: outside a manual computation they run on local values as they are."""
 
 Env = dict[SSAValue, SSAValue]
-Views = dict[SSAValue, "View"]
+Views = dict[SSAValue, View]
 Pending = dict[SSAValue, spmd.ShardingAttr]
-
-
-@dataclass
-class View:
-    """A global value of a level-S function: its local value and how it is split."""
-
-    local: SSAValue | None
-    sharding: spmd.ShardingAttr | None
-    arg: int | None = None
-    constant: bool = False
-    declared: spmd.ShardingAttr | None = None
-    """An argument's declared sharding (its layout unless a manual computation says)."""
-    scalar: SSAValue | None = None
-    """For a splat: its rank-0 value, broadcast to whatever layout a user needs."""
-    global_type: TensorType | None = None
 
 
 class OpConversion(Protocol):
@@ -127,7 +93,7 @@ class ManualImporter:
         self.errors = errors
         self.driver = driver
         self.block = block
-        self._arg_values: dict[int, SSAValue] = {}
+        self.layouts = Localizer(cx.shardings, errors, cx.emit)
 
     def error(self, op: Operation | None, message: str) -> Exception:
         return self.errors.error(op, message)
@@ -151,7 +117,7 @@ class ManualImporter:
                 main, attrs, rank(arg.type), f"argument {arg.index}"
             )
             views[arg] = View(None, None, arg=arg.index, declared=declared)
-            self._arg_values[arg.index] = new
+            self.layouts.arg_values[arg.index] = new
         returned = self.convert_toplevel(src_block, views, {}, {})
         results: list[SSAValue] = []
         res_attrs: list[dict[str, Attribute]] = []
@@ -164,9 +130,9 @@ class ManualImporter:
                     "manual computation",
                 )
             if view.local is None and view.scalar is None:  # an argument returned untouched
-                self.localize(view, view.declared, ret_op, value)
+                self.layouts.localize(view, view.declared, ret_op, value)
             if view.local is None:
-                self.materialize(view, None, ret_op, value)
+                self.layouts.materialize(view, None, ret_op, value)
             assert view.local is not None
             results.append(view.local)
             res_attrs.append(_sharding_attrs(view))
@@ -174,76 +140,9 @@ class ManualImporter:
         for arg in src_block.args:
             view = views[arg]
             if view.local is None:
-                self.localize(view, view.declared, main, arg)
+                self.layouts.localize(view, view.declared, main, arg)
             arg_attrs.append(_sharding_attrs(view))
         return results, arg_attrs, res_attrs
-
-    def local_type(self, ty: Attribute, sharding: spmd.ShardingAttr | None) -> TensorType:
-        mesh = self.shardings.mesh
-        assert isinstance(ty, TensorType) and mesh is not None
-        if sharding is None:
-            return ty
-        shape = ty.get_shape()
-        for d, n in enumerate(shape):
-            f = sharding.split_factor(d, mesh)
-            if n % f:
-                raise ValueError(
-                    f"dimension {d} of size {n} is not divisible by {f}, the product of "
-                    f"its mesh axes"
-                )
-        return TensorType(ty.element_type, sharding.local_shape(shape, mesh))
-
-    def localize(
-        self,
-        view: View,
-        sharding: spmd.ShardingAttr | None,
-        op: Operation,
-        value: SSAValue,
-    ) -> SSAValue:
-        """`view`'s local value under `sharding` (fixing an argument's split on first use)."""
-        if sharding is not None and sharding.is_replicated():
-            sharding = None
-        if view.scalar is not None:
-            return self.materialize(view, sharding, op, value)
-        if view.local is None:
-            assert view.arg is not None
-            try:
-                ty = self.local_type(value.type, sharding)
-            except ValueError as e:
-                raise self.error(op, f"argument {view.arg}: {e}") from None
-            old = self._arg_values[view.arg]
-            new = Rewriter.replace_value_with_new_type(old, ty)
-            self._arg_values[view.arg] = new
-            view.local, view.sharding = new, sharding
-            return new
-        current = view.sharding
-        if current is not None and current.is_replicated():
-            current = None
-        if current != sharding:
-            raise self.error(
-                op,
-                f"this value is split as {current or 'replicated'} but the manual "
-                f"computation takes it as {sharding or 'replicated'}; shardc imports "
-                "shard_map programs as per-device programs and does not reshard between "
-                "manual computations",
-            )
-        return view.local
-
-    def materialize(
-        self, view: View, sharding: spmd.ShardingAttr | None, op: Operation, value: SSAValue
-    ) -> SSAValue:
-        """A splat view as a local value under `sharding` (a broadcast of its scalar)."""
-        assert view.scalar is not None
-        ty = view.global_type or value.type
-        try:
-            local = self.local_type(ty, sharding)
-        except ValueError as e:
-            raise self.error(op, str(e)) from None
-        if local == view.scalar.type:
-            return view.scalar
-        return self.emit.broadcast(view.scalar, [], local)
-
-    # ops outside the manual computations ---------------------------------------------------
 
     def convert_toplevel(
         self, src_block: Block, views: Views, env: Env, pending: Pending
@@ -361,7 +260,7 @@ class ManualImporter:
             if view.scalar is not None:
                 continue
             if view.local is None:
-                self.localize(view, view.declared, op, v)
+                self.layouts.localize(view, view.declared, op, v)
             s = (
                 view.sharding
                 if view.sharding is not None and not view.sharding.is_replicated()
@@ -377,7 +276,7 @@ class ManualImporter:
                 "shard_map programs as per-device programs and does not reshard there",
             )
         sharding = layouts[0] if layouts else None
-        env = {v: self.localize(views[v], sharding, op, v) for v in op.operands}
+        env = {v: self.layouts.localize(views[v], sharding, op, v) for v in op.operands}
         self.stats.constructs["pointwise op outside shard_map"] += 1
         results = self.driver.convert_op(op, env, local=True)
         for r, v in zip(op.results, results, strict=False):
@@ -395,12 +294,12 @@ class ManualImporter:
             views[op.results[0]] = view
             return
         if view.scalar is not None:
-            local = self.materialize(view, want, op, x)
+            local = self.layouts.materialize(view, want, op, x)
             views[op.results[0]] = View(local, want)
             return
         if view.local is None:
-            self.localize(view, want, op, x)
-        self.localize(view, want, op, x)  # the same layout, or an error saying it differs
+            self.layouts.localize(view, want, op, x)
+        self.layouts.localize(view, want, op, x)  # the same layout, or an error saying it differs
         views[op.results[0]] = view
 
     # where values enter and leave manual computations --------------------------------------
@@ -413,7 +312,7 @@ class ManualImporter:
             if v not in views:
                 raise self.error(op, f"operand {i} is not a global value")
             sharding = self.shardings.sdy_to_spmd(op, s, rank(v.type), f"in_shardings[{i}]")
-            local = self.localize(views[v], sharding, op, v)
+            local = self.layouts.localize(views[v], sharding, op, v)
             if local.type != barg.type:
                 raise self.error(
                     op,
@@ -426,7 +325,7 @@ class ManualImporter:
         for i, (r, v, s) in enumerate(zip(op.results, results, out_sh, strict=False)):
             sharding = self.shardings.sdy_to_spmd(op, s, rank(r.type), f"out_shardings[{i}]")
             try:
-                want = self.local_type(r.type, sharding)
+                want = self.layouts.local_type(r.type, sharding)
             except ValueError as e:
                 raise self.error(op, f"result {i}: {e}") from None
             if want != v.type:
@@ -495,7 +394,7 @@ class ManualImporter:
             raise self.error(op, "@SPMDShardToFullShape to a {manual} sharding")
         sharding = s if isinstance(s, spmd.ShardingAttr) and not s.is_replicated() else None
         try:
-            want = self.local_type(r.type, sharding)
+            want = self.layouts.local_type(r.type, sharding)
         except ValueError as e:
             raise self.error(op, str(e)) from None
         if want != x.type:
@@ -512,7 +411,7 @@ class ManualImporter:
         sharding = pending.get(x)
         if sharding is None and views[x].local is None:
             sharding = views[x].declared
-        local = self.localize(views[x], sharding, op, x)
+        local = self.layouts.localize(views[x], sharding, op, x)
         if local.type != r.type:
             raise self.error(
                 op,
