@@ -10,8 +10,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
@@ -69,6 +70,24 @@ class ImportResult:
     module: ModuleOp
     stats: ImportStats
     source_map: SourceMap
+
+
+# Converter tables --------------------------------------------------------------------------
+
+ConverterT = TypeVar("ConverterT", bound=Callable[..., Any])
+
+
+class ConverterTable(dict[str, ConverterT]):
+    """Source op name -> converter, filled by the `converts` decorator (MLIR's conversion
+    patterns are keyed by op the same way)."""
+
+    def converts(self, *names: str) -> Callable[[ConverterT], ConverterT]:
+        def register(converter: ConverterT) -> ConverterT:
+            for name in names:
+                self[name] = converter
+            return converter
+
+        return register
 
 
 # Element types -----------------------------------------------------------------------------
@@ -365,6 +384,7 @@ def make_function(
 
 
 __all__ = [
+    "ConverterTable",
     "Emitter",
     "ImportResult",
     "ImportStats",

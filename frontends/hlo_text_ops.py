@@ -20,7 +20,7 @@ from typing import Any
 from shardc.dialects import hlo, spmd
 from shardc.dialects.syntax import splat_element, splat_elements
 from shardc.frontends import expansions as ex
-from shardc.frontends.common import Emitter, is_bool, is_float
+from shardc.frontends.common import ConverterTable, Emitter, is_bool, is_float
 from shardc.frontends.hlo_text_parse import Instr
 from shardc.frontends.hlo_text_source import HloSource
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
@@ -57,19 +57,7 @@ ArrayConverter = Callable[[HloSource, Instr, list[SSAValue], TensorType], SSAVal
 """(the module, the instruction, its converted operands, its result type) -> its value."""
 
 
-class ArrayConverterTable(dict[str, ArrayConverter]):
-    """Opcode -> converter, filled by the `converts` decorator."""
-
-    def converts(self, *opcodes: str) -> Callable[[ArrayConverter], ArrayConverter]:
-        def register(converter: ArrayConverter) -> ArrayConverter:
-            for opcode in opcodes:
-                self[opcode] = converter
-            return converter
-
-        return register
-
-
-ARRAY_OPS = ArrayConverterTable()
+ARRAY_OPS: ConverterTable[ArrayConverter] = ConverterTable()
 
 
 def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue:

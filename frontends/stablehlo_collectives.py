@@ -15,14 +15,14 @@ import math
 from shardc.dialects import collective
 from shardc.dialects.syntax import i64_array, i64_attr
 from shardc.frontends import hlo_sharding as hs
-from shardc.frontends.common import pairs_on_mesh, shift_of
+from shardc.frontends.common import ConverterTable, pairs_on_mesh, shift_of
 from shardc.frontends.stablehlo_dialect import KeyValueAttr
-from shardc.frontends.stablehlo_ops import ConverterTable, OpContext, reducer_kind
+from shardc.frontends.stablehlo_ops import Converter, OpContext, reducer_kind
 from shardc.frontends.stablehlo_source import get_attr, matrix, one_int, require
 from xdsl.dialects.builtin import ArrayAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
-COLLECTIVES = ConverterTable()
+COLLECTIVES: ConverterTable[Converter] = ConverterTable()
 
 
 def groups_of(cx: OpContext, op: Operation, has_global_field: bool) -> list[list[int]]:
@@ -50,37 +50,42 @@ def groups_of(cx: OpContext, op: Operation, has_global_field: bool) -> list[list
     return out
 
 
+def _one_op(
+    cx: OpContext,
+    op: Operation,
+    xs: list[SSAValue],
+    cls: type[collective.CollectiveOp],
+    props: dict[str, Attribute],
+) -> list[SSAValue]:
+    rtypes = [r.type for r in op.results]
+    return list(cx.emit.collective(cls, xs, rtypes, props).results)
+
+
 @COLLECTIVES.converts("stablehlo.all_reduce")
 def all_reduce(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    e = cx.emit
     groups = groups_of(cx, op, True)
     kind = reducer_kind(op, len(xs), xs[0].type.element_type)  # pyright: ignore
-    props = {"kind": StringAttr(kind), **e.group_props(groups)}
-    rtypes = [r.type for r in op.results]
-    return list(e.collective(collective.AllReduceOp, xs, rtypes, props).results)
+    props = {"kind": StringAttr(kind), **cx.emit.group_props(groups)}
+    return _one_op(cx, op, xs, collective.AllReduceOp, props)
 
 
 @COLLECTIVES.converts("stablehlo.all_gather")
 def all_gather(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    e = cx.emit
     groups = groups_of(cx, op, True)
-    props = {"dim": i64_attr(one_int(require(op, "all_gather_dim"))), **e.group_props(groups)}
-    rtypes = [r.type for r in op.results]
-    return list(e.collective(collective.AllGatherOp, xs, rtypes, props).results)
+    dim = i64_attr(one_int(require(op, "all_gather_dim")))
+    return _one_op(cx, op, xs, collective.AllGatherOp, {"dim": dim, **cx.emit.group_props(groups)})
 
 
 @COLLECTIVES.converts("stablehlo.reduce_scatter")
 def reduce_scatter(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    e = cx.emit
     groups = groups_of(cx, op, True)
     kind = reducer_kind(op, len(xs), xs[0].type.element_type)  # pyright: ignore
     props = {
         "kind": StringAttr(kind),
         "dim": i64_attr(one_int(require(op, "scatter_dimension"))),
-        **e.group_props(groups),
+        **cx.emit.group_props(groups),
     }
-    rtypes = [r.type for r in op.results]
-    return list(e.collective(collective.ReduceScatterOp, xs, rtypes, props).results)
+    return _one_op(cx, op, xs, collective.ReduceScatterOp, props)
 
 
 @COLLECTIVES.converts("stablehlo.all_to_all")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from shardc.dialects import hlo, spmd
 from shardc.frontends import expansions as ex
-from shardc.frontends.common import Emitter, ImportStats, is_bool, is_float
+from shardc.frontends.common import ConverterTable, Emitter, ImportStats, is_bool, is_float
 from shardc.frontends.stablehlo_dialect import KeyValueAttr
 from shardc.frontends.stablehlo_shardings import ShardingConverter
 from shardc.frontends.stablehlo_source import (
@@ -82,19 +82,7 @@ Converter = Callable[[OpContext, Operation, list[SSAValue], bool], list[SSAValue
 """(context, source op, converted operands, inside a manual computation) -> results."""
 
 
-class ConverterTable(dict[str, Converter]):
-    """Op name -> converter, filled by the `converts` decorator."""
-
-    def converts(self, *names: str) -> Callable[[Converter], Converter]:
-        def register(converter: Converter) -> Converter:
-            for name in names:
-                self[name] = converter
-            return converter
-
-        return register
-
-
-OPS = ConverterTable()
+OPS: ConverterTable[Converter] = ConverterTable()
 
 
 # elementwise -------------------------------------------------------------------------------
