@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    LocationAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -140,6 +141,8 @@ class Emitter:
         self.block = block
         self.source_map = source_map
         self.location: Location | None = None
+        self.op_location: LocationAttr | None = None
+        """`Operation.location` of the ops added next: the source op's (`locations.py`)."""
         self.mesh_name: str | None = None
         self.mesh: spmd.MeshAttr | None = None
 
@@ -147,6 +150,8 @@ class Emitter:
         self.block.add_op(op)
         if self.location is not None:
             self.source_map.locations[op] = self.location
+        if self.op_location is not None:
+            op.location = self.op_location
         return op
 
     def value(self, op: Operation) -> SSAValue:

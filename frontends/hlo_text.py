@@ -74,6 +74,7 @@ from shardc.frontends.hlo_text_source import (
     TupleVal,
     Value,
 )
+from shardc.frontends.locations import Positions, hlo_metadata_location, with_origin
 from shardc.tools.source import DiagnosticError, SourceMap, verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
@@ -112,6 +113,7 @@ class HloTextImporter:
         self.block = Block()
         self.emit = Emitter(self.block, self.out_map)
         self.src = HloSource(self.reader, self.emit, self.stats)
+        self.positions = Positions(filename, text)
         self.depth = 0
         self.structural: dict[str, Callable[[Instr, Env], Value]] = {
             "parameter": self.unbound_parameter,
@@ -133,9 +135,12 @@ class HloTextImporter:
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
         return self.reader.error(pos, message, length)
 
-    def at(self, pos: int) -> None:
-        """The ops emitted next come from the text at `pos`."""
+    def at(self, pos: int, instr: Instr | None = None) -> None:
+        """The ops emitted next come from the text at `pos` (the instruction `instr`)."""
         self.emit.location = self.src.located(pos)
+        metadata = instr.attrs.get("metadata") if instr is not None else None
+        origin = hlo_metadata_location(metadata.text) if metadata is not None else None
+        self.emit.op_location = with_origin(self.positions.at(pos), origin)
 
     # entry ----------------------------------------------------------------------------------
 
@@ -163,7 +168,9 @@ class HloTextImporter:
         entry = entries[0] if entries else comps[-1]
         function = self.convert_entry(entry)
         mesh = spmd.MeshAttr([("devices", self.src.devices)])
-        out = ModuleOp([spmd.MeshOp("mesh", mesh), function])
+        mesh_op = spmd.MeshOp("mesh", mesh)
+        out = ModuleOp([mesh_op, function])
+        mesh_op.location = out.location = self.positions.at(0)  # from the module's header
         self.stats.devices = self.src.devices
         verify_module(out, self.out_map)
         return ImportResult(out, self.stats, self.out_map)
@@ -218,12 +225,13 @@ class HloTextImporter:
             arg_attrs.append(attrs)
         root = self.evaluate(entry, env)
         results = self.flatten(root, entry.root)
-        self.at(entry.root.pos)
+        self.at(entry.root.pos, entry.root)
         self.emit.add(func.ReturnOp(*results))
         res_attrs = self.result_shardings(entry.root, len(results))
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
         f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
         self.out_map.locations[f] = self.src.located(entry.pos)
+        f.location = self.positions.at(entry.pos)
         return f
 
     def entry_parameters(self, entry: Computation) -> dict[int, Instr]:
@@ -351,7 +359,7 @@ class HloTextImporter:
     def convert(self, instr: Instr, comp: Computation, env: Env) -> Value:
         op = instr.opcode
         self.stats.ops[op] += 1
-        self.at(instr.pos)
+        self.at(instr.pos, instr)
         if op in self.structural:
             return self.structural[op](instr, env)
         if op in ASYNC_STARTS:
@@ -415,7 +423,7 @@ class HloTextImporter:
             and all(n in comp.by_name and comp.by_name[n].opcode == "parameter" for n in names)
         ):
             inner_args = [args[self.src.parameter_number(comp.by_name[n])] for n in names]
-            self.at(root.pos)
+            self.at(root.pos, root)
             self.stats.ops[root.opcode] += 1
             value = convert_collective(self.src, root, root.opcode, inner_args, start=True)
             self.stats.constructs["async-start/async-done"] += 1

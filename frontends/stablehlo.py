@@ -77,7 +77,13 @@ import re
 
 from shardc.dialects import spmd
 from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
-from shardc.frontends.locations import strip_locations
+from shardc.frontends.locations import (
+    JaxLocations,
+    Positions,
+    scan_locations,
+    strip_locations,
+    with_origin,
+)
 from shardc.frontends.stablehlo_collectives import COLLECTIVES
 from shardc.frontends.stablehlo_dialect import SdyShardingPerValueAttr, make_import_context
 from shardc.frontends.stablehlo_manual import ManualImporter
@@ -97,7 +103,7 @@ from shardc.tools.source import (
     verify_module,
 )
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import IntegerAttr, LocationAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 Env = dict[SSAValue, SSAValue]
@@ -106,10 +112,21 @@ Env = dict[SSAValue, SSAValue]
 class StablehloImporter:
     """Converts a parsed StableHLO module (its public `main`) to shardc's IR."""
 
-    def __init__(self, module: ModuleOp, source_map: SourceMap, filename: str):
+    def __init__(
+        self,
+        module: ModuleOp,
+        source_map: SourceMap,
+        filename: str,
+        origins: JaxLocations | None = None,
+    ):
         self.src = module
         self.src_map = source_map
         self.filename = filename
+        text = source_map.input.content if source_map.input is not None else ""
+        self.positions = Positions(filename, text, source_map.line_offset)
+        self.origins = origins
+        """JAX's `loc(...)` of each source op (None: the text was read without them)."""
+        self._locations: dict[Operation, LocationAttr | None] = {}
         self.errors = SourceErrors(source_map, filename)
         self.out_map = SourceMap(filename)
         self.stats = ImportStats("stablehlo")
@@ -136,9 +153,12 @@ class StablehloImporter:
         self.shardings.detect(self.src)
         mesh, mesh_name = self.shardings.mesh, self.shardings.mesh_name
         out = ModuleOp([])
+        self.locate(out, self.src)
         if mesh is not None:
             assert mesh_name is not None
-            out.body.block.add_op(spmd.MeshOp(mesh_name, mesh))
+            mesh_op = spmd.MeshOp(mesh_name, mesh)
+            self.locate(mesh_op, self.shardings.mesh_op or self.src)
+            out.body.block.add_op(mesh_op)
             self.emit.mesh_name, self.emit.mesh = mesh_name, mesh
         manual = any(
             op.name == "sdy.manual_computation"
@@ -177,6 +197,27 @@ class StablehloImporter:
     def at(self, op: Operation) -> None:
         """The ops emitted next come from the source op `op`."""
         self.emit.location = self.src_map.location_of(op)
+        self.emit.op_location = self.location_of(op)
+
+    def location_of(self, op: Operation) -> LocationAttr | None:
+        """`op`'s position in the text, fused with JAX's location of it if the text has one."""
+        if op not in self._locations:
+            loc = self.src_map.location_of(op)
+            if loc is None:
+                self._locations[op] = None
+            else:
+                origin = None
+                if self.origins is not None:
+                    after = self.src_map.locations.get(op.next_op) if op.next_op else None
+                    next_start = after.offset if after is not None else None
+                    origin = self.origins.after_op(loc.offset, next_start)
+                self._locations[op] = with_origin(self.positions.at(loc.offset), origin)
+        return self._locations[op]
+
+    def locate(self, new: Operation, source: Operation) -> None:
+        """`new` comes from `source` (for the ops not made through the emitter)."""
+        if (location := self.location_of(source)) is not None:
+            new.location = location
 
     def finish_main(
         self,
@@ -190,6 +231,7 @@ class StablehloImporter:
         self.emit.add(func.ReturnOp(*results))
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
         self.out_map.locations[f] = self.src_map.location_of(main)  # pyright: ignore
+        self.locate(f, main)
         return f
 
     # level G -----------------------------------------------------------------------------
@@ -318,11 +360,12 @@ def _module_int(attrs: dict[str, Attribute], key: str) -> int:
 def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     """Import StableHLO text; any problem is one located `DiagnosticError`."""
     ctx = make_import_context()
+    scanned = scan_locations(text)
     try:
-        module, source_map = parse_module(ctx, strip_locations(text), filename)
+        module, source_map = parse_module(ctx, scanned.text, filename)
     except DiagnosticError as e:
         raise DiagnosticError(_reword(str(e))) from None
-    return StablehloImporter(module, source_map, filename).run()
+    return StablehloImporter(module, source_map, filename, JaxLocations(scanned)).run()
 
 
 _NOT_REGISTERED_OP = re.compile(

@@ -42,6 +42,8 @@ class ShardingConverter:
         self.mesh: spmd.MeshAttr | None = None
         self.mode = "none"  # "sdy", "gspmd" or "none"
         self.mesh_builder: hs.MeshBuilder | None = None
+        self.mesh_op: Operation | None = None
+        """The source op the mesh comes from (`sdy.mesh`, or the first `mhlo.sharding`)."""
 
     # the mesh ----------------------------------------------------------------------------
 
@@ -68,9 +70,11 @@ class ShardingConverter:
                     "shardc programs have one mesh, this module declares several sdy.mesh",
                 )
             self.stats.ops["sdy.mesh"] += 1
+            self.mesh_op = meshes[0]
             self.sdy_mesh(meshes[0])
         elif gspmd_strings:
             self.mode = "gspmd"
+            self.mesh_op = gspmd_strings[0][0]
             self.gspmd_mesh(gspmd_strings)
         elif self.devices > 1:
             self.mesh_name = "mesh"
