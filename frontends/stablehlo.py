@@ -16,7 +16,9 @@ and bool forms), regions, `func.func` and attribute dictionaries, and reports er
 locations. A separate grammar would have to re-implement all of that; the dialect
 definitions only add the op-specific syntaxes, and an op nobody defined is a located parse
 error naming it (never a silently dropped op). Debug locations (`loc(...)`, `#loc = ...`)
-are blanked out first, keeping every line and column where it was.
+are blanked out first, keeping every line and column where it was, and read on the side
+(`locations.py`): every op the importer creates has `location = FusedLoc([its source op's
+FileLineColLoc, JAX's loc])` (the position alone when JAX wrote none).
 
 **Level G (no shard_map).** Each op becomes its `hlo` op (StableHLO's dot_general is
 `hlo.dot`, broadcast_in_dim `hlo.broadcast`, ...; precision configs are ignored); `reduce`
