@@ -159,7 +159,8 @@ class StablehloImporter:
         if mesh is not None:
             assert mesh_name is not None
             mesh_op = spmd.MeshOp(mesh_name, mesh)
-            self.locate(mesh_op, self.shardings.mesh_op or self.src)
+            mesh_source = self.shardings.mesh_op
+            self.locate(mesh_op, mesh_source if mesh_source is not None else self.src)
             out.body.block.add_op(mesh_op)
             self.emit.mesh_name, self.emit.mesh = mesh_name, mesh
         manual = any(
