@@ -1,8 +1,8 @@
 """
 Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) IR.
-`shardc-import FILE [-o OUT.mlir] [--stats]` picks one from the text.
+`shardc-import FILE [-o OUT.mlir] [--stats] [--print-debuginfo]` picks one from the text.
 
-* `stablehlo` (+ `stablehlo_dialect`): the StableHLO that
+* `stablehlo` (the driver) + `stablehlo_dialect`: the StableHLO that
   `jax.jit(f, in_shardings=..., out_shardings=...).lower(*args).as_text()` prints, pretty
   or generic, with or without debug locations, in both sharding forms JAX emits: Shardy
   (`sdy.mesh`, `#sdy.sharding`, `sdy.sharding_constraint`, `sdy.manual_computation`) and
@@ -10,15 +10,27 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   `@SPMDFullToShardShape` / `@SPMDShardToFullShape`). Read with xDSL's MLIR parser plus
   parse-only op definitions (why: the module docstring). Output: a level-G program with
   `#spmd.sharding`s, or, for a program that uses shard_map, a partitioned level-S program
-  whose manual bodies run per device with `collective` ops.
-* `hlo_text` (+ the lark grammar `hlo_text.lark`): XLA's per-device HLO module text
-  (`.compile().as_text()`, `--xla_dump_to`), to a level-S program over a 1-D mesh of all
-  devices, with explicit collective groups, marked `spmd.per_device_io`.
+  whose manual bodies run per device with `collective` ops. Its parts:
+  `stablehlo_source` (reading the parsed module's attributes; located errors),
+  `stablehlo_shardings` (the mesh; sdy / mhlo.sharding -> `#spmd.sharding`),
+  `stablehlo_manual` + `stablehlo_views` (manual computations, global values and their
+  per-device values), `stablehlo_ops` + `stablehlo_collectives` (one converter per op
+  name, in tables).
+* `hlo_text` (the driver) + the lark grammar `hlo_text.lark`: XLA's per-device HLO module
+  text (`.compile().as_text()`, `--xla_dump_to`), to a level-S program over a 1-D mesh of
+  all devices, with explicit collective groups, marked `spmd.per_device_io`. Its parts:
+  `hlo_text_parse` (lark's tree to computations, syntax errors), `hlo_text_source` (what
+  the converters see of the module), `hlo_text_ops` + `hlo_text_collectives` (one
+  converter per opcode, in tables).
 * `hlo_sharding`: XLA's HloSharding strings, replica groups (explicit and iota forms) and
   group modes, the mesh that expresses a set of tile assignments, and splitting /
   assembling global arrays per device.
-* `common`: statistics (which source ops and constructs an import converted) and the op
-  builder both importers use.
+* `expansions`: the source ops without an `hlo` op of their own (erf, sign, clamp, ...),
+  written once for both importers.
+* `locations`: each imported op's `Operation.location`: its position in the text read,
+  fused with the origin the text records (JAX's `loc(...)`, HLO's `metadata=`).
+* `common`: statistics (which source ops and constructs an import converted), the op
+  builder both importers use, and their converter tables.
 
 Not supported (each a located error naming it): ops with no `hlo` counterpart (gather,
 scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng and bit

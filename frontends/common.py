@@ -10,8 +10,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    LocationAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -69,6 +71,24 @@ class ImportResult:
     module: ModuleOp
     stats: ImportStats
     source_map: SourceMap
+
+
+# Converter tables --------------------------------------------------------------------------
+
+ConverterT = TypeVar("ConverterT", bound=Callable[..., Any])
+
+
+class ConverterTable(dict[str, ConverterT]):
+    """Source op name -> converter, filled by the `converts` decorator (MLIR's conversion
+    patterns are keyed by op the same way)."""
+
+    def converts(self, *names: str) -> Callable[[ConverterT], ConverterT]:
+        def register(converter: ConverterT) -> ConverterT:
+            for name in names:
+                self[name] = converter
+            return converter
+
+        return register
 
 
 # Element types -----------------------------------------------------------------------------
@@ -121,6 +141,8 @@ class Emitter:
         self.block = block
         self.source_map = source_map
         self.location: Location | None = None
+        self.op_location: LocationAttr | None = None
+        """`Operation.location` of the ops added next: the source op's (`locations.py`)."""
         self.mesh_name: str | None = None
         self.mesh: spmd.MeshAttr | None = None
 
@@ -128,6 +150,8 @@ class Emitter:
         self.block.add_op(op)
         if self.location is not None:
             self.source_map.locations[op] = self.location
+        if self.op_location is not None:
+            op.location = self.op_location
         return op
 
     def value(self, op: Operation) -> SSAValue:
@@ -365,6 +389,7 @@ def make_function(
 
 
 __all__ = [
+    "ConverterTable",
     "Emitter",
     "ImportResult",
     "ImportStats",

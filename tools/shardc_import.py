@@ -4,13 +4,16 @@ shardings) or XLA HLO module text (`compile().as_text()`, `--xla_dump_to`) to `h
 `spmd` (+ `collective`).
 
     shardc-import FILE|- [-o OUT.mlir] [--format auto|stablehlo|hlo] [--stats]
+                  [--print-debuginfo]
 
 The format is detected from the text (HLO module text starts with `HloModule`). A
 StableHLO program becomes a level-G program (or a partitioned level-S one if it uses
 shard_map), an HLO module a per-device level-S program marked `spmd.per_device_io`
 (see `shardc.frontends`). `--stats` prints, on stderr, the source ops and constructs the
-import converted. Any problem in the input is one `file:line:col: error: ...` diagnostic
-naming the op or attribute, exit status 1, and no output file is written.
+import converted. `--print-debuginfo` prints each op's location: where its source op
+is in FILE, fused with the origin FILE records (JAX's `loc(...)`, HLO `metadata=`). Any
+problem in the input is one `file:line:col: error: ...` diagnostic naming the op or
+attribute, exit status 1, and no output file is written.
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stats", action="store_true", help="print the ops and constructs converted (on stderr)"
     )
+    p.add_argument(
+        "--print-debuginfo",
+        action="store_true",
+        help="print each op's location: its place in FILE and, where FILE records it, "
+        "JAX's (Python file, line, op name)",
+    )
     return p
 
 
@@ -92,11 +101,11 @@ def import_text(text: str, filename: str, fmt: str = "auto") -> ImportResult:
     return import_stablehlo(text, filename)
 
 
-def render(result: ImportResult) -> str:
+def render(result: ImportResult, debuginfo: bool = False) -> str:
     from io import StringIO
 
     out = StringIO()
-    Printer(stream=out).print_op(result.module)
+    Printer(stream=out, print_debuginfo=debuginfo).print_op(result.module)
     out.write("\n")
     return out.getvalue()
 
@@ -106,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_arg_parser().parse_args(argv)
         text, filename = read_input(args.file)
         result = import_text(text, filename, args.format)
-        output = render(result)
+        output = render(result, args.print_debuginfo)
         if args.stats:
             print(result.stats.summary(), file=sys.stderr)
         if args.output is None:

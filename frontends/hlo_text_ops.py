@@ -1,0 +1,336 @@
+"""
+HLO instructions on arrays to `hlo` (+ `spmd.axis_index`) ops: one converter per opcode,
+in a table (`ARRAY_OPS`).
+
+A converter gets the instruction, its array operands (already converted) and its result
+type, and returns the converted value; it reads the instruction through `HloSource`. A
+`ValueError` it raises becomes a diagnostic at the instruction. Opcodes without an `hlo`
+op of their own are written with `hlo` ops (`expansions.py`, shared with the StableHLO
+importer). Tuples, calls, async pairs and collectives are the driver's and
+`hlo_text_collectives`'s.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from shardc.dialects import hlo, spmd
+from shardc.dialects.syntax import splat_element, splat_elements
+from shardc.frontends import expansions as ex
+from shardc.frontends.common import ConverterTable, Emitter, is_bool, is_float
+from shardc.frontends.hlo_text_parse import Instr
+from shardc.frontends.hlo_text_source import HloSource
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
+from xdsl.ir import SSAValue
+
+BINARY = {
+    "add": "add",
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "maximum": "max",
+    "minimum": "min",
+    "power": "pow",
+    "and": "and",
+    "or": "or",
+}
+UNARY = {
+    "negate": "neg",
+    "exponential": "exp",
+    "log": "log",
+    "tanh": "tanh",
+    "sqrt": "sqrt",
+    "rsqrt": "rsqrt",
+    "abs": "abs",
+    "sine": "sin",
+    "cosine": "cos",
+    "logistic": "logistic",
+    "not": "not",
+}
+LEAVES = frozenset({"constant", "iota", "partition-id", "replica-id"})
+"""Instructions without operands (or whose operand is a literal)."""
+
+ArrayConverter = Callable[[HloSource, Instr, list[SSAValue], TensorType], SSAValue]
+"""(the module, the instruction, its converted operands, its result type) -> its value."""
+
+
+ARRAY_OPS: ConverterTable[ArrayConverter] = ConverterTable()
+
+
+def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue:
+    """The converted value of an instruction on arrays."""
+    op = instr.opcode
+    if op == "reduce" and len(xs) != 2:
+        raise ValueError(
+            f"a reduce of {len(xs) // 2} operands together (such as argmax) is not "
+            "supported: hlo.reduce reduces one operand"
+        )
+    ty = cx.tensor_type(instr.shape)
+    converter = ARRAY_OPS.get(op)
+    if converter is None:
+        raise ValueError(f"{op} is not supported")
+    return converter(cx, instr, xs, ty)
+
+
+# elementwise -------------------------------------------------------------------------------
+
+
+def _binary(kind: str) -> ArrayConverter:
+    return lambda cx, instr, xs, ty: cx.emit.binary(kind, *xs)
+
+
+def _unary(kind: str) -> ArrayConverter:
+    return lambda cx, instr, xs, ty: cx.emit.unary(kind, xs[0])
+
+
+for _name, _kind in BINARY.items():
+    ARRAY_OPS[_name] = _binary(_kind)
+for _name, _kind in UNARY.items():
+    ARRAY_OPS[_name] = _unary(_kind)
+
+
+@ARRAY_OPS.converts("compare")
+def compare(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    direction = cx.attr(instr, "direction").text
+    ctype = instr.attrs.get("type")
+    if ctype is not None and ctype.text == "TOTALORDER":
+        raise ValueError("compare type=TOTALORDER is not supported")
+    if direction not in hlo.COMPARISON_DIRECTIONS:
+        raise ValueError(f"unknown comparison direction {direction}")
+    cx.stats.constructs[f"compare {direction}"] += 1
+    return cx.emit.compare(direction, xs[0], xs[1])
+
+
+@ARRAY_OPS.converts("select")
+def select(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.select(*xs)
+
+
+@ARRAY_OPS.converts("convert")
+def convert(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.convert(xs[0], ty)
+
+
+# leaves ------------------------------------------------------------------------------------
+
+
+@ARRAY_OPS.converts("constant")
+def constant(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    """A literal: one value (a splat, stored once) or one per element."""
+    text = instr.operands[0].text if instr.operands else ""
+    values = _literal_values(cx, instr, text, ty)
+    if "{...}" in text.replace(" ", ""):
+        raise cx.error(
+            instr.operands[0].pos,
+            "the constant's values were elided ({...}) when the text was printed",
+        )
+    n = math.prod(ty.get_shape())
+    if len(values) != n and not (len(values) == 1):
+        raise cx.error(
+            instr.operands[0].pos if instr.operands else instr.pos,
+            f"constant has {len(values)} values but {instr.shape} holds {n}",
+        )
+    if is_bool(ty.element_type):
+        values = [int(bool(v)) for v in values]
+    if len(values) == 1:  # a splat: one stored element, whatever the shape
+        attr = splat_elements(ty, values[0])
+    else:
+        attr = DenseIntOrFPElementsAttr.from_list(ty, values)  # pyright: ignore
+    return cx.emit.value(hlo.ConstantOp(attr))
+
+
+def _literal_values(cx: HloSource, instr: Instr, text: str, ty: TensorType) -> list[Any]:
+    tokens = re.findall(r"-?inf|-?nan|true|false|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", text)
+    values: list[Any] = []
+    for t in tokens:
+        if t in ("true", "false"):
+            values.append(1 if t == "true" else 0)
+        elif is_float(ty.element_type):
+            values.append(float(t))
+        else:
+            try:
+                values.append(int(float(t)) if not t.lstrip("-").isdigit() else int(t))
+            except ValueError:
+                raise cx.error(
+                    instr.operands[0].pos, f"bad literal {t} for {instr.shape}"
+                ) from None
+    return values
+
+
+@ARRAY_OPS.converts("iota")
+def iota(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.value(hlo.IotaOp(cx.int_attr(instr, "iota_dimension"), ty))
+
+
+@ARRAY_OPS.converts("partition-id", "replica-id")
+def device_id(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    """XLA's flattened device id is replica x num_partitions + partition."""
+    e = cx.emit
+    index = e.value(spmd.AxisIndexOp("mesh", "devices", TensorType(i32, [])))
+    p = e.splat(cx.partitions, TensorType(i32, []))
+    if instr.opcode == "replica-id":
+        return e.binary("div", index, p) if cx.replicas > 1 else e.splat(0, TensorType(i32, []))
+    if cx.replicas == 1:
+        return index
+    q = e.binary("div", index, p)
+    return e.binary("sub", index, e.binary("mul", q, p))
+
+
+# shapes and data movement ------------------------------------------------------------------
+
+
+@ARRAY_OPS.converts("broadcast")
+def broadcast(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.broadcast(xs[0], cx.ints_attr(instr, "dimensions", []), ty)
+
+
+@ARRAY_OPS.converts("reshape")
+def reshape(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.reshape(xs[0], ty)
+
+
+@ARRAY_OPS.converts("copy")
+def copy(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return xs[0]  # it changes the layout only
+
+
+@ARRAY_OPS.converts("bitcast")
+def bitcast(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    """A bitcast reinterprets the physical layout: transposes around a reshape."""
+    x = xs[0]
+    src = x.type
+    assert isinstance(src, TensorType)
+    if src.element_type != ty.element_type:
+        raise ValueError(f"bitcast from {src.element_type} to {ty.element_type} is not supported")
+    dep = cx.comp.by_name.get(instr.operand_names()[0]) if cx.comp else None
+    src_layout = _layout(dep.shape.layout if dep else None, src.get_num_dims())
+    dst_layout = _layout(instr.shape.layout, ty.get_num_dims())
+    perm_src = list(reversed(src_layout))  # major to minor
+    perm_dst = list(reversed(dst_layout))
+    if perm_src != list(range(len(perm_src))) or perm_dst != list(range(len(perm_dst))):
+        cx.stats.constructs["bitcast across layouts (transpose)"] += 1
+    e = cx.emit
+    physical = e.transpose(x, perm_src)
+    shape = ty.get_shape()
+    r = e.reshape(physical, TensorType(ty.element_type, [shape[d] for d in perm_dst]))
+    inverse = [perm_dst.index(d) for d in range(len(perm_dst))]
+    return e.transpose(r, inverse)
+
+
+def _layout(layout: list[int] | None, rank: int) -> list[int]:
+    if layout is None or len(layout) != rank:
+        return list(range(rank - 1, -1, -1))
+    return layout
+
+
+@ARRAY_OPS.converts("transpose")
+def transpose(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.transpose(xs[0], cx.ints_attr(instr, "dimensions"))
+
+
+@ARRAY_OPS.converts("slice")
+def slice_(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    a = cx.attr(instr, "slice")
+    ranges = re.findall(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]", a.text)
+    starts = [int(r[0]) for r in ranges]
+    limits = [int(r[1]) for r in ranges]
+    strides = [int(r[2]) if r[2] else 1 for r in ranges]
+    return cx.emit.slice(xs[0], starts, limits, strides)
+
+
+@ARRAY_OPS.converts("dynamic-slice")
+def dynamic_slice(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    idx = [cx.emit.convert(i, TensorType(i32, [])) for i in xs[1:]]
+    sizes = cx.ints_attr(instr, "dynamic_slice_sizes")
+    return cx.emit.value(hlo.DynamicSliceOp(xs[0], idx, sizes))
+
+
+@ARRAY_OPS.converts("dynamic-update-slice")
+def dynamic_update_slice(
+    cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType
+) -> SSAValue:
+    idx = [cx.emit.convert(i, TensorType(i32, [])) for i in xs[2:]]
+    return cx.emit.value(hlo.DynamicUpdateSliceOp(xs[0], xs[1], idx))
+
+
+@ARRAY_OPS.converts("concatenate")
+def concatenate(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    (dim,) = cx.ints_attr(instr, "dimensions")
+    return cx.emit.value(hlo.ConcatenateOp(xs, dim))
+
+
+# contractions and reductions ---------------------------------------------------------------
+
+
+@ARRAY_OPS.converts("dot")
+def dot(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    batching = (
+        cx.ints_attr(instr, "lhs_batch_dims", []),
+        cx.ints_attr(instr, "rhs_batch_dims", []),
+    )
+    contracting = (
+        cx.ints_attr(instr, "lhs_contracting_dims", []),
+        cx.ints_attr(instr, "rhs_contracting_dims", []),
+    )
+    return cx.emit.value(hlo.DotOp(xs[0], xs[1], contracting, batching, ty))
+
+
+@ARRAY_OPS.converts("reduce")
+def reduce(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    kind = cx.reducer(instr, xs[0].type.element_type)  # pyright: ignore
+    cx.stats.constructs[f"reduce {kind}"] += 1
+    init_value = _literal_scalar(xs[1])
+    return cx.emit.reduce(kind, xs[0], cx.ints_attr(instr, "dimensions"), xs[1], init_value)
+
+
+def _literal_scalar(value: SSAValue) -> float | int | bool | None:
+    """The value of a splat constant (None if `value` is not one)."""
+    owner = value.owner
+    if isinstance(owner, hlo.ConstantOp):
+        v = splat_element(owner.value)
+        if v is not None:
+            return bool(v) if is_bool(owner.value.get_type().element_type) else v  # pyright: ignore
+    return None
+
+
+# opcodes without an hlo op of their own ----------------------------------------------------
+
+
+@ARRAY_OPS.converts("clamp")
+def clamp(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    lo, v, hi = xs
+    return ex.clamp(cx.emit, lo, v, hi)
+
+
+@ARRAY_OPS.converts("remainder")
+def remainder(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    a, b = xs
+    if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
+        raise ValueError("remainder on floats is not supported (integers only)")
+    return ex.integer_remainder(cx.emit, a, b)
+
+
+@ARRAY_OPS.converts("xor")
+def xor(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    if not is_bool(xs[0].type.element_type):  # pyright: ignore
+        raise ValueError("xor on integers is not supported (pred only)")
+    return ex.bool_xor(cx.emit, xs[0], xs[1])
+
+
+def _expansion(expand: Callable[[Emitter, SSAValue], SSAValue]) -> ArrayConverter:
+    return lambda cx, instr, xs, ty: expand(cx.emit, xs[0])
+
+
+UNARY_EXPANSIONS: dict[str, Callable[[Emitter, SSAValue], SSAValue]] = {
+    "exponential-minus-one": ex.exponential_minus_one,
+    "log-plus-one": ex.log_plus_one,
+    "tan": ex.tan,
+    "is-finite": ex.is_finite,
+    "sign": ex.sign,
+    "erf": ex.erf,
+}
+for _name, _expand in UNARY_EXPANSIONS.items():
+    ARRAY_OPS[_name] = _expansion(_expand)

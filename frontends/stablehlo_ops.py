@@ -1,0 +1,387 @@
+"""
+StableHLO and CHLO ops to `hlo` (+ `spmd.constraint`) ops: one converter per op name, in
+a table (`OPS`), as MLIR's conversion patterns are keyed by op.
+
+A converter gets the op, its converted operands and whether it runs inside a manual
+computation (on per-device values), and returns the converted results. It sees the
+importer only through `OpContext` (the emitter, statistics, the sharding converter and the
+device counts). A `ValueError` it raises becomes a diagnostic at the op. Ops without an
+`hlo` op of their own are written with `hlo` ops (`expansions.py`); the collectives are
+in `stablehlo_collectives.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shardc.dialects import hlo, spmd
+from shardc.frontends import expansions as ex
+from shardc.frontends.common import ConverterTable, Emitter, ImportStats, is_bool, is_float
+from shardc.frontends.stablehlo_dialect import KeyValueAttr
+from shardc.frontends.stablehlo_shardings import ShardingConverter
+from shardc.frontends.stablehlo_source import (
+    call_target,
+    enum_value,
+    get_attr,
+    gspmd_string,
+    ints,
+    one_int,
+    rank,
+    require,
+    splat_value,
+)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType, i32
+from xdsl.ir import Attribute, Operation, SSAValue
+
+BINARY = {
+    "stablehlo.add": "add",
+    "stablehlo.subtract": "sub",
+    "stablehlo.multiply": "mul",
+    "stablehlo.divide": "div",
+    "stablehlo.maximum": "max",
+    "stablehlo.minimum": "min",
+    "stablehlo.power": "pow",
+    "stablehlo.and": "and",
+    "stablehlo.or": "or",
+}
+UNARY = {
+    "stablehlo.negate": "neg",
+    "stablehlo.exponential": "exp",
+    "stablehlo.log": "log",
+    "stablehlo.tanh": "tanh",
+    "stablehlo.sqrt": "sqrt",
+    "stablehlo.rsqrt": "rsqrt",
+    "stablehlo.abs": "abs",
+    "stablehlo.sine": "sin",
+    "stablehlo.cosine": "cos",
+    "stablehlo.logistic": "logistic",
+    "stablehlo.not": "not",
+}
+REDUCER_KINDS = {
+    "stablehlo.add": "add",
+    "stablehlo.multiply": "mul",
+    "stablehlo.maximum": "max",
+    "stablehlo.minimum": "min",
+}
+BOOL_REDUCER_KINDS = {"stablehlo.or": "max", "stablehlo.and": "min"}
+
+
+@dataclass
+class OpContext:
+    """What an op converter may use of the importer."""
+
+    emit: Emitter
+    stats: ImportStats
+    shardings: ShardingConverter
+    replicas: int
+    partitions: int
+
+
+Converter = Callable[[OpContext, Operation, list[SSAValue], bool], list[SSAValue]]
+"""(context, source op, converted operands, inside a manual computation) -> results."""
+
+
+OPS: ConverterTable[Converter] = ConverterTable()
+
+
+# elementwise -------------------------------------------------------------------------------
+
+
+def _binary(kind: str) -> Converter:
+    return lambda cx, op, xs, local: [cx.emit.binary(kind, *xs)]
+
+
+def _unary(kind: str) -> Converter:
+    return lambda cx, op, xs, local: [cx.emit.unary(kind, xs[0])]
+
+
+for _name, _kind in BINARY.items():
+    OPS[_name] = _binary(_kind)
+for _name, _kind in UNARY.items():
+    OPS[_name] = _unary(_kind)
+
+
+@OPS.converts("stablehlo.convert")
+def convert(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    shape = xs[0].type.get_shape()  # pyright: ignore  (the operand's, maybe local, shape)
+    return [cx.emit.convert(xs[0], TensorType(op.results[0].type.element_type, shape))]  # pyright: ignore
+
+
+@OPS.converts("stablehlo.select")
+def select(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.select(*xs)]
+
+
+@OPS.converts("stablehlo.compare")
+def compare(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    direction = enum_value(require(op, "comparison_direction"))
+    if direction not in hlo.COMPARISON_DIRECTIONS:
+        raise ValueError(f"unknown comparison direction {direction}")
+    ctype_attr = get_attr(op, "compare_type")
+    ctype = enum_value(ctype_attr) if ctype_attr is not None else "NOTYPE"
+    elem = xs[0].type.element_type  # pyright: ignore
+    if ctype == "TOTALORDER":
+        raise ValueError(
+            "compare type TOTALORDER (orders NaNs and -0.0) is not supported: "
+            "hlo.compare compares floats as FLOAT"
+        )
+    if ctype == "UNSIGNED" and not is_bool(elem):
+        raise ValueError("compare type UNSIGNED on signed integers is not supported")
+    if ctype not in ("FLOAT", "SIGNED", "UNSIGNED", "NOTYPE"):
+        raise ValueError(f"unknown compare type {ctype}")
+    cx.stats.constructs[f"compare {direction}"] += 1
+    return [cx.emit.compare(direction, xs[0], xs[1])]
+
+
+# shapes and data movement ------------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.constant")
+def constant(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    value = require(op, "value")
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        raise ValueError(f"expected a dense constant, got {value}")
+    return [cx.emit.value(hlo.ConstantOp(value))]
+
+
+@OPS.converts("stablehlo.iota")
+def iota(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    dim = one_int(require(op, "iota_dimension"))
+    return [cx.emit.value(hlo.IotaOp(dim, op.results[0].type))]  # pyright: ignore
+
+
+@OPS.converts("stablehlo.broadcast_in_dim")
+def broadcast(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    dims = ints(require(op, "broadcast_dimensions"))
+    return [cx.emit.broadcast(xs[0], dims, op.results[0].type)]  # pyright: ignore
+
+
+@OPS.converts("stablehlo.reshape")
+def reshape(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.reshape(xs[0], op.results[0].type)]  # pyright: ignore
+
+
+@OPS.converts("stablehlo.transpose")
+def transpose(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.transpose(xs[0], ints(require(op, "permutation")))]
+
+
+@OPS.converts("stablehlo.slice")
+def slice_(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    start = ints(require(op, "start_indices"))
+    limit = ints(require(op, "limit_indices"))
+    strides = ints(require(op, "strides"))
+    return [cx.emit.slice(xs[0], start, limit, strides)]
+
+
+@OPS.converts("stablehlo.dynamic_slice")
+def dynamic_slice(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    idx = [cx.emit.convert(i, TensorType(i32, [])) for i in xs[1:]]
+    sizes = ints(require(op, "slice_sizes"))
+    return [cx.emit.value(hlo.DynamicSliceOp(xs[0], idx, sizes))]
+
+
+@OPS.converts("stablehlo.dynamic_update_slice")
+def dynamic_update_slice(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    idx = [cx.emit.convert(i, TensorType(i32, [])) for i in xs[2:]]
+    return [cx.emit.value(hlo.DynamicUpdateSliceOp(xs[0], xs[1], idx))]
+
+
+@OPS.converts("stablehlo.concatenate")
+def concatenate(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.value(hlo.ConcatenateOp(xs, one_int(require(op, "dimension"))))]
+
+
+@OPS.converts("stablehlo.optimization_barrier")
+def optimization_barrier(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    return list(xs)
+
+
+# contractions and reductions ---------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.dot_general")
+def dot_general(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    dn = require(op, "dot_dimension_numbers")
+    if not isinstance(dn, KeyValueAttr):
+        raise ValueError(f"expected #stablehlo.dot<...>, got {dn}")
+    d = {k: ints(v) for k, v in dn.get().items()}
+    batching = (d.get("lhs_batching_dimensions", []), d.get("rhs_batching_dimensions", []))
+    contracting = (
+        d.get("lhs_contracting_dimensions", []),
+        d.get("rhs_contracting_dimensions", []),
+    )
+    result = op.results[0].type
+    return [cx.emit.value(hlo.DotOp(xs[0], xs[1], contracting, batching, result))]  # pyright: ignore
+
+
+@OPS.converts("stablehlo.dot")
+def dot(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    lr, rr = rank(xs[0].type), rank(xs[1].type)
+    if lr not in (1, 2) or rr not in (1, 2):
+        raise ValueError("stablehlo.dot takes vectors or matrices")
+    result = op.results[0].type
+    return [cx.emit.value(hlo.DotOp(xs[0], xs[1], ([lr - 1], [0]), ((), ()), result))]  # pyright: ignore
+
+
+def reducer_kind(op: Operation, n: int, element: Attribute) -> str:
+    """add / mul / max / min from `applies` or the reduction region."""
+    applies = op.properties.get("applies")
+    applied = applies.data if isinstance(applies, StringAttr) else _region_reducer(op, n)
+    kind = REDUCER_KINDS.get(applied)
+    if kind is None and is_bool(element):
+        kind = BOOL_REDUCER_KINDS.get(applied)
+    if kind is None:
+        raise ValueError(
+            f"the reduction body applies {applied}; shardc recognizes add, "
+            "multiply, maximum and minimum (and, or on i1)"
+        )
+    return kind
+
+
+def _region_reducer(op: Operation, n: int) -> str:
+    """The op a reduction region applies to its two arguments."""
+    if not op.regions or not op.regions[0].blocks:
+        raise ValueError(f"{op.name} has no reduction body")
+    block = op.regions[0].block
+    body = list(block.ops)
+    if len(block.args) != 2 * n:
+        raise ValueError(f"the reduction body takes {len(block.args)} arguments, expected {2 * n}")
+    if (
+        n == 1
+        and len(body) == 2
+        and body[1].name in ("stablehlo.return",)
+        and set(body[0].operands) == set(block.args)
+        and len(body[0].operands) == 2
+        and body[1].operands[0] is body[0].results[0]
+    ):
+        return body[0].name
+    names = list(dict.fromkeys(o.name for o in body))
+    raise ValueError(
+        "the reduction body computes "
+        + ", ".join(names)
+        + "; shardc recognizes bodies that add, multiply, take the maximum or "
+        "the minimum of their two arguments"
+    )
+
+
+@OPS.converts("stablehlo.reduce")
+def reduce(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    n = len(xs) // 2
+    if n != 1:
+        names = (
+            list(dict.fromkeys(o.name for o in op.regions[0].block.ops))
+            if op.regions and op.regions[0].blocks
+            else []
+        )
+        raise ValueError(
+            f"a reduce of {n} operands together (such as argmax; its body computes "
+            f"{', '.join(names)}) is not supported: hlo.reduce reduces one operand"
+        )
+    x, init = xs
+    elem = x.type.element_type  # pyright: ignore
+    kind = reducer_kind(op, 1, elem)
+    cx.stats.constructs[f"reduce {kind}"] += 1
+    dims = ints(require(op, "dimensions"))
+    init_src = op.operands[1].owner
+    init_value = None
+    if isinstance(init_src, Operation) and init_src.name == "stablehlo.constant":
+        v = init_src.properties.get("value")
+        if isinstance(v, DenseIntOrFPElementsAttr):
+            init_value = splat_value(v)
+            if is_bool(elem) and init_value is not None:
+                init_value = bool(init_value)
+    return [cx.emit.reduce(kind, x, dims, init, init_value)]
+
+
+# shardings ---------------------------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.custom_call")
+def custom_call(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    target = call_target(op)
+    text = gspmd_string(op)
+    if target == "Sharding":
+        cx.stats.constructs["custom_call @Sharding"] += 1
+        if text is None:
+            return xs
+        sh = cx.shardings.gspmd_to_spmd(op, text, rank(xs[0].type), "@Sharding")
+        if sh == "manual":
+            if not local:
+                raise ValueError("@Sharding {manual} outside a manual computation")
+            return xs
+        if local:
+            raise ValueError("@Sharding with a global sharding inside a manual computation")
+        return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]  # pyright: ignore
+    if target == "SPMDShardToFullShape":
+        raise ValueError(
+            "@SPMDShardToFullShape must take the result of a manual computation and "
+            "give a result of the function"
+        )
+    raise ValueError(f"custom_call @{target} is not supported")
+
+
+@OPS.converts("sdy.sharding_constraint", "sdy.reshard")
+def sdy_constraint(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    if local:
+        raise ValueError(f"{op.name} inside a manual computation is not supported")
+    sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name)
+    return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))] if sh is not None else xs
+
+
+# ops without an hlo op of their own --------------------------------------------------------
+
+
+def _unsupported_float_remainder(a: SSAValue) -> None:
+    if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
+        raise ValueError(
+            "stablehlo.remainder on floats is not supported (hlo has no trunc); integers only"
+        )
+
+
+@OPS.converts("stablehlo.remainder")
+def remainder(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    _unsupported_float_remainder(xs[0])
+    return [ex.integer_remainder(cx.emit, xs[0], xs[1])]
+
+
+@OPS.converts("stablehlo.xor")
+def xor(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    if not is_bool(xs[0].type.element_type):  # pyright: ignore
+        raise ValueError("stablehlo.xor on integers is not supported (i1 only)")
+    return [ex.bool_xor(cx.emit, xs[0], xs[1])]
+
+
+@OPS.converts("stablehlo.clamp")
+def clamp(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    lo, v, hi = xs
+    return [ex.clamp(cx.emit, lo, v, hi)]
+
+
+def _expansion(expand: Callable[[Emitter, SSAValue], SSAValue]) -> Converter:
+    return lambda cx, op, xs, local: [expand(cx.emit, xs[0])]
+
+
+UNARY_EXPANSIONS: dict[str, Callable[[Emitter, SSAValue], SSAValue]] = {
+    "chlo.square": ex.square,
+    "chlo.tan": ex.tan,
+    "stablehlo.tan": ex.tan,
+    "chlo.sinh": lambda e, x: ex.sinh_or_cosh(e, x, cosh=False),
+    "chlo.cosh": lambda e, x: ex.sinh_or_cosh(e, x, cosh=True),
+    "chlo.erf": ex.erf,
+    "chlo.erfc": ex.erfc,
+    "stablehlo.exponential_minus_one": ex.exponential_minus_one,
+    "stablehlo.log_plus_one": ex.log_plus_one,
+    "stablehlo.is_finite": ex.is_finite,
+    "chlo.is_inf": ex.is_inf,
+    "chlo.is_pos_inf": lambda e, x: ex.is_inf(e, x, 1),
+    "chlo.is_neg_inf": lambda e, x: ex.is_inf(e, x, -1),
+    "stablehlo.sign": ex.sign,
+}
+for _name, _expand in UNARY_EXPANSIONS.items():
+    OPS[_name] = _expansion(_expand)
