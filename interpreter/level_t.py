@@ -103,6 +103,7 @@ from shardc.dialects.tpu import MemorySpace
 from shardc.hardware.chips import Chip, get_chip
 from shardc.hardware.cost import MXU_DTYPE_FACTOR, CostModel
 from shardc.interpreter.errors import InterpreterError
+from shardc.interpreter.trace_events import TraceWriter
 from shardc.interpreter.values import convert as _hlo_convert
 from shardc.interpreter.values import dtype_of
 from shardc.tools.source import SourceMap
@@ -1229,31 +1230,13 @@ class Simulator:
 
     def trace(self) -> dict[str, Any]:
         """Chrome trace events (run with `trace=True`): compute, wait and DMA slices per device."""
-        events: list[dict[str, Any]] = []
+        writer = TraceWriter(phase_first=True)
         tids = {"compute": 0, "wait": 0, "dma": 1}
         for dev in self.devs:
-            events.append(
-                {
-                    "ph": "M",
-                    "name": "process_name",
-                    "pid": dev.index,
-                    "args": {"name": f"device {dev.index}"},
-                }
-            )
+            writer.process(dev.index, f"device {dev.index}")
             for stream, name, t0, t1, args in dev.trace:
-                events.append(
-                    {
-                        "ph": "X",
-                        "name": name,
-                        "cat": stream,
-                        "pid": dev.index,
-                        "tid": tids[stream],
-                        "ts": t0 * 1e6,
-                        "dur": (t1 - t0) * 1e6,
-                        "args": args,
-                    }
-                )
-        return {"traceEvents": events, "displayTimeUnit": "ns"}
+                writer.complete(name, stream, dev.index, tids[stream], t0, t1, args)
+        return writer.document()
 
 
 _SYNC_OPS = {
