@@ -85,8 +85,18 @@ class Simulator:
         lengths = self._torus_lengths(torus)
         self.torus = Torus(lengths, [self.chip.has_wraparound(length) for length in lengths])
         self.record_trace = trace
-        self.devs: list[DeviceState] = []
+        self.devs = [DeviceState(d) for d in range(self.n)]
         self.args: list[list[Buffer]] = []
+        """Each device's argument (HBM) buffers, from `run`'s inputs."""
+        self.events = Events()
+        self.memory = Memory(self.chip, self.devs, self.args, self.diag, values)
+        self.dma = DmaEngine(
+            self.chip, self.devs, self.torus, self.events, self.diag, values, trace
+        )
+        self.effects = EffectFunctions(self.devs, self.memory, self.dma, self.events)
+        self._effects = effect_table(self.effects)
+        self._impls = impl_table(self)
+        self._gens: list[Generator[None, None, None]] = []
 
     def _torus_lengths(self, torus: Sequence[int] | None) -> list[int]:
         if torus is not None:
@@ -136,18 +146,10 @@ class Simulator:
                 f"{self.filename}: error: the kernel runs on {self.n} devices, got inputs "
                 f"for {len(inputs)}"
             )
-        self.devs = [DeviceState(d) for d in range(self.n)]
-        self.events = Events()
-        self.args = [self._arguments(function, d, inputs[d]) for d in range(self.n)]
-        self.memory = Memory(self.chip, self.devs, self.args, self.diag, self.values)
-        self.dma = DmaEngine(
-            self.chip, self.devs, self.torus, self.events, self.diag, self.values,
-            self.record_trace,
-        )  # fmt: skip
-        self.effects = EffectFunctions(self.devs, self.memory, self.dma, self.events)
-        self._effects = effect_table(self.effects)
-        self._impls = impl_table(self)
-        self.gens = [self._device(self.devs[d], function) for d in range(self.n)]
+        if self._gens:
+            raise RuntimeError("a Simulator runs its kernel once")
+        self.args.extend(self._arguments(function, d, inputs[d]) for d in range(self.n))
+        self._gens = [self._device(self.devs[d], function) for d in range(self.n)]
         for dev in self.devs:
             self.events.schedule(dev, 0.0)
         self._loop()
@@ -211,7 +213,7 @@ class Simulator:
             dev.waiting = None
         dev.clock = max(dev.clock, now)
         try:
-            next(self.gens[d])
+            next(self._gens[d])
         except StopIteration:
             dev.done = True
 
