@@ -272,6 +272,7 @@ for _op_type, _fn in ELEMENTWISE.items():
     setattr(
         ValueFunctions, f"run_{_op_type.name.replace('.', '_')}", _elementwise_impl(_op_type, _fn)
     )
+del _op_type, _fn
 register_impls(ValueFunctions)
 
 
