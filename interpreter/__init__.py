@@ -24,6 +24,17 @@ Modules
 * `timing`: the simulated machine's clocks (a compute stream and a collective engine per
   device), peak-memory accounting, the report (`Timeline.report()`, DESIGN.md's keys) and
   the Chrome/Perfetto trace (`Timeline.trace()`); costs come from `shardc.hardware.cost`.
+* `trace_events`: `TraceWriter`, the one Chrome/Perfetto trace writer (levels S and T).
+* `level_t`: the level-T simulator's entry points (`run_level_t`, `is_level_t`,
+  `find_kernel`, `Simulator`) and what it models; split into `level_t_sim` (the event
+  loop and block walker), `level_t_machine` (buffers, semaphores, DMAs and link flows,
+  torus routing, device state, event queue), `level_t_memory` (allocation, views, remote
+  references), `level_t_dma` (DMA engines), `level_t_races` (vector-clock race
+  detection), `level_t_ops` (local ops as xDSL `@impl` functions by op type),
+  `level_t_arith` (elementwise numerics), `level_t_effects` (DMA, semaphore and barrier
+  effects, generator functions by op type) and `level_t_report` (report, trace,
+  deadlock and exit checks). `level_t_timeline` gives a run the level-S report keys.
+* `plot`: the `--plot` PNG of a timeline.
 * `testing`: parse-and-run helpers for tests (`run_per_device`, `run_global`,
   `time_program`).
 * `errors`: `InterpreterError` (a `tools.source.DiagnosticError`: one message, exit 1).

@@ -27,12 +27,12 @@ comparison).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from shardc.interpreter.level_t import Simulator
 from shardc.interpreter.timing import KINDS, format_bytes, format_seconds
+from shardc.interpreter.trace_events import trace_json
 
 HBM_WAIT = "tpu.dma_wait (HBM)"
 """The op name of a wait slice for local DMAs only (see `LevelTTimeline.slices`)."""
@@ -189,7 +189,7 @@ class LevelTTimeline:
         return trace
 
     def trace_json(self) -> str:
-        return json.dumps(self.trace(), separators=(",", ":"))
+        return trace_json(self.trace())
 
 
 def _overlaps(spans: list[tuple[float, float]], t0: float, t1: float) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import IO, Any
 
 from shardc.interpreter.level_t_timeline import HBM_WAIT
@@ -175,79 +176,116 @@ def _rows(slices: list[Any], n_devices: int, level: str) -> list[tuple[int, str]
     return rows
 
 
-def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) -> None:
-    """Draw the timeline as a PNG into an open binary file."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    from matplotlib.transforms import blended_transform_factory
+@dataclass
+class _Layout:
+    """Where everything goes: rows, their y positions, the figure's size, the time axis."""
 
-    report = timeline.report()
-    slices = timeline.slices()
-    n_devices = len(timeline.devices)
-    rows = _rows(slices, n_devices, timeline.level)
-    row_of = {r: i for i, r in enumerate(rows)}
+    rows: list[tuple[int, str]]
+    row_of: dict[tuple[int, str], int]
+    rows_per_device: int
+    n_devices: int
+    ys: list[float]
+    gap: float
+    plot_h: float
+    height_in: float
+    unit: str
+    scale: float
+    xmax: float
+    px_per_unit: float
+    label_text: bool
+
+
+LEFT_IN, RIGHT_IN = 1.35, 1.75
+TOP_IN, BOTTOM_IN = 0.95, 0.9
+BAR_H = 0.78
+
+
+def _layout(slices: list[Any], n_devices: int, level: str, step: float) -> _Layout:
+    rows = _rows(slices, n_devices, level)
     rows_per_device = max(1, len(rows) // max(1, n_devices))
-
-    step = report["step_time_s"]
     end = max([step, *(s.end for s in slices)]) or 1e-9
     unit, scale = _time_unit(end)
-
     # geometry: a fixed width, a row height that keeps 8 devices x 2 rows comfortable
     row_in = 0.32 if len(rows) <= 64 else max(0.1, 20.0 / len(rows))
     # a gap between devices: y of row i is i plus its device's index times the gap
     gap = 0.35 if rows_per_device > 1 else 0.0
     ys = [i + rows[i][0] * gap for i in range(len(rows))]
     plot_h = (ys[-1] + 1) * row_in if rows else row_in
-    top_in, bottom_in = 0.95, 0.9
-    height_in = plot_h + top_in + bottom_in
-    fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI)
+    axis_px = (WIDTH_IN - LEFT_IN - RIGHT_IN) * DPI
+    xmax = end * 1.01 / scale
+    return _Layout(
+        rows=rows,
+        row_of={r: i for i, r in enumerate(rows)},
+        rows_per_device=rows_per_device,
+        n_devices=n_devices,
+        ys=ys,
+        gap=gap,
+        plot_h=plot_h,
+        height_in=plot_h + TOP_IN + BOTTOM_IN,
+        unit=unit,
+        scale=scale,
+        xmax=xmax,
+        px_per_unit=axis_px / xmax,
+        label_text=len(rows) <= 64,
+    )
+
+
+def _figure(lay: _Layout) -> tuple[Any, Any]:
+    """The figure (on an Agg canvas) and its one axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH_IN, lay.height_in), dpi=DPI)
     FigureCanvasAgg(fig)
-    left_in, right_in = 1.35, 1.75
     ax = fig.add_axes(
         (
-            left_in / WIDTH_IN,
-            bottom_in / height_in,
-            1 - (left_in + right_in) / WIDTH_IN,
-            plot_h / height_in,
+            LEFT_IN / WIDTH_IN,
+            BOTTOM_IN / lay.height_in,
+            1 - (LEFT_IN + RIGHT_IN) / WIDTH_IN,
+            lay.plot_h / lay.height_in,
         )
     )
-    axis_px = (WIDTH_IN - left_in - right_in) * DPI
-    xmax = end * 1.01 / scale
-    px_per_unit = axis_px / xmax
-    bar_h = 0.78
-    label_text = len(rows) <= 64
+    return fig, ax
 
-    # bars, batched per (row, category)
-    batches: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
+
+Bars = dict[tuple[int, str], list[tuple[float, float]]]
+Label = tuple[float, float, int, str, str]
+
+
+def _bars(slices: list[Any], lay: _Layout) -> tuple[Bars, dict[int, int], list[Label]]:
+    """Bars batched per (row, category), bars per row, and the labels that fit."""
+    batches: Bars = defaultdict(list)
     counts: dict[int, int] = defaultdict(int)
-    labels: list[tuple[float, float, int, str, str]] = []
+    labels: list[Label] = []
     for s in slices:
         stream = "compute" if s.stream == "wait" else s.stream
-        r = row_of.get((s.device, stream))
+        r = lay.row_of.get((s.device, stream))
         if r is None:
             continue
-        x0, w = s.start / scale, (s.end - s.start) / scale
+        x0, w = s.start / lay.scale, (s.end - s.start) / lay.scale
         if w <= 0:
             continue
         cat = _category(s.stream, s.op)
         batches[(r, cat)].append((x0, w))
         counts[r] += 1
-        if label_text:
+        if lay.label_text:
             text = _label(s.stream, s.op, s.bytes)
-            if w * px_per_unit >= 7.0 * len(text) + 6:
-                labels.append((x0 + w / 2, ys[r], r, text, cat))
+            if w * lay.px_per_unit >= 7.0 * len(text) + 6:
+                labels.append((x0 + w / 2, lay.ys[r], r, text, cat))
+    return batches, counts, labels
 
+
+def _draw_bars(ax: Any, batches: Bars, counts: dict[int, int], lay: _Layout) -> set[str]:
+    """Draw the bars; returns the categories drawn (for the legend)."""
     seen: set[str] = set()
     for (r, cat), spans in batches.items():
         seen.add(cat)
         dense = counts[r] > 400
-        y0 = ys[r] - bar_h / 2
+        y0 = lay.ys[r] - BAR_H / 2
         if cat == "wait":
             ax.broken_barh(
                 spans,
-                (y0 + bar_h * 0.12, bar_h * 0.76),
+                (y0 + BAR_H * 0.12, BAR_H * 0.76),
                 facecolors=WAIT_FACE,
                 edgecolors=WAIT_EDGE,
                 linewidth=0.0 if dense else 0.6,
@@ -259,19 +297,21 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
         face = {"compute": COMPUTE_STYLE, "dma": DMA_STYLE}.get(group, COLLECTIVE_STYLE)[key]
         ax.broken_barh(
             spans,
-            (y0, bar_h),
+            (y0, BAR_H),
             facecolors=face,
             edgecolors="white",
             linewidth=0.0 if dense else 0.5,
             zorder=3,
         )
+    return seen
+
+
+DARK_CATEGORIES = ("compute:matmul", "coll:reduce_scatter", "coll:all_to_all", "coll:all_gather")
+"""Bars dark enough for white text."""
+
+
+def _draw_labels(ax: Any, labels: list[Label]) -> None:
     for x, y, _, text, cat in labels:
-        dark = cat in (
-            "compute:matmul",
-            "coll:reduce_scatter",
-            "coll:all_to_all",
-            "coll:all_gather",
-        )
         box = (
             {"boxstyle": "square,pad=0.15", "facecolor": WAIT_FACE, "linewidth": 0}
             if cat == "wait"
@@ -285,55 +325,65 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
             va="center",
             fontsize=7.5,
             zorder=4,
-            color="white" if dark else "#1A1A1A",
+            color="white" if cat in DARK_CATEGORIES else "#1A1A1A",
             clip_on=True,
             bbox=box,
         )
 
-    # device bands, row labels, per-device numbers
-    per_device = {p["device"]: p for p in report.get("per_device", [])}
-    slowest = report.get("slowest_device", 0)
-    ax.set_yticks(ys)
+
+def _draw_row_labels(ax: Any, lay: _Layout) -> None:
+    ax.set_yticks(lay.ys)
     tick_labels = []
-    for d, stream in rows:
+    for d, stream in lay.rows:
         tick_labels.append(f"dev {d}  {stream}" if stream == "compute" else stream)
     ax.set_yticklabels(tick_labels, fontsize=8)
-    for lab, (_d, stream) in zip(ax.get_yticklabels(), rows, strict=False):
+    for lab, (_d, stream) in zip(ax.get_yticklabels(), lay.rows, strict=False):
         if stream == "compute":
             lab.set_fontweight("bold")
+
+
+def _draw_devices(ax: Any, lay: _Layout, report: dict[str, Any], level: str) -> None:
+    """Alternate device bands, and each device's exposed time on the right."""
+    from matplotlib.transforms import blended_transform_factory
+
+    per_device = {p["device"]: p for p in report.get("per_device", [])}
+    slowest = report.get("slowest_device", 0)
+    many = lay.n_devices > 1
     right = blended_transform_factory(ax.transAxes, ax.transData)
-    for d in range(n_devices):
-        first = row_of[(d, "compute")]
-        last = first + rows_per_device - 1
+    for d in range(lay.n_devices):
+        first = lay.row_of[(d, "compute")]
+        last = first + lay.rows_per_device - 1
         if d % 2 == 1:
             ax.axhspan(
-                ys[first] - 0.5 - gap / 2,
-                ys[last] + 0.5 + gap / 2,
+                lay.ys[first] - 0.5 - lay.gap / 2,
+                lay.ys[last] + 0.5 + lay.gap / 2,
                 color="#F2F2F2",
                 zorder=0,
                 linewidth=0,
             )
         p = per_device.get(d)
-        if p is not None and timeline.level != "G":
-            mid = (ys[first] + ys[last]) / 2
+        if p is not None and level != "G":
             text = f"exposed {_fmt(p['exposed_comm_time_s'])}"
-            if d == slowest and n_devices > 1:
+            if d == slowest and many:
                 text += "\n◀ slowest device"
             ax.text(
                 1.008,
-                mid,
+                (lay.ys[first] + lay.ys[last]) / 2,
                 text,
                 transform=right,
                 fontsize=8,
                 va="center",
                 ha="left",
                 color=WAIT_EDGE if p["exposed_comm_time_s"] > 0 else "#444444",
-                fontweight="bold" if d == slowest and n_devices > 1 else "normal",
+                fontweight="bold" if d == slowest and many else "normal",
             )
-    if rows:
-        ax.set_ylim(ys[-1] + 0.5 + gap / 2, ys[0] - 0.5 - gap / 2)
-    ax.set_xlim(0, xmax)
-    ax.set_xlabel(f"time ({unit})", fontsize=9)
+
+
+def _style_axes(ax: Any, lay: _Layout) -> None:
+    if lay.rows:
+        ax.set_ylim(lay.ys[-1] + 0.5 + lay.gap / 2, lay.ys[0] - 0.5 - lay.gap / 2)
+    ax.set_xlim(0, lay.xmax)
+    ax.set_xlabel(f"time ({lay.unit})", fontsize=9)
     ax.tick_params(axis="x", labelsize=8)
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6, zorder=1)
@@ -341,16 +391,29 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
 
-    roofline = report.get("roofline_time_s", 0.0)
-    ax.axvline(step / scale, color=LINE_STEP, linewidth=1.2, zorder=5)
-    if timeline.level != "G" and 0 < roofline < step:
-        ax.axvline(roofline / scale, color=LINE_ROOFLINE, linewidth=1.0, linestyle="--", zorder=5)
 
-    # title
+def _shows_roofline(report: dict[str, Any], level: str) -> bool:
+    return level != "G" and 0 < report.get("roofline_time_s", 0.0) < report["step_time_s"]
+
+
+def _draw_time_lines(ax: Any, lay: _Layout, report: dict[str, Any], level: str) -> None:
+    """The step time (solid) and the roofline bound (dashed)."""
+    ax.axvline(report["step_time_s"] / lay.scale, color=LINE_STEP, linewidth=1.2, zorder=5)
+    if _shows_roofline(report, level):
+        roofline = report.get("roofline_time_s", 0.0)
+        ax.axvline(
+            roofline / lay.scale, color=LINE_ROOFLINE, linewidth=1.0, linestyle="--", zorder=5
+        )
+
+
+def _title_lines(timeline: Any, report: dict[str, Any], program: str | None) -> tuple[str, str]:
+    n_devices = len(timeline.devices)
     head = program or "program"
     chip = report.get("chip", getattr(timeline.chip, "name", "?"))
     devices = f"{n_devices} device" + ("s" if n_devices != 1 else "")
     line1 = f"{head}  ·  {chip}  ·  {devices}  ·  level {timeline.level}"
+    step = report["step_time_s"]
+    roofline = report.get("roofline_time_s", 0.0)
     exposed = report["exposed_comm_time_s"]
     share = f" ({exposed / step:.0%} of step)" if step > 0 else ""
     line2 = (
@@ -364,26 +427,25 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
 
         kinds = ", ".join(f"{k} {v}" for k, v in counts_by_kind.items() if v)
         line2 += f"   collectives {total} ({kinds}), {format_bytes(report['comm_bytes'])}/device"
+    return line1, line2
+
+
+def _draw_title(fig: Any, lay: _Layout, lines: tuple[str, str]) -> None:
+    line1, line2 = lines
+    x = LEFT_IN / WIDTH_IN
     fig.text(
-        left_in / WIDTH_IN,
-        1 - 0.3 / height_in,
-        line1,
-        fontsize=11.5,
-        fontweight="bold",
-        va="center",
-        ha="left",
+        x, 1 - 0.3 / lay.height_in, line1, fontsize=11.5, fontweight="bold", va="center", ha="left"
     )
     fig.text(
-        left_in / WIDTH_IN,
-        1 - 0.62 / height_in,
-        line2,
-        fontsize=9.5,
-        va="center",
-        ha="left",
-        color="#333333",
+        x, 1 - 0.62 / lay.height_in, line2, fontsize=9.5, va="center", ha="left", color="#333333"
     )
 
-    # legend: what is on the picture, in a fixed order
+
+def _legend_handles(seen: set[str], roofline: bool) -> list[Any]:
+    """What is on the picture, in a fixed order."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     handles: list[Any] = []
     for key, face in COMPUTE_STYLE.items():
         if f"compute:{key}" in seen:
@@ -406,22 +468,44 @@ def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) ->
         if f"coll:{key}" in seen:
             handles.append(Patch(facecolor=face, label=key if key != "other" else "other"))
     handles.append(Line2D([], [], color=LINE_STEP, linewidth=1.2, label="step time"))
-    if timeline.level != "G" and 0 < roofline < step:
+    if roofline:
         handles.append(
             Line2D(
                 [], [], color=LINE_ROOFLINE, linewidth=1.0, linestyle="--", label="roofline bound"
             )
         )
+    return handles
+
+
+def _draw_legend(fig: Any, lay: _Layout, handles: list[Any]) -> None:
     fig.legend(
         handles=handles,
         loc="lower left",
         ncol=min(len(handles), 8),
         fontsize=8.5,
         frameon=False,
-        bbox_to_anchor=(left_in / WIDTH_IN - 0.01, 0.02 / height_in),
+        bbox_to_anchor=(LEFT_IN / WIDTH_IN - 0.01, 0.02 / lay.height_in),
         handlelength=1.6,
         columnspacing=1.4,
     )
+
+
+def render_png(timeline: Any, file: IO[bytes], *, program: str | None = None) -> None:
+    """Draw the timeline as a PNG into an open binary file."""
+    report = timeline.report()
+    slices = timeline.slices()
+    level = timeline.level
+    lay = _layout(slices, len(timeline.devices), level, report["step_time_s"])
+    fig, ax = _figure(lay)
+    batches, counts, labels = _bars(slices, lay)
+    seen = _draw_bars(ax, batches, counts, lay)
+    _draw_labels(ax, labels)
+    _draw_row_labels(ax, lay)
+    _draw_devices(ax, lay, report, level)
+    _style_axes(ax, lay)
+    _draw_time_lines(ax, lay, report, level)
+    _draw_title(fig, lay, _title_lines(timeline, report, program))
+    _draw_legend(fig, lay, _legend_handles(seen, _shows_roofline(report, level)))
     fig.savefig(file, format="png", dpi=DPI)
 
 

@@ -72,7 +72,6 @@ overestimate).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,6 +83,7 @@ from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
+from shardc.interpreter.trace_events import TraceWriter, trace_json
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -340,97 +340,71 @@ class Timeline:
 
     def trace(self) -> dict[str, Any]:
         """
-        Chrome trace-event JSON (ui.perfetto.dev and chrome://tracing open it): one
-        process per device, one thread per stream ("compute", "collectives"), each op a
-        complete ("X") event named after the op, ts/dur in microseconds, with its FLOPs or
-        bytes and source location in `args`. Time the compute stream spends blocked at a
-        sync collective or a `done` is a "wait" event on the compute thread.
+        Chrome trace-event JSON (ui.perfetto.dev and chrome://tracing open it; written by
+        `trace_events.TraceWriter`): one process per device, one thread per stream
+        ("compute", "collectives"), each op a complete ("X") event named after the op,
+        ts/dur in microseconds, with its FLOPs or bytes and source location in `args`. Time
+        the compute stream spends blocked at a sync collective or a `done` is a "wait"
+        event on the compute thread.
         """
-        events: list[dict[str, Any]] = []
+        writer = TraceWriter()
         labels: dict[Operation, dict[str, Any]] = {}
-
-        def base_args(op: Operation) -> dict[str, Any]:
-            args = labels.get(op)
-            if args is None:
-                args = {"op": op.name}
-                names = [r.name_hint for r in op.results if r.name_hint]
-                if names:
-                    args["results"] = ", ".join(f"%{n}" for n in names)
-                loc = self.where(op)
-                if loc:
-                    args["loc"] = loc
-                labels[op] = args
-            return args
-
         for d in self.devices:
-            pid = d.device
-            events.append(_meta("process_name", pid, None, f"device {pid}"))
-            events.append(_meta("process_sort_index", pid, None, pid, key="sort_index"))
-            events.append(_meta("thread_name", pid, COMPUTE_TID, "compute"))
-            if self.level == "S":
-                events.append(_meta("thread_name", pid, COLLECTIVE_TID, "collectives"))
-            for op, start, end in d.compute:
-                cost = self.op_costs.get(op)
-                args = dict(base_args(op))
-                if cost is not None:
-                    args["flops"] = cost.flops
-                    args["bytes"] = cost.bytes
-                events.append(_slice(op.name, "compute", pid, COMPUTE_TID, start, end, args))
-            for op, start, end in d.waits:
-                args = dict(base_args(op))
-                args["waits_for"] = op.name
-                events.append(
-                    _slice(
-                        f"wait {collective_kind(op) if isinstance(op, coll.CollectiveOp) else op.name}",
-                        "wait",
-                        pid,
-                        COMPUTE_TID,
-                        start,
-                        end,
-                        args,
-                    )
-                )
-            for op, issued, start, end in d.collectives:
-                cc = self.collective_costs.get(op)
-                args = dict(base_args(op))
-                if cc is not None:
-                    args["bytes"] = cc.bytes
-                args["issued_us"] = issued * 1e6
-                events.append(_slice(op.name, "collective", pid, COLLECTIVE_TID, start, end, args))
-        return {
-            "traceEvents": events,
-            "displayTimeUnit": "ns",
-            "otherData": {
+            self._trace_device(writer, d, labels)
+        return writer.document(
+            {
                 "chip": self.chip.name,
                 "level": self.level,
                 **{k: v for k, v in self.report().items() if k != "per_device"},
-            },
-        }
+            }
+        )
+
+    def _op_args(self, op: Operation, labels: dict[Operation, dict[str, Any]]) -> dict[str, Any]:
+        """A fresh copy of the `args` every event of `op` carries (op, results, loc)."""
+        args = labels.get(op)
+        if args is None:
+            args = {"op": op.name}
+            names = [r.name_hint for r in op.results if r.name_hint]
+            if names:
+                args["results"] = ", ".join(f"%{n}" for n in names)
+            loc = self.where(op)
+            if loc:
+                args["loc"] = loc
+            labels[op] = args
+        return dict(args)
+
+    def _trace_device(
+        self, writer: TraceWriter, d: DeviceClock, labels: dict[Operation, dict[str, Any]]
+    ) -> None:
+        """One device's process, threads and slices."""
+        pid = d.device
+        writer.process(pid, f"device {pid}")
+        writer.metadata("process_sort_index", pid, pid, key="sort_index")
+        writer.metadata("thread_name", pid, "compute", tid=COMPUTE_TID)
+        if self.level == "S":
+            writer.metadata("thread_name", pid, "collectives", tid=COLLECTIVE_TID)
+        for op, start, end in d.compute:
+            cost = self.op_costs.get(op)
+            args = self._op_args(op, labels)
+            if cost is not None:
+                args["flops"] = cost.flops
+                args["bytes"] = cost.bytes
+            writer.complete(op.name, "compute", pid, COMPUTE_TID, start, end, args)
+        for op, start, end in d.waits:
+            args = self._op_args(op, labels)
+            args["waits_for"] = op.name
+            kind = collective_kind(op) if isinstance(op, coll.CollectiveOp) else op.name
+            writer.complete(f"wait {kind}", "wait", pid, COMPUTE_TID, start, end, args)
+        for op, issued, start, end in d.collectives:
+            cc = self.collective_costs.get(op)
+            args = self._op_args(op, labels)
+            if cc is not None:
+                args["bytes"] = cc.bytes
+            args["issued_us"] = issued * 1e6
+            writer.complete(op.name, "collective", pid, COLLECTIVE_TID, start, end, args)
 
     def trace_json(self) -> str:
-        return json.dumps(self.trace(), separators=(",", ":"))
-
-
-def _meta(name: str, pid: int, tid: int | None, value: Any, key: str = "name") -> dict[str, Any]:
-    event: dict[str, Any] = {"name": name, "ph": "M", "pid": pid, "args": {key: value}}
-    if tid is not None:
-        event["tid"] = tid
-    return event
-
-
-def _slice(
-    name: str, cat: str, pid: int, tid: int, start: float, end: float, args: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "cat": cat,
-        "ph": "X",
-        "pid": pid,
-        "tid": tid,
-        "ts": start * 1e6,
-        "dur": (end - start) * 1e6,
-        "args": args,
-    }
+        return trace_json(self.trace())
 
 
 # Formatting -----------------------------------------------------------------------------

@@ -1,0 +1,276 @@
+"""
+Values of the level-T simulator's scalar and vector ops that are plain numerics: `arith`,
+`math`, `vector.broadcast` and the elementwise `tpu` ops (`cmp`, `select`, `convert`), one
+function per op type in `ELEMENTWISE` (`level_t_ops.KernelFunctions` registers each as
+an xDSL `@impl`), and `arith.constant` (`constant`).
+
+Scalars are Python ints (wrapped to their integer type) and floats; vectors are numpy
+arrays of their element type. bf16/f16 vector arithmetic computes in f32 and rounds once,
+casts follow StableHLO's `convert` (as the level-S interpreter, `values`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from shardc.dialects import tpu
+from shardc.interpreter.values import convert as _hlo_convert
+from shardc.interpreter.values import dtype_of
+from xdsl.dialects import arith, math, vector
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    VectorType,
+)
+from xdsl.ir import Attribute, Operation
+
+Elementwise = Callable[[Any, list[Any], Attribute], Any]
+"""`(op, operand values, result type) -> result value`."""
+
+
+def constant(op: arith.ConstantOp) -> Any:
+    """The value of `arith.constant`: a Python scalar or a numpy array of its vector type."""
+    value = op.value
+    ty = op.result.type
+    if isinstance(value, IntegerAttr):
+        return int(value.value.data)
+    if isinstance(value, FloatAttr):
+        return float(value.value.data)
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        assert isinstance(ty, VectorType)
+        dtype = dtype_of(ty.element_type)
+        vals = np.array(value.get_values())
+        shape = tuple(ty.get_shape())
+        if vals.size == 1:
+            return np.full(shape, vals.reshape(())).astype(dtype)
+        return vals.reshape(shape).astype(dtype)
+    raise ValueError(f"unsupported constant {value}")
+
+
+def _wrap_int(x: int, ty: Any) -> int:
+    if isinstance(ty, IntegerType):
+        w = ty.width.data
+        x &= (1 << w) - 1
+        if w > 1 and x >= 1 << (w - 1):
+            x -= 1 << w
+    return x
+
+
+def _int_binary(f):
+    def impl(op, args, ty):
+        a, b = args
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return f(a, b).astype(dtype_of(ty.element_type))
+        return _wrap_int(f(a, b), ty)
+
+    return impl
+
+
+def _trunc_div(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.trunc(np.divide(a, b)).astype(np.int64)
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _trunc_rem(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.fmod(a, b)
+    return a - _trunc_div(a, b) * b
+
+
+def _float_binary(f):
+    def impl(op, args, ty):
+        a, b = args
+        if isinstance(ty, VectorType):
+            dtype = dtype_of(ty.element_type)
+            compute = np.float32 if dtype.itemsize < 4 else dtype
+            return f(np.asarray(a, compute), np.asarray(b, compute)).astype(dtype)
+        return float(f(a, b))
+
+    return impl
+
+
+def _float_unary(f):
+    def impl(op, args, ty):
+        (a,) = args
+        if isinstance(ty, VectorType):
+            dtype = dtype_of(ty.element_type)
+            compute = np.float32 if dtype.itemsize < 4 else dtype
+            return f(np.asarray(a, compute)).astype(dtype)
+        return float(f(a))
+
+    return impl
+
+
+def _cast(op, args, ty):
+    (a,) = args
+    if isinstance(ty, VectorType):
+        return np.asarray(a).astype(dtype_of(ty.element_type))
+    if isinstance(ty, IndexType | IntegerType):
+        return _wrap_int(int(a), ty)
+    return float(a)
+
+
+def _convert(op, args, ty):
+    """Vector casts as StableHLO's convert (saturating fptosi, NaN -> 0, one rounding)."""
+    if isinstance(ty, VectorType):
+        return _hlo_convert(np.asarray(args[0]), dtype_of(ty.element_type))
+    return _cast(op, args, ty)
+
+
+def _int_unary(f):
+    def impl(op, args, ty):
+        return f(np.asarray(args[0])).astype(dtype_of(ty.element_type))
+
+    return impl
+
+
+def _int_div(a, b):
+    from shardc.interpreter.hlo_impls import int_div
+
+    return int_div(a, b)
+
+
+def _int_pow(a, b):
+    from shardc.interpreter.hlo_impls import int_pow
+
+    return int_pow(a, b)
+
+
+def _vector_broadcast(op, args, ty):
+    """MLIR vector.broadcast: a scalar, or a vector's trailing dims (size 1 stretches)."""
+    src = np.asarray(args[0]).astype(dtype_of(ty.element_type))
+    return np.broadcast_to(src, tuple(ty.get_shape()))
+
+
+_CMP = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "slt": lambda a, b: a < b,
+    "sle": lambda a, b: a <= b,
+    "sgt": lambda a, b: a > b,
+    "sge": lambda a, b: a >= b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
+}
+_CMPF = {
+    "oeq": lambda a, b: a == b,
+    "one": lambda a, b: a != b,
+    "olt": lambda a, b: a < b,
+    "ole": lambda a, b: a <= b,
+    "ogt": lambda a, b: a > b,
+    "oge": lambda a, b: a >= b,
+    "ueq": lambda a, b: a == b,
+    "une": lambda a, b: a != b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
+}
+
+
+def _cmpi(op, args, ty):
+    pred = op.predicate.value.data
+    names = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+    r = _CMP[names[pred]](*args)
+    return r if isinstance(r, np.ndarray) else bool(r)
+
+
+def _cmpf(op, args, ty):
+    names = [
+        "false",
+        "oeq",
+        "ogt",
+        "oge",
+        "olt",
+        "ole",
+        "one",
+        "ord",
+        "ueq",
+        "ugt",
+        "uge",
+        "ult",
+        "ule",
+        "une",
+        "uno",
+        "true",
+    ]
+    r = _CMPF[names[op.predicate.value.data]](*args)
+    return r if isinstance(r, np.ndarray) else bool(r)
+
+
+def _select(op, args, ty):
+    c, a, b = args
+    if isinstance(c, np.ndarray) or isinstance(a, np.ndarray):
+        return np.where(c, a, b)
+    return a if c else b
+
+
+ELEMENTWISE: dict[type[Operation], Elementwise] = {
+    arith.AddiOp: _int_binary(lambda a, b: a + b),
+    arith.SubiOp: _int_binary(lambda a, b: a - b),
+    arith.MuliOp: _int_binary(lambda a, b: a * b),
+    arith.DivSIOp: _int_binary(
+        lambda a, b: _int_div(a, b) if isinstance(a, np.ndarray) else _trunc_div(a, b)
+    ),
+    arith.RemSIOp: _int_binary(_trunc_rem),
+    arith.FloorDivSIOp: _int_binary(lambda a, b: a // b),
+    arith.MaxSIOp: _int_binary(
+        lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b)
+    ),
+    arith.MinSIOp: _int_binary(
+        lambda a, b: np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b)
+    ),
+    arith.AndIOp: _int_binary(lambda a, b: a & b),
+    arith.OrIOp: _int_binary(lambda a, b: a | b),
+    arith.XOrIOp: _int_binary(lambda a, b: a ^ b),
+    arith.AddfOp: _float_binary(np.add),
+    arith.SubfOp: _float_binary(np.subtract),
+    arith.MulfOp: _float_binary(np.multiply),
+    arith.DivfOp: _float_binary(np.divide),
+    arith.MaximumfOp: _float_binary(np.maximum),
+    arith.MinimumfOp: _float_binary(np.minimum),
+    arith.MaxnumfOp: _float_binary(np.fmax),
+    arith.MinnumfOp: _float_binary(np.fmin),
+    arith.NegfOp: _float_unary(np.negative),
+    math.ExpOp: _float_unary(np.exp),
+    math.LogOp: _float_unary(np.log),
+    math.TanhOp: _float_unary(np.tanh),
+    math.SqrtOp: _float_unary(np.sqrt),
+    math.RsqrtOp: _float_unary(lambda x: 1 / np.sqrt(x)),
+    math.AbsFOp: _float_unary(np.abs),
+    math.SinOp: _float_unary(np.sin),
+    math.CosOp: _float_unary(np.cos),
+    math.PowFOp: _float_binary(np.power),
+    math.AbsIOp: _int_unary(np.abs),
+    math.IPowIOp: _int_binary(lambda a, b: _int_pow(np.asarray(a), np.asarray(b))),
+    vector.BroadcastOp: _vector_broadcast,
+    arith.IndexCastOp: _cast,
+    arith.ExtFOp: _convert,
+    arith.TruncFOp: _convert,
+    arith.SIToFPOp: _convert,
+    arith.FPToSIOp: _convert,
+    arith.ExtSIOp: _convert,
+    arith.TruncIOp: _convert,
+    arith.ExtUIOp: _convert,
+    arith.UIToFPOp: _convert,
+    arith.CmpiOp: _cmpi,
+    arith.CmpfOp: _cmpf,
+    arith.SelectOp: _select,
+    tpu.CmpOp: lambda op, args, ty: (_CMPF if op.predicate.data in tpu.FLOAT_PREDICATES else _CMP)[
+        op.predicate.data
+    ](*args),
+    tpu.SelectOp: _select,
+    tpu.ConvertOp: _convert,
+}
+
+
+__all__ = ["ELEMENTWISE", "Elementwise", "constant"]
