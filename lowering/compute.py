@@ -14,7 +14,7 @@ The scheme
   last two dimensions of every block (operands' and result's, as laid out in HBM) are
   multiples of (8, 128) or the whole dimension, and a dot's contracting and rhs-free
   blocks are multiples of 128 (the MXU's tile) and its lhs rows of 8. Among the choices
-  whose VMEM (below) fits `lowering.vmem_bytes` less what in-flight collectives still
+  whose VMEM (below) fits `Target.vmem_bytes` less what in-flight collectives still
   hold, `_plan` takes the fastest by a pipeline model (`_estimate`: the first fetch, then
   per step the longer of its compute (MXU or VPU, plus VMEM loads and stores) and the
   HBM traffic overlapping it, then the last write-back; it agrees with the level-T
@@ -55,15 +55,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from shardc.dialects import hlo, tpu
-from shardc.dialects.hlo import BOOL, FLOAT, element_kind
+from shardc.dialects.hlo import BOOL, FLOAT, accumulation_type, element_kind
+from shardc.dialects.sizes import element_bytes
 from shardc.dialects.syntax import splat_element
 from shardc.dialects.tpu import memref_type
+from shardc.hardware.chips import Chip
+from shardc.hardware.cost import matmul_time, vmem_time, vpu_time
+from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
     INDEX,
@@ -91,9 +94,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-
-if TYPE_CHECKING:
-    from shardc.lowering.lower_to_tpu import KernelLowering
 
 Ix = int | SSAValue
 """An index known at compile time (folded) or computed in the kernel."""
@@ -213,7 +213,7 @@ class _Stream:
     """One operand of a tiled op: which block of it each step reads."""
 
     value: SSAValue
-    """The level-S value (its HBM buffer is `lowering.buffers[value]`)."""
+    """The level-S value (its HBM buffer is `LoweringContext.buffers[value]`)."""
     dims: tuple[int | None, ...]
     """The iteration dimension each operand dimension follows (None: taken whole)."""
     perm: tuple[int, ...] | None = None
@@ -347,21 +347,19 @@ def _vmem(t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, b
     return total, separate
 
 
-def _estimate(
-    lowering: KernelLowering, t: _Tiled, blocks: Sequence[int], grid: Sequence[int]
-) -> float:
+def _estimate(chip: Chip, t: _Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
     """
     Seconds the loop would take: the first fetch, then per step the longer of its
     compute and the HBM traffic overlapping it (the blocks prefetched for the next step,
     the previous result block's write-back), then the last write-back.
     """
-    hbm = lowering.chip.hbm_bw
+    hbm = chip.hbm_bw
     steps = math.prod(grid)
     out = nbytes(blocks[: t.n_out], tensor_type(t.result.type).element_type)
     sizes = [nbytes(s.block(blocks), s.elem) for s in t.streams]
     # The body's loads and stores (operand blocks, result block read and written) at
     # VMEM bandwidth, then its compute.
-    work = (sum(sizes) + 2 * out) / (lowering.chip.vmem_bw_factor * hbm) + t.work(blocks)
+    work = vmem_time(chip, sum(sizes) + 2 * out) + t.work(blocks)
     # Bytes moved every `period` steps; periods are suffix products of the grid, so each
     # divides the next, and a step that moves one period's blocks moves the shorter ones'.
     traffic: dict[int, int] = {}
@@ -382,14 +380,17 @@ def _estimate(
     return sum(sizes) / hbm + total + out / hbm
 
 
-def _plan(lowering: KernelLowering, t: _Tiled) -> _Plan:
-    """The blocks (see the module docstring), or an OpPassError if none fits."""
+def _plan(target: Target, t: _Tiled, in_use: int) -> _Plan:
+    """
+    The blocks (see the module docstring), or an OpPassError if none fits the VMEM
+    left over by the `in_use` bytes collectives in flight hold.
+    """
     align = _alignment(t)
     options = [[n] if t.whole else _choices(n, a) for n, a in zip(t.sizes, align, strict=False)]
     while math.prod(len(o) for o in options) > MAX_CHOICES:
         longest = max(options, key=len)
         del longest[len(longest) // 2]
-    budget = lowering.vmem_bytes - _vmem_in_use(lowering)
+    budget = target.vmem_bytes - in_use
     best: tuple[tuple[float, int, tuple[int, ...]], _Plan] | None = None
     for blocks in itertools.product(*options):
         grid = tuple(n // b for n, b in zip(t.sizes, blocks, strict=False))
@@ -397,7 +398,7 @@ def _plan(lowering: KernelLowering, t: _Tiled) -> _Plan:
         if size > budget:
             continue
         steps = math.prod(grid)
-        cost = _estimate(lowering, t, blocks, grid) + steps * STEP_OVERHEAD
+        cost = _estimate(target.chip, t, blocks, grid) + steps * STEP_OVERHEAD
         # Ties: larger trailing blocks (whole rows make contiguous DMAs).
         key = (cost, steps, tuple(-b for b in reversed(blocks)))
         if best is None or key < best[0]:
@@ -406,13 +407,13 @@ def _plan(lowering: KernelLowering, t: _Tiled) -> _Plan:
         smallest = tuple(o[-1] for o in options)
         grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
         size, _ = _vmem(t, smallest, grid)
-        held = lowering.vmem_bytes - budget
+        held = target.vmem_bytes - budget
         what = (
             f"{t.op.name} with its smallest blocks ({_blocks_str(t, smallest)}"
             + (f"; {held} bytes held by collectives in flight" if held else "")
             + ")"
         )
-        lowering.check_vmem(t.op, what, size + held)
+        target.check_vmem(t.op, what, size + held)
         raise AssertionError("unreachable")
     return best[1]
 
@@ -424,13 +425,10 @@ def _blocks_str(t: _Tiled, blocks: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
-def _vmem_in_use(lowering: KernelLowering) -> int:
+def _vmem_in_use(kernel: Block) -> int:
     """VMEM allocated so far in the kernel and not yet deallocated (in-flight collectives)."""
     live: dict[SSAValue, int] = {}
-    e = getattr(lowering, "e", None)
-    if e is None:  # planning before the kernel exists
-        return 0
-    for o in e.block.walk():
+    for o in kernel.walk():
         if isinstance(o, tpu.AllocOp) and tpu.memory_space_of(o.result.type) is VMEM:
             live[o.result] = tpu.ref_bytes(o.result.type)
         elif isinstance(o, tpu.DeallocOp):
@@ -505,17 +503,17 @@ def _decode(b: _E, t: Ix, grid: Sequence[int]) -> list[Ix]:
     return idx
 
 
-def tile(lowering: KernelLowering, t: _Tiled) -> None:
+def tile(ctx: LoweringContext, t: _Tiled) -> None:
     """Plan the blocks of `t` and emit its loop (see the module docstring)."""
     if math.prod(tensor_type(t.result.type).get_shape()) == 0:
         return  # an empty result: nothing to write
-    _emit(lowering, t, _plan(lowering, t))
+    _emit(ctx, t, _plan(ctx.target, t, _vmem_in_use(ctx.emitter.block)))
 
 
-def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
+def _emit(ctx: LoweringContext, t: _Tiled, plan: _Plan) -> None:
     """The loop of the module docstring: prologue, one `scf.for` step, epilogue."""
-    top = lowering.e.block
-    loop = _Loop(lowering, t, plan, _E(top, _Consts(top)))
+    top = ctx.emitter.block
+    loop = _Loop(ctx.buffers, t, plan, _E(top, _Consts(top)))
     loop.prologue()
     if loop.steps == 1:
         b, step = loop.e, 0
@@ -532,8 +530,8 @@ def _emit(lowering: KernelLowering, t: _Tiled, plan: _Plan) -> None:
 class _Loop:
     """The VMEM buffers of one tiled op and the pieces of its loop."""
 
-    def __init__(self, lowering: KernelLowering, t: _Tiled, plan: _Plan, e: _E):
-        self.lowering, self.t, self.e, self.tag = lowering, t, e, t.tag
+    def __init__(self, buffers: Mapping[SSAValue, SSAValue], t: _Tiled, plan: _Plan, e: _E):
+        self.buffers, self.t, self.e, self.tag = buffers, t, e, t.tag
         self.blocks, self.grid = plan.blocks, plan.grid
         self.out_grid = self.grid[: t.n_out]
         self.n_blocks, self.n_red = math.prod(self.out_grid), math.prod(self.grid[t.n_out :])
@@ -584,7 +582,7 @@ class _Loop:
             offsets = [0 if it is None else _mul(b, idx[it], self.blocks[it]) for it in s.dims]
             src = _hbm_block(
                 b,
-                self.lowering.buffers[s.value],
+                self.buffers[s.value],
                 s.block(self.blocks),
                 offsets,
                 f"{self.tag}_in{i}_block",
@@ -664,7 +662,7 @@ class _Loop:
             oidx = _decode(w, o, self.out_grid)
             offsets = [_mul(w, i, k) for i, k in zip(oidx, self.out_block, strict=False)]
             dst = _hbm_block(
-                w, self.lowering.buffers[t.result], self.out_block, offsets, f"{self.tag}_out_block"
+                w, self.buffers[t.result], self.out_block, offsets, f"{self.tag}_out_block"
             )
             w.op(tpu.DMAStartOp(out_ref, dst, recv_sem=out_sem))
 
@@ -749,7 +747,7 @@ def _low_precision(elem: Attribute) -> bool:
 def _width(elem: Attribute) -> int:
     if isinstance(elem, IntegerType):
         return elem.width.data
-    return 8 * tpu.element_bytes(elem)
+    return 8 * element_bytes(elem)
 
 
 def _convert(b: _E, v: SSAValue, to: Attribute) -> SSAValue:
@@ -868,13 +866,12 @@ _ELEMENTWISE = (
 )
 
 
-def _vpu_work(
-    lowering: KernelLowering, ops_per_element: float, n_out: int
-) -> Callable[[Sequence[int]], float]:
-    return lambda blocks: ops_per_element * math.prod(blocks[:n_out]) / lowering.chip.vpu_flops
+def _vpu_work(chip: Chip, ops_per_element: int, n_out: int) -> Callable[[Sequence[int]], float]:
+    """Seconds of a block's compute: `ops_per_element` VPU ops per result element."""
+    return lambda blocks: vpu_time(chip, math.prod(blocks[:n_out]), ops_per_element)
 
 
-def _map(lowering: KernelLowering, op: Operation) -> _Tiled:
+def _map(chip: Chip, op: Operation) -> _Tiled:
     """Elementwise ops, compare, select, convert: every operand block is the result's."""
     shape = tensor_type(op.results[0].type).get_shape()
     ident = tuple(range(len(shape)))
@@ -886,13 +883,13 @@ def _map(lowering: KernelLowering, op: Operation) -> _Tiled:
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         _store(b, _elementwise(b, op, [_load(b, v) for v in views]), target)
 
-    return _Tiled(op, shape, streams, body, _vpu_work(lowering, 1, len(shape)))
+    return _Tiled(op, shape, streams, body, _vpu_work(chip, 1, len(shape)))
 
 
 # Constants, iota, broadcast, transpose ---------------------------------------------------
 
 
-def _constant(lowering: KernelLowering, op: hlo.ConstantOp) -> _Tiled:
+def _constant(chip: Chip, op: hlo.ConstantOp) -> _Tiled:
     ty = tensor_type(op.result.type)
     shape = ty.get_shape()
     # A splat is read from its one stored element: never expanded to the tensor's size.
@@ -907,10 +904,10 @@ def _constant(lowering: KernelLowering, op: hlo.ConstantOp) -> _Tiled:
             v = b.op(arith.ConstantOp(DenseIntOrFPElementsAttr(vty, op.value.data)))
         _store(b, v, target)
 
-    return _Tiled(op, shape, [], body, _vpu_work(lowering, 0, len(shape)), whole=not splat)
+    return _Tiled(op, shape, [], body, _vpu_work(chip, 0, len(shape)), whole=not splat)
 
 
-def _iota(lowering: KernelLowering, op: hlo.IotaOp) -> _Tiled:
+def _iota(chip: Chip, op: hlo.IotaOp) -> _Tiled:
     """Counts in i32 (i64 for i64) per block plus the block's offset, then converts."""
     ty = tensor_type(op.result.type)
     shape, elem = ty.get_shape(), ty.element_type
@@ -927,10 +924,10 @@ def _iota(lowering: KernelLowering, op: hlo.IotaOp) -> _Tiled:
             v = b.op(arith.AddiOp(v, b.op(vector.BroadcastOp(scalar, vty))))
         _store(b, _convert(b, v, elem), target)
 
-    return _Tiled(op, shape, [], body, _vpu_work(lowering, 2, len(shape)))
+    return _Tiled(op, shape, [], body, _vpu_work(chip, 2, len(shape)))
 
 
-def _broadcast(lowering: KernelLowering, op: hlo.BroadcastOp) -> _Tiled:
+def _broadcast(chip: Chip, op: hlo.BroadcastOp) -> _Tiled:
     """The operand's block, viewed with the result's rank (1s), `vector.broadcast`."""
     shape = tensor_type(op.result.type).get_shape()
     src = tensor_type(op.operand.type).get_shape()
@@ -947,10 +944,10 @@ def _broadcast(lowering: KernelLowering, op: hlo.BroadcastOp) -> _Tiled:
         _store(b, _broadcast_to(b, _load(b, views[0]), memref_shape(target)), target)
 
     stream = _Stream(op.operand, follow, view=view)
-    return _Tiled(op, shape, [stream], body, _vpu_work(lowering, 1, len(shape)))
+    return _Tiled(op, shape, [stream], body, _vpu_work(chip, 1, len(shape)))
 
 
-def _transpose(lowering: KernelLowering, op: hlo.TransposeOp) -> _Tiled:
+def _transpose(chip: Chip, op: hlo.TransposeOp) -> _Tiled:
     shape = tensor_type(op.result.type).get_shape()
     perm = op.perm
     follow = tuple(perm.index(i) for i in range(len(perm)))
@@ -958,9 +955,7 @@ def _transpose(lowering: KernelLowering, op: hlo.TransposeOp) -> _Tiled:
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         _store(b, b.op(tpu.TransposeOp(_load(b, views[0]), perm)), target)
 
-    return _Tiled(
-        op, shape, [_Stream(op.operand, follow)], body, _vpu_work(lowering, 1, len(shape))
-    )
+    return _Tiled(op, shape, [_Stream(op.operand, follow)], body, _vpu_work(chip, 1, len(shape)))
 
 
 # Dot ----------------------------------------------------------------------------------------
@@ -971,7 +966,7 @@ def _mxu_operand(elem: Attribute) -> Attribute:
     return i32 if element_kind(elem) == BOOL else elem
 
 
-def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
+def _dot(chip: Chip, op: hlo.DotOp) -> _Tiled:
     """
     Iteration space: batch, lhs free, rhs free (the result), then contracting. Each
     operand block is staged as [batch, free, contracting] (lhs) / [batch, contracting,
@@ -985,37 +980,7 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
     nb, nl, nr = len(lb), len(lf), len(rf)
     n_out = nb + nl + nr
     sizes = (*res.get_shape(), *(lt.get_shape()[d] for d in lc))
-    lhs_it: dict[int, int] = {}
-    rhs_it: dict[int, int] = {}
-    for i, (x, y) in enumerate(zip(lb, rb, strict=False)):
-        lhs_it[x], rhs_it[y] = i, i
-    for j, x in enumerate(lf):
-        lhs_it[x] = nb + j
-    for j, y in enumerate(rf):
-        rhs_it[y] = nb + nl + j
-    for c, (x, y) in enumerate(zip(lc, rc, strict=False)):
-        lhs_it[x], rhs_it[y] = n_out + c, n_out + c
-    lhs_order = (*lb, *lf, *lc)
-    rhs_order = (*rb, *rc, *rf)
-
-    def three(groups: tuple[int, int, int]) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
-        def view(block: tuple[int, ...]) -> tuple[int, ...]:
-            a, b_ = groups[0], groups[0] + groups[1]
-            return (math.prod(block[:a]), math.prod(block[a:b_]), math.prod(block[b_:]))
-
-        return view
-
-    def stream(
-        v: SSAValue, its: dict[int, int], order: tuple[int, ...], groups: tuple[int, int, int]
-    ) -> _Stream:
-        rank = len(tensor_type(v.type).get_shape())
-        perm = None if order == tuple(range(rank)) else order
-        return _Stream(v, tuple(its[d] for d in range(rank)), perm, three(groups))
-
-    streams = [
-        stream(op.lhs, lhs_it, lhs_order, (nb, nl, len(lc))),
-        stream(op.rhs, rhs_it, rhs_order, (nb, len(rc), nr)),
-    ]
+    streams = _dot_streams(op, (lb, lf, lc), (rb, rc, rf))
     align: dict[int, int] = {}
     if nl:
         align[nb + nl - 1] = SUBLANES
@@ -1027,7 +992,64 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
     operand = _mxu_operand(elem)
     acc_elem = tpu.accumulation_type(operand)
     assert acc_elem is not None
-    rate = lowering.chip.flops_bf16 * (1 / 8 if str(elem) == "f64" else 1)
+
+    def work(blocks: Sequence[int]) -> float:
+        rows = math.prod(blocks[: nb + nl])
+        return matmul_time(
+            chip, rows, math.prod(blocks[n_out:]), math.prod(blocks[nb + nl : n_out]), elem
+        )
+
+    acc = _Acc(
+        acc_elem, lambda b, vty: _splat(b, 0, vty), lambda b, v: _convert(b, v, res.element_type)
+    )
+    return _Tiled(op, sizes, streams, _dot_body(elem, operand, acc_elem), work, acc, align)
+
+
+DotDims = tuple[Sequence[int], Sequence[int], Sequence[int]]
+"""An operand's dot dimensions in its staged order: lhs (batch, free, contracting), rhs
+(batch, contracting, free)."""
+
+
+def _dot_streams(op: hlo.DotOp, lhs: DotDims, rhs: DotDims) -> list[_Stream]:
+    """The lhs and rhs streams of a dot: which iteration dimension each operand dimension
+    follows, the permutation staging it, and its 3-D view."""
+    (lb, lf, lc), (rb, rc, rf) = lhs, rhs
+    nb, nl = len(lb), len(lf)
+    n_out = nb + nl + len(rf)
+    lhs_it: dict[int, int] = {}
+    rhs_it: dict[int, int] = {}
+    for i, (x, y) in enumerate(zip(lb, rb, strict=False)):
+        lhs_it[x], rhs_it[y] = i, i
+    for j, x in enumerate(lf):
+        lhs_it[x] = nb + j
+    for j, y in enumerate(rf):
+        rhs_it[y] = nb + nl + j
+    for c, (x, y) in enumerate(zip(lc, rc, strict=False)):
+        lhs_it[x], rhs_it[y] = n_out + c, n_out + c
+
+    def stream(v: SSAValue, its: dict[int, int], dims: DotDims) -> _Stream:
+        rank = len(tensor_type(v.type).get_shape())
+        order = (*dims[0], *dims[1], *dims[2])
+        perm = None if order == tuple(range(rank)) else order
+        return _Stream(v, tuple(its[d] for d in range(rank)), perm, _three(dims))
+
+    return [stream(op.lhs, lhs_it, lhs), stream(op.rhs, rhs_it, rhs)]
+
+
+def _three(dims: DotDims) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """A staged block seen as 3-D: the products of its three groups of dimensions."""
+    a, b = len(dims[0]), len(dims[0]) + len(dims[1])
+
+    def view(block: tuple[int, ...]) -> tuple[int, ...]:
+        return (math.prod(block[:a]), math.prod(block[a:b]), math.prod(block[b:]))
+
+    return view
+
+
+def _dot_body(
+    elem: Attribute, operand: Attribute, acc_elem: Attribute
+) -> Callable[[_E, list[SSAValue], list[Ix], SSAValue], None]:
+    """One `tpu.matmul` per batch element of the staged 3-D blocks, into `target`."""
 
     def body(b: _E, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         lhs, rhs = views
@@ -1050,19 +1072,13 @@ def _dot(lowering: KernelLowering, op: hlo.DotOp) -> _Tiled:
         if batch != 1:
             inner.op(scf.YieldOp())
 
-    def work(blocks: Sequence[int]) -> float:
-        return 2.0 * math.prod(blocks) / rate
-
-    acc = _Acc(
-        acc_elem, lambda b, vty: _splat(b, 0, vty), lambda b, v: _convert(b, v, res.element_type)
-    )
-    return _Tiled(op, sizes, streams, body, work, acc, align)
+    return body
 
 
 # Reduce --------------------------------------------------------------------------------------
 
 
-def _reduce(lowering: KernelLowering, op: hlo.ReduceOp) -> _Tiled:
+def _reduce(chip: Chip, op: hlo.ReduceOp) -> _Tiled:
     """Iteration space: the kept dims, then the reduced ones; `tpu.reduce` per block."""
     src = tensor_type(op.operand.type)
     shape = src.get_shape()
@@ -1073,7 +1089,7 @@ def _reduce(lowering: KernelLowering, op: hlo.ReduceOp) -> _Tiled:
     elem = src.element_type
     kind = op.kind.data
     boolean = element_kind(elem) == BOOL
-    acc_elem = i32 if boolean else tpu.accumulation_type(elem)
+    acc_elem = i32 if boolean else accumulation_type(elem)
     assert acc_elem is not None
     if boolean:  # or = max, and = min over 0/1
         kind = "max" if kind in ("add", "max") else "min"
@@ -1096,7 +1112,7 @@ def _reduce(lowering: KernelLowering, op: hlo.ReduceOp) -> _Tiled:
         _store(b, b.op(tpu.ReduceOp(kind, v, c, rdims)), target)
 
     acc = _Acc(acc_elem, identity, lambda b, v: _convert(b, v, elem))
-    work = _vpu_work(lowering, 1, len(sizes))
+    work = _vpu_work(chip, 1, len(sizes))
     return _Tiled(
         op, sizes, [_Stream(op.operand, tuple(its[d] for d in range(len(shape))))], body, work, acc
     )
@@ -1127,7 +1143,7 @@ def handles(op: Operation) -> bool:
     return _builder(op) is not None
 
 
-def check(lowering: KernelLowering, op: Operation) -> None:
+def check(target: Target, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if it cannot be lowered (its blocks do not fit)."""
     build = _builder(op)
     assert build is not None
@@ -1139,10 +1155,10 @@ def check(lowering: KernelLowering, op: Operation) -> None:
             f"lower-to-tpu: {op.name} of an empty operand into a non-empty "
             "result is not supported yet",
         )
-    _plan(lowering, build(lowering, op))
+    _plan(target, build(target.chip, op), 0)
 
 
-def lower(lowering: KernelLowering, op: Operation) -> None:
+def lower(ctx: LoweringContext, op: Operation) -> None:
     build = _builder(op)
     assert build is not None
-    tile(lowering, build(lowering, op))
+    tile(ctx, build(ctx.target.chip, op))
