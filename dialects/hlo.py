@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
     TensorType,
+    f32,
     i1,
     i64,
 )
@@ -79,6 +80,15 @@ def element_kind(ty: Attribute) -> str | None:
     if isinstance(ty, IntegerType) and ty.signedness.data.name == "SIGNLESS":
         return {1: BOOL, 32: INT, 64: INT}.get(ty.width.data)
     return None
+
+
+def accumulation_type(ty: Attribute) -> Attribute:
+    """
+    What sums and products of `ty` accumulate in (dot, reduce, reducing collectives, at
+    every level): f32 for bf16/f16, which are rounded once at the end; `ty` itself for
+    every other type (integers wrap, f32 and f64 stay).
+    """
+    return f32 if isinstance(ty, BFloat16Type | Float16Type) else ty
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:

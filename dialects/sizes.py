@@ -8,13 +8,28 @@ from __future__ import annotations
 import math
 
 from shardc.dialects.collective import FutureType
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+)
 from xdsl.ir import Attribute
 
 
 def element_bytes(element_type: Attribute) -> int:
-    width = getattr(element_type, "bitwidth", 32)
-    return max(1, width // 8)
+    """
+    Bytes per element as stored, moved by DMAs and counted by the cost model: integers
+    their width in whole bytes (an `i1` takes one), floats their width. A `ValueError`
+    for any other type: no value of ours holds one, so a size for it would be a guess.
+    """
+    if isinstance(element_type, IntegerType):
+        return max(1, element_type.width.data // 8)
+    if isinstance(element_type, BFloat16Type | Float16Type | Float32Type | Float64Type):
+        return element_type.bitwidth // 8
+    raise ValueError(f"no byte size for element type {element_type}")
 
 
 def tensor_bytes(ty: TensorType) -> int:

@@ -97,7 +97,9 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
+from shardc.dialects.hlo import accumulation_type as hlo_accumulation_type
 from shardc.dialects.hlo import element_kind
+from shardc.dialects.sizes import element_bytes
 from shardc.dialects.spmd import (
     GroupSpecOp,
     find_mesh,
@@ -110,22 +112,16 @@ from shardc.dialects.spmd import (
 from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DenseArrayBase,
     FlatSymbolRefAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     NoneAttr,
     StringAttr,
     SymbolRefAttr,
     VectorType,
-    f32,
     i1,
     i32,
     i64,
@@ -274,15 +270,6 @@ def memory_space_of(ty: Attribute) -> MemorySpace | None:
     return None
 
 
-def element_bytes(element_type: Attribute) -> int:
-    """Bytes per element as stored and moved by DMAs (i1 takes a byte)."""
-    if isinstance(element_type, IntegerType):
-        return max(1, element_type.width.data // 8)
-    return {BFloat16Type: 2, Float16Type: 2, Float32Type: 4, Float64Type: 8}[
-        type(element_type)  # pyright: ignore[reportArgumentType]
-    ]
-
-
 def ref_bytes(ty: Attribute) -> int:
     """The byte size of a memref (what a DMA of it moves, what a `dma_wait` on it counts)."""
     assert isinstance(ty, MemRefType)
@@ -291,13 +278,12 @@ def ref_bytes(ty: Attribute) -> int:
 
 def accumulation_type(element_type: Attribute) -> Attribute | None:
     """
-    The element type `tpu.matmul` accumulates in for operands of `element_type`: f32 for
-    bf16/f16/f32 (DESIGN.md's numerics), else the type itself; None for i1.
+    The element type `tpu.matmul` accumulates in for operands of `element_type`: level S's
+    (`hlo.accumulation_type`: f32 for bf16/f16) for the types the MXU multiplies (floats
+    and integers), None for the others (i1).
     """
-    if isinstance(element_type, BFloat16Type | Float16Type | Float32Type):
-        return f32
     kind = element_kind(element_type)
-    return element_type if kind in ("float", "int") else None
+    return hlo_accumulation_type(element_type) if kind in ("float", "int") else None
 
 
 ################################################################################

@@ -1,6 +1,9 @@
 """
-`lower-to-tpu` (level S to level T): `lower_to_tpu` builds one kernel per function and
-lowers collectives to ring algorithms of remote DMAs and semaphores; `compute` tiles hlo
-compute ops into double-buffered VMEM blocks; `movement` turns data-movement ops into
-DMAs; `emit` is what they share.
+`lower-to-tpu` (level S to level T). `lower_to_tpu`: the pass, one kernel per function;
+`abi`: the kernel's calling convention and value buffers; `context`: what op lowerings
+see of the kernel (`Target`, `LoweringContext`); `topology`: mesh axes and device groups
+as rings, neighbours; `collectives`: a collective to its algorithm (`all_gather`,
+`reduce_scatter` + `reduce_ring`, `all_reduce`, `all_to_all`, `permute`, built from
+`rings`); `compute`: hlo compute ops as tiled, double-buffered VMEM loops; `movement`:
+data-movement ops as DMAs; `emit`: the emitter and helpers they all share.
 """

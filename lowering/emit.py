@@ -1,7 +1,7 @@
 """
-Shared by the `lower-to-tpu` modules (`lower_to_tpu`: the kernel and its collectives,
-`compute`: tiled hlo compute, `movement`: hlo data movement as DMAs): an emitter
-that appends ops to a block, and the small type helpers they all need.
+Shared by the `lower-to-tpu` modules (the kernel, its collectives, tiled compute, data
+movement as DMAs): an emitter that appends ops to a block, and the small type, view,
+loop and copy helpers they all need.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import math
 from collections.abc import Sequence
 
 from shardc.dialects import tpu
+from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import MemorySpace, memref_type
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, TensorType, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -30,7 +31,8 @@ def hbm_type(ty: TensorType) -> MemRefType:
 
 
 def nbytes(shape: Sequence[int], element_type: Attribute) -> int:
-    return math.prod(shape) * tpu.element_bytes(element_type)
+    """Bytes of an array of `shape` and `element_type` (`sizes.element_bytes` each)."""
+    return math.prod(shape) * element_bytes(element_type)
 
 
 def memref_shape(ref: SSAValue) -> tuple[int, ...]:
@@ -53,11 +55,75 @@ def reshape_view(
     return e.op(tpu.MemRefReshapeOp(ref, memref_type(shape, ty.element_type, space)), hint)
 
 
+def chunk(
+    e: Emitter,
+    ref: SSAValue,
+    dim: int,
+    size: int,
+    c: SSAValue,
+    hint: str,
+    part: tuple[int, int, int] | None = None,
+) -> SSAValue:
+    """
+    The block `c` (an index) of `size` along `dim` of `ref`: a `tpu.memref_slice`;
+    with `part` = (split dim, half size, h), only half h of it along the split dim.
+    """
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    shape = list(ty.get_shape())
+    shape[dim] = size
+    zero = e.index(0)
+    off = e.mul(c, e.index(size)) if size != 1 else c
+    idx = [off if i == dim else zero for i in range(len(shape))]
+    if part is not None:
+        sdim, half, h = part
+        shape[sdim] = half
+        if h:
+            idx[sdim] = e.add(idx[sdim], e.index(h * half))
+    space = tpu.memory_space_of(ty)
+    assert space is not None
+    return e.op(tpu.MemRefSliceOp(ref, idx, memref_type(shape, ty.element_type, space)), hint)
+
+
+def span(e: Emitter, ref: SSAValue, start: int, size: int, hint: str) -> SSAValue:
+    """Elements start .. start + size of a 1-D memref."""
+    t = ref.type
+    assert isinstance(t, MemRefType)
+    space = tpu.memory_space_of(t)
+    assert space is not None
+    return e.op(
+        tpu.MemRefSliceOp(ref, [e.index(start)], memref_type([size], t.element_type, space)),
+        hint,
+    )
+
+
+def local_copy(e: Emitter, src: SSAValue, dst: SSAValue, hint: str) -> None:
+    """One DMA from `src` to `dst` on this device, waited for."""
+    sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{hint}_sem")
+    e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+    e.op(tpu.DMAWaitOp(sem, dst))
+
+
+def for_steps(e: Emitter, lo: int, hi: int, hint: str = "s") -> tuple[Emitter, SSAValue]:
+    """An `scf.for %s = lo to hi` appended to `e`; its body's emitter and `%s`."""
+    body = Block(arg_types=[INDEX])
+    body.args[0].name_hint = hint
+    e.op(scf.ForOp(e.index(lo), e.index(hi), e.index(1), [], body))
+    return Emitter(body), body.args[0]
+
+
 class Emitter:
     """Appends ops to a block; small helpers for index and i32 arithmetic."""
 
     def __init__(self, block: Block):
         self.block = block
+
+    def detach_all(self) -> list[Operation]:
+        """Take every op out of the block (to insert or emit elsewhere)."""
+        ops = list(self.block.ops)
+        for o in ops:
+            o.detach()
+        return ops
 
     def op(self, op: Operation, hint: str | None = None) -> SSAValue:
         self.block.add_op(op)

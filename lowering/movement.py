@@ -33,18 +33,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from shardc.dialects import hlo, spmd, tpu
 from shardc.dialects.tpu import MemorySpace, memref_type
-from shardc.lowering.emit import HBM, Emitter, memref_shape, reshape_view, tensor_type
+from shardc.lowering.context import LoweringContext, Target
+from shardc.lowering.emit import HBM, Emitter, for_steps, memref_shape, reshape_view, tensor_type
 from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
 from xdsl.ir import Operation, SSAValue
-
-if TYPE_CHECKING:
-    from shardc.lowering.lower_to_tpu import KernelLowering
 
 _OPS = (
     hlo.ReshapeOp,
@@ -61,7 +58,7 @@ def handles(op: Operation) -> bool:
     return isinstance(op, _OPS)
 
 
-def check(lowering: KernelLowering, op: Operation) -> None:
+def check(target: Target, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if this variant cannot be lowered."""
     if isinstance(op, spmd.AxisIndexOp) and tensor_type(op.result.type).element_type != i32:
         raise OpPassError(
@@ -69,10 +66,10 @@ def check(lowering: KernelLowering, op: Operation) -> None:
         )
 
 
-def lower(lowering: KernelLowering, op: Operation) -> None:
+def lower(ctx: LoweringContext, op: Operation) -> None:
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
-    _LOWERINGS[type(op)](lowering, op)  # pyright: ignore[reportArgumentType]
+    _LOWERINGS[type(op)](ctx, op)  # pyright: ignore[reportArgumentType]
 
 
 # Helpers ------------------------------------------------------------------------------
@@ -100,13 +97,13 @@ def _copies(e: Emitter, pairs: Sequence[tuple[SSAValue, SSAValue]], hint: str) -
 
 
 def _loop_nest(
-    lowering: KernelLowering, trips: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
+    e: Emitter, trips: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
 ) -> None:
     """`scf.for` loops over `range(t)` for each trip count, `body` in the innermost."""
-    e, ivs = lowering.e, []
+    ivs = []
     bodies: list[Emitter] = []
     for t in trips:
-        e, iv = lowering.for_steps(0, t, "i", e)
+        e, iv = for_steps(e, 0, t, "i")
         bodies.append(e)
         ivs.append(iv)
     body(e, ivs)
@@ -117,19 +114,19 @@ def _loop_nest(
 # reshape, concatenate -----------------------------------------------------------------
 
 
-def _lower_reshape(lowering: KernelLowering, op: hlo.ReshapeOp) -> None:
-    e = lowering.e
-    src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
+def _lower_reshape(ctx: LoweringContext, op: hlo.ReshapeOp) -> None:
+    e = ctx.emitter
+    src, dst = ctx.buffers[op.operand], ctx.buffers[op.result]
     _copies(e, [(src, reshape_view(e, dst, memref_shape(src), "reshape_view"))], "reshape")
 
 
-def _lower_concatenate(lowering: KernelLowering, op: hlo.ConcatenateOp) -> None:
-    e = lowering.e
+def _lower_concatenate(ctx: LoweringContext, op: hlo.ConcatenateOp) -> None:
+    e = ctx.emitter
     dim = op.dimension.value.data
-    dst = lowering.buffers[op.result]
+    dst = ctx.buffers[op.result]
     pairs, offset = [], 0
     for v in op.inputs:
-        src = lowering.buffers[v]
+        src = ctx.buffers[v]
         shape = memref_shape(src)
         if shape[dim]:
             at = [offset if d == dim else 0 for d in range(len(shape))]
@@ -159,9 +156,9 @@ class _Dim:
         return "split" if self.size % self.stride == 0 else "loop"
 
 
-def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
-    e = lowering.e
-    src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
+def _lower_slice(ctx: LoweringContext, op: hlo.SliceOp) -> None:
+    e = ctx.emitter
+    src, dst = ctx.buffers[op.operand], ctx.buffers[op.result]
     dims = [
         _Dim(lo, s, k, n)
         for (lo, _, s), k, n in zip(op.bounds, memref_shape(dst), memref_shape(src), strict=False)
@@ -176,36 +173,8 @@ def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
     src_v = reshape_view(e, src, src_shape, "slice_src")
     dst_v = reshape_view(e, dst, dst_shape, "slice_dst")
     loops = [d for d in dims if d.kind == "loop"]
-
-    def views(
-        b: Emitter, ivs: list[SSAValue], src: bool = True
-    ) -> tuple[SSAValue | None, SSAValue]:
-        """The operand block (unless `src` is false) and its place in the result."""
-        src_at: list[SSAValue | int] = []
-        dst_at: list[SSAValue | int] = []
-        shape: list[int] = []
-        it = iter(ivs)
-        for d in dims:
-            if d.kind == "block":
-                src_at.append(d.lo)
-                dst_at.append(0)
-                shape.append(d.count)
-            elif d.kind == "split":
-                src_at += [d.lo // d.stride, d.lo % d.stride]
-                dst_at += [0, 0]
-                shape += [d.count, 1]
-            else:
-                i = next(it)
-                src_at.append(b.add(b.mul(i, b.index(d.stride)), b.index(d.lo)) if src else 0)
-                dst_at.append(i)
-                shape.append(1)
-        return (
-            _view(b, src_v, src_at, shape, "slice_block") if src else None,
-            _view(b, dst_v, dst_at, shape, "slice_out"),
-        )
-
     if not loops:
-        block, out = views(e, [])
+        block, out = _slice_views(e, dims, src_v, dst_v, [])
         assert block is not None
         _copies(e, [(block, out)], "slice")
         return
@@ -215,31 +184,67 @@ def _lower_slice(lowering: KernelLowering, op: hlo.SliceOp) -> None:
     trips = [d.count for d in loops]
 
     def start(b: Emitter, ivs: list[SSAValue]) -> None:
-        block, out = views(b, ivs)
+        block, out = _slice_views(b, dims, src_v, dst_v, ivs)
         assert block is not None
         b.op(tpu.DMAStartOp(block, out, recv_sem=sem))
 
     def wait(b: Emitter, ivs: list[SSAValue]) -> None:
-        b.op(tpu.DMAWaitOp(sem, views(b, ivs, src=False)[1]))
+        b.op(tpu.DMAWaitOp(sem, _slice_views(b, dims, src_v, dst_v, ivs, src=False)[1]))
 
-    _loop_nest(lowering, trips, start)
-    _loop_nest(lowering, trips, wait)
+    _loop_nest(e, trips, start)
+    _loop_nest(e, trips, wait)
+
+
+def _slice_views(
+    b: Emitter,
+    dims: Sequence[_Dim],
+    src_v: SSAValue,
+    dst_v: SSAValue,
+    ivs: list[SSAValue],
+    src: bool = True,
+) -> tuple[SSAValue | None, SSAValue]:
+    """
+    The operand block (of the operand view `src_v`; unless `src` is false) and its place
+    in the result view `dst_v`, at the loop indices `ivs` of the "loop" dimensions.
+    """
+    src_at: list[SSAValue | int] = []
+    dst_at: list[SSAValue | int] = []
+    shape: list[int] = []
+    it = iter(ivs)
+    for d in dims:
+        if d.kind == "block":
+            src_at.append(d.lo)
+            dst_at.append(0)
+            shape.append(d.count)
+        elif d.kind == "split":
+            src_at += [d.lo // d.stride, d.lo % d.stride]
+            dst_at += [0, 0]
+            shape += [d.count, 1]
+        else:
+            i = next(it)
+            src_at.append(b.add(b.mul(i, b.index(d.stride)), b.index(d.lo)) if src else 0)
+            dst_at.append(i)
+            shape.append(1)
+    return (
+        _view(b, src_v, src_at, shape, "slice_block") if src else None,
+        _view(b, dst_v, dst_at, shape, "slice_out"),
+    )
 
 
 # dynamic_slice, dynamic_update_slice --------------------------------------------------
 
 
 def _fetch_offsets(
-    lowering: KernelLowering, indices: Sequence[SSAValue]
+    ctx: LoweringContext, indices: Sequence[SSAValue]
 ) -> list[tuple[SSAValue, SSAValue, SSAValue]]:
     """
     Start the DMAs of the rank-0 offset tensors (HBM) into SMEM: (smem scalar, its
     semaphore, the HBM source) per offset; `_load_offsets` waits and reads them.
     """
-    e = lowering.e
+    e = ctx.emitter
     fetched = []
     for v in indices:
-        src = lowering.buffers[v]
+        src = ctx.buffers[v]
         ty = src.type
         assert isinstance(ty, MemRefType)
         smem = e.op(tpu.AllocOp(memref_type([], ty.element_type, MemorySpace.SMEM)), "offset_smem")
@@ -250,13 +255,13 @@ def _fetch_offsets(
 
 
 def _load_offsets(
-    lowering: KernelLowering,
+    ctx: LoweringContext,
     fetched: Sequence[tuple[SSAValue, SSAValue, SSAValue]],
     dims: Sequence[int],
     sizes: Sequence[int],
 ) -> list[SSAValue]:
     """Wait for the offsets, read them and clamp each to [0, dim - size] (as index)."""
-    e = lowering.e
+    e = ctx.emitter
     out = []
     for (smem, sem, _), dim, size in zip(fetched, dims, sizes, strict=False):
         e.op(tpu.DMAWaitOp(sem, smem))
@@ -270,39 +275,39 @@ def _load_offsets(
     return out
 
 
-def _lower_dynamic_slice(lowering: KernelLowering, op: hlo.DynamicSliceOp) -> None:
-    e = lowering.e
-    src, dst = lowering.buffers[op.operand], lowering.buffers[op.result]
-    fetched = _fetch_offsets(lowering, op.start_indices)
-    at = _load_offsets(lowering, fetched, memref_shape(src), op.sizes)
+def _lower_dynamic_slice(ctx: LoweringContext, op: hlo.DynamicSliceOp) -> None:
+    e = ctx.emitter
+    src, dst = ctx.buffers[op.operand], ctx.buffers[op.result]
+    fetched = _fetch_offsets(ctx, op.start_indices)
+    at = _load_offsets(ctx, fetched, memref_shape(src), op.sizes)
     _copies(
         e, [(e.op(tpu.MemRefSliceOp(src, at, dst.type), "dynamic_block"), dst)], "dynamic_slice"
     )
 
 
-def _lower_dynamic_update_slice(lowering: KernelLowering, op: hlo.DynamicUpdateSliceOp) -> None:
-    e = lowering.e
-    src, upd, dst = (lowering.buffers[v] for v in (op.operand, op.update, op.result))
+def _lower_dynamic_update_slice(ctx: LoweringContext, op: hlo.DynamicUpdateSliceOp) -> None:
+    e = ctx.emitter
+    src, upd, dst = (ctx.buffers[v] for v in (op.operand, op.update, op.result))
     copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "dus_copy_sem")
     e.op(tpu.DMAStartOp(src, dst, recv_sem=copy_sem))
-    fetched = _fetch_offsets(lowering, op.start_indices)
-    at = _load_offsets(lowering, fetched, memref_shape(src), memref_shape(upd))
+    fetched = _fetch_offsets(ctx, op.start_indices)
+    at = _load_offsets(ctx, fetched, memref_shape(src), memref_shape(upd))
     # The update overwrites bytes the copy writes: it starts once the copy has landed.
     e.op(tpu.DMAWaitOp(copy_sem, dst))
     if math.prod(memref_shape(upd)):
         _copies(e, [(upd, e.op(tpu.MemRefSliceOp(dst, at, upd.type), "dus_place"))], "dus")
 
 
-def _lower_axis_index(lowering: KernelLowering, op: spmd.AxisIndexOp) -> None:
-    e = lowering.e
+def _lower_axis_index(ctx: LoweringContext, op: spmd.AxisIndexOp) -> None:
+    e = ctx.emitter
     me = e.op(tpu.AxisIndexOp(op.mesh.root_reference.data, op.axis.data), "axis_index")
     smem = e.op(tpu.AllocOp(memref_type([], i32, MemorySpace.SMEM)), "axis_index_smem")
     e.op(memref.StoreOp.get(me, smem, []))
-    _copies(e, [(smem, lowering.buffers[op.result])], "axis_index")
+    _copies(e, [(smem, ctx.buffers[op.result])], "axis_index")
     e.op(tpu.DeallocOp(smem))
 
 
-_LOWERINGS: dict[type[Operation], Callable[[KernelLowering, Operation], None]] = {
+_LOWERINGS: dict[type[Operation], Callable[[LoweringContext, Operation], None]] = {
     hlo.ReshapeOp: _lower_reshape,  # pyright: ignore[reportAssignmentType]
     hlo.SliceOp: _lower_slice,  # pyright: ignore[reportAssignmentType]
     hlo.ConcatenateOp: _lower_concatenate,  # pyright: ignore[reportAssignmentType]

@@ -62,13 +62,10 @@ from shardc.passes.rewrite_utils import (
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
-    Float16Type,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
     TensorType,
-    f32,
 )
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
@@ -394,8 +391,9 @@ def _rewrite_scatter(
     slice_lhs, slice_rhs = _scattered_operand_dims(dot, d)
     y_type = tensor_type(rs.operands[k])
     block = y_type.get_shape()[d] // n
-    low = options.f32_accumulation and isinstance(y_type.element_type, BFloat16Type | Float16Type)
-    part_type = _with_dim(y_type, d, block, f32 if low else y_type.element_type)
+    elem = y_type.element_type
+    part_elem = hlo.accumulation_type(elem) if options.f32_accumulation else elem
+    part_type = _with_dim(y_type, d, block, part_elem)
     b = RingBuilder(rs, rewriter, mesh, axis, n)
 
     def partial(c: int) -> SSAValue:
@@ -405,7 +403,7 @@ def _rewrite_scatter(
         return b.emit(hlo.DotOp(lhs, rhs, dot.contracting, dot.batching, part_type))
 
     result = _scatter_ring(b, partial, COMBINE[rs.kind.data], *options.steps(n))
-    if low:
+    if part_elem != elem:
         result = b.emit(hlo.ConvertOp(result, tensor_type(rs.results[k])))
     b.finish(rs.results[k], result)
     peel(rs, k, rewriter)

@@ -1,0 +1,116 @@
+"""
+Level-S collectives in a `lower-to-tpu` kernel: which axes (or device groups) each one
+runs over, which algorithm lowers it (`all_gather`, `reduce_scatter`, `all_reduce`,
+`all_to_all`, `permute`), and the split of a `_start` / `done` pair.
+
+Every collective gets its own semaphores and VMEM scratch (VMEM is released with
+`tpu.dealloc` at its end), and every SSA value its own HBM buffer, so a collective never
+writes into a buffer a neighbour still reads for another purpose. Several mesh axes
+(`on @m["a", "b"]`) are one ring phase per axis, axes of size 1 skipped; device groups
+(`on groups [[..]]`), and permute / all_to_all over several mesh axes, are a ring over
+each group in rank order (one way: its members need not be torus neighbours).
+
+A `_start` emits what its algorithm may issue early and hands the rest (its waits, later
+ring steps) to the matching `done`; multi-axis `_start`s run whole at the `_start`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from shardc.dialects import collective
+from shardc.lowering.all_gather import multi_all_gather
+from shardc.lowering.all_reduce import all_reduce
+from shardc.lowering.all_to_all import all_to_all
+from shardc.lowering.context import Target
+from shardc.lowering.emit import Emitter, local_copy
+from shardc.lowering.permute import permute
+from shardc.lowering.reduce_scatter import multi_reduce_scatter
+from shardc.lowering.topology import Axis, Topology
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Operation, SSAValue
+
+
+class CollectiveLowering:
+    """The collectives of one kernel, emitted by `e` over `topology`."""
+
+    def __init__(self, e: Emitter, topology: Topology, target: Target):
+        self.e = e
+        self.topology = topology
+        self.target = target
+        self.pending: dict[SSAValue, list[Operation]] = {}
+        """future -> ops to emit at its `done`."""
+        self.start_results: dict[Operation, list[SSAValue]] = {}
+        """`_start` -> the buffers it wrote (its `done`'s results')."""
+
+    def lower(self, op: collective.CollectiveOp, buffers: Mapping[SSAValue, SSAValue]) -> None:
+        """Lower `op` (a collective or a `_start`) on the HBM `buffers` of its values."""
+        if op.IS_START:
+            (done,) = [u.operation for u in op.results[0].uses]
+            outs = [buffers[r] for r in done.results]
+            self.start_results[op] = outs
+        else:
+            outs = [buffers[r] for r in op.results]
+        ins = [buffers[v] for v in op.operands]
+        if op.explicit_groups is not None or (
+            len(op.axes) > 1 and isinstance(op, collective.PermuteBase | collective.AllToAllBase)
+        ):
+            axes = [self.topology.group_axis(op)]
+        else:
+            axes = [self.topology.axis(op, a) for a in op.axes]
+        deferred: list[Operation] | None = [] if op.IS_START else None
+        for x, out in zip(ins, outs, strict=True):
+            self._operand(op, axes, x, out, deferred)
+        if deferred is not None:
+            self.pending[op.results[0]] = deferred
+
+    def done(self, op: collective.DoneOp, buffers: Mapping[SSAValue, SSAValue]) -> None:
+        """The rest of the `_start` whose future `op` waits for."""
+        start = op.future.owner
+        assert isinstance(start, Operation)
+        for later in self.pending.pop(op.future, []):
+            self.e.op(later)
+        for r, v in zip(op.results, self.start_results[start], strict=True):
+            if buffers[r] is not v:
+                # The _start wrote into its own buffers (not the done's): copy.
+                local_copy(self.e, v, buffers[r], "done")
+
+    def _operand(
+        self,
+        op: collective.CollectiveOp,
+        all_axes: list[Axis],
+        x: SSAValue,
+        out: SSAValue,
+        deferred: list[Operation] | None,
+    ) -> None:
+        """
+        Lower one operand of `op`. `deferred` (for a `_start`): ops to emit at the `done`
+        instead of here (the waits, and for all_gather every step after the first).
+        Several axes: one ring phase per axis (axes of size 1 are skipped).
+        """
+        axes = [a for a in all_axes if a.size > 1]
+        if not axes:
+            local_copy(self.e, x, out, "copy")
+            return
+        if len(axes) > 1:
+            deferred = None  # multi-phase collectives run whole at their _start
+        topo, target, e = self.topology, self.target, self.e
+        if isinstance(op, collective.AllGatherBase):
+            dim = op.dim.value.data
+            xt = x.type
+            assert isinstance(xt, MemRefType)
+            multi_all_gather(topo, e, [axes], x, [out], dim, xt.get_shape()[dim], deferred)
+        elif isinstance(op, collective.ReduceScatterBase):
+            dim = op.dim.value.data
+            ot = out.type
+            assert isinstance(ot, MemRefType)
+            k = ot.get_shape()[dim]
+            multi_reduce_scatter(topo, target, e, op, axes, x, dim, k, out, deferred)
+        elif isinstance(op, collective.AllReduceBase):
+            all_reduce(topo, target, e, op, axes, x, out, deferred)
+        elif isinstance(op, collective.PermuteBase):
+            permute(topo, target, e, op, axes[0], x, out, deferred)
+        elif isinstance(op, collective.AllToAllBase):
+            all_to_all(topo, e, op, axes[0], x, out, deferred)
+        else:
+            raise AssertionError(op.name)

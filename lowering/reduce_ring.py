@@ -1,0 +1,365 @@
+"""
+The ring reduce-scatter steps of `lower-to-tpu` (partial sums travel right, in VMEM).
+
+Step s sends the running partial sum of chunk (me - s - 1) mod N to the right
+neighbour's receive buffer, then adds its own chunk (me - s - 2) mod N (a local DMA from
+HBM) to what arrived from the left; after N-1 steps rank r holds the sum of chunk r.
+Step 0 sends the own chunk straight from HBM.
+
+Double-buffered receive slots with a credit handshake (Pallas's capacity semaphore): each
+device first signals its left neighbour min(2, N-1) credits (its free receive slots); a
+sender waits for one credit before each remote DMA; a receiver signals one credit back to
+its left neighbour after it has consumed a slot; at the end each device waits for the
+min(2, N-1) credits still owed to it, so every semaphore ends at zero and no device
+leaves while its right neighbour still reads its last message. The send buffer is
+overwritten only after `dma_wait` on the send semaphore.
+
+Sums run along the ring (rank r+1, r+2, ..., r), not in rank order: integers are exact,
+floats agree to rounding. The reduction is level S's: add / mul / max / min as
+`arith.addf|mulf|maximumf|minimumf` (ints: addi, muli, maxsi, minsi; i1: ori for add/max,
+andi for mul/min); bf16 / f16 partials travel and accumulate in f32 (receive buffers and
+accumulator in f32, the own chunk widened with `arith.extf`) and are rounded once
+(`arith.truncf`) when the result is copied out.
+
+Several rings (both directions, the parts of a torus all-reduce) run their steps
+interleaved; a chunk cut into pieces (see `reduce_scatter.rs_plan`) runs the pieces one
+after the other through the same buffers: the credits run on (no drain between pieces)
+and a piece's result is copied out while the next piece's first messages travel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shardc.dialects import collective, tpu
+from shardc.dialects.hlo import accumulation_type, element_kind
+from shardc.dialects.tpu import memref_type
+from shardc.lowering.context import Target
+from shardc.lowering.emit import VMEM, Emitter, for_steps, local_copy, nbytes
+from shardc.lowering.rings import Ring
+from shardc.lowering.topology import Topology
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import MemRefType, VectorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+_COMBINE: dict[str, dict[str, type[Operation]]] = {
+    "float": {
+        "add": arith.AddfOp,
+        "mul": arith.MulfOp,
+        "max": arith.MaximumfOp,
+        "min": arith.MinimumfOp,
+    },
+    "int": {"add": arith.AddiOp, "mul": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp},
+    "bool": {"add": arith.OrIOp, "mul": arith.AndIOp, "max": arith.OrIOp, "min": arith.AndIOp},
+}
+"""The arith op combining two partials, per element kind and reduction kind (as level S's
+`reduce_ufunc`: max/min propagate NaN; on i1 add/max are or, mul/min and)."""
+
+
+def combine(op: Operation, a: SSAValue, b: SSAValue) -> list[Operation]:
+    """
+    The ops combining a partial `a` with this device's `b` (low precision: widened to
+    `a`'s accumulation type first) by `op`'s reduction kind; the last one's result is
+    the combination.
+    """
+    assert isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase)
+    ty = a.type
+    assert isinstance(ty, VectorType)
+    ops: list[Operation] = []
+    if b.type != ty:
+        widen = arith.ExtFOp(b, ty)
+        ops.append(widen)
+        b = widen.result
+    kind = op.kind.data
+    total = _COMBINE[element_kind(ty.element_type) or "int"][kind](a, b)
+    total.results[0].name_hint = {"add": "sum", "mul": "product"}.get(kind, kind)
+    return [*ops, total]
+
+
+def copy_out(e: Emitter, acc: SSAValue, target: SSAValue) -> None:
+    """Copy a reduced VMEM block to `target` (HBM), rounding once to its element type
+    if the block accumulated in a wider one (bf16 / f16 reduce in f32, as level S)."""
+    at, tt = acc.type, target.type
+    assert isinstance(at, MemRefType) and isinstance(tt, MemRefType)
+    if at.element_type == tt.element_type:
+        local_copy(e, acc, target, "rs_out")
+        return
+    shape = list(at.get_shape())
+    zeros = [e.index(0) for _ in shape]
+    wide = e.op(tpu.LoadOp(acc, zeros, VectorType(at.element_type, shape)), "wide")
+    narrow = e.op(arith.TruncFOp(wide, VectorType(tt.element_type, shape)), "rounded")
+    buf = e.op(tpu.AllocOp(memref_type(shape, tt.element_type, VMEM)), "rs_rounded")
+    e.op(tpu.StoreOp(narrow, buf, zeros))
+    local_copy(e, buf, target, "rs_out")
+    e.op(tpu.DeallocOp(buf))
+
+
+@dataclass
+class _RingState:
+    """The VMEM buffers and semaphores of one reduce-scatter ring."""
+
+    bshape: list[int]
+    to: SSAValue
+    back: SSAValue
+    rbuf: SSAValue
+    mine: SSAValue
+    acc: SSAValue
+    copy_sem: SSAValue
+    send_sem: SSAValue
+    recv_sems: SSAValue
+    credits: SSAValue
+    out_sem: SSAValue | None
+    """Copies of a piece's result out of `acc` (with several pieces)."""
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every step of one `run_rs_rings` shares."""
+
+    op: Operation
+    n: int
+    elem: Attribute
+    wide: Attribute
+    """The accumulation type of `elem` (f32 for bf16/f16)."""
+    one: SSAValue
+    credit0: SSAValue
+    """i32 min(2, N-1): the receive slots, and the credits owed at the end."""
+
+
+def run_rs_rings(
+    topo: Topology,
+    target: Target,
+    e: Emitter,
+    op: Operation,
+    pieces: list[list[Ring]],
+    deferred: list[Operation] | None = None,
+) -> list[tuple[Ring, SSAValue]]:
+    """
+    Ring reduce-scatter steps of the rings of each piece (one axis size), the rings
+    of a piece interleaved, the pieces one after the other through the same VMEM
+    buffers (a piece's rings are the previous piece's on the next part of every
+    chunk). With a `dst` (HBM) per ring, each piece's result is copied there while the
+    next piece's first messages travel; without (one piece), the VMEM buffers holding
+    this rank's reduced parts are returned, for the caller to use and deallocate.
+    `deferred` (a `_start`): everything after step 0's sends goes there (emitted at
+    the done).
+    """
+    run = _start_run(target, e, op, pieces)
+    state = [_ring_buffers(topo, e, run, r, len(pieces) > 1) for r in pieces[0]]
+    later = Emitter(Block()) if deferred is not None else None
+    pending: list[Operation] = []
+    """Waits for the previous piece's copies out of the accumulators."""
+    for p, rings in enumerate(pieces):
+        firsts = _first_messages(e, run, rings, state, pending)
+        if run.wide != run.elem:
+            pending = []
+        # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and the
+        # rest of the collective goes to a block emitted at the done.
+        for o in _step(run, e, e.index(0), p, rings, state, firsts, pending):
+            (later if later is not None and p == 0 else e).op(o)
+        pending = []
+        if later is not None and p == 0:
+            e = later
+        if run.n > 2:
+            b, s = for_steps(e, 1, run.n - 1)
+            for o in _step(run, b, s, p, rings, state, [st.acc for st in state], []):
+                b.op(o)
+            b.op(scf.YieldOp())
+        if p < len(pieces) - 1:
+            pending = _piece_out(e, run, rings, state)
+    result = _finish(e, run, pieces[-1], state)
+    if deferred is not None and later is not None:
+        deferred += later.detach_all()
+    return result
+
+
+def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring]]) -> _Run:
+    """Check that the rings' blocks fit VMEM; the constants every step uses."""
+    n = pieces[0][0].ax.size
+    blocks = [r.block_type() for r in pieces[0]]
+    elem = blocks[0][1]
+    wide = accumulation_type(elem)
+    target.check_vmem(
+        op,
+        "a ring reduce_scatter step (4 blocks of "
+        + " + ".join("x".join(map(str, b)) for b, _ in blocks)
+        + ")",
+        sum(4 * nbytes(b, wide) for b, _ in blocks),
+    )
+    one = e.i32(1, "one")
+    credit0 = e.i32(min(2, n - 1), "rs_slots")
+    return _Run(op, n, elem, wide, one, credit0)
+
+
+def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) -> _RingState:
+    """A reduce-scatter ring's VMEM buffers and semaphores (`pieces`: one for the copies
+    out between pieces too); its first credits sent."""
+    tag = r.tag
+    bshape, _ = r.block_type()
+    wide, elem = run.wide, run.elem
+    # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
+    st = _RingState(
+        bshape,
+        topo.neighbour(r.ax, r.direction),
+        topo.neighbour(r.ax, -r.direction),
+        e.op(tpu.AllocOp(memref_type([2, *bshape], wide, VMEM)), f"{tag}_recv_buf"),
+        e.op(tpu.AllocOp(memref_type(bshape, elem, VMEM)), f"{tag}_mine"),
+        e.op(tpu.AllocOp(memref_type(bshape, wide, VMEM)), f"{tag}_acc"),
+        e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_copy_sem"),
+        e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_send_sem"),
+        e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems"),
+        e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits"),
+        e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_piece_sem") if pieces else None,
+    )
+    # My receive slots are free: tell the neighbour who sends into them.
+    e.op(tpu.SemSignalOp(st.credits, run.credit0, st.back))
+    return st
+
+
+def _first_messages(
+    e: Emitter,
+    run: _Run,
+    rings: list[Ring],
+    state: list[_RingState],
+    pending: list[Operation],
+) -> list[SSAValue]:
+    """
+    Each ring's first message, my own chunk (me - direction) mod N, sent straight from
+    HBM; low precision widens it into `acc` first (after `pending`, the previous
+    piece's copies out of `acc`) and sends it from there.
+    """
+    firsts = []
+    for r, st in zip(rings, state, strict=False):
+        first = e.to_index(
+            e.rem(e.add(r.ax.me, e.i32((-r.direction) % run.n)), r.ax.n), f"{r.tag}_first"
+        )
+        block = r.block(e, first, f"{r.tag}_first_block")
+        if run.wide != run.elem:
+            for w in pending:
+                e.op(w)
+            pending = []
+            e.op(tpu.DMAStartOp(block, st.mine, recv_sem=st.copy_sem))
+            e.op(tpu.DMAWaitOp(st.copy_sem, st.mine))
+            zeros = [e.index(0) for _ in st.bshape]
+            low = e.op(
+                tpu.LoadOp(st.mine, zeros, VectorType(run.elem, st.bshape)),
+                f"{r.tag}_first_low",
+            )
+            e.op(
+                tpu.StoreOp(e.op(arith.ExtFOp(low, VectorType(run.wide, st.bshape))), st.acc, zeros)
+            )
+            block = st.acc
+        firsts.append(block)
+    return firsts
+
+
+def _step(
+    run: _Run,
+    b: Emitter,
+    s: SSAValue,
+    p: int,
+    rings: list[Ring],
+    state: list[_RingState],
+    srcs: Sequence[SSAValue],
+    before_store: list[Operation],
+) -> list[Operation]:
+    """Start step `s` of piece `p`'s DMAs (after their credits); return the rest of the
+    step (`before_store`: to emit before the first ring overwrites its accumulator)."""
+    s32 = b.to_i32(s)
+    n = run.n
+    slot = b.rem(b.add(s, b.index(p * (n - 1))) if p else s, b.index(2), "slot")
+    later: list[Operation] = []
+    for r, st, src in zip(rings, state, srcs, strict=False):
+        later += _ring_step(run, b, s32, slot, r, st, src, before_store)
+        before_store = []
+    return later
+
+
+def _ring_step(
+    run: _Run,
+    b: Emitter,
+    s32: SSAValue,
+    slot: SSAValue,
+    r: Ring,
+    st: _RingState,
+    src: SSAValue,
+    before_store: list[Operation],
+) -> list[Operation]:
+    """One ring of reduce_scatter step s: send `src` (the running partial in `acc`,
+    or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
+    return the rest (`before_store` just before the accumulator is overwritten)."""
+    ax, n, tag = r.ax, r.ax.size, r.tag
+    bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
+    block_v = memref_type(bshape, run.wide, VMEM)
+    # The partial arriving at step s is for chunk (me - direction (s + 2)) mod N.
+    if r.direction == 1:
+        mine_c = b.add(b.sub(ax.me, s32), b.i32(2 * n - 2))
+    else:
+        mine_c = b.add(b.add(ax.me, s32), b.i32(2))
+    mine_i = b.to_index(b.rem(mine_c, ax.n), f"{tag}_mine_chunk")
+    zeros = [b.index(0) for _ in bshape]
+    dst = b.op(tpu.MemRefSliceOp(rbuf, [slot, *zeros], block_v), f"{tag}_slot")
+    rsem = b.op(tpu.MemRefSliceOp(st.recv_sems, [slot], tpu.DMASemaphoreType()), f"{tag}_recv_sem")
+    # Handshake: one credit = one free receive slot on the receiving neighbour.
+    b.op(tpu.SemWaitOp(st.credits, run.one))
+    b.op(tpu.DMAStartOp(src, dst, send_sem=st.send_sem, recv_sem=rsem, device=st.to))
+    xs = r.block(b, mine_i, f"{tag}_x_block")
+    b.op(tpu.DMAStartOp(xs, mine, recv_sem=st.copy_sem))
+    got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(run.wide, bshape))
+    got.result.name_hint = "partial"
+    own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
+    own.result.name_hint = "own"
+    combined = combine(run.op, got.result, own.result)
+    return [
+        tpu.DMAWaitOp(st.copy_sem, mine),
+        tpu.DMAWaitOp(rsem, dst),
+        got,
+        own,
+        *combined,
+        # The send buffer is free once the outgoing message has left.
+        tpu.DMAWaitOp(st.send_sem, acc),
+        *before_store,
+        tpu.StoreOp(combined[-1].results[0], acc, zeros),
+        # My slot is consumed: one more credit for the sending neighbour.
+        tpu.SemSignalOp(st.credits, run.one, st.back),
+    ]
+
+
+def _piece_out(
+    e: Emitter, run: _Run, rings: list[Ring], state: list[_RingState]
+) -> list[Operation]:
+    """
+    A piece's result (not the last piece's) leaves while the next piece's first
+    messages travel: its waits are returned, for before `acc` is next overwritten. Low
+    precision rounds it first, which waits here.
+    """
+    pending: list[Operation] = []
+    if run.wide == run.elem:
+        for r, st in zip(rings, state, strict=False):
+            assert r.dst is not None and st.out_sem is not None
+            target = r.target(e)
+            e.op(tpu.DMAStartOp(st.acc, target, recv_sem=st.out_sem))
+            pending.append(tpu.DMAWaitOp(st.out_sem, target))
+    else:
+        for r, st in zip(rings, state, strict=False):
+            copy_out(e, st.acc, r.target(e))
+    return pending
+
+
+def _finish(
+    e: Emitter, run: _Run, rings: list[Ring], state: list[_RingState]
+) -> list[tuple[Ring, SSAValue]]:
+    """Wait for the credits still owed, free the buffers; the last piece's result out
+    to its `dst`, or (no `dst`) the accumulators returned."""
+    for st in state:
+        # The credits still owed to me: my receiver has consumed every message.
+        e.op(tpu.SemWaitOp(st.credits, run.credit0))
+        e.op(tpu.DeallocOp(st.rbuf))
+        e.op(tpu.DeallocOp(st.mine))
+    if rings[0].dst is None:
+        return [(r, st.acc) for r, st in zip(rings, state, strict=False)]
+    for r, st in zip(rings, state, strict=False):
+        copy_out(e, st.acc, r.target(e))
+        e.op(tpu.DeallocOp(st.acc))
+    return []

@@ -1,0 +1,260 @@
+"""
+The tiling core of `compute`, part one: what a tiled op is (`Tiled`: its iteration space,
+its operand `Stream`s, its block body, its accumulator) and how its blocks are chosen
+(`plan_blocks`: the fastest legal blocks that fit the VMEM left over, by a pipeline model;
+see the `compute` module docstring).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from shardc.dialects import tpu
+from shardc.hardware.chips import Chip
+from shardc.hardware.cost import vmem_time
+from shardc.lowering.context import Target
+from shardc.lowering.emit import VMEM, nbytes, tensor_type
+from shardc.lowering.tile_index import Ix, TileEmitter
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+LANES, SUBLANES = 128, 8
+STEP_OVERHEAD = 0.35e-6
+"""Seconds `plan_blocks` charges per loop step (Pallas's per-grid-step overhead is about
+this), so that blocks stay large unless smaller ones buy more overlap than that."""
+MAX_CHOICES = 20000
+"""At most this many block shapes are compared."""
+
+
+# The tiling core -------------------------------------------------------------------------
+
+
+@dataclass
+class Stream:
+    """One operand of a tiled op: which block of it each step reads."""
+
+    value: SSAValue
+    """The level-S value (its HBM buffer is `LoweringContext.buffers[value]`)."""
+    dims: tuple[int | None, ...]
+    """The iteration dimension each operand dimension follows (None: taken whole)."""
+    perm: tuple[int, ...] | None = None
+    """Transpose the block into this order (staged through VMEM scratch)."""
+    view: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
+    """The shape the body reads the (transposed) block as; default: as it is."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tensor_type(self.value.type).get_shape()
+
+    @property
+    def elem(self) -> Attribute:
+        return tensor_type(self.value.type).element_type
+
+    def block(self, blocks: Sequence[int]) -> tuple[int, ...]:
+        return tuple(
+            s if it is None else blocks[it] for s, it in zip(self.shape, self.dims, strict=False)
+        )
+
+    def staged(self, blocks: Sequence[int]) -> tuple[int, ...]:
+        blk = self.block(blocks)
+        return blk if self.perm is None else tuple(blk[p] for p in self.perm)
+
+    def view_shape(self, blocks: Sequence[int]) -> tuple[int, ...]:
+        staged = self.staged(blocks)
+        return staged if self.view is None else self.view(staged)
+
+    def period(self, grid: Sequence[int]) -> int:
+        """
+        For how many consecutive steps its block stays the same: the blocks of the
+        iteration dimensions after the last one it follows (row-major over the grid).
+        It is fetched once every `period` steps, prefetched a step ahead.
+        """
+        deps = [it for it in self.dims if it is not None and grid[it] > 1]
+        return math.prod(grid[max(deps) + 1 :]) if deps else math.prod(grid)
+
+    def moves(self, grid: Sequence[int]) -> bool:
+        """Whether its block changes during the loop (else it is fetched once)."""
+        return self.period(grid) < math.prod(grid)
+
+
+@dataclass
+class Acc:
+    """How a reducing op accumulates: in `elem`, from `init`, rounded by `finish`."""
+
+    elem: Attribute
+    init: Callable[[TileEmitter, VectorType], SSAValue]
+    finish: Callable[[TileEmitter, SSAValue], SSAValue]
+
+
+Body = Callable[[TileEmitter, list[SSAValue], list[Ix], SSAValue], None]
+"""(emitter, the operands' VMEM blocks, the block index per iteration dimension, the
+VMEM block to write: the result's, or the accumulator) -> None."""
+
+
+@dataclass
+class Tiled:
+    op: Operation
+    sizes: tuple[int, ...]
+    """Iteration space: the result's dimensions, then the reduced ones."""
+    streams: list[Stream]
+    body: Body
+    work: Callable[[Sequence[int]], float]
+    """Compute seconds of one step for given blocks (for `plan_blocks`)."""
+    acc: Acc | None = None
+    align: dict[int, int] = field(default_factory=dict)
+    """Extra alignment per iteration dimension (the MXU's)."""
+    whole: bool = False
+    """One block only (a dense constant)."""
+
+    @property
+    def result(self) -> SSAValue:
+        return self.op.results[0]
+
+    @property
+    def n_out(self) -> int:
+        return len(tensor_type(self.result.type).get_shape())
+
+    @property
+    def tag(self) -> str:
+        return self.op.name.removeprefix("hlo.")
+
+
+@dataclass(frozen=True)
+class Plan:
+    blocks: tuple[int, ...]
+    grid: tuple[int, ...]
+    """Blocks per iteration dimension."""
+    vmem: int
+    separate_acc: bool
+    """Whether the accumulator is a VMEM buffer of its own (not the result slot)."""
+
+
+def _alignment(t: Tiled) -> list[int]:
+    """Each iteration dimension's block must be a multiple of this (or whole)."""
+    align = [1] * len(t.sizes)
+    # The last two dimensions of every operand and of the result, as laid out in HBM.
+    for dims in [*(s.dims for s in t.streams), tuple(range(t.n_out))]:
+        for pos, unit in ((-1, LANES), (-2, SUBLANES)):
+            if len(dims) >= -pos and dims[pos] is not None:
+                it = dims[pos]
+                align[it] = math.lcm(align[it], unit)
+    for it, unit in t.align.items():
+        align[it] = math.lcm(align[it], unit)
+    return align
+
+
+def _choices(size: int, unit: int) -> list[int]:
+    """Legal block sizes of a dimension, largest first."""
+    divisors = {d for i in range(1, math.isqrt(size) + 1) if size % i == 0 for d in (i, size // i)}
+    return sorted((d for d in divisors if d % unit == 0 or d == size), reverse=True)
+
+
+def _vmem(t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, bool]:
+    """VMEM bytes of the buffers for these blocks; whether the accumulator is separate."""
+    total = 0
+    for s in t.streams:
+        size = nbytes(s.block(blocks), s.elem)
+        total += size * (2 if s.moves(grid) else 1)
+        if s.perm is not None:
+            total += size
+    ty = tensor_type(t.result.type)
+    out = nbytes(blocks[: t.n_out], ty.element_type)
+    out_blocks = math.prod(grid[: t.n_out])
+    total += out * (2 if out_blocks > 1 else 1)
+    separate = t.acc is not None and t.acc.elem != ty.element_type
+    if separate:
+        assert t.acc is not None
+        total += nbytes(blocks[: t.n_out], t.acc.elem)
+    return total, separate
+
+
+def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
+    """
+    Seconds the loop would take: the first fetch, then per step the longer of its
+    compute and the HBM traffic overlapping it (the blocks prefetched for the next step,
+    the previous result block's write-back), then the last write-back.
+    """
+    hbm = chip.hbm_bw
+    steps = math.prod(grid)
+    out = nbytes(blocks[: t.n_out], tensor_type(t.result.type).element_type)
+    sizes = [nbytes(s.block(blocks), s.elem) for s in t.streams]
+    # The body's loads and stores (operand blocks, result block read and written) at
+    # VMEM bandwidth, then its compute.
+    work = vmem_time(chip, sum(sizes) + 2 * out) + t.work(blocks)
+    # Bytes moved every `period` steps; periods are suffix products of the grid, so each
+    # divides the next, and a step that moves one period's blocks moves the shorter ones'.
+    traffic: dict[int, int] = {}
+    for s, size in zip(t.streams, sizes, strict=False):
+        if s.moves(grid):
+            traffic[s.period(grid)] = traffic.get(s.period(grid), 0) + size
+    n_red = math.prod(grid[t.n_out :])
+    if n_red < steps:
+        traffic[n_red] = traffic.get(n_red, 0) + out
+    periods = sorted(traffic)
+    total, moved, busy = 0.0, 0, 0
+    for j, p in enumerate(periods):
+        count = (steps - 1) // p - ((steps - 1) // periods[j + 1] if j + 1 < len(periods) else 0)
+        moved += traffic[p]
+        total += count * max(work, moved / hbm)
+        busy += count
+    total += (steps - busy) * work
+    return sum(sizes) / hbm + total + out / hbm
+
+
+def plan_blocks(target: Target, t: Tiled, in_use: int) -> Plan:
+    """
+    The blocks (see the module docstring), or an OpPassError if none fits the VMEM
+    left over by the `in_use` bytes collectives in flight hold.
+    """
+    align = _alignment(t)
+    options = [[n] if t.whole else _choices(n, a) for n, a in zip(t.sizes, align, strict=False)]
+    while math.prod(len(o) for o in options) > MAX_CHOICES:
+        longest = max(options, key=len)
+        del longest[len(longest) // 2]
+    budget = target.vmem_bytes - in_use
+    best: tuple[tuple[float, int, tuple[int, ...]], Plan] | None = None
+    for blocks in itertools.product(*options):
+        grid = tuple(n // b for n, b in zip(t.sizes, blocks, strict=False))
+        size, separate = _vmem(t, blocks, grid)
+        if size > budget:
+            continue
+        steps = math.prod(grid)
+        cost = _estimate(target.chip, t, blocks, grid) + steps * STEP_OVERHEAD
+        # Ties: larger trailing blocks (whole rows make contiguous DMAs).
+        key = (cost, steps, tuple(-b for b in reversed(blocks)))
+        if best is None or key < best[0]:
+            best = (key, Plan(blocks, grid, size, separate))
+    if best is None:
+        smallest = tuple(o[-1] for o in options)
+        grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
+        size, _ = _vmem(t, smallest, grid)
+        held = target.vmem_bytes - budget
+        what = (
+            f"{t.op.name} with its smallest blocks ({_blocks_str(t, smallest)}"
+            + (f"; {held} bytes held by collectives in flight" if held else "")
+            + ")"
+        )
+        target.check_vmem(t.op, what, size + held)
+        raise AssertionError("unreachable")
+    return best[1]
+
+
+def _blocks_str(t: Tiled, blocks: Sequence[int]) -> str:
+    parts = [f"result {'x'.join(map(str, blocks[: t.n_out])) or 'scalar'}"]
+    for i, s in enumerate(t.streams):
+        parts.append(f"operand {i} {'x'.join(map(str, s.block(blocks))) or 'scalar'}")
+    return ", ".join(parts)
+
+
+def vmem_in_use(kernel: Block) -> int:
+    """VMEM allocated so far in the kernel and not yet deallocated (in-flight collectives)."""
+    live: dict[SSAValue, int] = {}
+    for o in kernel.walk():
+        if isinstance(o, tpu.AllocOp) and tpu.memory_space_of(o.result.type) is VMEM:
+            live[o.result] = tpu.ref_bytes(o.result.type)
+        elif isinstance(o, tpu.DeallocOp):
+            live.pop(o.ref, None)
+    return sum(live.values())

@@ -1,0 +1,191 @@
+"""
+Vector code for the block bodies of `compute`: loads and stores of whole VMEM blocks,
+splats, broadcasts, StableHLO `convert`, and hlo elementwise ops as `arith` / `math` /
+`tpu` vector ops with level S's numerics (bf16/f16 computed in f32 and rounded once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shardc.dialects import hlo, tpu
+from shardc.dialects.hlo import BOOL, FLOAT, element_kind
+from shardc.dialects.sizes import element_bytes
+from shardc.lowering.emit import tensor_type
+from shardc.lowering.tile_index import TileEmitter
+from xdsl.dialects import arith, vector
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    VectorType,
+    f32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+# Vector helpers -------------------------------------------------------------------------
+
+
+def zero_indices(b: TileEmitter, ref: SSAValue) -> list[SSAValue]:
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    return [b.index(0) for _ in ty.get_shape()]
+
+
+def load_block(b: TileEmitter, ref: SSAValue) -> SSAValue:
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    return b.op(tpu.LoadOp(ref, zero_indices(b, ref), VectorType(ty.element_type, ty.get_shape())))
+
+
+def store_block(b: TileEmitter, v: SSAValue, ref: SSAValue) -> None:
+    b.op(tpu.StoreOp(v, ref, zero_indices(b, ref)))
+
+
+def splat_vector(b: TileEmitter, value: float | bool, vty: VectorType) -> SSAValue:
+    """A vector of one value (a scalar constant broadcast: no per-element literal)."""
+    elem = vty.element_type
+    if element_kind(elem) == FLOAT:
+        c = arith.ConstantOp(FloatAttr(float(value), elem))  # pyright: ignore[reportArgumentType]
+    else:
+        c = arith.ConstantOp(IntegerAttr(int(value), elem))  # pyright: ignore[reportArgumentType]
+    return b.op(vector.BroadcastOp(b.op(c), vty))
+
+
+def broadcast_to(b: TileEmitter, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+    ty = v.type
+    assert isinstance(ty, VectorType)
+    if tuple(ty.get_shape()) == tuple(shape):
+        return v
+    return b.op(vector.BroadcastOp(v, VectorType(ty.element_type, shape)))
+
+
+def vector_type(v: SSAValue) -> VectorType:
+    ty = v.type
+    assert isinstance(ty, VectorType)
+    return ty
+
+
+def with_element(v: SSAValue, elem: Attribute) -> VectorType:
+    return VectorType(elem, vector_type(v).get_shape())
+
+
+def _low_precision(elem: Attribute) -> bool:
+    return isinstance(elem, BFloat16Type | Float16Type)
+
+
+def _width(elem: Attribute) -> int:
+    if isinstance(elem, IntegerType):
+        return elem.width.data
+    return 8 * element_bytes(elem)
+
+
+def convert_vector(b: TileEmitter, v: SSAValue, to: Attribute) -> SSAValue:
+    """StableHLO convert of a vector (see interpreter/values.py `convert`)."""
+    frm = vector_type(v).element_type
+    if frm == to:
+        return v
+    rty = with_element(v, to)
+    if element_kind(frm) == FLOAT and element_kind(to) == FLOAT:
+        if _width(frm) == _width(to):  # bf16 <-> f16: through f32 (exact, then one rounding)
+            v = b.op(arith.ExtFOp(v, with_element(v, f32)))
+            return b.op(arith.TruncFOp(v, rty))
+        cls = arith.ExtFOp if _width(frm) < _width(to) else arith.TruncFOp
+        return b.op(cls(v, rty))
+    return b.op(tpu.ConvertOp(v, rty))
+
+
+# Elementwise ops --------------------------------------------------------------------------
+
+_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
+    hlo.AddOp: arith.AddfOp,
+    hlo.SubOp: arith.SubfOp,
+    hlo.MulOp: arith.MulfOp,
+    hlo.DivOp: arith.DivfOp,
+    hlo.MaxOp: arith.MaximumfOp,
+    hlo.MinOp: arith.MinimumfOp,
+    hlo.PowOp: mathd.PowFOp,
+}
+_INT_BINARY: dict[type[Operation], type[Operation]] = {
+    hlo.AddOp: arith.AddiOp,
+    hlo.SubOp: arith.SubiOp,
+    hlo.MulOp: arith.MuliOp,
+    hlo.DivOp: arith.DivSIOp,
+    hlo.MaxOp: arith.MaxSIOp,
+    hlo.MinOp: arith.MinSIOp,
+    hlo.PowOp: mathd.IPowIOp,
+    hlo.AndOp: arith.AndIOp,
+    hlo.OrOp: arith.OrIOp,
+}
+_BOOL_BINARY: dict[type[Operation], type[Operation]] = {
+    hlo.AddOp: arith.OrIOp,
+    hlo.MulOp: arith.AndIOp,
+    hlo.MaxOp: arith.OrIOp,
+    hlo.MinOp: arith.AndIOp,
+    hlo.AndOp: arith.AndIOp,
+    hlo.OrOp: arith.OrIOp,
+}
+_FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
+    hlo.NegOp: arith.NegfOp,
+    hlo.ExpOp: mathd.ExpOp,
+    hlo.LogOp: mathd.LogOp,
+    hlo.TanhOp: mathd.TanhOp,
+    hlo.SqrtOp: mathd.SqrtOp,
+    hlo.RsqrtOp: mathd.RsqrtOp,
+    hlo.AbsOp: mathd.AbsFOp,
+    hlo.SinOp: mathd.SinOp,
+    hlo.CosOp: mathd.CosOp,
+}
+_FLOAT_CMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
+_INT_CMP = {"EQ": "eq", "NE": "ne", "LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge"}
+_BOOL_CMP = {"EQ": "eq", "NE": "ne", "LT": "ult", "LE": "ule", "GT": "ugt", "GE": "uge"}
+
+
+def _float_math(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue:
+    if isinstance(op, hlo.LogisticOp):  # 1 / (1 + exp(-x)), as level S
+        one = splat_vector(b, 1.0, vector_type(vals[0]))
+        e = b.op(mathd.ExpOp(b.op(arith.NegfOp(vals[0]))))
+        return b.op(arith.DivfOp(one, b.op(arith.AddfOp(one, e))))
+    if len(vals) == 2:
+        return b.op(_FLOAT_BINARY[type(op)](*vals))  # pyright: ignore[reportCallIssue]
+    return b.op(_FLOAT_UNARY[type(op)](vals[0]))  # pyright: ignore[reportCallIssue]
+
+
+def _int_math(b: TileEmitter, op: Operation, vals: list[SSAValue], boolean: bool) -> SSAValue:
+    x = vals[0]
+    if isinstance(op, hlo.NotOp):
+        return b.op(arith.XOrIOp(x, splat_vector(b, -1, vector_type(x))))
+    if isinstance(op, hlo.NegOp):
+        return b.op(arith.SubiOp(splat_vector(b, 0, vector_type(x)), x))
+    if isinstance(op, hlo.AbsOp):
+        return b.op(mathd.AbsIOp(x))
+    table = _BOOL_BINARY if boolean else _INT_BINARY
+    return b.op(table[type(op)](*vals))  # pyright: ignore[reportCallIssue]
+
+
+def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue:
+    """One hlo elementwise op on loaded blocks; bf16/f16 computed in f32, rounded once."""
+    res_elem = tensor_type(op.results[0].type).element_type
+    if isinstance(op, hlo.ConvertOp):
+        return convert_vector(b, vals[0], res_elem)
+    if isinstance(op, hlo.SelectOp):
+        pred = broadcast_to(b, vals[0], vector_type(vals[1]).get_shape())
+        return b.op(tpu.SelectOp(pred, vals[1], vals[2]))
+    elem = vector_type(vals[0]).element_type
+    kind = element_kind(elem)
+    if isinstance(op, hlo.CompareOp):
+        d = op.comparison_direction.data
+        if kind == FLOAT:
+            return b.op(tpu.CmpOp(_FLOAT_CMP[d], vals[0], vals[1]))
+        return b.op(tpu.CmpOp((_BOOL_CMP if kind == BOOL else _INT_CMP)[d], vals[0], vals[1]))
+    if kind != FLOAT:
+        return _int_math(b, op, vals, kind == BOOL)
+    if not _low_precision(elem):
+        return _float_math(b, op, vals)
+    wide = [b.op(arith.ExtFOp(v, with_element(v, f32))) for v in vals]
+    r = _float_math(b, op, wide)
+    return b.op(arith.TruncFOp(r, with_element(r, elem)))
