@@ -314,7 +314,9 @@ def _parse_functional_type(
 
 def _print_functional_type(printer: Printer, op: IRDLOperation) -> None:
     printer.print_string(" : ")
-    printer.print_operation_type(op)
+    # Not `print_operation_type`: with --print-debuginfo it also prints the op's location,
+    # which the printer prints again after the op.
+    printer.print_function_type(op.operand_types, op.result_types)
 
 
 @irdl_op_definition
