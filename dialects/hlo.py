@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from abc import ABC
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from shardc.dialects.syntax import (
     i64_array,
@@ -319,6 +319,38 @@ def _print_functional_type(printer: Printer, op: IRDLOperation) -> None:
     printer.print_function_type(op.operand_types, op.result_types)
 
 
+def _parse_operand_and_dims(
+    cls: type[IRDLOperation],
+    parser: Parser,
+    dims_property: str,
+    properties: dict[str, Attribute] | None = None,
+) -> Any:
+    """`%x, dims = [..] {attrs} : (operand type) -> result type` (broadcast, transpose,
+    reduce after its kind): the dims become `dims_property`, after `properties`."""
+    pos = parser.pos
+    operand = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    dims = parse_keyword_int_list(parser, "dims")
+    attrs = parser.parse_optional_attr_dict()
+    inputs, outputs = _parse_functional_type(parser)
+    (value,) = parser.resolve_operands([operand], inputs, pos)
+    op = cls.create(
+        operands=[value],
+        result_types=outputs,
+        properties={**(properties or {}), dims_property: i64_array(dims)},
+    )
+    op.attributes |= attrs
+    return op
+
+
+def _print_operand_and_dims(printer: Printer, op: IRDLOperation, dims: Sequence[int]) -> None:
+    """The inverse of `_parse_operand_and_dims`."""
+    printer.print_operand(op.operands[0])
+    printer.print_string(f", dims = {int_list_str(dims)}")
+    printer.print_op_attributes(op.attributes)
+    _print_functional_type(printer, op)
+
+
 @irdl_op_definition
 class CompareOp(HloOp):
     """`%r = hlo.compare GT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>`."""
@@ -565,27 +597,11 @@ class BroadcastOp(HloOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> BroadcastOp:
-        pos = parser.pos
-        operand = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dims = parse_keyword_int_list(parser, "dims")
-        attrs = parser.parse_optional_attr_dict()
-        inputs, outputs = _parse_functional_type(parser)
-        (value,) = parser.resolve_operands([operand], inputs, pos)
-        op = cls.create(
-            operands=[value],
-            result_types=outputs,
-            properties={"broadcast_dimensions": i64_array(dims)},
-        )
-        op.attributes |= attrs
-        return op
+        return _parse_operand_and_dims(cls, parser, "broadcast_dimensions")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_operand(self.operand)
-        printer.print_string(f", dims = {int_list_str(self.dims)}")
-        printer.print_op_attributes(self.attributes)
-        _print_functional_type(printer, self)
+        _print_operand_and_dims(printer, self, self.dims)
 
     def verify_semantics(self) -> None:
         src, res = _tensor(self.operand), _tensor(self.result)
@@ -669,27 +685,11 @@ class TransposeOp(HloOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> TransposeOp:
-        pos = parser.pos
-        operand = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dims = parse_keyword_int_list(parser, "dims")
-        attrs = parser.parse_optional_attr_dict()
-        inputs, outputs = _parse_functional_type(parser)
-        (value,) = parser.resolve_operands([operand], inputs, pos)
-        op = cls.create(
-            operands=[value],
-            result_types=outputs,
-            properties={"permutation": i64_array(dims)},
-        )
-        op.attributes |= attrs
-        return op
+        return _parse_operand_and_dims(cls, parser, "permutation")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_operand(self.operand)
-        printer.print_string(f", dims = {int_list_str(self.perm)}")
-        printer.print_op_attributes(self.attributes)
-        _print_functional_type(printer, self)
+        _print_operand_and_dims(printer, self, self.perm)
 
     def verify_semantics(self) -> None:
         src, res = _tensor(self.operand), _tensor(self.result)
@@ -1241,27 +1241,11 @@ class ReduceOp(HloOp):
         kind = parser.parse_optional_identifier()
         if kind not in REDUCE_KINDS:
             parser.raise_error("expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos)
-        pos = parser.pos
-        operand = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dims = parse_keyword_int_list(parser, "dims")
-        attrs = parser.parse_optional_attr_dict()
-        inputs, outputs = _parse_functional_type(parser)
-        (value,) = parser.resolve_operands([operand], inputs, pos)
-        op = cls.create(
-            operands=[value],
-            result_types=outputs,
-            properties={"kind": StringAttr(kind), "dimensions": i64_array(dims)},
-        )
-        op.attributes |= attrs
-        return op
+        return _parse_operand_and_dims(cls, parser, "dimensions", {"kind": StringAttr(kind)})
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data} ")
-        printer.print_operand(self.operand)
-        printer.print_string(f", dims = {int_list_str(self.dims)}")
-        printer.print_op_attributes(self.attributes)
-        _print_functional_type(printer, self)
+        _print_operand_and_dims(printer, self, self.dims)
 
     def verify_semantics(self) -> None:
         if self.kind.data not in REDUCE_KINDS:
