@@ -36,61 +36,43 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from shardc.tools.source import DiagnosticError, SourceMap
+from shardc.diagnostics import DiagnosticError, caret_location
 from xdsl.dialects.builtin import ModuleOp
 
 DEFAULT_PIPELINE = "spmd-pipeline"
 DEFAULT_CHIP = "v5e"
 DEFAULT_FILENAME = "<string>"
 
-_SOURCES: weakref.WeakKeyDictionary[ModuleOp, tuple[SourceMap, str]] = weakref.WeakKeyDictionary()
-"""Modules made by `compile` (or parsed by `run`) -> their source map and file name."""
 _PIPELINES: weakref.WeakKeyDictionary[ModuleOp, str] = weakref.WeakKeyDictionary()
 """Modules made by `compile` -> the pipeline that made them (for the report)."""
 
 
-def _parse(text: str, filename: str) -> tuple[ModuleOp, SourceMap]:
-    from shardc.dialects import make_context
-    from shardc.tools.source import parse_and_verify
-
-    module, source_map = parse_and_verify(make_context(), text, filename)
-    _SOURCES[module] = (source_map, filename)
-    return module, source_map
+def _module_name(module: ModuleOp, filename: str | None) -> str:
+    """The file the module was parsed from, else `filename`, else "<module>"."""
+    pos = caret_location(module.location)
+    return pos.filename.data if pos is not None else (filename or "<module>")
 
 
 def _module_and_source(
     program: Any, filename: str | None, *, copy: bool, what: str
-) -> tuple[ModuleOp, SourceMap, str]:
-    """Parse text, or take (a copy of) a module with its source map if it has one."""
+) -> tuple[ModuleOp, str]:
+    """Parse text, or take (a copy of) a module (locations are kept on clones)."""
     if isinstance(program, str):
-        name = filename or DEFAULT_FILENAME
-        module, source_map = _parse(program, name)
-        return module, source_map, name
-    if isinstance(program, ModuleOp):
-        known = _SOURCES.get(program)
-        if known is not None:
-            source_map, name = known
-        else:
-            name = filename or "<module>"
-            source_map = SourceMap(name)
-        if copy:
-            clone = program.clone()
-            # keep the locations: map the clone's ops to the original's
-            if source_map.locations:
-                located = SourceMap(
-                    source_map.filename, input=source_map.input, line_offset=source_map.line_offset
-                )
-                for old, new in zip(program.walk(), clone.walk(), strict=False):
-                    loc = source_map.locations.get(old)
-                    if loc is not None:
-                        located.locations[new] = loc
-                source_map = located
-            program = clone
-        if known is None:
-            from shardc.tools.source import verify_module
+        from shardc.dialects import make_context
+        from shardc.parsing import parse_and_verify
 
-            verify_module(program, source_map)
-        return program, source_map, name
+        name = filename or DEFAULT_FILENAME
+        return parse_and_verify(make_context(), program, name), name
+    if isinstance(program, ModuleOp):
+        name = _module_name(program, filename)
+        made_by_shardc = caret_location(program.location) is not None
+        if copy:
+            program = program.clone()
+        if not made_by_shardc:
+            from shardc.parsing import verify_module
+
+            verify_module(program, filename=name)
+        return program, name
     raise TypeError(
         f"{what}: expected MLIR text (str) or an xdsl ModuleOp, got {type(program).__name__}"
     )
@@ -119,8 +101,7 @@ def compile(  # shardc.compile is the API's name
     the text in them, default "<string>").
     """
     what = "shardc.compile"
-    module, source_map, name = _module_and_source(text_or_module, filename, copy=True, what=what)
-    _SOURCES[module] = (source_map, name)
+    module, name = _module_and_source(text_or_module, filename, copy=True, what=what)
     from shardc.tools.shardc_run import LEVEL_S
 
     if isinstance(text_or_module, ModuleOp) and text_or_module in LEVEL_S:
@@ -130,7 +111,7 @@ def compile(  # shardc.compile is the API's name
         from shardc.tools.shardc_run import compile_module, with_chip
 
         _check_chip(chip, what)
-        compile_module(module, source_map, with_chip(pipeline, chip), name, prog=what)
+        compile_module(module, with_chip(pipeline, chip), name, prog=what)
         _PIPELINES[module] = pipeline
     return module
 
@@ -216,7 +197,7 @@ def run(
     from shardc.tools.shardc_run import execute, make_report, program_title
 
     hw = _check_chip(chip, what)
-    module, source_map, name = _module_and_source(module_or_text, filename, copy=False, what=what)
+    module, name = _module_and_source(module_or_text, filename, copy=False, what=what)
     function = io.find_entry(module, entry, name)
     sig = io.signature(module, function, name)
     if timing_only:
@@ -235,9 +216,7 @@ def run(
         arrays = _input_dict(sig, inputs, what)
         source = f"{what}(inputs)"
         inputs_info = {"source": "arrays"}
-    outputs, timeline = execute(
-        module, source_map, sig, name, hw, arrays, source, timing_only=timing_only
-    )
+    outputs, timeline = execute(module, sig, name, hw, arrays, source, timing_only=timing_only)
     specs = (
         sig.output_specs() if timing_only else [(n, v.shape, v.dtype) for n, v in outputs.items()]
     )

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shardc.diagnostics import DiagnosticError, caret_location, format_diagnostic
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
-from shardc.tools.source import DiagnosticError, Location, SourceMap
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    LocationAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -68,7 +69,6 @@ class ImportStats:
 class ImportResult:
     module: ModuleOp
     stats: ImportStats
-    source_map: SourceMap
 
 
 # Element types -----------------------------------------------------------------------------
@@ -117,17 +117,16 @@ def identity_value(kind: str, element: Attribute) -> float | int | bool:
 class Emitter:
     """Appends ops to a block; every op gets the location of the source op being converted."""
 
-    def __init__(self, block: Block, source_map: SourceMap):
+    def __init__(self, block: Block):
         self.block = block
-        self.source_map = source_map
-        self.location: Location | None = None
+        self.location: LocationAttr | None = None
         self.mesh_name: str | None = None
         self.mesh: spmd.MeshAttr | None = None
 
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
         if self.location is not None:
-            self.source_map.locations[op] = self.location
+            op.location = self.location
         return op
 
     def value(self, op: Operation) -> SSAValue:
@@ -339,10 +338,11 @@ def bool_type(like: TensorType) -> TensorType:
     return TensorType(i1, like.get_shape())
 
 
-def located_error(location: Location | None, filename: str, message: str) -> DiagnosticError:
-    if location is None:
+def located_error(location: LocationAttr | None, filename: str, message: str) -> DiagnosticError:
+    pos = caret_location(location) if location is not None else None
+    if pos is None:
         return DiagnosticError(f"{filename}: error: {message}")
-    return DiagnosticError(location.format(message))
+    return DiagnosticError(format_diagnostic(pos, message))
 
 
 def make_function(

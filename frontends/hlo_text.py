@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from shardc.diagnostics import DiagnosticError, SourceText
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
 from shardc.frontends import hlo_sharding as hs
@@ -62,12 +63,13 @@ from shardc.frontends.common import (
     make_function,
     shift_of,
 )
-from shardc.tools.source import DiagnosticError, Location, SourceMap, verify_module
+from shardc.parsing import verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -80,7 +82,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, SSAValue
-from xdsl.utils.lexer import Input
 
 GRAMMAR = Path(__file__).with_name("hlo_text.lark")
 
@@ -375,7 +376,7 @@ def _expected(names: set[str]) -> str:
 
 
 def syntax_error(e: UnexpectedInput, text: str, filename: str) -> DiagnosticError:
-    src = Input(text, filename)
+    src = SourceText(filename, text)
     if isinstance(e, UnexpectedToken):
         tok = e.token
         if tok.type == "$END":
@@ -385,7 +386,7 @@ def syntax_error(e: UnexpectedInput, text: str, filename: str) -> DiagnosticErro
             what = "end of line" if tok.type == "_NL" else f"'{tok.value}'"
         msg = f"malformed HLO text: unexpected {what}, expected {_expected(set(e.expected))}"
         length = 1 if tok.type in ("_NL", "$END") else len(str(tok.value))
-        return DiagnosticError(Location(src, min(pos, len(text))).format(msg, length))
+        return DiagnosticError(src.format(min(pos, len(text)), msg, length))
     if isinstance(e, UnexpectedCharacters):
         pos = e.pos_in_stream
         ch = text[pos] if pos < len(text) else "end of file"
@@ -393,10 +394,10 @@ def syntax_error(e: UnexpectedInput, text: str, filename: str) -> DiagnosticErro
         msg = f"malformed HLO text: unexpected character '{ch}'" + (
             f", expected {expected}" if expected else ""
         )
-        return DiagnosticError(Location(src, pos).format(msg))
+        return DiagnosticError(src.format(pos, msg))
     if isinstance(e, UnexpectedEOF):
         msg = f"malformed HLO text: unexpected end of file, expected {_expected(set(e.expected))}"
-        return DiagnosticError(Location(src, len(text.rstrip())).format(msg))
+        return DiagnosticError(src.format(len(text.rstrip()), msg))
     return DiagnosticError(f"{filename}: error: malformed HLO text: {e}")
 
 
@@ -409,10 +410,10 @@ class Reader:
     def __init__(self, text: str, filename: str):
         self.text = text
         self.filename = filename
-        self.input = Input(text, filename)
+        self.input = SourceText(filename, text)
 
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
-        return DiagnosticError(Location(self.input, pos).format(message, length))
+        return DiagnosticError(self.input.format(pos, message, length))
 
     def raw(self, tree: Any) -> str:
         if isinstance(tree, Token):
@@ -540,10 +541,9 @@ class HloTextImporter:
         self.text = text
         self.filename = filename
         self.reader = Reader(text, filename)
-        self.out_map = SourceMap(filename)
         self.stats = ImportStats("xla hlo text", level="S")
         self.block = Block()
-        self.emit = Emitter(self.block, self.out_map)
+        self.emit = Emitter(self.block)
         self.computations: dict[str, Computation] = {}
         self.partitions = 1
         self.replicas = 1
@@ -554,8 +554,8 @@ class HloTextImporter:
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
         return self.reader.error(pos, message, length)
 
-    def located(self, pos: int) -> Location:
-        return Location(self.reader.input, pos)
+    def located(self, pos: int) -> FileLineColLoc:
+        return self.reader.input.location(pos)
 
     # entry ----------------------------------------------------------------------------------
 
@@ -602,8 +602,8 @@ class HloTextImporter:
         mesh = spmd.MeshAttr([("devices", self.devices)])
         out = ModuleOp([spmd.MeshOp("mesh", mesh), function])
         self.stats.devices = self.devices
-        verify_module(out, self.out_map)
-        return ImportResult(out, self.stats, self.out_map)
+        verify_module(out, filename=self.filename)
+        return ImportResult(out, self.stats)
 
     def header_int(self, header: dict[str, Attr], key: str) -> int:
         a = header.get(key)
@@ -648,7 +648,7 @@ class HloTextImporter:
         res_attrs = self.result_shardings(entry.root, len(results))
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
         f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
-        self.out_map.locations[f] = self.located(entry.pos)
+        f.location = self.located(entry.pos)
         return f
 
     def result_shardings(self, root: Instr, n: int) -> list[dict[str, Attribute]]:

@@ -71,6 +71,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardc.diagnostics import (
+    DiagnosticError,
+    caret_location,
+    format_diagnostic,
+    op_location,
+    source_line,
+)
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_element, splat_elements
 from shardc.frontends import hlo_sharding as hs
@@ -94,18 +101,13 @@ from shardc.frontends.stablehlo_dialect import (
     SdyShardingPerValueAttr,
     make_import_context,
 )
-from shardc.tools.source import (
-    DiagnosticError,
-    Location,
-    SourceMap,
-    parse_module,
-    verify_module,
-)
+from shardc.parsing import parse_module, verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     IntAttr,
     IntegerAttr,
     ModuleOp,
@@ -388,11 +390,9 @@ class View:
 
 
 class StablehloImporter:
-    def __init__(self, module: ModuleOp, source_map: SourceMap, filename: str):
+    def __init__(self, module: ModuleOp, filename: str):
         self.src = module
-        self.src_map = source_map
         self.filename = filename
-        self.out_map = SourceMap(filename)
         self.stats = ImportStats("stablehlo")
         self.functions: dict[str, func.FuncOp] = {}
         for op in module.body.block.ops:
@@ -408,7 +408,7 @@ class StablehloImporter:
         self.mesh_builder: hs.MeshBuilder | None = None
         self.call_stack: list[str] = []
         self.block = Block()
-        self.emit = Emitter(self.block, self.out_map)
+        self.emit = Emitter(self.block)
         self._arg_values: dict[int, SSAValue] = {}
 
     @staticmethod
@@ -421,10 +421,11 @@ class StablehloImporter:
     # errors ------------------------------------------------------------------------------
 
     def error(self, op: Operation | None, message: str) -> DiagnosticError:
-        loc = self.src_map.location_of(op) if op is not None else None
-        if loc is None:
+        loc = op_location(op) if op is not None else None
+        pos = caret_location(loc) if loc is not None else None
+        if pos is None:
             return DiagnosticError(f"{self.filename}: error: {message}")
-        return DiagnosticError(loc.format(message))
+        return DiagnosticError(format_diagnostic(pos, message))
 
     # entry -------------------------------------------------------------------------------
 
@@ -453,8 +454,8 @@ class StablehloImporter:
             "gspmd": "stablehlo (gspmd mhlo.sharding)",
             "none": "stablehlo",
         }[self.mode]
-        verify_module(out, self.out_map)
-        return ImportResult(out, self.stats, self.out_map)
+        verify_module(out, filename=self.filename)
+        return ImportResult(out, self.stats)
 
     def entry(self) -> func.FuncOp:
         if "main" in self.functions:
@@ -678,10 +679,10 @@ class StablehloImporter:
                 a[spmd.SHARDING_ATTR_NAME] = sharding
             self.check_function_attrs(main, attrs, f"result {i}")
             res_attrs.append(a)
-        self.emit.location = self.src_map.location_of(main)
+        self.emit.location = op_location(main)
         self.emit.add(func.ReturnOp(*results))
         f = make_function("main", block, [v.type for v in results], arg_attrs, res_attrs)
-        self.out_map.locations[f] = self.src_map.location_of(main)  # pyright: ignore
+        f.location = main.location
         return f
 
     def check_function_attrs(self, op: Operation, attrs: dict[str, Attribute], what: str) -> None:
@@ -743,11 +744,11 @@ class StablehloImporter:
             if view.sharding is not None and not view.sharding.is_replicated():
                 a[spmd.SHARDING_ATTR_NAME] = view.sharding
             arg_attrs.append(a)
-        self.emit.location = self.src_map.location_of(main)
+        self.emit.location = op_location(main)
         self.emit.add(func.ReturnOp(*results))
         f = make_function("main", block, [v.type for v in results], arg_attrs, res_attrs)
         f.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()
-        self.out_map.locations[f] = self.src_map.location_of(main)  # pyright: ignore
+        f.location = main.location
         return f
 
     def local_type(self, ty: Attribute, sharding: spmd.ShardingAttr | None) -> TensorType:
@@ -810,7 +811,7 @@ class StablehloImporter:
         """The ops of a level-S function outside its manual computations."""
         for op in src_block.ops:
             name = op.name
-            self.emit.location = self.src_map.location_of(op)
+            self.emit.location = op_location(op)
             if name in ("func.return",):
                 return [(v, op) for v in op.operands]
             if name == "sdy.manual_computation":
@@ -1119,15 +1120,14 @@ class StablehloImporter:
 
     def error_at_name(self, op: Operation, name: str, message: str) -> DiagnosticError:
         """An error at `name` as written in `op`'s text (else at the op)."""
-        loc = self.src_map.location_of(op)
-        if loc is not None:
-            text = loc.input.content
-            end = text.find("\n", loc.offset)
-            at = text.find(name, loc.offset, end if end >= 0 else len(text))
+        loc = op_location(op)
+        pos = caret_location(loc) if loc is not None else None
+        line = source_line(pos.filename.data, pos.line.data) if pos is not None else None
+        if pos is not None and line is not None:
+            at = line.find(name, pos.column.data - 1)
             if at >= 0:
-                return DiagnosticError(
-                    Location(loc.input, at, loc.line_offset).format(message, len(name))
-                )
+                pos = FileLineColLoc(pos.filename, pos.line, IntAttr(at + 1))
+                return DiagnosticError(format_diagnostic(pos, message, len(name)))
         return self.error(op, message)
 
     def prop(self, op: Operation, key: str) -> Attribute:
@@ -1141,7 +1141,7 @@ class StablehloImporter:
     ) -> list[SSAValue]:
         name = op.name
         self.stats.ops[name] += 1
-        self.emit.location = self.src_map.location_of(op)
+        self.emit.location = op_location(op)
         self.check_attrs(op)
         if name == "func.call":
             self.stats.constructs["func.call (inlined)"] += 1
@@ -1611,10 +1611,10 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     """Import StableHLO text; any problem is one located `DiagnosticError`."""
     ctx = make_import_context()
     try:
-        module, source_map = parse_module(ctx, strip_locations(text), filename)
+        module = parse_module(ctx, strip_locations(text), filename)
     except DiagnosticError as e:
         raise DiagnosticError(_reword(str(e))) from None
-    return StablehloImporter(module, source_map, filename).run()
+    return StablehloImporter(module, filename).run()
 
 
 _NOT_REGISTERED_OP = re.compile(

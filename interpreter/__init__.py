@@ -22,7 +22,6 @@ Modules
   the Chrome/Perfetto trace (`Timeline.trace()`); costs come from `shardc.hardware.cost`.
 * `testing`: parse-and-run helpers for tests (`run_per_device`, `run_global`,
   `time_program`).
-* `errors`: `InterpreterError` (a `tools.source.DiagnosticError`: one message, exit 1).
 
 Levels
 ------

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError, error_at, op_position
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd
 from shardc.dialects.collective import collective_kind
@@ -33,7 +34,6 @@ from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.hlo_impls import (
     DEVICE_KEY,
     RAW_IMPL_KEY,
@@ -49,7 +49,6 @@ from shardc.interpreter.timing import (
     memory_plan,
 )
 from shardc.interpreter.values import dtype_name, tensor_spec
-from shardc.tools.source import SourceMap
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions
@@ -192,15 +191,13 @@ class Executor:
     def __init__(
         self,
         module: ModuleOp,
-        source_map: SourceMap | None = None,
         filename: str | None = None,
         check_types: bool = True,
         chip: Chip | None = None,
         abstract: bool = False,
     ):
         self.module = module
-        self.source_map = source_map
-        self.filename = filename or (source_map.filename if source_map else "<input>")
+        self.filename = filename or "<input>"
         self.check_types = check_types and not abstract
         self.chip = chip
         self.abstract = abstract
@@ -234,25 +231,15 @@ class Executor:
 
     def location(self, op: Operation) -> str | None:
         """`file:line:col` of an op, None for ops without a source location."""
-        if self.source_map is not None:
-            loc = self.source_map.location_of(op)
-            if loc is not None:
-                line, col = loc.line_col()
-                return f"{loc.input.name}:{line}:{col}"
-        return None
+        return op_position(op)
 
     def where(self, op: Operation) -> str:
         """`file:line:col` of an op (or just the file for ops made by passes)."""
-        if self.source_map is not None:
-            loc = self.source_map.location_of(op)
-            if loc is not None:
-                line, col = loc.line_col()
-                return f"{loc.input.name}:{line}:{col}"
-        return self.filename
+        return op_position(op) or self.filename
 
     def error_at(self, op: Operation, message: str) -> InterpreterError:
-        if self.source_map is not None and self.source_map.location_of(op) is not None:
-            return InterpreterError(str(self.source_map.error_at(op, message)))
+        if op_position(op) is not None:
+            return InterpreterError(str(error_at(op, message)))
         return InterpreterError(f"{self.filename}: error: '{op.name}' op {message}")
 
     # Plans ----------------------------------------------------------------------------

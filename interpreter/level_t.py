@@ -4,7 +4,7 @@ kernel each (DESIGN.md "The interpreter and the simulated machine", issue 7 item
 
 ```python
 from shardc.interpreter.level_t import run_level_t
-outputs, report = run_level_t(module, inputs, chip="v5e", source_map=source_map)
+outputs, report = run_level_t(module, inputs, chip="v5e")
 _, report = run_level_t(module, [[None] * n_args] * n, chip="v5p", values=False)  # timing only
 ```
 The timing mode (`values=False`) simulates the same machine without any bytes: for
@@ -98,14 +98,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError, error_at, op_position
 from shardc.dialects import spmd, tpu
 from shardc.dialects.tpu import MemorySpace
 from shardc.hardware.chips import Chip, get_chip
 from shardc.hardware.cost import MXU_DTYPE_FACTOR, CostModel
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.values import convert as _hlo_convert
 from shardc.interpreter.values import dtype_of
-from shardc.tools.source import SourceMap
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -368,7 +367,6 @@ class Simulator:
         self,
         module: ModuleOp,
         chip: Chip | str = "v5e",
-        source_map: SourceMap | None = None,
         filename: str | None = None,
         trace: bool = False,
         values: bool = True,
@@ -378,8 +376,7 @@ class Simulator:
         self.values = values
         """False: the timing mode (see `run_level_t`); no bytes are read or written."""
         self.chip = get_chip(chip) if isinstance(chip, str) else chip
-        self.source_map = source_map
-        self.filename = filename or (source_map.filename if source_map else "<input>")
+        self.filename = filename or "<input>"
         self.mesh: spmd.MeshAttr | None = None
         for op in module.body.block.ops:
             if isinstance(op, spmd.MeshOp):
@@ -403,18 +400,13 @@ class Simulator:
     # Messages -----------------------------------------------------------------------
 
     def where(self, op: Operation) -> str:
-        if self.source_map is not None:
-            loc = self.source_map.location_of(op)
-            if loc is not None:
-                line, col = loc.line_col()
-                return f"{loc.input.name}:{line}:{col}"
-        return self.filename
+        return op_position(op) or self.filename
 
     def error(self, op: Operation, device: int | None, message: str) -> InterpreterError:
         prefix = f"on device {device}: " if device is not None else ""
         text = prefix + message
-        if self.source_map is not None and self.source_map.location_of(op) is not None:
-            return InterpreterError(str(self.source_map.error_at(op, text)))
+        if op_position(op) is not None:
+            return InterpreterError(str(error_at(op, text)))
         return InterpreterError(f"{self.filename}: error: '{op.name}' op {text}")
 
     def at(self, op: Operation) -> str:
@@ -1547,7 +1539,6 @@ def run_level_t(
     inputs: Sequence[Sequence[np.ndarray | None]],
     *,
     chip: Chip | str = "v5e",
-    source_map: SourceMap | None = None,
     entry: str | None = None,
     trace: bool = False,
     values: bool = True,
@@ -1574,7 +1565,7 @@ def run_level_t(
     16 chips of a 4x4 torus).
     """
     function = find_kernel(module, entry)
-    sim = Simulator(module, chip, source_map, trace=trace, values=values, torus=torus)
+    sim = Simulator(module, chip, trace=trace, values=values, torus=torus)
     outputs, report = sim.run(function, inputs)
     if trace:
         report["trace"] = sim.trace()

@@ -26,8 +26,8 @@ import os
 from collections import defaultdict
 from typing import IO, Any
 
+from shardc.diagnostics import DiagnosticError
 from shardc.interpreter.level_t_timeline import HBM_WAIT
-from shardc.tools.source import DiagnosticError
 
 MATMUL_OPS = frozenset({"hlo.dot", "hlo.dot_general", "hlo.convolution", "tpu.matmul"})
 

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.syntax import splat_element
@@ -74,7 +75,6 @@ from shardc.lowering.emit import (
     reshape_view,
     tensor_type,
 )
-from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (

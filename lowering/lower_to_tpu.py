@@ -128,6 +128,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.dialects.hlo import element_kind
 from shardc.dialects.tpu import memref_type
@@ -144,7 +145,6 @@ from shardc.lowering.emit import (
     nbytes,
     tensor_type,
 )
-from shardc.passes.errors import OpPassError
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
     PARTITIONED_ATTR_NAME,
@@ -24,7 +25,6 @@ from shardc.dialects.spmd import (
 )
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
-from shardc.passes.errors import OpPassError
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import (
     Axes,

@@ -42,21 +42,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from shardc.diagnostics import DiagnosticError, error_at
 from shardc.dialects import make_context
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor, module_mesh
 from shardc.interpreter.timing import Timeline, summary_lines
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, dtype_name, type_str
+from shardc.parsing import parse_and_verify, verify_module
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.tools import progress
-from shardc.tools.source import (
-    DiagnosticError,
-    SourceMap,
-    parse_and_verify,
-    run_tool,
-    verify_module,
-)
+from shardc.tools.cli import run_tool
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
@@ -270,7 +266,7 @@ Modules `compile_module` lowered to level T -> a copy of them as they were befor
 
 
 def compile_module(
-    module: ModuleOp, source_map: SourceMap, spec: str, filename: str, prog: str = PROG
+    module: ModuleOp, spec: str, filename: str, prog: str = PROG
 ) -> list[PassChange]:
     """
     Apply a pass pipeline in place, verifying after every pass (as shardc-opt does), and
@@ -292,7 +288,7 @@ def compile_module(
         if previous is None:
             return
         try:
-            verify_module(module, source_map)
+            verify_module(module, filename=filename)
         except DiagnosticError as e:
             raise DiagnosticError(f"after pass '{previous.name}': {e}") from None
         after = _counts(module)
@@ -314,7 +310,7 @@ def compile_module(
         op = getattr(e, "op", None)
         if op is not None:
             raise DiagnosticError(
-                str(source_map.error_at(op, getattr(e, "message", str(e))))
+                str(error_at(op, getattr(e, "message", str(e)), filename))
             ) from None
         raise DiagnosticError(f"{filename}: error: {e}") from None
     return changes
@@ -502,18 +498,16 @@ def run(args: argparse.Namespace) -> int:
     text, filename = read_text(args.file)
     ctx = make_context()
     progress.step(f"parsing {filename}")
-    original, original_map = parse_and_verify(ctx, text, filename)
+    original = parse_and_verify(ctx, text, filename)
     entry = io.find_entry(original, args.entry, filename)
     from shardc.interpreter.level_t import is_level_t
 
     if is_level_t(entry) and io.kernel_io(entry) is None:  # hand-written: per-device buffers
-        return run_level_t_cli(args, chip, original, original_map, entry, filename)
+        return run_level_t_cli(args, chip, original, entry, filename)
     original_sig = io.signature(original, entry, filename)
 
     if args.timing_only:
-        return run_timing_only(
-            args, chip, ctx, text, filename, original, original_map, original_sig
-        )
+        return run_timing_only(args, chip, ctx, text, filename, original, original_sig)
 
     if args.inputs is not None:
         inputs = load_inputs(args.inputs)
@@ -535,8 +529,8 @@ def run(args: argparse.Namespace) -> int:
 
     changes: list[PassChange] = []
     if args.passes is not None:
-        module, source_map = parse_and_verify(ctx, text, filename)
-        changes = compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
+        module = parse_and_verify(ctx, text, filename)
+        changes = compile_module(module, with_chip(args.passes, args.chip), filename)
         function = io.find_entry(module, entry.sym_name.data, filename)
         sig = io.signature(module, function, filename)
         if sig.input_specs() != original_sig.input_specs():
@@ -546,9 +540,9 @@ def run(args: argparse.Namespace) -> int:
                 f"after {_specs_str(sig.input_specs())}"
             )
     else:
-        module, source_map, sig = original, original_map, original_sig
+        module, sig = original, original_sig
 
-    outputs, timeline = execute(module, source_map, sig, filename, chip, inputs, input_source)
+    outputs, timeline = execute(module, sig, filename, chip, inputs, input_source)
     report = make_report(
         filename,
         module,
@@ -567,9 +561,7 @@ def run(args: argparse.Namespace) -> int:
             ref_what = "the program itself (no -p given)"
         else:
             progress.step(f"checking: running the level-{original_sig.level} program before -p")
-            reference = io.run(
-                Executor(original, original_map, filename), original_sig, inputs, input_source
-            )
+            reference = io.run(Executor(original, filename), original_sig, inputs, input_source)
             ref_what = f"the level-{original_sig.level} program before -p"
         names = list(reference)
         if list(outputs) != names:
@@ -602,7 +594,6 @@ def run_level_t_cli(
     args: argparse.Namespace,
     chip: Any,
     module: ModuleOp,
-    source_map: SourceMap,
     entry: Any,
     filename: str,
 ) -> int:
@@ -630,7 +621,7 @@ def run_level_t_cli(
             f"{filename}: error: {', '.join(unsupported)} not supported for a level-T kernel "
             f"(@{entry.sym_name.data} uses tpu ops)"
         )
-    sim = Simulator(module, chip, source_map, filename, trace=args.trace is not None)
+    sim = Simulator(module, chip, filename, trace=args.trace is not None)
     arg_types = entry.function_type.inputs.data
     given = load_inputs(args.inputs) if args.inputs is not None else None
     rng = np.random.default_rng(args.seed)
@@ -669,20 +660,19 @@ def run_timing_only(
     text: str,
     filename: str,
     original: ModuleOp,
-    original_map: SourceMap,
     original_sig: io.Signature,
 ) -> int:
     """--timing-only: no inputs drawn, no values computed; shapes and timing only."""
     changes: list[PassChange] = []
     if args.passes is not None:
         # the original is not needed any more: compile it in place (no second parse)
-        module, source_map = original, original_map
-        changes = compile_module(module, source_map, with_chip(args.passes, args.chip), filename)
+        module = original
+        changes = compile_module(module, with_chip(args.passes, args.chip), filename)
         function = io.find_entry(module, original_sig.name, filename)
         sig = io.signature(module, function, filename)
     else:
-        module, source_map, sig = original, original_map, original_sig
-    _, timeline = execute(module, source_map, sig, filename, chip, None, "", timing_only=True)
+        module, sig = original, original_sig
+    _, timeline = execute(module, sig, filename, chip, None, "", timing_only=True)
     specs = sig.output_specs()
     report = make_report(
         filename,
@@ -704,7 +694,6 @@ def run_timing_only(
 
 def execute(
     module: ModuleOp,
-    source_map: SourceMap | None,
     sig: io.Signature,
     filename: str,
     chip: Any,
@@ -724,9 +713,9 @@ def execute(
     )
     if sig.level == "T":
         return execute_level_t(
-            module, source_map, sig, filename, chip, inputs, input_source, timing_only=timing_only
+            module, sig, filename, chip, inputs, input_source, timing_only=timing_only
         )
-    executor = Executor(module, source_map, filename, chip=chip, abstract=timing_only)
+    executor = Executor(module, filename, chip=chip, abstract=timing_only)
     if timing_only:
         n_args = len(sig.function.body.block.args)
         executor.run(sig.function, [[None] * n_args for _ in range(sig.devices)])
@@ -740,7 +729,6 @@ def execute(
 
 def execute_level_t(
     module: ModuleOp,
-    source_map: SourceMap | None,
     sig: io.Signature,
     filename: str,
     chip: Any,
@@ -766,7 +754,7 @@ def execute_level_t(
         rows: list[list[Any]] = [[None] * k for _ in range(sig.devices)]
     else:
         rows = io.split_inputs(sig, io.check_inputs(sig, inputs, input_source))
-    sim = Simulator(module, chip, source_map, filename, trace=True, values=not timing_only)
+    sim = Simulator(module, chip, filename, trace=True, values=not timing_only)
     buffers, _ = sim.run(sig.function, [[*row, *([None] * (m + s))] for row in rows])
     outputs = (
         {}
@@ -778,9 +766,7 @@ def execute_level_t(
     if level_s is not None:
         function = io.find_entry(level_s, sig.name, filename)
         level_s_sig = io.signature(level_s, function, filename)
-        _, timeline = execute(
-            level_s, None, level_s_sig, filename, chip, None, "", timing_only=True
-        )
+        _, timeline = execute(level_s, level_s_sig, filename, chip, None, "", timing_only=True)
         report = timeline.report()
     return outputs, LevelTTimeline(sim, report)
 

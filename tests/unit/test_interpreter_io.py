@@ -5,8 +5,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from shardc.diagnostics import InterpreterError
 from shardc.interpreter import io
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.testing import parse, run_global
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

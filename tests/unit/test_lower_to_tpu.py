@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import make_context
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
 from shardc.interpreter.values import dtype_of
