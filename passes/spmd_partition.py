@@ -96,6 +96,7 @@ class FunctionPartitioner:
             )
             self.actual[new] = sharding
         for op in list(block.ops):
+            self.resharder.location = op.location  # what it inserts for `op` reports `op`
             if isinstance(op, func.ReturnOp):
                 self.partition_return(op, results)
             elif isinstance(op, spmd.ConstraintOp):
@@ -218,6 +219,7 @@ class FunctionPartitioner:
         if op.value.is_splat():
             splat = splat_elements(local, next(iter(op.value.iter_values())))  # pyright: ignore
             new_op = hlo.ConstantOp(splat)
+            new_op.location = op.location
             Rewriter.replace_op(op, new_op)
             return new_op.result
         # A non-splat constant: materialize it whole, then keep this device's block.
