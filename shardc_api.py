@@ -15,36 +15,39 @@ kernel = shardc.compile(text, "tpu-pipeline")  # down to level T: one tpu kernel
 shardc.run(kernel).outputs["out_0"]           # the same global arrays, from the level-T simulator
 ```
 
-Both go through what the tools use, not a copy of it: parsing with located diagnostics
-(`shardc.tools.source.parse_and_verify`), the pass registry and the verify-after-every-pass
-pipeline of `shardc-run -p` (`tools.shardc_run.compile_module`), the inputs, splitting,
-execution and report of `shardc-run` (`interpreter.io`, `tools.shardc_run.execute` and
-`make_report`). Every user error (a bad program, pipeline, chip or input array) is one
-`shardc.DiagnosticError` whose text is the diagnostic `shardc-run` would print.
+Both go through the library driver `shardc-run` calls too, not a copy of it: parsing with
+located diagnostics (`shardc.parsing.parse_and_verify`), the pass registry and the
+verify-after-every-pass pipeline (`driver.compiling.compile_module`), the inputs,
+splitting, execution and report (`interpreter.io`, `driver.execution.execute`,
+`driver.reporting.make_report`). Every user error (a bad program, pipeline, chip or input
+array) is one `shardc.DiagnosticError` whose text is the diagnostic `shardc-run` would
+print.
 
 `compile` gives every pass of the pipeline that takes a `chip` option (`spmd-pipeline`,
 `schedule`, `lower-to-tpu`, ...) the `chip` argument unless the pipeline string sets it.
-A module `compile` returns remembers its source text, so `run` reports errors at the
-original file's lines. `compile` never changes a module passed to it (it compiles a copy).
+A module `compile` returns keeps its ops' source locations (`Operation.location`), so
+`run` reports errors at the original file's lines, and records the pipeline that made it
+as the module attribute `shardc.pipeline` (the report's `pipeline`: it travels with the
+module, printed and read back too). `compile` never changes a module passed to it (it
+compiles a copy).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from shardc.diagnostics import DiagnosticError, caret_location
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 DEFAULT_PIPELINE = "spmd-pipeline"
 DEFAULT_CHIP = "v5e"
 DEFAULT_FILENAME = "<string>"
 
-_PIPELINES: weakref.WeakKeyDictionary[ModuleOp, str] = weakref.WeakKeyDictionary()
-"""Modules made by `compile` -> the pipeline that made them (for the report)."""
+PIPELINE_ATTR = "shardc.pipeline"
+"""The module attribute `compile` records its pipeline in (for the report of a run)."""
 
 
 def _module_name(module: ModuleOp, filename: str | None) -> str:
@@ -102,17 +105,14 @@ def compile(  # shardc.compile is the API's name
     """
     what = "shardc.compile"
     module, name = _module_and_source(text_or_module, filename, copy=True, what=what)
-    from shardc.tools.shardc_run import LEVEL_S
-
-    if isinstance(text_or_module, ModuleOp) and text_or_module in LEVEL_S:
-        # A kernel compiled further still reports its level-S program's collectives.
-        LEVEL_S[module] = LEVEL_S[text_or_module]
     if pipeline:
-        from shardc.tools.shardc_run import compile_module, with_chip
+        from shardc.driver.compiling import compile_module, with_chip
 
         _check_chip(chip, what)
         compile_module(module, with_chip(pipeline, chip), name, prog=what)
-        _PIPELINES[module] = pipeline
+        module.attributes[PIPELINE_ATTR] = StringAttr(pipeline)
+    else:
+        module.attributes.pop(PIPELINE_ATTR, None)  # this copy was made by no pipeline
     return module
 
 
@@ -149,7 +149,7 @@ class Result:
 
     def trace(self, path: str) -> str:
         """Write the Chrome/Perfetto trace JSON (as `shardc-run --trace`); returns `path`."""
-        from shardc.tools.shardc_run import write_atomically
+        from shardc.driver.files import write_atomically
 
         write_atomically(path, lambda f: f.write(self.timeline.trace_json()), binary=False)
         return path
@@ -193,8 +193,9 @@ def run(
     and the timing model only (no `inputs` then; `outputs` is empty).
     """
     what = "shardc.run"
+    from shardc.driver.execution import execute
+    from shardc.driver.reporting import make_report, program_title
     from shardc.interpreter import io
-    from shardc.tools.shardc_run import execute, make_report, program_title
 
     hw = _check_chip(chip, what)
     module, name = _module_and_source(module_or_text, filename, copy=False, what=what)
@@ -224,13 +225,18 @@ def run(
         name,
         module,
         sig,
-        _PIPELINES.get(module),
+        _pipeline_of(module),
         inputs_info,
         specs,
         timeline,
         timing_only=timing_only,
     )
     return Result(dict(outputs), report.as_json(), timeline, module, program_title(report))
+
+
+def _pipeline_of(module: ModuleOp) -> str | None:
+    attr = module.attributes.get(PIPELINE_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
 
 
 def _input_dict(sig: Any, inputs: Any, what: str) -> dict[str, Any]:

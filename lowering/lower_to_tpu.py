@@ -145,6 +145,7 @@ from shardc.lowering.emit import (
     nbytes,
     tensor_type,
 )
+from shardc.lowering.level_s_summary import record_level_s
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
@@ -1520,6 +1521,7 @@ class LowerToTpuPass(ModulePass):
             raise PassFailedException(
                 f"lower-to-tpu: vmem-limit must be positive, got {self.vmem_limit}"
             )
+        record_level_s(op, chip)  # what the kernels' reports need from level S
         for function in list(op.body.block.ops):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from shardc.dialects import make_context
+from shardc.driver.compiling import compile_module
 from shardc.frontends.hlo_text import global_outputs, import_hlo_text, per_device_inputs
 from shardc.frontends.stablehlo import import_stablehlo
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
 from shardc.parsing import parse_and_verify
-from shardc.tools.shardc_run import compile_module
 
 CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["programs"]
