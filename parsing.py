@@ -23,6 +23,7 @@ from shardc.diagnostics import (
     error_at,
     module_checks,
 )
+from shardc.xdsl_patches import SafeLexer
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -41,7 +42,7 @@ from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 _DENSE_LITERAL_TYPE = base(
     RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType]  # pyright: ignore
@@ -52,19 +53,6 @@ each, most of the cost of parsing a constant); it never changes, so build it onc
 
 _STATIC_TENSOR_TYPE = re.compile(r"tensor<(?:\d+x)*(?:bf16|f16|f32|f64|i1|i8|i16|i32|i64)>")
 """A ranked tensor type of static shape and a plain element type, and nothing else."""
-
-
-class SafeLexer(MLIRLexer):
-    """
-    xDSL's MLIR lexer with a string-literal pattern that cannot backtrack.
-
-    xDSL 0.74 matches string literals with `"(?:[^"...]+|\\...)*"`, a nested quantifier:
-    an unterminated `"` followed by a long line takes exponential time (a 60-character
-    line hangs the parser for hours). The possessive form accepts exactly the same
-    literals and fails in linear time.
-    """
-
-    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 
 
 class LocatedParser(Parser):

@@ -165,6 +165,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check", action="store_true", help="also run the program before -p and compare outputs"
     )
+    _add_timing_arguments(p)
+    return p
+
+
+def _add_timing_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of the timing model and what it writes: report, trace, plot."""
     p.add_argument(
         "--report-json", metavar="REPORT.json", default=None, help="write the summary as JSON"
     )
@@ -196,7 +202,6 @@ def build_arg_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no progress lines on stderr (printed only for runs longer than 2 s)",
     )
-    return p
 
 
 # The run -------------------------------------------------------------------------------
