@@ -3,7 +3,7 @@ shardc: a compiler, in Python on xDSL, for tensor programs that run across many 
 
 The repository root is this package; its folders are the subpackages named in
 DESIGN.md's layout (`dialects`, `passes`, `lowering`, `interpreter`, `hardware`,
-`frontends`, `tools`, plus `tests`, `bench` and `examples`).
+`frontends`, `driver` (the library driver of the tools and the API), `tools`, plus `tests`, `bench` and `examples`).
 
 The Python API (for notebooks; `shardc_api.py`, imported only when first used, so that
 `import shardc.dialects.hlo` stays light):
