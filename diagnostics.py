@@ -169,12 +169,13 @@ def origin(loc: Attribute) -> str | None:
 
 def located_op(op: Operation) -> Operation | None:
     """
-    `op` if it has a location, else its nearest located ancestor; the top-level op (the
-    module, whose location is the start of its text) does not count.
+    `op` if its location holds a file position, else its nearest ancestor whose location
+    does; the top-level op (the module, whose location is the start of its text) does not
+    count.
     """
     current: Operation | None = op
     while current is not None and current.parent_op() is not None:
-        if not isinstance(current.location, UnknownLoc):
+        if not isinstance(current.location, UnknownLoc) and caret_location(current.location):
             return current
         current = current.parent_op()
     return None
