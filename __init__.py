@@ -3,7 +3,9 @@ shardc: a compiler, in Python on xDSL, for tensor programs that run across many 
 
 The repository root is this package; its folders are the subpackages named in
 DESIGN.md's layout (`dialects`, `passes`, `lowering`, `interpreter`, `hardware`,
-`frontends`, `tools`, plus `tests`, `bench` and `examples`).
+`frontends`, `tools`, plus `tests`, `bench` and `examples`) and `driver` (the library
+driver the tools and the API share); `diagnostics`, `parsing` and `xdsl_patches` are the
+modules at the bottom.
 
 The Python API (for notebooks; `shardc_api.py`, imported only when first used, so that
 `import shardc.dialects.hlo` stays light):

@@ -15,82 +15,67 @@ kernel = shardc.compile(text, "tpu-pipeline")  # down to level T: one tpu kernel
 shardc.run(kernel).outputs["out_0"]           # the same global arrays, from the level-T simulator
 ```
 
-Both go through what the tools use, not a copy of it: parsing with located diagnostics
-(`shardc.tools.source.parse_and_verify`), the pass registry and the verify-after-every-pass
-pipeline of `shardc-run -p` (`tools.shardc_run.compile_module`), the inputs, splitting,
-execution and report of `shardc-run` (`interpreter.io`, `tools.shardc_run.execute` and
-`make_report`). Every user error (a bad program, pipeline, chip or input array) is one
-`shardc.DiagnosticError` whose text is the diagnostic `shardc-run` would print.
+Both go through the library driver `shardc-run` calls too, not a copy of it: parsing with
+located diagnostics (`shardc.parsing.parse_and_verify`), the pass registry and the
+verify-after-every-pass pipeline (`driver.compiling.compile_module`), the inputs,
+splitting, execution and report (`interpreter.io`, `driver.execution.execute`,
+`driver.reporting.make_report`). Every user error (a bad program, pipeline, chip or input
+array) is one `shardc.DiagnosticError` whose text is the diagnostic `shardc-run` would
+print.
 
 `compile` gives every pass of the pipeline that takes a `chip` option (`spmd-pipeline`,
 `schedule`, `lower-to-tpu`, ...) the `chip` argument unless the pipeline string sets it.
-A module `compile` returns remembers its source text, so `run` reports errors at the
-original file's lines. `compile` never changes a module passed to it (it compiles a copy).
+A module `compile` returns keeps its ops' source locations (`Operation.location`), so
+`run` reports errors at the original file's lines, and records the pipeline that made it
+as the module attribute `shardc.pipeline` (the report's `pipeline`: it travels with the
+module, printed and read back too). `compile` never changes a module passed to it (it
+compiles a copy).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from shardc.tools.source import DiagnosticError, SourceMap
-from xdsl.dialects.builtin import ModuleOp
+from shardc.diagnostics import DiagnosticError, caret_location
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 DEFAULT_PIPELINE = "spmd-pipeline"
 DEFAULT_CHIP = "v5e"
 DEFAULT_FILENAME = "<string>"
 
-_SOURCES: weakref.WeakKeyDictionary[ModuleOp, tuple[SourceMap, str]] = weakref.WeakKeyDictionary()
-"""Modules made by `compile` (or parsed by `run`) -> their source map and file name."""
-_PIPELINES: weakref.WeakKeyDictionary[ModuleOp, str] = weakref.WeakKeyDictionary()
-"""Modules made by `compile` -> the pipeline that made them (for the report)."""
+PIPELINE_ATTR = "shardc.pipeline"
+"""The module attribute `compile` records its pipeline in (for the report of a run)."""
 
 
-def _parse(text: str, filename: str) -> tuple[ModuleOp, SourceMap]:
-    from shardc.dialects import make_context
-    from shardc.tools.source import parse_and_verify
-
-    module, source_map = parse_and_verify(make_context(), text, filename)
-    _SOURCES[module] = (source_map, filename)
-    return module, source_map
+def _module_name(module: ModuleOp, filename: str | None) -> str:
+    """The file the module was parsed from, else `filename`, else "<module>"."""
+    pos = caret_location(module.location)
+    return pos.filename.data if pos is not None else (filename or "<module>")
 
 
 def _module_and_source(
     program: Any, filename: str | None, *, copy: bool, what: str
-) -> tuple[ModuleOp, SourceMap, str]:
-    """Parse text, or take (a copy of) a module with its source map if it has one."""
+) -> tuple[ModuleOp, str]:
+    """Parse text, or take (a copy of) a module (locations are kept on clones)."""
     if isinstance(program, str):
-        name = filename or DEFAULT_FILENAME
-        module, source_map = _parse(program, name)
-        return module, source_map, name
-    if isinstance(program, ModuleOp):
-        known = _SOURCES.get(program)
-        if known is not None:
-            source_map, name = known
-        else:
-            name = filename or "<module>"
-            source_map = SourceMap(name)
-        if copy:
-            clone = program.clone()
-            # keep the locations: map the clone's ops to the original's
-            if source_map.locations:
-                located = SourceMap(
-                    source_map.filename, input=source_map.input, line_offset=source_map.line_offset
-                )
-                for old, new in zip(program.walk(), clone.walk(), strict=False):
-                    loc = source_map.locations.get(old)
-                    if loc is not None:
-                        located.locations[new] = loc
-                source_map = located
-            program = clone
-        if known is None:
-            from shardc.tools.source import verify_module
+        from shardc.dialects import make_context
+        from shardc.parsing import parse_and_verify
 
-            verify_module(program, source_map)
-        return program, source_map, name
+        name = filename or DEFAULT_FILENAME
+        return parse_and_verify(make_context(), program, name), name
+    if isinstance(program, ModuleOp):
+        name = _module_name(program, filename)
+        made_by_shardc = caret_location(program.location) is not None
+        if copy:
+            program = program.clone()
+        if not made_by_shardc:
+            from shardc.parsing import verify_module
+
+            verify_module(program, filename=name)
+        return program, name
     raise TypeError(
         f"{what}: expected MLIR text (str) or an xdsl ModuleOp, got {type(program).__name__}"
     )
@@ -119,19 +104,15 @@ def compile(  # shardc.compile is the API's name
     the text in them, default "<string>").
     """
     what = "shardc.compile"
-    module, source_map, name = _module_and_source(text_or_module, filename, copy=True, what=what)
-    _SOURCES[module] = (source_map, name)
-    from shardc.tools.shardc_run import LEVEL_S
-
-    if isinstance(text_or_module, ModuleOp) and text_or_module in LEVEL_S:
-        # A kernel compiled further still reports its level-S program's collectives.
-        LEVEL_S[module] = LEVEL_S[text_or_module]
+    module, name = _module_and_source(text_or_module, filename, copy=True, what=what)
     if pipeline:
-        from shardc.tools.shardc_run import compile_module, with_chip
+        from shardc.driver.compiling import compile_module, with_chip
 
         _check_chip(chip, what)
-        compile_module(module, source_map, with_chip(pipeline, chip), name, prog=what)
-        _PIPELINES[module] = pipeline
+        compile_module(module, with_chip(pipeline, chip), name, prog=what)
+        module.attributes[PIPELINE_ATTR] = StringAttr(pipeline)
+    else:
+        module.attributes.pop(PIPELINE_ATTR, None)  # this copy was made by no pipeline
     return module
 
 
@@ -168,7 +149,7 @@ class Result:
 
     def trace(self, path: str) -> str:
         """Write the Chrome/Perfetto trace JSON (as `shardc-run --trace`); returns `path`."""
-        from shardc.tools.shardc_run import write_atomically
+        from shardc.driver.files import write_atomically
 
         write_atomically(path, lambda f: f.write(self.timeline.trace_json()), binary=False)
         return path
@@ -212,11 +193,12 @@ def run(
     and the timing model only (no `inputs` then; `outputs` is empty).
     """
     what = "shardc.run"
+    from shardc.driver.execution import execute
+    from shardc.driver.reporting import make_report, program_title
     from shardc.interpreter import io
-    from shardc.tools.shardc_run import execute, make_report, program_title
 
     hw = _check_chip(chip, what)
-    module, source_map, name = _module_and_source(module_or_text, filename, copy=False, what=what)
+    module, name = _module_and_source(module_or_text, filename, copy=False, what=what)
     function = io.find_entry(module, entry, name)
     sig = io.signature(module, function, name)
     if timing_only:
@@ -235,9 +217,7 @@ def run(
         arrays = _input_dict(sig, inputs, what)
         source = f"{what}(inputs)"
         inputs_info = {"source": "arrays"}
-    outputs, timeline = execute(
-        module, source_map, sig, name, hw, arrays, source, timing_only=timing_only
-    )
+    outputs, timeline = execute(module, sig, name, hw, arrays, source, timing_only=timing_only)
     specs = (
         sig.output_specs() if timing_only else [(n, v.shape, v.dtype) for n, v in outputs.items()]
     )
@@ -245,13 +225,18 @@ def run(
         name,
         module,
         sig,
-        _PIPELINES.get(module),
+        _pipeline_of(module),
         inputs_info,
         specs,
         timeline,
         timing_only=timing_only,
     )
     return Result(dict(outputs), report.as_json(), timeline, module, program_title(report))
+
+
+def _pipeline_of(module: ModuleOp) -> str | None:
+    attr = module.attributes.get(PIPELINE_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
 
 
 def _input_dict(sig: Any, inputs: Any, what: str) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def simulate(
     text: str, chip: str, n: int, bidirectional: bool | None, torus: tuple[int, ...] | None = None
 ) -> float:
     """Lower and run in the timing mode; the simulated step time in seconds."""
-    module, _ = parse(text)
+    module = parse(text)
     LowerToTpuPass(chip=chip, bidirectional=bidirectional).apply(make_context(), module)
     _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False, torus=torus)
     return report["step_time_s"]

@@ -127,12 +127,12 @@ def workload(
     seed: int = 0,
 ) -> dict[str, Any]:
     start = time.perf_counter()
-    module, source_map = parse(text)
+    module = parse(text)
     parse_s = time.perf_counter() - start
     function = io.find_entry(module, None, name)
     sig = io.signature(module, function, name)
     inputs = io.random_inputs(sig, seed)
-    executor = Executor(module, source_map, name)
+    executor = Executor(module, name)
     checked = io.check_inputs(sig, inputs, "random")
     per_device = io.split_inputs(sig, checked)
     # numpy gets contiguous copies of the per-device blocks (its best case)
@@ -180,11 +180,11 @@ def dispatch(n_ops: int, repeat: int) -> dict[str, float]:
     t = "tensor<4xf32>"
     body = "\n".join(f"  %v{i + 1} = hlo.add %v{i}, %v0 : {t}" for i in range(n_ops))
     text = f"func.func @main(%v0: {t}) -> {t} {{\n{body}\n  func.return %v{n_ops} : {t}\n}}"
-    module, source_map = parse(text)
+    module = parse(text)
     function = io.find_entry(module, None, "dispatch")
     x = np.ones(4, np.float32)
-    checked = Executor(module, source_map, "dispatch", check_types=True)
-    unchecked = Executor(module, source_map, "dispatch", check_types=False)
+    checked = Executor(module, "dispatch", check_types=True)
+    unchecked = Executor(module, "dispatch", check_types=False)
     checked.run(function, [[x]])
     unchecked.run(function, [[x]])
     t_checked = best_of(lambda: checked.run(function, [[x]]), repeat) / n_ops
@@ -215,9 +215,9 @@ def dispatch(n_ops: int, repeat: int) -> dict[str, float]:
         f'spmd.mesh @m = <["x"=8]>\nfunc.func @main(%v0: {t}) -> {t} attributes {{spmd.partitioned}} {{\n'
         f"{body}\n  func.return %v{k} : {t}\n}}"
     )
-    module, source_map = parse(text)
+    module = parse(text)
     function = io.find_entry(module, None, "permutes")
-    ex = Executor(module, source_map, "permutes")
+    ex = Executor(module, "permutes")
     args = [[np.full(4, d, np.float32)] for d in range(8)]
     ex.run(function, args)
     t_coll = best_of(lambda: ex.run(function, args), repeat) / k

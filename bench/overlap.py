@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 from shardc.dialects import make_context
 from shardc.interpreter.testing import time_program
+from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.tools.source import parse_and_verify
 from xdsl.printer import Printer
 
 
@@ -190,7 +190,7 @@ CASES = [
 
 def compile_text(text: str, passes: list) -> str:
     ctx = make_context()
-    module, _ = parse_and_verify(ctx, text, "bench")
+    module = parse_and_verify(ctx, text, "bench")
     for p in passes:
         p.apply(ctx, module)
     module.verify()

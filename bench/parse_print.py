@@ -3,7 +3,7 @@ Parse + verify + print cost of shardc's dialects against xDSL on builtin dialect
 
 Two modules of the same size and shape are generated for each N (1k, 10k, 50k ops):
 
-* `hlo`: shardc's path (`tools.source.parse_and_verify`: the located parser and op-by-op
+* `hlo`: shardc's path (`shardc.parsing.parse_and_verify`: the located parser and op-by-op
   verification, then xDSL's `Printer`), on a chain of blocks of 10 ops:
   constant, dot, broadcast, add, max, reshape, reshape, transpose, exp, mul;
 * `builtin`: xDSL's own path (`Parser.parse_module`, `ModuleOp.verify`, `Printer`), as
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import xdsl
 from shardc.dialects import make_context
-from shardc.tools.source import parse_and_verify, parse_module, verify_module
+from shardc.parsing import parse_and_verify, parse_module, verify_module
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.parser import Parser
@@ -184,8 +184,8 @@ def print_text(module) -> str:
 
 def run_shardc(ctx: Context, text: str) -> Timing:
     """shardc's path: the located parser, op-by-op verification, xDSL's printer."""
-    t_parse, (module, source_map) = timed(lambda: parse_module(ctx, text, "bench.mlir"))  # type: ignore[misc]
-    t_verify, _ = timed(lambda: verify_module(module, source_map))
+    t_parse, module = timed(lambda: parse_module(ctx, text, "bench.mlir"))
+    t_verify, _ = timed(lambda: verify_module(module))
     t_print, _ = timed(lambda: print_text(module))
     return Timing(t_parse, t_verify, t_print, count_ops(module))
 
@@ -339,9 +339,9 @@ NOTES = [
     "",
     "* Profile of shardc's path (cProfile, 10k ops): parsing is ~2/3 of the total; in it, "
     "xDSL's lexer (~30 %), op construction and attribute verification. Before "
-    "`tools/source.py` cached parsed types, re-parsing `tensor<64x64xf32>` at each of its "
+    "`parsing.py` cached parsed types, re-parsing `tensor<64x64xf32>` at each of its "
     "uses (2-4 per op) was ~45 % of parse time.",
-    "* Two fixes in `tools/source.py`, both in `LocatedParser`: (1) a static tensor type "
+    "* Two fixes in `parsing.py`, both in `LocatedParser`: (1) a static tensor type "
     "already seen in the file is reused instead of re-parsed (parse ~1.8x faster); "
     "(2) the element-type constraint of `dense<...>` literals is built once: xDSL 0.74 "
     "rebuilds `base(RankedStructure[...])` (~150 recursive calls) for every literal, "
@@ -369,7 +369,7 @@ def render(
         "machine does not count), best of 5 interleaved runs at 1k, 2 above (1 of xdsl at "
         "50k); µs per op.",
         "",
-        "* **shardc**: the `hlo` module through shardc's path (`tools.source`: located "
+        "* **shardc**: the `hlo` module through shardc's path (`shardc.parsing`: located "
         "parser + op-by-op verification + `Printer`).",
         "* **xdsl**: the equivalent builtin-dialect module (arith / linalg / tensor / math, "
         "same tensor types, op count and SSA chain) through xDSL's path "

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from shardc.dialects import make_context
+from shardc.parsing import parse_and_verify
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_stats import KINDS, CollectiveStats
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
-from shardc.tools.source import parse_and_verify
 from xdsl.passes import ModulePass
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -158,7 +158,7 @@ def partitioning_passes() -> list[ModulePass]:
 def ours(name: str) -> CollectiveStats:
     ctx = make_context()
     text = (EXAMPLES / f"{name}.mlir").read_text()
-    module, _ = parse_and_verify(ctx, text, name)
+    module = parse_and_verify(ctx, text, name)
     for p in partitioning_passes():
         p.apply(ctx, module)
     return CollectiveStats.of(module)

@@ -14,9 +14,9 @@ import argparse
 import time
 
 from shardc.dialects import make_context
+from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.tools.source import parse_and_verify
 
 T = "tensor<64x64xf32>"
 SHARDINGS = ['[{"x"}, {}]', '[{}, {"x"}]', '[{"x"}, {"y"}]', "[{}, {}]"]
@@ -51,7 +51,7 @@ def measure(n_ops: int) -> tuple[float, float, float]:
     ctx = make_context()
     text = program(n_ops)
     start = time.process_time()
-    module, _ = parse_and_verify(ctx, text, "bench")
+    module = parse_and_verify(ctx, text, "bench")
     parsed = time.process_time()
     SpmdPropagatePass().apply(ctx, module)
     propagated = time.process_time()

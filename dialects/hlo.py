@@ -27,9 +27,10 @@ from shardc.dialects.syntax import (
     parse_int_list,
     parse_keyword_int,
     parse_keyword_int_list,
-    patch_compact_splats,
-    patch_hex_float_elements,
+    splat_element,
+    splat_elements,
 )
+from shardc.xdsl_patches import patch_compact_splats, patch_hex_float_elements
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
@@ -63,7 +64,7 @@ from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 patch_hex_float_elements()
-patch_compact_splats()
+patch_compact_splats(splat_elements, splat_element)
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")

@@ -23,6 +23,7 @@ from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from shardc.diagnostics import register_module_check
 from shardc.dialects.syntax import (
     i64_array,
     int_list_str,
@@ -703,6 +704,10 @@ def _check_sharding_attr_kinds(func: FuncOp) -> None:
             if s is not None and not isinstance(s, ShardingAttr):
                 raise VerifyException(f"{SHARDING_ATTR_NAME} must be a #spmd.sharding, got {s}")
 
+
+register_module_check(FuncOp, verify_function_shardings)  # type: ignore[arg-type]
+"""`shardc.parsing.verify_module` checks every function's shardings (xDSL has no place
+for checks of argument attributes)."""
 
 Spmd = Dialect(
     "spmd",

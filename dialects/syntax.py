@@ -13,9 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BytesAttr,
-    ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
@@ -113,40 +111,6 @@ def print_keyword_value(printer: Printer, keyword: str, value: str) -> None:
     printer.print_string(f"{keyword} = {value}")
 
 
-def patch_hex_float_elements() -> None:
-    """
-    Read a hexadecimal element of a float `dense<...>` literal as the value's bits.
-
-    That is how MLIR (and xDSL's printer) writes inf and nan: `dense<0xff800000> :
-    tensor<f32>` is -inf. xDSL 0.74 reads a hexadecimal scalar float attribute this way
-    but converts a hexadecimal `dense` element as an integer (2.14e9), so printing a
-    constant holding inf or nan and reading it back changed its value. Patched once, for
-    every parser (custom and generic forms alike).
-    """
-    element = AttrParser._TensorLiteralElement  # pyright: ignore[reportPrivateUsage]
-    if getattr(element, "_shardc_hex_floats", False):
-        return
-    to_type = element.to_type
-
-    def to_type_reading_hex_bits(self: Any, parser: AttrParser, type: Any) -> Any:
-        text = self.span.text.lstrip("-").strip()
-        if isinstance(type, AnyFloat) and text[:2] in ("0x", "0X"):
-            if self.is_negative:
-                parser.raise_error(
-                    "a hexadecimal float literal gives the bits and takes no sign",
-                    self.span,
-                )
-            bits = int(text, 16)
-            if bits >= 1 << (8 * type.compile_time_size):
-                parser.raise_error(f"hexadecimal literal {text} does not fit in {type}", self.span)
-            raw = bits.to_bytes(type.compile_time_size, "little")
-            return next(iter(type.iter_unpack(raw)))
-        return to_type(self, parser, type)
-
-    element.to_type = to_type_reading_hex_bits
-    element._shardc_hex_floats = True  # pyright: ignore[reportAttributeAccessIssue]
-
-
 # Splat literals ---------------------------------------------------------------------------
 #
 # A splat `dense<v> : tensor<8192x16384xbf16>` is held as ONE packed element under its
@@ -181,62 +145,3 @@ def splat_element(attr: DenseIntOrFPElementsAttr) -> Any:
     if len(raw) != size and raw.count(first) != len(raw) // size:
         return None
     return next(iter(attr.get_element_type().iter_unpack(first)))
-
-
-def patch_compact_splats() -> None:
-    """
-    Keep splat literals one element: xDSL's reader of `dense<...>` (a splat literal,
-    `dense<1.0>` or a one-element hex string, becomes one stored element, see
-    `splat_elements`), and its printer and `is_splat` (they test the splat on the bytes
-    instead of unpacking every element). Patched once, for every parser and printer.
-    """
-    if getattr(DenseIntOrFPElementsAttr, "_shardc_compact_splats", False):
-        return
-    parse_dense = AttrParser.parse_dense_int_or_fp_elements_attr
-    print_without_type = DenseIntOrFPElementsAttr.print_without_type
-
-    def parse_dense_compact(self: AttrParser, type: Any) -> DenseIntOrFPElementsAttr:
-        start = self.pos
-        self.parse_punctuation("<", " in dense attribute")
-        contents: Any = None
-        if self.parse_optional_punctuation(">") is None:
-            contents = self.parse_optional_str_literal()
-            if contents is None:
-                contents = self._parse_tensor_literal()  # pyright: ignore[reportPrivateUsage]
-            self.parse_punctuation(">", " in dense attribute")
-        ty = type
-        if ty is None:
-            self.parse_punctuation(":", " in dense attribute")
-            ty = self._parse_dense_literal_type()  # pyright: ignore[reportPrivateUsage]
-        count = math.prod(ty.get_shape())
-        elem = ty.get_element_type()
-        complex_elem = isinstance(elem, ComplexType)  # xDSL's reader for those
-        if count > 1 and isinstance(contents, str) and not complex_elem:
-            try:
-                raw = bytes.fromhex(contents[2:])
-            except ValueError:
-                self.raise_error("Hex string in denseAttr is invalid")
-            if len(raw) == elem.compile_time_size:
-                return DenseIntOrFPElementsAttr(ty, BytesAttr(raw))
-        elif count > 1 and isinstance(contents, tuple) and not contents[1] and not complex_elem:
-            return splat_elements(ty, contents[0][0].to_type(self, elem))
-        # anything else (not a splat): xDSL's own reader, from the start again
-        self._resume_from(start)  # pyright: ignore[reportPrivateUsage]
-        return parse_dense(self, type)
-
-    def print_compact(self: DenseIntOrFPElementsAttr, printer: Printer) -> None:
-        value = splat_element(self)
-        if value is None:
-            print_without_type(self, printer)
-            return
-        printer.print_string("dense<")
-        self._print_one_elem(value, printer)  # pyright: ignore[reportPrivateUsage]
-        printer.print_string(">")
-
-    def is_splat(self: DenseIntOrFPElementsAttr) -> bool:
-        return splat_element(self) is not None
-
-    AttrParser.parse_dense_int_or_fp_elements_attr = parse_dense_compact
-    DenseIntOrFPElementsAttr.print_without_type = print_compact
-    DenseIntOrFPElementsAttr.is_splat = is_splat
-    DenseIntOrFPElementsAttr._shardc_compact_splats = True  # pyright: ignore[reportAttributeAccessIssue]

@@ -110,6 +110,7 @@ from shardc.dialects.spmd import (
     verify_group_axes,
 )
 from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_list
+from shardc.xdsl_patches import patch_memref_memory_spaces
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -198,7 +199,8 @@ class MemorySpaceAttr(EnumAttribute[MemorySpace], BuiltinAttribute):
     memory space only integer, string and dictionary attributes or attributes of a
     registered dialect, so `#tpu.memory_space<vmem>` is not valid MLIR where `tpu` is
     unregistered. Marking the class builtin is how xDSL lets an attribute print itself
-    (`print_builtin`); `patch_memref_memory_spaces` reads `"vmem"` back as this attribute.
+    (`print_builtin`); `xdsl_patches.patch_memref_memory_spaces` reads `"vmem"` back as this
+    attribute.
     """
 
     name = "tpu.memory_space"
@@ -227,35 +229,9 @@ class MemorySpaceAttr(EnumAttribute[MemorySpace], BuiltinAttribute):
             return MemorySpace(name)
 
 
-def patch_memref_memory_spaces() -> None:
-    """
-    Read a memref whose memory space is the string `"hbm"`, `"vmem"`, `"smem"` or
-    `"semaphore"` (the generic form of `#tpu.memory_space<...>`, see `MemorySpaceAttr`)
-    with that `#tpu.memory_space`, so that generic and custom forms give the same IR.
-    Patched once, for every parser (like `syntax.patch_hex_float_elements`).
-    """
-    parse = AttrParser._parse_memref_attrs  # pyright: ignore[reportPrivateUsage]
-    if getattr(parse, "_shardc_tpu_spaces", False):
-        return
-    names = {s.value for s in MemorySpace}
-
-    def parse_memref_with_tpu_space(self: AttrParser) -> Attribute:
-        ty = parse(self)
-        space = getattr(ty, "memory_space", None)
-        if isinstance(ty, MemRefType) and isinstance(space, StringAttr) and space.data in names:
-            return MemRefType(
-                ty.element_type,
-                ty.shape,
-                ty.layout,
-                MemorySpaceAttr(MemorySpace(space.data)),
-            )
-        return ty
-
-    parse_memref_with_tpu_space._shardc_tpu_spaces = True  # pyright: ignore[reportFunctionMemberAccess]
-    AttrParser._parse_memref_attrs = parse_memref_with_tpu_space  # pyright: ignore
-
-
-patch_memref_memory_spaces()
+patch_memref_memory_spaces(
+    {s.value for s in MemorySpace}, lambda name: MemorySpaceAttr(MemorySpace(name))
+)
 
 
 def memref_type(shape: Sequence[int], element_type: Attribute, space: MemorySpace) -> MemRefType:

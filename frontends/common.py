@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from shardc.diagnostics import DiagnosticError, caret_location, format_diagnostic
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
-from shardc.tools.source import DiagnosticError, Location, SourceMap
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -70,7 +70,6 @@ class ImportStats:
 class ImportResult:
     module: ModuleOp
     stats: ImportStats
-    source_map: SourceMap
 
 
 # Converter tables --------------------------------------------------------------------------
@@ -137,11 +136,9 @@ def identity_value(kind: str, element: Attribute) -> float | int | bool:
 class Emitter:
     """Appends ops to a block; every op gets the location of the source op being converted."""
 
-    def __init__(self, block: Block, source_map: SourceMap):
+    def __init__(self, block: Block):
         self.block = block
-        self.source_map = source_map
-        self.location: Location | None = None
-        self.op_location: LocationAttr | None = None
+        self.location: LocationAttr | None = None
         """`Operation.location` of the ops added next: the source op's (`locations.py`)."""
         self.mesh_name: str | None = None
         self.mesh: spmd.MeshAttr | None = None
@@ -149,9 +146,7 @@ class Emitter:
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
         if self.location is not None:
-            self.source_map.locations[op] = self.location
-        if self.op_location is not None:
-            op.location = self.op_location
+            op.location = self.location
         return op
 
     def value(self, op: Operation) -> SSAValue:
@@ -363,10 +358,11 @@ def bool_type(like: TensorType) -> TensorType:
     return TensorType(i1, like.get_shape())
 
 
-def located_error(location: Location | None, filename: str, message: str) -> DiagnosticError:
-    if location is None:
+def located_error(location: LocationAttr | None, filename: str, message: str) -> DiagnosticError:
+    pos = caret_location(location) if location is not None else None
+    if pos is None:
         return DiagnosticError(f"{filename}: error: {message}")
-    return DiagnosticError(location.format(message))
+    return DiagnosticError(format_diagnostic(pos, message))
 
 
 def make_function(

@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from lark.exceptions import UnexpectedInput
+from shardc.diagnostics import DiagnosticError
 from shardc.dialects import spmd
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
@@ -74,8 +75,8 @@ from shardc.frontends.hlo_text_source import (
     TupleVal,
     Value,
 )
-from shardc.frontends.locations import Positions, hlo_metadata_location, with_origin
-from shardc.tools.source import DiagnosticError, SourceMap, verify_module
+from shardc.frontends.locations import hlo_metadata_location, with_origin
+from shardc.parsing import verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, SSAValue
@@ -108,12 +109,10 @@ class HloTextImporter:
         self.text = text
         self.filename = filename
         self.reader = Reader(text, filename)
-        self.out_map = SourceMap(filename)
         self.stats = ImportStats("xla hlo text", level="S")
         self.block = Block()
-        self.emit = Emitter(self.block, self.out_map)
+        self.emit = Emitter(self.block)
         self.src = HloSource(self.reader, self.emit, self.stats)
-        self.positions = Positions(filename, text)
         self.depth = 0
         self.structural: dict[str, Callable[[Instr, Env], Value]] = {
             "parameter": self.unbound_parameter,
@@ -137,10 +136,9 @@ class HloTextImporter:
 
     def at(self, pos: int, instr: Instr | None = None) -> None:
         """The ops emitted next come from the text at `pos` (the instruction `instr`)."""
-        self.emit.location = self.src.located(pos)
         metadata = instr.attrs.get("metadata") if instr is not None else None
         origin = hlo_metadata_location(metadata.text) if metadata is not None else None
-        self.emit.op_location = with_origin(self.positions.at(pos), origin)
+        self.emit.location = with_origin(self.src.located(pos), origin)
 
     # entry ----------------------------------------------------------------------------------
 
@@ -170,10 +168,10 @@ class HloTextImporter:
         mesh = spmd.MeshAttr([("devices", self.src.devices)])
         mesh_op = spmd.MeshOp("mesh", mesh)
         out = ModuleOp([mesh_op, function])
-        mesh_op.location = out.location = self.positions.at(0)  # from the module's header
+        mesh_op.location = out.location = self.src.located(0)  # from the module's header
         self.stats.devices = self.src.devices
-        verify_module(out, self.out_map)
-        return ImportResult(out, self.stats, self.out_map)
+        verify_module(out, filename=self.filename)
+        return ImportResult(out, self.stats)
 
     def check_instruction(self, i: Instr) -> None:
         """An opcode shardc converts, with attributes it knows (else an error naming them)."""
@@ -230,8 +228,7 @@ class HloTextImporter:
         res_attrs = self.result_shardings(entry.root, len(results))
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
         f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
-        self.out_map.locations[f] = self.src.located(entry.pos)
-        f.location = self.positions.at(entry.pos)
+        f.location = self.src.located(entry.pos)
         return f
 
     def entry_parameters(self, entry: Computation) -> dict[int, Instr]:

@@ -18,8 +18,7 @@ from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from shardc.tools.source import DiagnosticError, Location
-from xdsl.utils.lexer import Input
+from shardc.diagnostics import DiagnosticError, SourceText
 
 GRAMMAR = Path(__file__).with_name("hlo_text.lark")
 
@@ -147,7 +146,7 @@ def _expected(names: set[str]) -> str:
 
 
 def syntax_error(e: UnexpectedInput, text: str, filename: str) -> DiagnosticError:
-    src = Input(text, filename)
+    src = SourceText(filename, text)
     if isinstance(e, UnexpectedToken):
         tok = e.token
         if tok.type == "$END":
@@ -157,7 +156,7 @@ def syntax_error(e: UnexpectedInput, text: str, filename: str) -> DiagnosticErro
             what = "end of line" if tok.type == "_NL" else f"'{tok.value}'"
         msg = f"malformed HLO text: unexpected {what}, expected {_expected(set(e.expected))}"
         length = 1 if tok.type in ("_NL", "$END") else len(str(tok.value))
-        return DiagnosticError(Location(src, min(pos, len(text))).format(msg, length))
+        return DiagnosticError(src.format(min(pos, len(text)), msg, length))
     if isinstance(e, UnexpectedCharacters):
         pos = e.pos_in_stream
         ch = text[pos] if pos < len(text) else "end of file"
@@ -165,10 +164,10 @@ def syntax_error(e: UnexpectedInput, text: str, filename: str) -> DiagnosticErro
         msg = f"malformed HLO text: unexpected character '{ch}'" + (
             f", expected {expected}" if expected else ""
         )
-        return DiagnosticError(Location(src, pos).format(msg))
+        return DiagnosticError(src.format(pos, msg))
     if isinstance(e, UnexpectedEOF):
         msg = f"malformed HLO text: unexpected end of file, expected {_expected(set(e.expected))}"
-        return DiagnosticError(Location(src, len(text.rstrip())).format(msg))
+        return DiagnosticError(src.format(len(text.rstrip()), msg))
     return DiagnosticError(f"{filename}: error: malformed HLO text: {e}")
 
 
@@ -181,10 +180,10 @@ class Reader:
     def __init__(self, text: str, filename: str):
         self.text = text
         self.filename = filename
-        self.input = Input(text, filename)
+        self.input = SourceText(filename, text)
 
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
-        return DiagnosticError(Location(self.input, pos).format(message, length))
+        return DiagnosticError(self.input.format(pos, message, length))
 
     def raw(self, tree: Any) -> str:
         if isinstance(tree, Token):

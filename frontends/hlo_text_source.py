@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from shardc.diagnostics import DiagnosticError
 from shardc.frontends.common import Emitter, ImportStats, is_bool
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Reader, Shape
-from shardc.tools.source import DiagnosticError, Location
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -158,8 +159,8 @@ class HloSource:
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
         return self.reader.error(pos, message, length)
 
-    def located(self, pos: int) -> Location:
-        return Location(self.reader.input, pos)
+    def located(self, pos: int) -> FileLineColLoc:
+        return self.reader.input.location(pos)
 
     def parameter_number(self, i: Instr) -> int:
         if len(i.operands) != 1:

@@ -47,20 +47,6 @@ def with_origin(position: FileLineColLoc, origin: LocationAttr | None) -> Locati
     return FusedLoc([position, origin], NoneAttr())
 
 
-class Positions:
-    """`FileLineColLoc`s of offsets in one text (its line starts found once)."""
-
-    def __init__(self, filename: str, text: str, line_offset: int = 0):
-        self.filename = StringAttr(filename)
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.line_offset = line_offset
-
-    def at(self, offset: int) -> FileLineColLoc:
-        line = bisect.bisect_right(self.line_starts, offset) - 1
-        column = offset - self.line_starts[line] + 1
-        return FileLineColLoc(self.filename, IntAttr(line + 1 + self.line_offset), IntAttr(column))
-
-
 # StableHLO's loc(...) ----------------------------------------------------------------------
 
 _LOC_ALIAS = re.compile(r"^(#loc[\w$.-]*)\s*=\s*loc\(", re.M)

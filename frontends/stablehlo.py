@@ -77,11 +77,11 @@ from __future__ import annotations
 
 import re
 
+from shardc.diagnostics import DiagnosticError, SourceText, caret_location, located_op
 from shardc.dialects import spmd
 from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
 from shardc.frontends.locations import (
     JaxLocations,
-    Positions,
     scan_locations,
     strip_locations,
     with_origin,
@@ -98,12 +98,7 @@ from shardc.frontends.stablehlo_source import (
     get_attr,
     rank,
 )
-from shardc.tools.source import (
-    DiagnosticError,
-    SourceMap,
-    parse_module,
-    verify_module,
-)
+from shardc.parsing import parse_module, verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, LocationAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -117,20 +112,17 @@ class StablehloImporter:
     def __init__(
         self,
         module: ModuleOp,
-        source_map: SourceMap,
-        filename: str,
+        text: SourceText,
         origins: JaxLocations | None = None,
     ):
         self.src = module
-        self.src_map = source_map
-        self.filename = filename
-        text = source_map.input.content if source_map.input is not None else ""
-        self.positions = Positions(filename, text, source_map.line_offset)
+        self.text = text
+        """The text `module` was parsed from (its ops' offsets, for JAX's locations)."""
+        self.filename = text.name
         self.origins = origins
         """JAX's `loc(...)` of each source op (None: the text was read without them)."""
         self._locations: dict[Operation, LocationAttr | None] = {}
-        self.errors = SourceErrors(source_map, filename)
-        self.out_map = SourceMap(filename)
+        self.errors = SourceErrors(self.filename)
         self.stats = ImportStats("stablehlo")
         self.functions: dict[str, func.FuncOp] = {}
         for op in module.body.block.ops:
@@ -142,7 +134,7 @@ class StablehloImporter:
         self.shardings = ShardingConverter(self.errors, self.stats, self.partitions * self.replicas)
         self.call_stack: list[str] = []
         self.block = Block()
-        self.emit = Emitter(self.block, self.out_map)
+        self.emit = Emitter(self.block)
         self.cx = OpContext(self.emit, self.stats, self.shardings, self.replicas, self.partitions)
 
     def error(self, op: Operation | None, message: str) -> DiagnosticError:
@@ -179,8 +171,8 @@ class StablehloImporter:
         out.body.block.add_op(function)
         self.stats.devices = mesh.device_count if mesh else self.shardings.devices
         self.stats.source_format = SOURCE_FORMATS[self.shardings.mode]
-        verify_module(out, self.out_map)
-        return ImportResult(out, self.stats, self.out_map)
+        verify_module(out, filename=self.filename)
+        return ImportResult(out, self.stats)
 
     def entry(self) -> func.FuncOp:
         if "main" in self.functions:
@@ -199,22 +191,24 @@ class StablehloImporter:
 
     def at(self, op: Operation) -> None:
         """The ops emitted next come from the source op `op`."""
-        self.emit.location = self.src_map.location_of(op)
-        self.emit.op_location = self.location_of(op)
+        self.emit.location = self.location_of(op)
 
     def location_of(self, op: Operation) -> LocationAttr | None:
         """`op`'s position in the text, fused with JAX's location of it if the text has one."""
         if op not in self._locations:
-            loc = self.src_map.location_of(op)
-            if loc is None:
+            # (the module itself counts here: its location is the start of the text)
+            located = op if caret_location(op.location) is not None else located_op(op)
+            position = caret_location(located.location) if located is not None else None
+            if located is None or position is None:
                 self._locations[op] = None
             else:
                 origin = None
                 if self.origins is not None:
-                    after = self.src_map.locations.get(op.next_op) if op.next_op else None
-                    next_start = after.offset if after is not None else None
-                    origin = self.origins.after_op(loc.offset, next_start)
-                self._locations[op] = with_origin(self.positions.at(loc.offset), origin)
+                    after = op.next_op
+                    after_pos = caret_location(after.location) if after is not None else None
+                    next_start = self.text.offset(after_pos) if after_pos is not None else None
+                    origin = self.origins.after_op(self.text.offset(position), next_start)
+                self._locations[op] = with_origin(position, origin)
         return self._locations[op]
 
     def locate(self, new: Operation, source: Operation) -> None:
@@ -233,7 +227,6 @@ class StablehloImporter:
         self.at(main)
         self.emit.add(func.ReturnOp(*results))
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
-        self.out_map.locations[f] = self.src_map.location_of(main)  # pyright: ignore
         self.locate(f, main)
         return f
 
@@ -365,10 +358,11 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     ctx = make_import_context()
     scanned = scan_locations(text)
     try:
-        module, source_map = parse_module(ctx, scanned.text, filename)
+        module = parse_module(ctx, scanned.text, filename)
     except DiagnosticError as e:
         raise DiagnosticError(_reword(str(e))) from None
-    return StablehloImporter(module, source_map, filename, JaxLocations(scanned)).run()
+    source = SourceText(filename, scanned.text)
+    return StablehloImporter(module, source, JaxLocations(scanned)).run()
 
 
 _NOT_REGISTERED_OP = re.compile(

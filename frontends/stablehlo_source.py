@@ -11,6 +11,13 @@ from __future__ import annotations
 
 import math
 
+from shardc.diagnostics import (
+    DiagnosticError,
+    caret_location,
+    format_diagnostic,
+    op_location,
+    source_line,
+)
 from shardc.dialects.syntax import splat_element
 from shardc.frontends.common import check_tensor_type
 from shardc.frontends.stablehlo_dialect import (
@@ -18,12 +25,12 @@ from shardc.frontends.stablehlo_dialect import (
     SdyManualAxesAttr,
     SdyShardingPerValueAttr,
 )
-from shardc.tools.source import DiagnosticError, Location, SourceMap
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     IntAttr,
     IntegerAttr,
     StringAttr,
@@ -183,27 +190,26 @@ def all_attr_dicts(op: Operation) -> list[dict[str, Attribute]]:
 class SourceErrors:
     """Diagnostics at the source op (or a name in its text), and the checks that raise them."""
 
-    def __init__(self, source_map: SourceMap, filename: str):
-        self.src_map = source_map
+    def __init__(self, filename: str):
         self.filename = filename
 
     def error(self, op: Operation | None, message: str) -> DiagnosticError:
-        loc = self.src_map.location_of(op) if op is not None else None
-        if loc is None:
+        loc = op_location(op) if op is not None else None
+        pos = caret_location(loc) if loc is not None else None
+        if pos is None:
             return DiagnosticError(f"{self.filename}: error: {message}")
-        return DiagnosticError(loc.format(message))
+        return DiagnosticError(format_diagnostic(pos, message))
 
     def error_at_name(self, op: Operation, name: str, message: str) -> DiagnosticError:
         """An error at `name` as written in `op`'s text (else at the op)."""
-        loc = self.src_map.location_of(op)
-        if loc is not None:
-            text = loc.input.content
-            end = text.find("\n", loc.offset)
-            at = text.find(name, loc.offset, end if end >= 0 else len(text))
+        loc = op_location(op)
+        pos = caret_location(loc) if loc is not None else None
+        line = source_line(pos.filename.data, pos.line.data) if pos is not None else None
+        if pos is not None and line is not None:
+            at = line.find(name, pos.column.data - 1)
             if at >= 0:
-                return DiagnosticError(
-                    Location(loc.input, at, loc.line_offset).format(message, len(name))
-                )
+                pos = FileLineColLoc(pos.filename, pos.line, IntAttr(at + 1))
+                return DiagnosticError(format_diagnostic(pos, message, len(name)))
         return self.error(op, message)
 
     def prop(self, op: Operation, key: str) -> Attribute:

@@ -37,7 +37,6 @@ Modules
 * `plot`: the `--plot` PNG of a timeline.
 * `testing`: parse-and-run helpers for tests (`run_per_device`, `run_global`,
   `time_program`).
-* `errors`: `InterpreterError` (a `tools.source.DiagnosticError`: one message, exit 1).
 
 Levels
 ------

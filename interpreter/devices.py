@@ -20,18 +20,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError
 from shardc.dialects.sizes import value_bytes
 from shardc.dialects.spmd import module_mesh
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.execution import Device, DeviceRunner, Future
 from shardc.interpreter.hlo_impls import DEVICE_KEY, DeviceInfo, HloFunctions
 from shardc.interpreter.plan import SMALL_ELEMENTS, ProgramPlan, is_level_s
 from shardc.interpreter.rendezvous import Rendezvous
 from shardc.interpreter.run_diagnostics import RunDiagnostics
 from shardc.interpreter.timing import DeviceClock, Timeline
-from shardc.tools.source import SourceMap
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter
@@ -60,15 +59,13 @@ class Executor:
     def __init__(
         self,
         module: ModuleOp,
-        source_map: SourceMap | None = None,
         filename: str | None = None,
         check_types: bool = True,
         chip: Chip | None = None,
         abstract: bool = False,
     ):
         self.module = module
-        self.source_map = source_map
-        self.filename = filename or (source_map.filename if source_map else "<input>")
+        self.filename = filename or "<input>"
         self.check_types = check_types and not abstract
         self.chip = chip
         self.abstract = abstract
@@ -78,7 +75,7 @@ class Executor:
         if chip is not None:
             mesh = module_mesh(module)
             self.cost_model = CostModel(chip, mesh[1] if mesh else None)
-        self.diagnostics = RunDiagnostics(source_map, self.filename)
+        self.diagnostics = RunDiagnostics(self.filename)
         self.plan = ProgramPlan(module, self.diagnostics, self.cost_model, abstract)
         self._runner = DeviceRunner(self.plan, self.diagnostics, self.check_types)
 

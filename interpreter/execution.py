@@ -19,7 +19,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardc.interpreter.errors import InterpreterError
+from shardc.diagnostics import InterpreterError
 from shardc.interpreter.plan import (
     A_PLAIN,
     A_WRAPPED,

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import hlo, spmd
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.values import (
     BOOL,
     F32,

@@ -30,11 +30,11 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import spmd
 from shardc.dialects.spmd import module_mesh
 from shardc.dialects.syntax import string_list_in_braces_str
 from shardc.interpreter.devices import Executor
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.values import (
     BF16,
     combine_in_order,
@@ -459,7 +459,6 @@ def run_module(
     *,
     entry: str | None = None,
     seed: int = 0,
-    source_map: Any = None,
     filename: str = "<input>",
 ) -> dict[str, np.ndarray]:
     """Convenience: run a parsed module's entry function on arrays (random if None)."""
@@ -467,7 +466,7 @@ def run_module(
     sig = signature(module, function, filename)
     if inputs is None:
         inputs = random_inputs(sig, seed)
-    executor = Executor(module, source_map, filename)
+    executor = Executor(module, filename)
     return run(executor, sig, inputs)
 
 

@@ -4,7 +4,7 @@ kernel each (DESIGN.md "The interpreter and the simulated machine", issue 7 item
 
 ```python
 from shardc.interpreter.level_t import run_level_t
-outputs, report = run_level_t(module, inputs, chip="v5e", source_map=source_map)
+outputs, report = run_level_t(module, inputs, chip="v5e")
 _, report = run_level_t(module, [[None] * n_args] * n, chip="v5p", values=False)  # timing only
 ```
 The timing mode (`values=False`) simulates the same machine without any bytes: for
@@ -95,11 +95,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError
 from shardc.hardware.chips import Chip
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t_machine import Buffer, Dma, Ref, Semaphore, SemRef
 from shardc.interpreter.level_t_sim import Simulator
-from shardc.tools.source import SourceMap
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
@@ -141,7 +140,6 @@ def run_level_t(
     inputs: Sequence[Sequence[np.ndarray | None]],
     *,
     chip: Chip | str = "v5e",
-    source_map: SourceMap | None = None,
     entry: str | None = None,
     trace: bool = False,
     values: bool = True,
@@ -168,7 +166,7 @@ def run_level_t(
     16 chips of a 4x4 torus).
     """
     function = find_kernel(module, entry)
-    sim = Simulator(module, chip, source_map, trace=trace, values=values, torus=torus)
+    sim = Simulator(module, chip, trace=trace, values=values, torus=torus)
     outputs, report = sim.run(function, inputs)
     if trace:
         report["trace"] = sim.trace()

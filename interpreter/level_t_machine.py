@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError, error_at, op_position
 from shardc.dialects.tpu import MemorySpace
-from shardc.interpreter.errors import InterpreterError
-from shardc.tools.source import SourceMap
 from xdsl.ir import Operation
 
 # Memory ---------------------------------------------------------------------------------
@@ -290,23 +289,17 @@ class Events:
 class Diagnostics:
     """Where an op is (`file:line:col`) and the `InterpreterError` raised at it."""
 
-    def __init__(self, source_map: SourceMap | None, filename: str | None):
-        self.source_map = source_map
-        self.filename = filename or (source_map.filename if source_map else "<input>")
+    def __init__(self, filename: str | None):
+        self.filename = filename or "<input>"
 
     def where(self, op: Operation) -> str:
-        if self.source_map is not None:
-            loc = self.source_map.location_of(op)
-            if loc is not None:
-                line, col = loc.line_col()
-                return f"{loc.input.name}:{line}:{col}"
-        return self.filename
+        return op_position(op) or self.filename
 
     def error(self, op: Operation, device: int | None, message: str) -> InterpreterError:
         prefix = f"on device {device}: " if device is not None else ""
         text = prefix + message
-        if self.source_map is not None and self.source_map.location_of(op) is not None:
-            return InterpreterError(str(self.source_map.error_at(op, text)))
+        if op_position(op) is not None:
+            return InterpreterError(str(error_at(op, text)))
         return InterpreterError(f"{self.filename}: error: '{op.name}' op {text}")
 
     def at(self, op: Operation) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import tpu
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t_machine import DeviceState
 from shardc.interpreter.trace_events import TraceWriter
 from xdsl.ir import Operation

@@ -19,12 +19,12 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 import numpy as np
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import spmd, tpu
 from shardc.dialects.tpu import MemorySpace
 from shardc.hardware.chips import Chip, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter import level_t_report
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t_dma import DmaEngine
 from shardc.interpreter.level_t_effects import EffectFunctions, effect_table
 from shardc.interpreter.level_t_machine import (
@@ -47,7 +47,6 @@ from shardc.interpreter.level_t_ops import (
     placeholders,
 )
 from shardc.interpreter.values import dtype_of
-from shardc.tools.source import SourceMap
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp, VectorType
 from xdsl.interpreter import Interpreter
@@ -63,7 +62,6 @@ class Simulator:
         self,
         module: ModuleOp,
         chip: Chip | str = "v5e",
-        source_map: SourceMap | None = None,
         filename: str | None = None,
         trace: bool = False,
         values: bool = True,
@@ -73,8 +71,7 @@ class Simulator:
         self.values = values
         """False: the timing mode (see `run_level_t`); no bytes are read or written."""
         self.chip = get_chip(chip) if isinstance(chip, str) else chip
-        self.source_map = source_map
-        self.diag = Diagnostics(source_map, filename)
+        self.diag = Diagnostics(filename)
         self.filename = self.diag.filename
         self.mesh: spmd.MeshAttr | None = spmd.find_mesh(module)
         self.n = self.mesh.device_count if self.mesh is not None else 1

@@ -27,8 +27,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import IO, Any
 
+from shardc.diagnostics import DiagnosticError
 from shardc.interpreter.level_t_timeline import HBM_WAIT
-from shardc.tools.source import DiagnosticError
 
 MATMUL_OPS = frozenset({"hlo.dot", "hlo.dot_general", "hlo.convolution", "tpu.matmul"})
 

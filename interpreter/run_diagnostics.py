@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from shardc.interpreter.errors import InterpreterError
+from shardc.diagnostics import InterpreterError, error_at, op_position
 from shardc.interpreter.values import dtype_name
-from shardc.tools.source import SourceMap
 from xdsl.ir import Operation
 
 
@@ -36,33 +35,22 @@ class Waiter(Protocol):
 class RunDiagnostics:
     """Locations and error messages of one module's runs."""
 
-    def __init__(self, source_map: SourceMap | None, filename: str):
-        self.source_map = source_map
+    def __init__(self, filename: str):
         self.filename = filename
 
     # Locations ------------------------------------------------------------------------
 
     def location(self, op: Operation) -> str | None:
         """`file:line:col` of an op, None for ops without a source location."""
-        if self.source_map is not None:
-            loc = self.source_map.location_of(op)
-            if loc is not None:
-                line, col = loc.line_col()
-                return f"{loc.input.name}:{line}:{col}"
-        return None
+        return op_position(op)
 
     def where(self, op: Operation) -> str:
         """`file:line:col` of an op (or just the file for ops made by passes)."""
-        if self.source_map is not None:
-            loc = self.source_map.location_of(op)
-            if loc is not None:
-                line, col = loc.line_col()
-                return f"{loc.input.name}:{line}:{col}"
-        return self.filename
+        return op_position(op) or self.filename
 
     def error_at(self, op: Operation, message: str) -> InterpreterError:
-        if self.source_map is not None and self.source_map.location_of(op) is not None:
-            return InterpreterError(str(self.source_map.error_at(op, message)))
+        if op_position(op) is not None:
+            return InterpreterError(str(error_at(op, message)))
         return InterpreterError(f"{self.filename}: error: '{op.name}' op {message}")
 
     def error(self, message: str) -> InterpreterError:

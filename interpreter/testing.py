@@ -21,13 +21,13 @@ from shardc.hardware.chips import get_chip
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.timing import Timeline
-from shardc.tools.source import SourceMap, parse_and_verify
+from shardc.parsing import parse_and_verify
 from xdsl.dialects.builtin import ModuleOp
 
 _CTX = None
 
 
-def parse(text: str, filename: str = "<test>") -> tuple[ModuleOp, SourceMap]:
+def parse(text: str, filename: str = "<test>") -> ModuleOp:
     """Parse and verify (a bad program raises `DiagnosticError`)."""
     global _CTX
     if _CTX is None:
@@ -39,9 +39,9 @@ def run_per_device(
     text: str, per_device_args: Sequence[Sequence[Any]], entry: str | None = None
 ) -> list[tuple[Any, ...]]:
     """Run the entry function on `len(per_device_args)` devices; each device's results."""
-    module, source_map = parse(text)
+    module = parse(text)
     function = io.find_entry(module, entry, "<test>")
-    return Executor(module, source_map).run(function, per_device_args)
+    return Executor(module).run(function, per_device_args)
 
 
 def run_global(
@@ -52,10 +52,8 @@ def run_global(
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """Run like `shardc-run`: global (or `in_K.D`) arrays in, `out_..` arrays out."""
-    module, source_map = parse(text)
-    return io.run_module(
-        module, inputs, entry=entry, seed=seed, source_map=source_map, filename="<test>"
-    )
+    module = parse(text)
+    return io.run_module(module, inputs, entry=entry, seed=seed, filename="<test>")
 
 
 def time_program(
@@ -71,10 +69,10 @@ def time_program(
     Run with the timing model on `chip` (random inputs from `seed` unless given;
     `abstract`: --timing-only, no values) and return the timeline.
     """
-    module, source_map = parse(text)
+    module = parse(text)
     function = io.find_entry(module, entry, "<test>")
     sig = io.signature(module, function, "<test>")
-    executor = Executor(module, source_map, "<test>", chip=get_chip(chip), abstract=abstract)
+    executor = Executor(module, "<test>", chip=get_chip(chip), abstract=abstract)
     if abstract:
         n_args = len(function.body.block.args)
         executor.run(function, [[None] * n_args for _ in range(sig.devices)])

@@ -77,6 +77,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from shardc.diagnostics import op_origin
 from shardc.dialects import collective as coll
 from shardc.dialects import spmd
 from shardc.dialects.collective import collective_kind
@@ -308,7 +309,12 @@ class Timeline:
         if top.peak_op is None:
             return None
         loc = self.where(top.peak_op)
-        return f"{top.peak_op.name} on device {top.device}" + (f" at {loc}" if loc else "")
+        source = op_origin(top.peak_op)
+        return (
+            f"{top.peak_op.name} on device {top.device}"
+            + (f" at {loc}" if loc else "")
+            + (f" (from {source})" if source else "")
+        )
 
     def slices(self) -> list[Slice]:
         """Every device's timeline as flat slices, device by device, stream by stream."""
@@ -370,6 +376,8 @@ class Timeline:
             loc = self.where(op)
             if loc:
                 args["loc"] = loc
+            if source := op_origin(op):  # JAX's location of an imported op
+                args["source"] = source
             labels[op] = args
         return dict(args)
 

@@ -58,6 +58,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, accumulation_type, element_kind
 from shardc.dialects.syntax import splat_element
@@ -76,7 +77,6 @@ from shardc.lowering.vector_ops import (
     splat_vector,
     store_block,
 )
-from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, scf, vector
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, VectorType, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from shardc.diagnostics import OpPassError
 from shardc.hardware.chips import Chip
 from shardc.lowering.emit import Emitter
-from shardc.passes.errors import OpPassError
 from xdsl.ir import Operation, SSAValue
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
@@ -50,8 +51,8 @@ from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter
+from shardc.lowering.level_s_summary import record_level_s
 from shardc.lowering.topology import Topology
-from shardc.passes.errors import OpPassError
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -181,6 +182,7 @@ class LowerToTpuPass(ModulePass):
             raise PassFailedException(
                 f"lower-to-tpu: vmem-limit must be positive, got {self.vmem_limit}"
             )
+        record_level_s(op, chip)  # what the kernels' reports need from level S
         vmem = self.vmem_limit if self.vmem_limit is not None else chip.vmem_bytes
         target = Target(chip, vmem)
         for function in list(op.body.block.ops):

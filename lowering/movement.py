@@ -34,11 +34,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, spmd, tpu
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import HBM, Emitter, for_steps, memref_shape, reshape_view, tensor_type
-from shardc.passes.errors import OpPassError
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
 from xdsl.ir import Operation, SSAValue

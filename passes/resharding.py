@@ -23,9 +23,11 @@ from shardc.passes.sharding_rules import Axes, make_sharding
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    LocationAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnknownLoc,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -43,12 +45,15 @@ class Resharder:
     anchor: Operation | None = None
     steps: int = 0
     inserted: list[Operation] = field(default_factory=list[Operation])
+    location: LocationAttr = field(default_factory=UnknownLoc)
+    """The location of the op being partitioned: the ops inserted for it report it."""
 
     # Building blocks -----------------------------------------------------------
 
     def _insert(self, op: Operation) -> Operation:
         assert self.anchor is not None
         Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        op.location = self.location
         self.inserted.append(op)
         return op
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
     PARTITIONED_ATTR_NAME,
@@ -24,7 +25,6 @@ from shardc.dialects.spmd import (
 )
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
-from shardc.passes.errors import OpPassError
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import (
     Axes,
@@ -96,6 +96,7 @@ class FunctionPartitioner:
             )
             self.actual[new] = sharding
         for op in list(block.ops):
+            self.resharder.location = op.location  # what it inserts for `op` reports `op`
             if isinstance(op, func.ReturnOp):
                 self.partition_return(op, results)
             elif isinstance(op, spmd.ConstraintOp):
@@ -218,6 +219,7 @@ class FunctionPartitioner:
         if op.value.is_splat():
             splat = splat_elements(local, next(iter(op.value.iter_values())))  # pyright: ignore
             new_op = hlo.ConstantOp(splat)
+            new_op.location = op.location
             Rewriter.replace_op(op, new_op)
             return new_op.result
         # A non-splat constant: materialize it whole, then keep this device's block.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import spmd
 from shardc.dialects.sizes import value_bytes
 from shardc.dialects.spmd import (
@@ -29,7 +30,6 @@ from shardc.dialects.spmd import (
     MeshAttr,
     ShardingAttr,
 )
-from shardc.passes.errors import OpPassError
 from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,

@@ -22,9 +22,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from shardc.diagnostics import DiagnosticError
 from shardc.frontends.common import ImportResult
+from shardc.tools.cli import run_tool
 from shardc.tools.shardc_opt import write_output
-from shardc.tools.source import DiagnosticError, run_tool
 from xdsl.printer import Printer
 
 PROG = "shardc-import"

@@ -14,22 +14,15 @@ import re
 import sys
 from collections.abc import Sequence
 
+from shardc.diagnostics import DiagnosticError, OpPassError, SourceText, error_at
 from shardc.dialects import register_dialects
+from shardc.parsing import parse_and_verify, verify_module
 from shardc.passes import registry
-from shardc.passes.errors import OpPassError
-from shardc.tools.source import (
-    DiagnosticError,
-    Location,
-    SourceMap,
-    parse_and_verify,
-    run_tool,
-    verify_module,
-)
+from shardc.tools.cli import run_tool
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
-from xdsl.utils.lexer import Input
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 SPLIT_MARKER = "// -----"
@@ -37,8 +30,6 @@ SPLIT_MARKER = "// -----"
 
 class ShardcOptMain(xDSLOptMain):
     """xDSL's opt driver with shardc's dialects and passes and located diagnostics."""
-
-    source_map: SourceMap | None = None
 
     def __init__(self, args: Sequence[str] | None = None):
         self._argv = args
@@ -64,8 +55,7 @@ class ShardcOptMain(xDSLOptMain):
             if previous is None:
                 return  # the input was verified right after parsing
             if not self.args.disable_verify:
-                assert self.source_map is not None
-                verify_module(module, self.source_map, note=f"after pass '{previous.name}'")
+                verify_module(module, note=f"after pass '{previous.name}'")
             if following is not None and self.args.print_between_passes:
                 print(f"// IR after {previous.name}:")
                 Printer(stream=sys.stdout).print_op(module)
@@ -105,15 +95,15 @@ class ShardcOptMain(xDSLOptMain):
         return split_chunks(text)
 
     def process_chunk(self, text: str, filename: str, line_offset: int) -> str:
-        module, self.source_map = parse_and_verify(self.ctx, text, filename, line_offset)
+        module = parse_and_verify(self.ctx, text, filename, line_offset)
         try:
             self.pipeline.apply(self.ctx, module)
         except OpPassError as e:
-            raise self.source_map.error_at(e.op, e.message) from None
+            raise error_at(e.op, e.message, filename) from None
         except DiagnosticException as e:
             # A pass failed without naming an op: report it at the start of the input.
-            start = Location(Input(text, filename), 0, line_offset)
-            raise DiagnosticError(start.format(str(e))) from None
+            start = SourceText(filename, text, line_offset)
+            raise DiagnosticError(start.format(0, str(e))) from None
         return self.output_resulting_program(module)
 
     def run(self) -> None:

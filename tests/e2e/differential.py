@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from shardc.dialects import make_context
 from shardc.interpreter import io
-from shardc.tools.source import parse_and_verify
+from shardc.parsing import parse_and_verify
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
@@ -31,7 +31,7 @@ def partition(text: str) -> str:
     from xdsl.transforms.canonicalize import CanonicalizePass
     from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
-    module, _ = parse_and_verify(CTX, text, "<level G>")
+    module = parse_and_verify(CTX, text, "<level G>")
     for p in (
         SpmdPropagatePass(),
         SpmdPartitionPass(),
@@ -76,10 +76,10 @@ def check_pass(
     rtol: float | None = None,
 ) -> ModuleOp:
     """Apply `passes` to `text`; outputs before and after must agree. The module after."""
-    module, source_map = parse_and_verify(CTX, text, "<test>")
+    module = parse_and_verify(CTX, text, "<test>")
     function = io.find_entry(module, None, "<test>")
     inputs = io.random_inputs(io.signature(module, function, "<test>"), seed)
-    before = io.run_module(module.clone(), inputs, source_map=source_map)
+    before = io.run_module(module.clone(), inputs)
     for p in [passes] if isinstance(passes, ModulePass) else passes:
         p.apply(CTX, module)
         module.verify()

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shardc.dialects import collective
+from shardc.parsing import parse_and_verify
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.tests.e2e.differential import CTX, check_pass, partition
 from shardc.tests.unit.strategies import DrawChooser, build_collective_program
-from shardc.tools.source import parse_and_verify
 
 FILECHECK = Path(__file__).parents[1] / "filecheck" / "transforms" / "async-split.mlir"
 CHUNKS = FILECHECK.read_text().split("// -----")
@@ -57,6 +57,6 @@ def test_generated_programs(text: str, min_bytes: int) -> None:
     if min_bytes == 0:
         assert sync_count(split) == 0
     joined = check_pass(text, [AsyncSplitPass(min_bytes=min_bytes), AsyncSplitPass(inverse=True)])
-    module, _ = parse_and_verify(CTX, text, "<t>")
+    module = parse_and_verify(CTX, text, "<t>")
     AsyncSplitPass(inverse=True).apply(CTX, module)
     assert str(joined) == str(module)

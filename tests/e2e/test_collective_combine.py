@@ -10,19 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
 from shardc.interpreter import io
+from shardc.parsing import parse_and_verify
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_stats import CollectiveStats
-from shardc.tools.source import parse_and_verify
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 CTX = make_context()
 
 
 def run_before_and_after(text: str, threshold: int, max_count: int) -> tuple[int, int]:
-    module, source_map = parse_and_verify(CTX, text, "<combine>")
+    module = parse_and_verify(CTX, text, "<combine>")
     function = io.find_entry(module, None, "<combine>")
     inputs = io.random_inputs(io.signature(module, function, "<combine>"), 0)
-    before = io.run_module(module.clone(), inputs, source_map=source_map)
+    before = io.run_module(module.clone(), inputs)
     count_before = sum(CollectiveStats.of(module).counts.values())
     CollectiveCombinePass(threshold_bytes=threshold, max_count=max_count).apply(CTX, module)
     module.verify()

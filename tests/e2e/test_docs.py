@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from shardc.diagnostics import DiagnosticError
 from shardc.dialects import make_context
-from shardc.tools.source import DiagnosticError, parse_and_verify
+from shardc.parsing import parse_and_verify
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

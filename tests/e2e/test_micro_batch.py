@@ -20,13 +20,13 @@ from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel, tensor_bytes
 from shardc.interpreter import io
+from shardc.parsing import parse_and_verify
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import sync_peak
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.tests.e2e.differential import assert_close, check_pass, count_ops, partition
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
-from shardc.tools.source import parse_and_verify
 from xdsl.passes import ModulePass
 
 ROOT = Path(__file__).parents[2]
@@ -104,10 +104,10 @@ def pipeline_passes(micro_batch: MicroBatchPass | None) -> list[ModulePass]:
 
 def compare_with_global(text: str, passes: list[ModulePass], rtol: float = 1e-4) -> object:
     """Level G against the per-device program after `passes`, on the same inputs."""
-    module, source_map = parse_and_verify(CTX, text, "<level G>")
+    module = parse_and_verify(CTX, text, "<level G>")
     function = io.find_entry(module, None, "<level G>")
     inputs = io.random_inputs(io.signature(module, function, "<level G>"), 0)
-    expected = io.run_module(module.clone(), inputs, source_map=source_map)
+    expected = io.run_module(module.clone(), inputs)
     for p in passes:
         p.apply(CTX, module)
         module.verify()
@@ -169,7 +169,7 @@ func.func @main(%x: tensor<4096x4096xbf16>, %a: tensor<4096x4096xbf16>, %b: tens
 
 
 def apply(text: str, p: ModulePass) -> object:
-    module, _ = parse_and_verify(CTX, text, "<test>")
+    module = parse_and_verify(CTX, text, "<test>")
     p.apply(CTX, module)
     module.verify()
     return module
@@ -177,7 +177,7 @@ def apply(text: str, p: ModulePass) -> object:
 
 def test_splits_only_when_the_estimate_improves() -> None:
     base = MicroBatchPass()
-    module, _ = parse_and_verify(CTX, BIG, "<test>")
+    module = parse_and_verify(CTX, BIG, "<test>")
     plan = base.plan(module, 0, module.body.block.ops.last.body.block, cost_model(module))  # pyright: ignore
     assert plan is not None and plan.k >= 2
     assert collectives(apply(BIG, base)) == 2 * plan.k
@@ -191,7 +191,7 @@ def test_memory_limit() -> None:
     it is not taken (here nothing fits beside the arguments). Chunks are smaller buffers
     than the whole activations, so at the unsplit program's own minimum the split fits.
     """
-    module, _ = parse_and_verify(CTX, BIG, "<test>")
+    module = parse_and_verify(CTX, BIG, "<test>")
     block = module.body.block.ops.last.body.block  # pyright: ignore
     arguments = sum(tensor_bytes(a.type) for a in block.args)  # pyright: ignore
     assert collectives(apply(BIG, MicroBatchPass(memory_limit=arguments + 1))) == 2
@@ -380,7 +380,7 @@ def batch_programs(draw: st.DrawFn) -> tuple[str, int]:
 @given(batch_programs(), st.integers(0, 2))
 def test_generated_batch_programs(case: tuple[str, int], seed: int) -> None:
     text, chunks = case
-    before = collectives(parse_and_verify(CTX, text, "<generated>")[0])
+    before = collectives(parse_and_verify(CTX, text, "<generated>"))
     after = check_pass(text, MicroBatchPass(force=True, chunks=chunks), exact=False, seed=seed)
     assert collectives(after) > before, text
 

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
 from shardc.interpreter import io
+from shardc.parsing import parse_and_verify
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.tools.source import parse_and_verify
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -30,10 +30,10 @@ CTX = make_context()
 
 def partition_and_compare(text: str, seed: int = 0) -> None:
     """Run `text` globally and after spmd-pipeline on the same inputs; outputs must agree."""
-    module, source_map = parse_and_verify(CTX, text, "<generated>")
+    module = parse_and_verify(CTX, text, "<generated>")
     function = io.find_entry(module, None, "<generated>")
     inputs = io.random_inputs(io.signature(module, function, "<generated>"), seed)
-    expected = io.run_module(module.clone(), inputs, source_map=source_map)
+    expected = io.run_module(module.clone(), inputs)
     SpmdPipelinePass().apply(CTX, module)
     module.verify()
     got = io.run_module(module, inputs)
@@ -58,7 +58,7 @@ def test_examples_partition_to_the_same_numbers(name: str) -> None:
 
 def partition_only(text: str) -> ModuleOp:
     """Propagate and partition (sync collectives, before the collective optimizations)."""
-    module, _ = parse_and_verify(CTX, text, "m")
+    module = parse_and_verify(CTX, text, "m")
     for p in (SpmdPropagatePass(), SpmdPartitionPass(), CanonicalizePass()):
         p.apply(CTX, module)
     return module

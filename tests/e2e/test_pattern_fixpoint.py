@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shardc.parsing import parse_and_verify
 from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
 from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.tests.e2e.differential import CTX
-from shardc.tools.source import parse_and_verify
 from xdsl.passes import ModulePass
 
 TRANSFORMS = Path(__file__).parents[1] / "filecheck" / "transforms"
@@ -46,7 +46,7 @@ CASES = [
 
 @pytest.mark.parametrize(("pass_", "text"), CASES)
 def test_second_run_changes_nothing(pass_: ModulePass, text: str) -> None:
-    module, _ = parse_and_verify(CTX, text, "<test>")
+    module = parse_and_verify(CTX, text, "<test>")
     pass_.apply(CTX, module)
     module.verify()
     once = str(module)

@@ -1,4 +1,4 @@
-"""Progress lines of long runs (`tools/progress.py`, `shardc-run`): stderr only, only when slow."""
+"""Progress lines of long runs (`driver/progress.py`, `shardc-run`): stderr only, only when slow."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import io
 from pathlib import Path
 
 import pytest
-from shardc.tools import progress, shardc_run
+from shardc.driver import progress
+from shardc.tools import shardc_run
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = str(ROOT / "examples" / "megatron_mlp.mlir")

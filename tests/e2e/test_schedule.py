@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
 from shardc.interpreter import io
+from shardc.parsing import parse_and_verify
 from shardc.passes.schedule import (
     MemoryTracker,
     SchedulePass,
@@ -16,7 +17,6 @@ from shardc.passes.schedule import (
     sync_peak,
     use_counts,
 )
-from shardc.tools.source import parse_and_verify
 from xdsl.ir import Block, Operation
 
 CTX = make_context()
@@ -87,12 +87,12 @@ def assert_defined_before_use(block: Block) -> None:
 def test_schedule_keeps_dependencies_numerics_and_the_memory_limit(
     text: str, slack: float, in_flight: int
 ) -> None:
-    module, source_map = parse_and_verify(CTX, text, "<schedule>")
+    module = parse_and_verify(CTX, text, "<schedule>")
     block = next(o for o in module.walk() if o.name == "func.func").body.block  # pyright: ignore
     limit = int(sync_peak(block) * slack)
     function = io.find_entry(module, None, "<schedule>")
     inputs = io.random_inputs(io.signature(module, function, "<schedule>"), 0)
-    before = io.run_module(module.clone(), inputs, source_map=source_map)
+    before = io.run_module(module.clone(), inputs)
     SchedulePass(memory_limit=limit, max_in_flight=in_flight).apply(CTX, module)
     module.verify()
     assert_defined_before_use(block)
@@ -110,6 +110,6 @@ func.func @main(%x: {T}) -> {T} attributes {{spmd.partitioned}} {{
   %r = collective.done %f : !collective.future<{T}> -> {T}
   func.return %r : {T}
 }}"""
-    module, _ = parse_and_verify(CTX, text, "<schedule>")
+    module = parse_and_verify(CTX, text, "<schedule>")
     with pytest.raises(Exception, match="below this program's minimum of 32768 bytes"):
         SchedulePass(memory_limit=1000).apply(CTX, module)

@@ -315,7 +315,7 @@ def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch
     from shardc.dialects import hlo
     from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
 
-    def broken_compile(module, source_map, spec, filename):  # a "pass" that changes a constant
+    def broken_compile(module, spec, filename):  # a "pass" that changes a constant
         for op in module.walk():
             if isinstance(op, hlo.ConstantOp):
                 op.value = DenseIntOrFPElementsAttr.from_list(TensorType(f32, [16, 128]), [5.0])
@@ -537,7 +537,7 @@ def test_no_trace_when_the_check_fails(tmp_path, monkeypatch, capsys) -> None:
     from shardc.dialects import hlo
     from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
 
-    def broken_compile(module, source_map, spec, filename):
+    def broken_compile(module, spec, filename):
         for op in module.walk():
             if isinstance(op, hlo.ConstantOp):
                 op.value = DenseIntOrFPElementsAttr.from_list(TensorType(f32, [16, 128]), [5.0])

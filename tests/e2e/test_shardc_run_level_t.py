@@ -188,7 +188,8 @@ def test_a_lowered_file_runs_with_global_arrays(capsys, tmp_path):
     )
     assert code == 0, err
     assert "level T, 4 devices" in out
-    assert "collective counts and bytes need the level-S program" in out
+    # lower-to-tpu recorded the level-S collectives in the file (`shardc.level_s`)
+    assert "collective counts and bytes need the level-S program" not in out
     with np.load(tmp_path / "out.npz") as z:
         close(z["out_0"], np.exp(x))
     # no level-G reference for --check without -p
@@ -276,3 +277,31 @@ def test_python_api():
     assert shardc.run(shardc.compile(kernel, "canonicalize")).report["collectives_known"]
     with pytest.raises(shardc.DiagnosticError, match="input 'in_0'"):
         shardc.run(kernel, {"in_0": np.zeros((3, 3), np.float32)})
+
+
+def _level_s_lines(out: str) -> list[str]:
+    """The summary lines that come from the level-S program: collectives, level-S model."""
+    keep = ("collectives", "level-S model")
+    return [line for line in out.splitlines() if line.strip().startswith(keep)]
+
+
+def test_a_kernel_written_by_shardc_opt_reports_the_level_s_collectives(capsys, tmp_path):
+    """`shardc-opt -p tpu-pipeline` then `shardc-run FILE` reports what `-p` reports."""
+    from shardc.tools.shardc_opt import main as shardc_opt
+
+    source = EXAMPLES / "megatron_mlp.mlir"
+    kernel = tmp_path / "kernel.mlir"
+    assert shardc_opt([str(source), "-p", "tpu-pipeline", "-o", str(kernel)]) == 0
+    assert "shardc.level_s = {main = {" in kernel.read_text()
+    code, direct, err = run(capsys, source, "-p", "tpu-pipeline", "--report-json", tmp_path / "a")
+    assert code == 0, err
+    code, from_file, err = run(capsys, kernel, "--report-json", tmp_path / "b")
+    assert code == 0, err
+    lines = _level_s_lines(direct)
+    assert any("all_reduce 1" in line for line in lines) and any("level-S" in x for x in lines)
+    assert _level_s_lines(from_file) == lines
+    a = json.loads((tmp_path / "a").read_text())
+    b = json.loads((tmp_path / "b").read_text())
+    for key in ("collectives", "comm_bytes", "comm_bytes_by_kind", "level_s"):
+        assert a[key] == b[key], key
+    assert b["collectives_known"] is True

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from shardc.dialects import make_context
+from shardc.driver.compiling import compile_module
 from shardc.frontends.hlo_text import global_outputs, import_hlo_text, per_device_inputs
 from shardc.frontends.stablehlo import import_stablehlo
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
-from shardc.tools.shardc_run import compile_module
-from shardc.tools.source import parse_and_verify
+from shardc.parsing import parse_and_verify
 
 CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["programs"]
@@ -91,12 +91,12 @@ def assert_close(name: str, got: np.ndarray, want: np.ndarray) -> None:
 
 
 def run(text: str, inputs: dict[str, np.ndarray], pipeline: str | None) -> dict[str, np.ndarray]:
-    module, source_map = parse_and_verify(CTX, text, "<imported>")
+    module = parse_and_verify(CTX, text, "<imported>")
     if pipeline is not None:
-        compile_module(module, source_map, pipeline, "<imported>")
+        compile_module(module, pipeline, "<imported>")
     function = io.find_entry(module, None, "<imported>")
     sig = io.signature(module, function, "<imported>")
-    return io.run(Executor(module, source_map, "<imported>"), sig, inputs)
+    return io.run(Executor(module, "<imported>"), sig, inputs)
 
 
 STABLEHLO_CASES = [

@@ -18,8 +18,8 @@ import pytest
 from shardc.dialects import make_context
 from shardc.frontends.hlo_text import global_outputs, per_device_inputs
 from shardc.interpreter import io
+from shardc.parsing import parse_and_verify
 from shardc.tools import shardc_import, shardc_run
-from shardc.tools.source import parse_and_verify
 
 CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())["programs"]
@@ -195,7 +195,7 @@ def test_imported_programs_through_shardc_run(tmp_path: Path, capsys) -> None:
         shardc_import, [str(CORPUS / meta["files"]["hlo"]), "-o", str(per_device)], capsys
     )
     assert code == 0, err
-    module, _ = parse_and_verify(make_context(), per_device.read_text(), str(per_device))
+    module = parse_and_verify(make_context(), per_device.read_text(), str(per_device))
     function = io.find_entry(module, None, "s.mlir")
     args = [data[f"in_{k}"] for k in range(len(meta["input_shapes"]))]
     np.savez(tmp_path / "in_dev.npz", **per_device_inputs(function, args, meta["devices"]))

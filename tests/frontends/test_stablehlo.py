@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 import pytest
+from shardc.diagnostics import DiagnosticError
 from shardc.frontends.stablehlo import import_stablehlo, strip_locations
 from shardc.interpreter.testing import run_global
-from shardc.tools.source import DiagnosticError
 
 
 def imported(text: str) -> str:

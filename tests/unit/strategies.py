@@ -814,9 +814,9 @@ def context() -> Any:
 
 def parse(text: str, filename: str = "<test>") -> Any:
     """Parse and verify; a bad program raises `DiagnosticError`."""
-    from shardc.tools.source import parse_and_verify
+    from shardc.parsing import parse_and_verify
 
-    module, _ = parse_and_verify(context(), text, filename)
+    module = parse_and_verify(context(), text, filename)
     return module
 
 

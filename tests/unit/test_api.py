@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shardc
+from shardc.driver.checking import compare
 from shardc.interpreter.timing import KINDS, REPORT_KEYS
 from shardc.tools import shardc_run
 from xdsl.dialects.builtin import ModuleOp
@@ -30,7 +31,7 @@ def test_compiled_megatron_equals_level_g(compiled: ModuleOp) -> None:
     assert result.report["level"] == "S" and result.report["devices"] == 8
     assert list(result.outputs) == list(reference.outputs) == ["out_0"]
     for name in reference.outputs:
-        c = shardc_run.compare(name, result.outputs[name], reference.outputs[name])
+        c = compare(name, result.outputs[name], reference.outputs[name])
         assert c.passed, c
 
 
@@ -94,7 +95,7 @@ def test_compile_leaves_a_given_module_alone_and_keeps_locations() -> None:
 
 
 def test_chip_goes_to_passes_that_take_it() -> None:
-    from shardc.tools.shardc_run import with_chip
+    from shardc.driver.compiling import with_chip
 
     assert with_chip("spmd-pipeline", "v5p") == 'spmd-pipeline{chip="v5p"}'
     assert with_chip("canonicalize", "v5p") == "canonicalize"

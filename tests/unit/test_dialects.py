@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
+from shardc.diagnostics import DiagnosticError
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array
 from shardc.tests.unit.strategies import parse, print_module
-from shardc.tools.source import DiagnosticError
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,

@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shardc.diagnostics import DiagnosticError
+from shardc.parsing import parse_and_verify
 from shardc.tests.unit.strategies import (
     collective_programs,
     context,
@@ -34,7 +36,6 @@ from shardc.tests.unit.strategies import (
     print_module,
 )
 from shardc.tools.shardc_opt import main
-from shardc.tools.source import DiagnosticError, parse_and_verify
 
 TIME_LIMIT_S = 10
 
@@ -199,7 +200,7 @@ def assert_one_located_diagnostic(message: str, text: str | None, filename: str)
 def check_parse_outcome(text: str) -> None:
     with time_limit(TIME_LIMIT_S):
         try:
-            module, _ = parse_and_verify(context(), text, "fuzz.mlir")
+            module = parse_and_verify(context(), text, "fuzz.mlir")
         except DiagnosticError as e:
             assert_one_located_diagnostic(str(e), text, "fuzz.mlir")
             return

@@ -10,7 +10,7 @@ from shardc.interpreter.testing import parse
 
 
 def first(text: str, cls: type) -> tuple[object, object]:
-    module, _ = parse(text)
+    module = parse(text)
     op = next(o for o in module.walk() if isinstance(o, cls))
     mesh = next(o for o in module.walk() if o.name == "spmd.mesh").mesh  # pyright: ignore
     return op, mesh
@@ -75,7 +75,7 @@ func.func @f(%x: tensor<16384x1024xbf16>) -> (tensor<16384x1024xbf16>, tensor<16
   %t = collective.all_to_all %x on @m["X"], split_dim = 0, concat_dim = 1 : (tensor<16384x1024xbf16>) -> tensor<1024x16384xbf16>
   func.return %g, %a, %a : tensor<16384x1024xbf16>, tensor<16384x1024xbf16>, tensor<16384x1024xbf16>
 }"""
-    module, _ = parse(text)
+    module = parse(text)
     mesh = next(o for o in module.walk() if o.name == "spmd.mesh").mesh  # pyright: ignore
     model = CostModel(get_chip("v5e"), mesh)
     ops = {o.name: o for o in module.walk() if isinstance(o, collective.CollectiveOp)}
@@ -111,7 +111,7 @@ func.func @f(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %c: tensor<
   %e = hlo.dot %c, %b, contracting_dims = [1] x [0] : (tensor<8x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<8x4096xbf16>
   func.return %d, %e : tensor<4096x4096xbf16>, tensor<8x4096xbf16>
 }"""
-    module, _ = parse(text)
+    module = parse(text)
     d, e = [o for o in module.walk() if isinstance(o, hlo.DotOp)]
     model = CostModel(get_chip("v5e"))
     big, thin = model.op_cost(d), model.op_cost(e)

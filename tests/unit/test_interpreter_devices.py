@@ -6,9 +6,8 @@ import time
 
 import numpy as np
 import pytest
-from shardc.interpreter.errors import InterpreterError
+from shardc.diagnostics import DiagnosticError, InterpreterError
 from shardc.interpreter.testing import run_per_device
-from shardc.tools.source import DiagnosticError
 
 T = "tensor<4xf32>"
 

@@ -646,7 +646,7 @@ func.func @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
   %e = hlo.exp %s : tensor<3xf32>
   func.return %e : tensor<3xf32>
 }"""
-    module, _ = parse(text)
+    module = parse(text)
     interp = Interpreter(module)
     interp.register_implementations(HloFunctions())
     interp.register_implementations(FuncFunctions())

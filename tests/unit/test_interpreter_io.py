@@ -5,8 +5,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from shardc.diagnostics import InterpreterError
 from shardc.interpreter import io
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.testing import parse, run_global
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -20,7 +20,7 @@ func.func @main(%x: tensor<{local}xf32> {{spmd.sharding = #spmd.sharding<@mesh, 
 
 
 def sig_of(text: str) -> io.Signature:
-    module, _ = parse(text)
+    module = parse(text)
     return io.signature(module, io.find_entry(module, None, "<test>"), "<test>")
 
 
@@ -233,7 +233,7 @@ def test_global_input_not_divisible_by_its_sharding() -> None:
 
 
 def test_entry_function() -> None:
-    module, _ = parse(MLP)
+    module = parse(MLP)
     with pytest.raises(
         InterpreterError, match=r"entry function @nope does not exist \(functions: @main\)"
     ):
@@ -242,12 +242,12 @@ def test_entry_function() -> None:
 func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> { func.return %a : tensor<2xf32> }
 func.func @g(%a: tensor<2xf32>) -> tensor<2xf32> { func.return %a : tensor<2xf32> }
 func.func private @h(%a: tensor<2xf32>) -> tensor<2xf32> { func.return %a : tensor<2xf32> }"""
-    module, _ = parse(two)
+    module = parse(two)
     with pytest.raises(InterpreterError, match="no @main and several public functions"):
         io.find_entry(module, None, "f.mlir")
     assert io.find_entry(module, "g", "f.mlir").sym_name.data == "g"
     one = """
 func.func @only(%a: tensor<2xf32>) -> tensor<2xf32> { func.return %a : tensor<2xf32> }
 func.func private @h(%a: tensor<2xf32>) -> tensor<2xf32> { func.return %a : tensor<2xf32> }"""
-    module, _ = parse(one)
+    module = parse(one)
     assert io.find_entry(module, None, "f.mlir").sym_name.data == "only"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shardc.diagnostics import InterpreterError
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.devices import module_mesh
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t import Simulator, is_level_t, run_level_t
 from shardc.interpreter.testing import parse
 
@@ -31,8 +31,8 @@ VMEM = "#tpu.memory_space<vmem>"
 
 
 def run(text: str, inputs, chip: str = "v5e", **kw):
-    module, source_map = parse(text, "k.mlir")
-    return run_level_t(module, inputs, chip=chip, source_map=source_map, **kw)
+    module = parse(text, "k.mlir")
+    return run_level_t(module, inputs, chip=chip, **kw)
 
 
 def fails(text: str, inputs, *fragments: str) -> str:
@@ -65,7 +65,7 @@ def test_ring_all_gather_gives_all_gather():
 
 
 def test_is_level_t():
-    module, _ = parse(RING_ALL_GATHER)
+    module = parse(RING_ALL_GATHER)
     (kernel,) = [op for op in module.body.block.ops if op.name == "func.func"]
     assert is_level_t(kernel)
 
@@ -371,15 +371,15 @@ def test_out_of_bounds_load():
 
 
 def test_dimension_order_routing():
-    module, sm = parse(
+    module = parse(
         'spmd.mesh @m = <["x"=4, "y"=4]>\nfunc.func @k() {\n  tpu.barrier\n  func.return\n}\n'
     )
-    sim = Simulator(module, "v5e", sm)
+    sim = Simulator(module, "v5e")
     # 4x4 on v5e: no wraparound; 0 -> 15 goes along x then along y: 6 hops.
     links = sim.route(0, 15)
     assert len(links) == 6
     assert [axis for _, _, axis, _ in links] == [0, 0, 0, 1, 1, 1]
-    module16, _ = parse(
+    module16 = parse(
         'spmd.mesh @m = <["x"=16]>\nfunc.func @k() {\n  tpu.barrier\n  func.return\n}\n'
     )
     ring = Simulator(module16, "v5e")
@@ -435,7 +435,7 @@ func.func @main(%x: tensor<{rows}x128xf32>) -> tensor<{4 * rows}x128xf32> attrib
   func.return %g : tensor<{4 * rows}x128xf32>
 }}
 """
-    module, _ = parse(level_s)
+    module = parse(level_s)
     op = next(o for o in module.walk() if o.name == "collective.all_gather")
     mesh = module_mesh(module)
     assert mesh is not None
@@ -590,7 +590,7 @@ func.func @main(%a: tensor<16x128xf32>) -> tensor<{res}> attributes {{spmd.per_d
   func.return %r : tensor<{res}>
 }}
 """
-    module, _ = parse(text)
+    module = parse(text)
     LowerToTpuPass(chip=chip).apply(make_context(), module)
     ins = [[x, None] for x in shards(n, (16, 128))]
     _, valued = run_level_t(module, ins, chip=chip)

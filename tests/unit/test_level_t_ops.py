@@ -33,7 +33,7 @@ func.func @k() {
 
 
 def test_an_xdsl_interpreter_runs_the_level_t_functions():
-    module, _ = parse(KERNEL)
+    module = parse(KERNEL)
     sim = Simulator(module, "v5e")
     interp = Interpreter(module)
     interp.register_implementations(MemoryFunctions(sim))
@@ -48,7 +48,7 @@ def test_an_xdsl_interpreter_runs_the_level_t_functions():
 
 
 def test_every_op_is_looked_up_by_type():
-    module, _ = parse(KERNEL)
+    module = parse(KERNEL)
     sim = Simulator(module, "v5e")
     table = impl_table(sim)
     assert arith.AddiOp in table and table[arith.AddiOp].value

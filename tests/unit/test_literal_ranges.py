@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from shardc.diagnostics import DiagnosticError
 from shardc.dialects import make_context
-from shardc.tools.source import DiagnosticError, parse_and_verify
+from shardc.parsing import parse_and_verify
 
 CTX = make_context()
 

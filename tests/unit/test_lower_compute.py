@@ -38,7 +38,7 @@ def _kernel(module):
 
 
 def inputs(text: str, seed: int = 0, positive: bool = False) -> list[np.ndarray]:
-    module, _ = parse(text)
+    module = parse(text)
     rng = np.random.default_rng(seed)
     out = []
     for t in _kernel(module).function_type.inputs.data:
@@ -54,7 +54,7 @@ def inputs(text: str, seed: int = 0, positive: bool = False) -> list[np.ndarray]
 
 
 def lower(text: str, vmem: int | None = None, chip: str = "v5e"):
-    module, _ = parse(text)
+    module = parse(text)
     LowerToTpuPass(chip=chip, vmem_limit=vmem).apply(make_context(), module)
     module.verify()
     return module

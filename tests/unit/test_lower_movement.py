@@ -43,7 +43,7 @@ def tensor(shape: list[int], dtype: str) -> str:
 def check(text: str, inputs: list[list[np.ndarray]]) -> str:
     """Lower, run at level T, compare bit for bit with level S; the lowered text."""
     want = run_per_device(text, inputs)
-    module, _ = parse(text)
+    module = parse(text)
     LowerToTpuPass().apply(make_context(), module)
     module.verify()
     (kernel,) = [o for o in module.body.block.ops if o.name == "func.func"]
@@ -65,7 +65,7 @@ def randoms(shape: list[int], dtype: str, seed: int = 0) -> list[np.ndarray]:
 def parse_type(dtype: str):
     from xdsl.dialects.builtin import TensorType
 
-    module, _ = parse(f"func.func @f(%x: tensor<{dtype}>) {{\n  func.return\n}}")
+    module = parse(f"func.func @f(%x: tensor<{dtype}>) {{\n  func.return\n}}")
     (f,) = module.body.block.ops
     ty = f.function_type.inputs.data[0]
     assert isinstance(ty, TensorType)

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import make_context
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
 from shardc.interpreter.values import dtype_of
@@ -34,7 +34,7 @@ def _kernel(module):
 
 
 def random_inputs(text: str, n: int, seed: int = 0) -> list[list[np.ndarray]]:
-    module, _ = parse(text)
+    module = parse(text)
     f = _kernel(module)
     rng = np.random.default_rng(seed)
     rows = []
@@ -52,7 +52,7 @@ def random_inputs(text: str, n: int, seed: int = 0) -> list[list[np.ndarray]]:
 
 
 def lower(text: str, chip: str = "v5e", **options):
-    module, _ = parse(text)
+    module = parse(text)
     LowerToTpuPass(chip=chip, **options).apply(make_context(), module)
     module.verify()
     return module
@@ -487,7 +487,7 @@ def test_large_ring_all_gather_time_against_the_cost_model():
         f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>',
     )
     _, report = check(text, n)
-    level_s, _ = parse(text)
+    level_s = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
     from shardc.interpreter.devices import module_mesh
 
@@ -512,7 +512,7 @@ def test_large_bidirectional_all_gather_time_against_the_cost_model(chip, n):
         f'%r = collective.all_gather %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{n * rows}x128x{{t}}>',
     )
     _, report = check(text, n, chip=chip)
-    level_s, _ = parse(text)
+    level_s = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_gather")
     from shardc.interpreter.devices import module_mesh
 
@@ -551,7 +551,7 @@ def test_large_reducing_collectives_time_against_the_cost_model(chip, n, kind):
             f'%r = collective.reduce_scatter add %a on @m["x"], dim = 0 : (tensor<{rows}x128x{{t}}>) -> tensor<{rows // n}x128x{{t}}>',
         )
     _, report = check(text, n, chip=chip)
-    level_s, _ = parse(text)
+    level_s = parse(text)
     op = next(o for o in level_s.walk() if o.name.startswith("collective."))
     from shardc.interpreter.devices import module_mesh
 
@@ -873,7 +873,7 @@ def test_large_torus_all_reduce_time_against_the_cost_model(chip):
         mesh='"a"=4, "b"=4',
     )
     _, report = run_level_t(lower(text, chip), [[None, None]] * 16, chip=chip, values=False)
-    level_s, _ = parse(text)
+    level_s = parse(text)
     op = next(o for o in level_s.walk() if o.name == "collective.all_reduce")
     from shardc.interpreter.devices import module_mesh
 

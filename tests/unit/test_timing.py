@@ -11,11 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from shardc.diagnostics import InterpreterError
 from shardc.dialects import collective, hlo
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.devices import Executor
-from shardc.interpreter.errors import InterpreterError
 from shardc.interpreter.testing import parse, run_global, time_program
 from shardc.interpreter.timing import KINDS, REPORT_KEYS
 
@@ -261,7 +261,7 @@ def test_bounds_hold_on_every_example() -> None:
     root = Path(__file__).resolve().parents[2] / "examples"
     for path in sorted(root.glob("*.mlir")):
         text = path.read_text()
-        module, _ = parse(text)
+        parse(text)  # every example parses
         if "spmd.partitioned" not in text:
             continue
         for chip in ("v4", "v5e", "v5p", "v6e"):
@@ -303,12 +303,12 @@ def test_timing_does_not_change_values() -> None:
     from shardc.interpreter import io
 
     text = (Path(__file__).resolve().parents[2] / "examples" / "collectives.mlir").read_text()
-    module, source_map = parse(text)
+    module = parse(text)
     function = io.find_entry(module, None, "x")
     sig = io.signature(module, function, "x")
     inputs = io.random_inputs(sig, 3)
-    plain = io.run(Executor(module, source_map), sig, inputs)
-    timed = io.run(Executor(module, source_map, chip=V5E), sig, inputs)
+    plain = io.run(Executor(module), sig, inputs)
+    timed = io.run(Executor(module, chip=V5E), sig, inputs)
     for k in plain:
         assert np.array_equal(plain[k], timed[k])
 
@@ -561,7 +561,7 @@ def test_costs_come_from_the_shared_cost_model() -> None:
         "%x: tensor<256x256xf32>",
         "tensor<64x256xf32>",
     )
-    module, _ = parse(text)
+    module = parse(text)
     mesh = next(o for o in module.walk() if o.name == "spmd.mesh").mesh  # pyright: ignore
     model = CostModel(V5E, mesh)
     exp = next(o for o in module.walk() if isinstance(o, hlo.ExpOp))
@@ -578,8 +578,8 @@ func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   func.return %b : tensor<4xf32>
 }"""
     assert run_global(text)["out_0"].shape == (4,)
-    module, sm = parse(text)
-    ex = Executor(module, sm)
+    module = parse(text)
+    ex = Executor(module)
     ex.run(next(iter(module.ops)), [[np.ones(4, np.float32)]])  # pyright: ignore
     assert ex.timeline is None
 

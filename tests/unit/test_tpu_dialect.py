@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from shardc.diagnostics import DiagnosticError
 from shardc.dialects import spmd, tpu
 from shardc.dialects.tpu import MemorySpace
 from shardc.tests.unit.strategies import parse, print_module
-from shardc.tools.source import DiagnosticError
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     IndexType,

@@ -1,0 +1,18 @@
+"""
+The library driver: what `shardc-run` and the Python API (`shardc.compile`, `shardc.run`)
+both do, so that neither imports the other and the command line only parses flags and
+prints.
+
+* `compiling`: a pass pipeline applied with verification after every pass and what each
+  pass changed (`compile_module`, `with_chip`).
+* `execution`: running a (compiled) program at its level, G or S on the device
+  interpreter and T on the level-T simulator, timed on a chip (`execute`).
+* `checking`: comparing outputs with a reference (`compare`, `TOLERANCES`).
+* `reporting`: the run's report and its summary text (`Report`, `make_report`).
+* `files`: reading programs and input arrays, writing outputs atomically.
+* `progress`: progress lines of long runs (a tool turns them on; a library call is quiet).
+
+What a later stage needs from an earlier one travels in the IR, not in side tables: a
+kernel's level-S collectives in `shardc.level_s` (`lowering.level_s_summary`), source
+positions in `Operation.location` (`shardc.diagnostics`).
+"""

@@ -1,0 +1,75 @@
+"""
+Checking a run against a reference: every output compared, exactly for integers and i1,
+within a relative tolerance per float dtype for floats (`shardc-run --check`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, type_str
+
+TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-4, F16: 5e-3, BF16: 2e-2}
+"""
+--check: relative tolerance per float dtype, against the largest |reference| value. A
+partitioned program sums in another order than the global one (partial dots, then the
+all_reduce); over contractions of thousands of f32 terms that moves results by a few 1e-5
+of their scale, so f32 allows 1e-4.
+"""
+
+
+@dataclass
+class Comparison:
+    name: str
+    max_abs_diff: float
+    tolerance: float
+    passed: bool
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "max_abs_diff": _json_float(self.max_abs_diff),
+            "tolerance": self.tolerance,
+            "passed": self.passed,
+        }
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+def _json_float(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return Comparison(
+            name,
+            math.inf,
+            0.0,
+            False,
+            f"got {type_str(got.shape, got.dtype)}, reference {type_str(ref.shape, ref.dtype)}",
+        )
+    if got.size == 0:
+        return Comparison(name, 0.0, 0.0, True)
+    if ref.dtype not in FLOAT_DTYPES:
+        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+        worst = float(diff.max())
+        return Comparison(name, worst, 0.0, worst == 0.0)
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(r)
+    with np.errstate(all="ignore"):
+        diff = np.where(both_nan, 0.0, np.abs(g - r))
+        same_inf = np.isinf(g) & (g == r)
+        diff = np.where(same_inf, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    worst = float(diff.max())
+    finite = np.abs(r[np.isfinite(r)])
+    scale = float(finite.max()) if finite.size else 0.0
+    tol = TOLERANCES[ref.dtype] * max(scale, 1e-30)
+    return Comparison(name, worst, tol, worst <= tol)
