@@ -11,6 +11,8 @@ prints.
 * `reporting`: the run's report and its summary text (`Report`, `make_report`).
 * `files`: reading programs and input arrays, writing outputs atomically.
 * `progress`: progress lines of long runs (a tool turns them on; a library call is quiet).
+* `registry`: every pass and pipeline the tools can run, by name (it sits here, above
+  `lowering/`, because it names `lower-to-tpu` and `tpu-pipeline`).
 
 What a later stage needs from an earlier one travels in the IR, not in side tables: a
 kernel's level-S collectives in `shardc.level_s` (`lowering.level_s_summary`), source

@@ -24,7 +24,7 @@ PROG = "shardc-run"
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    from shardc.passes import registry
+    from shardc.driver import registry
     from xdsl.transforms import get_all_passes
 
     passes = dict(get_all_passes())

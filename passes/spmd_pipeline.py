@@ -104,28 +104,3 @@ class SpmdPipelinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for p in self.passes():
             p.apply(ctx, op)
-
-
-@dataclass(frozen=True)
-class TpuPipelinePass(SpmdPipelinePass):
-    """
-    `tpu-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch= vmem-limit=}`:
-    `spmd-pipeline` then `lower-to-tpu`, both for the same chip (the cost model that
-    schedules the collectives is the machine the kernel's blocks must fit), from level G
-    (or S) to level T. The options are spmd-pipeline's and lower-to-tpu's `vmem-limit`.
-    """
-
-    name = "tpu-pipeline"
-
-    vmem_limit: int | None = None
-    """Passed to `lower-to-tpu`."""
-
-    def __post_init__(self) -> None:
-        ok = self.vmem_limit is None or self.vmem_limit > 0
-        check_option(self.name, "vmem-limit", ok, "a positive number of bytes", self.vmem_limit)
-        super().__post_init__()
-
-    def passes(self) -> list[ModulePass]:
-        from shardc.lowering.lower_to_tpu import LowerToTpuPass
-
-        return [*super().passes(), LowerToTpuPass(chip=self.chip, vmem_limit=self.vmem_limit)]

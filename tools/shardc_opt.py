@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from shardc.diagnostics import DiagnosticError, OpPassError, SourceText, error_at
 from shardc.dialects import register_dialects
+from shardc.driver import registry
 from shardc.parsing import parse_and_verify, verify_module
-from shardc.passes import registry
 from shardc.tools.cli import run_tool
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline

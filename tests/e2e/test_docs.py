@@ -173,7 +173,7 @@ def test_passes_md_is_generated_from_the_passes() -> None:
 
 
 def test_passes_md_covers_every_registered_pass() -> None:
-    from shardc.passes import registry
+    from shardc.driver import registry
 
     text = (DOCS / "passes.md").read_text()
     for name in registry.all_passes():

@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.diagnostics import InterpreterError
 from shardc.dialects import make_context
+from shardc.driver.registry import all_passes
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
 from shardc.interpreter.values import dtype_of
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
-from shardc.passes.registry import all_passes
 from xdsl.utils.exceptions import PassFailedException
 
 NAMES = {"f32": np.float32, "i32": np.int32}

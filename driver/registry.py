@@ -26,7 +26,7 @@ def _spmd_pipeline() -> type[ModulePass]:
 
 
 def _tpu_pipeline() -> type[ModulePass]:
-    from shardc.passes.spmd_pipeline import TpuPipelinePass
+    from shardc.lowering.tpu_pipeline import TpuPipelinePass
 
     return TpuPipelinePass
 
