@@ -215,3 +215,23 @@ def test_hlo_text_ops_carry_their_instruction_and_op_name() -> None:
     line = files(dot.location)[0][1]
     assert "jit(attention)/dot_general" in text.splitlines()[line - 1]
     assert names(dot.location) == ["jit(attention)/dot_general"]
+
+
+def test_jax_locations_reach_the_trace_and_the_report_end_to_end(tmp_path: Path) -> None:
+    """JAX export -> shardc-import -> spmd-pipeline -> run: the Perfetto args and the
+    peak-memory location name the Python line each op came from (issue 12)."""
+    import json
+
+    import shardc
+    from shardc.frontends.stablehlo import import_stablehlo
+
+    path = CORPUS / "attention.debuginfo.mlir"
+    module = import_stablehlo(path.read_text(), str(path)).module
+    result = shardc.run(shardc.compile(module, "spmd-pipeline"), timing_only=True)
+    trace = tmp_path / "trace.json"
+    result.trace(str(trace))
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    sources = {e["args"]["source"] for e in events if "source" in e["args"]}
+    assert any("make_frontend_corpus.py:" in s and "dot_general" in s for s in sources), sources
+    peak = result.report["peak_memory_at"]
+    assert "(from " in peak and "make_frontend_corpus.py:" in peak, peak
