@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from shardc.diagnostics import DiagnosticError
+from shardc.driver import progress
+from shardc.interpreter import io
+from shardc.interpreter.devices import Executor
 from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, type_str
+from xdsl.dialects.builtin import ModuleOp
+
+if TYPE_CHECKING:  # reporting imports Comparison from here
+    from shardc.driver.reporting import Report
 
 TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-4, F16: 5e-3, BF16: 2e-2}
 """
@@ -73,3 +81,47 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
     scale = float(finite.max()) if finite.size else 0.0
     tol = TOLERANCES[ref.dtype] * max(scale, 1e-30)
     return Comparison(name, worst, tol, worst <= tol)
+
+
+def reference_outputs(
+    compiled: bool,
+    filename: str,
+    original: ModuleOp,
+    original_sig: io.Signature,
+    inputs: Any,
+    input_source: str,
+) -> tuple[dict[str, np.ndarray] | None, str]:
+    """
+    --check's reference: the outputs of the program as it was before `-p` (None when
+    nothing was `compiled`: the run is compared with itself) and how the report names it.
+    """
+    if not compiled:
+        return None, "the program itself (no -p given)"
+    progress.step(f"checking: running the level-{original_sig.level} program before -p")
+    outputs = io.run(Executor(original, filename), original_sig, inputs, input_source)
+    return outputs, f"the level-{original_sig.level} program before -p"
+
+
+def check_outputs(
+    report: Report,
+    filename: str,
+    outputs: dict[str, np.ndarray],
+    reference: dict[str, np.ndarray] | None,
+    ref_what: str,
+) -> list[Comparison]:
+    """Compare every output with the reference; the verdict goes into the report."""
+    if reference is None:
+        reference = outputs
+    names = list(reference)
+    if list(outputs) != names:
+        raise DiagnosticError(
+            f"{filename}: error: --check: the compiled program has outputs "
+            f"{list(outputs)} but the reference has {names}"
+        )
+    comparisons = [compare(n, outputs[n], reference[n]) for n in names]
+    report.check = {
+        "reference": ref_what,
+        "passed": all(c.passed for c in comparisons),
+        "outputs": [c.as_json() for c in comparisons],
+    }
+    return comparisons

@@ -44,14 +44,13 @@ import numpy as np
 from shardc.diagnostics import DiagnosticError
 from shardc.dialects import make_context
 from shardc.driver import progress
-from shardc.driver.checking import Comparison, compare
+from shardc.driver.checking import Comparison, check_outputs, reference_outputs
 from shardc.driver.compiling import PassChange, compile_module, with_chip
 from shardc.driver.execution import execute
 from shardc.driver.files import load_inputs, read_text, write_atomically
 from shardc.driver.reporting import Report, make_report, program_title, specs_str, summary_text
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
-from shardc.interpreter.devices import Executor
 from shardc.interpreter.timing import Timeline
 from shardc.interpreter.values import type_str
 from shardc.parsing import parse_and_verify
@@ -303,8 +302,10 @@ def run_with_values(
     )
     comparisons: list[Comparison] = []
     if args.check:
-        reference = _reference(args, filename, original, original_sig, inputs, input_source)
-        comparisons = _check(report, filename, outputs, *reference)
+        reference = reference_outputs(
+            args.passes is not None, filename, original, original_sig, inputs, input_source
+        )
+        comparisons = check_outputs(report, filename, outputs, *reference)
     types = {n: type_str(v.shape, v.dtype) for n, v in outputs.items()}
     print(summary_text(report, types, comparisons))
     write_report(args, report)
@@ -317,47 +318,6 @@ def run_with_values(
         write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
         print(f"wrote {args.outputs}")
     return 0
-
-
-def _reference(
-    args: argparse.Namespace,
-    filename: str,
-    original: ModuleOp,
-    original_sig: io.Signature,
-    inputs: Any,
-    input_source: str,
-) -> tuple[dict[str, np.ndarray] | None, str]:
-    """--check's reference outputs (None: the run's own) and how the report names them."""
-    if args.passes is None:
-        return None, "the program itself (no -p given)"
-    progress.step(f"checking: running the level-{original_sig.level} program before -p")
-    outputs = io.run(Executor(original, filename), original_sig, inputs, input_source)
-    return outputs, f"the level-{original_sig.level} program before -p"
-
-
-def _check(
-    report: Report,
-    filename: str,
-    outputs: dict[str, np.ndarray],
-    reference: dict[str, np.ndarray] | None,
-    ref_what: str,
-) -> list[Comparison]:
-    """Compare every output with the reference; the verdict goes into the report."""
-    if reference is None:
-        reference = outputs
-    names = list(reference)
-    if list(outputs) != names:
-        raise DiagnosticError(
-            f"{filename}: error: --check: the compiled program has outputs "
-            f"{list(outputs)} but the reference has {names}"
-        )
-    comparisons = [compare(n, outputs[n], reference[n]) for n in names]
-    report.check = {
-        "reference": ref_what,
-        "passed": all(c.passed for c in comparisons),
-        "outputs": [c.as_json() for c in comparisons],
-    }
-    return comparisons
 
 
 def run_timing_only(

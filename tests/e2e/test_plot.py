@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shardc.driver import checking
 from shardc.tools import shardc_run
 
 pytest.importorskip("matplotlib")
@@ -98,9 +99,7 @@ def test_unwritable_plot_path_is_one_error_and_nothing_left(tmp_path: Path, caps
 def test_failed_check_writes_no_plot(tmp_path: Path, monkeypatch, capsys) -> None:
     png = tmp_path / "t.png"
     monkeypatch.setattr(
-        shardc_run,
-        "compare",
-        lambda name, got, ref: shardc_run.Comparison(name, 1.0, 0.0, False),
+        checking, "compare", lambda name, got, ref: checking.Comparison(name, 1.0, 0.0, False)
     )
     code = shardc_run.main(
         [str(EXAMPLES / "megatron_mlp.mlir"), "-p", "spmd-pipeline", "--check", "--plot", str(png)]

@@ -11,6 +11,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from shardc.driver import checking
 from shardc.tools import shardc_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -344,25 +345,25 @@ def test_failed_check_exits_1_writes_report_but_no_outputs(tmp_path, monkeypatch
 
 
 def test_compare_rules() -> None:
-    c = shardc_run.compare("o", np.array([1, 2], np.int32), np.array([1, 3], np.int32))
+    c = checking.compare("o", np.array([1, 2], np.int32), np.array([1, 3], np.int32))
     assert not c.passed and c.max_abs_diff == 1.0 and c.tolerance == 0.0
-    c = shardc_run.compare(
+    c = checking.compare(
         "o", np.array([100.0, 1.0], np.float32), np.array([100.0005, 1.0], np.float32)
     )
     assert c.passed
-    c = shardc_run.compare(
+    c = checking.compare(
         "o", np.array([100.0, 1.0], np.float32), np.array([100.1, 1.0], np.float32)
     )
     assert not c.passed
-    c = shardc_run.compare(
+    c = checking.compare(
         "o", np.array([np.nan, np.inf], np.float32), np.array([np.nan, np.inf], np.float32)
     )
     assert c.passed and c.max_abs_diff == 0.0
-    c = shardc_run.compare("o", np.array([np.nan], np.float32), np.array([1.0], np.float32))
+    c = checking.compare("o", np.array([np.nan], np.float32), np.array([1.0], np.float32))
     assert not c.passed
-    c = shardc_run.compare("o", np.array([1.0, 2.0], BF16), np.array([1.0, 2.0078125], BF16))
+    c = checking.compare("o", np.array([1.0, 2.0], BF16), np.array([1.0, 2.0078125], BF16))
     assert c.passed  # one bf16 ulp
-    c = shardc_run.compare("o", np.zeros(2, np.float32), np.zeros(3, np.float32))
+    c = checking.compare("o", np.zeros(2, np.float32), np.zeros(3, np.float32))
     assert not c.passed and "reference" in c.note
 
 
