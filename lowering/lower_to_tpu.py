@@ -55,8 +55,8 @@ from shardc.lowering.level_s_summary import record_level_s
 from shardc.lowering.topology import Topology
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import LocationAttr, ModuleOp, TensorType, UnknownLoc
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -106,13 +106,25 @@ class KernelLowering:
         return self.abi.buffers
 
     def run(self) -> func.FuncOp:
-        """Lower every op, copy the results out; the kernel."""
-        for op in self.abi.function.body.block.ops:
+        """
+        Lower every op, copy the results out; the kernel. Every kernel op reports where the
+        op it lowers was written (`Operation.location`): the ops a lowering appends, nested
+        ones too, take its location; the kernel's prologue and epilogue take the function's.
+        """
+        function = self.abi.function
+        for op in function.body.block.ops:
             if isinstance(op, func.ReturnOp):
                 break
+            last = self.abi.block.last_op
             self.lower(op)
+            _locate_after(self.abi.block, last, op.location)
+        last = self.abi.block.last_op
         self.abi.emit_return(self._emitter)
-        return self.abi.kernel()
+        _locate_after(self.abi.block, last, function.body.block.last_op.location)  # pyright: ignore
+        kernel = self.abi.kernel()
+        _locate_after(kernel.body.block, None, function.location)
+        kernel.location = function.location
+        return kernel
 
     def lower(self, op: Operation) -> None:
         if isinstance(op, collective.DoneOp):
@@ -127,6 +139,17 @@ class KernelLowering:
             tpu_movement.lower(self, op)
         else:
             raise AssertionError(op.name)
+
+
+def _locate_after(block: Block, last: Operation | None, location: LocationAttr) -> None:
+    """Give the ops of `block` after `last` (all if None), and the ops nested in them, that
+    have no location yet `location`."""
+    op = block.first_op if last is None else last.next_op
+    while op is not None:
+        for inner in op.walk():
+            if isinstance(inner.location, UnknownLoc):
+                inner.location = location
+        op = op.next_op
 
 
 def _is_tensor_program(function: func.FuncOp) -> bool:

@@ -184,7 +184,9 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
     """
     One variadic op computing all of `ops`, inserted before the first; uses redirected.
     All_gathers on another dimension than the merged one are aligned by a transpose that
-    swaps the two dimensions before, and the same transpose after.
+    swaps the two dimensions before, and the same transpose after. The combined op (and
+    each transpose) reports at the first collective it merges (`location`), as a pass-made
+    op reports the op it came from.
     """
     first = ops[0]
     props = dict(first.properties)
@@ -202,6 +204,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
                 continue
             perm = _swap(len(_shape(value)), dim, own)
             moved = hlo.TransposeOp(value, perm)
+            moved.location = op.location
             Rewriter.insert_op(moved, InsertPoint.before(first))
             operands.append(moved.result)
             out = _shape(result)
@@ -215,6 +218,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
         properties=props,
         attributes=dict(first.attributes),
     )
+    combined.location = first.location
     Rewriter.insert_op(combined, InsertPoint.before(first))
     results = iter(zip(combined.results, swaps, strict=False))
     for op in ops:
@@ -222,6 +226,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
             new, perm = next(results)
             if perm is not None:
                 back = hlo.TransposeOp(new, perm)
+                back.location = op.location
                 Rewriter.insert_op(back, InsertPoint.after(combined))
                 new = back.result
             new.name_hint = old.name_hint

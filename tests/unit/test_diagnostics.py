@@ -154,3 +154,43 @@ def test_verify_hook_runs_the_checks_dialects_register() -> None:
     with pytest.raises(DiagnosticError) as e:
         verify_module(module)
     assert str(e.value).startswith("mlp.mlir:8:3: error: 'hlo.dot' op is marked for rejection")
+
+
+def _lines(ops: list) -> set[int]:
+    return {op.location.line.data for op in ops if isinstance(op.location, FileLineColLoc)}
+
+
+def test_every_op_of_a_compiled_kernel_reports_a_source_line() -> None:
+    """tpu-pipeline from text: no op of the level-T kernel is left without a location; the
+    MXU matmuls of each dot report that dot's line, the DMAs of its all_reduce the line of
+    the dot whose partial sums it adds (the op the partitioner made it for)."""
+    import shardc
+    from shardc.dialects import tpu
+
+    kernel = shardc.compile(MLP, "tpu-pipeline", filename="mlp.mlir")
+    body = [op for op in kernel.walk() if op.parent_op() is not kernel and op is not kernel]
+    unlocated = [op.name for op in body if not isinstance(op.location, FileLineColLoc)]
+    assert unlocated == [], unlocated
+    matmuls = [op for op in kernel.walk() if isinstance(op, tpu.MatmulOp)]
+    assert _lines(matmuls) == {7, 8}
+    remote = [op for op in kernel.walk() if isinstance(op, tpu.DMAStartOp) and op.device]
+    assert remote and _lines(remote) <= {7, 8}
+
+
+def test_a_combined_collective_reports_the_first_collective_it_merges() -> None:
+    from shardc.passes.collective_combine import CollectiveCombinePass
+
+    text = """\
+spmd.mesh @ring = <["x"=4]>
+func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    attributes {spmd.partitioned} {
+  %s = collective.all_reduce add %a on @ring["x"] : tensor<8xf32>
+  %t = collective.all_reduce add %b on @ring["x"] : tensor<8xf32>
+  func.return %s, %t : tensor<8xf32>, tensor<8xf32>
+}
+"""
+    module = parse_and_verify(make_context(), text, "two.mlir")
+    CollectiveCombinePass(overlap_aware=False).apply(make_context(), module)
+    (combined,) = [op for op in module.walk() if isinstance(op, collective.AllReduceOp)]
+    assert len(combined.operands) == 2
+    assert op_position(combined) == "two.mlir:4:3"
