@@ -327,6 +327,12 @@ def find_candidate(block: Block, key: tuple[int, int, int]) -> Candidate | None:
 # The rewrite -------------------------------------------------------------------------
 
 
+def _origin(value: SSAValue, user: Operation) -> Operation:
+    """The op a slice or concatenation of `value` is made for: its producer (the user, for
+    a block argument), whose location it reports."""
+    return value.owner if isinstance(value.owner, Operation) else user
+
+
 def _with_dim(ty: TensorType, dim: int, size: int) -> TensorType:
     shape = list(ty.get_shape())
     shape[dim] = size
@@ -381,6 +387,7 @@ class Splitter:
                 hi = list(shape)
                 lo[d], hi[d] = j * self.chunk, (j + 1) * self.chunk
                 slices.append(hlo.SliceOp(value, lo, hi))
+                slices[-1].location = _origin(value, before).location
             self._name(slices, value)
             self.chunk_index.update((s, j) for j, s in enumerate(slices))
             Rewriter.insert_op(slices, InsertPoint.before(before))
@@ -393,6 +400,7 @@ class Splitter:
             return value
         if value not in self.wholes:
             cat = hlo.ConcatenateOp(self.chunks[value], self.cand.dim_of[value])
+            cat.location = _origin(value, before).location
             cat.result.name_hint = value.name_hint
             Rewriter.insert_op(cat, InsertPoint.before(before))
             self.wholes[value] = cat.result
@@ -422,6 +430,7 @@ class Splitter:
         else:
             return False
         new.results[0].name_hint = r.name_hint
+        new.location = op.location
         Rewriter.insert_op(new, InsertPoint.before(op))
         self.chunks[r] = [new.results[0]] * self.k
         return True
@@ -460,6 +469,7 @@ class Splitter:
                     result_types=result_types,
                     properties=dict(props),
                     attributes=dict(op.attributes),
+                    location=op.location,
                 )
             )
         Rewriter.insert_op(clones, InsertPoint.before(op))

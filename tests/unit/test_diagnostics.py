@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from shardc.diagnostics import (
@@ -194,3 +195,24 @@ func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<
     (combined,) = [op for op in module.walk() if isinstance(op, collective.AllReduceOp)]
     assert len(combined.operands) == 2
     assert op_position(combined) == "two.mlir:4:3"
+
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.mlir"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "pipeline", ["spmd-pipeline", "spmd-propagate,spmd-partition,micro-batch{force=true}"]
+)
+def test_no_pass_leaves_an_op_without_a_source_line(path: Path, pipeline: str) -> None:
+    """Every op the passes make reports the op it came from (not UnknownLoc, which would
+    send a diagnostic to the function)."""
+    import shardc
+
+    module = shardc.compile(path.read_text(), pipeline, filename=path.name)
+    unlocated = [
+        op.name
+        for op in module.walk()
+        if op is not module and not isinstance(op.location, FileLineColLoc)
+    ]
+    assert unlocated == [], unlocated
