@@ -31,6 +31,8 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   fused with the origin the text records (JAX's `loc(...)`, HLO's `metadata=`).
 * `common`: statistics (which source ops and constructs an import converted), the op
   builder both importers use, and their converter tables.
+* `support`: `shardc-import --check-support`, every unsupported op, `custom_call` target
+  and element type of a file at once, with first location and count.
 
 Not supported (each a located error naming it): ops with no `hlo` counterpart (gather,
 scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng and bit

@@ -4,7 +4,7 @@ shardings) or XLA HLO module text (`compile().as_text()`, `--xla_dump_to`) to `h
 `spmd` (+ `collective`).
 
     shardc-import FILE|- [-o OUT.mlir] [--format auto|stablehlo|hlo] [--stats]
-                  [--print-debuginfo]
+                  [--print-debuginfo] [--check-support]
 
 The format is detected from the text (HLO module text starts with `HloModule`). A
 StableHLO program becomes a level-G program (or a partitioned level-S one if it uses
@@ -13,7 +13,10 @@ shard_map), an HLO module a per-device level-S program marked `spmd.per_device_i
 import converted. `--print-debuginfo` prints each op's location: where its source op
 is in FILE, fused with the origin FILE records (JAX's `loc(...)`, HLO `metadata=`). Any
 problem in the input is one `file:line:col: error: ...` diagnostic naming the op or
-attribute, exit status 1, and no output file is written.
+attribute, exit status 1, and no output file is written. `--check-support` imports
+nothing: it lists every op, `custom_call` target and element type of FILE the importer does
+not support, each with its first location and count (`shardc.frontends.support`), and exits
+1 if there is any.
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="print each op's location: its place in FILE and, where FILE records it, "
         "JAX's (Python file, line, op name)",
     )
+    p.add_argument(
+        "--check-support",
+        action="store_true",
+        help="import nothing; list every unsupported op, custom_call target and element type "
+        "of FILE with its first location and count (exit 1 if there is any)",
+    )
     return p
 
 
@@ -89,12 +98,32 @@ def read_input(path: str) -> tuple[str, str]:
         raise DiagnosticError(f"{name}: error: not UTF-8 text (byte {e.start})") from None
 
 
-def import_text(text: str, filename: str, fmt: str = "auto") -> ImportResult:
-    """Import StableHLO or HLO text (`fmt` auto-detects)."""
-    from shardc.frontends.hlo_text import import_hlo_text, looks_like_hlo_text
+def detect_format(text: str, fmt: str = "auto") -> str:
+    """`hlo` or `stablehlo` (`fmt` auto-detects from the text)."""
+    from shardc.frontends.hlo_text import looks_like_hlo_text
 
     if fmt == "auto":
-        fmt = "hlo" if looks_like_hlo_text(text) else "stablehlo"
+        return "hlo" if looks_like_hlo_text(text) else "stablehlo"
+    return fmt
+
+
+def check_support(text: str, filename: str, fmt: str = "auto") -> int:
+    """`--check-support`: print the gaps; 1 if there is any."""
+    from shardc.frontends.support import hlo_text_support, stablehlo_support
+
+    if detect_format(text, fmt) == "hlo":
+        report = hlo_text_support(text, filename)
+    else:
+        report = stablehlo_support(text, filename)
+    print(report.format_text())
+    return 1 if report.gaps else 0
+
+
+def import_text(text: str, filename: str, fmt: str = "auto") -> ImportResult:
+    """Import StableHLO or HLO text (`fmt` auto-detects)."""
+    from shardc.frontends.hlo_text import import_hlo_text
+
+    fmt = detect_format(text, fmt)
     if fmt == "hlo":
         return import_hlo_text(text, filename)
     from shardc.frontends.stablehlo import import_stablehlo
@@ -115,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         args = build_arg_parser().parse_args(argv)
         text, filename = read_input(args.file)
+        if args.check_support:
+            return check_support(text, filename, args.format)
         result = import_text(text, filename, args.format)
         output = render(result, args.print_debuginfo)
         if args.stats:
