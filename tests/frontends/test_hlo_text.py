@@ -6,8 +6,13 @@ literals; each imported program is run per device and checked against numpy.
 
 from __future__ import annotations
 
+import io
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+from shardc.diagnostics import DiagnosticError
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.hlo_text import (
     import_hlo_text,
@@ -263,3 +268,41 @@ def test_sharding_strings() -> None:
     np.testing.assert_array_equal(parts[1], x[:2])
     np.testing.assert_array_equal(parts[2], x[2:])
     np.testing.assert_array_equal(hs.assemble_global(parts, s, (4, 4)), x)
+
+
+def _wrapped(text: str) -> str:
+    """`text` with each instruction continued over several lines, as XLA may print a long
+    one: a line break (and indentation) before the attributes and between operands."""
+    lines = []
+    for line in text.split("\n"):
+        if " = " in line and "(" in line and not line.startswith("HloModule"):
+            line = re.sub(r"\), ", "),\n      ", line, count=1).replace(", %", ",\n      %")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parent / "corpus").glob("*.hlo.txt")), ids=lambda p: p.name
+)
+def test_an_instruction_continued_on_the_next_lines_imports_the_same(path: Path) -> None:
+    from xdsl.printer import Printer
+
+    def printed(text: str) -> str:
+        out = io.StringIO()
+        Printer(stream=out).print_op(import_hlo_text(text, path.name).module)
+        return out.getvalue()
+
+    text = path.read_text()
+    wrapped = _wrapped(text)
+    assert wrapped.count("\n") > text.count("\n")
+    assert printed(wrapped) == printed(text)
+
+
+def test_an_error_on_a_continuation_line_points_at_that_line() -> None:
+    text = (Path(__file__).parent / "corpus" / "mp_matmul.hlo.txt").read_text()
+    wrapped = _wrapped(text).replace("metadata={", "frobnicate={", 1)
+    line = next(i for i, s in enumerate(wrapped.split("\n"), 1) if "frobnicate=" in s)
+    with pytest.raises(DiagnosticError) as e:
+        import_hlo_text(wrapped, "m.hlo")
+    assert str(e.value).startswith(f"m.hlo:{line}:"), str(e.value)
+    assert "unknown attribute 'frobnicate'" in str(e.value)
