@@ -134,10 +134,44 @@ _UNKNOWN_ATTR = re.compile(r"'(\S+)' is not registered")
 _UNDEFINED_VALUES = re.compile(r"values used but not defined: \[(.*)\]")
 
 
-def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
+_FOREIGN_DIALECTS = {
+    "stablehlo": "StableHLO",
+    "chlo": "StableHLO (CHLO)",
+    "mhlo": "StableHLO (MHLO)",
+    "sdy": "StableHLO with Shardy shardings",
+}
+"""Dialects of the programs `shardc-import` reads: their text is not shardc IR."""
+
+_HLO_MODULE_TEXT = re.compile(r"\A\s*(?://[^\n]*\n\s*)*HloModule\b")
+
+
+def _import_hint(name: str) -> str:
+    """What to say when `name` (an op, attribute or type) is from an importable dialect."""
+    what = _FOREIGN_DIALECTS.get(name.partition(".")[0])
+    if what is None:
+        return ""
+    return (
+        f": this file is {what}, not shardc IR; import it first with "
+        "`shardc-import FILE -o OUT.mlir` and give OUT.mlir to shardc-opt, shardc-run or "
+        "shardc.compile"
+    )
+
+
+def format_parse_error(error: ParseError, line_offset: int = 0, import_hint: bool = True) -> str:
+    """
+    The located diagnostic of a parse error. With `import_hint`, an op, attribute or
+    type of a dialect `shardc-import` reads (stablehlo, chlo, mhlo, sdy) says the file is
+    StableHLO and must be imported first.
+    """
     span: Span[str] = error.span  # pyright: ignore[reportAssignmentType]
     start, length, message = span.start, span.end - span.start, error.msg
     text = span.input.content
+    if import_hint and _HLO_MODULE_TEXT.match(text):
+        message = (
+            "this file is XLA HLO module text, not shardc IR; import it first "
+            "(`shardc-import FILE -o OUT.mlir`)"
+        )
+        return SourceText(span.input.name, text, line_offset).format(0, message, 9)
     # xDSL reports an unknown op at the token after its name and an unknown attribute or
     # type at the `<` after its name; MLIR points at the name itself, and so do we
     # (keeping xDSL's wording, which tests match).
@@ -148,6 +182,8 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
         if at != -1:
             quoted = at > 0 and text[at - 1] == '"'
             start, length = at - quoted, len(name) + 2 * quoted
+        if import_hint:
+            message += _import_hint(name)
     elif found := _UNDEFINED_VALUES.fullmatch(message):
         # xDSL reports these at the end of the file; MLIR at the (first) use.
         name = found.group(1).split(", ")[0]
@@ -166,17 +202,25 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
         at = text.rfind(name, 0, start + 1)
         if at > 0 and text[at - 1] in "#!":
             start, length = at - 1, len(name) + 1
+        if import_hint:
+            message += _import_hint(name)
     return SourceText(span.input.name, text, line_offset).format(start, message, length)
 
 
-def parse_module(ctx: Context, text: str, filename: str, line_offset: int = 0) -> ModuleOp:
-    """Parse `text`; a syntax error becomes a located `DiagnosticError`."""
+def parse_module(
+    ctx: Context, text: str, filename: str, line_offset: int = 0, import_hint: bool = True
+) -> ModuleOp:
+    """
+    Parse `text`; a syntax error becomes a located `DiagnosticError` (saying to run
+    `shardc-import` first on StableHLO or HLO text, unless `import_hint` is False: the
+    importer's own parse).
+    """
     parser: LocatedParser | None = None
     try:
         parser = LocatedParser(ctx, text, filename, line_offset)  # lexes the first token
         return parser.parse_module()
     except ParseError as e:
-        raise DiagnosticError(format_parse_error(e, line_offset)) from None
+        raise DiagnosticError(format_parse_error(e, line_offset, import_hint)) from None
     except RecursionError:
         raise DiagnosticError(
             _position(parser, text, filename, line_offset, "nesting is too deep")

@@ -358,7 +358,7 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     ctx = make_import_context()
     scanned = scan_locations(text)
     try:
-        module = parse_module(ctx, scanned.text, filename)
+        module = parse_module(ctx, scanned.text, filename, import_hint=False)
     except DiagnosticError as e:
         raise DiagnosticError(_reword(str(e))) from None
     source = SourceText(filename, scanned.text)
@@ -373,20 +373,37 @@ _NOT_REGISTERED_ATTR = re.compile(
 )
 
 
+_SHARDC_DIALECTS = ("hlo", "spmd", "collective", "tpu")
+"""shardc's own dialects: a file using them is already shardc IR, not StableHLO."""
+
+
 def _reword(diagnostic: str) -> str:
     """Say which op / attribute shardc's importer does not know, in its own words."""
     first, _, rest = diagnostic.partition("\n")
     if m := _NOT_REGISTERED_OP.search(first):
         name = m.group(1) or m.group(2)
         first = first[: m.start()] + (
-            f"error: unknown operation '{name}': shardc's StableHLO importer does not support it"
+            _already_shardc("operation", name)
+            or f"error: unknown operation '{name}': shardc's StableHLO importer does not support it"
         )
     elif m := _NOT_REGISTERED_ATTR.search(first):
         name = m.group(1) or m.group(2)
         first = first[: m.start()] + (
-            f"error: unknown attribute '{name}': shardc's StableHLO importer does not support it"
+            _already_shardc("attribute", name)
+            or f"error: unknown attribute '{name}': shardc's StableHLO importer does not support it"
         )
     return first + ("\n" + rest if rest else "")
+
+
+def _already_shardc(kind: str, name: str) -> str:
+    """The diagnostic for a shardc op or attribute in the importer's input, or ''."""
+    if name.partition(".")[0] not in _SHARDC_DIALECTS:
+        return ""
+    return (
+        f"error: '{name}' is a shardc {kind}: this file is already shardc IR (imported, or "
+        "written by hand), not StableHLO, so there is nothing to import; give it to "
+        "shardc-opt, shardc-run or shardc.compile as it is"
+    )
 
 
 __all__ = ["import_stablehlo", "strip_locations", "StablehloImporter"]

@@ -7,13 +7,14 @@ ones. Two collectives combine only when their key matches (op, reduction kind, g
 gather/scatter dimension, element type) and neither depends on the other; a group never
 exceeds `threshold-bytes` of operands or `max-count` ops, and an op bigger than the
 threshold alone is left as it is. Greedy in program order, like XLA's
-CombineInstructionsByKey. The block is then re-ordered (a stable topological sort) so that
+CombineInstructionsByKey; a merge that would make two groups depend on each other (a
+cycle once merged) is refused (`MergedGraph`). The block is then re-ordered (a stable topological sort) so that
 every combined op comes after its operands and before its users.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
 from shardc.dialects import collective, hlo
@@ -32,16 +33,19 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 COMBINABLE = (collective.AllReduceOp, collective.AllGatherOp, collective.ReduceScatterOp)
+ALIGNABLE = (collective.AllGatherOp, collective.ReduceScatterOp)
+"""Collectives along one dimension: with `align-dims`, different dimensions merge."""
 
 
 def combine_key(op: collective.CollectiveOp, align_dims: bool = False) -> Hashable:
     """
-    What must agree for two collectives to become one. With `align_dims`, all_gathers on
-    different dimensions may merge too (aligned by transposes, see `combine`).
+    What must agree for two collectives to become one. With `align_dims`, all_gathers
+    (and reduce_scatters) on different dimensions may merge too (aligned by transposes,
+    see `combine`).
     """
     props = op.properties
     dtypes = tuple(t.element_type for t in op.input_types())
-    same_dim = not (align_dims and isinstance(op, collective.AllGatherOp))
+    same_dim = not (align_dims and isinstance(op, ALIGNABLE))
     return (
         op.name,
         props.get("kind"),
@@ -67,6 +71,60 @@ class Group:
     ops: list[collective.CollectiveOp] = field(default_factory=list[collective.CollectiveOp])
     mask: int = 0
     bytes: int = 0
+    deps: int = 0
+    """The collectives its members depend on (transitively, before any merge)."""
+
+
+@dataclass
+class MergedGraph:
+    """
+    The dependencies between collectives once the planned groups are merged: a merged op
+    depends on whatever any of its members depends on. A merge that makes a collective
+    depend on its own group (through another group: XLA's cross-group cycle, a1 -> b1
+    and b2 -> a1 planned as {a1, a2} and {b1, b2} with a2 -> b1) would leave no order in
+    which to place the merged ops, so `would_cycle` refuses it.
+    """
+
+    masks: dict[Operation, int]
+    group_of: dict[int, Group] = field(default_factory=dict[int, Group])
+    merged: int = 0
+    """The collectives in a group of two or more."""
+
+    def join(self, group: Group, op: collective.CollectiveOp, bit: int) -> None:
+        group.ops.append(op)
+        group.mask |= bit
+        group.deps |= self.masks[op]
+        self.group_of[bit.bit_length() - 1] = group
+        if len(group.ops) > 1:
+            self.merged |= group.mask
+
+    def depends_on(self, op: Operation) -> int:
+        """The collectives `op` depends on once the planned groups are merged."""
+        seen = self.masks[op]
+        frontier = seen & self.merged
+        while frontier:
+            new = 0
+            groups = {id(g): g for i in _bits(frontier) if (g := self.group_of.get(i))}
+            for g in groups.values():
+                new |= g.mask | g.deps
+            new &= ~seen
+            seen |= new
+            frontier = new & self.merged
+        return seen
+
+    def would_cycle(self, group: Group, op: Operation, bit: int) -> bool:
+        """
+        Whether `op` joining `group` closes a cycle. Ops are planned in program order, so
+        no planned op depends on `op`: only `op` depending on the group can.
+        """
+        return bool(self.depends_on(op) & ~bit & group.mask)
+
+
+def _bits(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operation, int]:
@@ -138,6 +196,7 @@ def plan_groups(
     candidates = [op for op in block.ops if isinstance(op, COMBINABLE)]
     index = {op: i for i, op in enumerate(candidates)}
     masks = dependency_masks(block, index)
+    graph = MergedGraph(masks)
     open_groups: dict[Hashable, Group] = {}
     done: list[list[collective.CollectiveOp]] = []
     for op in candidates:
@@ -146,18 +205,19 @@ def plan_groups(
             continue
         key = combine_key(op, align_dims)
         group = open_groups.get(key)
+        bit = 1 << index[op]
         if group is not None and (
             masks[op] & group.mask
             or group.bytes + size > threshold_bytes
             or len(group.ops) >= max_count
             or (guard is not None and not guard.allows(group, op))
+            or graph.would_cycle(group, op, bit)
         ):
             done.append(group.ops)
             group = None
         if group is None:
             group = open_groups[key] = Group()
-        group.ops.append(op)
-        group.mask |= 1 << index[op]
+        graph.join(group, op, bit)
         group.bytes += size
     done.extend(g.ops for g in open_groups.values())
     return [g for g in done if len(g) > 1]
@@ -165,8 +225,9 @@ def plan_groups(
 
 def gather_dim(ops: list[collective.CollectiveOp]) -> int:
     """
-    The dimension a merged all_gather gathers along: the most frequent among the members
-    that every operand has (XLA's FindMostFrequentGatherDim), else 0.
+    The dimension a merged all_gather gathers (or reduce_scatter scatters) along: the
+    most frequent among the members that every operand has (XLA's
+    FindMostFrequentGatherDim / FindMostFrequentScatterDim), else 0.
     """
     rank = min(len(t.get_shape()) for op in ops for t in op.input_types())
     dims = [op.properties["dim"].value.data for op in ops]  # pyright: ignore
@@ -183,8 +244,8 @@ def _swap(rank: int, a: int, b: int) -> list[int]:
 def combine(ops: list[collective.CollectiveOp]) -> Operation:
     """
     One variadic op computing all of `ops`, inserted before the first; uses redirected.
-    All_gathers on another dimension than the merged one are aligned by a transpose that
-    swaps the two dimensions before, and the same transpose after. The combined op (and
+    All_gathers (reduce_scatters) on another dimension than the merged one are aligned by
+    a transpose that swaps the two dimensions before, and the same transpose after. The combined op (and
     each transpose) reports at the first collective it merges (`location`), as a pass-made
     op reports the op it came from.
     """
@@ -193,7 +254,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
     operands: list[SSAValue] = []
     result_types: list[Attribute] = []
     swaps: list[list[int] | None] = []
-    dim = gather_dim(ops) if isinstance(first, collective.AllGatherOp) else None
+    dim = gather_dim(ops) if isinstance(first, ALIGNABLE) else None
     for op in ops:
         for value, result in zip(op.operands, op.results, strict=False):
             own = op.properties["dim"].value.data if dim is not None else None  # pyright: ignore
@@ -262,7 +323,7 @@ class CollectiveCombinePass(ModulePass):
     chip: str = "v5e"
     """The chip whose costs `overlap-aware` weighs."""
     align_dims: bool = True
-    """Merge all_gathers on different dimensions too, aligned by transposes."""
+    """Merge all_gathers (reduce_scatters) on different dimensions too, aligned by transposes."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.threshold_bytes < 0 or self.max_count < 1:

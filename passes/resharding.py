@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -166,17 +167,21 @@ class Resharder:
         self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr
     ) -> SSAValue | None:
         """
-        When both shardings use the same axes and give the same local shape, every block
-        is held by one device before and one after: one permute moves each block once
-        (cheaper than gathering and slicing again).
+        When both shardings use the same axes and split each dimension into as many
+        blocks (so the blocks have the same shape, even where a dimension has size 0),
+        every block is held by one device before and one after: one permute moves each
+        block once (cheaper than gathering and slicing again).
         """
         used = [a for a in self.mesh.names if a in src.all_axes]
+
+        def splits(sharding: ShardingAttr) -> list[int]:
+            return [math.prod(self.mesh.axis_size(a) for a in d) for d in sharding.dim_axes]
+
         if (
             src.unreduced_axes != dst.unreduced_axes
             or src.unreduced_axes
             or sorted(used) != sorted(dst.all_axes)
-            or src.local_shape(self._global(value, src), self.mesh)
-            != dst.local_shape(self._global(value, src), self.mesh)
+            or splits(src) != splits(dst)
         ):
             return None
         sizes = [self.mesh.axis_size(a) for a in used]

@@ -149,7 +149,13 @@ def _reshape_rule(op: hlo.ReshapeOp, shape: ShapeOf) -> FactorRule:
 
 
 def reshape_major_dim_pairs(src: Sequence[int], res: Sequence[int]) -> list[tuple[int, int]]:
-    """(operand dim, result dim) pairs that start the same row-major group of dims."""
+    """
+    (operand dim, result dim) pairs that start the same row-major group of dims. A
+    zero-element reshape has no row-major groups (a product of zero matches any other):
+    only its leading dimensions that are kept whole pair up.
+    """
+    if 0 in src or 0 in res:
+        return _zero_size_pairs(src, res)
     pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < len(src) and j < len(res):
@@ -170,6 +176,21 @@ def reshape_major_dim_pairs(src: Sequence[int], res: Sequence[int]) -> list[tupl
                 b *= res[j]
                 j += 1
     return pairs
+
+
+def _zero_size_pairs(src: Sequence[int], res: Sequence[int]) -> list[tuple[int, int]]:
+    """The equal leading dimensions of two zero-element shapes (size-1 dims skipped)."""
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while True:
+        while i < len(src) and src[i] == 1:
+            i += 1
+        while j < len(res) and res[j] == 1:
+            j += 1
+        if i == len(src) or j == len(res) or src[i] != res[j]:
+            return pairs
+        pairs.append((i, j))
+        i, j = i + 1, j + 1
 
 
 def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None:

@@ -42,7 +42,7 @@ def partition_and_compare(text: str, seed: int = 0) -> None:
         want, have = expected[name], got[name]
         assert want.shape == have.shape and want.dtype == have.dtype, name
         if np.issubdtype(want.dtype, np.floating):
-            scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)))))
+            scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)), initial=0.0)))
             np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
         else:
             np.testing.assert_array_equal(have, want, err_msg=name)
@@ -112,6 +112,7 @@ class ProgramBuilder:
     values: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     counter: int = 0
+    sizes: tuple[int, ...] = tuple(SIZES)
 
     def sharding(self, shape: tuple[int, ...]) -> list[list[str]]:
         """A random valid sharding: each axis at most once, products divide the sizes."""
@@ -181,7 +182,7 @@ class ProgramBuilder:
 
     def op_dot(self) -> None:
         v, s = self.pick(2)
-        n = self.draw(st.sampled_from(SIZES))
+        n = self.draw(st.sampled_from(self.sizes))
         w = self.fresh_arg((s[1], n))
         self.emit(
             f"hlo.dot {v}, {w}, contracting_dims = [1] x [0] : ({ty(s)}, {ty((s[1], n))}) -> {ty((s[0], n))}",
@@ -195,7 +196,7 @@ class ProgramBuilder:
         out = (s[1 - d],)
         r = self.fresh()
         self.lines.append(f"  {r} = hlo.reduce {kind} {v}, dims = [{d}] : ({ty(s)}) -> {ty(out)}")
-        m = self.draw(st.sampled_from(SIZES))
+        m = self.draw(st.sampled_from(self.sizes))
         dims = "[0]" if d == 1 else "[1]"
         back = (s[0], m) if d == 1 else (m, s[1])
         self.emit(f"hlo.broadcast {r}, dims = {dims} : ({ty(out)}) -> {ty(back)}", back)
@@ -204,7 +205,7 @@ class ProgramBuilder:
         if not any(len(shape) == 1 for _, shape in self.values):
             return self.op_unary()
         v, s = self.pick(1)
-        m = self.draw(st.sampled_from(SIZES))
+        m = self.draw(st.sampled_from(self.sizes))
         where = self.draw(st.integers(0, 1))
         out = (m, s[0]) if where == 0 else (s[0], m)
         self.emit(f"hlo.broadcast {v}, dims = [{1 - where}] : ({ty(s)}) -> {ty(out)}", out)
@@ -215,7 +216,7 @@ class ProgramBuilder:
         r = self.fresh()
         self.lines.append(f"  {r} = hlo.reshape {v} : ({ty(s)}) -> {ty(flat)}")
         self.values.append((r, flat))
-        split = self.draw(st.sampled_from([d for d in SIZES if flat[0] % d == 0]))
+        split = self.draw(st.sampled_from([d for d in self.sizes if d and flat[0] % d == 0]))
         out = (split, flat[0] // split)
         self.emit(f"hlo.reshape {r} : ({ty(flat)}) -> {ty(out)}", out)
 
@@ -254,7 +255,7 @@ class ProgramBuilder:
         self.emit(f"spmd.constraint {v} {sh} : {ty(s)}", s)
 
     def op_iota(self) -> None:
-        s = tuple(self.draw(st.sampled_from(SIZES)) for _ in range(2))
+        s = tuple(self.draw(st.sampled_from(self.sizes)) for _ in range(2))
         d = self.draw(st.integers(0, 1))
         self.emit(f"hlo.iota dim = {d} : {ty(s)}", s)
 
@@ -290,11 +291,11 @@ class ProgramBuilder:
 
 
 @st.composite
-def partitionable_programs(draw: st.DrawFn) -> str:
+def partitionable_programs(draw: st.DrawFn, sizes: tuple[int, ...] = tuple(SIZES)) -> str:
     mesh = draw(st.sampled_from(MESHES))
-    b = ProgramBuilder(draw, mesh)
+    b = ProgramBuilder(draw, mesh, sizes=sizes)
     for _ in range(draw(st.integers(1, 2))):
-        shape = (draw(st.sampled_from(SIZES)), draw(st.sampled_from(SIZES)))
+        shape = (draw(st.sampled_from(sizes)), draw(st.sampled_from(sizes)))
         b.values.append((b.fresh_arg(shape), shape))
     for _ in range(draw(st.integers(1, 8))):
         b.step()
@@ -305,4 +306,13 @@ def partitionable_programs(draw: st.DrawFn) -> str:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(partitionable_programs(), st.integers(0, 3))
 def test_generated_programs_partition_to_the_same_numbers(text: str, seed: int) -> None:
+    partition_and_compare(text, seed)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(partitionable_programs(sizes=(0, 2, 4)), st.integers(0, 3))
+def test_generated_programs_with_zero_size_dims_partition_to_the_same_numbers(
+    text: str, seed: int
+) -> None:
+    """Zero-size dimensions through every rule (reshape, dot, reduce, slice, ...)."""
     partition_and_compare(text, seed)

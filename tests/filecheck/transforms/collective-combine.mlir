@@ -105,3 +105,45 @@ func.func @apart(%a: tensor<1024x1024xbf16>, %b: tensor<2048x2048xbf16>) -> (ten
 // AWARE:       %rd = collective.all_reduce add %d on @mesh["data"]
 // CHECK-LABEL: func.func @apart
 // CHECK:       %ra, %rd = collective.all_reduce add %a, %d on @mesh["data"]
+
+// -----
+
+// XLA's cross-group cycle: %a1/%a2 share a key, %b1/%b2 another, %a2 needs %b1 and %b2
+// needs %a1. Merging both pairs would make each merged op wait for the other: the first
+// pair merges, the second is refused (no cycle, whatever the policy).
+spmd.mesh @mesh = <["x"=2, "y"=2]>
+func.func @cross_cycle(%p: tensor<8xf32>, %q: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    attributes {spmd.partitioned} {
+  %a1 = collective.all_reduce add %p on @mesh["x"] : tensor<8xf32>
+  %b1 = collective.all_reduce add %q on @mesh["y"] : tensor<8xf32>
+  %a2 = collective.all_reduce add %b1 on @mesh["x"] : tensor<8xf32>
+  %b2 = collective.all_reduce add %a1 on @mesh["y"] : tensor<8xf32>
+  func.return %a2, %b2 : tensor<8xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @cross_cycle
+// CHECK:       %b1 = collective.all_reduce add %q on @mesh["y"]
+// CHECK-NEXT:  %a1, %a2 = collective.all_reduce add %p, %b1 on @mesh["x"]
+// CHECK-NEXT:  %b2 = collective.all_reduce add %a1 on @mesh["y"]
+// COUNT-LABEL: func.func @cross_cycle
+// COUNT:       %a1, %a2 = collective.all_reduce add %p, %b1 on @mesh["x"]
+// COUNT-NEXT:  %b2 = collective.all_reduce add %a1 on @mesh["y"]
+
+// -----
+
+// reduce_scatters on another scatter dimension join too, aligned by a transpose of the
+// operand before and of the result after (XLA's ReduceScatterCombiner, combine_by_dim=false).
+spmd.mesh @mesh = <["x"=4]>
+func.func @scatters(%a: tensor<8x4xf32>, %b: tensor<4x8xf32>, %c: tensor<8x8xf32>)
+    -> (tensor<2x4xf32>, tensor<4x2xf32>, tensor<8x2xf32>) attributes {spmd.partitioned} {
+  %sa = collective.reduce_scatter add %a on @mesh["x"], dim = 0 : (tensor<8x4xf32>) -> tensor<2x4xf32>
+  %sb = collective.reduce_scatter add %b on @mesh["x"], dim = 1 : (tensor<4x8xf32>) -> tensor<4x2xf32>
+  %sc = collective.reduce_scatter add %c on @mesh["x"], dim = 1 : (tensor<8x8xf32>) -> tensor<8x2xf32>
+  func.return %sa, %sb, %sc : tensor<2x4xf32>, tensor<4x2xf32>, tensor<8x2xf32>
+}
+// CHECK-LABEL: func.func @scatters
+// CHECK:       %0 = hlo.transpose %a, dims = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %1, %sb, %sc = collective.reduce_scatter add %0, %b, %c on @mesh["x"], dim = 1 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<8x2xf32>)
+// CHECK-NEXT:  %sa = hlo.transpose %1, dims = [1, 0] : (tensor<4x2xf32>) -> tensor<2x4xf32>
+// BYDIM-LABEL: func.func @scatters
+// BYDIM:       %sa = collective.reduce_scatter add %a on @mesh["x"], dim = 0
+// BYDIM-NEXT:  %sb, %sc = collective.reduce_scatter add %b, %c on @mesh["x"], dim = 1
