@@ -33,12 +33,13 @@ def ty(shape: tuple[int, ...], dtype: str) -> str:
 def reference_pad(x: np.ndarray, value, low, high, interior) -> np.ndarray:
     """Each result element, from the operand element it maps to, or the padding value."""
     shape = [
-        lo + n + max(n - 1, 0) * it + hi for n, lo, hi, it in zip(x.shape, low, high, interior)
+        lo + n + max(n - 1, 0) * it + hi
+        for n, lo, hi, it in zip(x.shape, low, high, interior, strict=False)
     ]
     out = np.empty(shape, dtype=x.dtype)
     for index in itertools.product(*(range(n) for n in shape)):
         source = []
-        for r, lo, it, n in zip(index, low, interior, x.shape):
+        for r, lo, it, n in zip(index, low, interior, x.shape, strict=False):
             offset = r - lo
             if offset < 0 or offset % (it + 1) or offset // (it + 1) >= n:
                 break
@@ -82,7 +83,8 @@ def test_pad_matches_the_index_map_reference(case, seed: int) -> None:
     x = values(rng, shape, dtype)
     v = values(rng, (), dtype)
     out_shape = tuple(
-        lo + n + max(n - 1, 0) * it + hi for n, lo, hi, it in zip(shape, low, high, interior)
+        lo + n + max(n - 1, 0) * it + hi
+        for n, lo, hi, it in zip(shape, low, high, interior, strict=False)
     )
     text = f"""func.func @main(%x: {ty(shape, dtype)}, %v: {ty((), dtype)}) -> {ty(out_shape, dtype)} {{
   %r = hlo.pad %x, %v, low = {low}, high = {high}, interior = {interior} : ({ty(shape, dtype)}, {ty((), dtype)}) -> {ty(out_shape, dtype)}
