@@ -61,13 +61,16 @@ def pad_reverse_programs(draw: st.DrawFn) -> str:
     shape = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
     dims = draw(st.lists(st.sampled_from(range(rank)), unique=True))
     low, high, interior = [], [], []
-    for _d in range(rank):
+    for d in range(rank):
         if draw(st.booleans()):  # an unpadded dimension passes its sharding through
             low.append(0), high.append(0), interior.append(0)
             continue
         low.append(draw(st.integers(-2, 3)))
         high.append(draw(st.integers(-2, 3)))
         interior.append(draw(st.integers(0, 2)))
+        size = low[-1] + shape[d] + (shape[d] - 1) * interior[-1] + high[-1]
+        if size < 1:  # negative edges may not remove everything
+            low[-1] += 1 - size
     padded = tuple(
         lo + n + (n - 1) * it + hi
         for n, lo, hi, it in zip(shape, low, high, interior, strict=False)
