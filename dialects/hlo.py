@@ -1265,6 +1265,203 @@ class ReduceOp(HloOp):
             raise VerifyException(f"result must be {want}, got {res}")
 
 
+################################################################################
+# pad and reverse                                                              #
+################################################################################
+
+
+def pad_result_shape(
+    shape: Sequence[int], low: Sequence[int], high: Sequence[int], interior: Sequence[int]
+) -> list[int]:
+    """StableHLO pad's result shape: low + size + (size - 1) * interior + high per dimension."""
+    return [
+        lo + s + max(s - 1, 0) * it + hi
+        for s, lo, hi, it in zip(shape, low, high, interior, strict=True)
+    ]
+
+
+@irdl_op_definition
+class PadOp(HloOp):
+    """
+    StableHLO's pad: `%r = hlo.pad %x, %v, low = [0, 1], high = [2, -1], interior = [1, 0] :
+    (tensor<2x3xf32>, tensor<f32>) -> tensor<5x3xf32>`. `interior` elements of the padding
+    value go between neighbouring elements, `low`/`high` before/after each dimension
+    (negative edge padding removes elements).
+    """
+
+    name = "hlo.pad"
+
+    operand = operand_def(TensorType)
+    padding_value = operand_def(TensorType)
+    edge_padding_low = prop_def(DenseArrayBase)
+    edge_padding_high = prop_def(DenseArrayBase)
+    interior_padding = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    _KEYS: ClassVar = (
+        ("low", "edge_padding_low"),
+        ("high", "edge_padding_high"),
+        ("interior", "interior_padding"),
+    )
+
+    def __init__(
+        self,
+        operand: SSAValue,
+        padding_value: SSAValue,
+        low: Sequence[int],
+        high: Sequence[int],
+        interior: Sequence[int],
+    ):
+        src = _tensor(operand)
+        shape = pad_result_shape(src.get_shape(), low, high, interior)
+        super().__init__(
+            operands=[operand, padding_value],
+            result_types=[TensorType(src.element_type, shape)],
+            properties={
+                "edge_padding_low": i64_array(low),
+                "edge_padding_high": i64_array(high),
+                "interior_padding": i64_array(interior),
+            },
+        )
+
+    @property
+    def low(self) -> tuple[int, ...]:
+        return _int_values(self.edge_padding_low)
+
+    @property
+    def high(self) -> tuple[int, ...]:
+        return _int_values(self.edge_padding_high)
+
+    @property
+    def interior(self) -> tuple[int, ...]:
+        return _int_values(self.interior_padding)
+
+    def padded_dims(self) -> list[int]:
+        """The dimensions with any padding (edge or interior)."""
+        return [
+            d
+            for d, pads in enumerate(zip(self.low, self.high, self.interior, strict=True))
+            if any(pads)
+        ]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PadOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        value = parser.parse_unresolved_operand()
+        props: dict[str, Attribute] = {}
+        for keyword, prop in cls._KEYS:
+            parser.parse_punctuation(",")
+            props[prop] = i64_array(parse_keyword_int_list(parser, keyword))
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands([operand, value], inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        for keyword, values in zip(
+            ("low", "high", "interior"), (self.low, self.high, self.interior), strict=True
+        ):
+            printer.print_string(f", {keyword} = {int_list_str(values)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, pad, res = _tensor(self.operand), _tensor(self.padding_value), _tensor(self.result)
+        if pad.get_num_dims() != 0:
+            raise VerifyException(f"the padding value must be a rank-0 tensor, got {pad}")
+        if pad.element_type != src.element_type or res.element_type != src.element_type:
+            raise VerifyException(
+                f"operand, padding value and result must share an element type, got "
+                f"{src.element_type}, {pad.element_type} and {res.element_type}"
+            )
+        rank = src.get_num_dims()
+        for keyword, values in zip(
+            ("low", "high", "interior"), (self.low, self.high, self.interior), strict=True
+        ):
+            if len(values) != rank:
+                raise VerifyException(
+                    f"{keyword} has {len(values)} entries but the operand has rank {rank}"
+                )
+        if any(i < 0 for i in self.interior):
+            raise VerifyException(f"interior padding {list(self.interior)} must be >= 0")
+        want = pad_result_shape(src.get_shape(), self.low, self.high, self.interior)
+        if any(s < 0 for s in want):
+            raise VerifyException(
+                f"padding gives a negative result dimension: {want} (negative edge padding "
+                "removes more elements than the dimension has)"
+            )
+        if list(res.get_shape()) != want:
+            raise VerifyException(
+                f"result shape must be {want} (low + size + (size - 1) * interior + high), "
+                f"got {list(res.get_shape())}"
+            )
+
+
+@irdl_op_definition
+class ReverseOp(HloOp):
+    """`%r = hlo.reverse %x, dims = [1] : tensor<3x2xf32>`: the elements along `dims` in reverse order."""
+
+    name = "hlo.reverse"
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    operand = operand_def(T)
+    dimensions = prop_def(DenseArrayBase)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, operand: SSAValue, dims: Sequence[int]):
+        super().__init__(
+            operands=[operand],
+            result_types=[operand.type],
+            properties={"dimensions": i64_array(dims)},
+        )
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return _int_values(self.dimensions)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReverseOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dims = parse_keyword_int_list(parser, "dims")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [ty], pos)
+        op = cls.create(
+            operands=[value], result_types=[ty], properties={"dimensions": i64_array(dims)}
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_string(f", dims = {int_list_str(self.dims)}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_semantics(self) -> None:
+        dims, rank = self.dims, _tensor(self.operand).get_num_dims()
+        if len(set(dims)) != len(dims):
+            raise VerifyException(f"dims {list(dims)} must be distinct")
+        for d in dims:
+            if not 0 <= d < rank:
+                raise VerifyException(f"dim {d} is out of range for rank {rank}")
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -1302,6 +1499,8 @@ Hlo = Dialect(
         ConcatenateOp,
         DotOp,
         ReduceOp,
+        PadOp,
+        ReverseOp,
     ],
     [],
 )

@@ -262,6 +262,27 @@ def concatenate(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType)
     return cx.emit.value(hlo.ConcatenateOp(xs, dim))
 
 
+# pad and reverse ---------------------------------------------------------------------------
+
+
+@ARRAY_OPS.converts("pad")
+def pad(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    """`padding=lo_hi[_interior]x...`, one entry per dimension (edges may be negative)."""
+    a = cx.attr(instr, "padding")
+    entries = [e.split("_") for e in a.text.replace(" ", "").split("x")] if a.text else []
+    if len(entries) != len(ty.get_shape()) or any(len(e) not in (2, 3) for e in entries):
+        raise ValueError(f"padding={a.text} must give lo_hi[_interior] for each dimension")
+    low = [int(e[0]) for e in entries]
+    high = [int(e[1]) for e in entries]
+    interior = [int(e[2]) if len(e) == 3 else 0 for e in entries]
+    return cx.emit.value(hlo.PadOp(xs[0], xs[1], low, high, interior))
+
+
+@ARRAY_OPS.converts("reverse")
+def reverse(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    return cx.emit.value(hlo.ReverseOp(xs[0], cx.ints_attr(instr, "dimensions")))
+
+
 # contractions and reductions ---------------------------------------------------------------
 
 

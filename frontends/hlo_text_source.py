@@ -94,6 +94,8 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "broadcast": frozenset({"dimensions"}),
     "transpose": frozenset({"dimensions"}),
     "concatenate": frozenset({"dimensions"}),
+    "pad": frozenset({"padding"}),
+    "reverse": frozenset({"dimensions"}),
     "slice": frozenset({"slice"}),
     "dynamic-slice": frozenset({"dynamic_slice_sizes"}),
     "dot": frozenset(

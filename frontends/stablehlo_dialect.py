@@ -550,6 +550,23 @@ def _parse_slice(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
 
 
+def _parse_pad(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """`stablehlo.pad %x, %v, low = [..], high = [..], interior = [..] : (T, S) -> R`."""
+    pos = parser.pos
+    operands = _operand_list(parser)
+    props: dict[str, Attribute] = {}
+    for keyword, prop in (
+        ("low", "edge_padding_low"),
+        ("high", "edge_padding_high"),
+        ("interior", "interior_padding"),
+    ):
+        parser.parse_punctuation(",")
+        props[prop] = i64_array(_parse_keyword_ints(parser, keyword))
+    attrs = parser.parse_optional_attr_dict()
+    inputs, outputs = _parse_functional(parser)
+    return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
+
+
 def _parse_compare(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     dir_pos = parser.pos
     direction = parser.parse_optional_identifier()
@@ -760,6 +777,8 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "concatenate": _parse_concatenate,
     "dynamic_slice": _parse_dynamic_slice,
     "slice": _parse_slice,
+    "pad": _parse_pad,
+    "reverse": _dims_syntax("dimensions", "dims"),
     "compare": _parse_compare,
     "dot_general": _parse_dot_general,
     "dot": _parse_dot,
@@ -786,6 +805,8 @@ STABLEHLO_CUSTOM = {
     "concatenate": "concatenate",
     "dynamic_slice": "dynamic_slice",
     "slice": "slice",
+    "pad": "pad",
+    "reverse": "reverse",
     "compare": "compare",
     "dot_general": "dot_general",
     "dot": "dot",

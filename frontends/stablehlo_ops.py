@@ -202,6 +202,22 @@ def optimization_barrier(
     return list(xs)
 
 
+# pad and reverse ---------------------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.pad")
+def pad(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    low = ints(require(op, "edge_padding_low"))
+    high = ints(require(op, "edge_padding_high"))
+    interior = ints(require(op, "interior_padding"))
+    return [cx.emit.value(hlo.PadOp(xs[0], xs[1], low, high, interior))]
+
+
+@OPS.converts("stablehlo.reverse")
+def reverse(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.value(hlo.ReverseOp(xs[0], ints(require(op, "dimensions"))))]
+
+
 # contractions and reductions ---------------------------------------------------------------
 
 

@@ -49,6 +49,8 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.slice": frozenset({"start_indices", "limit_indices", "strides"}),
     "stablehlo.dynamic_slice": frozenset({"slice_sizes"}),
     "stablehlo.concatenate": frozenset({"dimension"}),
+    "stablehlo.pad": frozenset({"edge_padding_low", "edge_padding_high", "interior_padding"}),
+    "stablehlo.reverse": frozenset({"dimensions"}),
     "stablehlo.compare": frozenset({"comparison_direction", "compare_type"}),
     "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),

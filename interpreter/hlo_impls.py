@@ -244,6 +244,32 @@ def reduce(x: np.ndarray, kind: str, dims: tuple[int, ...], out_dtype: np.dtype[
     return out
 
 
+def pad(
+    x: np.ndarray,
+    value: np.ndarray,
+    low: tuple[int, ...],
+    high: tuple[int, ...],
+    interior: tuple[int, ...],
+) -> np.ndarray:
+    """
+    StableHLO pad: place `x` with `interior` gaps into a buffer of the padding value that
+    holds the non-negative edge padding too, then cut away what negative edges remove.
+    """
+    x = np.asarray(x)
+    stretched = [s + max(s - 1, 0) * i for s, i in zip(x.shape, interior, strict=True)]
+    full = [max(lo, 0) + s + max(hi, 0) for s, lo, hi in zip(stretched, low, high, strict=True)]
+    out = np.full(full, np.asarray(value, dtype=x.dtype), dtype=x.dtype)
+    place = tuple(
+        slice(max(lo, 0), max(lo, 0) + s, i + 1)
+        for s, lo, i in zip(stretched, low, interior, strict=True)
+    )
+    out[place] = x
+    keep = tuple(
+        slice(max(-lo, 0), n - max(-hi, 0)) for n, lo, hi in zip(full, low, high, strict=True)
+    )
+    return out[keep]
+
+
 # The implementations --------------------------------------------------------------------
 
 
@@ -469,6 +495,18 @@ class HloFunctions(InterpreterFunctions):
             op, lambda: (op.kind.data, op.dims, tensor_spec(op.result.type)[1])
         )
         return (reduce(args[0], kind, dims, dtype),)
+
+    # pad and reverse ------------------------------------------------------------------
+
+    @fast_impl(hlo.PadOp)
+    def run_pad(self, interp: Interpreter, op: hlo.PadOp, args: PythonValues):
+        low, high, interior = self.params(op, lambda: (op.low, op.high, op.interior))
+        return (pad(args[0], args[1], low, high, interior),)
+
+    @fast_impl(hlo.ReverseOp)
+    def run_reverse(self, interp: Interpreter, op: hlo.ReverseOp, args: PythonValues):
+        dims = self.params(op, lambda: op.dims)
+        return (np.flip(np.asarray(args[0]), axis=dims),)
 
     # spmd -----------------------------------------------------------------------------
 

@@ -137,6 +137,25 @@ class Resharder:
             offsets.append(self._insert(hlo.MulOp(index, self.constant_i32(size))).results[0])
         return self._insert(hlo.DynamicSliceOp(value, offsets, sizes)).results[0]
 
+    def mirror_blocks(self, value: SSAValue, axes: Sequence[str]) -> SSAValue:
+        """
+        Send each device's block to the device at the mirrored coordinates along `axes`
+        (coordinate c of an axis of size n becomes n - 1 - c on every one of them): in a
+        group over `axes`, rank r to rank G - 1 - r, whatever the axes' order. A dimension
+        split by `axes` has its block index k mirrored to N - 1 - k: XLA's partitioned
+        reverse.
+        """
+        g = self._size(axes)
+        op = collective.PermuteOp.create(
+            operands=[value],
+            result_types=[value.type],
+            properties={
+                "pairs": ArrayAttr(i64_array((r, g - 1 - r)) for r in range(g)),
+                **self.group(axes),
+            },
+        )
+        return self._insert(op).results[0]
+
     def _size(self, axes: Sequence[str]) -> int:
         size = 1
         for a in axes:

@@ -112,6 +112,33 @@ def _concatenate_rule(op: hlo.ConcatenateOp, shape: ShapeOf) -> FactorRule:
     )
 
 
+def _pad_rule(op: hlo.PadOp, shape: ShapeOf) -> FactorRule:
+    """
+    A dimension that is not padded passes its sharding through; a padded one (edge,
+    negative edge or interior) is unsplittable, so the operand is replicated along it
+    before the pad (GSPMD's simple pad; its halo-exchange form is not implemented). The
+    padding value (rank 0) maps to no factor: it is replicated.
+    """
+    rank = len(shape(op.result))
+    padded = set(op.padded_dims())
+    operand = tuple(None if d in padded else d for d in range(rank))
+    return FactorRule(
+        (operand, (None,) * rank),
+        tuple(range(rank)),
+        unsplittable_factors=frozenset(padded),
+    )
+
+
+def _reverse_rule(op: hlo.ReverseOp, shape: ShapeOf) -> FactorRule:
+    """
+    Every dimension is a pass-through factor, reversed ones included: the partitioner
+    reverses each block locally and mirrors the blocks across the devices
+    (`spmd_partition.FunctionPartitioner.mirror_reversed_blocks`).
+    """
+    dims = tuple(range(len(shape(op.result))))
+    return FactorRule((dims,), dims)
+
+
 def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
     (lb, rb), (lc, rc) = op.batching, op.contracting
     lrank, rrank = len(shape(op.lhs)), len(shape(op.rhs))
@@ -217,6 +244,10 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             return _reduce_rule(op, shape)
         case hlo.ReshapeOp():
             return _reshape_rule(op, shape)
+        case hlo.PadOp():
+            return _pad_rule(op, shape)
+        case hlo.ReverseOp():
+            return _reverse_rule(op, shape)
         case (
             hlo.BinaryElementwiseOp()
             | hlo.UnaryElementwiseOp()

@@ -8,6 +8,13 @@ split by (a local partial result, `unreduced`), the other factors take the axes 
 result's sharding. Operands are resharded to what the op needs, the op is rewritten to
 local types, and its result is resharded once to the sharding propagation chose for it, so
 a partial sum becomes an all_reduce, or a reduce_scatter when the result is wanted split.
+
+Two ops need more than local types. A `pad` computes its padded dimensions whole (their
+factors are unsplittable: the operand is all-gathered along them first, GSPMD's simple
+form without halo exchange) and passes the sharding of every other dimension through. A
+`reverse` keeps its reversed dimensions split: each device reverses its block and one
+`collective.permute` sends block k of N to the device holding block N - 1 - k (XLA's
+partitioned reverse).
 """
 
 from __future__ import annotations
@@ -209,6 +216,8 @@ class FunctionPartitioner:
         new = Rewriter.replace_value_with_new_type(result, local)
         if isinstance(op, hlo.IotaOp):
             return self.offset_iota(op, new, natural)
+        if isinstance(op, hlo.ReverseOp):
+            return self.mirror_reversed_blocks(op, new, natural)
         return new
 
     def localize_constant(
@@ -253,6 +262,28 @@ class FunctionPartitioner:
         shifted = self.resharder._insert(hlo.AddOp(value, spread)).results[0]  # pyright: ignore[reportPrivateUsage]
         self.redirect_uses(value, shifted, since)
         return shifted
+
+    def mirror_reversed_blocks(
+        self, op: hlo.ReverseOp, value: SSAValue, natural: ShardingAttr
+    ) -> SSAValue:
+        """
+        A reverse along dimensions split by axes (XLA's partitioned reverse): each device
+        reverses its own block, which is the result's block at the mirrored index (block
+        k of N holds what block N - 1 - k of the result needs), then one permute over the
+        reversed dimensions' axes sends every block to the device at the mirrored
+        coordinates. Dimensions not reversed keep their sharding and take no part.
+        """
+        split = {a for d in op.dims for a in natural.dim_axes[d]}
+        axes = [a for a in self.mesh.names if a in split]
+        if not axes:
+            return value
+        anchor = op.next_op
+        assert anchor is not None
+        self.resharder.anchor = anchor
+        since = len(self.resharder.inserted)
+        mirrored = self.resharder.mirror_blocks(value, axes)
+        self.redirect_uses(value, mirrored, since)
+        return mirrored
 
     def finish_reduction(self, op: Operation, result: SSAValue, axes: list[str]) -> SSAValue:
         """A reduce of kind mul/max/min over split dims is all-reduced at once."""

@@ -448,6 +448,33 @@ class ProgramBuilder:
             f"hlo.slice {a.ref} [{', '.join(parts)}] : ({a.type}) -> {rt}", tuple(shape), a.dtype
         )
 
+    def op_pad(self) -> Value:
+        a = self.operand()
+        v = self.fresh((), a.dtype)
+        low, high, interior, shape = [], [], [], []
+        for size in a.shape:
+            it = self.c.int(0, 2)
+            lo, hi = self.c.int(-size, 3), self.c.int(-size, 3)
+            stretched = size + max(size - 1, 0) * it
+            if lo + hi + stretched < 1:  # keep dimensions non-empty for the ops that follow
+                lo = 1 - hi - stretched
+            low.append(lo), high.append(hi), interior.append(it)
+            shape.append(lo + stretched + hi)
+        rt = tensor_type(shape, a.dtype)
+        return self.emit(
+            f"hlo.pad {a.ref}, {v.ref}, low = {int_list(low)}, high = {int_list(high)}, "
+            f"interior = {int_list(interior)} : ({a.type}, {v.type}) -> {rt}",
+            tuple(shape),
+            a.dtype,
+        )
+
+    def op_reverse(self) -> Value:
+        a = self.operand()
+        dims = [d for d in self.c.shuffled(range(len(a.shape))) if self.c.chance(0.5)]
+        return self.emit(
+            f"hlo.reverse {a.ref}, dims = {int_list(dims)} : {a.type}", a.shape, a.dtype
+        )
+
     def index_operands(self, rank: int) -> list[Value]:
         return [self.fresh((), self.c.choice(("i32", "i32", "i64"))) for _ in range(rank)]
 
@@ -578,6 +605,8 @@ class ProgramBuilder:
         "dot",
         "dot",
         "reduce",
+        "pad",
+        "reverse",
     )
 
     def random_hlo_op(self) -> None:

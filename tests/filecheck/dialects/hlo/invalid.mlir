@@ -641,3 +641,76 @@ func.func @unknown_type(%a: tensor<4x!hlo.token>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: 'hlo.token' is not registered
   func.return
 }
+
+// -----
+
+// pad: the padding value is a scalar of the operand's element type.
+func.func @pad_value_rank(%x: tensor<4xf32>, %v: tensor<1xf32>) {
+  %0 = hlo.pad %x, %v, low = [0], high = [0], interior = [0] : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.pad' op the padding value must be a rank-0 tensor, got tensor<1xf32>
+  func.return
+}
+
+// -----
+
+func.func @pad_value_type(%x: tensor<4xf32>, %v: tensor<i32>) {
+  %0 = hlo.pad %x, %v, low = [0], high = [0], interior = [0] : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.pad' op operand, padding value and result must share an element type, got f32, i32 and f32
+  func.return
+}
+
+// -----
+
+func.func @pad_entries(%x: tensor<4x2xf32>, %v: tensor<f32>) {
+  %0 = hlo.pad %x, %v, low = [0], high = [0, 0], interior = [0, 0] : (tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.pad' op low has 1 entries but the operand has rank 2
+  func.return
+}
+
+// -----
+
+func.func @pad_negative_interior(%x: tensor<4xf32>, %v: tensor<f32>) {
+  %0 = hlo.pad %x, %v, low = [0], high = [0], interior = [-1] : (tensor<4xf32>, tensor<f32>) -> tensor<1xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.pad' op interior padding [-1] must be >= 0
+  func.return
+}
+
+// -----
+
+func.func @pad_negative_result(%x: tensor<4xf32>, %v: tensor<f32>) {
+  %0 = hlo.pad %x, %v, low = [-3], high = [-2], interior = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<0xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.pad' op padding gives a negative result dimension: [-1] (negative edge padding removes more elements than the dimension has)
+  func.return
+}
+
+// -----
+
+func.func @pad_result_shape(%x: tensor<4xf32>, %v: tensor<f32>) {
+  %0 = hlo.pad %x, %v, low = [1], high = [1], interior = [1] : (tensor<4xf32>, tensor<f32>) -> tensor<6xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.pad' op result shape must be [9] (low + size + (size - 1) * interior + high), got [6]
+  func.return
+}
+
+// -----
+
+func.func @reverse_dims_distinct(%x: tensor<4x2xf32>) {
+  %0 = hlo.reverse %x, dims = [1, 1] : tensor<4x2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reverse' op dims [1, 1] must be distinct
+  func.return
+}
+
+// -----
+
+func.func @reverse_dim_range(%x: tensor<4x2xf32>) {
+  %0 = hlo.reverse %x, dims = [2] : tensor<4x2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reverse' op dim 2 is out of range for rank 2
+  func.return
+}
+
+// -----
+
+func.func @reverse_result_type(%x: tensor<4x2xf32>) {
+  %0 = "hlo.reverse"(%x) <{dimensions = array<i64: 0>}> : (tensor<4x2xf32>) -> tensor<2x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reverse' op result 'result' at position 0 does not verify:
+  func.return
+}

@@ -309,3 +309,23 @@ func.func @special_floats() {
 // CHECK-NEXT:   %i32 = hlo.constant dense<16> : tensor<2xi32>
 
 // CHECK-GENERIC: %f32 = "hlo.constant"() <{value = dense<[0x7f800000, 0x7fc00000, 0xff800000, -0.000000e+00]> : tensor<4xf32>}> : () -> tensor<4xf32>
+
+// -----
+
+// pad (edge, negative edge and interior padding; a scalar padding value) and reverse.
+func.func @pad_reverse(%x: tensor<2x3xf32>, %v: tensor<f32>, %i: tensor<4xi32>, %z: tensor<i32>) {
+  %pad = hlo.pad %x, %v, low = [0, 1], high = [2, -1], interior = [1, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<5x3xf32>
+  %ipad = hlo.pad %i, %z, low = [-1], high = [0], interior = [2] : (tensor<4xi32>, tensor<i32>) -> tensor<9xi32>
+  %rev = hlo.reverse %x, dims = [1, 0] : tensor<2x3xf32>
+  %none = hlo.reverse %i, dims = [] {tag = 1 : i64} : tensor<4xi32>
+  func.return
+}
+
+// CHECK:      func.func @pad_reverse(%x: tensor<2x3xf32>, %v: tensor<f32>, %i: tensor<4xi32>, %z: tensor<i32>) {
+// CHECK-NEXT:   %pad = hlo.pad %x, %v, low = [0, 1], high = [2, -1], interior = [1, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<5x3xf32>
+// CHECK-NEXT:   %ipad = hlo.pad %i, %z, low = [-1], high = [0], interior = [2] : (tensor<4xi32>, tensor<i32>) -> tensor<9xi32>
+// CHECK-NEXT:   %rev = hlo.reverse %x, dims = [1, 0] : tensor<2x3xf32>
+// CHECK-NEXT:   %none = hlo.reverse %i, dims = [] {tag = 1 : i64} : tensor<4xi32>
+
+// CHECK-GENERIC: %pad = "hlo.pad"(%x, %v) <{edge_padding_low = array<i64: 0, 1>, edge_padding_high = array<i64: 2, -1>, interior_padding = array<i64: 1, 0>}> : (tensor<2x3xf32>, tensor<f32>) -> tensor<5x3xf32>
+// CHECK-GENERIC: %rev = "hlo.reverse"(%x) <{dimensions = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
