@@ -25,7 +25,7 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
 * `hlo_sharding`: XLA's HloSharding strings, replica groups (explicit and iota forms) and
   group modes, the mesh that expresses a set of tile assignments, and splitting /
   assembling global arrays per device.
-* `expansions`: the source ops without an `hlo` op of their own (erf, sign, clamp, ...),
+* `expansions`: the source ops without an `hlo` op of their own (square, is_inf, ...),
   written once for both importers.
 * `locations`: each imported op's `Operation.location`: its position in the text read,
   fused with the origin the text records (JAX's `loc(...)`, HLO's `metadata=`).
