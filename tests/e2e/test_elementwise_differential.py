@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
+from shardc.driver.compiling import compile_module
 from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
@@ -184,3 +185,28 @@ func.func @main(%x: tensor<8x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"
     assert "collective." not in printed
     assert "hlo.erfc %x : tensor<4x2xf32>" in printed
     assert "(tensor<f32>, tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xf32>" in printed
+
+
+def test_micro_batch_splits_clamp_and_is_finite_into_chunks() -> None:
+    text = """spmd.mesh @m = <["x"=2, "y"=2]>
+func.func @main(%a: tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>}, %s: tensor<f32>)
+    -> (tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>},
+        tensor<16x128xi1> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>}) {
+  %0 = hlo.expm1 %a : tensor<16x128xf32>
+  %1 = hlo.clamp %s, %0, %s : (tensor<f32>, tensor<16x128xf32>, tensor<f32>) -> tensor<16x128xf32>
+  %2 = spmd.constraint %1 <@m, [{"x"}, {}]> : tensor<16x128xf32>
+  %3 = hlo.is_finite %2 : (tensor<16x128xf32>) -> tensor<16x128xi1>
+  %4 = hlo.erfc %2 : tensor<16x128xf32>
+  func.return %4, %3 : tensor<16x128xf32>, tensor<16x128xi1>
+}
+"""
+    module = parse_and_verify(CTX, text, "<test>")
+    inputs = inputs_for(module, 0)
+    expected = io.run_module(module.clone(), inputs)
+    spec = "spmd-propagate,spmd-partition,micro-batch{chunks=2 force=true}"
+    compile_module(module, spec, "<test>")
+    printed = str(module)
+    assert printed.count("hlo.clamp") == 2 and printed.count("hlo.is_finite") == 2
+    got = io.run_module(module, inputs)
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
