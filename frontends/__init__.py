@@ -33,8 +33,7 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   builder both importers use, and their converter tables.
 
 Not supported (each a located error naming it): ops with no `hlo` counterpart (gather,
-scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng and bit
-operations, floor / round, float remainder), reduces of several operands together
+scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng), reduces of several operands together
 (argmax), TOTALORDER compares, element types other than f32 / bf16 / f16 / f64 / i32 /
 i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially
 manual computations that split over their free axes, and, in a shard_map program, ops

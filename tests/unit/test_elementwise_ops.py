@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import decimal
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -323,10 +326,10 @@ def test_cost_model_counts_one_vpu_op_per_element() -> None:
         assert model.op_cost(op).time > 0, op.name
 
 
-@pytest.mark.parametrize("op", ["hlo.erfc", "hlo.shift_left", "hlo.clamp", "hlo.is_finite"])
+@pytest.mark.parametrize("op", ["hlo.cbrt", "hlo.shift_left", "hlo.clamp", "hlo.is_finite"])
 def test_lower_to_tpu_says_not_supported_yet_at_the_op(op: str) -> None:
     lines = {
-        "hlo.erfc": "%r = hlo.erfc %x : tensor<8x128xf32>",
+        "hlo.cbrt": "%r = hlo.cbrt %x : tensor<8x128xf32>",
         "hlo.shift_left": "%r = hlo.shift_left %i, %i : tensor<8x128xi32>",
         "hlo.clamp": "%r = hlo.clamp %x, %x, %x : (tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>) -> tensor<8x128xf32>",
         "hlo.is_finite": "%r = hlo.is_finite %x : (tensor<8x128xf32>) -> tensor<8x128xi1>",
@@ -343,3 +346,30 @@ func.func @main(%x: tensor<8x128xf32> {{spmd.sharding = #spmd.sharding<@m, [{{"x
     message = str(info.value)
     assert f"lower-to-tpu: {op} is not supported yet" in message
     assert ":4:3" in message
+
+
+ERF_KERNEL = """spmd.mesh @m = <["x"=2]>
+func.func @main(%a: tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>},
+                %h: tensor<16x128xbf16> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>})
+    -> (tensor<16x128xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>},
+        tensor<16x128xbf16> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>}) {
+  %0 = hlo.erf %a : tensor<16x128xf32>
+  %1 = hlo.erfc %h : tensor<16x128xbf16>
+  func.return %0, %1 : tensor<16x128xf32>, tensor<16x128xbf16>
+}
+"""
+
+
+def test_erf_and_erfc_lower_to_tpu_and_match_level_g(tmp_path) -> None:
+    # exact gelu (chlo.erfc) keeps running at level T: math.erf, and 1 - erf for erfc
+    path = tmp_path / "erf.mlir"
+    path.write_text(ERF_KERNEL)
+    bin_ = Path(sys.executable).parent / "shardc-run"
+    proc = subprocess.run(
+        [str(bin_), str(path), "-p", "tpu-pipeline", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check against the level-G program before -p: pass" in proc.stdout
