@@ -1462,6 +1462,224 @@ class ReverseOp(HloOp):
                 raise VerifyException(f"dim {d} is out of range for rank {rank}")
 
 
+################################################################################
+# More element-wise ops (issue 13): StableHLO's rounding, transcendental,      #
+# remainder, clamp, is_finite and integer bit ops                              #
+################################################################################
+
+INT_OR_BOOL = frozenset({INT, BOOL})
+
+
+@irdl_op_definition
+class RemainderOp(BinaryElementwiseOp):
+    """a - trunc(a / b) * b: the sign of the dividend (C's fmod / %)."""
+
+    name = "hlo.remainder"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class Atan2Op(BinaryElementwiseOp):
+    name = "hlo.atan2"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({FLOAT})
+
+
+@irdl_op_definition
+class XorOp(BinaryElementwiseOp):
+    name = "hlo.xor"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = INT_OR_BOOL
+
+
+@irdl_op_definition
+class ShiftLeftOp(BinaryElementwiseOp):
+    """lhs << rhs; a shift amount outside [0, bit width) gives 0."""
+
+    name = "hlo.shift_left"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT})
+
+
+@irdl_op_definition
+class ShiftRightLogicalOp(BinaryElementwiseOp):
+    """lhs >> rhs filling with zeros; a shift amount outside [0, bit width) gives 0."""
+
+    name = "hlo.shift_right_logical"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT})
+
+
+@irdl_op_definition
+class ShiftRightArithmeticOp(BinaryElementwiseOp):
+    """lhs >> rhs filling with the sign bit (all sign bits past the bit width)."""
+
+    name = "hlo.shift_right_arithmetic"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT})
+
+
+@irdl_op_definition
+class CeilOp(UnaryElementwiseOp):
+    name = "hlo.ceil"
+
+
+@irdl_op_definition
+class FloorOp(UnaryElementwiseOp):
+    name = "hlo.floor"
+
+
+@irdl_op_definition
+class RoundNearestEvenOp(UnaryElementwiseOp):
+    name = "hlo.round_nearest_even"
+
+
+@irdl_op_definition
+class RoundNearestAfzOp(UnaryElementwiseOp):
+    name = "hlo.round_nearest_afz"
+
+
+@irdl_op_definition
+class SignOp(UnaryElementwiseOp):
+    """-1, 0 or 1; a float keeps the sign of its zero and its NaN."""
+
+    name = "hlo.sign"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class CbrtOp(UnaryElementwiseOp):
+    name = "hlo.cbrt"
+
+
+@irdl_op_definition
+class Expm1Op(UnaryElementwiseOp):
+    name = "hlo.expm1"
+
+
+@irdl_op_definition
+class Log1pOp(UnaryElementwiseOp):
+    name = "hlo.log1p"
+
+
+@irdl_op_definition
+class ErfOp(UnaryElementwiseOp):
+    name = "hlo.erf"
+
+
+@irdl_op_definition
+class ErfcOp(UnaryElementwiseOp):
+    name = "hlo.erfc"
+
+
+@irdl_op_definition
+class SinhOp(UnaryElementwiseOp):
+    name = "hlo.sinh"
+
+
+@irdl_op_definition
+class CoshOp(UnaryElementwiseOp):
+    name = "hlo.cosh"
+
+
+@irdl_op_definition
+class TanOp(UnaryElementwiseOp):
+    name = "hlo.tan"
+
+
+@irdl_op_definition
+class PopcntOp(UnaryElementwiseOp):
+    name = "hlo.popcnt"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT})
+
+
+@irdl_op_definition
+class CountLeadingZerosOp(UnaryElementwiseOp):
+    name = "hlo.count_leading_zeros"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = frozenset({INT})
+
+
+@irdl_op_definition
+class IsFiniteOp(HloOp):
+    """`%r = hlo.is_finite %a : (tensor<4xf32>) -> tensor<4xi1>`: neither inf nor NaN."""
+
+    name = "hlo.is_finite"
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue):
+        ty = _tensor(operand)
+        super().__init__(operands=[operand], result_types=[TensorType(i1, ty.get_shape())])
+
+    def verify_semantics(self) -> None:
+        _check_kind(self.name, _tensor(self.operand), frozenset({FLOAT}))
+        want = TensorType(i1, _shape(self.operand))
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
+
+
+@irdl_op_definition
+class ClampOp(HloOp):
+    """
+    `%r = hlo.clamp %lo, %a, %hi : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>`:
+    min(max(a, lo), hi); each bound has the operand's type or is rank 0 of its element type.
+    """
+
+    name = "hlo.clamp"
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    min = operand_def(TensorType)
+    operand = operand_def(T)
+    max = operand_def(TensorType)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$min `,` $operand `,` $max attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lo: SSAValue, operand: SSAValue, hi: SSAValue):
+        super().__init__(operands=[lo, operand, hi], result_types=[operand.type])
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.operand)
+        _check_kind(self.name, ty, NUMERIC)
+        for what, bound in (("min", self.min), ("max", self.max)):
+            b = _tensor(bound)
+            if b != ty and b != TensorType(ty.element_type, []):
+                raise VerifyException(
+                    f"{what} must have the operand's type {ty} or be rank 0 "
+                    f"(tensor<{ty.element_type}>), got {b}"
+                )
+
+
+ELEMENTWISE_OPS_13: tuple[type[HloOp], ...] = (
+    RemainderOp,
+    Atan2Op,
+    XorOp,
+    ShiftLeftOp,
+    ShiftRightLogicalOp,
+    ShiftRightArithmeticOp,
+    CeilOp,
+    FloorOp,
+    RoundNearestEvenOp,
+    RoundNearestAfzOp,
+    SignOp,
+    CbrtOp,
+    Expm1Op,
+    Log1pOp,
+    ErfOp,
+    ErfcOp,
+    SinhOp,
+    CoshOp,
+    TanOp,
+    PopcntOp,
+    CountLeadingZerosOp,
+    IsFiniteOp,
+    ClampOp,
+)
+"""The element-wise ops of issue 13 (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -1501,6 +1719,7 @@ Hlo = Dialect(
         ReduceOp,
         PadOp,
         ReverseOp,
+        *ELEMENTWISE_OPS_13,
     ],
     [],
 )

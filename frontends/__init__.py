@@ -25,7 +25,7 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
 * `hlo_sharding`: XLA's HloSharding strings, replica groups (explicit and iota forms) and
   group modes, the mesh that expresses a set of tile assignments, and splitting /
   assembling global arrays per device.
-* `expansions`: the source ops without an `hlo` op of their own (erf, sign, clamp, ...),
+* `expansions`: the source ops without an `hlo` op of their own (square, is_inf, ...),
   written once for both importers.
 * `locations`: each imported op's `Operation.location`: its position in the text read,
   fused with the origin the text records (JAX's `loc(...)`, HLO's `metadata=`).
@@ -35,8 +35,7 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   and element type of a file at once, with first location and count.
 
 Not supported (each a located error naming it): ops with no `hlo` counterpart (gather,
-scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng and bit
-operations, floor / round, float remainder), reduces of several operands together
+scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng), reduces of several operands together
 (argmax), TOTALORDER compares, element types other than f32 / bf16 / f16 / f64 / i32 /
 i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially
 manual computations that split over their free axes, and, in a shard_map program, ops

@@ -19,8 +19,7 @@ from typing import Any
 
 from shardc.dialects import hlo, spmd
 from shardc.dialects.syntax import splat_element, splat_elements
-from shardc.frontends import expansions as ex
-from shardc.frontends.common import ConverterTable, Emitter, is_bool, is_float
+from shardc.frontends.common import ConverterTable, is_bool, is_float
 from shardc.frontends.hlo_text_parse import Instr
 from shardc.frontends.hlo_text_source import HloSource
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
@@ -317,41 +316,35 @@ def _literal_scalar(value: SSAValue) -> float | int | bool | None:
     return None
 
 
-# opcodes without an hlo op of their own ----------------------------------------------------
+# element-wise opcodes of issue 13 (one hlo op each) -----------------------------------------
 
-
-@ARRAY_OPS.converts("clamp")
-def clamp(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
-    lo, v, hi = xs
-    return ex.clamp(cx.emit, lo, v, hi)
-
-
-@ARRAY_OPS.converts("remainder")
-def remainder(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
-    a, b = xs
-    if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
-        raise ValueError("remainder on floats is not supported (integers only)")
-    return ex.integer_remainder(cx.emit, a, b)
-
-
-@ARRAY_OPS.converts("xor")
-def xor(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
-    if not is_bool(xs[0].type.element_type):  # pyright: ignore
-        raise ValueError("xor on integers is not supported (pred only)")
-    return ex.bool_xor(cx.emit, xs[0], xs[1])
-
-
-def _expansion(expand: Callable[[Emitter, SSAValue], SSAValue]) -> ArrayConverter:
-    return lambda cx, instr, xs, ty: expand(cx.emit, xs[0])
-
-
-UNARY_EXPANSIONS: dict[str, Callable[[Emitter, SSAValue], SSAValue]] = {
-    "exponential-minus-one": ex.exponential_minus_one,
-    "log-plus-one": ex.log_plus_one,
-    "tan": ex.tan,
-    "is-finite": ex.is_finite,
-    "sign": ex.sign,
-    "erf": ex.erf,
+ELEMENTWISE_13: dict[str, type[hlo.HloOp]] = {
+    "clamp": hlo.ClampOp,
+    "remainder": hlo.RemainderOp,
+    "ceil": hlo.CeilOp,
+    "floor": hlo.FloorOp,
+    "round-nearest-even": hlo.RoundNearestEvenOp,
+    "round-nearest-afz": hlo.RoundNearestAfzOp,
+    "sign": hlo.SignOp,
+    "atan2": hlo.Atan2Op,
+    "cbrt": hlo.CbrtOp,
+    "exponential-minus-one": hlo.Expm1Op,
+    "log-plus-one": hlo.Log1pOp,
+    "erf": hlo.ErfOp,
+    "tan": hlo.TanOp,
+    "is-finite": hlo.IsFiniteOp,
+    "xor": hlo.XorOp,
+    "shift-left": hlo.ShiftLeftOp,
+    "shift-right-logical": hlo.ShiftRightLogicalOp,
+    "shift-right-arithmetic": hlo.ShiftRightArithmeticOp,
+    "popcnt": hlo.PopcntOp,
+    "count-leading-zeros": hlo.CountLeadingZerosOp,
 }
-for _name, _expand in UNARY_EXPANSIONS.items():
-    ARRAY_OPS[_name] = _expansion(_expand)
+
+
+def _one_op(cls: type[hlo.HloOp]) -> ArrayConverter:
+    return lambda cx, instr, xs, ty: cx.emit.value(cls(*xs))  # pyright: ignore[reportCallIssue]
+
+
+for _name, _cls in ELEMENTWISE_13.items():
+    ARRAY_OPS[_name] = _one_op(_cls)

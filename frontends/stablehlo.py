@@ -26,8 +26,9 @@ names its combiner, recognized from the region or `applies` (add / multiply / ma
 minimum, and / or on i1); an init value other than the identity is combined after the
 reduction; private functions reached by `func.call` are inlined; CHLO and the few
 StableHLO ops without an `hlo` counterpart are expanded into `hlo` ops (`chlo.square` is
-x*x, `chlo.erf` XLA's f32 rational approximation, `sign`, `clamp`, `is_finite`, `tan`,
-`sinh`, `cosh`, `log_plus_one`, `exponential_minus_one`). Shardings:
+x*x, `chlo.is_inf` a compare); `chlo.erf` / `erfc` / `sinh` / `cosh` / `tan` and
+StableHLO's rounding, remainder, clamp, sign, is_finite, expm1, log1p, atan2, cbrt and bit
+ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). Shardings:
 
 * Shardy: `sdy.mesh` becomes `spmd.mesh` (same name, axes in the same order; a non-iota
   `device_ids` is an error); `#sdy.sharding` on arguments and results becomes

@@ -797,6 +797,9 @@ STABLEHLO_SIMPLE = (
     "round_nearest_afz is_finite convert reshape select clamp bitcast_convert "
     "optimization_barrier dynamic_update_slice"
 ).split()
+STABLEHLO_SIMPLE += (
+    "shift_left shift_right_logical shift_right_arithmetic popcnt count_leading_zeros".split()
+)
 STABLEHLO_CUSTOM = {
     "constant": "constant",
     "iota": "iota",

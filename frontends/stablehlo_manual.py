@@ -17,7 +17,7 @@ from typing import Protocol
 from shardc.dialects import hlo, spmd
 from shardc.dialects.syntax import splat_elements
 from shardc.frontends.stablehlo_dialect import SdyShardingAttr
-from shardc.frontends.stablehlo_ops import BINARY, UNARY, OpContext
+from shardc.frontends.stablehlo_ops import BINARY, ELEMENTWISE_13, UNARY, OpContext
 from shardc.frontends.stablehlo_source import (
     SourceErrors,
     attr_dicts,
@@ -36,6 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 TOPLEVEL_ELEMENTWISE = frozenset(
     set(BINARY)
     | set(UNARY)
+    | set(ELEMENTWISE_13)
     | {
         "stablehlo.convert",
         "stablehlo.compare",

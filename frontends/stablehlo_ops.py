@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from shardc.dialects import hlo, spmd
 from shardc.frontends import expansions as ex
-from shardc.frontends.common import ConverterTable, Emitter, ImportStats, is_bool, is_float
+from shardc.frontends.common import ConverterTable, Emitter, ImportStats, is_bool
 from shardc.frontends.stablehlo_dialect import KeyValueAttr
 from shardc.frontends.stablehlo_shardings import ShardingConverter
 from shardc.frontends.stablehlo_source import (
@@ -353,51 +353,53 @@ def sdy_constraint(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
 # ops without an hlo op of their own --------------------------------------------------------
 
 
-def _unsupported_float_remainder(a: SSAValue) -> None:
-    if is_float(a.type.element_type) or is_bool(a.type.element_type):  # pyright: ignore
-        raise ValueError(
-            "stablehlo.remainder on floats is not supported (hlo has no trunc); integers only"
-        )
-
-
-@OPS.converts("stablehlo.remainder")
-def remainder(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    _unsupported_float_remainder(xs[0])
-    return [ex.integer_remainder(cx.emit, xs[0], xs[1])]
-
-
-@OPS.converts("stablehlo.xor")
-def xor(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    if not is_bool(xs[0].type.element_type):  # pyright: ignore
-        raise ValueError("stablehlo.xor on integers is not supported (i1 only)")
-    return [ex.bool_xor(cx.emit, xs[0], xs[1])]
-
-
-@OPS.converts("stablehlo.clamp")
-def clamp(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    lo, v, hi = xs
-    return [ex.clamp(cx.emit, lo, v, hi)]
-
-
 def _expansion(expand: Callable[[Emitter, SSAValue], SSAValue]) -> Converter:
     return lambda cx, op, xs, local: [expand(cx.emit, xs[0])]
 
 
 UNARY_EXPANSIONS: dict[str, Callable[[Emitter, SSAValue], SSAValue]] = {
     "chlo.square": ex.square,
-    "chlo.tan": ex.tan,
-    "stablehlo.tan": ex.tan,
-    "chlo.sinh": lambda e, x: ex.sinh_or_cosh(e, x, cosh=False),
-    "chlo.cosh": lambda e, x: ex.sinh_or_cosh(e, x, cosh=True),
-    "chlo.erf": ex.erf,
-    "chlo.erfc": ex.erfc,
-    "stablehlo.exponential_minus_one": ex.exponential_minus_one,
-    "stablehlo.log_plus_one": ex.log_plus_one,
-    "stablehlo.is_finite": ex.is_finite,
     "chlo.is_inf": ex.is_inf,
     "chlo.is_pos_inf": lambda e, x: ex.is_inf(e, x, 1),
     "chlo.is_neg_inf": lambda e, x: ex.is_inf(e, x, -1),
-    "stablehlo.sign": ex.sign,
 }
 for _name, _expand in UNARY_EXPANSIONS.items():
     OPS[_name] = _expansion(_expand)
+
+
+# element-wise ops of issue 13 (one hlo op each) ---------------------------------------------
+
+ELEMENTWISE_13: dict[str, type[hlo.HloOp]] = {
+    "stablehlo.clamp": hlo.ClampOp,
+    "stablehlo.remainder": hlo.RemainderOp,
+    "stablehlo.ceil": hlo.CeilOp,
+    "stablehlo.floor": hlo.FloorOp,
+    "stablehlo.round_nearest_even": hlo.RoundNearestEvenOp,
+    "stablehlo.round_nearest_afz": hlo.RoundNearestAfzOp,
+    "stablehlo.sign": hlo.SignOp,
+    "stablehlo.atan2": hlo.Atan2Op,
+    "stablehlo.cbrt": hlo.CbrtOp,
+    "stablehlo.exponential_minus_one": hlo.Expm1Op,
+    "stablehlo.log_plus_one": hlo.Log1pOp,
+    "chlo.erf": hlo.ErfOp,
+    "chlo.erfc": hlo.ErfcOp,
+    "chlo.sinh": hlo.SinhOp,
+    "chlo.cosh": hlo.CoshOp,
+    "chlo.tan": hlo.TanOp,
+    "stablehlo.tan": hlo.TanOp,
+    "stablehlo.is_finite": hlo.IsFiniteOp,
+    "stablehlo.xor": hlo.XorOp,
+    "stablehlo.shift_left": hlo.ShiftLeftOp,
+    "stablehlo.shift_right_logical": hlo.ShiftRightLogicalOp,
+    "stablehlo.shift_right_arithmetic": hlo.ShiftRightArithmeticOp,
+    "stablehlo.popcnt": hlo.PopcntOp,
+    "stablehlo.count_leading_zeros": hlo.CountLeadingZerosOp,
+}
+
+
+def _one_op(cls: type[hlo.HloOp]) -> Converter:
+    return lambda cx, op, xs, local: [cx.emit.value(cls(*xs))]  # pyright: ignore[reportCallIssue]
+
+
+for _name, _cls in ELEMENTWISE_13.items():
+    OPS[_name] = _one_op(_cls)

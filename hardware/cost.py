@@ -101,7 +101,13 @@ class CostModel:
             assert isinstance(src, TensorType)
             return float(_elements(src)), self.chip.vpu_flops
         if isinstance(
-            op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp | hlo.CompareOp | hlo.SelectOp
+            op,
+            hlo.BinaryElementwiseOp
+            | hlo.UnaryElementwiseOp
+            | hlo.CompareOp
+            | hlo.SelectOp
+            | hlo.IsFiniteOp
+            | hlo.ClampOp,
         ):
             out = op.results[0].type
             assert isinstance(out, TensorType)

@@ -12,6 +12,7 @@ casts follow StableHLO's `convert` (as the level-S interpreter, `values`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import erf as _scalar_erf
 from typing import Any
 
 import numpy as np
@@ -250,6 +251,7 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     math.SinOp: _float_unary(np.sin),
     math.CosOp: _float_unary(np.cos),
     math.PowFOp: _float_binary(np.power),
+    math.ErfOp: _float_unary(lambda x: np.frompyfunc(_scalar_erf, 1, 1)(x).astype(x.dtype)),
     math.AbsIOp: _int_unary(np.abs),
     math.IPowIOp: _int_binary(lambda a, b: _int_pow(np.asarray(a), np.asarray(b))),
     vector.BroadcastOp: _vector_broadcast,

@@ -26,6 +26,7 @@ from shardc.dialects import spmd
 from shardc.dialects.collective import collective_kind
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
+from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
 from shardc.interpreter.run_diagnostics import RunDiagnostics
 from shardc.interpreter.timing import CollectiveCost, compute_cost, memory_plan
@@ -220,7 +221,11 @@ class ProgramPlan:
         self.diagnostics = diagnostics
         self.cost_model = cost_model
         self.abstract = abstract
-        self.functions: list[InterpreterFunctions] = [HloFunctions(), TensorScalarFunctions()]
+        self.functions: list[InterpreterFunctions] = [
+            HloFunctions(),
+            TensorScalarFunctions(),
+            ElementwiseFunctions(),
+        ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []
         """xDSL's stock implementations, once loaded (`_load_fallbacks`)."""

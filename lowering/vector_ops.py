@@ -139,6 +139,7 @@ _FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
     hlo.AbsOp: mathd.AbsFOp,
     hlo.SinOp: mathd.SinOp,
     hlo.CosOp: mathd.CosOp,
+    hlo.ErfOp: mathd.ErfOp,
 }
 _FLOAT_CMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
 _INT_CMP = {"EQ": "eq", "NE": "ne", "LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge"}
@@ -150,6 +151,9 @@ def _float_math(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         one = splat_vector(b, 1.0, vector_type(vals[0]))
         e = b.op(mathd.ExpOp(b.op(arith.NegfOp(vals[0]))))
         return b.op(arith.DivfOp(one, b.op(arith.AddfOp(one, e))))
+    if isinstance(op, hlo.ErfcOp):  # 1 - erf(x) in f32 (f64): no erfc in `math` yet
+        one = splat_vector(b, 1.0, vector_type(vals[0]))
+        return b.op(arith.SubfOp(one, b.op(mathd.ErfOp(vals[0]))))
     if len(vals) == 2:
         return b.op(_FLOAT_BINARY[type(op)](*vals))  # pyright: ignore[reportCallIssue]
     return b.op(_FLOAT_UNARY[type(op)](vals[0]))  # pyright: ignore[reportCallIssue]

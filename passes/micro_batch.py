@@ -167,7 +167,7 @@ def op_links(op: Operation) -> Links | None:
         return {(0, d): [] for d in range(len(_shape(op.results[0])))}
     if isinstance(op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp | hlo.CompareOp):
         return _same_dims(op, range(len(op.operands)))
-    if isinstance(op, hlo.SelectOp | hlo.ConvertOp):
+    if isinstance(op, hlo.SelectOp | hlo.ConvertOp | hlo.IsFiniteOp | hlo.ClampOp):
         return _same_dims(op, range(len(op.operands)))
     if isinstance(op, hlo.BroadcastOp):
         src, dst = _shape(op.operand), _shape(op.result)

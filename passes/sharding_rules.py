@@ -253,6 +253,8 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             | hlo.UnaryElementwiseOp()
             | hlo.CompareOp()
             | hlo.SelectOp()
+            | hlo.IsFiniteOp()
+            | hlo.ClampOp()
             | hlo.ConvertOp()
             | hlo.ConstantOp()
             | hlo.IotaOp()

@@ -1,6 +1,6 @@
 """
 Splat constants stay one element, whatever their shape: importing an exact-gelu MLP at
-8192x16384 (its `chlo.erfc` expands into full-shaped splat constants), reading and
+8192x16384 (its full-shaped splat constants; `chlo.erfc` is one `hlo.erfc`), reading and
 printing `dense<v> : tensor<8192x16384xbf16>`, canonicalizing and costing it.
 
 Each of these once repeated the element prod(shape) times (xDSL's `from_list` and
@@ -72,10 +72,9 @@ def test_exact_gelu_mlp_imports_with_one_element_splats() -> None:
     module = import_text(EXACT_GELU_MLP, "mlp.mlir").module
     attrs = constants(module)
     big = [a for a in attrs if a.get_shape() == (8192, 16384)]
-    assert len(big) >= 10  # erfc's clamp bound, polynomial coefficients and 1.0
+    assert len(big) >= 1  # the program's own full-shaped splat (erfc is one hlo op)
     assert all(stored_elements(a) == 1 for a in attrs)
-    assert f"hlo.constant dense<4.000000e+00> : tensor<{BIG}xbf16>" in text
-    assert f"hlo.constant dense<1.000000e+00> : tensor<{BIG}xbf16>" in text
+    assert "hlo.erfc" in text
 
 
 def test_hlo_text_splat_constant_is_one_element() -> None:

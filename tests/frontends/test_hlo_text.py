@@ -7,6 +7,7 @@ literals; each imported program is run per device and checked against numpy.
 from __future__ import annotations
 
 import io
+import math
 import re
 from pathlib import Path
 
@@ -306,3 +307,58 @@ def test_an_error_on_a_continuation_line_points_at_that_line() -> None:
         import_hlo_text(wrapped, "m.hlo")
     assert str(e.value).startswith(f"m.hlo:{line}:"), str(e.value)
     assert "unknown attribute 'frobnicate'" in str(e.value)
+
+
+def test_elementwise_opcodes_of_issue_13() -> None:
+    text = """HloModule ew, num_partitions=2
+
+ENTRY %main (x: f32[6], y: f32[6], a: s32[6], b: s32[6]) -> (f32[6], f32[6], f32[6], f32[6], f32[6], pred[6], s32[6], s32[6], s32[6], s32[6], f32[6], f32[6]) {
+  %x = f32[6]{0} parameter(0)
+  %y = f32[6]{0} parameter(1)
+  %a = s32[6]{0} parameter(2)
+  %b = s32[6]{0} parameter(3)
+  %e = f32[6]{0} erf(%x)
+  %m = f32[6]{0} exponential-minus-one(%x)
+  %l = f32[6]{0} log-plus-one(%y)
+  %r = f32[6]{0} round-nearest-even(%x)
+  %t = f32[6]{0} atan2(%x, %y)
+  %f = pred[6]{0} is-finite(%x)
+  %s = s32[6]{0} shift-right-arithmetic(%a, %b)
+  %p = s32[6]{0} popcnt(%a)
+  %c = s32[6]{0} count-leading-zeros(%a)
+  %rem = s32[6]{0} remainder(%a, %b)
+  %lo = f32[] constant(-1)
+  %hi = f32[] constant(1)
+  %cl = f32[6]{0} clamp(%lo, %x, %hi)
+  %fl = f32[6]{0} floor(%x)
+  ROOT %out = (f32[6]{0}, f32[6]{0}, f32[6]{0}, f32[6]{0}, f32[6]{0}, pred[6]{0}, s32[6]{0}, s32[6]{0}, s32[6]{0}, s32[6]{0}, f32[6]{0}, f32[6]{0}) tuple(%e, %m, %l, %r, %t, %f, %s, %p, %c, %rem, %cl, %fl)
+}
+"""
+    program, _ = imported(text)
+    for op in ("erf", "expm1", "log1p", "round_nearest_even", "atan2", "is_finite"):
+        assert program.count(f"hlo.{op} ") == 1, op
+    assert "hlo.exp " not in program and "hlo.log " not in program
+    x = np.array([0.5, -1.5, 2.5, 1e-6, np.inf, -3.25], dtype=np.float32)
+    y = np.array([1.0, 2.0, -0.5, 1e-7, 3.0, 0.25], dtype=np.float32)
+    a = np.array([-7, 7, -(2**31), 1, 0, 100], dtype=np.int32)
+    b = np.array([2, -2, -1, 32, 3, 0], dtype=np.int32)
+    outs = run(text, [[x, y, a, b]] * 2)
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = [
+            np.array([math.erf(v) for v in xd]).astype(np.float32),
+            np.expm1(xd).astype(np.float32),
+            np.log1p(yd).astype(np.float32),
+            np.array([0, -2, 2, 0, np.inf, -3], dtype=np.float32),
+            np.arctan2(xd, yd).astype(np.float32),
+            np.isfinite(x),
+            np.array([-2, 7 >> 31, -1, 0, 0, 100 >> 0], dtype=np.int32),
+            np.array([bin(int(v) & 0xFFFFFFFF).count("1") for v in a], dtype=np.int32),
+            np.array([0, 29, 0, 31, 32, 25], dtype=np.int32),
+            np.array([-1, 1, 0, 1, 0, 100], dtype=np.int32),
+            np.clip(x, -1, 1),
+            np.floor(x),
+        ]
+    for d in range(2):
+        for k, w in enumerate(want):
+            np.testing.assert_array_equal(outs[d][k], w, err_msg=f"output {k}")

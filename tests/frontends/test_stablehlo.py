@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 from shardc.diagnostics import DiagnosticError
@@ -394,3 +395,65 @@ def test_constant_forms() -> None:
     np.testing.assert_array_equal(out["out_2"], [np.inf, -np.inf])
     np.testing.assert_array_equal(out["out_3"], blob)
     np.testing.assert_array_equal(out["out_4"], [7, 7, 7])
+
+
+def test_elementwise_ops_of_issue_13_import_as_one_hlo_op_each() -> None:
+    body = """
+    %0 = chlo.erfc %arg0 : tensor<8xbf16> -> tensor<8xbf16>
+    %1 = stablehlo.exponential_minus_one %arg0 : tensor<8xbf16>
+    %2 = chlo.sinh %arg0 : tensor<8xbf16> -> tensor<8xbf16>
+    %3 = stablehlo.round_nearest_afz %arg0 : tensor<8xbf16>
+    %4 = stablehlo.atan2 %arg0, %arg0 : tensor<8xbf16>
+    %5 = stablehlo.shift_left %arg1, %arg2 : tensor<8xi32>
+    %6 = stablehlo.shift_right_logical %arg1, %arg2 : tensor<8xi32>
+    %7 = stablehlo.shift_right_arithmetic %arg1, %arg2 : tensor<8xi32>
+    %8 = stablehlo.xor %arg1, %arg2 : tensor<8xi32>
+    %9 = stablehlo.popcnt %arg1 : tensor<8xi32>
+    %10 = stablehlo.count_leading_zeros %arg1 : tensor<8xi32>
+    %11 = stablehlo.remainder %arg0, %arg0 : tensor<8xbf16>
+    return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11 : tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>, tensor<8xi32>, tensor<8xbf16>"""
+    text = module(
+        body,
+        "%arg0: tensor<8xbf16>, %arg1: tensor<8xi32>, %arg2: tensor<8xi32>",
+        ", ".join(["tensor<8xbf16>"] * 5 + ["tensor<8xi32>"] * 6 + ["tensor<8xbf16>"]),
+    )
+    program = imported(text)
+    for op in (
+        "erfc",
+        "expm1",
+        "sinh",
+        "round_nearest_afz",
+        "atan2",
+        "shift_left",
+        "shift_right_logical",
+        "shift_right_arithmetic",
+        "xor",
+        "popcnt",
+        "count_leading_zeros",
+        "remainder",
+    ):
+        assert program.count(f"hlo.{op} ") == 1, op
+    # nothing else computes: no expansion left behind
+    assert "hlo.exp " not in program and "hlo.sub " not in program
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([-4.0, -0.5, 1e-3, 2.5, 3.0, 0.75, -2.5, 5.0]).astype(bf16)
+    a = np.array([1, -1, 7, -(2**31), 2**31 - 1, 12, 5, 0], dtype=np.int32)
+    b = np.array([0, 31, 32, 1, -1, 3, 40, 4], dtype=np.int32)
+    out = run_global(program, {"in_0": x, "in_1": a, "in_2": b})
+    xf = x.astype(np.float64)
+    erfc = np.array([math.erfc(v) for v in xf]).astype(bf16)
+    np.testing.assert_array_equal(out["out_0"], erfc)  # the expansion was 30,000 ULP off
+    np.testing.assert_array_equal(out["out_1"], np.expm1(xf).astype(bf16))
+    np.testing.assert_array_equal(out["out_2"], np.sinh(xf).astype(bf16))
+    np.testing.assert_array_equal(out["out_3"], np.array([-4, -1, 0, 3, 3, 1, -3, 5]).astype(bf16))
+    ua, ub = a.view(np.uint32).astype(np.int64), b.astype(np.int64)
+    shl = np.where((ub >= 0) & (ub < 32), (ua << np.clip(ub, 0, 31)) & 0xFFFFFFFF, 0)
+    np.testing.assert_array_equal(out["out_5"], shl.astype(np.uint32).view(np.int32))
+    shr = np.where((ub >= 0) & (ub < 32), ua >> np.clip(ub, 0, 31), 0)
+    np.testing.assert_array_equal(out["out_6"], shr.astype(np.uint32).view(np.int32))
+    sra = a.astype(np.int64) >> np.where((ub >= 0) & (ub < 32), ub, 31)
+    np.testing.assert_array_equal(out["out_7"], sra.astype(np.int32))
+    np.testing.assert_array_equal(out["out_8"], a ^ b)
+    np.testing.assert_array_equal(out["out_9"], [bin(int(v)).count("1") for v in ua])
+    np.testing.assert_array_equal(out["out_10"], [32 - int(v).bit_length() for v in ua])
+    assert not np.any(out["out_11"].astype(np.float32))  # x rem x = +-0

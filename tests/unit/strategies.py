@@ -61,6 +61,32 @@ UNARY_OPS: dict[str, tuple[str, ...]] = {
     "logistic": FLOAT_TYPES,
     "not": INT_TYPES + BOOL_TYPES,
 }
+ELEMENTWISE_13_BINARY: dict[str, tuple[str, ...]] = {
+    "remainder": NUMERIC_TYPES,
+    "atan2": FLOAT_TYPES,
+    "xor": INT_TYPES + BOOL_TYPES,
+    "shift_left": INT_TYPES,
+    "shift_right_logical": INT_TYPES,
+    "shift_right_arithmetic": INT_TYPES,
+}
+ELEMENTWISE_13_UNARY: dict[str, tuple[str, ...]] = {
+    "ceil": FLOAT_TYPES,
+    "floor": FLOAT_TYPES,
+    "round_nearest_even": FLOAT_TYPES,
+    "round_nearest_afz": FLOAT_TYPES,
+    "sign": NUMERIC_TYPES,
+    "cbrt": FLOAT_TYPES,
+    "expm1": FLOAT_TYPES,
+    "log1p": FLOAT_TYPES,
+    "erf": FLOAT_TYPES,
+    "erfc": FLOAT_TYPES,
+    "sinh": FLOAT_TYPES,
+    "cosh": FLOAT_TYPES,
+    "tan": FLOAT_TYPES,
+    "popcnt": INT_TYPES,
+    "count_leading_zeros": INT_TYPES,
+}
+"""The element-wise ops of issue 13 (`op_elementwise_13`, with clamp and is_finite)."""
 COMPARISONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")
 DIM_SIZES = (1, 2, 3, 4, 6, 8)
@@ -356,6 +382,27 @@ class ProgramBuilder:
         a = self.operand(UNARY_OPS[name])
         return self.emit(f"hlo.{name} {a.ref} : {a.type}", a.shape, a.dtype)
 
+    def op_elementwise_13(self) -> Value:
+        kind = self.c.choice(("binary", "unary", "unary", "clamp", "is_finite"))
+        if kind == "binary":
+            name = self.c.choice(tuple(ELEMENTWISE_13_BINARY))
+            a = self.operand(ELEMENTWISE_13_BINARY[name])
+            b = self.fresh(a.shape, a.dtype)
+            return self.emit(f"hlo.{name} {a.ref}, {b.ref} : {a.type}", a.shape, a.dtype)
+        if kind == "unary":
+            name = self.c.choice(tuple(ELEMENTWISE_13_UNARY))
+            a = self.operand(ELEMENTWISE_13_UNARY[name])
+            return self.emit(f"hlo.{name} {a.ref} : {a.type}", a.shape, a.dtype)
+        if kind == "is_finite":
+            a = self.operand(FLOAT_TYPES)
+            rt = tensor_type(a.shape, "i1")
+            return self.emit(f"hlo.is_finite {a.ref} : ({a.type}) -> {rt}", a.shape, "i1")
+        a = self.operand(NUMERIC_TYPES)
+        lo = self.fresh(a.shape if self.c.chance(0.5) else (), a.dtype)
+        hi = self.fresh(a.shape if self.c.chance(0.5) else (), a.dtype)
+        types = f"({lo.type}, {a.type}, {hi.type}) -> {a.type}"
+        return self.emit(f"hlo.clamp {lo.ref}, {a.ref}, {hi.ref} : {types}", a.shape, a.dtype)
+
     def op_compare(self) -> Value:
         a = self.operand()
         b = self.fresh(a.shape, a.dtype)
@@ -607,6 +654,7 @@ class ProgramBuilder:
         "reduce",
         "pad",
         "reverse",
+        "elementwise_13",
     )
 
     def random_hlo_op(self) -> None:

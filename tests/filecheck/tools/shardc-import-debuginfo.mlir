@@ -20,8 +20,7 @@ module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 :
 #loc5 = loc("jit(f)/log1p"(callsite(#loc3 at "/home/me/model.py":30:1)))
 
 // CHECK:      hlo.tanh %{{.*}} : tensor<4xf32> loc(fused["{{.*}}shardc-import-debuginfo.mlir":11:5, "jit(f)/tanh"("f"("/home/me/model.py":12:3))])
-// CHECK:      hlo.constant {{.*}} loc(fused["{{.*}}shardc-import-debuginfo.mlir":12:5, "jit(f)/log1p"(callsite("f"("/home/me/model.py":12:3) at "/home/me/model.py":30:1))])
-// CHECK:      hlo.log {{.*}} loc(fused["{{.*}}shardc-import-debuginfo.mlir":12:5,
+// CHECK:      hlo.log1p {{.*}} loc(fused["{{.*}}shardc-import-debuginfo.mlir":12:5, "jit(f)/log1p"(callsite("f"("/home/me/model.py":12:3) at "/home/me/model.py":30:1))])
 // CHECK:      func.return {{.*}} loc("{{.*}}shardc-import-debuginfo.mlir":10:3)
 // CHECK:      } loc("{{.*}}shardc-import-debuginfo.mlir":10:3)
 

@@ -714,3 +714,36 @@ func.func @reverse_result_type(%x: tensor<4x2xf32>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reverse' op result 'result' at position 0 does not verify:
   func.return
 }
+
+// -----
+
+// Element-wise ops of issue 13: element kinds, is_finite's result, clamp's bounds.
+func.func @erf_of_integers(%i: tensor<4xi32>) {
+  %0 = hlo.erf %i : tensor<4xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.erf' op does not accept element type i32 (accepts float)
+  func.return
+}
+
+// -----
+
+func.func @shift_of_floats(%a: tensor<4xf32>) {
+  %0 = hlo.shift_left %a, %a : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.shift_left' op does not accept element type f32 (accepts int)
+  func.return
+}
+
+// -----
+
+func.func @is_finite_result(%a: tensor<4xf32>) {
+  %0 = hlo.is_finite %a : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.is_finite' op result must be tensor<4xi1>, got tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @clamp_bound_shape(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  %0 = hlo.clamp %b, %a, %a : (tensor<2xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.clamp' op min must have the operand's type tensor<4xf32> or be rank 0 (tensor<f32>), got tensor<2xf32>
+  func.return
+}

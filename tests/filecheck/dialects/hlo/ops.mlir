@@ -329,3 +329,68 @@ func.func @pad_reverse(%x: tensor<2x3xf32>, %v: tensor<f32>, %i: tensor<4xi32>, 
 
 // CHECK-GENERIC: %pad = "hlo.pad"(%x, %v) <{edge_padding_low = array<i64: 0, 1>, edge_padding_high = array<i64: 2, -1>, interior_padding = array<i64: 1, 0>}> : (tensor<2x3xf32>, tensor<f32>) -> tensor<5x3xf32>
 // CHECK-GENERIC: %rev = "hlo.reverse"(%x) <{dimensions = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+
+// The element-wise ops of issue 13.
+func.func @elementwise_13(%a: tensor<4xf32>, %b: tensor<4xf32>, %h: tensor<4xbf16>, %i: tensor<4xi32>, %j: tensor<4xi32>, %p: tensor<4xi1>, %s: tensor<f32>) {
+  %remainder = hlo.remainder %a, %b : tensor<4xf32>
+  %iremainder = hlo.remainder %i, %j : tensor<4xi32>
+  %atan2 = hlo.atan2 %a, %b : tensor<4xf32>
+  %xor = hlo.xor %i, %j : tensor<4xi32>
+  %pxor = hlo.xor %p, %p : tensor<4xi1>
+  %shl = hlo.shift_left %i, %j : tensor<4xi32>
+  %shrl = hlo.shift_right_logical %i, %j : tensor<4xi32>
+  %shra = hlo.shift_right_arithmetic %i, %j : tensor<4xi32>
+  %ceil = hlo.ceil %a : tensor<4xf32>
+  %floor = hlo.floor %h : tensor<4xbf16>
+  %rne = hlo.round_nearest_even %a : tensor<4xf32>
+  %rafz = hlo.round_nearest_afz %a : tensor<4xf32>
+  %sign = hlo.sign %a : tensor<4xf32>
+  %isign = hlo.sign %i : tensor<4xi32>
+  %cbrt = hlo.cbrt %a : tensor<4xf32>
+  %expm1 = hlo.expm1 %a : tensor<4xf32>
+  %log1p = hlo.log1p %a : tensor<4xf32>
+  %erf = hlo.erf %h : tensor<4xbf16>
+  %erfc = hlo.erfc %a : tensor<4xf32>
+  %sinh = hlo.sinh %a : tensor<4xf32>
+  %cosh = hlo.cosh %a : tensor<4xf32>
+  %tan = hlo.tan %a : tensor<4xf32>
+  %popcnt = hlo.popcnt %i : tensor<4xi32>
+  %clz = hlo.count_leading_zeros %i : tensor<4xi32>
+  %fin = hlo.is_finite %a : (tensor<4xf32>) -> tensor<4xi1>
+  %clamp = hlo.clamp %s, %a, %s : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %clamp2 = hlo.clamp %a, %a, %b : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// CHECK:      func.func @elementwise_13(%a: tensor<4xf32>, %b: tensor<4xf32>, %h: tensor<4xbf16>, %i: tensor<4xi32>, %j: tensor<4xi32>, %p: tensor<4xi1>, %s: tensor<f32>) {
+// CHECK-NEXT:   %remainder = hlo.remainder %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %iremainder = hlo.remainder %i, %j : tensor<4xi32>
+// CHECK-NEXT:   %atan2 = hlo.atan2 %a, %b : tensor<4xf32>
+// CHECK-NEXT:   %xor = hlo.xor %i, %j : tensor<4xi32>
+// CHECK-NEXT:   %pxor = hlo.xor %p, %p : tensor<4xi1>
+// CHECK-NEXT:   %shl = hlo.shift_left %i, %j : tensor<4xi32>
+// CHECK-NEXT:   %shrl = hlo.shift_right_logical %i, %j : tensor<4xi32>
+// CHECK-NEXT:   %shra = hlo.shift_right_arithmetic %i, %j : tensor<4xi32>
+// CHECK-NEXT:   %ceil = hlo.ceil %a : tensor<4xf32>
+// CHECK-NEXT:   %floor = hlo.floor %h : tensor<4xbf16>
+// CHECK-NEXT:   %rne = hlo.round_nearest_even %a : tensor<4xf32>
+// CHECK-NEXT:   %rafz = hlo.round_nearest_afz %a : tensor<4xf32>
+// CHECK-NEXT:   %sign = hlo.sign %a : tensor<4xf32>
+// CHECK-NEXT:   %isign = hlo.sign %i : tensor<4xi32>
+// CHECK-NEXT:   %cbrt = hlo.cbrt %a : tensor<4xf32>
+// CHECK-NEXT:   %expm1 = hlo.expm1 %a : tensor<4xf32>
+// CHECK-NEXT:   %log1p = hlo.log1p %a : tensor<4xf32>
+// CHECK-NEXT:   %erf = hlo.erf %h : tensor<4xbf16>
+// CHECK-NEXT:   %erfc = hlo.erfc %a : tensor<4xf32>
+// CHECK-NEXT:   %sinh = hlo.sinh %a : tensor<4xf32>
+// CHECK-NEXT:   %cosh = hlo.cosh %a : tensor<4xf32>
+// CHECK-NEXT:   %tan = hlo.tan %a : tensor<4xf32>
+// CHECK-NEXT:   %popcnt = hlo.popcnt %i : tensor<4xi32>
+// CHECK-NEXT:   %clz = hlo.count_leading_zeros %i : tensor<4xi32>
+// CHECK-NEXT:   %fin = hlo.is_finite %a : (tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT:   %clamp = hlo.clamp %s, %a, %s : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:   %clamp2 = hlo.clamp %a, %a, %b : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %fin = "hlo.is_finite"(%a) : (tensor<4xf32>) -> tensor<4xi1>
+// CHECK-GENERIC: %clamp = "hlo.clamp"(%s, %a, %s) : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
