@@ -34,9 +34,10 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
 * `support`: `shardc-import --check-support`, every unsupported op, `custom_call` target
   and element type of a file at once, with first location and count.
 
-Not supported (each a located error naming it): ops with no `hlo` counterpart (gather,
-scatter, pad, reverse, reduce_window, while / case / conditional, sort, rng), reduces of several operands together
-(argmax), TOTALORDER compares, element types other than f32 / bf16 / f16 / f64 / i32 /
+Not supported (each a located error naming it; `shardc-import --check-support` lists them
+all at once): ops with no `hlo` counterpart yet (gather, scatter, reduce_window, while /
+case / conditional, sort, rng), reduces of several operands together (argmax), TOTALORDER
+compares, element types other than f32 / bf16 / f16 / f64 / i32 /
 i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially
 manual computations that split over their free axes, and, in a shard_map program, ops
 outside the manual computations other than pointwise ones on values of one layout (they
