@@ -86,3 +86,40 @@ def check_pass(
     after = io.run_module(module, inputs)
     assert_close(before, after, exact, rtol)
     return module
+
+
+def partition_and_compare(
+    text: str,
+    seed: int = 0,
+    *,
+    exact: bool = False,
+    inputs: dict[str, np.ndarray] | None = None,
+    note: str = "",
+) -> None:
+    """
+    Run a level-G `text` globally and after `spmd-pipeline` on the same inputs (`inputs`,
+    else drawn from `seed`); the outputs must agree: integers exactly, floats exactly when
+    `exact`, else within 1e-4 of the output's scale (a partitioned sum adds in another
+    order). `note` is added to a failure's message (the program, say).
+    """
+    from shardc.passes.spmd_pipeline import SpmdPipelinePass
+
+    module = parse_and_verify(CTX, text, "<generated>")
+    if inputs is None:
+        function = io.find_entry(module, None, "<generated>")
+        inputs = io.random_inputs(io.signature(module, function, "<generated>"), seed)
+    with np.errstate(all="ignore"):
+        expected = io.run_module(module.clone(), inputs)
+        SpmdPipelinePass().apply(CTX, module)
+        module.verify()
+        got = io.run_module(module, inputs)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        want, have = expected[name], got[name]
+        message = f"{name}\n{note}" if note else name
+        assert want.shape == have.shape and want.dtype == have.dtype, message
+        if np.issubdtype(want.dtype, np.floating) and not exact:
+            scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)), initial=0.0)))
+            np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * scale, err_msg=message)
+        else:
+            np.testing.assert_array_equal(have, want, err_msg=message)

@@ -19,6 +19,7 @@ from shardc.driver.compiling import compile_module
 from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.tests.e2e.differential import partition_and_compare
 
 CTX = make_context()
 
@@ -152,17 +153,7 @@ def inputs_for(module, seed: int) -> dict[str, np.ndarray]:
 @given(elementwise_programs(), st.integers(0, 3))
 def test_elementwise_ops_partition_to_the_same_numbers(text: str, seed: int) -> None:
     module = parse_and_verify(CTX, text, "<generated>")
-    inputs = inputs_for(module, seed)
-    with np.errstate(all="ignore"):
-        expected = io.run_module(module.clone(), inputs)
-        SpmdPipelinePass().apply(CTX, module)
-        module.verify()
-        got = io.run_module(module, inputs)
-    assert expected.keys() == got.keys()
-    for name in expected:
-        want, have = expected[name], got[name]
-        assert want.shape == have.shape and want.dtype == have.dtype, name
-        np.testing.assert_array_equal(have, want, err_msg=f"{name}\n{text}")
+    partition_and_compare(text, exact=True, inputs=inputs_for(module, seed), note=text)
 
 
 def test_partitioned_elementwise_chain_keeps_the_sharding_and_needs_no_collective() -> None:

@@ -20,7 +20,7 @@ import shardc
 from hypothesis import given
 from hypothesis import strategies as st
 from shardc.passes.sharding_rules import reshape_major_dim_pairs
-from shardc.tests.e2e.test_partition_differential import partition_and_compare
+from shardc.tests.e2e.differential import partition_and_compare
 from shardc.tools import shardc_import, shardc_opt, shardc_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,42 +10,20 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
-from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.spmd_partition import SpmdPartitionPass
-from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
+from shardc.tests.e2e.differential import partition_and_compare
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.transforms.canonicalize import CanonicalizePass
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 CTX = make_context()
-
-
-def partition_and_compare(text: str, seed: int = 0) -> None:
-    """Run `text` globally and after spmd-pipeline on the same inputs; outputs must agree."""
-    module = parse_and_verify(CTX, text, "<generated>")
-    function = io.find_entry(module, None, "<generated>")
-    inputs = io.random_inputs(io.signature(module, function, "<generated>"), seed)
-    expected = io.run_module(module.clone(), inputs)
-    SpmdPipelinePass().apply(CTX, module)
-    module.verify()
-    got = io.run_module(module, inputs)
-    assert expected.keys() == got.keys()
-    for name in expected:
-        want, have = expected[name], got[name]
-        assert want.shape == have.shape and want.dtype == have.dtype, name
-        if np.issubdtype(want.dtype, np.floating):
-            scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)), initial=0.0)))
-            np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
-        else:
-            np.testing.assert_array_equal(have, want, err_msg=name)
 
 
 @pytest.mark.parametrize(
