@@ -42,8 +42,10 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
@@ -52,10 +54,12 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.pattern_rewriter import RewritePattern
@@ -1680,6 +1684,195 @@ ELEMENTWISE_OPS_13: tuple[type[HloOp], ...] = (
 """The element-wise ops of issue 13 (one block, so that merges stay simple)."""
 
 
+################################################################################
+# sort and top_k                                                               #
+################################################################################
+
+SORT_COMPARATORS = ("LT", "GT", "LT TOTALORDER", "GT TOTALORDER")
+"""
+How `hlo.sort` orders its key (operand 0). `LT`/`GT`: ascending/descending by value, NaNs
+after every number and -0 equal to +0 (jnp.sort's canonicalizing comparator; for a plain
+float LT/GT StableHLO leaves NaN placement to the implementation). `TOTALORDER`:
+StableHLO's total order (-NaN < -inf < .. < -0 < +0 < .. < +inf < +NaN).
+"""
+
+
+@irdl_op_definition
+class SortOp(HloOp):
+    """
+    StableHLO's sort with its comparator as a property: `%r:2 = hlo.sort %k, %v, dim = 0,
+    comparator = LT, stable : (tensor<4xf32>, tensor<4xi32>) -> (tensor<4xf32>,
+    tensor<4xi32>)` sorts along `dim` by operand 0 (the key); the other operands are
+    permuted with it.
+    """
+
+    name = "hlo.sort"
+
+    inputs = var_operand_def(TensorType)
+    dimension = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    comparator = prop_def(StringAttr)
+    is_stable = opt_prop_def(UnitAttr)
+    outputs = var_result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, inputs: Sequence[SSAValue], dim: int, comparator: str = "LT", stable: bool = True
+    ):
+        props: dict[str, Attribute] = {
+            "dimension": i64_attr(dim),
+            "comparator": StringAttr(comparator),
+        }
+        if stable:
+            props["is_stable"] = UnitAttr()
+        super().__init__(
+            operands=[inputs], result_types=[[v.type for v in inputs]], properties=props
+        )
+
+    @property
+    def dim(self) -> int:
+        return self.dimension.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SortOp:
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(","):
+            if (operand := parser.parse_optional_unresolved_operand()) is None:
+                break
+            operands.append(operand)
+        dim = parse_keyword_int(parser, "dim")
+        parser.parse_punctuation(",")
+        parser.parse_keyword("comparator")
+        parser.parse_punctuation("=")
+        words = [parser.parse_identifier()]
+        if parser.parse_optional_keyword("TOTALORDER"):
+            words.append("TOTALORDER")
+        props: dict[str, Attribute] = {
+            "dimension": i64_attr(dim),
+            "comparator": StringAttr(" ".join(words)),
+        }
+        if parser.parse_optional_punctuation(","):
+            parser.parse_keyword("stable")
+            props["is_stable"] = UnitAttr()
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(f", dim = {self.dim}, comparator = {self.comparator.data}")
+        if self.is_stable is not None:
+            printer.print_string(", stable")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if not self.inputs:
+            raise VerifyException("sort needs at least one operand")
+        if self.comparator.data not in SORT_COMPARATORS:
+            raise VerifyException(
+                f"comparator must be one of {', '.join(SORT_COMPARATORS)}, "
+                f"got {self.comparator.data!r}"
+            )
+        if len(self.outputs) != len(self.inputs):
+            raise VerifyException(
+                f"sort has {len(self.inputs)} operands but {len(self.outputs)} results"
+            )
+        shape = _shape(self.inputs[0])
+        for i, (x, r) in enumerate(zip(self.inputs, self.outputs, strict=True)):
+            if _shape(x) != shape:
+                raise VerifyException(
+                    f"operand {i} has shape {list(_shape(x))}, operand 0 {list(shape)}: "
+                    "every operand must have the same shape"
+                )
+            if r.type != x.type:
+                raise VerifyException(f"result {i} must be {x.type}, got {r.type}")
+        if not 0 <= self.dim < len(shape):
+            raise VerifyException(f"dim {self.dim} is out of range for rank {len(shape)}")
+
+
+@irdl_op_definition
+class TopKOp(HloOp):
+    """
+    CHLO's top_k: `%v, %i = hlo.top_k %x, k = 2 : tensor<3x5xf32> -> (tensor<3x2xf32>,
+    tensor<3x2xi32>)`: the k largest elements along the last dimension in descending order
+    (floats in StableHLO's total order) and their indices; equal elements lowest index first.
+    """
+
+    name = "hlo.top_k"
+
+    operand = operand_def(TensorType)
+    k = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, operand: SSAValue, k: int):
+        src = _tensor(operand)
+        shape = [*src.get_shape()[:-1], k]
+        super().__init__(
+            operands=[operand],
+            result_types=[TensorType(src.element_type, shape), TensorType(i32, shape)],
+            properties={"k": i64_attr(k)},
+        )
+
+    @property
+    def count(self) -> int:
+        return self.k.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TopKOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        k = parse_keyword_int(parser, "k")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        parser.parse_punctuation("->")
+        outputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        (value,) = parser.resolve_operands([operand], [ty], pos)
+        op = cls.create(operands=[value], result_types=outputs, properties={"k": i64_attr(k)})
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_string(f", k = {self.count}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.operand.type)
+        printer.print_string(" -> (")
+        printer.print_list(self.result_types, printer.print_attribute)
+        printer.print_string(")")
+
+    def verify_semantics(self) -> None:
+        src = _tensor(self.operand)
+        if src.get_num_dims() < 1:
+            raise VerifyException("top_k needs an operand of rank >= 1")
+        k, n = self.count, src.get_shape()[-1]
+        if not 0 <= k <= n:
+            raise VerifyException(f"k = {k} must be in [0, {n}] (the last dimension's size)")
+        shape = [*src.get_shape()[:-1], k]
+        want = (TensorType(src.element_type, shape), TensorType(i32, shape))
+        if (self.values.type, self.indices.type) != want:
+            raise VerifyException(
+                f"results must be ({want[0]}, {want[1]}), got ({self.values.type}, "
+                f"{self.indices.type})"
+            )
+
+
+SORT_TOPK_OPS_13 = (SortOp, TopKOp)
+"""sort and top_k of issue 13 (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -1720,6 +1913,7 @@ Hlo = Dialect(
         PadOp,
         ReverseOp,
         *ELEMENTWISE_OPS_13,
+        *SORT_TOPK_OPS_13,
     ],
     [],
 )

@@ -64,7 +64,7 @@ from shardc.frontends.hlo_text_collectives import (
     mesh_axes_groups,
     permute_groups,
 )
-from shardc.frontends.hlo_text_ops import ARRAY_OPS, LEAVES, convert_array
+from shardc.frontends.hlo_text_ops import ARRAY_OPS, LEAVES, TUPLE_OPS, convert_array
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Reader, parser, syntax_error
 from shardc.frontends.hlo_text_source import (
     COMMON_ATTRS,
@@ -97,7 +97,9 @@ STRUCTURAL = {
 }
 """Instructions the driver resolves itself (calls, tuples, async pairs)."""
 
-KNOWN_OPCODES = set(ARRAY_OPS) | STRUCTURAL | COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES
+KNOWN_OPCODES = (
+    set(ARRAY_OPS) | set(TUPLE_OPS) | STRUCTURAL | COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES
+)
 
 Env = dict[str, Value]
 

@@ -20,8 +20,8 @@ from typing import Any
 from shardc.dialects import hlo, spmd
 from shardc.dialects.syntax import splat_element, splat_elements
 from shardc.frontends.common import ConverterTable, is_bool, is_float
-from shardc.frontends.hlo_text_parse import Instr
-from shardc.frontends.hlo_text_source import HloSource
+from shardc.frontends.hlo_text_parse import Computation, Instr
+from shardc.frontends.hlo_text_source import HloSource, TupleVal
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
 from xdsl.ir import SSAValue
 
@@ -59,9 +59,11 @@ ArrayConverter = Callable[[HloSource, Instr, list[SSAValue], TensorType], SSAVal
 ARRAY_OPS: ConverterTable[ArrayConverter] = ConverterTable()
 
 
-def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue:
-    """The converted value of an instruction on arrays."""
+def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | TupleVal:
+    """The converted value of an instruction on arrays (a tuple for sort and topk)."""
     op = instr.opcode
+    if op in TUPLE_OPS:
+        return TUPLE_OPS[op](cx, instr, xs)
     if op == "reduce" and len(xs) != 2:
         raise ValueError(
             f"a reduce of {len(xs) // 2} operands together (such as argmax) is not "
@@ -348,3 +350,66 @@ def _one_op(cls: type[hlo.HloOp]) -> ArrayConverter:
 
 for _name, _cls in ELEMENTWISE_13.items():
     ARRAY_OPS[_name] = _one_op(_cls)
+
+
+# sort and topk (tuple-shaped results) -----------------------------------------------------
+
+TupleConverter = Callable[[HloSource, Instr, list[SSAValue]], SSAValue | TupleVal]
+
+
+def _peel_canonicalization(comp: Computation, name: str) -> tuple[str, bool]:
+    """The instruction under jnp.sort's key canonicalization (`select(compare, constant, y)`
+    repeated), and whether there was any."""
+    peeled = False
+    while (i := comp.by_name.get(name)) is not None and i.opcode == "select":
+        pred, const, rest = (comp.by_name.get(n) for n in i.operand_names())
+        if pred is None or const is None or rest is None:
+            break
+        if pred.opcode != "compare" or const.opcode not in ("constant", "broadcast"):
+            break
+        name, peeled = rest.name, True
+    return name, peeled
+
+
+def sort_comparator(cx: HloSource, instr: Instr, n: int) -> str:
+    """hlo.sort's comparator from `to_apply`: compare LT/GT of parameters 0 and 1 (the
+    key's pair), directly, in TOTALORDER, or on keys canonicalized as jnp.sort does."""
+    comp = cx.called(instr, "to_apply")
+    params = {cx.parameter_number(i): i.name for i in comp.instrs if i.opcode == "parameter"}
+    root = comp.root
+    if len(params) == 2 * n and root.opcode == "compare" and len(root.operands) == 2:
+        (lhs, lc), (rhs, rc) = (_peel_canonicalization(comp, o) for o in root.operand_names())
+        direction = cx.attr(root, "direction").text.strip()
+        kind = root.attrs.get("type")
+        total = kind is not None and kind.text.strip() == "TOTALORDER"
+        if direction in ("LT", "GT") and lc == rc and {lhs, rhs} == {params[0], params[1]}:
+            if lhs == params[1]:
+                direction = "GT" if direction == "LT" else "LT"
+            return direction + (" TOTALORDER" if total and not lc else "")
+    ops = ", ".join(i.opcode for i in comp.instrs if i.opcode != "parameter")
+    raise ValueError(
+        f"the sort comparator {comp.name} computes {ops}; shardc recognizes one that compares "
+        "parameters 0 and 1 (the key) with LT or GT (TOTALORDER or not, keys canonicalized "
+        "as jnp.sort does or not)"
+    )
+
+
+def sort(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | TupleVal:
+    comparator = sort_comparator(cx, instr, len(xs))
+    stable = instr.attrs.get("is_stable")
+    is_stable = stable is not None and stable.text.strip() == "true"
+    cx.stats.constructs[f"sort {comparator}"] += 1
+    (dim,) = cx.ints_attr(instr, "dimensions")
+    op = cx.emit.add(hlo.SortOp(xs, dim, comparator, is_stable))
+    return TupleVal(list(op.results)) if instr.shape.is_tuple() else op.results[0]
+
+
+def topk(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | TupleVal:
+    largest = instr.attrs.get("largest")
+    if largest is not None and largest.text.strip() != "true":
+        raise ValueError("topk with largest=false is not supported (hlo.top_k takes the largest)")
+    op = cx.emit.add(hlo.TopKOp(xs[0], cx.int_attr(instr, "k")))
+    return TupleVal(list(op.results))
+
+
+TUPLE_OPS: dict[str, TupleConverter] = {"sort": sort, "topk": topk}

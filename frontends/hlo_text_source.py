@@ -96,6 +96,8 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "concatenate": frozenset({"dimensions"}),
     "pad": frozenset({"padding"}),
     "reverse": frozenset({"dimensions"}),
+    "sort": frozenset({"dimensions", "is_stable", "to_apply"}),
+    "topk": frozenset({"k", "largest"}),
     "slice": frozenset({"slice"}),
     "dynamic-slice": frozenset({"dynamic_slice_sizes"}),
     "dot": frozenset(

@@ -567,6 +567,24 @@ def _parse_pad(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
 
 
+def _parse_top_k(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """`chlo.top_k(%x, k = 2) : tensor<..> -> (tensor<..>, tensor<..xi32>)`."""
+    parser.parse_punctuation("(")
+    pos = parser.pos
+    operands = [parser.parse_unresolved_operand()]
+    parser.parse_punctuation(",")
+    parser.parse_keyword("k")
+    parser.parse_punctuation("=")
+    props: dict[str, Attribute] = {"k": IntegerAttr(parser.parse_integer(), 64)}
+    parser.parse_punctuation(")")
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ty = parser.parse_type()
+    parser.parse_punctuation("->")
+    outputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+    return _finish(cls, parser, operands, pos, [ty], outputs, props, attrs)
+
+
 def _parse_compare(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     dir_pos = parser.pos
     direction = parser.parse_optional_identifier()
@@ -779,6 +797,7 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "slice": _parse_slice,
     "pad": _parse_pad,
     "reverse": _dims_syntax("dimensions", "dims"),
+    "top_k": _parse_top_k,
     "compare": _parse_compare,
     "dot_general": _parse_dot_general,
     "dot": _parse_dot,
@@ -810,6 +829,7 @@ STABLEHLO_CUSTOM = {
     "slice": "slice",
     "pad": "pad",
     "reverse": "reverse",
+    "sort": "generic",
     "compare": "compare",
     "dot_general": "dot_general",
     "dot": "dot",
@@ -838,6 +858,7 @@ def _dialects() -> list[Dialect]:
     stablehlo_ops += [_op_class(f"stablehlo.{n}", s) for n, s in STABLEHLO_CUSTOM.items()]
     stablehlo_ops.append(_op_class("stablehlo.return", "simple", ImportedTerminator))
     chlo_ops = [_op_class(f"chlo.{n}", "simple") for n in CHLO_UNARY]
+    chlo_ops.append(_op_class("chlo.top_k", "top_k"))
     sdy_ops = [
         _op_class("sdy.mesh", "sdy_mesh", ImportedTerminator),
         _op_class("sdy.sharding_constraint", "sdy_constraint"),

@@ -31,7 +31,13 @@ from shardc.frontends.stablehlo_source import (
     require,
     splat_value,
 )
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType, i32
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i32,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 BINARY = {
@@ -216,6 +222,75 @@ def pad(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[S
 @OPS.converts("stablehlo.reverse")
 def reverse(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     return [cx.emit.value(hlo.ReverseOp(xs[0], ints(require(op, "dimensions"))))]
+
+
+# sort and top_k ----------------------------------------------------------------------------
+
+_CANONICALIZING = ("stablehlo.constant", "stablehlo.broadcast_in_dim")
+
+
+def _peel_canonicalization(value: SSAValue) -> tuple[SSAValue, bool]:
+    """
+    The value under jnp.sort's key canonicalization: `select(pred, constant, y)` (-0 made
+    +0, NaNs made one NaN), repeated; and whether there was any.
+    """
+    peeled = False
+    while isinstance(op := value.owner, Operation) and op.name == "stablehlo.select":
+        pred, const = op.operands[0].owner, op.operands[1].owner
+        if not (
+            isinstance(pred, Operation)
+            and pred.name == "stablehlo.compare"
+            and isinstance(const, Operation)
+            and const.name in _CANONICALIZING
+        ):
+            break
+        value, peeled = op.operands[2], True
+    return value, peeled
+
+
+def sort_comparator(op: Operation, n: int) -> str:
+    """
+    hlo.sort's comparator from a sort region that compares its first two arguments (operand
+    0's pair) with LT or GT, directly, in TOTALORDER, or on keys canonicalized as jnp.sort
+    does (which orders as plain LT/GT: NaNs last, -0 equal to +0).
+    """
+    block = op.regions[0].block if op.regions and op.regions[0].blocks else None
+    if block is None or len(block.args) != 2 * n:
+        raise ValueError(f"stablehlo.sort needs a comparator region of {2 * n} arguments")
+    ret = block.last_op
+    cmp = ret.operands[0].owner if ret is not None and len(ret.operands) == 1 else None
+    if isinstance(cmp, Operation) and cmp.name == "stablehlo.compare":
+        (lhs, lhs_canon), (rhs, rhs_canon) = map(_peel_canonicalization, cmp.operands)
+        direction = enum_value(require(cmp, "comparison_direction"))
+        compare_type = get_attr(cmp, "compare_type")
+        total = compare_type is not None and enum_value(compare_type) == "TOTALORDER"
+        args = (block.args[0], block.args[1])
+        if direction in ("LT", "GT") and lhs_canon == rhs_canon and {lhs, rhs} == set(args):
+            if lhs is args[1]:
+                direction = "GT" if direction == "LT" else "LT"
+            return direction + (" TOTALORDER" if total and not lhs_canon else "")
+    names = ", ".join(dict.fromkeys(o.name for o in block.ops))
+    raise ValueError(
+        f"the sort comparator computes {names}; shardc recognizes a comparator that "
+        "compares the first two arguments (operand 0, the key) with LT or GT (FLOAT, "
+        "SIGNED or TOTALORDER, keys canonicalized as jnp.sort does or not)"
+    )
+
+
+@OPS.converts("stablehlo.sort")
+def sort(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    comparator = sort_comparator(op, len(xs))
+    dim = one_int(require(op, "dimension"))
+    dim = dim + rank(xs[0].type) if dim < 0 else dim
+    stable = get_attr(op, "is_stable")
+    is_stable = isinstance(stable, IntegerAttr) and bool(stable.value.data)
+    cx.stats.constructs[f"sort {comparator}"] += 1
+    return list(cx.emit.add(hlo.SortOp(xs, dim, comparator, is_stable)).results)
+
+
+@OPS.converts("chlo.top_k")
+def top_k(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return list(cx.emit.add(hlo.TopKOp(xs[0], one_int(require(op, "k")))).results)
 
 
 # contractions and reductions ---------------------------------------------------------------

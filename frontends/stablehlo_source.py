@@ -51,6 +51,8 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.concatenate": frozenset({"dimension"}),
     "stablehlo.pad": frozenset({"edge_padding_low", "edge_padding_high", "interior_padding"}),
     "stablehlo.reverse": frozenset({"dimensions"}),
+    "stablehlo.sort": frozenset({"dimension", "is_stable"}),
+    "chlo.top_k": frozenset({"k"}),
     "stablehlo.compare": frozenset({"comparison_direction", "compare_type"}),
     "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),

@@ -70,6 +70,22 @@ def _tensor_types(values: object) -> list[TensorType]:
     return [v.type for v in values if isinstance(v.type, TensorType)]  # pyright: ignore
 
 
+def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
+    """
+    A bitonic sort network along the sorted dimension (how TPUs sort; top_k is costed as
+    a sort of its operand with an index operand): L(L + 1)/2 compare-exchange stages,
+    L = ceil(log2 n), each touching every element of every operand once.
+    """
+    if isinstance(op, hlo.SortOp):
+        types, dim = _tensor_types(op.inputs), op.dim
+    else:
+        types = _tensor_types(op.operands) * 2
+        dim = len(types[0].get_shape()) - 1
+    n = types[0].get_shape()[dim]
+    stages = math.ceil(math.log2(n)) if n > 1 else 0
+    return float(sum(_elements(t) for t in types) * stages * (stages + 1) // 2)
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -100,6 +116,8 @@ class CostModel:
             src = op.operand.type
             assert isinstance(src, TensorType)
             return float(_elements(src)), self.chip.vpu_flops
+        if isinstance(op, hlo.SortOp | hlo.TopKOp):
+            return sort_flops(op), self.chip.vpu_flops
         if isinstance(
             op,
             hlo.BinaryElementwiseOp

@@ -27,7 +27,8 @@ Axes = tuple[str, ...]
 class FactorRule:
     """
     `operand_dims[i][f]` / `result_dims[f]`: the tensor dimension factor `f` maps to in
-    operand `i` / the result, or None. Factors in `reduction_factors` are summed away.
+    operand `i` / the result (every result, for ops with several results of one shape:
+    sort, top_k), or None. Factors in `reduction_factors` are summed away.
     Factors in `unsplittable_factors` cannot be computed on blocks (a sliced or
     concatenated dimension, a dimension a reshape regroups): the op computes them whole.
     """
@@ -139,6 +140,27 @@ def _reverse_rule(op: hlo.ReverseOp, shape: ShapeOf) -> FactorRule:
     return FactorRule((dims,), dims)
 
 
+def _sort_rule(op: hlo.SortOp, shape: ShapeOf) -> FactorRule:
+    """
+    Every operand and result maps dimension d to factor d (`result_dims` holds for each
+    result); the sorted dimension is computed whole (unsplittable: gathered first), the
+    others keep their sharding (each device sorts its own rows).
+    """
+    dims = tuple(range(len(shape(op.inputs[0]))))
+    return FactorRule(
+        tuple(dims for _ in op.inputs), dims, unsplittable_factors=frozenset({op.dim})
+    )
+
+
+def _top_k_rule(op: hlo.TopKOp, shape: ShapeOf) -> FactorRule:
+    """
+    Values and indices share `result_dims`; the last dimension (size n in the operand, k
+    in the results) is computed whole, batch dimensions keep their sharding.
+    """
+    dims = tuple(range(len(shape(op.operand))))
+    return FactorRule((dims,), dims, unsplittable_factors=frozenset({len(dims) - 1}))
+
+
 def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
     (lb, rb), (lc, rc) = op.batching, op.contracting
     lrank, rrank = len(shape(op.lhs)), len(shape(op.rhs))
@@ -248,6 +270,10 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             return _pad_rule(op, shape)
         case hlo.ReverseOp():
             return _reverse_rule(op, shape)
+        case hlo.SortOp():
+            return _sort_rule(op, shape)
+        case hlo.TopKOp():
+            return _top_k_rule(op, shape)
         case (
             hlo.BinaryElementwiseOp()
             | hlo.UnaryElementwiseOp()

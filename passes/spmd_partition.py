@@ -145,7 +145,7 @@ class FunctionPartitioner:
     def partition_op(self, op: Operation) -> None:
         self.resharder.inserted.clear()
         rule = factor_rule(op, self.global_shape)
-        if rule is None or len(op.results) != 1:
+        if rule is None or not op.results:
             raise OpPassError(op, f"spmd-partition has no rule for {op.name}")
         result = op.results[0]
         want = self.wanted(result)
@@ -156,6 +156,8 @@ class FunctionPartitioner:
             shape = self.global_shape(operand)
             target = project(self.mesh_name, dims, factors, shape, self.mesh)
             self.reshard_operand(op, i, target)
+        if len(op.results) > 1:
+            return self.localize_results(op, rule, factors, want)
         natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
         pending = [a for f in sorted(rule.reduction_factors) for a in factors[f]]
         result = self.localize(op, natural)
@@ -168,6 +170,23 @@ class FunctionPartitioner:
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
         self.reshard_result(op, result, natural, want)
+
+    def localize_results(
+        self, op: Operation, rule: FactorRule, factors: list[Axes], want: ShardingAttr
+    ) -> None:
+        """
+        An op with several results sharing `rule.result_dims` and no reduction factors
+        (sort, top_k): each result takes its local type, then the sharding chosen for it.
+        """
+        assert not rule.reduction_factors, op.name
+        for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
+            op.attributes.pop(name, None)
+        for result in list(op.results):
+            natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
+            local = local_type(_tensor(result), natural, self.mesh)
+            new = Rewriter.replace_value_with_new_type(result, local)
+            self.actual[new] = natural
+            self.reshard_result(op, new, natural, want)
 
     def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
         """Reduced factors from the operands as they are, then the rest from `want`."""
@@ -188,7 +207,7 @@ class FunctionPartitioner:
         return self.fit(op, rule, factors)
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
-        tensors = [(rule.result_dims, op.results[0])] + list(
+        tensors = [(rule.result_dims, r) for r in op.results] + list(
             zip(rule.operand_dims, op.operands, strict=False)
         )
         for dims, value in tensors:

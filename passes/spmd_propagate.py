@@ -133,7 +133,7 @@ class ShardingPropagation:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
         if all(v in self.known and not self.open.get(v) for v in (*op.results, *op.operands)):
             return False
-        tensors = [(rule.result_dims, op.results[0])] + [
+        tensors = [(rule.result_dims, r) for r in op.results] + [
             (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands, strict=False)
         ]
         targets = [(d, v) for d, v in tensors if v not in self.known or self.open.get(v)]
@@ -206,7 +206,7 @@ class ShardingPropagation:
     def fit(self, rule: FactorRule, op: Operation, factors: list[Axes]) -> list[Axes]:
         """Each factor's axes cut to what divides every dimension it maps to."""
         fitted = list(factors)
-        tensors = [(rule.result_dims, op.results[0])] + list(
+        tensors = [(rule.result_dims, r) for r in op.results] + list(
             zip(rule.operand_dims, op.operands, strict=False)
         )
         for dims, value in tensors:

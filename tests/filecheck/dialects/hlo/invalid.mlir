@@ -747,3 +747,67 @@ func.func @clamp_bound_shape(%a: tensor<4xf32>, %b: tensor<2xf32>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.clamp' op min must have the operand's type tensor<4xf32> or be rank 0 (tensor<f32>), got tensor<2xf32>
   func.return
 }
+
+// -----
+
+func.func @sort_comparator(%a: tensor<4xf32>) {
+  %0 = hlo.sort %a, dim = 0, comparator = LE : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sort' op comparator must be one of LT, GT, LT TOTALORDER, GT TOTALORDER, got 'LE'
+  func.return
+}
+
+// -----
+
+func.func @sort_shapes(%a: tensor<4xf32>, %b: tensor<3xi32>) {
+  %0:2 = hlo.sort %a, %b, dim = 0, comparator = LT : (tensor<4xf32>, tensor<3xi32>) -> (tensor<4xf32>, tensor<3xi32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sort' op operand 1 has shape [3], operand 0 [4]: every operand must have the same shape
+  func.return
+}
+
+// -----
+
+func.func @sort_dim_range(%a: tensor<4xf32>) {
+  %0 = hlo.sort %a, dim = 1, comparator = LT : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sort' op dim 1 is out of range for rank 1
+  func.return
+}
+
+// -----
+
+func.func @sort_result_type(%a: tensor<4xf32>) {
+  %0 = hlo.sort %a, dim = 0, comparator = LT : (tensor<4xf32>) -> tensor<4xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sort' op result 0 must be tensor<4xf32>, got tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @sort_result_count(%a: tensor<4xf32>) {
+  %0:2 = "hlo.sort"(%a) <{dimension = 0 : i64, comparator = "LT"}> : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sort' op sort has 1 operands but 2 results
+  func.return
+}
+
+// -----
+
+func.func @top_k_k_range(%a: tensor<2x4xf32>) {
+  %0:2 = hlo.top_k %a, k = 5 : tensor<2x4xf32> -> (tensor<2x5xf32>, tensor<2x5xi32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.top_k' op k = 5 must be in [0, 4] (the last dimension's size)
+  func.return
+}
+
+// -----
+
+func.func @top_k_result_types(%a: tensor<2x4xf32>) {
+  %0:2 = hlo.top_k %a, k = 2 : tensor<2x4xf32> -> (tensor<2x2xf32>, tensor<2x2xi64>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.top_k' op results must be (tensor<2x2xf32>, tensor<2x2xi32>), got (tensor<2x2xf32>, tensor<2x2xi64>)
+  func.return
+}
+
+// -----
+
+func.func @top_k_rank(%a: tensor<f32>) {
+  %0:2 = hlo.top_k %a, k = 0 : tensor<f32> -> (tensor<0xf32>, tensor<0xi32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.top_k' op top_k needs an operand of rank >= 1
+  func.return
+}

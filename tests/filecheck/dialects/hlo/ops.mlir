@@ -394,3 +394,24 @@ func.func @elementwise_13(%a: tensor<4xf32>, %b: tensor<4xf32>, %h: tensor<4xbf1
 
 // CHECK-GENERIC: %fin = "hlo.is_finite"(%a) : (tensor<4xf32>) -> tensor<4xi1>
 // CHECK-GENERIC: %clamp = "hlo.clamp"(%s, %a, %s) : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+
+// sort (several operands, each comparator, stable or not) and top_k.
+func.func @sort_top_k(%a: tensor<4x3xf32>, %i: tensor<4x3xi32>, %h: tensor<5xbf16>) {
+  %srt, %perm = hlo.sort %a, %i, dim = 0, comparator = LT, stable : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
+  %desc = hlo.sort %a, dim = 1, comparator = GT TOTALORDER : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %isrt = hlo.sort %i, dim = 1, comparator = GT, stable {tag = 1 : i64} : (tensor<4x3xi32>) -> tensor<4x3xi32>
+  %top, %idx = hlo.top_k %a, k = 2 : tensor<4x3xf32> -> (tensor<4x2xf32>, tensor<4x2xi32>)
+  %htop, %hidx = hlo.top_k %h, k = 0 : tensor<5xbf16> -> (tensor<0xbf16>, tensor<0xi32>)
+  func.return
+}
+
+// CHECK:      func.func @sort_top_k(%a: tensor<4x3xf32>, %i: tensor<4x3xi32>, %h: tensor<5xbf16>) {
+// CHECK-NEXT:   %srt, %perm = hlo.sort %a, %i, dim = 0, comparator = LT, stable : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
+// CHECK-NEXT:   %desc = hlo.sort %a, dim = 1, comparator = GT TOTALORDER : (tensor<4x3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT:   %isrt = hlo.sort %i, dim = 1, comparator = GT, stable {tag = 1 : i64} : (tensor<4x3xi32>) -> tensor<4x3xi32>
+// CHECK-NEXT:   %top, %idx = hlo.top_k %a, k = 2 : tensor<4x3xf32> -> (tensor<4x2xf32>, tensor<4x2xi32>)
+// CHECK-NEXT:   %htop, %hidx = hlo.top_k %h, k = 0 : tensor<5xbf16> -> (tensor<0xbf16>, tensor<0xi32>)
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %srt, %perm = "hlo.sort"(%a, %i) <{dimension = 0 : i64, comparator = "LT", is_stable}> : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
+// CHECK-GENERIC: %top, %idx = "hlo.top_k"(%a) <{k = 2 : i64}> : (tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<4x2xi32>)
