@@ -36,8 +36,9 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
 
 Not supported (each a located error naming it; `shardc-import --check-support` lists them
 all at once): ops with no `hlo` counterpart yet (gather, scatter, reduce_window, while /
-case / conditional, sort, rng), reduces of several operands together (argmax), TOTALORDER
-compares, element types other than f32 / bf16 / f16 / f64 / i32 /
+case / conditional, rng), reduces of several operands together (argmax), TOTALORDER
+compares outside a sort comparator, sort comparators other than LT / GT of the first
+operand (several keys, custom orders), element types other than f32 / bf16 / f16 / f64 / i32 /
 i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially
 manual computations that split over their free axes, and, in a shard_map program, ops
 outside the manual computations other than pointwise ones on values of one layout (they

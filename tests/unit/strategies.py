@@ -522,6 +522,31 @@ class ProgramBuilder:
             f"hlo.reverse {a.ref}, dims = {int_list(dims)} : {a.type}", a.shape, a.dtype
         )
 
+    def op_sort(self) -> list[Value]:
+        a = self.operand(min_rank=1)
+        xs = [
+            a,
+            *(self.fresh(a.shape, self.c.choice(ELEMENT_TYPES)) for _ in range(self.c.int(0, 2))),
+        ]
+        dim = self.c.int(0, len(a.shape) - 1)
+        comparator = self.c.choice(("LT", "GT", "LT TOTALORDER", "GT TOTALORDER"))
+        stable = ", stable" if self.c.chance(0.5) else ""
+        types = ", ".join(x.type for x in xs)
+        rhs = (
+            f"hlo.sort {', '.join(x.ref for x in xs)}, dim = {dim}, comparator = {comparator}"
+            f"{stable} : ({types}) -> ({types})"
+        )
+        return self.emit_multi(rhs, [(x.shape, x.dtype) for x in xs])
+
+    def op_top_k(self) -> list[Value]:
+        a = self.operand(min_rank=1)
+        k = self.c.int(1, a.shape[-1])
+        shape = (*a.shape[:-1], k)
+        rt = f"({tensor_type(shape, a.dtype)}, {tensor_type(shape, 'i32')})"
+        return self.emit_multi(
+            f"hlo.top_k {a.ref}, k = {k} : {a.type} -> {rt}", [(shape, a.dtype), (shape, "i32")]
+        )
+
     def index_operands(self, rank: int) -> list[Value]:
         return [self.fresh((), self.c.choice(("i32", "i32", "i64"))) for _ in range(rank)]
 
@@ -655,6 +680,8 @@ class ProgramBuilder:
         "pad",
         "reverse",
         "elementwise_13",
+        "sort",
+        "top_k",
     )
 
     def random_hlo_op(self) -> None:
