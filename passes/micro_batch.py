@@ -205,9 +205,23 @@ def op_links(op: Operation) -> Links | None:
             for d in range(len(_shape(op.result)))
             if d != cat
         }
+    if isinstance(op, hlo.SortOp | hlo.TopKOp):
+        return _sort_links(op)
     if isinstance(op, collective.SYNC_OPS):
         return _collective_links(op)
     return None
+
+
+def _sort_links(op: hlo.SortOp | hlo.TopKOp) -> Links:
+    """Every dimension but the sorted one (top_k: the last), in all results and operands."""
+    rank = len(_shape(op.operands[0]))
+    whole = op.dim if isinstance(op, hlo.SortOp) else rank - 1
+    return {
+        (k, d): [(i, d) for i in range(len(op.operands))]
+        for k in range(len(op.results))
+        for d in range(rank)
+        if d != whole
+    }
 
 
 # Candidate dimensions ----------------------------------------------------------------

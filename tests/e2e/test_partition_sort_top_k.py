@@ -4,7 +4,8 @@ operands by the first along a drawn dimension and take the top k of the result a
 last dimension, under hypothesis-generated meshes, shapes, comparators and shardings (of
 the arguments, of the sorted values through a constraint, of the results), run at level S
 after spmd-pipeline, must compute exactly what level G computes, on inputs full of ties
-(a stable order is checked too). The census checks the rules' communication.
+(a stable order is checked too). The census checks the rules' communication; micro-batch
+splits both along a batch dimension.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
+from shardc.driver.compiling import compile_module
+from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.spmd_partition import SpmdPartitionPass
@@ -100,3 +103,26 @@ func.func @main(%x: tensor<8x6xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"
 """
     assert census(text) == {"all_gather": 2}
     partition_and_compare(text, 0, exact=True, inputs=tied_inputs((8, 6), 0))
+
+
+def test_micro_batch_splits_sort_and_top_k_along_a_batch_dimension() -> None:
+    text = """spmd.mesh @m = <["x"=2, "y"=2]>
+func.func @main(%a: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>}, %b: tensor<16x8xi32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>})
+    -> (tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>},
+        tensor<16x8xi32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>},
+        tensor<16x3xi32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>}) {
+  %s, %p = hlo.sort %a, %b, dim = 1, comparator = GT, stable : (tensor<16x8xf32>, tensor<16x8xi32>) -> (tensor<16x8xf32>, tensor<16x8xi32>)
+  %v, %i = hlo.top_k %s, k = 3 : tensor<16x8xf32> -> (tensor<16x3xf32>, tensor<16x3xi32>)
+  func.return %s, %p, %i : tensor<16x8xf32>, tensor<16x8xi32>, tensor<16x3xi32>
+}
+"""
+    module = parse_and_verify(CTX, text, "<test>")
+    inputs = tied_inputs((16, 8), 1)
+    expected = io.run_module(module.clone(), inputs)
+    spec = "spmd-propagate,spmd-partition,micro-batch{chunks=2 force=true}"
+    compile_module(module, spec, "<test>")
+    printed = str(module)
+    assert printed.count("hlo.sort") == 2 and printed.count("hlo.top_k") == 2
+    got = io.run_module(module, inputs)
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
