@@ -15,7 +15,8 @@ of its results to the operand dimensions they come from element for element
 dimension; transpose: the permuted one; reshape: a dimension kept with the same size
 and the same number of elements before it; dot: batch and free dimensions, never
 contracting ones; reduce: kept dimensions; slice / dynamic_slice / dynamic_update_slice:
-dimensions they keep whole; concatenate: all but the concatenated one; collectives:
+dimensions they keep whole; concatenate: all but the concatenated one; sort / top_k: all
+but the sorted one (top_k's last), in every operand and result; collectives:
 every dimension but the gathered / scattered / all-to-all ones (operand k with result k
 of a variadic collective); constants and iota: every dimension). The linked classes
 (union-find) are the candidate dimensions. A class qualifies when every value has at

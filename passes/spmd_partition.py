@@ -15,6 +15,10 @@ form without halo exchange) and passes the sharding of every other dimension thr
 `reverse` keeps its reversed dimensions split: each device reverses its block and one
 `collective.permute` sends block k of N to the device holding block N - 1 - k (XLA's
 partitioned reverse).
+
+Ops with several results (`sort`, `top_k`) map every result through the rule's one
+`result_dims`: each result takes its local type and is resharded to the op's chosen
+sharding on its own. Their sorted dimension (top_k's last) is computed whole.
 """
 
 from __future__ import annotations

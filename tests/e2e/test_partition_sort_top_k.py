@@ -126,3 +126,22 @@ func.func @main(%a: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"},
     got = io.run_module(module, inputs)
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+
+
+def test_propagation_carries_a_sharding_between_the_results_of_one_op() -> None:
+    """top_k's values and indices share their factors: a sharding wanted for the indices
+    reaches the values (and what uses them) through the op."""
+    text = """spmd.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%x: tensor<8x6xf32>) -> (tensor<8x2xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"a", "b"}, {}]>}, tensor<8x2xf32>) {
+  %v, %i = hlo.top_k %x, k = 2 : tensor<8x6xf32> -> (tensor<8x2xf32>, tensor<8x2xi32>)
+  %c = hlo.abs %v : tensor<8x2xf32>
+  %r = hlo.reduce add %c, dims = [0, 1] : (tensor<8x2xf32>) -> tensor<f32>
+  %s = hlo.broadcast %r, dims = [] : (tensor<f32>) -> tensor<8x2xf32>
+  func.return %i, %s : tensor<8x2xi32>, tensor<8x2xf32>
+}
+"""
+    module = parse_and_verify(CTX, text, "m")
+    SpmdPropagatePass().apply(CTX, module)
+    printed = str(module)
+    assert 'hlo.abs %v {spmd.sharding = #spmd.sharding<@mesh, [{"a", "b"}, {}]>}' in printed
+    partition_and_compare(text, 0)
