@@ -33,6 +33,7 @@ from shardc.frontends.stablehlo_source import (
 )
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -290,7 +291,24 @@ def sort(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[
 
 @OPS.converts("chlo.top_k")
 def top_k(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
-    return list(cx.emit.add(hlo.TopKOp(xs[0], one_int(require(op, "k")))).results)
+    return _top_k(cx, xs[0], require(op, "k"), get_attr(op, "largest"))
+
+
+def mhlo_topk(cx: OpContext, op: Operation, xs: list[SSAValue]) -> list[SSAValue]:
+    """`custom_call @mhlo.topk(%x) {mhlo.attributes = {k = 2 : i64[, largest = true]}}`:
+    how JAX writes `lax.top_k` (CHLO's top_k wrapped for serialization)."""
+    attrs = get_attr(op, "mhlo.attributes")
+    if not isinstance(attrs, DictionaryAttr) or "k" not in attrs.data or len(xs) != 1:
+        raise ValueError("custom_call @mhlo.topk needs one operand and mhlo.attributes = {k = ..}")
+    return _top_k(cx, xs[0], attrs.data["k"], attrs.data.get("largest"))
+
+
+def _top_k(cx: OpContext, x: SSAValue, k: Attribute, largest: Attribute | None) -> list[SSAValue]:
+    if isinstance(largest, IntegerAttr) and not largest.value.data:
+        raise ValueError(
+            "top_k with largest = false is not supported (hlo.top_k takes the largest)"
+        )
+    return list(cx.emit.add(hlo.TopKOp(x, one_int(k))).results)
 
 
 # contractions and reductions ---------------------------------------------------------------
@@ -409,6 +427,8 @@ def custom_call(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -
         if local:
             raise ValueError("@Sharding with a global sharding inside a manual computation")
         return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]  # pyright: ignore
+    if target == "mhlo.topk":
+        return mhlo_topk(cx, op, xs)
     if target == "SPMDShardToFullShape":
         raise ValueError(
             "@SPMDShardToFullShape must take the result of a manual computation and "

@@ -52,13 +52,21 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.pad": frozenset({"edge_padding_low", "edge_padding_high", "interior_padding"}),
     "stablehlo.reverse": frozenset({"dimensions"}),
     "stablehlo.sort": frozenset({"dimension", "is_stable"}),
-    "chlo.top_k": frozenset({"k"}),
+    "chlo.top_k": frozenset({"k", "largest"}),
     "stablehlo.compare": frozenset({"comparison_direction", "compare_type"}),
     "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),
     "stablehlo.reduce": frozenset({"dimensions", "applies"}),
     "stablehlo.custom_call": frozenset(
-        {"call_target_name", "backend_config", "api_version", "mhlo.sharding", "has_side_effect"}
+        {
+            "call_target_name",
+            "backend_config",
+            "api_version",
+            "mhlo.sharding",
+            "has_side_effect",
+            "mhlo.attributes",
+            "mhlo.version",
+        }
     ),
     "stablehlo.all_reduce": frozenset(
         {"replica_groups", "channel_handle", "use_global_device_ids"}

@@ -44,7 +44,9 @@ STRUCTURAL_OPS = frozenset(
 )
 """Ops the StableHLO importer handles itself, outside its converter tables."""
 
-CUSTOM_CALL_TARGETS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+CUSTOM_CALL_TARGETS = frozenset(
+    {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "mhlo.topk"}
+)
 """The `custom_call` targets the StableHLO importer converts."""
 
 _STATEMENT = re.compile(

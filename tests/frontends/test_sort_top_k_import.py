@@ -153,3 +153,27 @@ def test_hlo_text_topk_of_the_smallest_is_refused() -> None:
     text = HLO_TEXT.replace("largest=true", "largest=false")
     with pytest.raises(DiagnosticError, match="largest=false is not supported"):
         import_hlo_text(text, "st.hlo")
+
+
+MHLO_TOPK = """module @m {
+  func.func public @main(%arg0: tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>, tensor<3x3xi32>) {
+    %0:2 = stablehlo.custom_call @mhlo.topk(%arg0) {mhlo.attributes = {k = 2 : i64}, mhlo.version = 1 : i64} : (tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>)
+    %values, %indices = chlo.top_k(%arg0, k = 3) {largest = true} : tensor<3x5xf32> -> (tensor<3x3xf32>, tensor<3x3xi32>)
+    return %0#0, %0#1, %indices : tensor<3x2xf32>, tensor<3x2xi32>, tensor<3x3xi32>
+  }
+}
+"""
+
+
+def test_jax_custom_call_mhlo_topk_imports_as_top_k() -> None:
+    """JAX writes lax.top_k as `custom_call @mhlo.topk` (CHLO's top_k, serialized)."""
+    program = str(import_stablehlo(MHLO_TOPK, "tk.mlir").module)
+    assert program.count("hlo.top_k") == 2 and "custom_call" not in program
+    out = run_global(program, {"in_0": X})
+    values, indices = top_k(X, 2)
+    assert out["out_0"].tobytes() == values.tobytes()
+    np.testing.assert_array_equal(out["out_1"], indices)
+    np.testing.assert_array_equal(out["out_2"], top_k(X, 3)[1])
+    smallest = MHLO_TOPK.replace("{k = 2 : i64}", "{k = 2 : i64, largest = false}")
+    with pytest.raises(DiagnosticError, match="largest = false is not supported"):
+        import_stablehlo(smallest, "tk.mlir")
