@@ -123,3 +123,17 @@ def partition_and_compare(
             np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * scale, err_msg=message)
         else:
             np.testing.assert_array_equal(have, want, err_msg=message)
+
+
+def compile_and_compare(text: str, spec: str, inputs: dict[str, np.ndarray]) -> str:
+    """Run `text` before and after the pipeline `spec` (`shardc-opt -p` syntax) on `inputs`;
+    the outputs must be equal to the bit. Returns the compiled module as text."""
+    from shardc.driver.compiling import compile_module
+
+    module = parse_and_verify(CTX, text, "<test>")
+    expected = io.run_module(module.clone(), inputs)
+    compile_module(module, spec, "<test>")
+    got = io.run_module(module, inputs)
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    return str(module)

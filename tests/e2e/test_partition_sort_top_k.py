@@ -14,13 +14,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
-from shardc.driver.compiling import compile_module
-from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.tests.e2e.differential import partition_and_compare
+from shardc.tests.e2e.differential import compile_and_compare, partition_and_compare
 from shardc.tests.e2e.test_partition_pad_reverse import MESHES, SIZES, draw_sharding, sharding_str
 
 CTX = make_context()
@@ -116,16 +114,9 @@ func.func @main(%a: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"},
   func.return %s, %p, %i : tensor<16x8xf32>, tensor<16x8xi32>, tensor<16x3xi32>
 }
 """
-    module = parse_and_verify(CTX, text, "<test>")
-    inputs = tied_inputs((16, 8), 1)
-    expected = io.run_module(module.clone(), inputs)
     spec = "spmd-propagate,spmd-partition,micro-batch{chunks=2 force=true}"
-    compile_module(module, spec, "<test>")
-    printed = str(module)
+    printed = compile_and_compare(text, spec, tied_inputs((16, 8), 1))
     assert printed.count("hlo.sort") == 2 and printed.count("hlo.top_k") == 2
-    got = io.run_module(module, inputs)
-    for name in expected:
-        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
 
 
 def test_propagation_carries_a_sharding_between_the_results_of_one_op() -> None:
