@@ -64,7 +64,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, Pure
+from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 patch_hex_float_elements()
@@ -1873,6 +1873,36 @@ SORT_TOPK_OPS_13 = (SortOp, TopKOp)
 """sort and top_k of issue 13 (one block, so that merges stay simple)."""
 
 
+################################################################################
+# Region terminator (shared by every op with a region: while, case, reduce...) #
+################################################################################
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """
+    Ends a region of an `hlo` op and gives its values to the op (StableHLO's
+    `stablehlo.return`): `hlo.return %a, %b : tensor<f32>, tensor<i32>`. Which types the
+    parent expects is the parent's rule (its verifier checks them).
+    """
+
+    name = "hlo.return"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator())
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue] = ()):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        if parent is None or not parent.name.startswith("hlo."):
+            raise VerifyException("hlo.return must end a region of an hlo op")
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -1914,6 +1944,7 @@ Hlo = Dialect(
         ReverseOp,
         *ELEMENTWISE_OPS_13,
         *SORT_TOPK_OPS_13,
+        ReturnOp,
     ],
     [],
 )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardc.dialects import collective as coll
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
@@ -177,7 +177,7 @@ def _plan_done(plan: ProgramPlan, op: coll.DoneOp, scope: _Scope) -> tuple[int, 
     return DONE, None
 
 
-@_plans(func.ReturnOp, scf.YieldOp)
+@_plans(func.ReturnOp, scf.YieldOp, hlo.ReturnOp)
 def _plan_return(plan: ProgramPlan, op: Operation, scope: _Scope) -> tuple[int, Any]:
     return RETURN, None
 

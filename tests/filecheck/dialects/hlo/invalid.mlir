@@ -811,3 +811,13 @@ func.func @top_k_rank(%a: tensor<f32>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.top_k' op top_k needs an operand of rank >= 1
   func.return
 }
+
+// -----
+
+func.func @return_outside_hlo_region(%a: tensor<f32>) {
+  "test.op"() ({
+    hlo.return %a : tensor<f32>
+    // CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'hlo.return' op hlo.return must end a region of an hlo op
+  }) : () -> ()
+  func.return
+}
