@@ -1874,6 +1874,76 @@ SORT_TOPK_OPS_13 = (SortOp, TopKOp)
 
 
 ################################################################################
+# CHLO element-wise ops JAX emits (issue 13)                                   #
+################################################################################
+
+
+@irdl_op_definition
+class ErfInvOp(UnaryElementwiseOp):
+    """The inverse error function (`chlo.erf_inv`): what `jax.random.normal` samples with."""
+
+    name = "hlo.erf_inv"
+
+
+@irdl_op_definition
+class AsinOp(UnaryElementwiseOp):
+    name = "hlo.asin"
+
+
+@irdl_op_definition
+class AcosOp(UnaryElementwiseOp):
+    name = "hlo.acos"
+
+
+@irdl_op_definition
+class AtanOp(UnaryElementwiseOp):
+    name = "hlo.atan"
+
+
+@irdl_op_definition
+class AsinhOp(UnaryElementwiseOp):
+    name = "hlo.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(UnaryElementwiseOp):
+    name = "hlo.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(UnaryElementwiseOp):
+    name = "hlo.atanh"
+
+
+@irdl_op_definition
+class LgammaOp(UnaryElementwiseOp):
+    """log |Gamma(x)| (`chlo.lgamma`); +inf at the poles 0, -1, -2, ..."""
+
+    name = "hlo.lgamma"
+
+
+@irdl_op_definition
+class DigammaOp(UnaryElementwiseOp):
+    """Gamma'(x) / Gamma(x) (`chlo.digamma`); NaN at the poles 0, -1, -2, ... (as XLA)."""
+
+    name = "hlo.digamma"
+
+
+CHLO_OPS_13: tuple[type[HloOp], ...] = (
+    ErfInvOp,
+    AsinOp,
+    AcosOp,
+    AtanOp,
+    AsinhOp,
+    AcoshOp,
+    AtanhOp,
+    LgammaOp,
+    DigammaOp,
+)
+"""CHLO's element-wise ops of issue 13 (float only; one block, so that merges stay simple)."""
+
+
+################################################################################
 # Region terminator (shared by every op with a region: while, case, reduce...) #
 ################################################################################
 
@@ -1944,6 +2014,7 @@ Hlo = Dialect(
         ReverseOp,
         *ELEMENTWISE_OPS_13,
         *SORT_TOPK_OPS_13,
+        *CHLO_OPS_13,
         ReturnOp,
     ],
     [],

@@ -489,6 +489,15 @@ ELEMENTWISE_13: dict[str, type[hlo.HloOp]] = {
     "stablehlo.shift_right_arithmetic": hlo.ShiftRightArithmeticOp,
     "stablehlo.popcnt": hlo.PopcntOp,
     "stablehlo.count_leading_zeros": hlo.CountLeadingZerosOp,
+    "chlo.erf_inv": hlo.ErfInvOp,
+    "chlo.asin": hlo.AsinOp,
+    "chlo.acos": hlo.AcosOp,
+    "chlo.atan": hlo.AtanOp,
+    "chlo.asinh": hlo.AsinhOp,
+    "chlo.acosh": hlo.AcoshOp,
+    "chlo.atanh": hlo.AtanhOp,
+    "chlo.lgamma": hlo.LgammaOp,
+    "chlo.digamma": hlo.DigammaOp,
 }
 
 

@@ -26,7 +26,7 @@ _erf_f64 = np.frompyfunc(math.erf, 1, 1)
 _erfc_f64 = np.frompyfunc(math.erfc, 1, 1)
 
 
-def _in_f64(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+def in_f64(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """Apply `fn` in f64 and round once to the operands' type."""
 
     def run(*xs: np.ndarray) -> np.ndarray:
@@ -113,15 +113,15 @@ def _count_leading_zeros(x: np.ndarray) -> np.ndarray:
 
 
 _TRANSCENDENTAL: dict[type, Callable[..., np.ndarray]] = {
-    hlo.Atan2Op: _in_f64(np.arctan2),
-    hlo.CbrtOp: _in_f64(np.cbrt),
-    hlo.Expm1Op: _in_f64(np.expm1),
-    hlo.Log1pOp: _in_f64(np.log1p),
-    hlo.ErfOp: _in_f64(lambda x: _erf_f64(x).astype(F64)),
-    hlo.ErfcOp: _in_f64(lambda x: _erfc_f64(x).astype(F64)),
-    hlo.SinhOp: _in_f64(np.sinh),
-    hlo.CoshOp: _in_f64(np.cosh),
-    hlo.TanOp: _in_f64(np.tan),
+    hlo.Atan2Op: in_f64(np.arctan2),
+    hlo.CbrtOp: in_f64(np.cbrt),
+    hlo.Expm1Op: in_f64(np.expm1),
+    hlo.Log1pOp: in_f64(np.log1p),
+    hlo.ErfOp: in_f64(lambda x: _erf_f64(x).astype(F64)),
+    hlo.ErfcOp: in_f64(lambda x: _erfc_f64(x).astype(F64)),
+    hlo.SinhOp: in_f64(np.sinh),
+    hlo.CoshOp: in_f64(np.cosh),
+    hlo.TanOp: in_f64(np.tan),
 }
 _EXACT_FLOAT: dict[type, Callable[..., np.ndarray]] = {
     hlo.CeilOp: _in_own_type(np.ceil),

@@ -358,6 +358,8 @@ _BUILDERS: list[tuple[type | tuple[type, ...], Callable[..., Tiled]]] = [
 
 
 def _builder(op: Operation) -> Callable[..., Tiled] | None:
+    if isinstance(op, hlo.CHLO_OPS_13):
+        return None  # not lowered yet: lower-to-tpu says so at the op
     if isinstance(op, hlo.ELEMENTWISE_OPS_13) and not isinstance(op, hlo.ErfOp | hlo.ErfcOp):
         return None  # not lowered yet: lower-to-tpu says so at the op
     for cls, build in _BUILDERS:

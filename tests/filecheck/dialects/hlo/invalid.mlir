@@ -821,3 +821,11 @@ func.func @return_outside_hlo_region(%a: tensor<f32>) {
   }) : () -> ()
   func.return
 }
+
+// -----
+
+func.func @erf_inv_of_an_integer(%i: tensor<4xi32>) {
+  %0 = hlo.erf_inv %i : tensor<4xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.erf_inv' op does not accept element type i32 (accepts float)
+  func.return
+}

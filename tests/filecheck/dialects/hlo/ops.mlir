@@ -415,3 +415,31 @@ func.func @sort_top_k(%a: tensor<4x3xf32>, %i: tensor<4x3xi32>, %h: tensor<5xbf1
 
 // CHECK-GENERIC: %srt, %perm = "hlo.sort"(%a, %i) <{dimension = 0 : i64, comparator = "LT", is_stable}> : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
 // CHECK-GENERIC: %top, %idx = "hlo.top_k"(%a) <{k = 2 : i64}> : (tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<4x2xi32>)
+
+// CHLO's element-wise ops of issue 13.
+func.func @chlo_13(%a: tensor<4xf32>, %h: tensor<4xbf16>) {
+  %erfinv = hlo.erf_inv %a : tensor<4xf32>
+  %asin = hlo.asin %a : tensor<4xf32>
+  %acos = hlo.acos %h : tensor<4xbf16>
+  %atan = hlo.atan %a : tensor<4xf32>
+  %asinh = hlo.asinh %a : tensor<4xf32>
+  %acosh = hlo.acosh %a : tensor<4xf32>
+  %atanh = hlo.atanh %a : tensor<4xf32>
+  %lgamma = hlo.lgamma %a : tensor<4xf32>
+  %digamma = hlo.digamma %h : tensor<4xbf16>
+  func.return
+}
+
+// CHECK:      func.func @chlo_13(%a: tensor<4xf32>, %h: tensor<4xbf16>) {
+// CHECK-NEXT:   %erfinv = hlo.erf_inv %a : tensor<4xf32>
+// CHECK-NEXT:   %asin = hlo.asin %a : tensor<4xf32>
+// CHECK-NEXT:   %acos = hlo.acos %h : tensor<4xbf16>
+// CHECK-NEXT:   %atan = hlo.atan %a : tensor<4xf32>
+// CHECK-NEXT:   %asinh = hlo.asinh %a : tensor<4xf32>
+// CHECK-NEXT:   %acosh = hlo.acosh %a : tensor<4xf32>
+// CHECK-NEXT:   %atanh = hlo.atanh %a : tensor<4xf32>
+// CHECK-NEXT:   %lgamma = hlo.lgamma %a : tensor<4xf32>
+// CHECK-NEXT:   %digamma = hlo.digamma %h : tensor<4xbf16>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %erfinv = "hlo.erf_inv"(%a) : (tensor<4xf32>) -> tensor<4xf32>
