@@ -24,9 +24,11 @@ FileLineColLoc, JAX's loc])` (the position alone when JAX wrote none).
 `hlo.dot`, broadcast_in_dim `hlo.broadcast`, ...; precision configs are ignored); `reduce`
 names its combiner, recognized from the region or `applies` (add / multiply / maximum /
 minimum, and / or on i1); an init value other than the identity is combined after the
-reduction; private functions reached by `func.call` are inlined; CHLO and the few
+reduction; private functions reached by `func.call` are inlined, and so is a
+`stablehlo.composite` (its `decomposition` function); CHLO and the few
 StableHLO ops without an `hlo` counterpart are expanded into `hlo` ops (`chlo.square` is
-x*x, `chlo.is_inf` a compare); `chlo.erf` / `erfc` / `sinh` / `cosh` / `tan` and
+x*x, `chlo.is_inf` a compare); `chlo.erf` / `erfc` / `erf_inv` / `sinh` / `cosh` / `tan` /
+`asin` / `acos` / `atan` / `asinh` / `acosh` / `atanh` / `lgamma` / `digamma` and
 StableHLO's rounding, remainder, clamp, sign, is_finite, expm1, log1p, atan2, cbrt and bit
 ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). Shardings:
 
@@ -93,6 +95,7 @@ from shardc.frontends.stablehlo_manual import ManualImporter
 from shardc.frontends.stablehlo_ops import OPS, OpContext
 from shardc.frontends.stablehlo_shardings import SOURCE_FORMATS, ShardingConverter
 from shardc.frontends.stablehlo_source import (
+    CALLS,
     SourceErrors,
     attr_dicts,
     call_target,
@@ -266,7 +269,9 @@ class StablehloImporter:
     # ops ---------------------------------------------------------------------------------
 
     def callee(self, op: Operation) -> func.FuncOp:
-        callee = get_attr(op, "callee")
+        """The function a `func.call` calls (or a `stablehlo.composite` decomposes into)."""
+        key = "decomposition" if op.name == "stablehlo.composite" else "callee"
+        callee = get_attr(op, key)
         name = callee.root_reference.data  # pyright: ignore
         if name not in self.functions:
             raise self.error(op, f"call to @{name}, which the module does not define")
@@ -291,12 +296,13 @@ class StablehloImporter:
         raise self.error(None, "a block without a terminator")
 
     def convert_op(self, op: Operation, env: Env, local: bool) -> list[SSAValue]:
+        """One op: a call or composite inlined, any other op through its converter."""
         name = op.name
         self.stats.ops[name] += 1
         self.at(op)
         self.errors.check_attrs(op)
-        if name == "func.call":
-            self.stats.constructs["func.call (inlined)"] += 1
+        if name in CALLS:
+            self.stats.constructs[f"{name} (inlined)"] += 1
             callee = self.callee(op)
             inner = {a: env[v] for a, v in zip(callee.body.block.args, op.operands, strict=False)}
             self.call_stack.append(callee.sym_name.data)

@@ -779,6 +779,17 @@ def _parse_manual_computation(cls: type[ImportedOp], parser: Parser) -> Imported
     return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs, [region])
 
 
+def _parse_composite(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """`stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (..) -> ..`."""
+    name = parser.parse_str_literal()
+    pos = parser.pos
+    operands = _operand_list(parser)
+    attrs = parser.parse_optional_attr_dict()
+    inputs, outputs = _parse_functional(parser)
+    props = {"name": StringAttr(name)}
+    return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
+
+
 def _parse_generic_only(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     parser.raise_error(
         f"{cls.name} is read in MLIR's generic form only "
@@ -806,6 +817,7 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "sdy_mesh": _parse_sdy_mesh,
     "sdy_constraint": _parse_sdy_constraint,
     "manual_computation": _parse_manual_computation,
+    "composite": _parse_composite,
     "generic": _parse_generic_only,
 }
 
@@ -841,6 +853,7 @@ STABLEHLO_CUSTOM = {
     "all_to_all": "generic",
     "collective_permute": "generic",
     "broadcast": "generic",
+    "composite": "composite",
 }
 CHLO_UNARY = (
     "square erf erfc erf_inv sinh cosh tan asin acos atan asinh acosh atanh "

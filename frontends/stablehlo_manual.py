@@ -19,6 +19,7 @@ from shardc.dialects.syntax import splat_elements
 from shardc.frontends.stablehlo_dialect import SdyShardingAttr
 from shardc.frontends.stablehlo_ops import BINARY, ELEMENTWISE_13, UNARY, OpContext
 from shardc.frontends.stablehlo_source import (
+    CALLS,
     SourceErrors,
     attr_dicts,
     axes_list,
@@ -177,7 +178,7 @@ class ManualImporter:
             self.toplevel_elementwise(op, views)
         elif name in ("sdy.sharding_constraint", "sdy.reshard") and op.operands[0] in views:
             self.toplevel_constraint(op, views)
-        elif name == "func.call" and takes_view:
+        elif name in CALLS and takes_view:
             self.toplevel_call(op, views, env, pending)
         else:
             self.toplevel_local(op, views, env)
@@ -193,7 +194,7 @@ class ManualImporter:
 
     def toplevel_call(self, op: Operation, views: Views, env: Env, pending: Pending) -> None:
         """A call taking global values, inlined (its body is outside manual computations)."""
-        self.stats.constructs["func.call (inlined)"] += 1
+        self.stats.constructs[f"{op.name} (inlined)"] += 1
         callee = self.driver.callee(op)
         inner_views = dict(views)
         inner_env = dict(env)

@@ -38,6 +38,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+CALLS = ("func.call", "stablehlo.composite")
+"""Ops the importer inlines: a call, and a composite (by its decomposition function)."""
+
 COMMON_ATTRS = frozenset({"mhlo.frontend_attributes", "result_accuracy"})
 """Attributes that change no value: ignored wherever they appear."""
 
@@ -85,6 +88,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "sdy.reshard": frozenset({"sharding"}),
     "sdy.manual_computation": frozenset({"in_shardings", "out_shardings", "manual_axes"}),
     "func.call": frozenset({"callee", "arg_attrs", "res_attrs", "no_inline"}),
+    "stablehlo.composite": frozenset({"name", "composite_attributes", "decomposition", "version"}),
 }
 """The attributes each op may carry; any other is an error naming it."""
 

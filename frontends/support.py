@@ -36,6 +36,7 @@ STRUCTURAL_OPS = frozenset(
         "func.func",
         "func.return",
         "func.call",
+        "stablehlo.composite",
         "stablehlo.return",
         "sdy.return",
         "sdy.mesh",

@@ -161,6 +161,38 @@ def test_private_functions_are_inlined() -> None:
     np.testing.assert_array_equal(run_global(program, {"in_0": x})["out_0"], 4 * x)
 
 
+COMPOSITE = """module @m {
+  func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = stablehlo.composite "my.scaled_tanh" %arg0, %arg1 {composite_attributes = {approximate = false}, decomposition = @my.scaled_tanh.impl, version = 1 : i32} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %1 = "stablehlo.composite"(%0, %arg1) {name = "my.scaled_tanh", decomposition = @my.scaled_tanh.impl} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    return %1 : tensor<8xf32>
+  }
+  func.func private @my.scaled_tanh.impl(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = stablehlo.multiply %a, %b : tensor<8xf32>
+    %1 = stablehlo.tanh %0 : tensor<8xf32>
+    return %1 : tensor<8xf32>
+  }
+}
+"""
+
+
+def test_composites_are_inlined_by_their_decomposition() -> None:
+    result = import_stablehlo(COMPOSITE, "t.mlir")
+    assert result.stats.constructs["stablehlo.composite (inlined)"] == 2
+    program = str(result.module)
+    assert "composite" not in program and "@my" not in program
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    y = np.linspace(0.5, 2, 8, dtype=np.float32)
+    got = run_global(program, {"in_0": x, "in_1": y})["out_0"]
+    want = np.tanh(np.tanh(x.astype(np.float64) * y) * y)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_composite_without_its_decomposition_is_an_error() -> None:
+    text = COMPOSITE.replace("decomposition = @my.scaled_tanh.impl}", "decomposition = @nope}")
+    assert "call to @nope, which the module does not define" in error_of(text)
+
+
 SDY_MESH = 'sdy.mesh @mesh = <["data"=2, "model"=4]>'
 
 
