@@ -21,7 +21,8 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   all devices, with explicit collective groups, marked `spmd.per_device_io`. Its parts:
   `hlo_text_parse` (lark's tree to computations, syntax errors), `hlo_text_source` (what
   the converters see of the module), `hlo_text_ops` + `hlo_text_collectives` (one
-  converter per opcode, in tables).
+  converter per opcode, in tables), `hlo_text_global` (a module XLA has not partitioned
+  yet, `sharding=` and no collectives, read as a level-G program with its shardings).
 * `hlo_sharding`: XLA's HloSharding strings, replica groups (explicit and iota forms) and
   group modes, the mesh that expresses a set of tile assignments, and splitting /
   assembling global arrays per device.

@@ -254,7 +254,7 @@ def _parse_sharding(s: _Scanner) -> HloSharding:
         if devices.ndim < len(last):
             raise ShardingSyntaxError("more last_tile_dims than tile dimensions", start)
         for k in last:
-            if k not in ("replicated", "manual"):
+            if k not in ("replicated", "manual", "unreduced"):
                 raise ShardingSyntaxError(f"unsupported last tile dimension kind '{k}'", start)
     return HloSharding(kind, devices, tuple(last), device, text=s.text[start : s.pos].strip())
 
@@ -503,6 +503,25 @@ class MeshBuilder:
                 manual.extend(axes)
         return dims, manual
 
+    def last_dim_axes(self, sharding: HloSharding, kind: str) -> list[str]:
+        """The mesh axes of a tiled sharding's last tile dims of `kind` (`unreduced`...)."""
+        assert sharding.kind == "tiled" and sharding.devices is not None
+        pieces = decompose(sharding.devices)
+        assert pieces is not None
+        strides = self.axis_strides()
+        out: list[str] = []
+        for i, dim in enumerate(pieces[sharding.tile_rank :]):
+            if sharding.last_tile_dims[i] != kind:
+                continue
+            for p in dim:
+                found = [
+                    (stride, name)
+                    for name, (stride, _) in strides.items()
+                    if p.stride <= stride < p.stride * p.size
+                ]
+                out.extend(name for _, name in sorted(found, reverse=True))
+        return out
+
 
 # Per-device blocks -------------------------------------------------------------------------
 
@@ -517,6 +536,8 @@ def device_blocks(
     if sharding.kind != "tiled":
         raise ValueError(f"no per-device blocks for a {sharding.kind} sharding")
     assert sharding.devices is not None
+    if "unreduced" in sharding.last_tile_dims:
+        raise ValueError(f"sharding {sharding} holds partial sums: no per-device blocks of a value")
     tile = sharding.tile_shape
     if len(tile) != len(global_shape):
         raise ValueError(

@@ -64,6 +64,16 @@ from shardc.frontends.hlo_text_collectives import (
     mesh_axes_groups,
     permute_groups,
 )
+from shardc.frontends.hlo_text_global import (
+    GlobalShardings,
+    device_count,
+    leaf_shapes,
+    rank_of,
+    reads_as_global,
+    rebuild,
+    sharding_attrs,
+    tuple_of,
+)
 from shardc.frontends.hlo_text_ops import ARRAY_OPS, LEAVES, TUPLE_OPS, convert_array
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Reader, parser, syntax_error
 from shardc.frontends.hlo_text_source import (
@@ -97,6 +107,9 @@ STRUCTURAL = {
 }
 """Instructions the driver resolves itself (calls, tuples, async pairs)."""
 
+PER_DEVICE_OPCODES = frozenset(COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES)
+"""Opcodes that make a module per-device (with `hlo_text_global.PARTITIONED_OPCODES`)."""
+
 KNOWN_OPCODES = (
     set(ARRAY_OPS) | set(TUPLE_OPS) | STRUCTURAL | COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES
 )
@@ -107,9 +120,15 @@ Env = dict[str, Value]
 class HloTextImporter:
     """Converts HLO module text (its ENTRY computation) to a per-device `func.func`."""
 
-    def __init__(self, text: str, filename: str):
+    def __init__(self, text: str, filename: str, per_device: bool | None = None):
         self.text = text
         self.filename = filename
+        self.per_device = per_device
+        """True / False: read per device / at level G; None: decide from the module."""
+        self.root: Instr | None = None
+        """The entry computation's ROOT (its sharding is the results')."""
+        self.shardings: GlobalShardings | None = None
+        """At level G: the mesh and the `#spmd.sharding` of every `sharding=`."""
         self.reader = Reader(text, filename)
         self.stats = ImportStats("xla hlo text", level="S")
         self.block = Block()
@@ -166,14 +185,30 @@ class HloTextImporter:
         if not comps:
             raise DiagnosticError(f"{self.filename}: error: the module has no computations")
         entry = entries[0] if entries else comps[-1]
+        if reads_as_global(header, comps, PER_DEVICE_OPCODES, self.per_device):
+            self.stats.level = "G"
+            self.shardings = GlobalShardings(self.error, self.src.devices)
+            params = self.entry_parameters(entry).values()
+            mesh = self.shardings.build_mesh(sharding_attrs(params, comps))
+            self.src.devices = mesh.device_count
+        else:
+            self.src.devices = max(self.src.devices, self.sharding_devices(comps))
+            mesh = spmd.MeshAttr([("devices", self.src.devices)])
         function = self.convert_entry(entry)
-        mesh = spmd.MeshAttr([("devices", self.src.devices)])
         mesh_op = spmd.MeshOp("mesh", mesh)
         out = ModuleOp([mesh_op, function])
         mesh_op.location = out.location = self.src.located(0)  # from the module's header
         self.stats.devices = self.src.devices
         verify_module(out, filename=self.filename)
         return ImportResult(out, self.stats)
+
+    def sharding_devices(self, comps: list[Computation]) -> int:
+        """The devices the `sharding=` tile assignments name (when the header says none)."""
+        if self.src.devices > 1:
+            return 1
+        shardings = GlobalShardings(self.error, 1)
+        attrs = sharding_attrs((), comps)
+        return max((device_count(shardings.parse(a)) for a in attrs), default=1)
 
     def check_instruction(self, i: Instr) -> None:
         """An opcode shardc converts, with attributes it knows (else an error naming them)."""
@@ -206,32 +241,51 @@ class HloTextImporter:
             raise self.error(a.pos, f"{key} must be an integer, got {a.text}") from None
 
     def convert_entry(self, entry: Computation) -> func.FuncOp:
+        self.root = entry.root
         params = self.entry_parameters(entry)
         env: Env = {}
         arg_attrs: list[dict[str, Attribute]] = []
         for n in range(len(params)):
             p = params[n]
-            ty = self.src.tensor_type(p.shape)
-            env[p.name] = self.block.insert_arg(ty, n)
-            attrs: dict[str, Attribute] = {}
-            if "sharding" in p.attrs:
-                s = p.attrs["sharding"]
-                try:
-                    hs.parse_hlo_sharding(s.text)
-                except hs.ShardingSyntaxError as e:
-                    raise self.error(s.pos + e.offset, f"bad sharding: {e}") from None
-                attrs["mhlo.sharding"] = StringAttr(s.text)
-                self.stats.constructs["parameter sharding="] += 1
-            arg_attrs.append(attrs)
+            leaves = leaf_shapes(p.shape)
+            args = [
+                self.block.insert_arg(self.src.tensor_type(s), len(arg_attrs) + k)
+                for k, s in enumerate(leaves)
+            ]
+            env[p.name] = tuple_of(p.shape, args) if p.shape.is_tuple() else args[0]
+            if p.shape.is_tuple():
+                self.stats.constructs["tuple parameter (flattened)"] += 1
+            arg_attrs.extend(self.parameter_attrs(p, args))
         root = self.evaluate(entry, env)
         results = self.flatten(root, entry.root)
         self.at(entry.root.pos, entry.root)
         self.emit.add(func.ReturnOp(*results))
-        res_attrs = self.result_shardings(entry.root, len(results))
+        res_attrs = self.result_shardings(entry.root, results)
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
-        f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
+        if self.shardings is None:
+            f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
         f.location = self.src.located(entry.pos)
         return f
+
+    def parameter_attrs(self, p: Instr, args: list[SSAValue]) -> list[dict[str, Attribute]]:
+        """Each argument's attributes: its `#spmd.sharding` at level G; per device, the
+        HloSharding text (`mhlo.sharding`, information for `per_device_inputs`)."""
+        s = p.attrs.get("sharding")
+        if s is None:
+            return [{} for _ in args]
+        self.stats.constructs["parameter sharding="] += 1
+        if self.shardings is not None:
+            ranks = [rank_of(a) for a in args]
+            found = self.shardings.shardings(s, len(args), ranks)
+            return [{spmd.SHARDING_ATTR_NAME: sh} for sh in found]
+        try:
+            parsed = hs.parse_hlo_sharding(s.text)
+        except hs.ShardingSyntaxError as e:
+            raise self.error(s.pos + e.offset, f"bad sharding: {e}") from None
+        if len(args) > 1:
+            parts = parsed.elements if parsed.kind == "tuple" else [parsed] * len(args)
+            return [{"mhlo.sharding": StringAttr(e.text or s.text)} for e in parts]
+        return [{"mhlo.sharding": StringAttr(s.text)}]
 
     def entry_parameters(self, entry: Computation) -> dict[int, Instr]:
         """The entry's `parameter(N)` instructions by N (which must be 0, 1, ...)."""
@@ -247,11 +301,17 @@ class HloTextImporter:
             raise self.error(entry.pos, f"the entry computation has no parameter({missing})")
         return params
 
-    def result_shardings(self, root: Instr, n: int) -> list[dict[str, Attribute]]:
-        """The ROOT's `sharding=` (a tuple sharding: one per result), kept as information."""
+    def result_shardings(self, root: Instr, results: list[SSAValue]) -> list[dict[str, Attribute]]:
+        """The ROOT's `sharding=` (a tuple sharding: one per result): the results'
+        `#spmd.sharding`s at level G, kept as information per device."""
+        n = len(results)
         a = root.attrs.get("sharding")
         if a is None:
             return [{} for _ in range(n)]
+        if self.shardings is not None:
+            self.stats.constructs["ROOT sharding="] += 1
+            found = self.shardings.shardings(a, n, [rank_of(v) for v in results])
+            return [{spmd.SHARDING_ATTR_NAME: sh} for sh in found]
         try:
             s = hs.parse_hlo_sharding(a.text)
         except hs.ShardingSyntaxError as e:
@@ -279,7 +339,10 @@ class HloTextImporter:
         for instr in self.evaluation_order(comp, env):
             if instr.name in env:
                 continue
-            env[instr.name] = self.convert(instr, comp, env)
+            value = self.convert(instr, comp, env)
+            if self.shardings is not None and "sharding" in instr.attrs and instr is not self.root:
+                value = self.constrain(instr, value)
+            env[instr.name] = value
         return env[comp.root.name]
 
     def evaluation_order(self, comp: Computation, env: Env) -> list[Instr]:
@@ -317,6 +380,20 @@ class HloTextImporter:
                     return order
             seen.add(i.name)
         return textual
+
+    def constrain(self, instr: Instr, value: Value) -> Value:
+        """At level G, an instruction's `sharding=`: `spmd.constraint`s on its arrays."""
+        assert self.shardings is not None
+        leaves = self.flatten(value, instr)
+        found = self.shardings.shardings(
+            instr.attrs["sharding"], len(leaves), [rank_of(v) for v in leaves]
+        )
+        self.stats.constructs["instruction sharding="] += 1
+        constrained = {
+            v: self.emit.value(spmd.ConstraintOp(v, sh))
+            for v, sh in zip(leaves, found, strict=True)
+        }
+        return rebuild(value, constrained)
 
     def operands(self, instr: Instr, env: Env) -> list[Value]:
         return [env[n] for n in instr.operand_names()]
@@ -466,9 +543,15 @@ def global_outputs(
     return result
 
 
-def import_hlo_text(text: str, filename: str = "<hlo>") -> ImportResult:
-    """Import XLA HLO module text; any problem is one located `DiagnosticError`."""
-    return HloTextImporter(text, filename).run()
+def import_hlo_text(
+    text: str, filename: str = "<hlo>", per_device: bool | None = None
+) -> ImportResult:
+    """
+    Import XLA HLO module text; any problem is one located `DiagnosticError`.
+    `per_device`: True reads the module per device, False at level G; None decides from
+    the module (`hlo_text_global.reads_as_global`).
+    """
+    return HloTextImporter(text, filename, per_device).run()
 
 
 def looks_like_hlo_text(text: str) -> bool:

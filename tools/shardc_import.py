@@ -4,12 +4,14 @@ shardings) or XLA HLO module text (`compile().as_text()`, `--xla_dump_to`) to `h
 `spmd` (+ `collective`).
 
     shardc-import FILE|- [-o OUT.mlir] [--format auto|stablehlo|hlo] [--stats]
-                  [--print-debuginfo] [--check-support]
+                  [--print-debuginfo] [--check-support] [--per-device | --global]
 
 The format is detected from the text (HLO module text starts with `HloModule`). A
 StableHLO program becomes a level-G program (or a partitioned level-S one if it uses
-shard_map), an HLO module a per-device level-S program marked `spmd.per_device_io`
-(see `shardc.frontends`). `--stats` prints, on stderr, the source ops and constructs the
+shard_map). An HLO module XLA has partitioned (scheduled, or with collectives; or with
+`--per-device`) becomes a per-device level-S program marked `spmd.per_device_io`; one that
+is the partitioner's input (`sharding=` and no collectives; or with `--global`) a level-G
+program with its shardings (see `shardc.frontends`). `--stats` prints, on stderr, the source ops and constructs the
 import converted. `--print-debuginfo` prints each op's location: where its source op
 is in FILE, fused with the origin FILE records (JAX's `loc(...)`, HLO `metadata=`). Any
 problem in the input is one `file:line:col: error: ...` diagnostic naming the op or
@@ -70,6 +72,24 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="print each op's location: its place in FILE and, where FILE records it, "
         "JAX's (Python file, line, op name)",
     )
+    level = p.add_mutually_exclusive_group()
+    level.add_argument(
+        "--per-device",
+        dest="per_device",
+        action="store_const",
+        const=True,
+        default=None,
+        help="HLO text: read the module as XLA's per-device output (the default for "
+        "scheduled modules and modules with collectives)",
+    )
+    level.add_argument(
+        "--global",
+        dest="per_device",
+        action="store_const",
+        const=False,
+        help="HLO text: read the module as the partitioner's input, a level-G program with "
+        "its shardings (the default for a module with sharding= and no collectives)",
+    )
     p.add_argument(
         "--check-support",
         action="store_true",
@@ -119,13 +139,16 @@ def check_support(text: str, filename: str, fmt: str = "auto") -> int:
     return 1 if report.gaps else 0
 
 
-def import_text(text: str, filename: str, fmt: str = "auto") -> ImportResult:
-    """Import StableHLO or HLO text (`fmt` auto-detects)."""
+def import_text(
+    text: str, filename: str, fmt: str = "auto", per_device: bool | None = None
+) -> ImportResult:
+    """Import StableHLO or HLO text (`fmt` auto-detects; `per_device`: how to read HLO
+    text, None to decide from the module)."""
     from shardc.frontends.hlo_text import import_hlo_text
 
     fmt = detect_format(text, fmt)
     if fmt == "hlo":
-        return import_hlo_text(text, filename)
+        return import_hlo_text(text, filename, per_device)
     from shardc.frontends.stablehlo import import_stablehlo
 
     return import_stablehlo(text, filename)
@@ -146,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         text, filename = read_input(args.file)
         if args.check_support:
             return check_support(text, filename, args.format)
-        result = import_text(text, filename, args.format)
+        result = import_text(text, filename, args.format, args.per_device)
         output = render(result, args.print_debuginfo)
         if args.stats:
             print(result.stats.summary(), file=sys.stderr)
