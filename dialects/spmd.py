@@ -70,6 +70,11 @@ PARTITIONED_ATTR_NAME = "spmd.partitioned"
 """Unit attribute on a function whose types are per-device (after `spmd-partition`)."""
 PER_DEVICE_IO_ATTR_NAME = "spmd.per_device_io"
 """Unit attribute on a function whose inputs and outputs are per-device arrays."""
+CONTROL_ID_ATTR_NAME = "spmd.control_id"
+"""Op attribute: the names (`["ar.1"]`) other ops' `spmd.control_after` refer to it by."""
+CONTROL_AFTER_ATTR_NAME = "spmd.control_after"
+"""Op attribute: the `spmd.control_id`s of the ops of its block that must run before it
+(XLA's `control-predecessors`): an ordering every pass that reorders or merges keeps."""
 
 
 ################################################################################

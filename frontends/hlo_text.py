@@ -66,11 +66,12 @@ from shardc.frontends.hlo_text_collectives import (
 )
 from shardc.frontends.hlo_text_global import (
     GlobalShardings,
+    control_predecessors,
     device_count,
+    keep_order,
     leaf_shapes,
     rank_of,
     reads_as_global,
-    rebuild,
     sharding_attrs,
     tuple_of,
 )
@@ -341,7 +342,12 @@ class HloTextImporter:
                 continue
             value = self.convert(instr, comp, env)
             if self.shardings is not None and "sharding" in instr.attrs and instr is not self.root:
-                value = self.constrain(instr, value)
+                leaves_ = self.flatten(value, instr)
+                value = self.shardings.constrain(instr, value, leaves_, self.emit)
+                self.stats.constructs["instruction sharding="] += 1
+            if "control-predecessors" in instr.attrs:
+                keep_order(instr, value, env)
+                self.stats.constructs["control-predecessors"] += 1
             env[instr.name] = value
         return env[comp.root.name]
 
@@ -365,7 +371,9 @@ class HloTextImporter:
             stack.append((instr, True))
             if instr.opcode in ("parameter", *LEAVES):
                 continue
-            for o, name in zip(instr.operands, instr.operand_names(), strict=False):
+            deps = list(zip(instr.operands, instr.operand_names(), strict=False))
+            deps += control_predecessors(instr)
+            for o, name in deps:
                 dep = comp.by_name.get(name)
                 if dep is None:
                     raise self.error(o.pos, f"%{name} is not defined in {comp.name}", len(o.text))
@@ -376,24 +384,11 @@ class HloTextImporter:
         seen: set[str] = set(env)
         for i in textual:
             if i.opcode not in ("parameter", *LEAVES):
-                if any(n not in seen for n in i.operand_names()):
+                before = i.operand_names() + [n for _, n in control_predecessors(i)]
+                if any(n not in seen for n in before):
                     return order
             seen.add(i.name)
         return textual
-
-    def constrain(self, instr: Instr, value: Value) -> Value:
-        """At level G, an instruction's `sharding=`: `spmd.constraint`s on its arrays."""
-        assert self.shardings is not None
-        leaves = self.flatten(value, instr)
-        found = self.shardings.shardings(
-            instr.attrs["sharding"], len(leaves), [rank_of(v) for v in leaves]
-        )
-        self.stats.constructs["instruction sharding="] += 1
-        constrained = {
-            v: self.emit.value(spmd.ConstraintOp(v, sh))
-            for v, sh in zip(leaves, found, strict=True)
-        }
-        return rebuild(value, constrained)
 
     def operands(self, instr: Instr, env: Env) -> list[Value]:
         return [env[n] for n in instr.operand_names()]

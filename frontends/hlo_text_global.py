@@ -18,14 +18,16 @@ or when the user says so (`shardc-import --per-device`); a module with no shardi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from shardc.dialects import spmd
 from shardc.frontends import hlo_sharding as hs
+from shardc.frontends.common import Emitter
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Shape
 from shardc.frontends.hlo_text_source import TupleVal, Value
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
 
 PARTITIONED_OPCODES = frozenset({"partition-id", "replica-id", "fusion"})
 """Opcodes only a partitioned (or optimized) module holds, besides the collectives."""
@@ -129,6 +131,14 @@ class GlobalShardings:
         unreduced = self.builder.last_dim_axes(s, "unreduced")
         return spmd.ShardingAttr(self.MESH, dims, unreduced)
 
+    def constrain(self, instr: Instr, value: Value, arrays: list[SSAValue], emit: Emitter) -> Value:
+        """An instruction's `sharding=`: `spmd.constraint`s on its `arrays` (`value`'s)."""
+        found = self.shardings(instr.attrs["sharding"], len(arrays), [rank_of(v) for v in arrays])
+        constrained = {
+            v: emit.value(spmd.ConstraintOp(v, sh)) for v, sh in zip(arrays, found, strict=True)
+        }
+        return rebuild(value, constrained)
+
 
 def sharding_attrs(
     entry_params: Iterable[Instr], computations: Iterable[Computation]
@@ -172,6 +182,46 @@ def rebuild(value: Value, replaced: dict[SSAValue, SSAValue]) -> Value:
     return replaced.get(value, value)  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
+def leaves(value: Value) -> list[SSAValue]:
+    """The arrays of a value (a tuple's in order; a future's: none)."""
+    if isinstance(value, TupleVal):
+        return [leaf for v in value.items for leaf in leaves(v)]
+    return [value] if isinstance(value, SSAValue) else []
+
+
+def control_predecessors(instr: Instr) -> list[tuple[Attr, str]]:
+    """`control-predecessors={%a, %b}`: each name (with the attribute, for errors)."""
+    a = instr.attrs.get("control-predecessors")
+    if a is None:
+        return []
+    found = re.findall(r"%?([A-Za-z_$][A-Za-z0-9_.$-]*)", a.text.strip().strip("{}"))
+    return [(a, name) for name in found]
+
+
+def keep_order(instr: Instr, value: Value, env: dict[str, Value]) -> None:
+    """`control-predecessors={%a, ..}`: the ops of `value` run after those of %a, ..
+    (`spmd.control_after` naming their `spmd.control_id`), which passes keep."""
+    names: list[str] = []
+    for _, name in control_predecessors(instr):
+        before = [v.owner for v in leaves(env[name]) if isinstance(v.owner, Operation)]
+        for op in before:
+            add_name(op, spmd.CONTROL_ID_ATTR_NAME, name)  # pyright: ignore[reportArgumentType]
+        if before:
+            names.append(name)
+    for v in leaves(value):
+        if isinstance(v.owner, Operation):
+            for name in names:
+                add_name(v.owner, spmd.CONTROL_AFTER_ATTR_NAME, name)
+
+
+def add_name(op: Operation, key: str, name: str) -> None:
+    """Add `name` to the list attribute `key` of `op` (once)."""
+    old = op.attributes.get(key)
+    items = list(old.data) if isinstance(old, ArrayAttr) else []
+    if StringAttr(name) not in items:
+        op.attributes[key] = ArrayAttr([*items, StringAttr(name)])
+
+
 def rank_of(value: SSAValue) -> int:
     ty = value.type
     assert isinstance(ty, TensorType)
@@ -188,6 +238,10 @@ def device_count(s: hs.HloSharding) -> int:
 
 __all__ = [
     "GlobalShardings",
+    "add_name",
+    "control_predecessors",
+    "keep_order",
+    "leaves",
     "device_count",
     "leaf_shapes",
     "rank_of",

@@ -6,6 +6,8 @@ import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from shardc.dialects.spmd import CONTROL_AFTER_ATTR_NAME, CONTROL_ID_ATTR_NAME
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 
@@ -18,15 +20,48 @@ def used_values(op: Operation) -> list[SSAValue]:
     return values
 
 
+def names(op: Operation, key: str) -> list[str]:
+    """The names an op's `spmd.control_id` / `spmd.control_after` attribute lists."""
+    attr = op.attributes.get(key)
+    if not isinstance(attr, ArrayAttr):
+        return []
+    return [a.data for a in attr.data if isinstance(a, StringAttr)]
+
+
+def control_predecessors(block: Block) -> dict[Operation, set[Operation]]:
+    """For each op of `block` with `spmd.control_after`, the ops of `block` it names."""
+    by_name: dict[str, list[Operation]] = {}
+    for op in block.ops:
+        for name in names(op, CONTROL_ID_ATTR_NAME):
+            by_name.setdefault(name, []).append(op)
+    out: dict[Operation, set[Operation]] = {}
+    for op in block.ops:
+        after = names(op, CONTROL_AFTER_ATTR_NAME)
+        if after:
+            out[op] = {p for n in after for p in by_name.get(n, ()) if p is not op}
+    return out
+
+
+def merge_control_attributes(ops: Sequence[Operation], into: Operation) -> None:
+    """An op standing for `ops` (a merge) keeps their control names and predecessors."""
+    for key in (CONTROL_ID_ATTR_NAME, CONTROL_AFTER_ATTR_NAME):
+        merged = list(dict.fromkeys(n for op in ops for n in names(op, key)))
+        if merged:
+            into.attributes[key] = ArrayAttr(StringAttr(n) for n in merged)
+
+
 def block_dependencies(block: Block) -> dict[Operation, set[Operation]]:
-    """For each op of `block`, the ops of `block` whose results it (or its regions) uses."""
+    """For each op of `block`, the ops of `block` whose results it (or its regions) uses,
+    and its control predecessors (`spmd.control_after`)."""
     ops = set(block.ops)
+    control = control_predecessors(block)
     return {
         op: {
             v.owner
             for v in used_values(op)
             if isinstance(v.owner, Operation) and v.owner in ops and v.owner is not op
         }
+        | control.get(op, set())
         for op in block.ops
     }
 

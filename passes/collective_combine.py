@@ -23,7 +23,12 @@ from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
-from shardc.passes.block_order import topological_reorder, used_values
+from shardc.passes.block_order import (
+    control_predecessors,
+    merge_control_attributes,
+    topological_reorder,
+    used_values,
+)
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -130,12 +135,15 @@ def _bits(mask: int) -> Iterator[int]:
 def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operation, int]:
     """For each op, a bit set of the collectives (by `index`) it depends on, transitively."""
     masks: dict[Operation, int] = {}
+    control = control_predecessors(block)
     for op in block.ops:
         mask = 0
         for value in used_values(op):
             owner = value.owner
             if isinstance(owner, Operation) and owner in masks:
                 mask |= masks[owner]
+        for pred in control.get(op, ()):
+            mask |= masks.get(pred, 0)
         if op in index:
             mask |= 1 << index[op]
         masks[op] = mask
@@ -280,6 +288,7 @@ def combine(ops: list[collective.CollectiveOp]) -> Operation:
         attributes=dict(first.attributes),
     )
     combined.location = first.location
+    merge_control_attributes(ops, combined)
     Rewriter.insert_op(combined, InsertPoint.before(first))
     results = iter(zip(combined.results, swaps, strict=False))
     for op in ops:

@@ -362,3 +362,61 @@ ENTRY %main (x: f32[6], y: f32[6], a: s32[6], b: s32[6]) -> (f32[6], f32[6], f32
     for d in range(2):
         for k, w in enumerate(want):
             np.testing.assert_array_equal(outs[d][k], w, err_msg=f"output {k}")
+
+
+CONTROL = """HloModule module, is_scheduled=true, num_partitions=4
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
+ENTRY entry {
+  p0 = f32[8] parameter(0)
+  p1 = f32[8] parameter(1)
+  ar0 = f32[8] all-reduce(p0), replica_groups={{0,1,2,3}}, to_apply=add, channel_id=1, use_global_device_ids=true
+  ar1 = f32[8] all-reduce(p1), replica_groups={{0,1,2,3}}, to_apply=add, channel_id=2, use_global_device_ids=true, control-predecessors={ar0}
+  ROOT t = (f32[8], f32[8]) tuple(ar0, ar1)
+}
+"""
+
+
+def combined_all_reduces(text: str) -> int:
+    from shardc.driver.compiling import compile_module
+    from shardc.interpreter.testing import parse
+
+    program, _ = imported(text)
+    module = parse(program)
+    compile_module(module, "collective-combine{overlap-aware=false}", "c.mlir")
+    return sum(1 for op in module.walk() if op.name == "collective.all_reduce")
+
+
+def test_control_predecessors_are_kept_and_collective_combine_respects_them() -> None:
+    program, _ = imported(CONTROL)
+    assert '{spmd.control_id = ["ar0"]}' in program
+    assert '{spmd.control_after = ["ar0"]}' in program
+    assert combined_all_reduces(CONTROL) == 2  # merging would run ar1 with ar0
+    unordered = CONTROL.replace(", control-predecessors={ar0}", "")
+    assert combined_all_reduces(unordered) == 1
+
+
+def test_control_predecessor_is_converted_first_even_if_written_later() -> None:
+    from shardc.passes.block_order import block_dependencies
+
+    text = CONTROL.replace(
+        "  ar0 = f32[8] all-reduce(p0), replica_groups={{0,1,2,3}}, to_apply=add, channel_id=1, use_global_device_ids=true\n",
+        "",
+    ).replace(
+        "  ROOT t",
+        "  ar0 = f32[8] all-reduce(p0), replica_groups={{0,1,2,3}}, to_apply=add, channel_id=1, use_global_device_ids=true\n  ROOT t",
+    )
+    from shardc.interpreter.testing import parse
+
+    program, _ = imported(text)
+    module = parse(program)
+    block = next(op for op in module.walk() if op.name == "func.func").regions[0].block
+    ops = list(block.ops)
+    assert ops[0].attributes.get("spmd.control_id") is not None
+    deps = block_dependencies(block)
+    assert ops[0] in deps[ops[1]]

@@ -147,3 +147,20 @@ func.func @scatters(%a: tensor<8x4xf32>, %b: tensor<4x8xf32>, %c: tensor<8x8xf32
 // BYDIM-LABEL: func.func @scatters
 // BYDIM:       %sa = collective.reduce_scatter add %a on @mesh["x"], dim = 0
 // BYDIM-NEXT:  %sb, %sc = collective.reduce_scatter add %b, %c on @mesh["x"], dim = 1
+
+// -----
+
+// XLA's control-predecessors (spmd.control_after naming an op's spmd.control_id) order
+// two collectives: they are never merged (the merged op would wait for itself); a third,
+// unordered one joins one of them, and the merged op keeps the names of both.
+spmd.mesh @mesh = <["x"=4]>
+func.func @control(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) attributes {spmd.partitioned} {
+  %ra = collective.all_reduce add %a on @mesh["x"] {spmd.control_id = ["ra"]} : tensor<8xf32>
+  %rb = collective.all_reduce add %b on @mesh["x"] {spmd.control_after = ["ra"]} : tensor<8xf32>
+  %rc = collective.all_reduce add %c on @mesh["x"] {spmd.control_id = ["rc"]} : tensor<8xf32>
+  func.return %ra, %rb, %rc : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @control
+// CHECK:       %ra = collective.all_reduce add %a on @mesh["x"] {spmd.control_id = ["ra"]}
+// CHECK-NEXT:  %rb, %rc = collective.all_reduce add %b, %c on @mesh["x"] {spmd.control_after = ["ra"], spmd.control_id = ["rc"]}
