@@ -77,6 +77,7 @@ from shardc.frontends.hlo_text_global import (
 )
 from shardc.frontends.hlo_text_ops import ARRAY_OPS, LEAVES, TUPLE_OPS, convert_array
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Reader, parser, syntax_error
+from shardc.frontends.hlo_text_shapes import ShapeError, infer_shape
 from shardc.frontends.hlo_text_source import (
     COMMON_ATTRS,
     KNOWN_ATTRS,
@@ -248,6 +249,8 @@ class HloTextImporter:
         arg_attrs: list[dict[str, Attribute]] = []
         for n in range(len(params)):
             p = params[n]
+            if p.shape is None:
+                raise self.error(p.opcode_pos, "parameter needs its shape written", 9)
             leaves = leaf_shapes(p.shape)
             args = [
                 self.block.insert_arg(self.src.tensor_type(s), len(arg_attrs) + k)
@@ -431,6 +434,12 @@ class HloTextImporter:
         op = instr.opcode
         self.stats.ops[op] += 1
         self.at(instr.pos, instr)
+        if instr.shape is None and op != "parameter":
+            try:
+                instr.shape = infer_shape(instr, self.operands(instr, env))
+            except ShapeError as e:
+                raise self.error(instr.opcode_pos, str(e), len(op)) from None
+            self.stats.constructs["inferred result shape"] += 1
         if op in self.structural:
             return self.structural[op](instr, env)
         if op in ASYNC_STARTS:

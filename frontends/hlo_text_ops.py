@@ -207,7 +207,7 @@ def bitcast(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> 
     if src.element_type != ty.element_type:
         raise ValueError(f"bitcast from {src.element_type} to {ty.element_type} is not supported")
     dep = cx.comp.by_name.get(instr.operand_names()[0]) if cx.comp else None
-    src_layout = _layout(dep.shape.layout if dep else None, src.get_num_dims())
+    src_layout = _layout(dep.shape.layout if dep and dep.shape else None, src.get_num_dims())
     dst_layout = _layout(instr.shape.layout, ty.get_num_dims())
     perm_src = list(reversed(src_layout))  # major to minor
     perm_dst = list(reversed(dst_layout))

@@ -63,7 +63,8 @@ class Attr:
 @dataclass
 class Instr:
     name: str
-    shape: Shape
+    shape: Shape | None
+    """None where the text leaves it for the importer to infer (`hlo_text_shapes`)."""
     opcode: str
     operands: list[Attr]
     attrs: dict[str, Attr]
@@ -273,7 +274,7 @@ class Reader:
         opcode_tok = opcode_tree.children[0]
         return Instr(
             name=self.raw(name_tree).lstrip("%"),
-            shape=self.shape(shape_tree),
+            shape=self.shape(shape_tree) if shape_tree is not None else None,
             opcode=str(opcode_tok),
             operands=operands,
             attrs=self.attributes(rest),

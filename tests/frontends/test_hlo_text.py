@@ -420,3 +420,72 @@ def test_control_predecessor_is_converted_first_even_if_written_later() -> None:
     assert ops[0].attributes.get("spmd.control_id") is not None
     deps = block_dependencies(block)
     assert ops[0] in deps[ops[1]]
+
+
+INFERRED = """HloModule module
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = add(x, y)
+}
+
+ENTRY entry {
+  %a = f32[8,16] parameter(0)
+  %b = f32[16,4] parameter(1)
+  %dot = dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %t = tanh(%dot)
+  %zero = f32[] constant(0)
+  %r = reduce(%t, %zero), dimensions={1}, to_apply=add
+  %c = compare(%r, %r), direction=GT
+  %s = slice(%t), slice={[0:8:2], [1:4]}
+  %tr = transpose(%s), dimensions={1,0}
+  %cat = concatenate(%tr, %tr), dimensions={0}
+  %p = pad(%cat, %zero), padding=1_1x0_2_1
+  %sel = select(%c, %r, %r)
+  %tup = tuple(%sel, %p)
+  %g = get-tuple-element(%tup), index=1
+  ROOT %out = tuple(%r, %c, %g)
+}
+"""
+
+WRITTEN = {
+    "%dot = dot": "%dot = f32[8,4] dot",
+    "%t = tanh": "%t = f32[8,4] tanh",
+    "%r = reduce": "%r = f32[8] reduce",
+    "%c = compare": "%c = pred[8] compare",
+    "%s = slice": "%s = f32[4,3] slice",
+    "%tr = transpose": "%tr = f32[3,4] transpose",
+    "%cat = concatenate": "%cat = f32[6,4] concatenate",
+    "%p = pad": "%p = f32[8,9] pad",
+    "%sel = select": "%sel = f32[8] select",
+    "%tup = tuple": "%tup = (f32[8], f32[8,9]) tuple",
+    "%g = get-tuple-element": "%g = f32[8,9] get-tuple-element",
+    "ROOT %out = tuple": "ROOT %out = (f32[8], pred[8], f32[8,9]) tuple",
+    "ROOT s = add": "ROOT s = f32[] add",
+}
+
+
+def test_result_shapes_left_out_are_inferred_as_xla_does() -> None:
+    written = INFERRED
+    for short, full in WRITTEN.items():
+        written = written.replace(short, full)
+    got, stats = imported(INFERRED)
+    want, _ = imported(written)
+    assert stats.constructs["inferred result shape"] == 12
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("  %bad = reshape(%a)", "test.hlo:14:10: error: reshape needs its result shape written"),
+        ("  %bad = parameter(2)", "test.hlo:14:10: error: parameter needs its shape written"),
+    ],
+)
+def test_shapes_that_do_not_follow_from_operands_must_be_written(line: str, message: str) -> None:
+    text = INFERRED.replace("  %t = tanh(%dot)\n", f"  %t = tanh(%dot)\n{line}\n")
+    text = text.replace("ROOT %out = tuple(%r, %c, %g)", "ROOT %out = tuple(%r, %c, %g, %bad)")
+    with pytest.raises(DiagnosticError) as info:
+        import_hlo_text(text, "test.hlo")
+    assert message in str(info.value)
