@@ -75,7 +75,13 @@ from shardc.frontends.hlo_text_global import (
     sharding_attrs,
     tuple_of,
 )
-from shardc.frontends.hlo_text_ops import ARRAY_OPS, LEAVES, TUPLE_OPS, convert_array
+from shardc.frontends.hlo_text_ops import (
+    ARRAY_OPS,
+    LEAVES,
+    TUPLE_OPS,
+    convert_array,
+    custom_top_k,
+)
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Reader, parser, syntax_error
 from shardc.frontends.hlo_text_shapes import ShapeError, infer_shape
 from shardc.frontends.hlo_text_source import (
@@ -484,8 +490,16 @@ class HloTextImporter:
         return v.values[0]
 
     def custom_call(self, instr: Instr, env: Env) -> Value:
+        """`custom-call`: XLA's CPU `TopK` (what `lax.top_k` compiles to) as hlo.top_k;
+        any other target is an error naming it."""
         target = instr.attrs.get("custom_call_target")
         name = target.text.strip('"') if target else "?"
+        if name == "TopK":
+            self.src.comp = None
+            try:
+                return custom_top_k(self.src, instr, self.arrays(instr, env))
+            except ValueError as e:
+                raise self.error(instr.pos, str(e)) from None
         raise self.error(
             instr.opcode_pos, f'custom-call to "{name}" is not supported', len(instr.opcode)
         )

@@ -412,4 +412,46 @@ def topk(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | TupleVal
     return TupleVal(list(op.results))
 
 
+def _parameters_used(comp: Computation, name: str, cx: HloSource) -> set[int]:
+    """The parameter numbers an instruction of `comp` depends on."""
+    seen: set[str] = set()
+    stack, found = [name], set()
+    while stack:
+        i = comp.by_name.get(stack.pop())
+        if i is None or i.name in seen:
+            continue
+        seen.add(i.name)
+        if i.opcode == "parameter":
+            found.add(cx.parameter_number(i))
+        stack.extend(i.operand_names())
+    return found
+
+
+def custom_top_k(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | TupleVal:
+    """`custom-call(x), custom_call_target="TopK", called_computations={%greater}`: the
+    (values, indices) of the k largest along the last dimension, k from the result shape.
+    The comparator must compare GT a function of parameter 0 with the same of parameter 1
+    (directly, or XLA's total-order form through bitcasts and sign flips)."""
+    comp = cx.called(instr, "called_computations")
+    root = comp.root
+    direction = root.attrs.get("direction")
+    sides = [_parameters_used(comp, n, cx) for n in root.operand_names()]
+    if (
+        root.opcode != "compare"
+        or direction is None
+        or direction.text.strip() != "GT"
+        or sides != [{0}, {1}]
+    ):
+        raise ValueError(
+            f"custom-call TopK with comparator {comp.name}: shardc takes the largest "
+            "(compare GT of parameter 0 against parameter 1)"
+        )
+    shape = instr.shape
+    if len(xs) != 1 or shape is None or not shape.is_tuple() or len(shape.elements) != 2:
+        raise ValueError("custom-call TopK takes one operand and gives (values, indices)")
+    cx.stats.constructs["custom-call TopK"] += 1
+    op = cx.emit.add(hlo.TopKOp(xs[0], shape.elements[0].dims[-1]))
+    return TupleVal(list(op.results))
+
+
 TUPLE_OPS: dict[str, TupleConverter] = {"sort": sort, "topk": topk}

@@ -108,7 +108,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "fusion": frozenset({"kind", "calls"}),
     "call": frozenset({"to_apply"}),
     "async-start": frozenset({"calls"}),
-    "custom-call": frozenset({"custom_call_target"}),
+    "custom-call": frozenset({"custom_call_target", "called_computations", "api_version"}),
     "collective-permute": frozenset({"channel_id", "source_target_pairs"}),
     "collective-permute-start": frozenset({"channel_id", "source_target_pairs"}),
 }

@@ -438,6 +438,8 @@ def _parse_simple(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
         return _finish(cls, parser, operands, pos, inputs, outs, attributes=attrs)
     if cls.RESULTS == 0:
         return _finish(cls, parser, operands, pos, types, [], attributes=attrs)
+    if cls.name == "stablehlo.optimization_barrier" and len(types) == n:  # one per operand
+        return _finish(cls, parser, operands, pos, types, types, attributes=attrs)
     if len(types) == 2 and n == 3:  # select: pred type, value type
         inputs = [types[0], types[1], types[1]]
         return _finish(cls, parser, operands, pos, inputs, [types[1]], attributes=attrs)

@@ -71,6 +71,9 @@ class Program:
     """Also export the generic op form and the form with debug locations."""
     seed: int = 0
     args: list[np.ndarray] = field(default_factory=list)
+    dtypes: list[Any] | None = None
+    """Argument element types (default f32); integer ones are drawn in [0, `high`)."""
+    high: int = 64
 
 
 # The programs ------------------------------------------------------------------------------
@@ -314,6 +317,217 @@ PROGRAMS = [
 ]
 
 
+# Programs of issue 13: what real models bring (scan, gather, conv, top_k, int8, remat, ...)
+
+
+def scan_mlp(x: Any, ws: Any) -> Any:
+    """A stack of layers applied with lax.scan (a while loop over the layer index)."""
+
+    def layer(h: Any, w: Any) -> tuple[Any, None]:
+        return jnp.tanh(h @ w), None
+
+    h, _ = jax.lax.scan(layer, x, ws)
+    return h
+
+
+def _embed_loss(table: Any, w: Any, ids: Any, labels: Any) -> Any:
+    logits = table[ids] @ w
+    logp = jax.nn.log_softmax(logits)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+
+
+def embed_xent_step(table: Any, w: Any, ids: Any, labels: Any) -> Any:
+    """Embedding lookup (gather), softmax cross-entropy, its gradient (scatter-add), SGD."""
+    loss, (gt, gw) = jax.value_and_grad(_embed_loss, argnums=(0, 1))(table, w, ids, labels)
+    return loss, table - 0.1 * gt, w - 0.1 * gw
+
+
+def conv_net(x: Any, k1: Any, k2: Any) -> Any:
+    """Two convolutions (NHWC), relu, 2x2 max pooling, spatial mean."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    y = jax.lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=dn)
+    y = jax.nn.relu(y)
+    y = jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    y = jax.lax.conv_general_dilated(y, k2, (1, 1), "VALID", dimension_numbers=dn)
+    return jnp.mean(y, axis=(1, 2))
+
+
+EXPERTS = 8
+
+
+def moe_top2(x: Any, wr: Any, we: Any) -> Any:
+    """Top-2 routing (auto-sharded), experts behind an all_to_all inside shard_map."""
+    vals, idx = jax.lax.top_k(x @ wr, 2)
+    gates = jax.nn.softmax(vals)
+    dispatch = jnp.einsum("tke,tk->te", jax.nn.one_hot(idx, EXPERTS), gates)
+
+    def body(xl: Any, dl: Any, wl: Any) -> Any:
+        xe = jnp.einsum("td,te->etd", xl, dl)
+        xe = jax.lax.all_to_all(xe, "x", 0, 1, tiled=True)
+        ye = jnp.einsum("etd,edf->etf", xe, wl)
+        ye = jax.lax.all_to_all(ye, "x", 1, 0, tiled=True)
+        return ye.sum(0)
+
+    return jax.shard_map(body, mesh=RING, in_specs=(P("x"), P("x"), P("x")), out_specs=P("x"))(
+        x, dispatch, we
+    )
+
+
+def dropout(x: Any, key: Any) -> Any:
+    """jax.random.bernoulli: threefry's shifts, xors and adds on ui32."""
+    keep = jax.random.bernoulli(jax.random.wrap_key_data(key), 0.9, x.shape)
+    return jnp.where(keep, x / 0.9, 0.0)
+
+
+def int8_matmul(a: Any, b: Any) -> Any:
+    return jax.lax.dot(a, b, preferred_element_type=jnp.int32)
+
+
+def remat_mlp(x: Any, w1: Any, w2: Any) -> Any:
+    """The gradient through jax.checkpoint (an optimization_barrier of its residuals)."""
+    f = jax.checkpoint(lambda a: jnp.tanh(a @ w1) @ w2)
+    return jax.grad(lambda a: jnp.sum(f(a) ** 2))(x)
+
+
+def mixed_auto_shard_map(x: Any, w: Any) -> Any:
+    """Auto-sharded code, a shard_map ring step with axis_index, auto code again."""
+    h = jnp.tanh(x @ w)
+
+    def body(a: Any) -> Any:
+        right = jax.lax.ppermute(a, "x", [(i, (i + 1) % 8) for i in range(8)])
+        return a + right * jax.lax.axis_index("x").astype(a.dtype)
+
+    h = jax.shard_map(body, mesh=RING, in_specs=P("x"), out_specs=P("x"))(h)
+    return jnp.sum(h * h, axis=0)
+
+
+def uneven(x: Any, w: Any) -> Any:
+    """An intermediate split 4 ways along a dimension of 10 (JAX pads the last shards)."""
+    h = jax.lax.with_sharding_constraint(x @ w, ns(MESH_2x4, None, "model"))
+    return jnp.sum(jax.nn.relu(h), axis=1)
+
+
+def everyday(x: Any) -> Any:
+    """argmax (a two-operand reduce), cumsum (reduce_window), sort."""
+    return jnp.argmax(x, axis=-1), jnp.cumsum(x, axis=0), jnp.sort(x, axis=-1)
+
+
+PROGRAMS += [
+    Program(
+        "scan_mlp",
+        "lax.scan over 4 layers (a while loop), batch on data, weights on model",
+        scan_mlp,
+        [(16, 32), (4, 32, 32)],
+        [ns(MESH_2x4, "data"), ns(MESH_2x4, None, None, "model")],
+        ns(MESH_2x4, "data"),
+        MESH_2x4,
+    ),
+    Program(
+        "embed_xent_step",
+        "embedding (vocabulary on model) + softmax cross-entropy + SGD step",
+        embed_xent_step,
+        [(64, 16), (16, 64), (8, 4), (8, 4)],
+        [
+            ns(MESH_2x4, "model"),
+            ns(MESH_2x4, None, "model"),
+            ns(MESH_2x4, "data"),
+            ns(MESH_2x4, "data"),
+        ],
+        (ns(MESH_2x4), ns(MESH_2x4, "model"), ns(MESH_2x4, None, "model")),
+        MESH_2x4,
+        dtypes=[np.float32, np.float32, np.int32, np.int32],
+    ),
+    Program(
+        "conv_net",
+        "two convolutions, relu, max pooling (batch on data, output features on model)",
+        conv_net,
+        [(8, 8, 8, 4), (3, 3, 4, 8), (3, 3, 8, 8)],
+        [ns(MESH_2x4, "data"), ns(MESH_2x4, None, None, None, "model"), ns(MESH_2x4)],
+        ns(MESH_2x4, "data"),
+        MESH_2x4,
+    ),
+    Program(
+        "moe_top2",
+        "top-2 routing + experts behind all_to_all in shard_map",
+        moe_top2,
+        [(32, 16), (16, EXPERTS), (EXPERTS, 16, 16)],
+        [ns(RING, "x"), ns(RING), ns(RING, "x")],
+        ns(RING, "x"),
+        RING,
+    ),
+    Program(
+        "dropout",
+        "jax.random.bernoulli dropout (threefry on ui32)",
+        dropout,
+        [(16, 32), (2,)],
+        [ns(MESH_2x4, "data", "model"), ns(MESH_2x4)],
+        ns(MESH_2x4, "data", "model"),
+        MESH_2x4,
+        dtypes=[np.float32, np.uint32],
+        high=2**31,
+    ),
+    Program(
+        "int8_matmul",
+        "int8 x int8 -> int32 matmul",
+        int8_matmul,
+        [(16, 32), (32, 16)],
+        [ns(MESH_2x4, "data"), ns(MESH_2x4, None, "model")],
+        ns(MESH_2x4, "data", "model"),
+        MESH_2x4,
+        dtypes=[np.int8, np.int8],
+        high=100,
+    ),
+    Program(
+        "remat_mlp",
+        "gradient through jax.checkpoint (optimization_barrier)",
+        remat_mlp,
+        [(16, 32), (32, 64), (64, 32)],
+        [ns(MESH_2x4, "data"), ns(MESH_2x4, None, "model"), ns(MESH_2x4, "model")],
+        ns(MESH_2x4, "data"),
+        MESH_2x4,
+    ),
+    Program(
+        "mixed_auto_shard_map",
+        "auto-sharded matmul, a shard_map ring step with axis_index, auto reduction",
+        mixed_auto_shard_map,
+        [(16, 32), (32, 32)],
+        [ns(RING, "x"), ns(RING)],
+        ns(RING),
+        RING,
+    ),
+    Program(
+        "uneven",
+        "an intermediate split 4 ways along 10 (padded shards)",
+        uneven,
+        [(8, 16), (16, 10)],
+        [ns(MESH_2x4, "data"), ns(MESH_2x4)],
+        ns(MESH_2x4, "data"),
+        MESH_2x4,
+    ),
+    Program(
+        "everyday",
+        "argmax, cumsum and sort of a 2-D split array",
+        everyday,
+        [(16, 32)],
+        [ns(MESH_2x4, "data", "model")],
+        (ns(MESH_2x4, "data"), ns(MESH_2x4, "data", "model"), ns(MESH_2x4, "data", "model")),
+        MESH_2x4,
+    ),
+]
+
+
+def make_args(program: Program, rng: np.random.Generator) -> list[np.ndarray]:
+    """The program's inputs: normal f32, or integers in [0, high) of their dtype."""
+    dtypes = program.dtypes or [np.float32] * len(program.shapes)
+    out = []
+    for shape, dtype in zip(program.shapes, dtypes, strict=True):
+        if np.issubdtype(dtype, np.integer):
+            out.append(rng.integers(0, program.high, shape).astype(dtype))
+        else:
+            out.append(rng.standard_normal(shape).astype(dtype))
+    return out
+
+
 def hlo_sharding_str(sharding: Any, ndim: int) -> str:
     return str(sharding._to_xla_hlo_sharding(ndim))
 
@@ -325,7 +539,7 @@ def flat_outputs(out: Any) -> list[np.ndarray]:
 
 def export(program: Program, out_dir: Path) -> dict[str, Any]:
     rng = np.random.default_rng(1000 + program.seed)
-    args = [rng.standard_normal(s).astype(np.float32) for s in program.shapes]
+    args = make_args(program, rng)
     jitted = jax.jit(
         program.fn, in_shardings=program.in_shardings, out_shardings=program.out_shardings
     )

@@ -177,3 +177,48 @@ def test_jax_custom_call_mhlo_topk_imports_as_top_k() -> None:
     smallest = MHLO_TOPK.replace("{k = 2 : i64}", "{k = 2 : i64, largest = false}")
     with pytest.raises(DiagnosticError, match="largest = false is not supported"):
         import_stablehlo(smallest, "tk.mlir")
+
+
+XLA_CPU_TOPK = """HloModule m, is_scheduled=true
+
+%greater (p.0.lhs: f32[], p.0.rhs: f32[], p.1.lhs: s32[], p.1.rhs: s32[]) -> pred[] {
+  %p.0.lhs = f32[] parameter(0)
+  %p.0.rhs = f32[] parameter(1)
+  %p.1.lhs = s32[] parameter(2)
+  %p.1.rhs = s32[] parameter(3)
+  %zero = s32[] constant(0)
+  %max = s32[] constant(2147483647)
+  %bl = s32[] bitcast(%p.0.lhs)
+  %br = s32[] bitcast(%p.0.rhs)
+  %xl = s32[] xor(%max, %bl)
+  %nl = pred[] compare(%bl, %zero), direction=LT
+  %xr = s32[] xor(%max, %br)
+  %nr = pred[] compare(%br, %zero), direction=LT
+  %sl = s32[] select(%nl, %xl, %bl)
+  %sr = s32[] select(%nr, %xr, %br)
+  ROOT %gt = pred[] compare(%sl, %sr), direction=GT
+}
+
+ENTRY %main (x: f32[3,5]) -> (f32[3,2], s32[3,2]) {
+  %x = f32[3,5]{1,0} parameter(0)
+  ROOT %topk = (f32[3,2]{1,0}, s32[3,2]{1,0}) custom-call(%x), custom_call_target="TopK", called_computations={%greater}
+}
+"""
+
+
+def test_xla_cpu_custom_call_topk_with_the_total_order_comparator() -> None:
+    # what XLA's CPU compiler makes of lax.top_k (seen in the corpus's MoE program)
+    result = import_hlo_text(XLA_CPU_TOPK, "t.hlo")
+    assert result.stats.constructs["custom-call TopK"] == 1
+    got_values, got_indices = run_per_device(str(result.module), [[X]])[0]
+    values, indices = top_k(X, 2)
+    assert got_values.tobytes() == values.tobytes()
+    np.testing.assert_array_equal(got_indices, indices)
+
+
+def test_custom_call_topk_of_another_comparator_is_refused() -> None:
+    text = XLA_CPU_TOPK.replace(
+        "compare(%sl, %sr), direction=GT", "compare(%sr, %sl), direction=GT"
+    )
+    with pytest.raises(DiagnosticError, match="custom-call TopK with comparator greater"):
+        import_hlo_text(text, "t.hlo")

@@ -489,3 +489,20 @@ def test_elementwise_ops_of_issue_13_import_as_one_hlo_op_each() -> None:
     np.testing.assert_array_equal(out["out_9"], [bin(int(v)).count("1") for v in ua])
     np.testing.assert_array_equal(out["out_10"], [32 - int(v).bit_length() for v in ua])
     assert not np.any(out["out_11"].astype(np.float32))  # x rem x = +-0
+
+
+def test_multi_operand_optimization_barrier_pretty_form() -> None:
+    # jax.checkpoint's residuals: one type per operand, the results alike
+    text = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x3xf32>) -> (tensor<4xf32>, tensor<2x3xf32>) {
+    %0:2 = stablehlo.optimization_barrier %arg0, %arg1 : tensor<4xf32>, tensor<2x3xf32>
+    %1 = stablehlo.negate %0#1 : tensor<2x3xf32>
+    return %0#0, %1 : tensor<4xf32>, tensor<2x3xf32>
+  }
+}
+"""
+    program = imported(text)
+    x, y = np.arange(4, dtype=np.float32), np.ones((2, 3), np.float32)
+    out = run_global(program, {"in_0": x, "in_1": y})
+    np.testing.assert_array_equal(out["out_0"], x)
+    np.testing.assert_array_equal(out["out_1"], -y)
