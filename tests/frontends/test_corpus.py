@@ -230,3 +230,30 @@ def test_corpus_covers_the_issue() -> None:
 def test_corpus_is_small() -> None:
     total = sum(f.stat().st_size for f in CORPUS.iterdir())
     assert total < 2 * 1024 * 1024, f"the corpus is {total} bytes"
+
+
+@pytest.mark.parametrize("name", list(MANIFEST))
+def test_no_more_collectives_of_any_kind_than_xla(name: str) -> None:
+    """Issue 13: partitioning each corpus program's StableHLO inserts, kind by kind, no more
+    collectives than XLA's compiled program (its per-device HLO, from the same jit) holds;
+    bench/partition_quality.py prints the census side by side."""
+    from shardc.passes.collective_stats import KINDS, CollectiveStats
+    from shardc.passes.spmd_pipeline import SpmdPipelinePass
+
+    meta = MANIFEST[name]
+    files = meta["files"]
+    theirs = CollectiveStats.of(
+        import_hlo_text((CORPUS / files["hlo"]).read_text(), files["hlo"]).module
+    )
+    module = import_stablehlo((CORPUS / files["stablehlo"]).read_text(), name).module
+    passes = SpmdPipelinePass().partitioning_passes()
+    for p in passes[:-1]:  # XLA's combiner policy for the last (as the bench does)
+        p.apply(CTX, module)
+    from shardc.passes.collective_combine import CollectiveCombinePass
+
+    CollectiveCombinePass(overlap_aware=False).apply(CTX, module)
+    mine = CollectiveStats.of(module)
+    worse = {
+        k: (mine.counts[k], theirs.counts[k]) for k in KINDS if mine.counts[k] > theirs.counts[k]
+    }
+    assert not worse, f"{name}: (shardc, XLA) collectives {worse}"
