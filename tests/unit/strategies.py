@@ -85,6 +85,15 @@ ELEMENTWISE_13_UNARY: dict[str, tuple[str, ...]] = {
     "tan": FLOAT_TYPES,
     "popcnt": INT_TYPES,
     "count_leading_zeros": INT_TYPES,
+    "erf_inv": FLOAT_TYPES,
+    "asin": FLOAT_TYPES,
+    "acos": FLOAT_TYPES,
+    "atan": FLOAT_TYPES,
+    "asinh": FLOAT_TYPES,
+    "acosh": FLOAT_TYPES,
+    "atanh": FLOAT_TYPES,
+    "lgamma": FLOAT_TYPES,
+    "digamma": FLOAT_TYPES,
 }
 """The element-wise ops of issue 13 (`op_elementwise_13`, with clamp and is_finite)."""
 COMPARISONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
