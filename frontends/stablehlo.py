@@ -89,7 +89,7 @@ from shardc.frontends.locations import (
 )
 from shardc.frontends.stablehlo_collectives import COLLECTIVES
 from shardc.frontends.stablehlo_dialect import SdyShardingPerValueAttr, make_import_context
-from shardc.frontends.stablehlo_manual import ManualImporter
+from shardc.frontends.stablehlo_manual import ManualImporter, manual_computation, moves_values_only
 from shardc.frontends.stablehlo_ops import OPS, OpContext
 from shardc.frontends.stablehlo_shardings import SOURCE_FORMATS, ShardingConverter
 from shardc.frontends.stablehlo_source import (
@@ -161,7 +161,8 @@ class StablehloImporter:
             or (op.name == "stablehlo.custom_call" and call_target(op) == "SPMDFullToShardShape")
             for op in self.src.walk()
         )
-        if manual:
+        sdy_manual = any(op.name == "sdy.manual_computation" for op in self.src.walk())
+        if manual and not (sdy_manual and not moves_values_only(main.body.block, self.functions)):
             importer = ManualImporter(self.cx, self.errors, self, self.block)
             results, arg_attrs, res_attrs = importer.convert_main(main)
             function = self.finish_main(main, results, arg_attrs, res_attrs)
@@ -295,6 +296,9 @@ class StablehloImporter:
         self.stats.ops[name] += 1
         self.at(op)
         self.errors.check_attrs(op)
+        if name == "sdy.manual_computation" and not local:
+            operands = [env[v] for v in op.operands]
+            return manual_computation(self.cx, self.errors, self, op, operands)
         if name == "func.call":
             self.stats.constructs["func.call (inlined)"] += 1
             callee = self.callee(op)

@@ -498,3 +498,16 @@ def _one_op(cls: type[hlo.HloOp]) -> Converter:
 
 for _name, _cls in ELEMENTWISE_13.items():
     OPS[_name] = _one_op(_cls)
+
+
+# Device ids (issue 13) ------------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.partition_id")
+def partition_id(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.value(hlo.PartitionIdOp(op.results[0].type))]
+
+
+@OPS.converts("stablehlo.replica_id")
+def replica_id(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    return [cx.emit.value(hlo.ReplicaIdOp(op.results[0].type))]
