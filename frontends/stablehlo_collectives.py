@@ -19,7 +19,7 @@ from shardc.frontends.common import ConverterTable, pairs_on_mesh, shift_of
 from shardc.frontends.stablehlo_dialect import KeyValueAttr
 from shardc.frontends.stablehlo_ops import Converter, OpContext, reducer_kind
 from shardc.frontends.stablehlo_source import get_attr, matrix, one_int, require
-from xdsl.dialects.builtin import ArrayAttr, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, SymbolRefAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 COLLECTIVES: ConverterTable[Converter] = ConverterTable()
@@ -64,7 +64,8 @@ def _one_op(
 @COLLECTIVES.converts("stablehlo.all_reduce")
 def all_reduce(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     groups = groups_of(cx, op, True)
-    kind = reducer_kind(op, len(xs), xs[0].type.element_type)  # pyright: ignore
+    # (a variadic all_reduce applies its one two-argument region to every operand)
+    kind = reducer_kind(op, 1, xs[0].type.element_type)  # pyright: ignore
     props = {"kind": StringAttr(kind), **cx.emit.group_props(groups)}
     return _one_op(cx, op, xs, collective.AllReduceOp, props)
 
@@ -144,3 +145,30 @@ def permute(cx: OpContext, x: SSAValue, pairs: list[tuple[int, int]]) -> SSAValu
         props["pairs"] = ArrayAttr(i64_array(list(p)) for p in rank_pairs)
     cx.stats.constructs["collective_permute as " + ("shift" if k is not None else "pairs")] += 1
     return cx.emit.collective(collective.PermuteOp, [x], [x.type], props).results[0]
+
+
+@COLLECTIVES.converts("stablehlo.collective_broadcast")
+def collective_broadcast(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    """
+    Every device gets the value of the first device of its group (StableHLO's source):
+    an all_gather over the groups in their order (the source is rank 0) and block 0 of
+    it, exact for every type (a masked all_reduce would turn -0.0 into +0.0).
+    """
+    e = cx.emit
+    groups = groups_of(cx, op, False)
+    x = xs[0]
+    ty = x.type
+    assert isinstance(ty, TensorType)
+    shape = list(ty.get_shape())
+    size = len(groups[0])
+    cx.stats.constructs["collective_broadcast as all_gather + slice"] += 1
+    if size == 1:
+        return [x]
+    one = e.reshape(x, TensorType(ty.element_type, [1, *shape]))
+    props = {"dim": i64_attr(0), **e.group_props(groups)}
+    gathered = TensorType(ty.element_type, [size, *shape])
+    (all_,) = e.collective(collective.AllGatherOp, [one], [gathered], props).results
+    first = e.slice(all_, [0] * (len(shape) + 1), [1, *shape])
+    return [e.reshape(first, ty)]

@@ -87,6 +87,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "func.call": frozenset({"callee", "arg_attrs", "res_attrs", "no_inline"}),
 }
 """The attributes each op may carry; any other is an error naming it."""
+KNOWN_ATTRS["stablehlo.collective_broadcast"] = frozenset({"replica_groups", "channel_handle"})
 
 
 # Attribute readers -------------------------------------------------------------------------

@@ -415,3 +415,19 @@ func.func @sort_top_k(%a: tensor<4x3xf32>, %i: tensor<4x3xi32>, %h: tensor<5xbf1
 
 // CHECK-GENERIC: %srt, %perm = "hlo.sort"(%a, %i) <{dimension = 0 : i64, comparator = "LT", is_stable}> : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
 // CHECK-GENERIC: %top, %idx = "hlo.top_k"(%a) <{k = 2 : i64}> : (tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<4x2xi32>)
+
+// -----
+
+// partition_id and replica_id (StableHLO's result is tensor<ui32>; any rank-0 integer here).
+func.func @device_ids() -> (tensor<i32>, tensor<i64>) {
+  %p = hlo.partition_id : tensor<i32>
+  %r = hlo.replica_id {tag = 1 : i64} : tensor<i64>
+  func.return %p, %r : tensor<i32>, tensor<i64>
+}
+
+// CHECK:      func.func @device_ids() -> (tensor<i32>, tensor<i64>) {
+// CHECK-NEXT:   %p = hlo.partition_id : tensor<i32>
+// CHECK-NEXT:   %r = hlo.replica_id {tag = 1 : i64} : tensor<i64>
+
+// CHECK-GENERIC: %p = "hlo.partition_id"() : () -> tensor<i32>
+// CHECK-GENERIC: %r = "hlo.replica_id"() {tag = 1 : i64} : () -> tensor<i64>
