@@ -62,6 +62,13 @@ outside is an error naming it (it would need shardc to partition a mixed program
 Manual axes must be all mesh axes, or the others must appear in no in/out sharding (the
 body is then replicated over them).
 
+**shard_map inside auto-sharded code (level G).** When other ops run outside an
+`sdy.manual_computation` (an auto-sharded matmul before a shard_map, say), the function
+stays level G and each manual computation becomes `spmd.manual_computation` (in/out
+shardings, manual axes, its body converted as per-device code), which `spmd-propagate` and
+`spmd-partition` handle (`stablehlo_manual.manual_computation`). GSPMD's custom-call form
+keeps the level-S import only.
+
 Replica groups follow XLA's group modes (`channel_handle` and `use_global_device_ids`,
 see `hlo_sharding.participating_groups`) with `mhlo.num_replicas` x
 `mhlo.num_partitions` devices.

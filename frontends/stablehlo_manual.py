@@ -8,6 +8,10 @@ every device and how it is split, fixed for an argument by the first manual comp
 that takes it. The manual bodies are converted op by op by the driver (`OpConversion`),
 on local values; `sdy.manual_computation` and GSPMD's `custom_call @Sharding` /
 `@SPMDFullToShardShape` / `@SPMDShardToFullShape` mark where values enter and leave.
+
+A function whose shard_maps sit among auto-sharded ops (`moves_values_only` is false) is
+imported at level G instead, each `sdy.manual_computation` as an `spmd.manual_computation`
+(`manual_computation` at the end of this module).
 """
 
 from __future__ import annotations
