@@ -303,7 +303,9 @@ class StablehloImporter:
         self.stats.ops[name] += 1
         self.at(op)
         self.errors.check_attrs(op)
-        if name == "sdy.manual_computation" and not local:
+        if name == "sdy.manual_computation":
+            if local:
+                raise self.error(op, "a shard_map nested in a manual computation is not supported")
             operands = [env[v] for v in op.operands]
             return manual_computation(self.cx, self.errors, self, op, operands)
         if name == "func.call":
