@@ -63,7 +63,8 @@ Manual axes must be all mesh axes, or the others must appear in no in/out shardi
 body is then replicated over them).
 
 **shard_map inside auto-sharded code (level G).** When other ops run outside an
-`sdy.manual_computation` (an auto-sharded matmul before a shard_map, say), the function
+`sdy.manual_computation` (an auto-sharded matmul before a shard_map, say), or the level-S
+import above refuses the program (a value it would have to reshard), the function
 stays level G and each manual computation becomes `spmd.manual_computation` (in/out
 shardings, manual axes, its body converted as per-device code), which `spmd-propagate` and
 `spmd-partition` handle (`stablehlo_manual.manual_computation`). GSPMD's custom-call form
@@ -122,8 +123,11 @@ class StablehloImporter:
         module: ModuleOp,
         text: SourceText,
         origins: JaxLocations | None = None,
+        manual_level_g: bool = False,
     ):
         self.src = module
+        self.manual_level_g = manual_level_g
+        """Import every sdy.manual_computation at level G (else only where needed)."""
         self.text = text
         """The text `module` was parsed from (its ops' offsets, for JAX's locations)."""
         self.filename = text.name
@@ -169,7 +173,10 @@ class StablehloImporter:
             for op in self.src.walk()
         )
         sdy_manual = any(op.name == "sdy.manual_computation" for op in self.src.walk())
-        if manual and not (sdy_manual and not moves_values_only(main.body.block, self.functions)):
+        level_g = sdy_manual and (
+            self.manual_level_g or not moves_values_only(main.body.block, self.functions)
+        )
+        if manual and not level_g:
             importer = ManualImporter(self.cx, self.errors, self, self.block)
             results, arg_attrs, res_attrs = importer.convert_main(main)
             function = self.finish_main(main, results, arg_attrs, res_attrs)
@@ -376,7 +383,20 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     except DiagnosticError as e:
         raise DiagnosticError(_reword(str(e))) from None
     source = SourceText(filename, scanned.text)
-    return StablehloImporter(module, source, JaxLocations(scanned)).run()
+    try:
+        return StablehloImporter(module, source, JaxLocations(scanned)).run()
+    except DiagnosticError:
+        if not any(op.name == "sdy.manual_computation" for op in module.walk()):
+            raise
+        # The exact level-S import of shard_maps refused (a value it would have to
+        # reshard, say): import at level G, where spmd-partition reshards; if that fails
+        # too, the level-S error stands.
+        retry = StablehloImporter(module, source, JaxLocations(scanned), manual_level_g=True)
+        try:
+            return retry.run()
+        except DiagnosticError:
+            pass
+        raise
 
 
 _NOT_REGISTERED_OP = re.compile(

@@ -14,12 +14,13 @@ import math
 
 from shardc.dialects import collective
 from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.frontends import expansions
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import ConverterTable, pairs_on_mesh, shift_of
 from shardc.frontends.stablehlo_dialect import KeyValueAttr
 from shardc.frontends.stablehlo_ops import Converter, OpContext, reducer_kind
 from shardc.frontends.stablehlo_source import get_attr, matrix, one_int, require
-from xdsl.dialects.builtin import ArrayAttr, StringAttr, SymbolRefAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 COLLECTIVES: ConverterTable[Converter] = ConverterTable()
@@ -151,24 +152,7 @@ def permute(cx: OpContext, x: SSAValue, pairs: list[tuple[int, int]]) -> SSAValu
 def collective_broadcast(
     cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
 ) -> list[SSAValue]:
-    """
-    Every device gets the value of the first device of its group (StableHLO's source):
-    an all_gather over the groups in their order (the source is rank 0) and block 0 of
-    it, exact for every type (a masked all_reduce would turn -0.0 into +0.0).
-    """
-    e = cx.emit
+    """The first device of each group to the others (`expansions.collective_broadcast`)."""
     groups = groups_of(cx, op, False)
-    x = xs[0]
-    ty = x.type
-    assert isinstance(ty, TensorType)
-    shape = list(ty.get_shape())
-    size = len(groups[0])
     cx.stats.constructs["collective_broadcast as all_gather + slice"] += 1
-    if size == 1:
-        return [x]
-    one = e.reshape(x, TensorType(ty.element_type, [1, *shape]))
-    props = {"dim": i64_attr(0), **e.group_props(groups)}
-    gathered = TensorType(ty.element_type, [size, *shape])
-    (all_,) = e.collective(collective.AllGatherOp, [one], [gathered], props).results
-    first = e.slice(all_, [0] * (len(shape) + 1), [1, *shape])
-    return [e.reshape(first, ty)]
+    return [expansions.collective_broadcast(cx.emit, xs[0], groups)]

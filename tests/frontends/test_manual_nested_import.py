@@ -146,3 +146,54 @@ def test_replica_id_imports():
     assert "hlo.replica_id" in str(result.module) and "hlo.partition_id" in str(result.module)
     out = io.run_module(result.module, {})
     assert out["out_0"] == 0 and out["out_1"] == 0
+
+
+def test_hlo_text_collective_broadcast() -> None:
+    from shardc.frontends.hlo_text import import_hlo_text
+    from shardc.interpreter.testing import run_per_device
+
+    text = """HloModule bcast, num_partitions=4
+
+ENTRY %main (p: f32[2,3]) -> f32[2,3] {
+  %p = f32[2,3]{1,0} parameter(0)
+  ROOT %b = f32[2,3]{1,0} collective-broadcast(%p), channel_id=1, replica_groups={{2,1},{0,3}}
+}
+"""
+    result = import_hlo_text(text, "bcast.hlo")
+    assert "collective.all_gather" in str(result.module)
+    xs = [np.full((2, 3), d + 0.5, np.float32) for d in range(4)]
+    xs[2][0, 0] = -0.0
+    out = run_per_device(str(result.module), [[x] for x in xs])
+    for d, src in ((0, 0), (1, 2), (2, 2), (3, 0)):
+        np.testing.assert_array_equal(out[d][0], xs[src])
+    assert np.signbit(out[1][0][0, 0])
+
+
+def test_device_ids_with_replicas_and_partitions() -> None:
+    """Device d of 2 replicas x 2 partitions is replica d // 2, partition d % 2."""
+    text = """module @m attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 2 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>) {
+    %0 = stablehlo.negate %arg0 : tensor<4xi32>
+    %1:2 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>, <@mesh, [{"x"}]>] manual_axes={"x"} (%arg1: tensor<1xi32>) {
+      %p = stablehlo.partition_id : tensor<i32>
+      %r = stablehlo.replica_id : tensor<i32>
+      %pb = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<i32>) -> tensor<1xi32>
+      %rb = stablehlo.broadcast_in_dim %r, dims = [] : (tensor<i32>) -> tensor<1xi32>
+      %a = stablehlo.add %arg1, %pb : tensor<1xi32>
+      sdy.return %a, %rb : tensor<1xi32>, tensor<1xi32>
+    } : (tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>)
+    return %1#0, %1#1 : tensor<4xi32>, tensor<4xi32>
+  }
+}"""
+    result = import_stablehlo(text, "ids.mlir")
+    assert result.stats.level == "G"
+    x = np.array([10, 20, 30, 40], np.int32)
+    out = io.run_module(result.module.clone(), {"in_0": x})
+    np.testing.assert_array_equal(out["out_0"], -x + np.array([0, 1, 0, 1]))
+    np.testing.assert_array_equal(out["out_1"], [0, 0, 1, 1])
+    module = result.module
+    SpmdPipelinePass().apply(CTX, module)
+    level_s = io.run_module(module, {"in_0": x})
+    np.testing.assert_array_equal(level_s["out_0"], out["out_0"])
+    np.testing.assert_array_equal(level_s["out_1"], out["out_1"])
