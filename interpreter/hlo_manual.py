@@ -21,7 +21,7 @@ import numpy as np
 from shardc.diagnostics import InterpreterError
 from shardc.dialects import hlo, spmd
 from shardc.interpreter.hlo_impls import DEVICE_KEY, DeviceInfo, HloFunctions, fast_impl
-from shardc.interpreter.values import same_bits
+from shardc.interpreter.values import same_bits, tensor_spec
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, register_impls
@@ -33,9 +33,7 @@ def _device(interp: Interpreter) -> DeviceInfo | None:
 
 
 def _dtype(op: hlo.PartitionIdOp | hlo.ReplicaIdOp) -> Any:
-    ty = op.result.type
-    assert isinstance(ty, TensorType)
-    return {32: np.int32, 64: np.int64}.get(ty.element_type.width.data, np.int64)  # pyright: ignore
+    return tensor_spec(op.result.type)[1]
 
 
 @register_impls
@@ -44,7 +42,7 @@ class ManualFunctions(InterpreterFunctions):
 
     def __init__(self) -> None:
         super().__init__()
-        self._bodies: dict[spmd.ManualComputationOp, tuple[Any, func.FuncOp]] = {}
+        self._bodies: dict[spmd.ManualComputationOp, tuple[Any, func.FuncOp, spmd.MeshAttr]] = {}
 
     @fast_impl(hlo.PartitionIdOp)
     def run_partition_id(self, interp: Interpreter, op: hlo.PartitionIdOp, args: PythonValues):
@@ -61,8 +59,7 @@ class ManualFunctions(InterpreterFunctions):
             raise InterpreterError(
                 "spmd.manual_computation runs at level G (spmd-partition inlines its body)"
             )
-        executor, body = self._body(op)
-        mesh = executor.module_mesh
+        executor, body, mesh = self._body(op)
         n = mesh.device_count
         per_device = [
             [_shard(v, s, mesh, d) for v, s in zip(args, op.in_shardings.data, strict=True)]
@@ -74,7 +71,7 @@ class ManualFunctions(InterpreterFunctions):
             for i, s in enumerate(op.out_shardings.data)
         )
 
-    def _body(self, op: spmd.ManualComputationOp) -> tuple[Any, func.FuncOp]:
+    def _body(self, op: spmd.ManualComputationOp) -> tuple[Any, func.FuncOp, spmd.MeshAttr]:
         """An executor of a module holding the mesh and the body as a partitioned function."""
         if op not in self._bodies:
             from shardc.interpreter.devices import Executor  # (devices imports the plan)
@@ -97,9 +94,7 @@ class ManualFunctions(InterpreterFunctions):
             )
             body.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()
             module = ModuleOp([mesh_op.clone(), body])
-            executor = Executor(module)
-            executor.module_mesh = mesh_op.mesh  # pyright: ignore[reportAttributeAccessIssue]
-            self._bodies[op] = (executor, body)
+            self._bodies[op] = (Executor(module), body, mesh_op.mesh)
         return self._bodies[op]
 
 

@@ -197,3 +197,53 @@ def test_device_ids_with_replicas_and_partitions() -> None:
     level_s = io.run_module(module, {"in_0": x})
     np.testing.assert_array_equal(level_s["out_0"], out["out_0"])
     np.testing.assert_array_equal(level_s["out_1"], out["out_1"])
+
+
+REGIONS = [
+    ("stablehlo.add", "f32", np.add),
+    ("stablehlo.multiply", "i32", np.multiply),
+    ("stablehlo.maximum", "f32", np.maximum),
+    ("stablehlo.minimum", "i32", np.minimum),
+    ("stablehlo.and", "i1", np.logical_and),
+    ("stablehlo.or", "i1", np.logical_or),
+]
+
+
+@pytest.mark.parametrize(("body", "dtype", "ufunc"), REGIONS)
+@pytest.mark.parametrize("swapped", [False, True])
+def test_all_reduce_regions_jax_emits(body: str, dtype: str, ufunc, swapped: bool) -> None:
+    """psum / pmax / pmin / a product, and and / or on booleans, in either argument order."""
+    args = "%b, %a" if swapped else "%a, %b"
+    t = f"tensor<2x{dtype}>"
+    text = f"""module @m attributes {{mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32}} {{
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<8x{dtype}> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}]>}}) -> (tensor<8x{dtype}> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}]>}}) {{
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{{"x"}}]>] out_shardings=[<@mesh, [{{"x"}}]>] manual_axes={{"x"}} (%arg1: {t}) {{
+      %1 = "stablehlo.all_reduce"(%arg1) <{{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}}> ({{
+      ^bb0(%a: tensor<{dtype}>, %b: tensor<{dtype}>):
+        %2 = {body} {args} : tensor<{dtype}>
+        stablehlo.return %2 : tensor<{dtype}>
+      }}) : ({t}) -> {t}
+      sdy.return %1 : {t}
+    }} : (tensor<8x{dtype}>) -> tensor<8x{dtype}>
+    return %0 : tensor<8x{dtype}>
+  }}
+}}"""
+    result = import_stablehlo(text, "ar.mlir")
+    rng = np.random.default_rng(3)
+    if dtype == "i1":
+        x = rng.integers(0, 2, 8).astype(bool)
+    elif dtype == "i32":
+        x = rng.integers(-5, 6, 8).astype(np.int32)
+    else:
+        x = rng.standard_normal(8).astype(np.float32)
+    out = io.run_module(result.module, {"in_0": x})
+    blocks = np.split(x, 4)
+    want = blocks[0]
+    for blk in blocks[1:]:
+        want = ufunc(want, blk)
+    want = np.asarray(want, dtype=x.dtype)
+    if dtype == "f32" and body == "stablehlo.add":
+        np.testing.assert_allclose(out["out_0"], np.tile(want, 4), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(out["out_0"], np.tile(want, 4))
