@@ -1941,6 +1941,68 @@ CHLO_OPS_13: tuple[type[HloOp], ...] = (
     DigammaOp,
 )
 """CHLO's element-wise ops of issue 13 (float only; one block, so that merges stay simple)."""
+# Device ids (issue 13)                                                        #
+################################################################################
+
+
+class _DeviceIdOp(HloOp, ABC):
+    """`partition_id` / `replica_id`: a rank-0 integer naming the running device."""
+
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, result_type: Attribute):
+        super().__init__(result_types=[result_type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> _DeviceIdOp:
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_pos = parser.pos
+        ty = parser.parse_type()
+        if not isinstance(ty, TensorType):
+            parser.raise_error(f"{cls.name} produces a tensor, got {ty}", type_pos, parser.pos)
+        op = cls(ty)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.result)
+        if ty.get_shape() or element_kind(ty.element_type) != INT:
+            raise VerifyException(
+                f"result must be a rank-0 integer tensor (StableHLO: tensor<ui32>), got {ty}"
+            )
+
+
+@irdl_op_definition
+class PartitionIdOp(_DeviceIdOp):
+    """
+    `%p = hlo.partition_id : tensor<i32>`: the running device's partition (at level S its
+    device id; at level G, outside a manual computation, 0: the one partition of a
+    one-device run).
+    """
+
+    name = "hlo.partition_id"
+
+
+@irdl_op_definition
+class ReplicaIdOp(_DeviceIdOp):
+    """
+    `%r = hlo.replica_id : tensor<i32>`: the running device's replica (0: shardc's
+    devices are the partitions of one replica).
+    """
+
+    name = "hlo.replica_id"
+
+
+DEVICE_ID_OPS_13 = (PartitionIdOp, ReplicaIdOp)
+"""partition_id and replica_id of issue 13 (one block, so that merges stay simple)."""
 
 
 ################################################################################
@@ -2015,6 +2077,7 @@ Hlo = Dialect(
         *ELEMENTWISE_OPS_13,
         *SORT_TOPK_OPS_13,
         *CHLO_OPS_13,
+        *DEVICE_ID_OPS_13,
         ReturnOp,
     ],
     [],

@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
 )
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
@@ -56,12 +56,15 @@ from xdsl.irdl import (
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure, SymbolOpInterface, SymbolTable
+from xdsl.traits import IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 SHARDING_ATTR_NAME = "spmd.sharding"
@@ -714,8 +717,220 @@ register_module_check(FuncOp, verify_function_shardings)  # type: ignore[arg-typ
 """`shardc.parsing.verify_module` checks every function's shardings (xDSL has no place
 for checks of argument attributes)."""
 
+
+################################################################################
+# Manual computations (shard_map inside level-G code, issue 13)                #
+################################################################################
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """`spmd.return %v : tensor<..>`: ends a manual computation's body (Shardy's sdy.return)."""
+
+    name = "spmd.return"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator())
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue] = ()):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), ManualComputationOp):
+            raise VerifyException("spmd.return must end the body of spmd.manual_computation")
+
+
+def _parse_sharding_list(parser: Parser, keyword: str) -> list[ShardingAttr]:
+    parser.parse_keyword(keyword)
+    parser.parse_punctuation("=")
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE,
+        lambda: ShardingAttr.new(ShardingAttr.parse_parameters(parser)),
+    )
+
+
+def _sharding_list_str(shardings: ArrayAttr[ShardingAttr]) -> str:
+    parts = []
+    for s in shardings.data:
+        dims = ", ".join(string_list_in_braces_str(d) for d in s.dim_axes)
+        parts.append(f"<{symbol(s.mesh_name)}, [{dims}]>")
+    return "[" + ", ".join(parts) + "]"
+
+
+@irdl_op_definition
+class ManualComputationOp(IRDLOperation):
+    """
+    shard_map inside a level-G program (Shardy's `sdy.manual_computation`):
+
+    ```mlir
+    %r = spmd.manual_computation(%x) in_shardings=[<@mesh, [{"x"}, {}]>]
+        out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%l: tensor<2x4xf32>) {
+      %s = collective.permute %l on @mesh["x"], shift = 1 : tensor<2x4xf32>
+      spmd.return %s : tensor<2x4xf32>
+    } : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    ```
+
+    Operands and results are global values; the body is per-device code (local types:
+    each operand split as its in-sharding says, collectives over the manual axes), run on
+    every device of the mesh. Mesh axes that are not manual replicate the body. The body
+    uses no value from outside (IsolatedFromAbove).
+    """
+
+    name = "spmd.manual_computation"
+
+    args = var_operand_def(TensorType)
+    in_shardings = prop_def(ArrayAttr[ShardingAttr])
+    out_shardings = prop_def(ArrayAttr[ShardingAttr])
+    manual_axes = prop_def(ArrayAttr[StringAttr])
+    body = region_def("single_block")
+    outs = var_result_def(TensorType)
+
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(
+        self,
+        args: Sequence[SSAValue],
+        in_shardings: Sequence[ShardingAttr],
+        out_shardings: Sequence[ShardingAttr],
+        manual_axes: Sequence[str],
+        body: Region,
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            operands=[args],
+            result_types=[result_types],
+            regions=[body],
+            properties={
+                "in_shardings": ArrayAttr(in_shardings),
+                "out_shardings": ArrayAttr(out_shardings),
+                "manual_axes": ArrayAttr(StringAttr(a) for a in manual_axes),
+            },
+        )
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return tuple(a.data for a in self.manual_axes.data)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ManualComputationOp:
+        pos = parser.pos
+        operands = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        in_shardings = _parse_sharding_list(parser, "in_shardings")
+        out_shardings = _parse_sharding_list(parser, "out_shardings")
+        parser.parse_keyword("manual_axes")
+        parser.parse_punctuation("=")
+        axes = parse_string_list_in_braces(parser)
+        block_args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
+        )
+        body = parser.parse_region(block_args)  # pyright: ignore[reportArgumentType]
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types_pos = parser.pos
+        ft = parser.parse_function_type()
+        if len(ft.inputs.data) != len(operands):
+            parser.raise_error(
+                f"{len(operands)} operands but {len(ft.inputs.data)} operand types",
+                types_pos,
+                parser.pos,
+            )
+        values = parser.resolve_operands(operands, ft.inputs.data, pos)
+        op = cls(values, in_shardings, out_shardings, axes, body, ft.outputs.data)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(f") in_shardings={_sharding_list_str(self.in_shardings)}")
+        printer.print_string(f" out_shardings={_sharding_list_str(self.out_shardings)}")
+        printer.print_string(f" manual_axes={string_list_in_braces_str(self.axes)} (")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.args.types, self.outs.types)
+
+    def verify_(self) -> None:
+        if in_partitioned_function(self):
+            raise VerifyException(
+                "spmd.manual_computation belongs in a level-G function (spmd-partition "
+                "inlines its body)"
+            )
+        mesh_op = find_mesh_op(self)
+        if mesh_op is None:
+            raise VerifyException("spmd.manual_computation needs a spmd.mesh in the module")
+        mesh = mesh_op.mesh
+        axes = self.axes
+        for a in axes:
+            if a not in mesh.names:
+                raise VerifyException(f"manual_axes names {quote(a)}, which the mesh does not have")
+            if axes.count(a) > 1:
+                raise VerifyException(f"manual_axes names {quote(a)} twice")
+        block = self.body.block
+        ret = block.last_op
+        if not isinstance(ret, ReturnOp):
+            raise VerifyException("the body must end with spmd.return")
+        for what, shardings, outer, inner in (
+            ("operand", self.in_shardings, self.args.types, [a.type for a in block.args]),
+            ("result", self.out_shardings, self.outs.types, list(ret.values.types)),
+        ):
+            if not len(shardings.data) == len(outer) == len(inner):
+                raise VerifyException(
+                    f"{len(outer)} {what}s, {len(shardings.data)} {what} shardings and "
+                    f"{len(inner)} body {'arguments' if what == 'operand' else 'results'}"
+                )
+            for i, (s, g, loc) in enumerate(zip(shardings.data, outer, inner, strict=True)):
+                self._verify_boundary(f"{what} {i}", s, g, loc, mesh_op, axes)
+
+    def _verify_boundary(
+        self,
+        what: str,
+        sharding: ShardingAttr,
+        global_type: Attribute,
+        local: Attribute,
+        mesh_op: MeshOp,
+        axes: Sequence[str],
+    ) -> None:
+        mesh = mesh_op.mesh
+        if sharding.mesh_name != mesh_op.sym_name.data:
+            raise VerifyException(f"{what}: sharding names mesh @{sharding.mesh_name}")
+        assert isinstance(global_type, TensorType) and isinstance(local, TensorType)
+        try:
+            sharding.check(global_type.get_shape(), mesh, is_global=True)
+        except VerifyException as e:
+            raise VerifyException(f"{what}: {e}") from e
+        if sharding.unreduced_axes:
+            raise VerifyException(f"{what}: unreduced axes at a manual computation's boundary")
+        free = [a for a in sharding.all_axes if a not in axes]
+        if free:
+            raise VerifyException(
+                f"{what}: sharding splits over {string_list_in_braces_str(free)}, which "
+                "manual_axes leaves free: partially manual shardings (a dimension split "
+                "over an auto axis) are not supported"
+            )
+        want = TensorType(
+            global_type.element_type, sharding.local_shape(global_type.get_shape(), mesh)
+        )
+        if local != want:
+            raise VerifyException(
+                f"{what}: {global_type} split as {sharding} is {want} per device, but "
+                f"the body has {local}"
+            )
+
+
+MANUAL_OPS_13 = (ManualComputationOp, ReturnOp)
+"""shard_map inside level-G code (issue 13)."""
+
+
 Spmd = Dialect(
     "spmd",
-    [MeshOp, ConstraintOp, AxisIndexOp],
+    [MeshOp, ConstraintOp, AxisIndexOp, *MANUAL_OPS_13],
     [MeshAttr, ShardingAttr],
 )

@@ -16,6 +16,7 @@ import re
 import numpy as np
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.frontends import expansions
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import shift_of
 from shardc.frontends.hlo_text_parse import Instr, Shape
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, SSAValue
 
 COLLECTIVES = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"}
+COLLECTIVES.add("collective-broadcast")  # (issue 13)
 ASYNC_STARTS = {f"{c}-start": c for c in ("all-reduce", "all-gather", "collective-permute")}
 ASYNC_DONES = {f"{c}-done" for c in ("all-reduce", "all-gather", "collective-permute")}
 
@@ -94,6 +96,9 @@ def convert_collective(
         return all_to_all(cx, instr, xs, groups, rtypes, start)
     elif kind == "collective-permute":
         return permute(cx, instr, xs, rtypes, start)
+    elif kind == "collective-broadcast" and not start and len(xs) == 1:
+        cx.stats.constructs["collective-broadcast as all-gather + slice"] += 1
+        return expansions.collective_broadcast(e, xs[0], replica_groups(cx, instr, False))
     else:
         raise cx.error(instr.pos, f"unsupported collective {kind}")
     if start:

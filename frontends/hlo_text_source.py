@@ -121,6 +121,7 @@ for _c in (
     "all-gather-start",
 ):
     KNOWN_ATTRS[_c] = COLLECTIVE_ATTRS
+KNOWN_ATTRS["collective-broadcast"] = frozenset({"channel_id", "replica_groups"})  # (issue 13)
 
 REDUCERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
 BOOL_REDUCERS = {"or": "max", "and": "min"}

@@ -64,6 +64,14 @@ outside is an error naming it (it would need shardc to partition a mixed program
 Manual axes must be all mesh axes, or the others must appear in no in/out sharding (the
 body is then replicated over them).
 
+**shard_map inside auto-sharded code (level G).** When other ops run outside an
+`sdy.manual_computation` (an auto-sharded matmul before a shard_map, say), or the level-S
+import above refuses the program (a value it would have to reshard), the function
+stays level G and each manual computation becomes `spmd.manual_computation` (in/out
+shardings, manual axes, its body converted as per-device code), which `spmd-propagate` and
+`spmd-partition` handle (`stablehlo_manual.manual_computation`). GSPMD's custom-call form
+keeps the level-S import only.
+
 Replica groups follow XLA's group modes (`channel_handle` and `use_global_device_ids`,
 see `hlo_sharding.participating_groups`) with `mhlo.num_replicas` x
 `mhlo.num_partitions` devices.
@@ -91,7 +99,7 @@ from shardc.frontends.locations import (
 )
 from shardc.frontends.stablehlo_collectives import COLLECTIVES
 from shardc.frontends.stablehlo_dialect import SdyShardingPerValueAttr, make_import_context
-from shardc.frontends.stablehlo_manual import ManualImporter
+from shardc.frontends.stablehlo_manual import ManualImporter, manual_computation, moves_values_only
 from shardc.frontends.stablehlo_ops import OPS, OpContext
 from shardc.frontends.stablehlo_shardings import SOURCE_FORMATS, ShardingConverter
 from shardc.frontends.stablehlo_source import (
@@ -118,8 +126,11 @@ class StablehloImporter:
         module: ModuleOp,
         text: SourceText,
         origins: JaxLocations | None = None,
+        manual_level_g: bool = False,
     ):
         self.src = module
+        self.manual_level_g = manual_level_g
+        """Import every sdy.manual_computation at level G (else only where needed)."""
         self.text = text
         """The text `module` was parsed from (its ops' offsets, for JAX's locations)."""
         self.filename = text.name
@@ -164,7 +175,11 @@ class StablehloImporter:
             or (op.name == "stablehlo.custom_call" and call_target(op) == "SPMDFullToShardShape")
             for op in self.src.walk()
         )
-        if manual:
+        sdy_manual = any(op.name == "sdy.manual_computation" for op in self.src.walk())
+        level_g = sdy_manual and (
+            self.manual_level_g or not moves_values_only(main.body.block, self.functions)
+        )
+        if manual and not level_g:
             importer = ManualImporter(self.cx, self.errors, self, self.block)
             results, arg_attrs, res_attrs = importer.convert_main(main)
             function = self.finish_main(main, results, arg_attrs, res_attrs)
@@ -301,6 +316,11 @@ class StablehloImporter:
         self.stats.ops[name] += 1
         self.at(op)
         self.errors.check_attrs(op)
+        if name == "sdy.manual_computation":
+            if local:
+                raise self.error(op, "a shard_map nested in a manual computation is not supported")
+            operands = [env[v] for v in op.operands]
+            return manual_computation(self.cx, self.errors, self, op, operands)
         if name in CALLS:
             self.stats.constructs[f"{name} (inlined)"] += 1
             callee = self.callee(op)
@@ -369,7 +389,20 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     except DiagnosticError as e:
         raise DiagnosticError(_reword(str(e))) from None
     source = SourceText(filename, scanned.text)
-    return StablehloImporter(module, source, JaxLocations(scanned)).run()
+    try:
+        return StablehloImporter(module, source, JaxLocations(scanned)).run()
+    except DiagnosticError:
+        if not any(op.name == "sdy.manual_computation" for op in module.walk()):
+            raise
+        # The exact level-S import of shard_maps refused (a value it would have to
+        # reshard, say): import at level G, where spmd-partition reshards; if that fails
+        # too, the level-S error stands.
+        retry = StablehloImporter(module, source, JaxLocations(scanned), manual_level_g=True)
+        try:
+            return retry.run()
+        except DiagnosticError:
+            pass
+        raise
 
 
 _NOT_REGISTERED_OP = re.compile(

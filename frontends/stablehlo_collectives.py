@@ -14,6 +14,7 @@ import math
 
 from shardc.dialects import collective
 from shardc.dialects.syntax import i64_array, i64_attr
+from shardc.frontends import expansions
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import ConverterTable, pairs_on_mesh, shift_of
 from shardc.frontends.stablehlo_dialect import KeyValueAttr
@@ -64,7 +65,8 @@ def _one_op(
 @COLLECTIVES.converts("stablehlo.all_reduce")
 def all_reduce(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     groups = groups_of(cx, op, True)
-    kind = reducer_kind(op, len(xs), xs[0].type.element_type)  # pyright: ignore
+    # (a variadic all_reduce applies its one two-argument region to every operand)
+    kind = reducer_kind(op, 1, xs[0].type.element_type)  # pyright: ignore
     props = {"kind": StringAttr(kind), **cx.emit.group_props(groups)}
     return _one_op(cx, op, xs, collective.AllReduceOp, props)
 
@@ -144,3 +146,13 @@ def permute(cx: OpContext, x: SSAValue, pairs: list[tuple[int, int]]) -> SSAValu
         props["pairs"] = ArrayAttr(i64_array(list(p)) for p in rank_pairs)
     cx.stats.constructs["collective_permute as " + ("shift" if k is not None else "pairs")] += 1
     return cx.emit.collective(collective.PermuteOp, [x], [x.type], props).results[0]
+
+
+@COLLECTIVES.converts("stablehlo.collective_broadcast")
+def collective_broadcast(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    """The first device of each group to the others (`expansions.collective_broadcast`)."""
+    groups = groups_of(cx, op, False)
+    cx.stats.constructs["collective_broadcast as all_gather + slice"] += 1
+    return [expansions.collective_broadcast(cx.emit, xs[0], groups)]

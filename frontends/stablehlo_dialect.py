@@ -857,6 +857,9 @@ STABLEHLO_CUSTOM = {
     "broadcast": "generic",
     "composite": "composite",
 }
+# shard_map device ids and collectives (issue 13)
+STABLEHLO_SIMPLE += ["partition_id", "replica_id"]
+STABLEHLO_CUSTOM["collective_broadcast"] = "generic"
 CHLO_UNARY = (
     "square erf erfc erf_inv sinh cosh tan asin acos atan asinh acosh atanh "
     "is_inf is_neg_inf is_pos_inf lgamma digamma conj"

@@ -8,6 +8,10 @@ every device and how it is split, fixed for an argument by the first manual comp
 that takes it. The manual bodies are converted op by op by the driver (`OpConversion`),
 on local values; `sdy.manual_computation` and GSPMD's `custom_call @Sharding` /
 `@SPMDFullToShardShape` / `@SPMDShardToFullShape` mark where values enter and leave.
+
+A function whose shard_maps sit among auto-sharded ops (`moves_values_only` is false) is
+imported at level G instead, each `sdy.manual_computation` as an `spmd.manual_computation`
+(`manual_computation` at the end of this module).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from shardc.frontends.stablehlo_source import (
     attr_dicts,
     axes_list,
     call_target,
+    get_attr,
     gspmd_string,
     rank,
     sharding_list,
@@ -32,7 +37,7 @@ from shardc.frontends.stablehlo_source import (
 from shardc.frontends.stablehlo_views import Localizer, View
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 TOPLEVEL_ELEMENTWISE = frozenset(
     set(BINARY)
@@ -429,3 +434,88 @@ def _sharding_attrs(view: View) -> dict[str, Attribute]:
     if view.sharding is not None and not view.sharding.is_replicated():
         return {spmd.SHARDING_ATTR_NAME: view.sharding}
     return {}
+
+
+# shard_map inside auto-sharded code (level G) -------------------------------------------
+
+MOVES_VALUES = frozenset(
+    {
+        "sdy.manual_computation",
+        "stablehlo.custom_call",
+        "stablehlo.constant",
+        "stablehlo.broadcast_in_dim",
+        "sdy.sharding_constraint",
+        "sdy.reshard",
+        "func.call",
+        "func.return",
+    }
+)
+"""What the level-S import (`ManualImporter`) accepts outside manual computations."""
+
+
+def moves_values_only(block: Block, functions: dict[str, func.FuncOp]) -> bool:
+    """
+    Whether a function with shard_maps only moves values around them (then it is imported
+    as a level-S function by `ManualImporter`); otherwise its auto-sharded code stays level
+    G around `spmd.manual_computation`s.
+    """
+    for op in block.ops:
+        if op.name == "func.call":
+            callee = functions.get(get_attr(op, "callee").root_reference.data)  # pyright: ignore
+            body = callee.body.block if callee is not None and callee.body.blocks else None
+            if body is not None and not moves_values_only(body, functions):
+                return False
+        elif op.name not in MOVES_VALUES and op.name not in TOPLEVEL_ELEMENTWISE:
+            return False
+    return True
+
+
+def manual_computation(
+    cx: OpContext, errors: SourceErrors, driver: OpConversion, op: Operation, xs: list[SSAValue]
+) -> list[SSAValue]:
+    """`sdy.manual_computation` in a level-G function: `spmd.manual_computation`."""
+    shardings = cx.shardings
+    mesh, mesh_name = shardings.mesh, shardings.mesh_name
+    if mesh is None or mesh_name is None:
+        raise errors.error(op, "a manual computation needs a mesh")
+    manual = [a.data for a in axes_list(errors.prop(op, "manual_axes"))]
+    in_sh = sharding_list(errors.prop(op, "in_shardings"))
+    out_sh = sharding_list(errors.prop(op, "out_shardings"))
+    if len(in_sh) != len(op.operands) or len(out_sh) != len(op.results):
+        raise errors.error(op, "in_shardings / out_shardings do not match the operands / results")
+
+    def boundary(s: Attribute, v: SSAValue, what: str) -> spmd.ShardingAttr:
+        sharding = shardings.sdy_to_spmd(op, s, rank(v.type), what)
+        sharding = sharding or spmd.ShardingAttr(mesh_name, [[] for _ in range(rank(v.type))])
+        free = [a for a in sharding.all_axes if a not in manual]
+        if free:
+            raise errors.error(
+                op,
+                f"{what} splits over {free}, which manual_axes={{{', '.join(manual)}}} "
+                "leaves free: partially manual computations (auto axes inside a "
+                "shard_map's shardings) are not supported",
+            )
+        return sharding
+
+    ins = [
+        boundary(s, v, f"in_shardings[{i}]")
+        for i, (s, v) in enumerate(zip(in_sh, op.operands, strict=True))
+    ]
+    outs = [
+        boundary(s, r, f"out_shardings[{i}]")
+        for i, (s, r) in enumerate(zip(out_sh, op.results, strict=True))
+    ]
+    src = op.regions[0].block
+    body = Block(arg_types=[a.type for a in src.args])
+    saved, cx.emit.block = cx.emit.block, body
+    try:
+        results = driver.convert_ops(src, dict(zip(src.args, body.args, strict=True)), local=True)
+        driver.at(op)
+        cx.emit.add(spmd.ReturnOp(results))
+    finally:
+        cx.emit.block = saved
+    cx.stats.constructs["shard_map inside auto-sharded code (spmd.manual_computation)"] += 1
+    new = spmd.ManualComputationOp(
+        xs, ins, outs, manual, Region(body), [r.type for r in op.results]
+    )
+    return list(cx.emit.add(new).results)

@@ -507,3 +507,26 @@ def _one_op(cls: type[hlo.HloOp]) -> Converter:
 
 for _name, _cls in ELEMENTWISE_13.items():
     OPS[_name] = _one_op(_cls)
+
+
+# Device ids (issue 13) ------------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.partition_id", "stablehlo.replica_id")
+def device_id(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    """
+    shardc's device id is XLA's replica x num_partitions + partition (`hlo.partition_id` at
+    level S); with one replica, partition_id is the device id and replica_id 0.
+    """
+    e = cx.emit
+    ty = op.results[0].type
+    assert isinstance(ty, TensorType)
+    if cx.replicas == 1:
+        cls = hlo.PartitionIdOp if op.name == "stablehlo.partition_id" else hlo.ReplicaIdOp
+        return [e.value(cls(ty))]
+    index = e.value(hlo.PartitionIdOp(ty))
+    p = e.splat(cx.partitions, ty)
+    q = e.binary("div", index, p)
+    if op.name == "stablehlo.replica_id":
+        return [q]
+    return [e.binary("sub", index, e.binary("mul", q, p))]

@@ -91,6 +91,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.composite": frozenset({"name", "composite_attributes", "decomposition", "version"}),
 }
 """The attributes each op may carry; any other is an error naming it."""
+KNOWN_ATTRS["stablehlo.collective_broadcast"] = frozenset({"replica_groups", "channel_handle"})
 
 
 # Attribute readers -------------------------------------------------------------------------

@@ -135,6 +135,8 @@ class CostModel:
     def hbm_bytes(self, op: Operation) -> int:
         if isinstance(op, hlo.ReshapeOp | spmd.AxisIndexOp | spmd.ConstraintOp):
             return 0
+        if isinstance(op, hlo.PartitionIdOp | hlo.ReplicaIdOp):  # a register, like axis_index
+            return 0
         if isinstance(op, hlo.ConstantOp | hlo.IotaOp):
             return sum(tensor_bytes(t) for t in _tensor_types(op.results))
         if isinstance(op, hlo.SliceOp | hlo.DynamicSliceOp):

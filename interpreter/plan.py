@@ -28,6 +28,7 @@ from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
 from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
+from shardc.interpreter.hlo_manual import ManualFunctions
 from shardc.interpreter.hlo_sorting import SortingFunctions
 from shardc.interpreter.hlo_special import SpecialFunctions
 from shardc.interpreter.run_diagnostics import RunDiagnostics
@@ -229,6 +230,7 @@ class ProgramPlan:
             ElementwiseFunctions(),
             SortingFunctions(),
             SpecialFunctions(),
+            ManualFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []

@@ -287,6 +287,8 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             | spmd.ConstraintOp()
         ):
             return _identity_rule(op, shape)
+        case hlo.PartitionIdOp() | hlo.ReplicaIdOp():  # rank 0: replicated
+            return _identity_rule(op, shape)
         case _:
             return None
 

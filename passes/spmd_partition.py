@@ -56,9 +56,9 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 
 @dataclass
@@ -112,6 +112,10 @@ class FunctionPartitioner:
                 self.partition_return(op, results)
             elif isinstance(op, spmd.ConstraintOp):
                 self.partition_constraint(op)
+            elif isinstance(op, spmd.ManualComputationOp):
+                self.partition_manual(op)
+            elif isinstance(op, hlo.PartitionIdOp | hlo.ReplicaIdOp):
+                self.partition_device_id(op)
             else:
                 self.partition_op(op)
         self.function.attributes[PARTITIONED_ATTR_NAME] = UnitAttr()
@@ -145,6 +149,40 @@ class FunctionPartitioner:
         self.reshard_operand(op, 0, op.sharding)
         op.result.replace_all_uses_with(op.input)
         Rewriter.erase_op(op)
+
+    def partition_manual(self, op: spmd.ManualComputationOp) -> None:
+        """
+        shard_map: operands resharded to the in-shardings, then the body (already per-device
+        code) inlined; its results are the local values of the out-shardings.
+        """
+        for i, s in enumerate(op.in_shardings.data):
+            self.reshard_operand(op, i, s)
+        block = op.body.block
+        ret = block.last_op
+        assert isinstance(ret, spmd.ReturnOp)
+        returned: list[SSAValue] = []
+        for v in ret.values:
+            if isinstance(v, BlockArgument) and v.owner is block:
+                # an argument returned as it is: a value of its own (its sharding may differ)
+                copy = hlo.ReshapeOp(op.args[v.index], v.type)
+                copy.location = op.location
+                Rewriter.insert_op(copy, InsertPoint.before(op))
+                v = copy.result
+            returned.append(v)
+        Rewriter.erase_op(ret)
+        Rewriter.inline_block(block, InsertPoint.before(op), op.args)
+        for r, v, s in zip(op.outs, returned, op.out_shardings.data, strict=True):
+            r.replace_all_uses_with(v)
+            self.actual[v] = s
+        Rewriter.erase_op(op)
+
+    def partition_device_id(self, op: hlo.PartitionIdOp | hlo.ReplicaIdOp) -> None:
+        """Outside a manual computation a level-G program is one partition: the id is 0."""
+        ty = _tensor(op.result)
+        zero = hlo.ConstantOp(splat_elements(ty, 0))
+        zero.location = op.location
+        Rewriter.replace_op(op, zero)
+        self.actual[zero.result] = replicated(self.mesh_name, 0)
 
     def partition_op(self, op: Operation) -> None:
         self.resharder.inserted.clear()

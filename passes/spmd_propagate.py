@@ -95,6 +95,7 @@ class ShardingPropagation:
         for op in block.ops:
             if isinstance(op, spmd.ConstraintOp):
                 self.fix(op.result, op.sharding, "spmd.constraint")
+        self.seed_manual_computations()
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
         for i, (value, sharding) in enumerate(zip(ret.arguments, results, strict=False)):
@@ -109,9 +110,28 @@ class ShardingPropagation:
             else:
                 self.fix(value, sharding, f"result {i} annotation")
 
+    def seed_manual_computations(self) -> None:
+        """
+        A manual computation's boundary is fixed: its results have its out-shardings, and
+        an operand no annotation fixed takes its in-sharding (so the auto-sharded code
+        before it computes in the layout the shard_map wants, as Shardy propagates).
+        """
+        for op in self.function.body.block.ops:
+            if not isinstance(op, spmd.ManualComputationOp):
+                continue
+            for i, (r, s) in enumerate(zip(op.outs, op.out_shardings.data, strict=True)):
+                self.fix(r, s, f"spmd.manual_computation out_shardings[{i}]")
+            for i, (v, s) in enumerate(zip(op.args, op.in_shardings.data, strict=True)):
+                if v not in self.fixed:
+                    self.fix(v, s, f"spmd.manual_computation in_shardings[{i}]")
+
     def run(self) -> None:
         self.seed()
-        ops = [op for op in self.function.body.block.ops if not isinstance(op, func.ReturnOp)]
+        ops = [
+            op
+            for op in self.function.body.block.ops
+            if not isinstance(op, func.ReturnOp | spmd.ManualComputationOp)
+        ]
         changed = True
         while changed:
             changed = False
@@ -220,7 +240,7 @@ class ShardingPropagation:
         """Write the result on the IR: each op's result sharding, every argument's and result's."""
         block = self.function.body.block
         for op in block.ops:
-            if isinstance(op, func.ReturnOp) or not op.results:
+            if isinstance(op, func.ReturnOp | spmd.ManualComputationOp) or not op.results:
                 continue
             op.attributes[SHARDING_ATTR_NAME] = self.known[op.results[0]]
             if explain:

@@ -343,18 +343,21 @@ BAD = {
         ),
         "element type ui32",
     ),
-    "op outside shard_map": (
+    "shard_map in a shard_map": (
         module(
             """    %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<8x8xf32>) -> tensor<8x8xf32>
     %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%a: tensor<1x8xf32>) {
-      sdy.return %a : tensor<1x8xf32>
+      %2 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{}, {}]>] out_shardings=[<@mesh, [{}, {}]>] manual_axes={"x"} (%b: tensor<1x8xf32>) {
+        sdy.return %b : tensor<1x8xf32>
+      } : (tensor<1x8xf32>) -> tensor<1x8xf32>
+      sdy.return %2 : tensor<1x8xf32>
     } : (tensor<8x8xf32>) -> tensor<8x8xf32>
     return %1 : tensor<8x8xf32>""",
             "%arg0: tensor<8x8xf32>",
             "tensor<8x8xf32>",
             'sdy.mesh @mesh = <["x"=8]>',
         ),
-        "'stablehlo.transpose' outside the manual computation is not supported",
+        "a shard_map nested in a manual computation is not supported",
     ),
     "partially manual": (
         module(

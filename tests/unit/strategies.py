@@ -693,10 +693,51 @@ class ProgramBuilder:
         "top_k",
     )
 
+    # device ids and shard_map (issue 13)
+
+    def op_device_id(self) -> Value:
+        name = self.c.choice(("partition_id", "replica_id"))
+        dtype = self.c.choice(INT_TYPES)
+        return self.emit(f"hlo.{name} : tensor<{dtype}>", (), dtype)
+
+    def op_manual_computation(self) -> Value:
+        """A shard_map (all mesh axes manual) whose body permutes its block over an axis."""
+        assert self.mesh is not None
+        a = self.operand()
+        sizes = dict(self.mesh.axes)
+        dims: list[list[str]] = [[] for _ in a.shape]
+        for axis in self.c.shuffled(self.mesh.names):
+            d = self.c.int(-1, len(a.shape) - 1)
+            if d >= 0 and a.shape[d] % (math.prod(sizes[x] for x in dims[d]) * sizes[axis]) == 0:
+                dims[d].append(axis)
+        local = tuple(
+            n // math.prod(sizes[x] for x in d) for n, d in zip(a.shape, dims, strict=True)
+        )
+        lt = tensor_type(local, a.dtype)
+        sharding = f"<{symbol(self.mesh.name)}, [{', '.join(braces(d) for d in dims)}]>"
+        axis = self.c.choice(self.mesh.names)
+        k = self.counter
+        v = self.emit(
+            f"spmd.manual_computation({a.ref}) in_shardings=[{sharding}] "
+            f"out_shardings=[{sharding}] manual_axes={braces(self.mesh.names)} (%l{k}: {lt}) {{",
+            a.shape,
+            a.dtype,
+        )
+        self.lines += [
+            f"    %p{k} = collective.permute %l{k} on {symbol(self.mesh.name)}[{quote(axis)}], "
+            f"shift = 1 : {lt}",
+            f"    spmd.return %p{k} : {lt}",
+            f"  }} : ({a.type}) -> {a.type}",
+        ]
+        return v
+
     def random_hlo_op(self) -> None:
         ops = self.HLO_OPS
         if self.mesh is not None:
             ops = (*ops, "constraint", "constraint", "axis_index")
+        ops = (*ops, "device_id")
+        if self.mesh is not None and not self.partitioned:
+            ops = (*ops, "manual_computation")
         getattr(self, f"op_{self.c.choice(ops)}")()
 
     # collectives -------------------------------------------------------------------

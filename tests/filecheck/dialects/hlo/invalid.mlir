@@ -829,3 +829,19 @@ func.func @erf_inv_of_an_integer(%i: tensor<4xi32>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.erf_inv' op does not accept element type i32 (accepts float)
   func.return
 }
+
+// -----
+
+func.func @partition_id_type() {
+  %0 = hlo.partition_id : tensor<2xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.partition_id' op result must be a rank-0 integer tensor (StableHLO: tensor<ui32>), got tensor<2xi32>
+  func.return
+}
+
+// -----
+
+func.func @replica_id_type() {
+  %0 = hlo.replica_id : tensor<f32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.replica_id' op result must be a rank-0 integer tensor (StableHLO: tensor<ui32>), got tensor<f32>
+  func.return
+}

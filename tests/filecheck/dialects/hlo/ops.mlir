@@ -443,3 +443,18 @@ func.func @chlo_13(%a: tensor<4xf32>, %h: tensor<4xbf16>) {
 // CHECK-NEXT:   func.return
 
 // CHECK-GENERIC: %erfinv = "hlo.erf_inv"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+// -----
+
+// partition_id and replica_id (StableHLO's result is tensor<ui32>; any rank-0 integer here).
+func.func @device_ids() -> (tensor<i32>, tensor<i64>) {
+  %p = hlo.partition_id : tensor<i32>
+  %r = hlo.replica_id {tag = 1 : i64} : tensor<i64>
+  func.return %p, %r : tensor<i32>, tensor<i64>
+}
+
+// CHECK:      func.func @device_ids() -> (tensor<i32>, tensor<i64>) {
+// CHECK-NEXT:   %p = hlo.partition_id : tensor<i32>
+// CHECK-NEXT:   %r = hlo.replica_id {tag = 1 : i64} : tensor<i64>
+
+// CHECK-GENERIC: %p = "hlo.partition_id"() : () -> tensor<i32>
+// CHECK-GENERIC: %r = "hlo.replica_id"() {tag = 1 : i64} : () -> tensor<i64>

@@ -262,3 +262,81 @@ func.func @unknown_attribute(%x: tensor<16xf32> {spmd.sharding = #spmd.layout<[0
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: 'spmd.layout' is not registered
   func.return
 }
+
+// -----
+
+// spmd.manual_computation: the body's types are the operands split per in_shardings.
+spmd.mesh @mesh = <["x"=4, "y"=2]>
+func.func @manual_body_type(%a: tensor<8x6xf32>) {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x", "y"} (%l: tensor<4x6xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op operand 0: tensor<8x6xf32> split as #spmd.sharding<@mesh, [{"x"}, {}]> is tensor<2x6xf32> per device, but the body has tensor<4x6xf32>
+    spmd.return %l : tensor<4x6xf32>
+  } : (tensor<8x6xf32>) -> tensor<8x6xf32>
+  func.return
+}
+
+// -----
+
+// Partially manual shardings (a split over an axis manual_axes leaves free).
+spmd.mesh @mesh = <["x"=4, "y"=2]>
+func.func @manual_free_axis(%a: tensor<8x6xf32>) {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {"y"}]>] out_shardings=[<@mesh, [{"x"}, {"y"}]>] manual_axes={"x"} (%l: tensor<2x3xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op operand 0: sharding splits over {"y"}, which manual_axes leaves free: partially manual shardings (a dimension split over an auto axis) are not supported
+    spmd.return %l : tensor<2x3xf32>
+  } : (tensor<8x6xf32>) -> tensor<8x6xf32>
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["x"=4]>
+func.func @manual_counts(%a: tensor<8xf32>) {
+  %r = spmd.manual_computation(%a) in_shardings=[] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%l: tensor<2xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op 1 operands, 0 operand shardings and 1 body arguments
+    spmd.return %l : tensor<2xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["x"=4]>
+func.func @manual_axis(%a: tensor<8xf32>) {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"z"} (%l: tensor<2xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op manual_axes names "z", which the mesh does not have
+    spmd.return %l : tensor<2xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  func.return
+}
+
+// -----
+
+// The body is isolated: it uses no value from outside.
+spmd.mesh @mesh = <["x"=4]>
+func.func @manual_isolated(%a: tensor<8xf32>, %b: tensor<2xf32>) {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%l: tensor<2xf32>) {
+    %s = hlo.add %l, %b : tensor<2xf32>
+    spmd.return %s : tensor<2xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 6]]:3: error: 'spmd.manual_computation' op Operation using value defined out of its IsolatedFromAbove parent
+
+// -----
+
+// Only in level-G functions (spmd-partition inlines it).
+spmd.mesh @mesh = <["x"=4]>
+func.func @manual_partitioned(%a: tensor<8xf32>) attributes {spmd.partitioned} {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%l: tensor<2xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op spmd.manual_computation belongs in a level-G function (spmd-partition inlines its body)
+    spmd.return %l : tensor<2xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  func.return
+}
+
+// -----
+
+func.func @return_outside(%a: tensor<2xf32>) {
+  spmd.return %a : tensor<2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.return' op spmd.return must end the body of spmd.manual_computation
+}

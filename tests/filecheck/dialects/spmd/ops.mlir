@@ -120,3 +120,32 @@ func.func @attr_dicts(%x: tensor<16xf32>) {
 // CHECK-NEXT:   %i = spmd.axis_index @mesh["data"] {tag = 2 : i64} : tensor<i32>
 
 // CHECK-GENERIC: "spmd.mesh"() <{sym_name = "mesh", mesh = #spmd.mesh<["data"=2]>}> {tag = 0 : i64} : () -> ()
+
+// -----
+
+// A manual computation (shard_map) in a level-G function: global operands and results,
+// per-device body ending with spmd.return.
+spmd.mesh @mesh = <["x"=4, "y"=2]>
+
+func.func @manual(%a: tensor<8x6xf32>, %b: tensor<6xf32>) -> tensor<8x6xf32> {
+  %r, %s = spmd.manual_computation(%a, %b) in_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}]>] out_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}]>] manual_axes={"x", "y"} (%la: tensor<2x6xf32>, %lb: tensor<6xf32>) {
+    %p = collective.permute %la on @mesh["x"], shift = 1 : tensor<2x6xf32>
+    spmd.return %p, %lb : tensor<2x6xf32>, tensor<6xf32>
+  } {tag = 1 : i64} : (tensor<8x6xf32>, tensor<6xf32>) -> (tensor<8x6xf32>, tensor<6xf32>)
+  spmd.manual_computation() in_shardings=[] out_shardings=[] manual_axes={"x"} () {
+    spmd.return
+  } : () -> ()
+  func.return %r : tensor<8x6xf32>
+}
+
+// CHECK:      func.func @manual(%a: tensor<8x6xf32>, %b: tensor<6xf32>) -> tensor<8x6xf32> {
+// CHECK-NEXT:   %r, %s = spmd.manual_computation(%a, %b) in_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}]>] out_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}]>] manual_axes={"x", "y"} (%la: tensor<2x6xf32>, %lb: tensor<6xf32>) {
+// CHECK-NEXT:     %p = collective.permute %la on @mesh["x"], shift = 1 : tensor<2x6xf32>
+// CHECK-NEXT:     spmd.return %p, %lb : tensor<2x6xf32>, tensor<6xf32>
+// CHECK-NEXT:   } {tag = 1 : i64} : (tensor<8x6xf32>, tensor<6xf32>) -> (tensor<8x6xf32>, tensor<6xf32>)
+// CHECK-NEXT:   spmd.manual_computation() in_shardings=[] out_shardings=[] manual_axes={"x"} () {
+// CHECK-NEXT:     spmd.return
+// CHECK-NEXT:   } : () -> ()
+
+// CHECK-GENERIC: %r, %s = "spmd.manual_computation"(%a, %b) <{in_shardings = [#spmd.sharding<@mesh, [{"x"}, {}]>, #spmd.sharding<@mesh, [{}]>], out_shardings = [#spmd.sharding<@mesh, [{"x"}, {}]>, #spmd.sharding<@mesh, [{}]>], manual_axes = ["x", "y"]}> ({
+// CHECK-GENERIC: "spmd.return"(%p, %lb) : (tensor<2x6xf32>, tensor<6xf32>) -> ()
