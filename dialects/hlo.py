@@ -33,8 +33,11 @@ from shardc.dialects.syntax import (
 from shardc.xdsl_patches import patch_compact_splats, patch_hex_float_elements
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -73,18 +76,48 @@ patch_compact_splats(splat_elements, splat_element)
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")
 
-FLOAT, INT, BOOL = "float", "int", "bool"
-ANY_KIND = frozenset({FLOAT, INT, BOOL})
+FLOAT, INT, BOOL, COMPLEX = "float", "int", "bool", "complex"
+ANY_KIND = frozenset({FLOAT, INT, BOOL, COMPLEX})
 NUMERIC = frozenset({FLOAT, INT})
+FLOAT_OR_COMPLEX = frozenset({FLOAT, COMPLEX})
+NUMERIC_OR_COMPLEX = frozenset({FLOAT, INT, COMPLEX})
+
+INT_WIDTHS = (2, 4, 8, 16, 32, 64)
+"""Widths of the signless (two's complement) and unsigned integer types hlo accepts."""
+SUPPORTED_TYPES = (
+    "f64, f32, bf16, f16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, i4, i2, ui64, ui32, ui16, "
+    "ui8, ui4, ui2, i1, complex<f32> or complex<f64>"
+)
+"""The element types `element_kind` accepts, for messages."""
 
 
 def element_kind(ty: Attribute) -> str | None:
-    """`float`, `int` or `bool` for the element types shardc supports, else None."""
-    if isinstance(ty, Float16Type | BFloat16Type | Float32Type | Float64Type):
+    """
+    `float`, `int`, `bool` or `complex` for the element types shardc supports, else None:
+    f64 f32 bf16 f16 f8E4M3FN f8E5M2; signless (signed) and unsigned integers of 2, 4, 8,
+    16, 32 and 64 bits; i1; complex<f32> and complex<f64>. Whether an `int` is unsigned:
+    `is_unsigned`.
+    """
+    if isinstance(
+        ty,
+        Float16Type | BFloat16Type | Float32Type | Float64Type | Float8E4M3FNType | Float8E5M2Type,
+    ):
         return FLOAT
-    if isinstance(ty, IntegerType) and ty.signedness.data.name == "SIGNLESS":
-        return {1: BOOL, 32: INT, 64: INT}.get(ty.width.data)
+    if isinstance(ty, IntegerType):
+        sign, width = ty.signedness.data.name, ty.width.data
+        if sign == "SIGNLESS" and width == 1:
+            return BOOL
+        if sign in ("SIGNLESS", "UNSIGNED") and width in INT_WIDTHS:
+            return INT
+        return None
+    if isinstance(ty, ComplexType) and isinstance(ty.element_type, Float32Type | Float64Type):
+        return COMPLEX
     return None
+
+
+def is_unsigned(ty: Attribute) -> bool:
+    """An unsigned integer type (`ui8`...): compares, divides, shifts and converts unsigned."""
+    return isinstance(ty, IntegerType) and ty.signedness.data.name == "UNSIGNED"
 
 
 def accumulation_type(ty: Attribute) -> Attribute:
@@ -117,8 +150,8 @@ def _int_values(attr: DenseArrayBase) -> tuple[int, ...]:
 
 class HloOp(IRDLOperation, ABC):
     """
-    Every `hlo` op: its tensors must have a supported element type (f32, bf16, f16, f64,
-    i32, i64, i1); `verify_semantics` adds the op's own rule.
+    Every `hlo` op: its tensors must have a supported element type (`element_kind`);
+    `verify_semantics` adds the op's own rule.
     """
 
     def verify_(self) -> None:
@@ -128,8 +161,7 @@ class HloOp(IRDLOperation, ABC):
                 raise VerifyException(f"expected a tensor, got {ty}")
             if element_kind(ty.element_type) is None:
                 raise VerifyException(
-                    f"unsupported element type {ty.element_type} (expected f32, bf16, "
-                    "f16, f64, i32, i64 or i1)"
+                    f"unsupported element type {ty.element_type} (expected {SUPPORTED_TYPES})"
                 )
             if any(d < 0 for d in ty.get_shape()):
                 raise VerifyException(f"dynamic dimensions are not supported: {ty}")
@@ -176,7 +208,7 @@ class AddOp(BinaryElementwiseOp):
 @irdl_op_definition
 class SubOp(BinaryElementwiseOp):
     name = "hlo.sub"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -187,7 +219,7 @@ class MulOp(BinaryElementwiseOp):
 @irdl_op_definition
 class DivOp(BinaryElementwiseOp):
     name = "hlo.div"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -203,7 +235,7 @@ class MinOp(BinaryElementwiseOp):
 @irdl_op_definition
 class PowOp(BinaryElementwiseOp):
     name = "hlo.pow"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -241,17 +273,19 @@ class UnaryElementwiseOp(HloOp, ABC):
 @irdl_op_definition
 class NegOp(UnaryElementwiseOp):
     name = "hlo.neg"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
 class ExpOp(UnaryElementwiseOp):
     name = "hlo.exp"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = FLOAT_OR_COMPLEX
 
 
 @irdl_op_definition
 class LogOp(UnaryElementwiseOp):
     name = "hlo.log"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = FLOAT_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -262,6 +296,7 @@ class TanhOp(UnaryElementwiseOp):
 @irdl_op_definition
 class SqrtOp(UnaryElementwiseOp):
     name = "hlo.sqrt"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = FLOAT_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -416,6 +451,11 @@ class CompareOp(HloOp):
         lt, rt, res = _tensor(self.lhs), _tensor(self.rhs), _tensor(self.result)
         if lt != rt:
             raise VerifyException(f"operands must have one type, got {lt} and {rt}")
+        if element_kind(lt.element_type) == COMPLEX and self.comparison_direction.data not in (
+            "EQ",
+            "NE",
+        ):
+            raise VerifyException("complex operands compare only with EQ or NE")
         if res != TensorType(i1, lt.get_shape()):
             raise VerifyException(f"result must be {TensorType(i1, lt.get_shape())}, got {res}")
 
