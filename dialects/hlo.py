@@ -306,8 +306,58 @@ class RsqrtOp(UnaryElementwiseOp):
 
 @irdl_op_definition
 class AbsOp(UnaryElementwiseOp):
+    """
+    `%r = hlo.abs %a : tensor<4xf32>`; of a complex tensor the modulus, a real tensor:
+    `%r = hlo.abs %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>` (StableHLO's form).
+    """
+
     name = "hlo.abs"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = None
+
+    def __init__(self, operand: SSAValue):
+        ty = _tensor(operand)
+        res = _part_type(ty) if element_kind(ty.element_type) == COMPLEX else ty
+        HloOp.__init__(self, operands=[operand], result_types=[res])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AbsOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        if parser.parse_optional_punctuation("("):
+            in_ty = parser.parse_type()
+            parser.parse_punctuation(")")
+            parser.parse_punctuation("->")
+            out_ty = parser.parse_type()
+        else:
+            in_ty = out_ty = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [in_ty], pos)
+        op = cls.create(operands=[value], result_types=[out_ty])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_op_attributes(self.attributes)
+        if self.operand.type == self.result.type:
+            printer.print_string(" : ")
+            printer.print_attribute(self.result.type)
+        else:
+            _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.operand)
+        _check_kind(self.name, ty, self.ELEMENT_KINDS)
+        want = _part_type(ty) if element_kind(ty.element_type) == COMPLEX else ty
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
 
 
 @irdl_op_definition
@@ -1943,6 +1993,161 @@ class ReturnOp(IRDLOperation):
             raise VerifyException("hlo.return must end a region of an hlo op")
 
 
+################################################################################
+# complex numbers and bitcast_convert                                          #
+################################################################################
+
+
+def _complex_of(ty: Attribute) -> Attribute | None:
+    """complex<f32> for f32, complex<f64> for f64, else None."""
+    if isinstance(ty, Float32Type | Float64Type):
+        return ComplexType(ty)
+    return None
+
+
+def _part_type(ty: TensorType) -> TensorType:
+    """The real type of a complex (or float) tensor's parts: complex<f32> -> f32."""
+    elem = ty.element_type
+    part = elem.element_type if isinstance(elem, ComplexType) else elem
+    return TensorType(part, ty.get_shape())
+
+
+@irdl_op_definition
+class ComplexOp(HloOp):
+    """
+    `%c = hlo.complex %re, %im : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>`:
+    the complex number re + i * im, element-wise (StableHLO's complex).
+    """
+
+    name = "hlo.complex"
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        ty = _tensor(lhs)
+        elem = _complex_of(ty.element_type)
+        assert elem is not None, ty
+        super().__init__(operands=[lhs, rhs], result_types=[TensorType(elem, ty.get_shape())])
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.lhs)
+        elem = _complex_of(ty.element_type)
+        if elem is None:
+            raise VerifyException(f"operands must be f32 or f64 tensors, got {ty}")
+        want = TensorType(elem, ty.get_shape())
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
+
+
+class ComplexPartOp(HloOp, ABC):
+    """`hlo.real` / `hlo.imag`: one part of a complex tensor (of a float: itself / zeros)."""
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue):
+        super().__init__(operands=[operand], result_types=[_part_type(_tensor(operand))])
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.operand)
+        _check_kind(self.name, ty, FLOAT_OR_COMPLEX)
+        want = _part_type(ty)
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
+
+
+@irdl_op_definition
+class RealOp(ComplexPartOp):
+    """`%r = hlo.real %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>`: the real part."""
+
+    name = "hlo.real"
+
+
+@irdl_op_definition
+class ImagOp(ComplexPartOp):
+    """`%i = hlo.imag %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>`: the imaginary part."""
+
+    name = "hlo.imag"
+
+
+def bit_width(ty: Attribute) -> int:
+    """Bits of one element of an hlo element type (i1: 1; complex: both parts)."""
+    if isinstance(ty, IntegerType):
+        return ty.width.data
+    if isinstance(ty, ComplexType):
+        return 2 * bit_width(ty.element_type)
+    assert element_kind(ty) == FLOAT, ty
+    return ty.bitwidth  # pyright: ignore[reportAttributeAccessIssue]
+
+
+@irdl_op_definition
+class BitcastConvertOp(HloOp):
+    """
+    `%r = hlo.bitcast_convert %a : (tensor<4xf32>) -> tensor<4xi32>`: the same bits read
+    as another type (StableHLO's bitcast_convert, little-endian as XLA's CPU and TPU
+    backends). Between types of one width the shape is kept; from a wider type the result
+    has an extra last dimension of size ratio (f32 -> 4 x ui8); to a wider type the
+    operand's last dimension, of size ratio, is dropped. i1 is not bitcast, and sub-byte
+    integers only to types of their own width.
+    """
+
+    name = "hlo.bitcast_convert"
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue, result_type: TensorType):
+        super().__init__(operands=[operand], result_types=[result_type])
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        for ty in (src, res):
+            if element_kind(ty.element_type) == BOOL:
+                raise VerifyException(f"i1 cannot be bitcast: {src} -> {res}")
+        a, b = bit_width(src.element_type), bit_width(res.element_type)
+        if a != b and min(a, b) < 8:
+            raise VerifyException(
+                f"sub-byte types bitcast only to types of their width: {src} -> {res}"
+            )
+        shape, want = list(src.get_shape()), list(res.get_shape())
+        if a > b:
+            shape = [*shape, a // b]
+        elif a < b:
+            if not shape or shape[-1] != b // a:
+                raise VerifyException(
+                    f"to a type {b // a} times wider, the operand's last dimension must be "
+                    f"{b // a}: {src} -> {res}"
+                )
+            shape = shape[:-1]
+        if shape != want:
+            raise VerifyException(f"result shape must be {shape}, got {want}: {src} -> {res}")
+
+    def extra_dim(self) -> int:
+        """+1: the result has an extra last dim; -1: the operand has; 0: neither."""
+        a = bit_width(_tensor(self.operand).element_type)
+        b = bit_width(_tensor(self.result).element_type)
+        return (a > b) - (a < b)
+
+
+TYPE_OPS_13: tuple[type[HloOp], ...] = (ComplexOp, RealOp, ImagOp, BitcastConvertOp)
+"""The ops of issue 13's element types (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -1984,6 +2189,7 @@ Hlo = Dialect(
         ReverseOp,
         *ELEMENTWISE_OPS_13,
         *SORT_TOPK_OPS_13,
+        *TYPE_OPS_13,
         ReturnOp,
     ],
     [],

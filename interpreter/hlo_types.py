@@ -8,6 +8,9 @@ reducing in a byte and wrapping once gives the same bits as doing it in the narr
 the ops that depend on the bit width (shifts, popcnt, count_leading_zeros) and the ops
 that read the result type (convert, constant, iota) handle sub-byte types themselves and
 are not wrapped.
+
+Also the ops of the new types: `hlo.complex`, `hlo.real`, `hlo.imag` and
+`hlo.bitcast_convert` (numpy `.view`, little-endian).
 """
 
 from __future__ import annotations
@@ -17,8 +20,19 @@ from typing import Any
 
 import numpy as np
 from shardc.dialects import hlo
-from shardc.interpreter.values import NARROW_INT_DTYPES, container, tensor_spec
+from shardc.interpreter.hlo_impls import fast_impl
+from shardc.interpreter.values import (
+    C64,
+    C128,
+    COMPLEX_DTYPES,
+    F64,
+    NARROW_INT_DTYPES,
+    container,
+    int_info,
+    tensor_spec,
+)
 from xdsl.dialects.builtin import TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, register_impls
 from xdsl.ir import Operation
 
 _OWN_NARROW_HANDLING: tuple[type[Operation], ...] = (
@@ -30,6 +44,7 @@ _OWN_NARROW_HANDLING: tuple[type[Operation], ...] = (
     hlo.ConvertOp,
     hlo.ConstantOp,
     hlo.IotaOp,
+    hlo.BitcastConvertOp,
 )
 
 
@@ -64,3 +79,52 @@ def adapt(op: Operation, raw: Callable[..., Any]) -> Callable[..., Any]:
         )
 
     return run
+
+
+def bitcast(x: np.ndarray, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """
+    StableHLO bitcast_convert: the same bytes (little-endian) read as `dtype` in `shape`;
+    sub-byte integers reinterpret their bits within their width (i4 <-> ui4).
+    """
+    x = np.asarray(x)
+    if x.dtype in NARROW_INT_DTYPES or dtype in NARROW_INT_DTYPES:
+        bits = int_info(dtype).bits
+        raw = x.astype(container(x.dtype)).view(np.uint8) & np.uint8((1 << bits) - 1)
+        signed = container(dtype).kind == "i"
+        if signed:  # sign-extend the top bit of the width
+            raw = (raw.astype(np.int16) ^ (1 << (bits - 1))) - (1 << (bits - 1))
+        return raw.astype(container(dtype)).astype(dtype).reshape(shape)
+    data = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False)
+    return data.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
+
+
+@register_impls
+class TypeFunctions(InterpreterFunctions):
+    """hlo.complex, hlo.real, hlo.imag, hlo.bitcast_convert."""
+
+    @fast_impl(hlo.ComplexOp)
+    def run_complex(self, interp: Interpreter, op: hlo.ComplexOp, args: PythonValues):
+        re, im = (np.asarray(a) for a in args)
+        dtype = C128 if re.dtype == F64 else C64
+        out = np.empty(re.shape, dtype=dtype)
+        out.real = re
+        out.imag = im
+        return (out,)
+
+    @fast_impl(hlo.RealOp)
+    def run_real(self, interp: Interpreter, op: hlo.RealOp, args: PythonValues):
+        return (np.ascontiguousarray(np.real(args[0])),)
+
+    @fast_impl(hlo.ImagOp)
+    def run_imag(self, interp: Interpreter, op: hlo.ImagOp, args: PythonValues):
+        x = np.asarray(args[0])
+        if x.dtype in COMPLEX_DTYPES:
+            return (np.ascontiguousarray(np.imag(x)),)
+        return (np.zeros_like(x),)
+
+    @fast_impl(hlo.BitcastConvertOp)
+    def run_bitcast_convert(
+        self, interp: Interpreter, op: hlo.BitcastConvertOp, args: PythonValues
+    ):
+        shape, dtype = tensor_spec(op.result.type)
+        return (bitcast(args[0], dtype, shape),)

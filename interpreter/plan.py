@@ -227,6 +227,7 @@ class ProgramPlan:
             TensorScalarFunctions(),
             ElementwiseFunctions(),
             SortingFunctions(),
+            hlo_types.TypeFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []
