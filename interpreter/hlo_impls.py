@@ -189,10 +189,8 @@ def dot_general(
     out_dtype: np.dtype[Any],
 ) -> np.ndarray:
     """
-    StableHLO dot_general: result dims are batch, lhs free, rhs free. bf16/f16/f8
-    operands are multiplied and accumulated in f32 and rounded once to the result type;
-    integers accumulate (wrapping) in the result type when it is an integer type, so an
-    i8 x i8 -> i32 dot (JAX's preferred_element_type) sums exactly in i32.
+    StableHLO dot_general: result dims batch, lhs free, rhs free. bf16/f16/f8 accumulate
+    in f32, rounded once; integers in an integer result type (i8 x i8 -> i32 exactly).
     """
     acc = accumulation_dtype(lhs.dtype)
     if acc in INT_DTYPES and out_dtype in INT_DTYPES:
