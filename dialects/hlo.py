@@ -33,8 +33,11 @@ from shardc.dialects.syntax import (
 from shardc.xdsl_patches import patch_compact_splats, patch_hex_float_elements
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -73,18 +76,48 @@ patch_compact_splats(splat_elements, splat_element)
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")
 
-FLOAT, INT, BOOL = "float", "int", "bool"
-ANY_KIND = frozenset({FLOAT, INT, BOOL})
+FLOAT, INT, BOOL, COMPLEX = "float", "int", "bool", "complex"
+ANY_KIND = frozenset({FLOAT, INT, BOOL, COMPLEX})
 NUMERIC = frozenset({FLOAT, INT})
+FLOAT_OR_COMPLEX = frozenset({FLOAT, COMPLEX})
+NUMERIC_OR_COMPLEX = frozenset({FLOAT, INT, COMPLEX})
+
+INT_WIDTHS = (2, 4, 8, 16, 32, 64)
+"""Widths of the signless (two's complement) and unsigned integer types hlo accepts."""
+SUPPORTED_TYPES = (
+    "f64, f32, bf16, f16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, i4, i2, ui64, ui32, ui16, "
+    "ui8, ui4, ui2, i1, complex<f32> or complex<f64>"
+)
+"""The element types `element_kind` accepts, for messages."""
 
 
 def element_kind(ty: Attribute) -> str | None:
-    """`float`, `int` or `bool` for the element types shardc supports, else None."""
-    if isinstance(ty, Float16Type | BFloat16Type | Float32Type | Float64Type):
+    """
+    `float`, `int`, `bool` or `complex` for the element types shardc supports, else None:
+    f64 f32 bf16 f16 f8E4M3FN f8E5M2; signless (signed) and unsigned integers of 2, 4, 8,
+    16, 32 and 64 bits; i1; complex<f32> and complex<f64>. Whether an `int` is unsigned:
+    `is_unsigned`.
+    """
+    if isinstance(
+        ty,
+        Float16Type | BFloat16Type | Float32Type | Float64Type | Float8E4M3FNType | Float8E5M2Type,
+    ):
         return FLOAT
-    if isinstance(ty, IntegerType) and ty.signedness.data.name == "SIGNLESS":
-        return {1: BOOL, 32: INT, 64: INT}.get(ty.width.data)
+    if isinstance(ty, IntegerType):
+        sign, width = ty.signedness.data.name, ty.width.data
+        if sign == "SIGNLESS" and width == 1:
+            return BOOL
+        if sign in ("SIGNLESS", "UNSIGNED") and width in INT_WIDTHS:
+            return INT
+        return None
+    if isinstance(ty, ComplexType) and isinstance(ty.element_type, Float32Type | Float64Type):
+        return COMPLEX
     return None
+
+
+def is_unsigned(ty: Attribute) -> bool:
+    """An unsigned integer type (`ui8`...): compares, divides, shifts and converts unsigned."""
+    return isinstance(ty, IntegerType) and ty.signedness.data.name == "UNSIGNED"
 
 
 def accumulation_type(ty: Attribute) -> Attribute:
@@ -117,8 +150,8 @@ def _int_values(attr: DenseArrayBase) -> tuple[int, ...]:
 
 class HloOp(IRDLOperation, ABC):
     """
-    Every `hlo` op: its tensors must have a supported element type (f32, bf16, f16, f64,
-    i32, i64, i1); `verify_semantics` adds the op's own rule.
+    Every `hlo` op: its tensors must have a supported element type (`element_kind`);
+    `verify_semantics` adds the op's own rule.
     """
 
     def verify_(self) -> None:
@@ -128,8 +161,7 @@ class HloOp(IRDLOperation, ABC):
                 raise VerifyException(f"expected a tensor, got {ty}")
             if element_kind(ty.element_type) is None:
                 raise VerifyException(
-                    f"unsupported element type {ty.element_type} (expected f32, bf16, "
-                    "f16, f64, i32, i64 or i1)"
+                    f"unsupported element type {ty.element_type} (expected {SUPPORTED_TYPES})"
                 )
             if any(d < 0 for d in ty.get_shape()):
                 raise VerifyException(f"dynamic dimensions are not supported: {ty}")
@@ -176,7 +208,7 @@ class AddOp(BinaryElementwiseOp):
 @irdl_op_definition
 class SubOp(BinaryElementwiseOp):
     name = "hlo.sub"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -187,7 +219,7 @@ class MulOp(BinaryElementwiseOp):
 @irdl_op_definition
 class DivOp(BinaryElementwiseOp):
     name = "hlo.div"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -203,7 +235,7 @@ class MinOp(BinaryElementwiseOp):
 @irdl_op_definition
 class PowOp(BinaryElementwiseOp):
     name = "hlo.pow"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -241,17 +273,19 @@ class UnaryElementwiseOp(HloOp, ABC):
 @irdl_op_definition
 class NegOp(UnaryElementwiseOp):
     name = "hlo.neg"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
 
 
 @irdl_op_definition
 class ExpOp(UnaryElementwiseOp):
     name = "hlo.exp"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = FLOAT_OR_COMPLEX
 
 
 @irdl_op_definition
 class LogOp(UnaryElementwiseOp):
     name = "hlo.log"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = FLOAT_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -262,6 +296,7 @@ class TanhOp(UnaryElementwiseOp):
 @irdl_op_definition
 class SqrtOp(UnaryElementwiseOp):
     name = "hlo.sqrt"
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = FLOAT_OR_COMPLEX
 
 
 @irdl_op_definition
@@ -271,8 +306,58 @@ class RsqrtOp(UnaryElementwiseOp):
 
 @irdl_op_definition
 class AbsOp(UnaryElementwiseOp):
+    """
+    `%r = hlo.abs %a : tensor<4xf32>`; of a complex tensor the modulus, a real tensor:
+    `%r = hlo.abs %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>` (StableHLO's form).
+    """
+
     name = "hlo.abs"
-    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC
+    ELEMENT_KINDS: ClassVar[frozenset[str]] = NUMERIC_OR_COMPLEX
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = None
+
+    def __init__(self, operand: SSAValue):
+        ty = _tensor(operand)
+        res = _part_type(ty) if element_kind(ty.element_type) == COMPLEX else ty
+        HloOp.__init__(self, operands=[operand], result_types=[res])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AbsOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        if parser.parse_optional_punctuation("("):
+            in_ty = parser.parse_type()
+            parser.parse_punctuation(")")
+            parser.parse_punctuation("->")
+            out_ty = parser.parse_type()
+        else:
+            in_ty = out_ty = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [in_ty], pos)
+        op = cls.create(operands=[value], result_types=[out_ty])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        printer.print_op_attributes(self.attributes)
+        if self.operand.type == self.result.type:
+            printer.print_string(" : ")
+            printer.print_attribute(self.result.type)
+        else:
+            _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.operand)
+        _check_kind(self.name, ty, self.ELEMENT_KINDS)
+        want = _part_type(ty) if element_kind(ty.element_type) == COMPLEX else ty
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
 
 
 @irdl_op_definition
@@ -416,6 +501,11 @@ class CompareOp(HloOp):
         lt, rt, res = _tensor(self.lhs), _tensor(self.rhs), _tensor(self.result)
         if lt != rt:
             raise VerifyException(f"operands must have one type, got {lt} and {rt}")
+        if element_kind(lt.element_type) == COMPLEX and self.comparison_direction.data not in (
+            "EQ",
+            "NE",
+        ):
+            raise VerifyException("complex operands compare only with EQ or NE")
         if res != TensorType(i1, lt.get_shape()):
             raise VerifyException(f"result must be {TensorType(i1, lt.get_shape())}, got {res}")
 
@@ -2035,6 +2125,161 @@ class ReturnOp(IRDLOperation):
             raise VerifyException("hlo.return must end a region of an hlo op")
 
 
+################################################################################
+# complex numbers and bitcast_convert                                          #
+################################################################################
+
+
+def _complex_of(ty: Attribute) -> Attribute | None:
+    """complex<f32> for f32, complex<f64> for f64, else None."""
+    if isinstance(ty, Float32Type | Float64Type):
+        return ComplexType(ty)
+    return None
+
+
+def _part_type(ty: TensorType) -> TensorType:
+    """The real type of a complex (or float) tensor's parts: complex<f32> -> f32."""
+    elem = ty.element_type
+    part = elem.element_type if isinstance(elem, ComplexType) else elem
+    return TensorType(part, ty.get_shape())
+
+
+@irdl_op_definition
+class ComplexOp(HloOp):
+    """
+    `%c = hlo.complex %re, %im : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>`:
+    the complex number re + i * im, element-wise (StableHLO's complex).
+    """
+
+    name = "hlo.complex"
+
+    T: ClassVar = VarConstraint("T", TensorType.constr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        ty = _tensor(lhs)
+        elem = _complex_of(ty.element_type)
+        assert elem is not None, ty
+        super().__init__(operands=[lhs, rhs], result_types=[TensorType(elem, ty.get_shape())])
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.lhs)
+        elem = _complex_of(ty.element_type)
+        if elem is None:
+            raise VerifyException(f"operands must be f32 or f64 tensors, got {ty}")
+        want = TensorType(elem, ty.get_shape())
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
+
+
+class ComplexPartOp(HloOp, ABC):
+    """`hlo.real` / `hlo.imag`: one part of a complex tensor (of a float: itself / zeros)."""
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue):
+        super().__init__(operands=[operand], result_types=[_part_type(_tensor(operand))])
+
+    def verify_semantics(self) -> None:
+        ty = _tensor(self.operand)
+        _check_kind(self.name, ty, FLOAT_OR_COMPLEX)
+        want = _part_type(ty)
+        if self.result.type != want:
+            raise VerifyException(f"result must be {want}, got {self.result.type}")
+
+
+@irdl_op_definition
+class RealOp(ComplexPartOp):
+    """`%r = hlo.real %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>`: the real part."""
+
+    name = "hlo.real"
+
+
+@irdl_op_definition
+class ImagOp(ComplexPartOp):
+    """`%i = hlo.imag %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>`: the imaginary part."""
+
+    name = "hlo.imag"
+
+
+def bit_width(ty: Attribute) -> int:
+    """Bits of one element of an hlo element type (i1: 1; complex: both parts)."""
+    if isinstance(ty, IntegerType):
+        return ty.width.data
+    if isinstance(ty, ComplexType):
+        return 2 * bit_width(ty.element_type)
+    assert element_kind(ty) == FLOAT, ty
+    return ty.bitwidth  # pyright: ignore[reportAttributeAccessIssue]
+
+
+@irdl_op_definition
+class BitcastConvertOp(HloOp):
+    """
+    `%r = hlo.bitcast_convert %a : (tensor<4xf32>) -> tensor<4xi32>`: the same bits read
+    as another type (StableHLO's bitcast_convert, little-endian as XLA's CPU and TPU
+    backends). Between types of one width the shape is kept; from a wider type the result
+    has an extra last dimension of size ratio (f32 -> 4 x ui8); to a wider type the
+    operand's last dimension, of size ratio, is dropped. i1 is not bitcast, and sub-byte
+    integers only to types of their own width.
+    """
+
+    name = "hlo.bitcast_convert"
+
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand attr-dict `:` functional-type($operand, $result)"
+
+    def __init__(self, operand: SSAValue, result_type: TensorType):
+        super().__init__(operands=[operand], result_types=[result_type])
+
+    def verify_semantics(self) -> None:
+        src, res = _tensor(self.operand), _tensor(self.result)
+        for ty in (src, res):
+            if element_kind(ty.element_type) == BOOL:
+                raise VerifyException(f"i1 cannot be bitcast: {src} -> {res}")
+        a, b = bit_width(src.element_type), bit_width(res.element_type)
+        if a != b and min(a, b) < 8:
+            raise VerifyException(
+                f"sub-byte types bitcast only to types of their width: {src} -> {res}"
+            )
+        shape, want = list(src.get_shape()), list(res.get_shape())
+        if a > b:
+            shape = [*shape, a // b]
+        elif a < b:
+            if not shape or shape[-1] != b // a:
+                raise VerifyException(
+                    f"to a type {b // a} times wider, the operand's last dimension must be "
+                    f"{b // a}: {src} -> {res}"
+                )
+            shape = shape[:-1]
+        if shape != want:
+            raise VerifyException(f"result shape must be {shape}, got {want}: {src} -> {res}")
+
+    def extra_dim(self) -> int:
+        """+1: the result has an extra last dim; -1: the operand has; 0: neither."""
+        a = bit_width(_tensor(self.operand).element_type)
+        b = bit_width(_tensor(self.result).element_type)
+        return (a > b) - (a < b)
+
+
+TYPE_OPS_13: tuple[type[HloOp], ...] = (ComplexOp, RealOp, ImagOp, BitcastConvertOp)
+"""The ops of issue 13's element types (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -2078,6 +2323,7 @@ Hlo = Dialect(
         *SORT_TOPK_OPS_13,
         *CHLO_OPS_13,
         *DEVICE_ID_OPS_13,
+        *TYPE_OPS_13,
         ReturnOp,
     ],
     [],

@@ -98,7 +98,7 @@ from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
 from shardc.dialects.hlo import accumulation_type as hlo_accumulation_type
-from shardc.dialects.hlo import element_kind
+from shardc.dialects.hlo import element_kind as hlo_element_kind
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.spmd import (
     GroupSpecOp,
@@ -113,11 +113,16 @@ from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_
 from shardc.xdsl_patches import patch_memref_memory_spaces
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     FlatSymbolRefAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     StringAttr,
@@ -164,6 +169,22 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+
+def element_kind(ty: Attribute) -> str | None:
+    """
+    The kind (`hlo.element_kind`) of the element types level T holds: f32, bf16, f16,
+    f64, i32, i64 and i1; None for the others (i8, unsigned, f8, complex, ...: hlo takes
+    them, `lower-to-tpu` refuses them at the op).
+    """
+    if isinstance(ty, IntegerType) and (
+        ty.signedness.data.name != "SIGNLESS" or ty.width.data not in (1, 32, 64)
+    ):
+        return None
+    if not isinstance(ty, IntegerType | Float16Type | BFloat16Type | Float32Type | Float64Type):
+        return None
+    return hlo_element_kind(ty)
+
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 

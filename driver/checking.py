@@ -14,18 +14,40 @@ from shardc.diagnostics import DiagnosticError
 from shardc.driver import progress
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
-from shardc.interpreter.values import BF16, F16, F32, F64, FLOAT_DTYPES, type_str
+from shardc.interpreter.values import (
+    BF16,
+    C64,
+    C128,
+    F8E4M3FN,
+    F8E5M2,
+    F16,
+    F32,
+    F64,
+    FLOAT_DTYPES,
+    container,
+    type_str,
+)
 from xdsl.dialects.builtin import ModuleOp
 
 if TYPE_CHECKING:  # reporting imports Comparison from here
     from shardc.driver.reporting import Report
 
-TOLERANCES: dict[Any, float] = {F64: 1e-10, F32: 1e-4, F16: 5e-3, BF16: 2e-2}
+TOLERANCES: dict[Any, float] = {
+    F64: 1e-10,
+    F32: 1e-4,
+    F16: 5e-3,
+    BF16: 2e-2,
+    F8E4M3FN: 0.125,
+    F8E5M2: 0.25,
+    C128: 1e-10,
+    C64: 1e-4,
+}
 """
 --check: relative tolerance per float dtype, against the largest |reference| value. A
 partitioned program sums in another order than the global one (partial dots, then the
 all_reduce); over contractions of thousands of f32 terms that moves results by a few 1e-5
-of their scale, so f32 allows 1e-4.
+of their scale, so f32 allows 1e-4. f8 allows one unit in the last place at the scale;
+complex numbers their part's tolerance, on |difference|.
 """
 
 
@@ -65,11 +87,16 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
         )
     if got.size == 0:
         return Comparison(name, 0.0, 0.0, True)
-    if ref.dtype not in FLOAT_DTYPES:
-        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    if ref.dtype not in FLOAT_DTYPES and ref.dtype not in (C64, C128):
+        g, r = got.astype(container(got.dtype)), ref.astype(container(ref.dtype))
+        diff = np.abs(g.astype(np.float64) - r.astype(np.float64))
         worst = float(diff.max())
-        return Comparison(name, worst, 0.0, worst == 0.0)
-    g, r = got.astype(np.float64), ref.astype(np.float64)
+        equal = bool(np.array_equal(g, r))  # exact in the type (u64/i64 beyond 2**53)
+        return Comparison(name, worst if not equal else 0.0, 0.0, equal)
+    if ref.dtype in (C64, C128):
+        g, r = got.astype(np.complex128), ref.astype(np.complex128)
+    else:
+        g, r = got.astype(np.float64), ref.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(r)
     with np.errstate(all="ignore"):
         diff = np.where(both_nan, 0.0, np.abs(g - r))

@@ -39,8 +39,9 @@ Not supported (each a located error naming it; `shardc-import --check-support` l
 all at once): ops with no `hlo` counterpart yet (gather, scatter, reduce_window, while /
 case / conditional, rng), reduces of several operands together (argmax), TOTALORDER
 compares outside a sort comparator, sort comparators other than LT / GT of the first
-operand (several keys, custom orders), element types other than f32 / bf16 / f16 / f64 / i32 /
-i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially
+operand (several keys, custom orders), element types other than those `hlo.element_kind`
+takes (f64 f32 bf16 f16 f8E4M3FN f8E5M2, i64..i2, ui64..ui2, i1, complex<f32/f64>; HLO's
+u32 is read as i32, as XLA writes partition ids), Shardy sub-axes and non-iota `device_ids`, partially
 manual computations that split over their free axes, and, in a shard_map program, ops
 outside the manual computations other than pointwise ones on values of one layout (they
 would need shardc to partition a mixed global / per-device program).

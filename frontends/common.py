@@ -104,7 +104,7 @@ def check_tensor_type(ty: Attribute, what: str) -> TensorType:
     if not supported_element(ty.element_type):
         raise ValueError(
             f"{what} has element type {ty.element_type}, which shardc does not support "
-            "(f32, bf16, f16, f64, i32, i64, i1)"
+            f"({hlo.SUPPORTED_TYPES})"
         )
     if any(d < 0 for d in ty.get_shape()):
         raise ValueError(f"{what} has a dynamic shape {ty}")

@@ -123,6 +123,8 @@ def constant(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) ->
     """A literal: one value (a splat, stored once) or one per element."""
     text = instr.operands[0].text if instr.operands else ""
     values = _literal_values(cx, instr, text, ty)
+    if hlo.element_kind(ty.element_type) == hlo.COMPLEX:  # XLA writes (re, im) pairs
+        values = [(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
     if "{...}" in text.replace(" ", ""):
         raise cx.error(
             instr.operands[0].pos,
@@ -350,6 +352,23 @@ def _one_op(cls: type[hlo.HloOp]) -> ArrayConverter:
 
 for _name, _cls in ELEMENTWISE_13.items():
     ARRAY_OPS[_name] = _one_op(_cls)
+
+
+# element types of issue 13: complex numbers and bitcasts -----------------------------------
+
+for _name, _cls in {"complex": hlo.ComplexOp, "real": hlo.RealOp, "imag": hlo.ImagOp}.items():
+    ARRAY_OPS[_name] = _one_op(_cls)
+
+
+@ARRAY_OPS.converts("bitcast-convert")
+def bitcast_convert(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    """XLA's bitcast-convert: the result's element type, its shape from the operand's."""
+    src = xs[0].type
+    assert isinstance(src, TensorType)
+    a, b = hlo.bit_width(src.element_type), hlo.bit_width(ty.element_type)
+    shape = list(src.get_shape())
+    shape = shape + [a // b] if a > b else shape[:-1] if a < b else shape
+    return cx.emit.value(hlo.BitcastConvertOp(xs[0], TensorType(ty.element_type, shape)))
 
 
 # sort and topk (tuple-shaped results) -----------------------------------------------------

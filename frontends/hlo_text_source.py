@@ -19,10 +19,15 @@ from shardc.frontends.common import Emitter, ImportStats, is_bool
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Reader, Shape
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ComplexType,
     FileLineColLoc,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
+    IntegerType,
+    Signedness,
     TensorType,
     i1,
     i32,
@@ -39,6 +44,20 @@ ELEMENT_TYPES: dict[str, Attribute] = {
     "s64": i64,
     "pred": i1,
     "u32": i32,
+    # element types of issue 13 (XLA's spellings)
+    "s8": IntegerType(8),
+    "s16": IntegerType(16),
+    "s4": IntegerType(4),
+    "s2": IntegerType(2),
+    "u8": IntegerType(8, Signedness.UNSIGNED),
+    "u16": IntegerType(16, Signedness.UNSIGNED),
+    "u64": IntegerType(64, Signedness.UNSIGNED),
+    "u4": IntegerType(4, Signedness.UNSIGNED),
+    "u2": IntegerType(2, Signedness.UNSIGNED),
+    "f8e4m3fn": Float8E4M3FNType(),
+    "f8e5m2": Float8E5M2Type(),
+    "c64": ComplexType(Float32Type()),
+    "c128": ComplexType(Float64Type()),
 }
 
 XLA_OPCODES = frozenset(
@@ -185,8 +204,9 @@ class HloSource:
         if ty is None:
             raise self.error(
                 shape.pos,
-                f"element type {shape.element} is not supported (f32, bf16, f16, f64, s32, "
-                "s64, pred; u32 as i32)",
+                f"element type {shape.element} is not supported (f32, bf16, f16, f64, "
+                "f8e4m3fn, f8e5m2, s64, s32, s16, s8, s4, s2, u64, u16, u8, u4, u2, pred, c64, "
+                "c128; u32 as i32)",
                 len(shape.element),
             )
         if shape.element == "u32":

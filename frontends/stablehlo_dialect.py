@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    TensorType,
     i64,
 )
 from xdsl.ir import (
@@ -448,6 +449,23 @@ def _parse_simple(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     return _finish(cls, parser, operands, pos, types * n, types, attributes=attrs)
 
 
+def _parse_complex(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """`stablehlo.complex %a, %b : tensor<4xcomplex<f32>>` (the parts are f32) or functional."""
+    pos = parser.pos
+    operands = _operand_list(parser)
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    types, outs = _parse_types(parser)
+    if outs is None:
+        if len(types) != 1 or not isinstance(types[0], TensorType):
+            parser.raise_error("expected the complex result type or a function type", pos)
+        res = types[0]
+        part = res.element_type
+        part = getattr(part, "element_type", part)
+        types, outs = [TensorType(part, res.get_shape())] * 2, [res]
+    return _finish(cls, parser, operands, pos, types, outs, attributes=attrs)
+
+
 def _parse_keyword_ints(parser: Parser, keyword: str) -> list[int]:
     parser.parse_keyword(keyword)
     parser.parse_punctuation("=")
@@ -821,6 +839,7 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "manual_computation": _parse_manual_computation,
     "composite": _parse_composite,
     "generic": _parse_generic_only,
+    "complex": _parse_complex,
 }
 
 STABLEHLO_SIMPLE = (
@@ -833,6 +852,7 @@ STABLEHLO_SIMPLE = (
 STABLEHLO_SIMPLE += (
     "shift_left shift_right_logical shift_right_arithmetic popcnt count_leading_zeros".split()
 )
+STABLEHLO_SIMPLE += ["real", "imag"]
 STABLEHLO_CUSTOM = {
     "constant": "constant",
     "iota": "iota",
@@ -848,6 +868,7 @@ STABLEHLO_CUSTOM = {
     "dot_general": "dot_general",
     "dot": "dot",
     "reduce": "reduce",
+    "complex": "complex",
     "custom_call": "custom_call",
     "all_reduce": "generic",
     "all_gather": "generic",

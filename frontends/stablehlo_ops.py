@@ -133,8 +133,10 @@ def compare(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> li
             "compare type TOTALORDER (orders NaNs and -0.0) is not supported: "
             "hlo.compare compares floats as FLOAT"
         )
-    if ctype == "UNSIGNED" and not is_bool(elem):
+    if ctype == "UNSIGNED" and not is_bool(elem) and not hlo.is_unsigned(elem):
         raise ValueError("compare type UNSIGNED on signed integers is not supported")
+    if ctype == "SIGNED" and hlo.is_unsigned(elem):
+        raise ValueError("compare type SIGNED on unsigned integers is not supported")
     if ctype not in ("FLOAT", "SIGNED", "UNSIGNED", "NOTYPE"):
         raise ValueError(f"unknown compare type {ctype}")
     cx.stats.constructs[f"compare {direction}"] += 1
@@ -530,3 +532,27 @@ def device_id(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> 
     if op.name == "stablehlo.replica_id":
         return [q]
     return [e.binary("sub", index, e.binary("mul", q, p))]
+
+
+# element types of issue 13: complex numbers and bitcasts -----------------------------------
+
+for _name, _cls in {
+    "stablehlo.complex": hlo.ComplexOp,
+    "stablehlo.real": hlo.RealOp,
+    "stablehlo.imag": hlo.ImagOp,
+}.items():
+    OPS[_name] = _one_op(_cls)
+
+
+@OPS.converts("stablehlo.bitcast_convert")
+def bitcast_convert(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    """The result's element type; its shape from the (maybe local) operand's."""
+    src = xs[0].type
+    res = op.results[0].type
+    assert isinstance(src, TensorType) and isinstance(res, TensorType)
+    a, b = hlo.bit_width(src.element_type), hlo.bit_width(res.element_type)
+    shape = list(src.get_shape())
+    shape = shape + [a // b] if a > b else shape[:-1] if a < b else shape
+    return [cx.emit.value(hlo.BitcastConvertOp(xs[0], TensorType(res.element_type, shape)))]

@@ -4,8 +4,10 @@ Model" Part 2).
 
 Numbers are per chip. Where the table is silent this module decides, and says so:
 - f32 and f16 matmuls run at the bf16 peak (XLA:TPU's default precision is one bf16 pass);
-  f64 has no hardware path and is charged 1/8 of the peak; integer matmuls run at the bf16
-  peak (int8 would be 2x, but our integer types are 32/64-bit).
+  f64 has no hardware path and is charged 1/8 of the peak; i32/i64 matmuls run at the bf16
+  peak; i8/ui8 (and i4/ui4, i2/ui2, which the MXU takes as int8) at `int8_factor` times
+  it (2 on v5e, v5p, v6e; 1 on v4, which has no faster int8 path); f8 at the bf16 peak (no
+  fp8 MXU before v7); a complex matmul is four real ones.
 - Elementwise and reduction FLOPs run on the VPU, about 1/16 of the MXU peak (v5p: 1.4e13
   VPU vs 4.59e14 MXU, scaling book Part 2); they are almost always HBM-bound anyway.
 """
@@ -43,6 +45,8 @@ class Chip:
     """Torus axis length that has wraparound links (v5e/v6e: 16; v4/v5p: multiples of 4)."""
     wrap_multiple: bool = False
     """True if any axis length that is a multiple of `full_axis` has wraparound (v4, v5p)."""
+    int8_factor: float = 2.0
+    """MXU int8 peak as a multiple of the bf16 peak (v4: 1)."""
 
     @property
     def vpu_flops(self) -> float:
@@ -63,7 +67,17 @@ class Chip:
 
 CHIPS: dict[str, Chip] = {
     "v4": Chip(
-        "v4", 2.75e14, 32 * GiB, 1.2e12, 4.5e10, 3, 16 * MiB, None, full_axis=4, wrap_multiple=True
+        "v4",
+        2.75e14,
+        32 * GiB,
+        1.2e12,
+        4.5e10,
+        3,
+        16 * MiB,
+        None,
+        full_axis=4,
+        wrap_multiple=True,
+        int8_factor=1.0,
     ),
     "v5e": Chip("v5e", 1.97e14, 16 * 10**9, 8.1e11, 4.5e10, 2, 128 * MiB, 3.125e9),
     "v5p": Chip(

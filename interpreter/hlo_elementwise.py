@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 from shardc.dialects import hlo
 from shardc.interpreter.hlo_impls import fast_impl, int_div
-from shardc.interpreter.values import F32, FLOAT_DTYPES, LOW_PRECISION
+from shardc.interpreter.values import F32, FLOAT_DTYPES, LOW_PRECISION, container, int_info
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, register_impls
 
 F64 = np.dtype(np.float64)
@@ -79,37 +79,53 @@ def _unsigned(x: np.ndarray) -> np.ndarray:
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
+def _as_bits(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """
+    The bits of integer `x` as an unsigned array (a sub-byte integer's bits, zero-extended
+    in a byte) and the type's width in bits.
+    """
+    x = np.asarray(x)
+    bits = int_info(x.dtype).bits
+    u = _unsigned(np.ascontiguousarray(x.astype(container(x.dtype), copy=False)))
+    if bits < 8:
+        u = u & np.uint8((1 << bits) - 1)
+    return u, bits
+
+
 def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
-    """Shifts by an amount read as unsigned: >= the bit width gives 0 (or the sign fill)."""
+    """
+    Shifts by an amount read as unsigned: >= the bit width gives 0 (or the sign fill).
+    Sub-byte integers shift in a byte and wrap back to their width.
+    """
     a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
-    bits = a.dtype.itemsize * 8
-    amount = _unsigned(np.ascontiguousarray(b))
+    dtype = a.dtype
+    ua, bits = _as_bits(a)
+    amount, _ = _as_bits(b)
     inside = amount < bits
-    clipped = np.minimum(amount, bits - 1).astype(a.dtype)
-    if kind == "arithmetic":
-        return np.right_shift(a, clipped)  # past the width: all sign bits, as >> (bits - 1)
-    ua = _unsigned(np.ascontiguousarray(a))
-    moved = (
-        np.left_shift(ua, clipped.view(ua.dtype))
-        if kind == "left"
-        else np.right_shift(ua, clipped.view(ua.dtype))
-    )
-    return np.where(inside, moved, 0).astype(ua.dtype).view(a.dtype)
+    clipped = np.minimum(amount, bits - 1).astype(ua.dtype)
+    if kind == "arithmetic":  # the top bit fills (unsigned types too, as XLA's ashr)
+        pad = ua.dtype.itemsize * 8 - bits  # past the width: as >> (bits - 1)
+        signed = np.left_shift(ua, pad).view(np.dtype(f"i{ua.dtype.itemsize}")) >> pad
+        moved = np.right_shift(signed, clipped.astype(signed.dtype))
+        return moved.view(container(dtype)).astype(dtype)
+    moved = np.left_shift(ua, clipped) if kind == "left" else np.right_shift(ua, clipped)
+    out = np.where(inside, moved, 0).astype(ua.dtype)
+    return out.view(container(dtype)).astype(dtype)
 
 
 def _popcnt(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
-    return np.bitwise_count(_unsigned(np.ascontiguousarray(x))).astype(x.dtype)
+    u, _ = _as_bits(x)
+    return np.bitwise_count(u).astype(container(x.dtype)).astype(x.dtype)
 
 
 def _count_leading_zeros(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
-    u = _unsigned(np.ascontiguousarray(x))
-    bits = x.dtype.itemsize * 8
-    length = np.zeros(u.shape, dtype=x.dtype)
+    u, bits = _as_bits(x)
+    length = np.zeros(u.shape, dtype=np.int64)
     for k in range(bits):  # bit length = the number of k with u >> k != 0
-        length += (np.right_shift(u, k) != 0).astype(x.dtype)
-    return (bits - length).astype(x.dtype)
+        length += np.right_shift(u, k) != 0
+    return (bits - length).astype(container(x.dtype)).astype(x.dtype)
 
 
 _TRANSCENDENTAL: dict[type, Callable[..., np.ndarray]] = {

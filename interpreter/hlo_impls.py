@@ -18,11 +18,15 @@ from shardc.diagnostics import InterpreterError
 from shardc.dialects import hlo, spmd
 from shardc.interpreter.values import (
     BOOL,
+    C64,
+    C128,
     F32,
     FLOAT_DTYPES,
+    INT_DTYPES,
     LOW_PRECISION,
     accumulation_dtype,
     array_from_dense,
+    container,
     convert,
     frozen,
     identity,
@@ -75,12 +79,17 @@ class DeviceInfo:
 
 
 def _via_f32(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """Apply `fn` in the value's own type, or in f32 with one rounding for bf16/f16."""
+    """
+    Apply `fn` in the value's own type, or with one rounding from f32 for bf16/f16/f8
+    and from complex<f64> for complex<f32>.
+    """
 
     def run(x: np.ndarray) -> np.ndarray:
         dtype = x.dtype
         if dtype in LOW_PRECISION:
             return fn(x.astype(F32)).astype(dtype)
+        if dtype == C64:
+            return fn(x.astype(C128)).astype(dtype)
         return fn(x)
 
     return run
@@ -108,7 +117,7 @@ _logistic_any = _via_f32(_logistic)
 def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     Integer division truncating toward zero (C, StableHLO). x / 0 is -1 (all bits set,
-    as XLA does) and INT_MIN / -1 wraps to INT_MIN.
+    as XLA does: the largest value of an unsigned type) and INT_MIN / -1 wraps to INT_MIN.
     """
     a, b = np.asarray(a), np.asarray(b)
     zero = b == 0
@@ -116,7 +125,7 @@ def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     q = np.floor_divide(a, safe)
     r = a - q * safe
     q = q + ((r != 0) & ((a < 0) != (safe < 0))).astype(q.dtype)
-    return np.where(zero, np.array(-1, dtype=a.dtype), q).astype(a.dtype)
+    return np.where(zero, np.asarray(-1).astype(a.dtype), q).astype(a.dtype)
 
 
 def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -180,10 +189,12 @@ def dot_general(
     out_dtype: np.dtype[Any],
 ) -> np.ndarray:
     """
-    StableHLO dot_general: result dims are batch, lhs free, rhs free. bf16/f16 operands
-    are multiplied and accumulated in f32 and rounded once to the result type.
+    StableHLO dot_general: result dims batch, lhs free, rhs free. bf16/f16/f8 accumulate
+    in f32, rounded once; integers in an integer result type (i8 x i8 -> i32 exactly).
     """
     acc = accumulation_dtype(lhs.dtype)
+    if acc in INT_DTYPES and out_dtype in INT_DTYPES:
+        acc = container(out_dtype)
     lhs = np.asarray(lhs)
     rhs = np.asarray(rhs)
     if lhs.dtype != acc:
@@ -304,9 +315,9 @@ class HloFunctions(InterpreterFunctions):
     @fast_impl(hlo.DivOp)
     def run_div(self, interp: Interpreter, op: hlo.DivOp, args: PythonValues):
         a, b = args
-        if a.dtype in FLOAT_DTYPES:
-            return (np.divide(a, b),)
-        return (int_div(a, b),)
+        if a.dtype in INT_DTYPES:
+            return (int_div(a, b),)
+        return (np.divide(a, b),)
 
     @fast_impl(hlo.MaxOp)
     def run_max(self, interp: Interpreter, op: hlo.MaxOp, args: PythonValues):
@@ -319,9 +330,9 @@ class HloFunctions(InterpreterFunctions):
     @fast_impl(hlo.PowOp)
     def run_pow(self, interp: Interpreter, op: hlo.PowOp, args: PythonValues):
         a, b = args
-        if a.dtype in FLOAT_DTYPES:
-            return (_pow_float(a, b),)
-        return (int_pow(a, b),)
+        if a.dtype in INT_DTYPES:
+            return (int_pow(a, b),)
+        return (_pow_float(a, b),)
 
     @fast_impl(hlo.AndOp)
     def run_and(self, interp: Interpreter, op: hlo.AndOp, args: PythonValues):
@@ -359,7 +370,10 @@ class HloFunctions(InterpreterFunctions):
 
     @fast_impl(hlo.AbsOp)
     def run_abs(self, interp: Interpreter, op: hlo.AbsOp, args: PythonValues):
-        return (np.absolute(args[0]),)
+        x = args[0]
+        if x.dtype == C64:  # the modulus in f64, rounded once
+            return (np.absolute(x.astype(C128)).astype(F32),)
+        return (np.absolute(x),)
 
     @fast_impl(hlo.SinOp)
     def run_sin(self, interp: Interpreter, op: hlo.SinOp, args: PythonValues):

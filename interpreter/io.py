@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from shardc.diagnostics import InterpreterError
 from shardc.dialects import spmd
@@ -36,7 +35,6 @@ from shardc.dialects.spmd import module_mesh
 from shardc.dialects.syntax import string_list_in_braces_str
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.values import (
-    BF16,
     combine_in_order,
     dtype_name,
     frozen,
@@ -247,7 +245,8 @@ def check_inputs(
 ) -> dict[str, np.ndarray]:
     """
     Validate input arrays against the signature: exactly the expected names, shapes and
-    dtypes (bf16 may come as raw 2-byte `|V2`, which is how numpy saves it). Returns the
+    dtypes (ml_dtypes types, bf16 f8 int4..., may come as raw bytes `|V2`, which is how
+    numpy saves them: `savable`). Returns the
     arrays (read-only) in order; a problem is one `InterpreterError` naming the array.
     """
     expected = sig.input_specs()
@@ -266,9 +265,7 @@ def check_inputs(
                 f"{source}: error: input array '{name}' is missing: expected "
                 f"{type_str(shape, dtype)} for {_describe(sig, name)}"
             )
-        a = np.asarray(arrays[name])
-        if dtype == BF16 and a.dtype.kind == "V" and a.dtype.itemsize == 2:
-            a = a.view(ml_dtypes.bfloat16)
+        a = from_savable(np.asarray(arrays[name]), dtype)
         if a.dtype != dtype:
             raise InterpreterError(
                 f"{source}: error: {what} has dtype {_np_dtype_str(a.dtype)}, expected "
@@ -283,6 +280,29 @@ def check_inputs(
         view.flags.writeable = False
         out[name] = view
     return out
+
+
+def _is_ml_dtype(dtype: np.dtype[Any]) -> bool:
+    return dtype.type.__module__.startswith("ml_dtypes")
+
+
+def savable(array: np.ndarray) -> np.ndarray:
+    """
+    `array` as `np.savez` can write and `np.load` read back: ml_dtypes arrays (bf16, f8,
+    int4, ...) as raw bytes (`|V1`, `|V2`; numpy would write some of them with a
+    descriptor it cannot read, `<f1`), every other array as it is (complex included).
+    """
+    array = np.asarray(array)
+    if _is_ml_dtype(array.dtype):
+        return np.ascontiguousarray(array).view(np.dtype(f"V{array.dtype.itemsize}"))
+    return array
+
+
+def from_savable(array: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """The inverse of `savable` for an array expected to have `dtype`."""
+    if array.dtype.kind == "V" and _is_ml_dtype(dtype) and array.dtype.itemsize == dtype.itemsize:
+        return array.view(dtype)
+    return array
 
 
 def _names_str(names: list[str]) -> str:

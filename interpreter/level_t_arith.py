@@ -163,26 +163,60 @@ _CMP = {
     "uge": lambda a, b: a >= b,
 }
 _CMPF = {
+    "false": lambda a, b: np.zeros(np.broadcast(a, b).shape, dtype=bool),
     "oeq": lambda a, b: a == b,
-    "one": lambda a, b: a != b,
+    "one": lambda a, b: (a == a) & (b == b) & (a != b),
     "olt": lambda a, b: a < b,
     "ole": lambda a, b: a <= b,
     "ogt": lambda a, b: a > b,
     "oge": lambda a, b: a >= b,
-    "ueq": lambda a, b: a == b,
+    "ord": lambda a, b: (a == a) & (b == b),
+    "ueq": lambda a, b: np.logical_not((a < b) | (a > b)),
     "une": lambda a, b: a != b,
-    "ult": lambda a, b: a < b,
-    "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b,
-    "uge": lambda a, b: a >= b,
+    "ult": lambda a, b: np.logical_not(a >= b),  # unordered (a NaN) or less
+    "ule": lambda a, b: np.logical_not(a > b),
+    "ugt": lambda a, b: np.logical_not(a <= b),
+    "uge": lambda a, b: np.logical_not(a < b),
+    "uno": lambda a, b: (a != a) | (b != b),
+    "true": lambda a, b: np.ones(np.broadcast(a, b).shape, dtype=bool),
 }
+
+
+def _as_unsigned(x, width: int):
+    """The integer `x` (array or Python int) read as unsigned `width` bits."""
+    if isinstance(x, np.ndarray | np.integer):
+        x = np.asarray(x)
+        if x.dtype.kind == "i":
+            return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+        return x
+    return int(x) & ((1 << width) - 1)
+
+
+def _int_width(ty) -> int:
+    elem = getattr(ty, "element_type", ty)
+    width = getattr(elem, "width", None)
+    return width.data if width is not None else 64  # index: 64 bits
 
 
 def _cmpi(op, args, ty):
     pred = op.predicate.value.data
     names = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+    if pred >= 6:  # ult ule ugt uge compare the bits as unsigned numbers
+        width = _int_width(op.operands[0].type)
+        args = tuple(_as_unsigned(a, width) for a in args)
     r = _CMP[names[pred]](*args)
     return r if isinstance(r, np.ndarray) else bool(r)
+
+
+def _tpu_cmp(op, args):
+    """`tpu.cmp`: float predicates on float vectors, integer ones (u* unsigned) on ints."""
+    pred = op.predicate.data
+    elem = op.operands[0].type.element_type
+    if isinstance(elem, IntegerType):
+        if pred in ("ult", "ule", "ugt", "uge"):
+            args = tuple(_as_unsigned(a, elem.width.data) for a in args)
+        return _CMP[pred](*args)
+    return _CMPF[pred](*args)
 
 
 def _cmpf(op, args, ty):
@@ -267,9 +301,7 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     arith.CmpiOp: _cmpi,
     arith.CmpfOp: _cmpf,
     arith.SelectOp: _select,
-    tpu.CmpOp: lambda op, args, ty: (_CMPF if op.predicate.data in tpu.FLOAT_PREDICATES else _CMP)[
-        op.predicate.data
-    ](*args),
+    tpu.CmpOp: lambda op, args, ty: _tpu_cmp(op, args),
     tpu.SelectOp: _select,
     tpu.ConvertOp: _convert,
 }

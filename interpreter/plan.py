@@ -25,7 +25,7 @@ from shardc.dialects import collective as coll
 from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.hardware.cost import CostModel, OpCost
-from shardc.interpreter import collectives
+from shardc.interpreter import collectives, hlo_types
 from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
 from shardc.interpreter.hlo_manual import ManualFunctions
@@ -231,6 +231,7 @@ class ProgramPlan:
             SortingFunctions(),
             SpecialFunctions(),
             ManualFunctions(),
+            hlo_types.TypeFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []
@@ -322,7 +323,7 @@ class ProgramPlan:
             ft, impl = entry
             raw = getattr(impl, RAW_IMPL_KEY, None)
             if raw is not None:
-                return PLAIN, raw, ft
+                return PLAIN, hlo_types.adapt(op, raw), ft
             return WRAPPED, impl, ft
         if type(op) in self._load_fallbacks() and not op.regions:
             return FALLBACK, None, None

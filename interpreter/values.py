@@ -15,7 +15,10 @@ import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ComplexType,
     DenseIntOrFPElementsAttr,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -28,37 +31,90 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
+F8E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
+F8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 I32 = np.dtype(np.int32)
 I64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
+C64 = np.dtype(np.complex64)
+C128 = np.dtype(np.complex128)
 
-LOW_PRECISION = frozenset({BF16, F16})
+_SIGNED = {
+    2: np.dtype(ml_dtypes.int2),
+    4: np.dtype(ml_dtypes.int4),
+    8: np.dtype(np.int8),
+    16: np.dtype(np.int16),
+    32: I32,
+    64: I64,
+}
+_UNSIGNED = {
+    2: np.dtype(ml_dtypes.uint2),
+    4: np.dtype(ml_dtypes.uint4),
+    8: np.dtype(np.uint8),
+    16: np.dtype(np.uint16),
+    32: np.dtype(np.uint32),
+    64: np.dtype(np.uint64),
+}
+
+LOW_PRECISION = frozenset({BF16, F16, F8E4M3FN, F8E5M2})
 """Float dtypes whose ops compute in f32 and round once to the type."""
-FLOAT_DTYPES = frozenset({BF16, F16, F32, F64})
-INT_DTYPES = frozenset({I32, I64})
+FLOAT_DTYPES = frozenset({BF16, F16, F32, F64, F8E4M3FN, F8E5M2})
+INT_DTYPES = frozenset({*_SIGNED.values(), *_UNSIGNED.values()})
+"""Every integer dtype (signed and unsigned, sub-byte ones included; not bool)."""
+UNSIGNED_DTYPES = frozenset(_UNSIGNED.values())
+COMPLEX_DTYPES = frozenset({C64, C128})
+NARROW_INT_DTYPES = frozenset({_SIGNED[2], _SIGNED[4], _UNSIGNED[2], _UNSIGNED[4]})
+"""Sub-byte integers (ml_dtypes int4 ...): one per byte in numpy, computed in a byte."""
 
-_NAMES = {BF16: "bf16", F16: "f16", F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "i1"}
+_NAMES = {BF16: "bf16", F16: "f16", F32: "f32", F64: "f64", BOOL: "i1"}
+_NAMES |= {F8E4M3FN: "f8E4M3FN", F8E5M2: "f8E5M2", C64: "complex<f32>", C128: "complex<f64>"}
+_NAMES |= {d: f"i{w}" for w, d in _SIGNED.items()}
+_NAMES |= {d: f"ui{w}" for w, d in _UNSIGNED.items()}
+_FLOATS: dict[type, np.dtype[Any]] = {
+    Float32Type: F32,
+    BFloat16Type: BF16,
+    Float16Type: F16,
+    Float64Type: F64,
+    Float8E4M3FNType: F8E4M3FN,
+    Float8E5M2Type: F8E5M2,
+}
 
 
 def dtype_of(element_type: Attribute) -> np.dtype[Any]:
-    """The numpy dtype of an MLIR element type (f32 f64 f16 bf16 i32 i64 i1)."""
-    if isinstance(element_type, Float32Type):
-        return F32
-    if isinstance(element_type, BFloat16Type):
-        return BF16
-    if isinstance(element_type, Float16Type):
-        return F16
-    if isinstance(element_type, Float64Type):
-        return F64
+    """
+    The numpy dtype of an MLIR element type: f64 f32 f16 bf16 f8E4M3FN f8E5M2 (ml_dtypes
+    for bf16 and f8), i1 (bool), signed and unsigned integers of 2 to 64 bits (ml_dtypes
+    int2/int4/uint2/uint4 below a byte), complex<f32> / complex<f64>.
+    """
+    dtype = _FLOATS.get(type(element_type))
+    if dtype is not None:
+        return dtype
     if isinstance(element_type, IntegerType):
         width = element_type.width.data
-        if width == 1:
+        if width == 1 and element_type.signedness.data.name == "SIGNLESS":
             return BOOL
-        if width == 32:
-            return I32
-        if width == 64:
-            return I64
+        table = _UNSIGNED if element_type.signedness.data.name == "UNSIGNED" else _SIGNED
+        if width in table:
+            return table[width]
+    if isinstance(element_type, ComplexType):
+        inner = type(element_type.element_type)
+        if inner is Float32Type:
+            return C64
+        if inner is Float64Type:
+            return C128
     raise ValueError(f"unsupported element type {element_type}")
+
+
+def int_info(dtype: np.dtype[Any]) -> Any:
+    """`iinfo` of an integer dtype, sub-byte ones included (bits, min, max)."""
+    return ml_dtypes.iinfo(dtype) if dtype in NARROW_INT_DTYPES else np.iinfo(dtype)
+
+
+def container(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The byte-wide dtype a sub-byte integer computes in (int8 / uint8); else itself."""
+    if dtype in NARROW_INT_DTYPES:
+        return np.dtype(np.uint8) if dtype in UNSIGNED_DTYPES else np.dtype(np.int8)
+    return dtype
 
 
 def dtype_name(dtype: np.dtype[Any]) -> str:
@@ -90,7 +146,9 @@ def accumulation_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     or-of-ands) where `tpu.matmul` has no accumulator. Once the dialect definition lands,
     this may become `dtype_of` of it for the float types.
     """
-    return F32 if dtype in LOW_PRECISION else dtype
+    if dtype in LOW_PRECISION:
+        return F32
+    return container(dtype)
 
 
 def frozen(array: np.ndarray) -> np.ndarray:
@@ -105,6 +163,8 @@ def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     raw = attr.data.data
     if dtype == BOOL:
         flat = np.frombuffer(raw, dtype=np.uint8) != 0
+    elif dtype in NARROW_INT_DTYPES:  # one sign- or zero-extended byte per element
+        flat = np.frombuffer(raw, dtype=container(dtype)).astype(dtype)
     else:
         flat = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=False)
     count = int(np.prod(shape, dtype=np.int64))
@@ -146,7 +206,10 @@ def identity(kind: str, dtype: np.dtype[Any]) -> Any:
         return dtype.type(1)
     if dtype in FLOAT_DTYPES:
         return dtype.type(-np.inf if kind == "max" else np.inf)
-    info = np.iinfo(dtype)
+    if dtype in COMPLEX_DTYPES:
+        inf = -np.inf if kind == "max" else np.inf
+        return dtype.type(complex(inf, inf))
+    info = int_info(dtype)
     return dtype.type(info.min if kind == "max" else info.max)
 
 
@@ -173,12 +236,20 @@ def random_array(
 ) -> np.ndarray:
     """
     A random array for a program input: standard normal for floats (drawn in f32, f64
-    for f64, then rounded to the type), integers in [-8, 8) for i32/i64, fair bools.
+    for f64, then rounded to the type), integers in [-8, 8) for signed types of 8 bits
+    or more, [0, 16) for unsigned ones, their whole range for i4/ui4/i2/ui2, fair bools,
+    complex numbers with standard normal real and imaginary parts.
     """
     if dtype == BOOL:
         return rng.integers(0, 2, size=shape, dtype=np.int8).astype(bool)
     if dtype in INT_DTYPES:
-        return rng.integers(-8, 8, size=shape, dtype=np.int64).astype(dtype)
+        info = int_info(dtype)
+        lo, hi = max(int(info.min), -8), min(int(info.max) + 1, 16 if info.min == 0 else 8)
+        return rng.integers(lo, hi, size=shape, dtype=np.int64).astype(dtype)
+    if dtype in COMPLEX_DTYPES:
+        part = np.float64 if dtype == C128 else np.float32
+        re = rng.standard_normal(size=shape, dtype=part)
+        return (re + 1j * rng.standard_normal(size=shape, dtype=part)).astype(dtype)
     if dtype == F64:
         return rng.standard_normal(size=shape, dtype=np.float64)
     return rng.standard_normal(size=shape, dtype=np.float32).astype(dtype)
@@ -220,9 +291,12 @@ def f64_to_bf16(x: np.ndarray) -> np.ndarray:
 
 def convert(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     """
-    StableHLO convert: float -> int truncates toward zero (NaN -> 0, out of range
-    saturates); int -> float and float -> narrower float round to nearest even; any -> i1
-    is `!= 0`; i1 -> any is 0 / 1; int -> int wraps.
+    StableHLO convert (XLA's choices where the spec leaves it open): float -> int
+    truncates toward zero, NaN -> 0, out of range saturates; int -> float and float ->
+    narrower float round to nearest even once (f8E4M3FN has no infinity: overflow and
+    inf give NaN, as ml_dtypes and XLA do); any -> i1 is `!= 0`; i1 -> any is 0 / 1;
+    int -> int wraps (two's complement, unsigned read as unsigned); real -> complex has
+    imaginary part 0; complex -> real keeps the real part (XLA).
     """
     x = np.asarray(x)
     src = x.dtype
@@ -232,22 +306,41 @@ def convert(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
         return x != 0
     if src == BOOL:
         return x.astype(dtype)
+    if src in COMPLEX_DTYPES and dtype not in COMPLEX_DTYPES:
+        return convert(np.real(x).astype(F64 if src == C128 else F32), dtype)
     if dtype in INT_DTYPES:
         if src in INT_DTYPES:
-            return x.astype(dtype)
-        info = np.iinfo(dtype)
-        with np.errstate(all="ignore"):
-            t = np.trunc(x.astype(np.float64))
-            t = np.where(np.isnan(t), 0.0, t)
-            out = np.where(t >= 2.0**63, info.max, 0).astype(np.int64)
-            inside = t < 2.0**63
-            out[inside] = np.clip(t[inside], -(2.0**63), None).astype(np.int64)
-            out = np.clip(out, info.min, info.max)
-        return out.astype(dtype)
+            return x.astype(container(src)).astype(container(dtype)).astype(dtype)
+        return _float_to_int(x, dtype)
+    if dtype in COMPLEX_DTYPES:
+        part = F64 if dtype == C128 else F32
+        if src in COMPLEX_DTYPES:
+            re, im = np.real(x), np.imag(x)
+        else:
+            re, im = x, np.zeros(x.shape, dtype=part)
+        return (convert(re, part) + 1j * convert(im, part)).astype(dtype)
     # float destination
-    if dtype == BF16 and src in (F64, I32, I64):
+    if src in INT_DTYPES:
+        x = x.astype(container(src))
+    if dtype == BF16 and src in (F64, *INT_DTYPES):
         return f64_to_bf16(x.astype(np.float64))
-    if dtype == F16 and src in INT_DTYPES:
-        return x.astype(np.float64).astype(F16)
+    if dtype in (F16, F8E4M3FN, F8E5M2) and src in INT_DTYPES:
+        return x.astype(np.float64).astype(dtype)
     with np.errstate(all="ignore"):
         return x.astype(dtype)
+
+
+def _float_to_int(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Truncate toward zero in f64; NaN -> 0; saturate at the type's limits."""
+    info = int_info(dtype)
+    with np.errstate(all="ignore"):
+        t = np.trunc(x.astype(np.float64))
+        t = np.where(np.isnan(t), 0.0, t)
+        high = t >= float(info.max)  # 2**63 and 2**64 are exact floats: >= is saturation
+        low = t <= float(info.min)
+        inside = ~(high | low)
+        out = np.zeros(t.shape, dtype=container(dtype))
+        out[inside] = t[inside].astype(container(dtype))
+        out[high] = info.max
+        out[low] = info.min
+    return out.astype(dtype)

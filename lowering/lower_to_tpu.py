@@ -64,7 +64,11 @@ from xdsl.utils.exceptions import PassFailedException
 
 def check_function(function: func.FuncOp, target: Target) -> None:
     """Raise an `OpPassError` at the first op of `function` that cannot be lowered."""
+    for arg in function.args:
+        _check_element_type(function, arg.type, "an argument")
     for op in function.body.block.ops:
+        for value in (*op.operands, *op.results):
+            _check_element_type(op, value.type, op.name)
         if isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp):
             continue
         if tpu_compute.handles(op):
@@ -73,6 +77,16 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             tpu_movement.check(target, op)
         else:
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
+
+
+def _check_element_type(at: Operation, ty: object, what: str) -> None:
+    """Level T holds f32 bf16 f16 f64 i32 i64 i1 only (`tpu.element_kind`)."""
+    if isinstance(ty, TensorType) and tpu.element_kind(ty.element_type) is None:
+        raise OpPassError(
+            at,
+            f"lower-to-tpu: {what} with element type {ty.element_type} is not supported yet "
+            "(level T holds f32, bf16, f16, f64, i32, i64 and i1)",
+        )
 
 
 class KernelLowering:

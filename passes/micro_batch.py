@@ -170,6 +170,8 @@ def op_links(op: Operation) -> Links | None:
         return _same_dims(op, range(len(op.operands)))
     if isinstance(op, hlo.SelectOp | hlo.ConvertOp | hlo.IsFiniteOp | hlo.ClampOp):
         return _same_dims(op, range(len(op.operands)))
+    if isinstance(op, hlo.ComplexOp | hlo.RealOp | hlo.ImagOp):
+        return _same_dims(op, range(len(op.operands)))
     if isinstance(op, hlo.BroadcastOp):
         src, dst = _shape(op.operand), _shape(op.result)
         links: Links = {(0, d): [] for d in range(len(dst))}

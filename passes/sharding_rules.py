@@ -152,6 +152,25 @@ def _sort_rule(op: hlo.SortOp, shape: ShapeOf) -> FactorRule:
     )
 
 
+def _bitcast_convert_rule(op: hlo.BitcastConvertOp, shape: ShapeOf) -> FactorRule:
+    """
+    Element-wise on the dimensions operand and result share; the last dimension a
+    bitcast between widths adds (result) or drops (operand) holds the parts of one
+    element, so it is computed whole (an unsplittable factor).
+    """
+    src, res = shape(op.operand), shape(op.result)
+    extra = op.extra_dim()
+    if extra == 0:
+        dims = tuple(range(len(res)))
+        return FactorRule((dims,), dims)
+    rank = max(len(src), len(res))
+    dims = tuple(range(rank))
+    last = frozenset({rank - 1})
+    if extra > 0:  # the result's last dimension: no operand dimension
+        return FactorRule((dims[:-1] + (None,),), dims, unsplittable_factors=last)
+    return FactorRule((dims,), dims[:-1] + (None,), unsplittable_factors=last)
+
+
 def _top_k_rule(op: hlo.TopKOp, shape: ShapeOf) -> FactorRule:
     """
     Values and indices share `result_dims`; the last dimension (size n in the operand, k
@@ -274,6 +293,10 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             return _sort_rule(op, shape)
         case hlo.TopKOp():
             return _top_k_rule(op, shape)
+        case hlo.BitcastConvertOp():
+            return _bitcast_convert_rule(op, shape)
+        case hlo.ComplexOp() | hlo.RealOp() | hlo.ImagOp():
+            return _identity_rule(op, shape)
         case (
             hlo.BinaryElementwiseOp()
             | hlo.UnaryElementwiseOp()

@@ -315,7 +315,11 @@ def run_with_values(
     write_trace(args, timeline)
     write_plot(args, timeline, report)
     if args.outputs is not None:
-        write_atomically(args.outputs, lambda f: np.savez(f, **outputs), binary=True)
+        write_atomically(
+            args.outputs,
+            lambda f: np.savez(f, **{n: io.savable(a) for n, a in outputs.items()}),
+            binary=True,
+        )
         print(f"wrote {args.outputs}")
     return 0
 
@@ -394,7 +398,11 @@ def run_level_t_cli(
         write_atomically(args.trace, lambda f: json.dump(trace, f), binary=False)
     if args.outputs is not None:
         arrays = {f"out_{k}.{d}": a for d, row in enumerate(outputs) for k, a in enumerate(row)}
-        write_atomically(args.outputs, lambda f: np.savez(f, **arrays), binary=True)
+        write_atomically(
+            args.outputs,
+            lambda f: np.savez(f, **{n: io.savable(a) for n, a in arrays.items()}),
+            binary=True,
+        )
         print(f"wrote {args.outputs}")
     return 0
 

@@ -337,11 +337,11 @@ BAD = {
     ),
     "unsupported element type": (
         module(
-            "    %0 = stablehlo.add %arg0, %arg0 : tensor<8xui32>\n    return %0 : tensor<8xui32>",
-            "%arg0: tensor<8xui32>",
-            "tensor<8xui32>",
+            "    %0 = stablehlo.add %arg0, %arg0 : tensor<8xsi32>\n    return %0 : tensor<8xsi32>",
+            "%arg0: tensor<8xsi32>",
+            "tensor<8xsi32>",
         ),
-        "element type ui32",
+        "element type si32",
     ),
     "shard_map in a shard_map": (
         module(

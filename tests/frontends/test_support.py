@@ -12,7 +12,7 @@ CORPUS = Path(__file__).parent / "corpus"
 
 GAPS = """\
 module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
-  func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xi8>) -> (tensor<8xf32>) {
+  func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xsi8>) -> (tensor<8xf32>) {
     %c = stablehlo.constant dense<0> : tensor<i32>
     %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i32>, tensor<8xf32>
      cond {
@@ -37,13 +37,13 @@ def test_every_gap_of_a_stablehlo_file_with_its_first_place_and_count() -> None:
         for g in report.gaps.values()
     }
     assert found == {
-        ("element type", "i8"): (2, 64, 1),
+        ("element type", "si8"): (2, 64, 1),
         ("op", "stablehlo.while"): (4, 12, 1),
         ("op", "stablehlo.frobnicate"): (9, 13, 2),
         ("custom_call", "@cu_threefry2x32"): (11, 12, 1),
     }
     text = report.format_text().splitlines()
-    assert text[0] == "gaps.mlir:2:64: unsupported element type i8"
+    assert text[0] == "gaps.mlir:2:64: unsupported element type si8"
     assert text[2] == "gaps.mlir:9:13: unsupported op stablehlo.frobnicate (2x)"
     assert (
         text[-1]

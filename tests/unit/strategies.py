@@ -412,6 +412,34 @@ class ProgramBuilder:
         types = f"({lo.type}, {a.type}, {hi.type}) -> {a.type}"
         return self.emit(f"hlo.clamp {lo.ref}, {a.ref}, {hi.ref} : {types}", a.shape, a.dtype)
 
+    def op_types_13(self) -> Value:
+        """
+        hlo.complex and its parts (the complex value leaves the pool: other generators do
+        not take complex operands), or hlo.bitcast_convert between f32/i32, f64/i64 and
+        f64 -> 2 x f32.
+        """
+        if self.c.chance(0.5):
+            a = self.operand(("f32", "f64"))
+            b = self.fresh(a.shape, a.dtype)
+            ct = f"complex<{a.dtype}>"
+            c = self.emit(
+                f"hlo.complex {a.ref}, {b.ref} : ({a.type}, {b.type}) -> "
+                f"{tensor_type(a.shape, ct)}",
+                a.shape,
+                ct,
+            )
+            self.values.remove(c)
+            part = self.c.choice(("real", "imag", "abs"))
+            return self.emit(f"hlo.{part} {c.ref} : ({c.type}) -> {a.type}", a.shape, a.dtype)
+        pairs = {"f32": "i32", "i32": "f32", "f64": "i64", "i64": "f64"}
+        a = self.operand(tuple(pairs))
+        if a.dtype == "f64" and self.c.chance(0.3):
+            shape, dtype = (*a.shape, 2), "f32"
+        else:
+            shape, dtype = a.shape, pairs[a.dtype]
+        rt = tensor_type(shape, dtype)
+        return self.emit(f"hlo.bitcast_convert {a.ref} : ({a.type}) -> {rt}", shape, dtype)
+
     def op_compare(self) -> Value:
         a = self.operand()
         b = self.fresh(a.shape, a.dtype)
@@ -691,6 +719,7 @@ class ProgramBuilder:
         "elementwise_13",
         "sort",
         "top_k",
+        "types_13",
     )
 
     # device ids and shard_map (issue 13)

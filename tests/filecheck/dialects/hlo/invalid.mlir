@@ -43,47 +43,6 @@ func.func @and_of_floats(%a: tensor<4xf32>) {
 
 // -----
 
-func.func @exp_of_ints(%a: tensor<4xi32>) {
-  %0 = hlo.exp %a : tensor<4xi32>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.exp' op does not accept element type i32 (accepts float)
-  func.return
-}
-
-// -----
-
-func.func @sub_of_bools(%a: tensor<4xi1>) {
-  %0 = hlo.sub %a, %a : tensor<4xi1>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sub' op does not accept element type i1 (accepts float, int)
-  func.return
-}
-
-// -----
-
-// Unsupported element types: only f32, bf16, f16, f64, i32, i64 and i1.
-func.func @i8(%a: tensor<4xi8>) {
-  %0 = hlo.add %a, %a : tensor<4xi8>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.add' op unsupported element type i8 (expected f32, bf16, f16, f64, i32, i64 or i1)
-  func.return
-}
-
-// -----
-
-func.func @unsigned(%a: tensor<4xui32>) {
-  %0 = hlo.neg %a : tensor<4xui32>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.neg' op unsupported element type ui32 (expected f32, bf16, f16, f64, i32, i64 or i1)
-  func.return
-}
-
-// -----
-
-func.func @constant_f8() {
-  %0 = hlo.constant dense<1.0> : tensor<2xf8E4M3FN>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.constant' op unsupported element type f8E4M3FN (expected f32, bf16, f16, f64, i32, i64 or i1)
-  func.return
-}
-
-// -----
-
 func.func @dynamic_shape(%a: tensor<?xf32>) {
   %0 = hlo.abs %a : tensor<?xf32>
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.abs' op dynamic dimensions are not supported: tensor<?xf32>
@@ -843,5 +802,96 @@ func.func @partition_id_type() {
 func.func @replica_id_type() {
   %0 = hlo.replica_id : tensor<f32>
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.replica_id' op result must be a rank-0 integer tensor (StableHLO: tensor<ui32>), got tensor<f32>
+  func.return
+}
+
+// -----
+
+func.func @exp_of_ints(%a: tensor<4xi32>) {
+  %0 = hlo.exp %a : tensor<4xi32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.exp' op does not accept element type i32 (accepts complex, float)
+  func.return
+}
+
+// -----
+
+func.func @sub_of_bools(%a: tensor<4xi1>) {
+  %0 = hlo.sub %a, %a : tensor<4xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.sub' op does not accept element type i1 (accepts complex, float, int)
+  func.return
+}
+
+// -----
+
+// Unsupported element types: explicitly signed integers (StableHLO's are signless).
+func.func @si8(%a: tensor<4xsi8>) {
+  %0 = hlo.add %a, %a : tensor<4xsi8>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.add' op unsupported element type si8 (expected f64, f32, bf16, f16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, i4, i2, ui64, ui32, ui16, ui8, ui4, ui2, i1, complex<f32> or complex<f64>)
+  func.return
+}
+
+// -----
+
+func.func @unsigned_bool(%a: tensor<4xui1>) {
+  %0 = hlo.neg %a : tensor<4xui1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.neg' op unsupported element type ui1 (expected f64, f32, bf16, f16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, i4, i2, ui64, ui32, ui16, ui8, ui4, ui2, i1, complex<f32> or complex<f64>)
+  func.return
+}
+
+// -----
+
+func.func @constant_f8_fnuz() {
+  %0 = hlo.constant dense<1.0> : tensor<2xf8E4M3FNUZ>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.constant' op unsupported element type f8E4M3FNUZ (expected f64, f32, bf16, f16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, i4, i2, ui64, ui32, ui16, ui8, ui4, ui2, i1, complex<f32> or complex<f64>)
+  func.return
+}
+
+// -----
+
+// Element types of issue 13: a type hlo still refuses, complex compares, complex / real /
+// bitcast_convert shapes and types.
+func.func @still_refused(%a: tensor<4xcomplex<bf16>>) {
+  %0 = hlo.add %a, %a : tensor<4xcomplex<bf16>>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.add' op unsupported element type complex<bf16> (expected f64, f32, bf16, f16, f8E4M3FN, f8E5M2, i64, i32, i16, i8, i4, i2, ui64, ui32, ui16, ui8, ui4, ui2, i1, complex<f32> or complex<f64>)
+  func.return
+}
+
+// -----
+
+func.func @complex_lt(%c: tensor<4xcomplex<f32>>) {
+  %0 = hlo.compare LT, %c, %c : (tensor<4xcomplex<f32>>, tensor<4xcomplex<f32>>) -> tensor<4xi1>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.compare' op complex operands compare only with EQ or NE
+  func.return
+}
+
+// -----
+
+func.func @complex_of_integers(%i: tensor<4xi32>) {
+  %0 = hlo.complex %i, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xcomplex<f32>>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.complex' op operands must be f32 or f64 tensors, got tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @imag_type(%c: tensor<4xcomplex<f64>>) {
+  %0 = hlo.imag %c : (tensor<4xcomplex<f64>>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.imag' op result must be tensor<4xf64>, got tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @bitcast_wider(%a: tensor<3xf32>) {
+  %0 = hlo.bitcast_convert %a : (tensor<3xf32>) -> tensor<f64>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.bitcast_convert' op to a type 2 times wider, the operand's last dimension must be 2: tensor<3xf32> -> tensor<f64>
+  func.return
+}
+
+// -----
+
+func.func @bitcast_bool(%p: tensor<8xi1>) {
+  %0 = hlo.bitcast_convert %p : (tensor<8xi1>) -> tensor<8xui8>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.bitcast_convert' op i1 cannot be bitcast: tensor<8xi1> -> tensor<8xui8>
   func.return
 }

@@ -458,3 +458,62 @@ func.func @device_ids() -> (tensor<i32>, tensor<i64>) {
 
 // CHECK-GENERIC: %p = "hlo.partition_id"() : () -> tensor<i32>
 // CHECK-GENERIC: %r = "hlo.replica_id"() {tag = 1 : i64} : () -> tensor<i64>
+
+// Element types of issue 13: constants of each, and complex / real / imag / abs of complex /
+// bitcast_convert (same width, to a narrower type, to a wider type).
+func.func @element_types(%a: tensor<4xf32>, %c: tensor<4xcomplex<f32>>, %u: tensor<4xui8>, %w: tensor<2x2xf32>) {
+  %i8 = hlo.constant dense<[-128, 127, 0, -1]> : tensor<4xi8>
+  %i16 = hlo.constant dense<[-32768, 32767]> : tensor<2xi16>
+  %i4 = hlo.constant dense<[-8, 7]> : tensor<2xi4>
+  %i2 = hlo.constant dense<[-2, 1]> : tensor<2xi2>
+  %ui8 = hlo.constant dense<[0, 255]> : tensor<2xui8>
+  %ui16 = hlo.constant dense<65535> : tensor<2xui16>
+  %ui32 = hlo.constant dense<4294967295> : tensor<ui32>
+  %ui64 = hlo.constant dense<18446744073709551615> : tensor<ui64>
+  %ui4 = hlo.constant dense<[0, 15]> : tensor<2xui4>
+  %ui2 = hlo.constant dense<3> : tensor<ui2>
+  %e4 = hlo.constant dense<[4.480000e+02, -5.000000e-01]> : tensor<2xf8E4M3FN>
+  %e5 = hlo.constant dense<5.734400e+04> : tensor<f8E5M2>
+  %c64 = hlo.constant dense<[(1.000000e+00,2.000000e+00), (0.000000e+00,-1.000000e+00)]> : tensor<2xcomplex<f32>>
+  %c128 = hlo.constant dense<(1.500000e+00,0.000000e+00)> : tensor<complex<f64>>
+  %cplx = hlo.complex %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>
+  %re = hlo.real %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+  %im = hlo.imag %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+  %mod = hlo.abs %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+  %cexp = hlo.exp %c : tensor<4xcomplex<f32>>
+  %ult = hlo.compare LT, %u, %u : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  %bits = hlo.bitcast_convert %a : (tensor<4xf32>) -> tensor<4xi32>
+  %bytes = hlo.bitcast_convert %a : (tensor<4xf32>) -> tensor<4x4xui8>
+  %wide = hlo.bitcast_convert %w : (tensor<2x2xf32>) -> tensor<2xf64>
+  func.return
+}
+
+// CHECK:      func.func @element_types(%a: tensor<4xf32>, %c: tensor<4xcomplex<f32>>, %u: tensor<4xui8>, %w: tensor<2x2xf32>) {
+// CHECK-NEXT:   %i8 = hlo.constant dense<[-128, 127, 0, -1]> : tensor<4xi8>
+// CHECK-NEXT:   %i16 = hlo.constant dense<[-32768, 32767]> : tensor<2xi16>
+// CHECK-NEXT:   %i4 = hlo.constant dense<[-8, 7]> : tensor<2xi4>
+// CHECK-NEXT:   %i2 = hlo.constant dense<[-2, 1]> : tensor<2xi2>
+// CHECK-NEXT:   %ui8 = hlo.constant dense<[0, 255]> : tensor<2xui8>
+// CHECK-NEXT:   %ui16 = hlo.constant dense<65535> : tensor<2xui16>
+// CHECK-NEXT:   %ui32 = hlo.constant dense<4294967295> : tensor<ui32>
+// CHECK-NEXT:   %ui64 = hlo.constant dense<18446744073709551615> : tensor<ui64>
+// CHECK-NEXT:   %ui4 = hlo.constant dense<[0, 15]> : tensor<2xui4>
+// CHECK-NEXT:   %ui2 = hlo.constant dense<3> : tensor<ui2>
+// CHECK-NEXT:   %e4 = hlo.constant dense<[4.480000e+02, -5.000000e-01]> : tensor<2xf8E4M3FN>
+// CHECK-NEXT:   %e5 = hlo.constant dense<5.734400e+04> : tensor<f8E5M2>
+// CHECK-NEXT:   %c64 = hlo.constant dense<[(1.000000e+00,2.000000e+00), (0.000000e+00,-1.000000e+00)]> : tensor<2xcomplex<f32>>
+// CHECK-NEXT:   %c128 = hlo.constant dense<(1.500000e+00,0.000000e+00)> : tensor<complex<f64>>
+// CHECK-NEXT:   %cplx = hlo.complex %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>
+// CHECK-NEXT:   %re = hlo.real %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+// CHECK-NEXT:   %im = hlo.imag %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+// CHECK-NEXT:   %mod = hlo.abs %c : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+// CHECK-NEXT:   %cexp = hlo.exp %c : tensor<4xcomplex<f32>>
+// CHECK-NEXT:   %ult = hlo.compare LT, %u, %u : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+// CHECK-NEXT:   %bits = hlo.bitcast_convert %a : (tensor<4xf32>) -> tensor<4xi32>
+// CHECK-NEXT:   %bytes = hlo.bitcast_convert %a : (tensor<4xf32>) -> tensor<4x4xui8>
+// CHECK-NEXT:   %wide = hlo.bitcast_convert %w : (tensor<2x2xf32>) -> tensor<2xf64>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %cplx = "hlo.complex"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>
+// CHECK-GENERIC: %mod = "hlo.abs"(%c) : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+// CHECK-GENERIC: %bytes = "hlo.bitcast_convert"(%a) : (tensor<4xf32>) -> tensor<4x4xui8>
