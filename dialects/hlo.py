@@ -1874,6 +1874,414 @@ SORT_TOPK_OPS_13 = (SortOp, TopKOp)
 
 
 ################################################################################
+# reduce_window and select_and_scatter                                         #
+################################################################################
+
+
+def window_result_shape(
+    shape: Sequence[int],
+    window: Sequence[int],
+    strides: Sequence[int],
+    base_dilations: Sequence[int],
+    window_dilations: Sequence[int],
+    low: Sequence[int],
+    high: Sequence[int],
+) -> list[int]:
+    """
+    StableHLO reduce_window's result shape: the operand dilated by `base_dilations`,
+    padded by `low`/`high`, then one element per window position: floor((padded -
+    dilated window) / stride) + 1, or 0 when the window does not fit.
+    """
+    out = []
+    for n, w, s, bd, wd, lo, hi in zip(
+        shape, window, strides, base_dilations, window_dilations, low, high, strict=True
+    ):
+        padded = lo + (n - 1) * bd + 1 + hi if n else lo + hi
+        reach = (w - 1) * wd + 1
+        out.append(0 if padded < reach or w == 0 else (padded - reach) // s + 1)
+    return out
+
+
+WINDOW_PROPERTIES = (
+    "window_dimensions",
+    "window_strides",
+    "base_dilations",
+    "window_dilations",
+    "padding_low",
+    "padding_high",
+)
+"""The window properties in `window_result_shape`'s argument order."""
+
+
+class WindowedOp(HloOp, ABC):
+    """
+    The window of `reduce_window` and `select_and_scatter`: `window` sizes, `strides`,
+    `base_dilations`, `window_dilations` (each one entry per operand dimension, 1 by
+    default) and `padding` (`[[low, high], ..]`, 0 by default); syntax prints the
+    defaults away.
+    """
+
+    window_dimensions = prop_def(DenseArrayBase)
+    window_strides = prop_def(DenseArrayBase)
+    base_dilations = prop_def(DenseArrayBase)
+    window_dilations = prop_def(DenseArrayBase)
+    padding_low = prop_def(DenseArrayBase)
+    padding_high = prop_def(DenseArrayBase)
+
+    _OPTIONAL: ClassVar = (
+        ("strides", "window_strides"),
+        ("base_dilations", "base_dilations"),
+        ("window_dilations", "window_dilations"),
+    )
+
+    @property
+    def window(self) -> tuple[int, ...]:
+        return _int_values(self.window_dimensions)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return _int_values(self.window_strides)
+
+    @property
+    def base_dilation(self) -> tuple[int, ...]:
+        return _int_values(self.base_dilations)
+
+    @property
+    def window_dilation(self) -> tuple[int, ...]:
+        return _int_values(self.window_dilations)
+
+    @property
+    def low(self) -> tuple[int, ...]:
+        return _int_values(self.padding_low)
+
+    @property
+    def high(self) -> tuple[int, ...]:
+        return _int_values(self.padding_high)
+
+    def windowed_dims(self) -> list[int]:
+        """Dimensions whose window is not the identity (size, stride, dilations 1, no padding)."""
+        return [
+            d
+            for d, params in enumerate(
+                zip(
+                    self.window,
+                    self.strides,
+                    self.base_dilation,
+                    self.window_dilation,
+                    strict=True,
+                )
+            )
+            if params != (1, 1, 1, 1) or self.low[d] or self.high[d]
+        ]
+
+    def result_shape(self, shape: Sequence[int]) -> list[int]:
+        return window_result_shape(
+            shape,
+            self.window,
+            self.strides,
+            self.base_dilation,
+            self.window_dilation,
+            self.low,
+            self.high,
+        )
+
+    @staticmethod
+    def window_properties(
+        rank: int,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[tuple[int, int]] | None = None,
+        base_dilations: Sequence[int] | None = None,
+        window_dilations: Sequence[int] | None = None,
+    ) -> dict[str, Attribute]:
+        pads = list(padding) if padding is not None else [(0, 0)] * rank
+        return {
+            "window_dimensions": i64_array(window),
+            "window_strides": i64_array(strides if strides is not None else [1] * rank),
+            "base_dilations": i64_array(
+                base_dilations if base_dilations is not None else [1] * rank
+            ),
+            "window_dilations": i64_array(
+                window_dilations if window_dilations is not None else [1] * rank
+            ),
+            "padding_low": i64_array([lo for lo, _ in pads]),
+            "padding_high": i64_array([hi for _, hi in pads]),
+        }
+
+    @classmethod
+    def parse_window(cls, parser: Parser) -> dict[str, Attribute]:
+        """`window = [..]` then optional `, strides = [..]` .. `, padding = [[lo, hi], ..]`."""
+        window = parse_keyword_int_list(parser, "window")
+        rank = len(window)
+        given: dict[str, list[int]] = {}
+        padding: list[tuple[int, int]] | None = None
+        keywords = [k for k, _ in cls._OPTIONAL] + ["padding"]
+        while parser.parse_optional_punctuation(","):
+            pos = parser.pos
+            keyword = parser.parse_identifier()
+            if keyword not in keywords:
+                parser.raise_error(f"expected one of {', '.join(keywords)}", pos)
+            keywords = keywords[keywords.index(keyword) + 1 :]
+            parser.parse_punctuation("=")
+            if keyword == "padding":
+                pairs = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: parse_int_list(parser)
+                )
+                if any(len(p) != 2 for p in pairs):
+                    parser.raise_error("padding entries are [low, high] pairs", pos)
+                padding = [(p[0], p[1]) for p in pairs]
+            else:
+                given[keyword] = parse_int_list(parser)
+            if not keywords:
+                break
+        return cls.window_properties(
+            rank,
+            window,
+            given.get("strides"),
+            padding,
+            given.get("base_dilations"),
+            given.get("window_dilations"),
+        )
+
+    def print_window(self, printer: Printer) -> None:
+        printer.print_string(f"window = {int_list_str(self.window)}")
+        for keyword, values in zip(
+            ("strides", "base_dilations", "window_dilations"),
+            (self.strides, self.base_dilation, self.window_dilation),
+            strict=True,
+        ):
+            if any(v != 1 for v in values):
+                printer.print_string(f", {keyword} = {int_list_str(values)}")
+        if any(self.low) or any(self.high):
+            pairs = ", ".join(f"[{lo}, {hi}]" for lo, hi in zip(self.low, self.high, strict=True))
+            printer.print_string(f", padding = [{pairs}]")
+
+    def verify_window(self, rank: int) -> None:
+        for name, values in (
+            ("window", self.window),
+            ("strides", self.strides),
+            ("base_dilations", self.base_dilation),
+            ("window_dilations", self.window_dilation),
+            ("padding low", self.low),
+            ("padding high", self.high),
+        ):
+            if len(values) != rank:
+                raise VerifyException(
+                    f"{name} has {len(values)} entries but the operand has rank {rank}"
+                )
+        for name, values in (
+            ("window", self.window),
+            ("strides", self.strides),
+            ("base_dilations", self.base_dilation),
+            ("window_dilations", self.window_dilation),
+        ):
+            if any(v < 1 for v in values):
+                raise VerifyException(f"{name} {list(values)} must be >= 1")
+
+
+@irdl_op_definition
+class ReduceWindowOp(WindowedOp):
+    """
+    StableHLO's reduce_window with a named combiner (as `hlo.reduce`): `%r =
+    hlo.reduce_window add %x, %init, window = [1, 3], strides = [1, 2], padding = [[0,
+    0], [1, 1]] : (tensor<2x6xf32>, tensor<f32>) -> tensor<2x3xf32>`. The operand is
+    dilated by `base_dilations` and padded with `init`, and each result element combines
+    `init` with the window's elements (`window_dilations` apart).
+    """
+
+    name = "hlo.reduce_window"
+
+    operand = operand_def(TensorType)
+    init_value = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        kind: str,
+        operand: SSAValue,
+        init: SSAValue,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[tuple[int, int]] | None = None,
+        base_dilations: Sequence[int] | None = None,
+        window_dilations: Sequence[int] | None = None,
+    ):
+        src = _tensor(operand)
+        props = self.window_properties(
+            src.get_num_dims(), window, strides, padding, base_dilations, window_dilations
+        )
+        props["kind"] = StringAttr(kind)
+        shape = window_result_shape(
+            src.get_shape(),
+            *(_int_values(props[k]) for k in WINDOW_PROPERTIES),  # pyright: ignore
+        )
+        super().__init__(
+            operands=[operand, init],
+            properties=props,
+            result_types=[TensorType(src.element_type, shape)],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceWindowOp:
+        kind_pos = parser.pos
+        kind = parser.parse_optional_identifier()
+        if kind not in REDUCE_KINDS:
+            parser.raise_error("expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos)
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        init = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        props = cls.parse_window(parser)
+        props["kind"] = StringAttr(kind)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands([operand, init], inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(", ")
+        self.print_window(printer)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')
+        src, init, res = _tensor(self.operand), _tensor(self.init_value), _tensor(self.result)
+        if init.get_num_dims() != 0:
+            raise VerifyException(f"the init value must be a rank-0 tensor, got {init}")
+        if init.element_type != src.element_type or res.element_type != src.element_type:
+            raise VerifyException(
+                f"operand, init value and result must share an element type, got "
+                f"{src.element_type}, {init.element_type} and {res.element_type}"
+            )
+        self.verify_window(src.get_num_dims())
+        want = self.result_shape(src.get_shape())
+        if list(res.get_shape()) != want:
+            raise VerifyException(f"result shape must be {want}, got {list(res.get_shape())}")
+
+
+SELECT_DIRECTIONS = ("GE", "GT")
+
+
+@irdl_op_definition
+class SelectAndScatterOp(WindowedOp):
+    """
+    StableHLO's select_and_scatter with a named select (`GE`: the first largest element
+    of each window, `GT`: the last) and scatter `add`: `%r = hlo.select_and_scatter %x,
+    %src, %init, select = GE, scatter = add, window = [2, 2], strides = [2, 2] :
+    (tensor<4x4xf32>, tensor<2x2xf32>, tensor<f32>) -> tensor<4x4xf32>`. Each window
+    position of `%x` (padding never selected) adds its `%src` element to the selected
+    element of a result that starts as `init` (max-pooling's gradient).
+    """
+
+    name = "hlo.select_and_scatter"
+
+    operand = operand_def(TensorType)
+    source = operand_def(TensorType)
+    init_value = operand_def(TensorType)
+    select = prop_def(StringAttr)
+    scatter = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        operand: SSAValue,
+        source: SSAValue,
+        init: SSAValue,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[tuple[int, int]] | None = None,
+        select: str = "GE",
+        scatter: str = "add",
+    ):
+        src = _tensor(operand)
+        props = self.window_properties(src.get_num_dims(), window, strides, padding)
+        props["select"] = StringAttr(select)
+        props["scatter"] = StringAttr(scatter)
+        super().__init__(operands=[operand, source, init], properties=props, result_types=[src])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SelectAndScatterOp:
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            operands.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(",")
+        parser.parse_keyword("select")
+        parser.parse_punctuation("=")
+        select = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("scatter")
+        parser.parse_punctuation("=")
+        scatter = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        props = cls.parse_window(parser)
+        props["select"] = StringAttr(select)
+        props["scatter"] = StringAttr(scatter)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(f", select = {self.select.data}, scatter = {self.scatter.data}, ")
+        self.print_window(printer)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.select.data not in SELECT_DIRECTIONS:
+            raise VerifyException(
+                f"select must be one of {', '.join(SELECT_DIRECTIONS)}, got {self.select.data!r}"
+            )
+        if self.scatter.data != "add":
+            raise VerifyException(f"scatter must be add, got {self.scatter.data!r}")
+        src, source = _tensor(self.operand), _tensor(self.source)
+        init, res = _tensor(self.init_value), _tensor(self.result)
+        if element_kind(src.element_type) == BOOL:
+            raise VerifyException(f"does not accept element type {src.element_type} (numeric)")
+        if init.get_num_dims() != 0:
+            raise VerifyException(f"the init value must be a rank-0 tensor, got {init}")
+        if init.element_type != source.element_type or res != TensorType(
+            source.element_type, src.get_shape()
+        ):
+            raise VerifyException(
+                f"the init value must be tensor<{source.element_type}> and the result "
+                f"{TensorType(source.element_type, src.get_shape())} (the operand's shape, the "
+                f"source's element type), got {init} and {res}"
+            )
+        self.verify_window(src.get_num_dims())
+        if any(d != 1 for d in self.base_dilation + self.window_dilation):
+            raise VerifyException("select_and_scatter has no dilations")
+        want = self.result_shape(src.get_shape())
+        if list(source.get_shape()) != want:
+            raise VerifyException(
+                f"the source must have the window positions' shape {want}, got "
+                f"{list(source.get_shape())}"
+            )
+
+
+WINDOW_OPS_13 = (ReduceWindowOp, SelectAndScatterOp)
+"""reduce_window and select_and_scatter of issue 13 (one block, so that merges stay simple)."""
+
+
+################################################################################
 # Region terminator (shared by every op with a region: while, case, reduce...) #
 ################################################################################
 
@@ -1944,6 +2352,7 @@ Hlo = Dialect(
         ReverseOp,
         *ELEMENTWISE_OPS_13,
         *SORT_TOPK_OPS_13,
+        *WINDOW_OPS_13,
         ReturnOp,
     ],
     [],

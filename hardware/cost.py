@@ -86,6 +86,18 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
     return float(sum(_elements(t) for t in types) * stages * (stages + 1) // 2)
 
 
+def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
+    """
+    One combine per window element per window position (reduce_window); select_and_scatter
+    compares and then adds: two per window element per position (the source's shape).
+    """
+    positions = _elements(
+        _tensor_types([op.results[0] if isinstance(op, hlo.ReduceWindowOp) else op.source])[0]
+    )
+    per_window = math.prod(op.window)
+    return float(positions * per_window * (1 if isinstance(op, hlo.ReduceWindowOp) else 2))
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -118,6 +130,8 @@ class CostModel:
             return float(_elements(src)), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
+            return window_flops(op), self.chip.vpu_flops
         if isinstance(
             op,
             hlo.BinaryElementwiseOp

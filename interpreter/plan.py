@@ -29,6 +29,7 @@ from shardc.interpreter import collectives
 from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
 from shardc.interpreter.hlo_sorting import SortingFunctions
+from shardc.interpreter.hlo_windows import WindowFunctions
 from shardc.interpreter.run_diagnostics import RunDiagnostics
 from shardc.interpreter.timing import CollectiveCost, compute_cost, memory_plan
 from shardc.interpreter.values import tensor_spec
@@ -227,6 +228,7 @@ class ProgramPlan:
             TensorScalarFunctions(),
             ElementwiseFunctions(),
             SortingFunctions(),
+            WindowFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []
