@@ -48,6 +48,7 @@ from shardc.passes.sharding_rules import (
     replicated,
 )
 from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions
+from shardc.passes.spmd_windows import aligned_halo_factors, exchange_halos
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -208,7 +209,11 @@ class FunctionPartitioner:
                 kept = tuple(a for a in axes if a not in used)
                 factors[f] = kept
                 used.update(kept)
-        return self.fit(op, rule, factors)
+        factors = self.fit(op, rule, factors)
+        if not rule.halo_factors:
+            return factors
+        shape = self.global_shape(op.operands[0])
+        return aligned_halo_factors(op, rule, factors, self.mesh, shape)
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
@@ -236,6 +241,9 @@ class FunctionPartitioner:
             op.slice_sizes = i64_array(local.get_shape())
         elif isinstance(op, hlo.ConstantOp):
             return self.localize_constant(op, natural, local)
+        elif isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
+            shape = self.global_shape(op.operand)
+            exchange_halos(self.resharder, op, natural, self.mesh, shape)
         new = Rewriter.replace_value_with_new_type(result, local)
         if isinstance(op, hlo.IotaOp):
             return self.offset_iota(op, new, natural)

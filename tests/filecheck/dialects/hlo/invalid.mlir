@@ -821,3 +821,75 @@ func.func @return_outside_hlo_region(%a: tensor<f32>) {
   }) : () -> ()
   func.return
 }
+
+// -----
+
+func.func @reduce_window_shape(%a: tensor<4x6xf32>, %z: tensor<f32>) {
+  %0 = hlo.reduce_window max %a, %z, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op result shape must be [2, 3], got [2, 2]
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_rank(%a: tensor<4x6xf32>, %z: tensor<f32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op window has 1 entries but the operand has rank 2
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_stride(%a: tensor<4xf32>, %z: tensor<f32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2], strides = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op strides [0] must be >= 1
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_init(%a: tensor<4xf32>, %z: tensor<1xf32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2] : (tensor<4xf32>, tensor<1xf32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op the init value must be a rank-0 tensor, got tensor<1xf32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_element_type(%a: tensor<4xf32>, %z: tensor<i32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2] : (tensor<4xf32>, tensor<i32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op operand, init value and result must share an element type, got f32, i32 and f32
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_source(%a: tensor<4xf32>, %g: tensor<3xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = GE, scatter = add, window = [2], strides = [2] : (tensor<4xf32>, tensor<3xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op the source must have the window positions' shape [2], got [3]
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_select(%a: tensor<4xf32>, %g: tensor<2xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = LT, scatter = add, window = [2], strides = [2] : (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op select must be one of GE, GT, got 'LT'
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_scatter(%a: tensor<4xf32>, %g: tensor<2xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = GE, scatter = max, window = [2], strides = [2] : (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op scatter must be add, got 'max'
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_dilation(%a: tensor<4xf32>, %g: tensor<2xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = GE, scatter = add, window = [2], base_dilations = [2] : (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op select_and_scatter has no dilations
+  func.return
+}

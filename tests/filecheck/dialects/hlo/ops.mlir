@@ -415,3 +415,24 @@ func.func @sort_top_k(%a: tensor<4x3xf32>, %i: tensor<4x3xi32>, %h: tensor<5xbf1
 
 // CHECK-GENERIC: %srt, %perm = "hlo.sort"(%a, %i) <{dimension = 0 : i64, comparator = "LT", is_stable}> : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
 // CHECK-GENERIC: %top, %idx = "hlo.top_k"(%a) <{k = 2 : i64}> : (tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<4x2xi32>)
+
+// reduce_window (defaults printed away; strides, dilations, padding) and select_and_scatter.
+func.func @windows(%x: tensor<4x6xf32>, %z: tensor<f32>, %g: tensor<2x3xf32>, %i: tensor<5xi32>, %iz: tensor<i32>) {
+  %pool = hlo.reduce_window max %x, %z, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %cum = hlo.reduce_window add %i, %iz, window = [5], padding = [[4, 0]] : (tensor<5xi32>, tensor<i32>) -> tensor<5xi32>
+  %dil = hlo.reduce_window min %x, %z, window = [1, 2], strides = [1, 3], base_dilations = [2, 1], window_dilations = [1, 2], padding = [[1, -1], [0, 2]] {tag = 1 : i64} : (tensor<4x6xf32>, tensor<f32>) -> tensor<7x2xf32>
+  %grad = hlo.select_and_scatter %x, %g, %z, select = GE, scatter = add, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %last = hlo.select_and_scatter %x, %x, %z, select = GT, scatter = add, window = [3, 1], padding = [[1, 1], [0, 0]] : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  func.return
+}
+
+// CHECK:      func.func @windows(%x: tensor<4x6xf32>, %z: tensor<f32>, %g: tensor<2x3xf32>, %i: tensor<5xi32>, %iz: tensor<i32>) {
+// CHECK-NEXT:   %pool = hlo.reduce_window max %x, %z, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK-NEXT:   %cum = hlo.reduce_window add %i, %iz, window = [5], padding = [[4, 0]] : (tensor<5xi32>, tensor<i32>) -> tensor<5xi32>
+// CHECK-NEXT:   %dil = hlo.reduce_window min %x, %z, window = [1, 2], strides = [1, 3], base_dilations = [2, 1], window_dilations = [1, 2], padding = [[1, -1], [0, 2]] {tag = 1 : i64} : (tensor<4x6xf32>, tensor<f32>) -> tensor<7x2xf32>
+// CHECK-NEXT:   %grad = hlo.select_and_scatter %x, %g, %z, select = GE, scatter = add, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK-NEXT:   %last = hlo.select_and_scatter %x, %x, %z, select = GT, scatter = add, window = [3, 1], padding = [[1, 1], [0, 0]] : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %pool = "hlo.reduce_window"(%x, %z) <{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>, base_dilations = array<i64: 1, 1>, window_dilations = array<i64: 1, 1>, padding_low = array<i64: 0, 0>, padding_high = array<i64: 0, 0>, kind = "max"}> : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK-GENERIC: %grad = "hlo.select_and_scatter"(%x, %g, %z) <{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>, base_dilations = array<i64: 1, 1>, window_dilations = array<i64: 1, 1>, padding_low = array<i64: 0, 0>, padding_high = array<i64: 0, 0>, select = "GE", scatter = "add"}> : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>
