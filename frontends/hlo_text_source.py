@@ -104,6 +104,8 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
         {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"}
     ),
     "reduce": frozenset({"dimensions", "to_apply"}),
+    "reduce-window": frozenset({"window", "to_apply"}),
+    "select-and-scatter": frozenset({"window", "select", "scatter"}),
     "get-tuple-element": frozenset({"index"}),
     "fusion": frozenset({"kind", "calls"}),
     "call": frozenset({"to_apply"}),
