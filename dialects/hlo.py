@@ -48,13 +48,14 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
     result_def,
     traits_def,
@@ -1216,14 +1217,25 @@ class ReduceOp(HloOp):
     """
     `%r = hlo.reduce add %a, dims = [1] : (tensor<16x128xf32>) -> tensor<16xf32>`:
     reduces the listed dimensions away, starting from the kind's identity.
+
+    With a body (StableHLO's reduce, for argmax / argmin): `%r:2 = hlo.reduce(%v init:
+    %v0), (%i init: %i0) across dims = [1] : (tensor<4x8xf32>, tensor<4x8xi32>,
+    tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>) reducer(%a: tensor<f32>,
+    %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) { .. hlo.return %x, %y : .. }`
+    reduces N operands together: the body takes the N accumulated values then the N
+    values combined into them (block arguments a, c, b, d above) and returns the N new
+    accumulated values. Operands: the N inputs, then their N inits.
     """
 
     name = "hlo.reduce"
 
     operand = operand_def(TensorType)
-    kind = prop_def(StringAttr)
+    others = var_operand_def(TensorType)
+    kind = opt_prop_def(StringAttr)
     dimensions = prop_def(DenseArrayBase)
     result = result_def(TensorType)
+    other_results = var_result_def(TensorType)
+    body = opt_region_def()
 
     traits = traits_def(Pure())
 
@@ -1231,31 +1243,136 @@ class ReduceOp(HloOp):
         src = _tensor(operand)
         shape = [s for d, s in enumerate(src.get_shape()) if d not in dims]
         super().__init__(
-            operands=[operand],
-            result_types=[TensorType(src.element_type, shape)],
+            operands=[operand, []],
+            result_types=[TensorType(src.element_type, shape), []],
             properties={"kind": StringAttr(kind), "dimensions": i64_array(dims)},
+            regions=[None],
+        )
+
+    @staticmethod
+    def with_body(
+        inputs: Sequence[SSAValue], inits: Sequence[SSAValue], dims: Sequence[int], body: Region
+    ) -> ReduceOp:
+        """The region form: `body`'s block takes 2N rank-0 arguments, returns N values."""
+        types = [
+            TensorType(
+                _tensor(x).element_type, [s for d, s in enumerate(_shape(x)) if d not in dims]
+            )
+            for x in inputs
+        ]
+        return ReduceOp.create(
+            operands=[*inputs, *inits],
+            result_types=types,
+            properties={"dimensions": i64_array(dims)},
+            regions=[body],
         )
 
     @property
     def dims(self) -> tuple[int, ...]:
         return _int_values(self.dimensions)
 
+    @property
+    def has_body(self) -> bool:
+        return self.kind is None
+
+    @property
+    def inputs(self) -> tuple[SSAValue, ...]:
+        """The reduced operands (without the region form's inits)."""
+        return tuple(self.operands[: len(self.results)])
+
+    @property
+    def inits(self) -> tuple[SSAValue, ...]:
+        """The region form's init values (none for a named kind)."""
+        return tuple(self.operands[len(self.results) :]) if self.has_body else ()
+
     @classmethod
     def parse(cls, parser: Parser) -> ReduceOp:
+        if parser._current_token.text == "(":  # pyright: ignore[reportPrivateUsage]
+            return cls._parse_with_body(parser)
         kind_pos = parser.pos
         kind = parser.parse_optional_identifier()
         if kind not in REDUCE_KINDS:
             parser.raise_error("expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos)
         return _parse_operand_and_dims(cls, parser, "dimensions", {"kind": StringAttr(kind)})
 
+    @classmethod
+    def _parse_with_body(cls, parser: Parser) -> ReduceOp:
+        pos = parser.pos
+        pairs = []
+        while True:
+            parser.parse_punctuation("(")
+            x = parser.parse_unresolved_operand()
+            parser.parse_keyword("init")
+            parser.parse_punctuation(":")
+            pairs.append((x, parser.parse_unresolved_operand()))
+            parser.parse_punctuation(")")
+            if not parser.parse_optional_punctuation(","):
+                break
+        parser.parse_keyword("across")
+        dims = parse_keyword_int_list(parser, "dims")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        parser.parse_keyword("reducer")
+        lhs: list[Parser.Argument] = []
+        rhs: list[Parser.Argument] = []
+        for _ in pairs:
+            args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+            if len(args) != 2:
+                parser.raise_error("each reducer argument group has two arguments")
+            lhs.append(args[0])
+            rhs.append(args[1])
+        region = parser.parse_region(lhs + rhs)
+        unresolved = [p[0] for p in pairs] + [p[1] for p in pairs]
+        values = parser.resolve_operands(unresolved, inputs, pos)
+        op = cls.create(
+            operands=values,
+            result_types=outputs,
+            properties={"dimensions": i64_array(dims)},
+            regions=[region],
+        )
+        op.attributes |= attrs
+        return op
+
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data} ")
-        _print_operand_and_dims(printer, self, self.dims)
+        if not self.has_body:
+            assert self.kind is not None
+            printer.print_string(f" {self.kind.data} ")
+            _print_operand_and_dims(printer, self, self.dims)
+            return
+        for i, (x, init) in enumerate(zip(self.inputs, self.inits, strict=True)):
+            printer.print_string(", (" if i else "(")
+            printer.print_operand(x)
+            printer.print_string(" init: ")
+            printer.print_operand(init)
+            printer.print_string(")")
+        printer.print_string(f" across dims = {int_list_str(self.dims)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+        printer.print_string(" reducer")
+        assert self.body is not None
+        block = self.body.block
+        n = len(self.results)
+        for i in range(n):
+            printer.print_string("(")
+            printer.print_block_argument(block.args[i])
+            printer.print_string(", ")
+            printer.print_block_argument(block.args[n + i])
+            printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
 
     def verify_semantics(self) -> None:
-        if self.kind.data not in REDUCE_KINDS:
-            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')
-        src, res = _tensor(self.operand), _tensor(self.result)
+        if self.has_body:
+            return self._verify_body()
+        if self.kind.data not in REDUCE_KINDS:  # pyright: ignore[reportOptionalMemberAccess]
+            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')  # pyright: ignore[reportOptionalMemberAccess]
+        if self.others or self.other_results or self.body is not None:
+            raise VerifyException(
+                "a reduce with a named kind has one operand, one result and no body"
+            )
+        self._verify_shape(self.operand, self.result)
+
+    def _verify_shape(self, x: SSAValue, r: SSAValue) -> None:
+        src, res = _tensor(x), _tensor(r)
         dims = self.dims
         if len(set(dims)) != len(dims):
             raise VerifyException(f"dims {list(dims)} must be distinct")
@@ -1267,6 +1384,39 @@ class ReduceOp(HloOp):
         )
         if res != want:
             raise VerifyException(f"result must be {want}, got {res}")
+
+    def _verify_body(self) -> None:
+        n = len(self.results)
+        if len(self.operands) != 2 * n:
+            raise VerifyException(
+                f"a reduce with a body has N inputs and N inits for N results: "
+                f"{len(self.operands)} operands, {n} results"
+            )
+        shape = _shape(self.inputs[0])
+        for i, (x, init, r) in enumerate(zip(self.inputs, self.inits, self.results, strict=True)):
+            if _shape(x) != shape:
+                raise VerifyException(
+                    f"input {i} has shape {list(_shape(x))}, input 0 {list(shape)}: every "
+                    "input must have the same shape"
+                )
+            scalar = TensorType(_tensor(x).element_type, [])
+            if init.type != scalar:
+                raise VerifyException(f"init {i} must be {scalar}, got {init.type}")
+            self._verify_shape(x, r)
+        if self.body is None or len(self.body.blocks) != 1:
+            raise VerifyException("a reduce without a kind needs a body of one block")
+        block = self.body.block
+        scalars = [TensorType(_tensor(x).element_type, []) for x in self.inputs]
+        if [a.type for a in block.args] != scalars * 2:
+            raise VerifyException(
+                "the body's arguments must be the accumulated values then the combined "
+                f"ones: ({', '.join(map(str, scalars * 2))})"
+            )
+        ret = block.last_op
+        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != scalars:
+            raise VerifyException(
+                f"the body must end in hlo.return of ({', '.join(map(str, scalars))})"
+            )
 
 
 ################################################################################

@@ -127,7 +127,9 @@ class CostModel:
         if isinstance(op, hlo.ReduceOp):
             src = op.operand.type
             assert isinstance(src, TensorType)
-            return float(_elements(src)), self.chip.vpu_flops
+            # a body (argmax) runs its ops once per reduced element
+            per_element = len(op.body.block.ops) - 1 if op.body is not None else 1
+            return float(_elements(src) * per_element), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
         if isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):

@@ -198,7 +198,9 @@ def _reduce_rule(op: hlo.ReduceOp, shape: ShapeOf) -> FactorRule:
     rank = len(shape(op.operand))
     kept = [d for d in range(rank) if d not in op.dims]
     result = tuple(kept.index(d) if d in kept else None for d in range(rank))
-    return FactorRule((tuple(range(rank)),), result, frozenset(op.dims))
+    # a reduce with a body: N inputs alike, then N rank-0 inits mapping to no factor
+    operands = (tuple(range(rank)),) * len(op.results) + ((None,) * rank,) * len(op.inits)
+    return FactorRule(operands, result, frozenset(op.dims))
 
 
 def _reshape_rule(op: hlo.ReshapeOp, shape: ShapeOf) -> FactorRule:

@@ -48,6 +48,7 @@ from shardc.passes.sharding_rules import (
     replicated,
 )
 from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions
+from shardc.passes.spmd_reduce_body import combine_partials
 from shardc.passes.spmd_windows import aligned_halo_factors, exchange_halos
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -161,6 +162,8 @@ class FunctionPartitioner:
             shape = self.global_shape(operand)
             target = project(self.mesh_name, dims, factors, shape, self.mesh)
             self.reshard_operand(op, i, target)
+        if isinstance(op, hlo.ReduceOp) and op.has_body:
+            return self.partition_reduce_body(op, rule, factors, want)
         if len(op.results) > 1:
             return self.localize_results(op, rule, factors, want)
         natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
@@ -192,6 +195,36 @@ class FunctionPartitioner:
             new = Rewriter.replace_value_with_new_type(result, local)
             self.actual[new] = natural
             self.reshard_result(op, new, natural, want)
+
+    def partition_reduce_body(
+        self, op: hlo.ReduceOp, rule: FactorRule, factors: list[Axes], want: ShardingAttr
+    ) -> None:
+        """
+        A reduce with a body: each device reduces its block; partial results over split
+        reduced dimensions are combined by `spmd_reduce_body.combine_partials`.
+        """
+        for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
+            op.attributes.pop(name, None)
+        natural = project(
+            self.mesh_name, rule.result_dims, factors, _shape(op.results[0]), self.mesh
+        )
+        results = [
+            Rewriter.replace_value_with_new_type(r, local_type(_tensor(r), natural, self.mesh))
+            for r in list(op.results)
+        ]
+        pending = tuple(a for f in sorted(rule.reduction_factors) for a in factors[f])
+        if pending:
+            anchor = op.next_op
+            assert anchor is not None
+            self.resharder.anchor = anchor
+            since = len(self.resharder.inserted)
+            combined = combine_partials(self.resharder, op, results, pending)
+            for old, new in zip(results, combined, strict=True):
+                self.redirect_uses(old, new, since)
+            results = combined
+        for r in results:
+            self.actual[r] = natural
+            self.reshard_result(op, r, natural, want)
 
     def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
         """Reduced factors from the operands as they are, then the rest from `want`."""
