@@ -893,3 +893,66 @@ func.func @select_and_scatter_dilation(%a: tensor<4xf32>, %g: tensor<2xf32>, %z:
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op select_and_scatter has no dilations
   func.return
 }
+
+// -----
+
+func.func @reduce_body_operand_count(%v: tensor<4xf32>, %v0: tensor<f32>, %w: tensor<4xf32>) {
+  %0 = "hlo.reduce"(%v, %v0, %w) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    hlo.return %a : tensor<f32>
+  }) : (tensor<4xf32>, tensor<f32>, tensor<4xf32>) -> tensor<f32>
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op a reduce with a body has N inputs and N inits for N results: 3 operands, 1 results
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_init_type(%v: tensor<4xf32>, %v0: tensor<1xf32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4xf32>, tensor<1xf32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    hlo.return %a : tensor<f32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.reduce' op init 0 must be tensor<f32>, got tensor<1xf32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_arguments(%v: tensor<4xf32>, %v0: tensor<f32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<i32>) {
+    hlo.return %a : tensor<f32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.reduce' op the body's arguments must be the accumulated values then the combined ones: (tensor<f32>, tensor<f32>)
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_return(%v: tensor<4xf32>, %v0: tensor<f32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    %c = hlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    hlo.return %c : tensor<i1>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op the body must end in hlo.return of (tensor<f32>)
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_result(%v: tensor<4x2xf32>, %v0: tensor<f32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4x2xf32>, tensor<f32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    hlo.return %a : tensor<f32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.reduce' op result must be tensor<2xf32>, got tensor<f32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_named_with_body(%v: tensor<4xf32>) {
+  %0 = "hlo.reduce"(%v) <{kind = "add", dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    hlo.return %a : tensor<f32>
+  }) : (tensor<4xf32>) -> tensor<f32>
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op a reduce with a named kind has one operand, one result and no body
+  func.return
+}
