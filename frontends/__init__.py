@@ -37,7 +37,7 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
 Not supported (each a located error naming it; `shardc-import --check-support` lists them
 all at once): ops with no `hlo` counterpart yet (gather, scatter, while / case /
 conditional, rng), reduce_window / select_and_scatter bodies other than one named
-combiner (select: GE / GT, scatter: add), reduces of several operands together (argmax), TOTALORDER
+combiner (select: GE / GT, scatter: add), reduce bodies using unsupported ops, TOTALORDER
 compares outside a sort comparator, sort comparators other than LT / GT of the first
 operand (several keys, custom orders), element types other than f32 / bf16 / f16 / f64 / i32 /
 i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially

@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from lark.exceptions import UnexpectedInput
 from shardc.diagnostics import DiagnosticError
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
 from shardc.frontends.hlo_text_collectives import (
@@ -79,7 +79,7 @@ from shardc.frontends.locations import hlo_metadata_location, with_origin
 from shardc.parsing import verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 STRUCTURAL = {
     "parameter",
@@ -115,6 +115,7 @@ class HloTextImporter:
         self.block = Block()
         self.emit = Emitter(self.block)
         self.src = HloSource(self.reader, self.emit, self.stats)
+        self.src.body_region = self.body_region
         self.depth = 0
         self.structural: dict[str, Callable[[Instr, Env], Value]] = {
             "parameter": self.unbound_parameter,
@@ -352,6 +353,18 @@ class HloTextImporter:
         value = self.evaluate(comp, env)
         self.depth -= 1
         return value
+
+    def body_region(self, instr: Instr, comp: Computation, arg_types: list[Attribute]) -> Region:
+        """`comp` inlined into a new block of `arg_types` ending in `hlo.return`."""
+        block = Block(arg_types=arg_types)
+        saved, saved_comp = self.emit.block, self.src.comp
+        self.emit.block = block
+        try:
+            value = self.inline(instr, comp, list(block.args))
+            self.emit.add(hlo.ReturnOp(self.flatten(value, instr)))
+        finally:
+            self.emit.block, self.src.comp = saved, saved_comp
+        return Region(block)
 
     # instructions ---------------------------------------------------------------------------
 

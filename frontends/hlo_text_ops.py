@@ -23,7 +23,7 @@ from shardc.frontends.common import ConverterTable, is_bool, is_float
 from shardc.frontends.hlo_text_parse import Computation, Instr
 from shardc.frontends.hlo_text_source import HloSource, TupleVal
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 BINARY = {
     "add": "add",
@@ -65,10 +65,7 @@ def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue |
     if op in TUPLE_OPS:
         return TUPLE_OPS[op](cx, instr, xs)
     if op == "reduce" and len(xs) != 2:
-        raise ValueError(
-            f"a reduce of {len(xs) // 2} operands together (such as argmax) is not "
-            "supported: hlo.reduce reduces one operand"
-        )
+        return variadic_reduce(cx, instr, xs)
     ty = cx.tensor_type(instr.shape)
     converter = ARRAY_OPS.get(op)
     if converter is None:
@@ -499,3 +496,19 @@ def select_and_scatter(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: Tens
         select,
     )
     return cx.emit.value(op)
+
+
+# variadic reduce (argmax / argmin) ----------------------------------------------------------
+
+
+def variadic_reduce(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> TupleVal:
+    """`reduce` of N operands and N inits: hlo.reduce with `to_apply` as its body."""
+    n = len(xs) // 2
+    if len(xs) % 2 or not n or cx.body_region is None:
+        raise ValueError(f"reduce takes N operands and N inits, got {len(xs)} operands")
+    scalars: list[Attribute] = [TensorType(x.type.element_type, []) for x in xs[:n]]  # pyright: ignore
+    region = cx.body_region(instr, cx.called(instr, "to_apply"), scalars * 2)
+    dims = cx.ints_attr(instr, "dimensions")
+    cx.stats.constructs["reduce with a body"] += 1
+    op = cx.emit.add(hlo.ReduceOp.with_body(xs[:n], xs[n:], dims, region))
+    return TupleVal(list(op.results))

@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 BINARY = {
     "stablehlo.add": "add",
@@ -383,15 +383,7 @@ def _region_reducer(op: Operation, n: int) -> str:
 def reduce(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     n = len(xs) // 2
     if n != 1:
-        names = (
-            list(dict.fromkeys(o.name for o in op.regions[0].block.ops))
-            if op.regions and op.regions[0].blocks
-            else []
-        )
-        raise ValueError(
-            f"a reduce of {n} operands together (such as argmax; its body computes "
-            f"{', '.join(names)}) is not supported: hlo.reduce reduces one operand"
-        )
+        return reduce_with_body(cx, op, xs, local)
     x, init = xs
     elem = x.type.element_type  # pyright: ignore
     kind = reducer_kind(op, 1, elem)
@@ -590,3 +582,43 @@ def select_and_scatter(
         select,  # pyright: ignore[reportArgumentType]
     )
     return [cx.emit.value(new)]
+
+
+# reduce with a body (several operands: argmax / argmin) -------------------------------------
+
+
+def reduce_with_body(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    """`stablehlo.reduce` of N operands: hlo.reduce with the body converted op by op."""
+    n = len(xs) // 2
+    if not op.regions or not op.regions[0].blocks:
+        raise ValueError(f"a reduce of {n} operands together needs a body")
+    region = convert_body(cx, op.regions[0].block, local)
+    cx.stats.constructs["reduce with a body"] += 1
+    dims = ints(require(op, "dimensions"))
+    return list(cx.emit.add(hlo.ReduceOp.with_body(xs[:n], xs[n:], dims, region)).results)
+
+
+def convert_body(cx: OpContext, src: Block, local: bool) -> Region:
+    """A region's block converted with the op table, ending in `hlo.return`."""
+    block = Block(arg_types=[a.type for a in src.args])
+    env: dict[SSAValue, SSAValue] = dict(zip(src.args, block.args, strict=True))
+    saved = cx.emit.block
+    cx.emit.block = block
+    try:
+        for inner in src.ops:
+            try:
+                operands = [env[v] for v in inner.operands]
+            except KeyError:
+                raise ValueError(f"the body's {inner.name} uses a value from outside it") from None
+            if inner.name == "stablehlo.return":
+                cx.emit.add(hlo.ReturnOp(operands))
+                break
+            converter = OPS.get(inner.name)
+            if converter is None:
+                raise ValueError(f"the body uses {inner.name}, which shardc does not support")
+            env.update(zip(inner.results, converter(cx, inner, operands, local), strict=True))
+    finally:
+        cx.emit.block = saved
+    return Region(block)
