@@ -3,7 +3,8 @@ The `hlo` dialect: tensor ops with global semantics (level G), after StableHLO.
 
 Syntax follows StableHLO's pretty form; `broadcast` is StableHLO's broadcast_in_dim, `dot`
 its dot_general (result dims: batch, lhs free, rhs free), `reduce` names its combiner
-(`add mul max min`) instead of carrying a region.
+(`add mul max min`) instead of carrying a region (a region only for several operands
+reduced together: argmax).
 
 ```mlir
 %0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
