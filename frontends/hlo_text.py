@@ -357,13 +357,13 @@ class HloTextImporter:
     def body_region(self, instr: Instr, comp: Computation, arg_types: list[Attribute]) -> Region:
         """`comp` inlined into a new block of `arg_types` ending in `hlo.return`."""
         block = Block(arg_types=arg_types)
-        saved, saved_comp = self.emit.block, self.src.comp
+        saved = self.emit.block, self.emit.location, self.src.comp
         self.emit.block = block
         try:
             value = self.inline(instr, comp, list(block.args))
             self.emit.add(hlo.ReturnOp(self.flatten(value, instr)))
-        finally:
-            self.emit.block, self.src.comp = saved, saved_comp
+        finally:  # the reduce itself is located at its own instruction again
+            self.emit.block, self.emit.location, self.src.comp = saved
         return Region(block)
 
     # instructions ---------------------------------------------------------------------------

@@ -105,3 +105,9 @@ def test_a_body_with_an_unsupported_op_is_an_error_naming_it() -> None:
     )
     with pytest.raises(DiagnosticError, match="fft"):
         import_hlo_text(text, "am.hlo")
+
+
+def test_the_reduce_keeps_its_own_location() -> None:
+    module = import_hlo_text(HLO_TEXT, "am.hlo").module
+    (red,) = [op for op in module.walk() if op.name == "hlo.reduce"]
+    assert 'am.hlo":25:' in str(red.location)  # the reduce instruction's line, not its body's
