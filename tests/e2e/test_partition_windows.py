@@ -128,3 +128,36 @@ def test_cumsum_over_a_split_dimension_gathers_it() -> None:
     text = SAME.replace("WINDOW", "add %x, %z, window = [1, 16], padding = [[0, 0], [15, 0]]")
     assert census(text) == {"all_gather": 1}
     partition_and_compare(text, 2, exact=True, inputs=tied_inputs(text, 2))
+
+
+@st.composite
+def halo_programs(draw: st.DrawFn) -> str:
+    """Windows that keep the shape (centred or causal, maybe dilated) with the result
+    sharded as the operand: a split windowed dimension exchanges halos (gathered only
+    where the window reaches beyond the neighbouring block)."""
+    mesh = draw(st.sampled_from(MESHES))
+    rank = draw(st.integers(1, 2))
+    shape = tuple(draw(st.sampled_from([4, 8, 12])) for _ in range(rank))
+    window, dil, pads = [], [], []
+    for _ in shape:
+        w, wd = draw(st.integers(1, 3)), draw(st.integers(1, 2))
+        reach = (w - 1) * wd
+        low = draw(st.sampled_from([reach // 2, reach]))  # centred or causal
+        window.append(w), dil.append(wd), pads.append([low, reach - low])
+    sharding = sharding_str(draw_sharding(draw, mesh, shape))
+    mesh_text = ", ".join(f'"{a}"={n}' for a, n in mesh)
+    x = ty(shape)
+    kind = draw(st.sampled_from(["add", "max"]))
+    return f"""spmd.mesh @mesh = <[{mesh_text}]>
+func.func @main(%x: {x} {{spmd.sharding = #spmd.sharding{sharding}}}) -> ({x} {{spmd.sharding = #spmd.sharding{sharding}}}) {{
+  %z = hlo.constant dense<0.0> : tensor<f32>
+  %r = hlo.reduce_window {kind} %x, %z, window = {window}, window_dilations = {dil}, padding = {pads} : ({x}, tensor<f32>) -> {x}
+  func.return %r : {x}
+}}
+"""
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(halo_programs(), st.integers(0, 3))
+def test_halo_exchanges_compute_the_same_numbers(text: str, seed: int) -> None:
+    partition_and_compare(text, exact=True, inputs=tied_inputs(text, seed), note=text)
