@@ -3,7 +3,8 @@ The `hlo` dialect: tensor ops with global semantics (level G), after StableHLO.
 
 Syntax follows StableHLO's pretty form; `broadcast` is StableHLO's broadcast_in_dim, `dot`
 its dot_general (result dims: batch, lhs free, rhs free), `reduce` names its combiner
-(`add mul max min`) instead of carrying a region.
+(`add mul max min`) instead of carrying a region (a region only for several operands
+reduced together: argmax).
 
 ```mlir
 %0 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<16x32xf32>, tensor<32x128xf32>) -> tensor<16x128xf32>
@@ -51,13 +52,14 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
     result_def,
     traits_def,
@@ -1306,14 +1308,25 @@ class ReduceOp(HloOp):
     """
     `%r = hlo.reduce add %a, dims = [1] : (tensor<16x128xf32>) -> tensor<16xf32>`:
     reduces the listed dimensions away, starting from the kind's identity.
+
+    With a body (StableHLO's reduce, for argmax / argmin): `%r:2 = hlo.reduce(%v init:
+    %v0), (%i init: %i0) across dims = [1] : (tensor<4x8xf32>, tensor<4x8xi32>,
+    tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>) reducer(%a: tensor<f32>,
+    %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) { .. hlo.return %x, %y : .. }`
+    reduces N operands together: the body takes the N accumulated values then the N
+    values combined into them (block arguments a, c, b, d above) and returns the N new
+    accumulated values. Operands: the N inputs, then their N inits.
     """
 
     name = "hlo.reduce"
 
     operand = operand_def(TensorType)
-    kind = prop_def(StringAttr)
+    others = var_operand_def(TensorType)
+    kind = opt_prop_def(StringAttr)
     dimensions = prop_def(DenseArrayBase)
     result = result_def(TensorType)
+    other_results = var_result_def(TensorType)
+    body = opt_region_def()
 
     traits = traits_def(Pure())
 
@@ -1321,31 +1334,136 @@ class ReduceOp(HloOp):
         src = _tensor(operand)
         shape = [s for d, s in enumerate(src.get_shape()) if d not in dims]
         super().__init__(
-            operands=[operand],
-            result_types=[TensorType(src.element_type, shape)],
+            operands=[operand, []],
+            result_types=[TensorType(src.element_type, shape), []],
             properties={"kind": StringAttr(kind), "dimensions": i64_array(dims)},
+            regions=[None],
+        )
+
+    @staticmethod
+    def with_body(
+        inputs: Sequence[SSAValue], inits: Sequence[SSAValue], dims: Sequence[int], body: Region
+    ) -> ReduceOp:
+        """The region form: `body`'s block takes 2N rank-0 arguments, returns N values."""
+        types = [
+            TensorType(
+                _tensor(x).element_type, [s for d, s in enumerate(_shape(x)) if d not in dims]
+            )
+            for x in inputs
+        ]
+        return ReduceOp.create(
+            operands=[*inputs, *inits],
+            result_types=types,
+            properties={"dimensions": i64_array(dims)},
+            regions=[body],
         )
 
     @property
     def dims(self) -> tuple[int, ...]:
         return _int_values(self.dimensions)
 
+    @property
+    def has_body(self) -> bool:
+        return self.kind is None
+
+    @property
+    def inputs(self) -> tuple[SSAValue, ...]:
+        """The reduced operands (without the region form's inits)."""
+        return tuple(self.operands[: len(self.results)])
+
+    @property
+    def inits(self) -> tuple[SSAValue, ...]:
+        """The region form's init values (none for a named kind)."""
+        return tuple(self.operands[len(self.results) :]) if self.has_body else ()
+
     @classmethod
     def parse(cls, parser: Parser) -> ReduceOp:
+        if parser._current_token.text == "(":  # pyright: ignore[reportPrivateUsage]
+            return cls._parse_with_body(parser)
         kind_pos = parser.pos
         kind = parser.parse_optional_identifier()
         if kind not in REDUCE_KINDS:
             parser.raise_error("expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos)
         return _parse_operand_and_dims(cls, parser, "dimensions", {"kind": StringAttr(kind)})
 
+    @classmethod
+    def _parse_with_body(cls, parser: Parser) -> ReduceOp:
+        pos = parser.pos
+        pairs = []
+        while True:
+            parser.parse_punctuation("(")
+            x = parser.parse_unresolved_operand()
+            parser.parse_keyword("init")
+            parser.parse_punctuation(":")
+            pairs.append((x, parser.parse_unresolved_operand()))
+            parser.parse_punctuation(")")
+            if not parser.parse_optional_punctuation(","):
+                break
+        parser.parse_keyword("across")
+        dims = parse_keyword_int_list(parser, "dims")
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        parser.parse_keyword("reducer")
+        lhs: list[Parser.Argument] = []
+        rhs: list[Parser.Argument] = []
+        for _ in pairs:
+            args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+            if len(args) != 2:
+                parser.raise_error("each reducer argument group has two arguments")
+            lhs.append(args[0])
+            rhs.append(args[1])
+        region = parser.parse_region(lhs + rhs)
+        unresolved = [p[0] for p in pairs] + [p[1] for p in pairs]
+        values = parser.resolve_operands(unresolved, inputs, pos)
+        op = cls.create(
+            operands=values,
+            result_types=outputs,
+            properties={"dimensions": i64_array(dims)},
+            regions=[region],
+        )
+        op.attributes |= attrs
+        return op
+
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data} ")
-        _print_operand_and_dims(printer, self, self.dims)
+        if not self.has_body:
+            assert self.kind is not None
+            printer.print_string(f" {self.kind.data} ")
+            _print_operand_and_dims(printer, self, self.dims)
+            return
+        for i, (x, init) in enumerate(zip(self.inputs, self.inits, strict=True)):
+            printer.print_string(", (" if i else "(")
+            printer.print_operand(x)
+            printer.print_string(" init: ")
+            printer.print_operand(init)
+            printer.print_string(")")
+        printer.print_string(f" across dims = {int_list_str(self.dims)}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+        printer.print_string(" reducer")
+        assert self.body is not None
+        block = self.body.block
+        n = len(self.results)
+        for i in range(n):
+            printer.print_string("(")
+            printer.print_block_argument(block.args[i])
+            printer.print_string(", ")
+            printer.print_block_argument(block.args[n + i])
+            printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
 
     def verify_semantics(self) -> None:
-        if self.kind.data not in REDUCE_KINDS:
-            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')
-        src, res = _tensor(self.operand), _tensor(self.result)
+        if self.has_body:
+            return self._verify_body()
+        if self.kind.data not in REDUCE_KINDS:  # pyright: ignore[reportOptionalMemberAccess]
+            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')  # pyright: ignore[reportOptionalMemberAccess]
+        if self.others or self.other_results or self.body is not None:
+            raise VerifyException(
+                "a reduce with a named kind has one operand, one result and no body"
+            )
+        self._verify_shape(self.operand, self.result)
+
+    def _verify_shape(self, x: SSAValue, r: SSAValue) -> None:
+        src, res = _tensor(x), _tensor(r)
         dims = self.dims
         if len(set(dims)) != len(dims):
             raise VerifyException(f"dims {list(dims)} must be distinct")
@@ -1357,6 +1475,39 @@ class ReduceOp(HloOp):
         )
         if res != want:
             raise VerifyException(f"result must be {want}, got {res}")
+
+    def _verify_body(self) -> None:
+        n = len(self.results)
+        if len(self.operands) != 2 * n:
+            raise VerifyException(
+                f"a reduce with a body has N inputs and N inits for N results: "
+                f"{len(self.operands)} operands, {n} results"
+            )
+        shape = _shape(self.inputs[0])
+        for i, (x, init, r) in enumerate(zip(self.inputs, self.inits, self.results, strict=True)):
+            if _shape(x) != shape:
+                raise VerifyException(
+                    f"input {i} has shape {list(_shape(x))}, input 0 {list(shape)}: every "
+                    "input must have the same shape"
+                )
+            scalar = TensorType(_tensor(x).element_type, [])
+            if init.type != scalar:
+                raise VerifyException(f"init {i} must be {scalar}, got {init.type}")
+            self._verify_shape(x, r)
+        if self.body is None or len(self.body.blocks) != 1:
+            raise VerifyException("a reduce without a kind needs a body of one block")
+        block = self.body.block
+        scalars = [TensorType(_tensor(x).element_type, []) for x in self.inputs]
+        if [a.type for a in block.args] != scalars * 2:
+            raise VerifyException(
+                "the body's arguments must be the accumulated values then the combined "
+                f"ones: ({', '.join(map(str, scalars * 2))})"
+            )
+        ret = block.last_op
+        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != scalars:
+            raise VerifyException(
+                f"the body must end in hlo.return of ({', '.join(map(str, scalars))})"
+            )
 
 
 ################################################################################
@@ -2096,6 +2247,414 @@ DEVICE_ID_OPS_13 = (PartitionIdOp, ReplicaIdOp)
 
 
 ################################################################################
+# reduce_window and select_and_scatter                                         #
+################################################################################
+
+
+def window_result_shape(
+    shape: Sequence[int],
+    window: Sequence[int],
+    strides: Sequence[int],
+    base_dilations: Sequence[int],
+    window_dilations: Sequence[int],
+    low: Sequence[int],
+    high: Sequence[int],
+) -> list[int]:
+    """
+    StableHLO reduce_window's result shape: the operand dilated by `base_dilations`,
+    padded by `low`/`high`, then one element per window position: floor((padded -
+    dilated window) / stride) + 1, or 0 when the window does not fit.
+    """
+    out = []
+    for n, w, s, bd, wd, lo, hi in zip(
+        shape, window, strides, base_dilations, window_dilations, low, high, strict=True
+    ):
+        padded = lo + (n - 1) * bd + 1 + hi if n else lo + hi
+        reach = (w - 1) * wd + 1
+        out.append(0 if padded < reach or w == 0 else (padded - reach) // s + 1)
+    return out
+
+
+WINDOW_PROPERTIES = (
+    "window_dimensions",
+    "window_strides",
+    "base_dilations",
+    "window_dilations",
+    "padding_low",
+    "padding_high",
+)
+"""The window properties in `window_result_shape`'s argument order."""
+
+
+class WindowedOp(HloOp, ABC):
+    """
+    The window of `reduce_window` and `select_and_scatter`: `window` sizes, `strides`,
+    `base_dilations`, `window_dilations` (each one entry per operand dimension, 1 by
+    default) and `padding` (`[[low, high], ..]`, 0 by default); syntax prints the
+    defaults away.
+    """
+
+    window_dimensions = prop_def(DenseArrayBase)
+    window_strides = prop_def(DenseArrayBase)
+    base_dilations = prop_def(DenseArrayBase)
+    window_dilations = prop_def(DenseArrayBase)
+    padding_low = prop_def(DenseArrayBase)
+    padding_high = prop_def(DenseArrayBase)
+
+    _OPTIONAL: ClassVar = (
+        ("strides", "window_strides"),
+        ("base_dilations", "base_dilations"),
+        ("window_dilations", "window_dilations"),
+    )
+
+    @property
+    def window(self) -> tuple[int, ...]:
+        return _int_values(self.window_dimensions)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return _int_values(self.window_strides)
+
+    @property
+    def base_dilation(self) -> tuple[int, ...]:
+        return _int_values(self.base_dilations)
+
+    @property
+    def window_dilation(self) -> tuple[int, ...]:
+        return _int_values(self.window_dilations)
+
+    @property
+    def low(self) -> tuple[int, ...]:
+        return _int_values(self.padding_low)
+
+    @property
+    def high(self) -> tuple[int, ...]:
+        return _int_values(self.padding_high)
+
+    def windowed_dims(self) -> list[int]:
+        """Dimensions whose window is not the identity (size, stride, dilations 1, no padding)."""
+        return [
+            d
+            for d, params in enumerate(
+                zip(
+                    self.window,
+                    self.strides,
+                    self.base_dilation,
+                    self.window_dilation,
+                    strict=True,
+                )
+            )
+            if params != (1, 1, 1, 1) or self.low[d] or self.high[d]
+        ]
+
+    def result_shape(self, shape: Sequence[int]) -> list[int]:
+        return window_result_shape(
+            shape,
+            self.window,
+            self.strides,
+            self.base_dilation,
+            self.window_dilation,
+            self.low,
+            self.high,
+        )
+
+    @staticmethod
+    def window_properties(
+        rank: int,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[tuple[int, int]] | None = None,
+        base_dilations: Sequence[int] | None = None,
+        window_dilations: Sequence[int] | None = None,
+    ) -> dict[str, Attribute]:
+        pads = list(padding) if padding is not None else [(0, 0)] * rank
+        return {
+            "window_dimensions": i64_array(window),
+            "window_strides": i64_array(strides if strides is not None else [1] * rank),
+            "base_dilations": i64_array(
+                base_dilations if base_dilations is not None else [1] * rank
+            ),
+            "window_dilations": i64_array(
+                window_dilations if window_dilations is not None else [1] * rank
+            ),
+            "padding_low": i64_array([lo for lo, _ in pads]),
+            "padding_high": i64_array([hi for _, hi in pads]),
+        }
+
+    @classmethod
+    def parse_window(cls, parser: Parser) -> dict[str, Attribute]:
+        """`window = [..]` then optional `, strides = [..]` .. `, padding = [[lo, hi], ..]`."""
+        window = parse_keyword_int_list(parser, "window")
+        rank = len(window)
+        given: dict[str, list[int]] = {}
+        padding: list[tuple[int, int]] | None = None
+        keywords = [k for k, _ in cls._OPTIONAL] + ["padding"]
+        while parser.parse_optional_punctuation(","):
+            pos = parser.pos
+            keyword = parser.parse_identifier()
+            if keyword not in keywords:
+                parser.raise_error(f"expected one of {', '.join(keywords)}", pos)
+            keywords = keywords[keywords.index(keyword) + 1 :]
+            parser.parse_punctuation("=")
+            if keyword == "padding":
+                pairs = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: parse_int_list(parser)
+                )
+                if any(len(p) != 2 for p in pairs):
+                    parser.raise_error("padding entries are [low, high] pairs", pos)
+                padding = [(p[0], p[1]) for p in pairs]
+            else:
+                given[keyword] = parse_int_list(parser)
+            if not keywords:
+                break
+        return cls.window_properties(
+            rank,
+            window,
+            given.get("strides"),
+            padding,
+            given.get("base_dilations"),
+            given.get("window_dilations"),
+        )
+
+    def print_window(self, printer: Printer) -> None:
+        printer.print_string(f"window = {int_list_str(self.window)}")
+        for keyword, values in zip(
+            ("strides", "base_dilations", "window_dilations"),
+            (self.strides, self.base_dilation, self.window_dilation),
+            strict=True,
+        ):
+            if any(v != 1 for v in values):
+                printer.print_string(f", {keyword} = {int_list_str(values)}")
+        if any(self.low) or any(self.high):
+            pairs = ", ".join(f"[{lo}, {hi}]" for lo, hi in zip(self.low, self.high, strict=True))
+            printer.print_string(f", padding = [{pairs}]")
+
+    def verify_window(self, rank: int) -> None:
+        for name, values in (
+            ("window", self.window),
+            ("strides", self.strides),
+            ("base_dilations", self.base_dilation),
+            ("window_dilations", self.window_dilation),
+            ("padding low", self.low),
+            ("padding high", self.high),
+        ):
+            if len(values) != rank:
+                raise VerifyException(
+                    f"{name} has {len(values)} entries but the operand has rank {rank}"
+                )
+        for name, values in (
+            ("window", self.window),
+            ("strides", self.strides),
+            ("base_dilations", self.base_dilation),
+            ("window_dilations", self.window_dilation),
+        ):
+            if any(v < 1 for v in values):
+                raise VerifyException(f"{name} {list(values)} must be >= 1")
+
+
+@irdl_op_definition
+class ReduceWindowOp(WindowedOp):
+    """
+    StableHLO's reduce_window with a named combiner (as `hlo.reduce`): `%r =
+    hlo.reduce_window add %x, %init, window = [1, 3], strides = [1, 2], padding = [[0,
+    0], [1, 1]] : (tensor<2x6xf32>, tensor<f32>) -> tensor<2x3xf32>`. The operand is
+    dilated by `base_dilations` and padded with `init`, and each result element combines
+    `init` with the window's elements (`window_dilations` apart).
+    """
+
+    name = "hlo.reduce_window"
+
+    operand = operand_def(TensorType)
+    init_value = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        kind: str,
+        operand: SSAValue,
+        init: SSAValue,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[tuple[int, int]] | None = None,
+        base_dilations: Sequence[int] | None = None,
+        window_dilations: Sequence[int] | None = None,
+    ):
+        src = _tensor(operand)
+        props = self.window_properties(
+            src.get_num_dims(), window, strides, padding, base_dilations, window_dilations
+        )
+        props["kind"] = StringAttr(kind)
+        shape = window_result_shape(
+            src.get_shape(),
+            *(_int_values(props[k]) for k in WINDOW_PROPERTIES),  # pyright: ignore
+        )
+        super().__init__(
+            operands=[operand, init],
+            properties=props,
+            result_types=[TensorType(src.element_type, shape)],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceWindowOp:
+        kind_pos = parser.pos
+        kind = parser.parse_optional_identifier()
+        if kind not in REDUCE_KINDS:
+            parser.raise_error("expected a reduction kind: " + ", ".join(REDUCE_KINDS), kind_pos)
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        init = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        props = cls.parse_window(parser)
+        props["kind"] = StringAttr(kind)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands([operand, init], inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(", ")
+        self.print_window(printer)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f'unknown reduction kind "{self.kind.data}"')
+        src, init, res = _tensor(self.operand), _tensor(self.init_value), _tensor(self.result)
+        if init.get_num_dims() != 0:
+            raise VerifyException(f"the init value must be a rank-0 tensor, got {init}")
+        if init.element_type != src.element_type or res.element_type != src.element_type:
+            raise VerifyException(
+                f"operand, init value and result must share an element type, got "
+                f"{src.element_type}, {init.element_type} and {res.element_type}"
+            )
+        self.verify_window(src.get_num_dims())
+        want = self.result_shape(src.get_shape())
+        if list(res.get_shape()) != want:
+            raise VerifyException(f"result shape must be {want}, got {list(res.get_shape())}")
+
+
+SELECT_DIRECTIONS = ("GE", "GT")
+
+
+@irdl_op_definition
+class SelectAndScatterOp(WindowedOp):
+    """
+    StableHLO's select_and_scatter with a named select (`GE`: the first largest element
+    of each window, `GT`: the last) and scatter `add`: `%r = hlo.select_and_scatter %x,
+    %src, %init, select = GE, scatter = add, window = [2, 2], strides = [2, 2] :
+    (tensor<4x4xf32>, tensor<2x2xf32>, tensor<f32>) -> tensor<4x4xf32>`. Each window
+    position of `%x` (padding never selected) adds its `%src` element to the selected
+    element of a result that starts as `init` (max-pooling's gradient).
+    """
+
+    name = "hlo.select_and_scatter"
+
+    operand = operand_def(TensorType)
+    source = operand_def(TensorType)
+    init_value = operand_def(TensorType)
+    select = prop_def(StringAttr)
+    scatter = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        operand: SSAValue,
+        source: SSAValue,
+        init: SSAValue,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[tuple[int, int]] | None = None,
+        select: str = "GE",
+        scatter: str = "add",
+    ):
+        src = _tensor(operand)
+        props = self.window_properties(src.get_num_dims(), window, strides, padding)
+        props["select"] = StringAttr(select)
+        props["scatter"] = StringAttr(scatter)
+        super().__init__(operands=[operand, source, init], properties=props, result_types=[src])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SelectAndScatterOp:
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            operands.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(",")
+        parser.parse_keyword("select")
+        parser.parse_punctuation("=")
+        select = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("scatter")
+        parser.parse_punctuation("=")
+        scatter = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        props = cls.parse_window(parser)
+        props["select"] = StringAttr(select)
+        props["scatter"] = StringAttr(scatter)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(f", select = {self.select.data}, scatter = {self.scatter.data}, ")
+        self.print_window(printer)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.select.data not in SELECT_DIRECTIONS:
+            raise VerifyException(
+                f"select must be one of {', '.join(SELECT_DIRECTIONS)}, got {self.select.data!r}"
+            )
+        if self.scatter.data != "add":
+            raise VerifyException(f"scatter must be add, got {self.scatter.data!r}")
+        src, source = _tensor(self.operand), _tensor(self.source)
+        init, res = _tensor(self.init_value), _tensor(self.result)
+        if element_kind(src.element_type) == BOOL:
+            raise VerifyException(f"does not accept element type {src.element_type} (numeric)")
+        if init.get_num_dims() != 0:
+            raise VerifyException(f"the init value must be a rank-0 tensor, got {init}")
+        if init.element_type != source.element_type or res != TensorType(
+            source.element_type, src.get_shape()
+        ):
+            raise VerifyException(
+                f"the init value must be tensor<{source.element_type}> and the result "
+                f"{TensorType(source.element_type, src.get_shape())} (the operand's shape, the "
+                f"source's element type), got {init} and {res}"
+            )
+        self.verify_window(src.get_num_dims())
+        if any(d != 1 for d in self.base_dilation + self.window_dilation):
+            raise VerifyException("select_and_scatter has no dilations")
+        want = self.result_shape(src.get_shape())
+        if list(source.get_shape()) != want:
+            raise VerifyException(
+                f"the source must have the window positions' shape {want}, got "
+                f"{list(source.get_shape())}"
+            )
+
+
+WINDOW_OPS_13 = (ReduceWindowOp, SelectAndScatterOp)
+"""reduce_window and select_and_scatter of issue 13 (one block, so that merges stay simple)."""
+
+
+################################################################################
 # Region terminator (shared by every op with a region: while, case, reduce...) #
 ################################################################################
 
@@ -2324,6 +2883,7 @@ Hlo = Dialect(
         *CHLO_OPS_13,
         *DEVICE_ID_OPS_13,
         *TYPE_OPS_13,
+        *WINDOW_OPS_13,
         ReturnOp,
     ],
     [],

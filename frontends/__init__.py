@@ -36,8 +36,9 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   and element type of a file at once, with first location and count.
 
 Not supported (each a located error naming it; `shardc-import --check-support` lists them
-all at once): ops with no `hlo` counterpart yet (gather, scatter, reduce_window, while /
-case / conditional, rng), reduces of several operands together (argmax), TOTALORDER
+all at once): ops with no `hlo` counterpart yet (gather, scatter, while / case /
+conditional, rng), reduce_window / select_and_scatter bodies other than one named
+combiner (select: GE / GT, scatter: add), reduce bodies using unsupported ops, TOTALORDER
 compares outside a sort comparator, sort comparators other than LT / GT of the first
 operand (several keys, custom orders), element types other than those `hlo.element_kind`
 takes (f64 f32 bf16 f16 f8E4M3FN f8E5M2, i64..i2, ui64..ui2, i1, complex<f32/f64>; HLO's

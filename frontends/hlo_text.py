@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from lark.exceptions import UnexpectedInput
 from shardc.diagnostics import DiagnosticError
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
 from shardc.frontends.hlo_text_collectives import (
@@ -67,11 +67,11 @@ from shardc.frontends.hlo_text_collectives import (
 )
 from shardc.frontends.hlo_text_global import (
     GlobalShardings,
+    boundary_attrs,
     control_predecessors,
     device_count,
     keep_order,
     leaf_shapes,
-    rank_of,
     reads_as_global,
     sharding_attrs,
     tuple_of,
@@ -98,7 +98,7 @@ from shardc.frontends.locations import hlo_metadata_location, with_origin
 from shardc.parsing import verify_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 STRUCTURAL = {
     "parameter",
@@ -143,6 +143,7 @@ class HloTextImporter:
         self.block = Block()
         self.emit = Emitter(self.block)
         self.src = HloSource(self.reader, self.emit, self.stats)
+        self.src.body_region = self.body_region
         self.depth = 0
         self.structural: dict[str, Callable[[Instr, Env], Value]] = {
             "parameter": self.unbound_parameter,
@@ -266,37 +267,24 @@ class HloTextImporter:
             env[p.name] = tuple_of(p.shape, args) if p.shape.is_tuple() else args[0]
             if p.shape.is_tuple():
                 self.stats.constructs["tuple parameter (flattened)"] += 1
-            arg_attrs.extend(self.parameter_attrs(p, args))
+            attrs = boundary_attrs(self.shardings, self.error, p.attrs.get("sharding"), args)
+            if "sharding" in p.attrs:
+                self.stats.constructs["parameter sharding="] += 1
+            arg_attrs.extend(attrs)
         root = self.evaluate(entry, env)
         results = self.flatten(root, entry.root)
         self.at(entry.root.pos, entry.root)
         self.emit.add(func.ReturnOp(*results))
-        res_attrs = self.result_shardings(entry.root, results)
+        res_attrs = boundary_attrs(
+            self.shardings, self.error, entry.root.attrs.get("sharding"), results
+        )
+        if any(res_attrs):
+            self.stats.constructs["ROOT sharding="] += 1
         f = make_function("main", self.block, [v.type for v in results], arg_attrs, res_attrs)
         if self.shardings is None:
             f.attributes[spmd.PER_DEVICE_IO_ATTR_NAME] = UnitAttr()
         f.location = self.src.located(entry.pos)
         return f
-
-    def parameter_attrs(self, p: Instr, args: list[SSAValue]) -> list[dict[str, Attribute]]:
-        """Each argument's attributes: its `#spmd.sharding` at level G; per device, the
-        HloSharding text (`mhlo.sharding`, information for `per_device_inputs`)."""
-        s = p.attrs.get("sharding")
-        if s is None:
-            return [{} for _ in args]
-        self.stats.constructs["parameter sharding="] += 1
-        if self.shardings is not None:
-            ranks = [rank_of(a) for a in args]
-            found = self.shardings.shardings(s, len(args), ranks)
-            return [{spmd.SHARDING_ATTR_NAME: sh} for sh in found]
-        try:
-            parsed = hs.parse_hlo_sharding(s.text)
-        except hs.ShardingSyntaxError as e:
-            raise self.error(s.pos + e.offset, f"bad sharding: {e}") from None
-        if len(args) > 1:
-            parts = parsed.elements if parsed.kind == "tuple" else [parsed] * len(args)
-            return [{"mhlo.sharding": StringAttr(e.text or s.text)} for e in parts]
-        return [{"mhlo.sharding": StringAttr(s.text)}]
 
     def entry_parameters(self, entry: Computation) -> dict[int, Instr]:
         """The entry's `parameter(N)` instructions by N (which must be 0, 1, ...)."""
@@ -311,27 +299,6 @@ class HloTextImporter:
             missing = min(set(range(len(params) + 1)) - set(params))
             raise self.error(entry.pos, f"the entry computation has no parameter({missing})")
         return params
-
-    def result_shardings(self, root: Instr, results: list[SSAValue]) -> list[dict[str, Attribute]]:
-        """The ROOT's `sharding=` (a tuple sharding: one per result): the results'
-        `#spmd.sharding`s at level G, kept as information per device."""
-        n = len(results)
-        a = root.attrs.get("sharding")
-        if a is None:
-            return [{} for _ in range(n)]
-        if self.shardings is not None:
-            self.stats.constructs["ROOT sharding="] += 1
-            found = self.shardings.shardings(a, n, [rank_of(v) for v in results])
-            return [{spmd.SHARDING_ATTR_NAME: sh} for sh in found]
-        try:
-            s = hs.parse_hlo_sharding(a.text)
-        except hs.ShardingSyntaxError as e:
-            raise self.error(a.pos + e.offset, f"bad sharding: {e}") from None
-        parts = list(s.elements) if s.kind == "tuple" else [s]
-        if len(parts) != n:
-            return [{} for _ in range(n)]
-        self.stats.constructs["ROOT sharding="] += 1
-        return [{"mhlo.sharding": StringAttr(p.text)} for p in parts]
 
     def flatten(self, value: Value, instr: Instr) -> list[SSAValue]:
         if isinstance(value, TupleVal):
@@ -434,6 +401,18 @@ class HloTextImporter:
         value = self.evaluate(comp, env)
         self.depth -= 1
         return value
+
+    def body_region(self, instr: Instr, comp: Computation, arg_types: list[Attribute]) -> Region:
+        """`comp` inlined into a new block of `arg_types` ending in `hlo.return`."""
+        block = Block(arg_types=arg_types)
+        saved = self.emit.block, self.emit.location, self.src.comp
+        self.emit.block = block
+        try:
+            value = self.inline(instr, comp, list(block.args))
+            self.emit.add(hlo.ReturnOp(self.flatten(value, instr)))
+        finally:  # the reduce itself is located at its own instruction again
+            self.emit.block, self.emit.location, self.src.comp = saved
+        return Region(block)
 
     # instructions ---------------------------------------------------------------------------
 

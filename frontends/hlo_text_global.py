@@ -19,7 +19,7 @@ or when the user says so (`shardc-import --per-device`); a module with no shardi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from shardc.dialects import spmd
 from shardc.frontends import hlo_sharding as hs
@@ -27,7 +27,7 @@ from shardc.frontends.common import Emitter
 from shardc.frontends.hlo_text_parse import Attr, Computation, Instr, Shape
 from shardc.frontends.hlo_text_source import TupleVal, Value
 from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 PARTITIONED_OPCODES = frozenset({"partition-id", "replica-id", "fusion"})
 """Opcodes only a partitioned (or optimized) module holds, besides the collectives."""
@@ -140,6 +140,34 @@ class GlobalShardings:
         return rebuild(value, constrained)
 
 
+def boundary_attrs(
+    shardings: GlobalShardings | None,
+    error: Callable[..., Exception],
+    a: Attr | None,
+    values: list[SSAValue],
+) -> list[dict[str, Attribute]]:
+    """
+    The attributes of the arguments (results) a parameter's (the ROOT's) `sharding=` gives
+    `values` (a tuple sharding: one element each): their `#spmd.sharding` at level G; per
+    device, the HloSharding text as `mhlo.sharding` (information for `per_device_inputs`),
+    none where a tuple sharding does not match the values.
+    """
+    n = len(values)
+    if a is None:
+        return [{} for _ in range(n)]
+    if shardings is not None:
+        found = shardings.shardings(a, n, [rank_of(v) for v in values])
+        return [{spmd.SHARDING_ATTR_NAME: sh} for sh in found]
+    try:
+        s = hs.parse_hlo_sharding(a.text)
+    except hs.ShardingSyntaxError as e:
+        raise error(a.pos + e.offset, f"bad sharding: {e}") from None
+    parts = list(s.elements) if s.kind == "tuple" else [s] * n
+    if len(parts) != n:
+        return [{} for _ in range(n)]
+    return [{"mhlo.sharding": StringAttr(p.text or a.text)} for p in parts]
+
+
 def sharding_attrs(
     entry_params: Iterable[Instr], computations: Iterable[Computation]
 ) -> list[Attr]:
@@ -239,6 +267,7 @@ def device_count(s: hs.HloSharding) -> int:
 __all__ = [
     "GlobalShardings",
     "add_name",
+    "boundary_attrs",
     "control_predecessors",
     "keep_order",
     "leaves",

@@ -23,7 +23,7 @@ from shardc.frontends.common import ConverterTable, is_bool, is_float
 from shardc.frontends.hlo_text_parse import Computation, Instr
 from shardc.frontends.hlo_text_source import HloSource, TupleVal
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 BINARY = {
     "add": "add",
@@ -65,10 +65,7 @@ def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue |
     if op in TUPLE_OPS:
         return TUPLE_OPS[op](cx, instr, xs)
     if op == "reduce" and len(xs) != 2:
-        raise ValueError(
-            f"a reduce of {len(xs) // 2} operands together (such as argmax) is not "
-            "supported: hlo.reduce reduces one operand"
-        )
+        return variadic_reduce(cx, instr, xs)
     ty = cx.tensor_type(instr.shape)
     converter = ARRAY_OPS.get(op)
     if converter is None:
@@ -474,3 +471,105 @@ def custom_top_k(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | 
 
 
 TUPLE_OPS: dict[str, TupleConverter] = {"sort": sort, "topk": topk}
+
+
+# reduce-window and select-and-scatter ----------------------------------------------------
+
+_WINDOW_KEYS = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate"}
+
+
+def window_attr(cx: HloSource, instr: Instr, rank: int) -> dict[str, object]:
+    """`window={size=2x2 stride=2x2 pad=0_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1}` as
+    hlo.ReduceWindowOp's keywords (stride, dilations 1 and pad 0_0 by default)."""
+    a = cx.attr(instr, "window")
+    fields = dict(f.split("=", 1) for f in a.text.strip().strip("{}").split())
+    unknown = sorted(set(fields) - _WINDOW_KEYS)
+    if unknown:
+        raise ValueError(f"window={a.text}: {', '.join(unknown)} is not supported")
+
+    def each(key: str, default: str) -> list[str]:
+        values = fields[key].split("x") if key in fields else [default] * rank
+        if len(values) != rank:
+            raise ValueError(f"window={a.text}: {key} needs {rank} entries")
+        return values
+
+    pads = [p.split("_") for p in each("pad", "0_0")]
+    if any(len(p) != 2 for p in pads):
+        raise ValueError(f"window={a.text}: pad entries are low_high")
+    return {
+        "window": [int(v) for v in each("size", "1")],
+        "strides": [int(v) for v in each("stride", "1")],
+        "padding": [(int(lo), int(hi)) for lo, hi in pads],
+        "base_dilations": [int(v) for v in each("lhs_dilate", "1")],
+        "window_dilations": [int(v) for v in each("rhs_dilate", "1")],
+    }
+
+
+@ARRAY_OPS.converts("reduce-window")
+def reduce_window(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    if len(xs) != 2:
+        raise ValueError(
+            f"a reduce-window of {len(xs) // 2} operands together is not supported: "
+            "hlo.reduce_window reduces one operand"
+        )
+    kind = cx.reducer(instr, xs[0].type.element_type)  # pyright: ignore
+    cx.stats.constructs[f"reduce_window {kind}"] += 1
+    w = window_attr(cx, instr, len(ty.get_shape()))
+    return cx.emit.value(hlo.ReduceWindowOp(kind, xs[0], xs[1], **w))  # pyright: ignore[reportArgumentType]
+
+
+def window_select(cx: HloSource, instr: Instr) -> str:
+    """GE / GT from `select=`: a compare of parameters 0 and 1 (either way round)."""
+    comp = cx.called(instr, "select")
+    params = {cx.parameter_number(i): i.name for i in comp.instrs if i.opcode == "parameter"}
+    root = comp.root
+    if len(params) == 2 and root.opcode == "compare":
+        direction = cx.attr(root, "direction").text.strip()
+        names = root.operand_names()
+        if names == [params[0], params[1]] and direction in ("GE", "GT"):
+            return direction
+        if names == [params[1], params[0]] and direction in ("LE", "LT"):
+            return {"LE": "GE", "LT": "GT"}[direction]
+    ops = ", ".join(i.opcode for i in comp.instrs if i.opcode != "parameter")
+    raise ValueError(
+        f"select={comp.name} computes {ops}; shardc recognizes a compare GE or GT of "
+        "parameters 0 and 1 (max-pooling's gradient)"
+    )
+
+
+@ARRAY_OPS.converts("select-and-scatter")
+def select_and_scatter(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    select = window_select(cx, instr)
+    scatter = cx.reducer(instr, xs[1].type.element_type, "scatter")  # pyright: ignore
+    if scatter != "add":
+        raise ValueError(f"scatter= computes {scatter}; shardc recognizes add")
+    w = window_attr(cx, instr, len(ty.get_shape()))
+    if any(d != 1 for d in [*w["base_dilations"], *w["window_dilations"]]):  # pyright: ignore
+        raise ValueError("select-and-scatter has no dilations")
+    cx.stats.constructs[f"select_and_scatter {select}"] += 1
+    op = hlo.SelectAndScatterOp(
+        xs[0],
+        xs[1],
+        xs[2],
+        w["window"],  # pyright: ignore[reportArgumentType]
+        w["strides"],  # pyright: ignore[reportArgumentType]
+        w["padding"],  # pyright: ignore[reportArgumentType]
+        select,
+    )
+    return cx.emit.value(op)
+
+
+# variadic reduce (argmax / argmin) ----------------------------------------------------------
+
+
+def variadic_reduce(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> TupleVal:
+    """`reduce` of N operands and N inits: hlo.reduce with `to_apply` as its body."""
+    n = len(xs) // 2
+    if len(xs) % 2 or not n or cx.body_region is None:
+        raise ValueError(f"reduce takes N operands and N inits, got {len(xs)} operands")
+    scalars: list[Attribute] = [TensorType(x.type.element_type, []) for x in xs[:n]]  # pyright: ignore
+    region = cx.body_region(instr, cx.called(instr, "to_apply"), scalars * 2)
+    dims = cx.ints_attr(instr, "dimensions")
+    cx.stats.constructs["reduce with a body"] += 1
+    op = cx.emit.add(hlo.ReduceOp.with_body(xs[:n], xs[n:], dims, region))
+    return TupleVal(list(op.results))

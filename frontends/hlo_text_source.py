@@ -11,6 +11,7 @@ is wrong (the opcode, the attribute value, the operand).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Region, SSAValue
 
 ELEMENT_TYPES: dict[str, Attribute] = {
     "f32": Float32Type(),
@@ -123,6 +124,8 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
         {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"}
     ),
     "reduce": frozenset({"dimensions", "to_apply"}),
+    "reduce-window": frozenset({"window", "to_apply"}),
+    "select-and-scatter": frozenset({"window", "select", "scatter"}),
     "get-tuple-element": frozenset({"index"}),
     "fusion": frozenset({"kind", "calls"}),
     "call": frozenset({"to_apply"}),
@@ -179,6 +182,9 @@ class HloSource:
         self.devices = 1
         self.comp: Computation | None = None
         """The computation being converted (a bitcast reads its operand's layout there)."""
+        self.body_region: Callable[[Instr, Computation, list[Attribute]], Region] | None = None
+        """A called computation converted into a region of the given argument types (the
+        importer's; a variadic reduce's body)."""
 
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
         return self.reader.error(pos, message, length)

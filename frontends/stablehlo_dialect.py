@@ -864,6 +864,8 @@ STABLEHLO_CUSTOM = {
     "pad": "pad",
     "reverse": "reverse",
     "sort": "generic",
+    "reduce_window": "generic",
+    "select_and_scatter": "generic",
     "compare": "compare",
     "dot_general": "dot_general",
     "dot": "dot",

@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 BINARY = {
     "stablehlo.add": "add",
@@ -385,15 +385,7 @@ def _region_reducer(op: Operation, n: int) -> str:
 def reduce(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     n = len(xs) // 2
     if n != 1:
-        names = (
-            list(dict.fromkeys(o.name for o in op.regions[0].block.ops))
-            if op.regions and op.regions[0].blocks
-            else []
-        )
-        raise ValueError(
-            f"a reduce of {n} operands together (such as argmax; its body computes "
-            f"{', '.join(names)}) is not supported: hlo.reduce reduces one operand"
-        )
+        return reduce_with_body(cx, op, xs, local)
     x, init = xs
     elem = x.type.element_type  # pyright: ignore
     kind = reducer_kind(op, 1, elem)
@@ -556,3 +548,135 @@ def bitcast_convert(
     shape = list(src.get_shape())
     shape = shape + [a // b] if a > b else shape[:-1] if a < b else shape
     return [cx.emit.value(hlo.BitcastConvertOp(xs[0], TensorType(res.element_type, shape)))]
+
+
+# reduce_window and select_and_scatter ------------------------------------------------------
+
+
+def window_attrs(op: Operation, rank: int) -> dict[str, object]:
+    """hlo.ReduceWindowOp's window keywords from StableHLO's attributes (defaults: 1, 0)."""
+
+    def optional(key: str, default: int) -> list[int]:
+        a = get_attr(op, key)
+        return ints(a) if a is not None else [default] * rank
+
+    flat = optional("padding", 0) if get_attr(op, "padding") is not None else [0] * 2 * rank
+    if len(flat) != 2 * rank:
+        raise ValueError(f"padding has {len(flat)} entries, expected {rank} [low, high] pairs")
+    return {
+        "window": ints(require(op, "window_dimensions")),
+        "strides": optional("window_strides", 1),
+        "padding": [(flat[2 * d], flat[2 * d + 1]) for d in range(rank)],
+        "base_dilations": optional("base_dilations", 1),
+        "window_dilations": optional("window_dilations", 1),
+    }
+
+
+@OPS.converts("stablehlo.reduce_window")
+def reduce_window(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    if len(xs) != 2:
+        raise ValueError(
+            f"a reduce_window of {len(xs) // 2} operands together is not supported: "
+            "hlo.reduce_window reduces one operand"
+        )
+    x, init = xs
+    kind = reducer_kind(op, 1, x.type.element_type)  # pyright: ignore
+    cx.stats.constructs[f"reduce_window {kind}"] += 1
+    w = window_attrs(op, rank(x.type))
+    return [cx.emit.value(hlo.ReduceWindowOp(kind, x, init, **w))]  # pyright: ignore[reportArgumentType]
+
+
+def window_select(op: Operation) -> str:
+    """GE / GT from a select region comparing its two arguments (either way round)."""
+    block = op.regions[0].block if op.regions and op.regions[0].blocks else None
+    body = list(block.ops) if block is not None else []
+    if block is not None and len(body) == 2 and body[0].name == "stablehlo.compare":
+        direction = enum_value(require(body[0], "comparison_direction"))
+        swapped = {"LE": "GE", "LT": "GT"}
+        if tuple(body[0].operands) == tuple(block.args) and direction in ("GE", "GT"):
+            return direction
+        if tuple(body[0].operands) == tuple(block.args)[::-1] and direction in swapped:
+            return swapped[direction]
+    names = ", ".join(dict.fromkeys(o.name for o in body)) or "nothing"
+    raise ValueError(
+        f"the select region computes {names}; shardc recognizes a compare GE or GT of its "
+        "two arguments (max-pooling's gradient)"
+    )
+
+
+def _check_scatter_adds(op: Operation) -> None:
+    """The scatter region (the second) must add its two arguments."""
+    block = op.regions[1].block if len(op.regions) > 1 and op.regions[1].blocks else None
+    body = list(block.ops) if block is not None else []
+    if (
+        block is not None
+        and len(body) == 2
+        and body[0].name == "stablehlo.add"
+        and set(body[0].operands) == set(block.args)
+        and len(block.args) == 2
+    ):
+        return
+    names = ", ".join(dict.fromkeys(o.name for o in body)) or "nothing"
+    raise ValueError(f"the scatter region computes {names}; shardc recognizes an add")
+
+
+@OPS.converts("stablehlo.select_and_scatter")
+def select_and_scatter(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    select = window_select(op)
+    _check_scatter_adds(op)
+    w = window_attrs(op, rank(xs[0].type))
+    if w["base_dilations"] != [1] * rank(xs[0].type):
+        raise ValueError("select_and_scatter has no dilations")
+    cx.stats.constructs[f"select_and_scatter {select}"] += 1
+    new = hlo.SelectAndScatterOp(
+        xs[0],
+        xs[1],
+        xs[2],
+        w["window"],
+        w["strides"],
+        w["padding"],
+        select,  # pyright: ignore[reportArgumentType]
+    )
+    return [cx.emit.value(new)]
+
+
+# reduce with a body (several operands: argmax / argmin) -------------------------------------
+
+
+def reduce_with_body(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    """`stablehlo.reduce` of N operands: hlo.reduce with the body converted op by op."""
+    n = len(xs) // 2
+    if not op.regions or not op.regions[0].blocks:
+        raise ValueError(f"a reduce of {n} operands together needs a body")
+    region = convert_body(cx, op.regions[0].block, local)
+    cx.stats.constructs["reduce with a body"] += 1
+    dims = ints(require(op, "dimensions"))
+    return list(cx.emit.add(hlo.ReduceOp.with_body(xs[:n], xs[n:], dims, region)).results)
+
+
+def convert_body(cx: OpContext, src: Block, local: bool) -> Region:
+    """A region's block converted with the op table, ending in `hlo.return`."""
+    block = Block(arg_types=[a.type for a in src.args])
+    env: dict[SSAValue, SSAValue] = dict(zip(src.args, block.args, strict=True))
+    saved = cx.emit.block
+    cx.emit.block = block
+    try:
+        for inner in src.ops:
+            try:
+                operands = [env[v] for v in inner.operands]
+            except KeyError:
+                raise ValueError(f"the body's {inner.name} uses a value from outside it") from None
+            if inner.name == "stablehlo.return":
+                cx.emit.add(hlo.ReturnOp(operands))
+                break
+            converter = OPS.get(inner.name)
+            if converter is None:
+                raise ValueError(f"the body uses {inner.name}, which shardc does not support")
+            env.update(zip(inner.results, converter(cx, inner, operands, local), strict=True))
+    finally:
+        cx.emit.block = saved
+    return Region(block)

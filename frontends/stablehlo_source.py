@@ -60,6 +60,10 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),
     "stablehlo.reduce": frozenset({"dimensions", "applies"}),
+    "stablehlo.reduce_window": frozenset(
+        {"window_dimensions", "window_strides", "base_dilations", "window_dilations", "padding"}
+    ),
+    "stablehlo.select_and_scatter": frozenset({"window_dimensions", "window_strides", "padding"}),
     "stablehlo.custom_call": frozenset(
         {
             "call_target_name",

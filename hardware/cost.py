@@ -93,6 +93,18 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
     return float(sum(_elements(t) for t in types) * stages * (stages + 1) // 2)
 
 
+def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
+    """
+    One combine per window element per window position (reduce_window); select_and_scatter
+    compares and then adds: two per window element per position (the source's shape).
+    """
+    positions = _elements(
+        _tensor_types([op.results[0] if isinstance(op, hlo.ReduceWindowOp) else op.source])[0]
+    )
+    per_window = math.prod(op.window)
+    return float(positions * per_window * (1 if isinstance(op, hlo.ReduceWindowOp) else 2))
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -122,9 +134,13 @@ class CostModel:
         if isinstance(op, hlo.ReduceOp):
             src = op.operand.type
             assert isinstance(src, TensorType)
-            return float(_elements(src)), self.chip.vpu_flops
+            # a body (argmax) runs its ops once per reduced element
+            per_element = len(op.body.block.ops) - 1 if op.body is not None else 1
+            return float(_elements(src) * per_element), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
+            return window_flops(op), self.chip.vpu_flops
         if isinstance(
             op,
             hlo.BinaryElementwiseOp

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from shardc.diagnostics import InterpreterError
 from shardc.dialects import hlo, spmd
+from shardc.interpreter.hlo_reduce_body import reduce_with_body
 from shardc.interpreter.values import (
     BOOL,
     C64,
@@ -505,8 +506,11 @@ class HloFunctions(InterpreterFunctions):
 
     @fast_impl(hlo.ReduceOp)
     def run_reduce(self, interp: Interpreter, op: hlo.ReduceOp, args: PythonValues):
+        if op.has_body:
+            return reduce_with_body(interp, op, args)
         kind, dims, dtype = self.params(
-            op, lambda: (op.kind.data, op.dims, tensor_spec(op.result.type)[1])
+            op,
+            lambda: (op.kind.data, op.dims, tensor_spec(op.result.type)[1]),  # pyright: ignore[reportOptionalMemberAccess]
         )
         return (reduce(args[0], kind, dims, dtype),)
 

@@ -31,6 +31,7 @@ from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScala
 from shardc.interpreter.hlo_manual import ManualFunctions
 from shardc.interpreter.hlo_sorting import SortingFunctions
 from shardc.interpreter.hlo_special import SpecialFunctions
+from shardc.interpreter.hlo_windows import WindowFunctions
 from shardc.interpreter.run_diagnostics import RunDiagnostics
 from shardc.interpreter.timing import CollectiveCost, compute_cost, memory_plan
 from shardc.interpreter.values import tensor_spec
@@ -232,6 +233,7 @@ class ProgramPlan:
             SpecialFunctions(),
             ManualFunctions(),
             hlo_types.TypeFunctions(),
+            WindowFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []

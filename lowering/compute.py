@@ -377,6 +377,8 @@ def check(target: Target, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if it cannot be lowered (its blocks do not fit)."""
     build = _builder(op)
     assert build is not None
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        raise OpPassError(op, "lower-to-tpu: hlo.reduce with a body is not supported yet")
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
     if any(0 in tensor_type(v.type).get_shape() for v in op.operands):

@@ -185,7 +185,7 @@ def op_links(op: Operation) -> Links | None:
         return _reshape_links(op)
     if isinstance(op, hlo.DotOp):
         return _dot_links(op)
-    if isinstance(op, hlo.ReduceOp):
+    if isinstance(op, hlo.ReduceOp) and not op.has_body:
         kept = [d for d in range(len(_shape(op.operand))) if d not in op.dims]
         return {(0, i): [(0, d)] for i, d in enumerate(kept)}
     if isinstance(op, hlo.SliceOp):

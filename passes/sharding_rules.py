@@ -31,12 +31,16 @@ class FactorRule:
     sort, top_k), or None. Factors in `reduction_factors` are summed away.
     Factors in `unsplittable_factors` cannot be computed on blocks (a sliced or
     concatenated dimension, a dimension a reshape regroups): the op computes them whole.
+    Factors in `halo_factors` (windowed dimensions) propagate like the others; the
+    partitioner splits them only when a halo exchange with the neighbours gives each
+    device its windows (`spmd_windows.halo_plan`), else computes them whole.
     """
 
     operand_dims: tuple[tuple[int | None, ...], ...]
     result_dims: tuple[int | None, ...]
     reduction_factors: frozenset[int] = frozenset()
     unsplittable_factors: frozenset[int] = frozenset()
+    halo_factors: frozenset[int] = frozenset()
 
     @property
     def factor_count(self) -> int:
@@ -180,6 +184,22 @@ def _top_k_rule(op: hlo.TopKOp, shape: ShapeOf) -> FactorRule:
     return FactorRule((dims,), dims, unsplittable_factors=frozenset({len(dims) - 1}))
 
 
+def _window_rule(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp, shape: ShapeOf) -> FactorRule:
+    """
+    Every dimension maps operand d (and select_and_scatter's source d) to factor d to
+    result d. A dimension whose window is the identity (size, stride, dilations 1, no
+    padding) is a batch dimension: each device works on its rows. A windowed one is a
+    halo factor: split with a halo exchange (XLA's windowed partitioning) when the blocks
+    line up, else computed whole. The init value (rank 0) maps to no factor.
+    """
+    rank = len(shape(op.operand))
+    dims = tuple(range(rank))
+    tensors = (dims, (None,) * rank)
+    if isinstance(op, hlo.SelectAndScatterOp):
+        tensors = (dims, dims, (None,) * rank)
+    return FactorRule(tensors, dims, halo_factors=frozenset(op.windowed_dims()))
+
+
 def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
     (lb, rb), (lc, rc) = op.batching, op.contracting
     lrank, rrank = len(shape(op.lhs)), len(shape(op.rhs))
@@ -197,7 +217,9 @@ def _reduce_rule(op: hlo.ReduceOp, shape: ShapeOf) -> FactorRule:
     rank = len(shape(op.operand))
     kept = [d for d in range(rank) if d not in op.dims]
     result = tuple(kept.index(d) if d in kept else None for d in range(rank))
-    return FactorRule((tuple(range(rank)),), result, frozenset(op.dims))
+    # a reduce with a body: N inputs alike, then N rank-0 inits mapping to no factor
+    operands = (tuple(range(rank)),) * len(op.results) + ((None,) * rank,) * len(op.inits)
+    return FactorRule(operands, result, frozenset(op.dims))
 
 
 def _reshape_rule(op: hlo.ReshapeOp, shape: ShapeOf) -> FactorRule:
@@ -297,6 +319,8 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             return _bitcast_convert_rule(op, shape)
         case hlo.ComplexOp() | hlo.RealOp() | hlo.ImagOp():
             return _identity_rule(op, shape)
+        case hlo.ReduceWindowOp() | hlo.SelectAndScatterOp():
+            return _window_rule(op, shape)
         case (
             hlo.BinaryElementwiseOp()
             | hlo.UnaryElementwiseOp()

@@ -48,6 +48,8 @@ from shardc.passes.sharding_rules import (
     replicated,
 )
 from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions
+from shardc.passes.spmd_reduce_body import combine_partials
+from shardc.passes.spmd_windows import aligned_halo_factors, exchange_halos
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -198,6 +200,8 @@ class FunctionPartitioner:
             shape = self.global_shape(operand)
             target = project(self.mesh_name, dims, factors, shape, self.mesh)
             self.reshard_operand(op, i, target)
+        if isinstance(op, hlo.ReduceOp) and op.has_body:
+            return self.partition_reduce_body(op, rule, factors, want)
         if len(op.results) > 1:
             return self.localize_results(op, rule, factors, want)
         natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
@@ -230,6 +234,36 @@ class FunctionPartitioner:
             self.actual[new] = natural
             self.reshard_result(op, new, natural, want)
 
+    def partition_reduce_body(
+        self, op: hlo.ReduceOp, rule: FactorRule, factors: list[Axes], want: ShardingAttr
+    ) -> None:
+        """
+        A reduce with a body: each device reduces its block; partial results over split
+        reduced dimensions are combined by `spmd_reduce_body.combine_partials`.
+        """
+        for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
+            op.attributes.pop(name, None)
+        natural = project(
+            self.mesh_name, rule.result_dims, factors, _shape(op.results[0]), self.mesh
+        )
+        results = [
+            Rewriter.replace_value_with_new_type(r, local_type(_tensor(r), natural, self.mesh))
+            for r in list(op.results)
+        ]
+        pending = tuple(a for f in sorted(rule.reduction_factors) for a in factors[f])
+        if pending:
+            anchor = op.next_op
+            assert anchor is not None
+            self.resharder.anchor = anchor
+            since = len(self.resharder.inserted)
+            combined = combine_partials(self.resharder, op, results, pending)
+            for old, new in zip(results, combined, strict=True):
+                self.redirect_uses(old, new, since)
+            results = combined
+        for r in results:
+            self.actual[r] = natural
+            self.reshard_result(op, r, natural, want)
+
     def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
         """Reduced factors from the operands as they are, then the rest from `want`."""
         factors: list[Axes] = [()] * rule.factor_count
@@ -246,7 +280,11 @@ class FunctionPartitioner:
                 kept = tuple(a for a in axes if a not in used)
                 factors[f] = kept
                 used.update(kept)
-        return self.fit(op, rule, factors)
+        factors = self.fit(op, rule, factors)
+        if not rule.halo_factors:
+            return factors
+        shape = self.global_shape(op.operands[0])
+        return aligned_halo_factors(op, rule, factors, self.mesh, shape)
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
@@ -274,6 +312,9 @@ class FunctionPartitioner:
             op.slice_sizes = i64_array(local.get_shape())
         elif isinstance(op, hlo.ConstantOp):
             return self.localize_constant(op, natural, local)
+        elif isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
+            shape = self.global_shape(op.operand)
+            exchange_halos(self.resharder, op, natural, self.mesh, shape)
         new = Rewriter.replace_value_with_new_type(result, local)
         if isinstance(op, hlo.IotaOp):
             return self.offset_iota(op, new, natural)

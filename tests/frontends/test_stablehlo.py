@@ -301,14 +301,15 @@ BAD = {
         ),
         "TOTALORDER",
     ),
-    "argmax": (
+    "reduce body with an unsupported op": (
         module(
             """    %c = stablehlo.constant dense<0.0> : tensor<f32>
     %i = stablehlo.iota dim = 0 : tensor<8xi32>
     %z = stablehlo.constant dense<0> : tensor<i32>
     %0:2 = stablehlo.reduce(%arg0 init: %c), (%i init: %z) across dimensions = [0] : (tensor<8xf32>, tensor<8xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
      reducer(%a: tensor<f32>, %b: tensor<f32>) (%e: tensor<i32>, %f: tensor<i32>)  {
-      %g = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %l = chlo.conj %a : tensor<f32> -> tensor<f32>
+      %g = stablehlo.compare GT, %l, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
       %h = stablehlo.select %g, %a, %b : tensor<i1>, tensor<f32>
       %k = stablehlo.select %g, %e, %f : tensor<i1>, tensor<i32>
       stablehlo.return %h, %k : tensor<f32>, tensor<i32>
@@ -317,7 +318,7 @@ BAD = {
             "%arg0: tensor<8xf32>",
             "tensor<i32>",
         ),
-        "a reduce of 2 operands together",
+        "the body uses chlo.conj, which shardc does not support",
     ),
     "custom call": (
         module(

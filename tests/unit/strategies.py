@@ -584,6 +584,82 @@ class ProgramBuilder:
             f"hlo.top_k {a.ref}, k = {k} : {a.type} -> {rt}", [(shape, a.dtype), (shape, "i32")]
         )
 
+    def window(self, shape: tuple[int, ...], dilate: bool) -> tuple[list[Any], list[int]]:
+        """(window, strides, base / window dilations, low, high) lists and the positions'
+        shape, every position count >= 1."""
+        params: list[list[int]] = [[] for _ in range(6)]
+        out = []
+        for n in shape:
+            bd = self.c.int(1, 2) if dilate else 1
+            wd = self.c.int(1, 2) if dilate else 1
+            lo, hi, s = self.c.int(0, 2), self.c.int(0, 2), self.c.int(1, 3)
+            padded = lo + max(n - 1, 0) * bd + (1 if n else 0) + hi
+            w = self.c.int(1, 3)
+            while w > 1 and (w - 1) * wd + 1 > padded:
+                w -= 1
+            if (w - 1) * wd + 1 > padded:
+                lo += 1
+                padded += 1
+            for i, v in enumerate((w, s, bd, wd, lo, hi)):
+                params[i].append(v)
+            out.append((padded - ((w - 1) * wd + 1)) // s + 1)
+        return params, out
+
+    def op_reduce_window(self) -> Value:
+        a = self.operand(NUMERIC_TYPES, min_rank=1)
+        init = self.fresh((), a.dtype)
+        (w, s, bd, wd, lo, hi), shape = self.window(a.shape, dilate=True)
+        kind = self.c.choice(("add", "mul", "max", "min"))
+        pads = "[" + ", ".join(f"[{x}, {y}]" for x, y in zip(lo, hi, strict=True)) + "]"
+        rt = tensor_type(shape, a.dtype)
+        return self.emit(
+            f"hlo.reduce_window {kind} {a.ref}, {init.ref}, window = {int_list(w)}, "
+            f"strides = {int_list(s)}, base_dilations = {int_list(bd)}, "
+            f"window_dilations = {int_list(wd)}, padding = {pads} : ({a.type}, {init.type}) "
+            f"-> {rt}",
+            tuple(shape),
+            a.dtype,
+        )
+
+    def op_select_and_scatter(self) -> Value:
+        a = self.operand(NUMERIC_TYPES, min_rank=1)
+        (w, s, _, _, lo, hi), shape = self.window(a.shape, dilate=False)
+        src = self.fresh(tuple(shape), a.dtype)
+        init = self.fresh((), a.dtype)
+        pads = "[" + ", ".join(f"[{x}, {y}]" for x, y in zip(lo, hi, strict=True)) + "]"
+        select = self.c.choice(("GE", "GT"))
+        return self.emit(
+            f"hlo.select_and_scatter {a.ref}, {src.ref}, {init.ref}, select = {select}, "
+            f"scatter = add, window = {int_list(w)}, strides = {int_list(s)}, padding = {pads}"
+            f" : ({a.type}, {src.type}, {init.type}) -> {a.type}",
+            a.shape,
+            a.dtype,
+        )
+
+    def op_reduce_body(self) -> list[Value]:
+        """A reduce of a value and an index together with an argmax / argmin body."""
+        a = self.operand(NUMERIC_TYPES, min_rank=1)
+        idx = self.fresh(a.shape, "i32")
+        dims = [d for d in range(len(a.shape)) if self.c.chance(0.5)] or [0]
+        shape = tuple(n for d, n in enumerate(a.shape) if d not in dims)
+        v0, i0 = self.fresh((), a.dtype), self.fresh((), "i32")
+        va, vb, ia, ib, cmp, x, y = (f"%{self.new_name()}" for _ in range(7))
+        vt, it = tensor_type((), a.dtype), tensor_type((), "i32")
+        direction = self.c.choice(("GT", "GE", "LT", "LE"))
+        body = (
+            f"{cmp} = hlo.compare {direction}, {va}, {vb} : ({vt}, {vt}) -> tensor<i1>\n"
+            f"    {x} = hlo.select {cmp}, {va}, {vb} : tensor<i1>, {vt}\n"
+            f"    {y} = hlo.select {cmp}, {ia}, {ib} : tensor<i1>, {it}\n"
+            f"    hlo.return {x}, {y} : {vt}, {it}"
+        )
+        rt = f"({tensor_type(shape, a.dtype)}, {tensor_type(shape, 'i32')})"
+        return self.emit_multi(
+            f"hlo.reduce({a.ref} init: {v0.ref}), ({idx.ref} init: {i0.ref}) across dims = "
+            f"{int_list(dims)} : ({a.type}, {idx.type}, {v0.type}, {i0.type}) -> {rt} "
+            f"reducer({va}: {vt}, {vb}: {vt}) ({ia}: {it}, {ib}: {it}) {{\n    {body}\n  }}",
+            [(shape, a.dtype), (shape, "i32")],
+        )
+
     def index_operands(self, rank: int) -> list[Value]:
         return [self.fresh((), self.c.choice(("i32", "i32", "i64"))) for _ in range(rank)]
 
@@ -720,6 +796,9 @@ class ProgramBuilder:
         "sort",
         "top_k",
         "types_13",
+        "reduce_window",
+        "select_and_scatter",
+        "reduce_body",
     )
 
     # device ids and shard_map (issue 13)

@@ -895,3 +895,138 @@ func.func @bitcast_bool(%p: tensor<8xi1>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.bitcast_convert' op i1 cannot be bitcast: tensor<8xi1> -> tensor<8xui8>
   func.return
 }
+
+// -----
+
+func.func @reduce_window_shape(%a: tensor<4x6xf32>, %z: tensor<f32>) {
+  %0 = hlo.reduce_window max %a, %z, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x2xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op result shape must be [2, 3], got [2, 2]
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_rank(%a: tensor<4x6xf32>, %z: tensor<f32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op window has 1 entries but the operand has rank 2
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_stride(%a: tensor<4xf32>, %z: tensor<f32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2], strides = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op strides [0] must be >= 1
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_init(%a: tensor<4xf32>, %z: tensor<1xf32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2] : (tensor<4xf32>, tensor<1xf32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op the init value must be a rank-0 tensor, got tensor<1xf32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_window_element_type(%a: tensor<4xf32>, %z: tensor<i32>) {
+  %0 = hlo.reduce_window add %a, %z, window = [2] : (tensor<4xf32>, tensor<i32>) -> tensor<3xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.reduce_window' op operand, init value and result must share an element type, got f32, i32 and f32
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_source(%a: tensor<4xf32>, %g: tensor<3xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = GE, scatter = add, window = [2], strides = [2] : (tensor<4xf32>, tensor<3xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op the source must have the window positions' shape [2], got [3]
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_select(%a: tensor<4xf32>, %g: tensor<2xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = LT, scatter = add, window = [2], strides = [2] : (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op select must be one of GE, GT, got 'LT'
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_scatter(%a: tensor<4xf32>, %g: tensor<2xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = GE, scatter = max, window = [2], strides = [2] : (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op scatter must be add, got 'max'
+  func.return
+}
+
+// -----
+
+func.func @select_and_scatter_dilation(%a: tensor<4xf32>, %g: tensor<2xf32>, %z: tensor<f32>) {
+  %0 = hlo.select_and_scatter %a, %g, %z, select = GE, scatter = add, window = [2], base_dilations = [2] : (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.select_and_scatter' op select_and_scatter has no dilations
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_operand_count(%v: tensor<4xf32>, %v0: tensor<f32>, %w: tensor<4xf32>) {
+  %0 = "hlo.reduce"(%v, %v0, %w) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    hlo.return %a : tensor<f32>
+  }) : (tensor<4xf32>, tensor<f32>, tensor<4xf32>) -> tensor<f32>
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op a reduce with a body has N inputs and N inits for N results: 3 operands, 1 results
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_init_type(%v: tensor<4xf32>, %v0: tensor<1xf32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4xf32>, tensor<1xf32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    hlo.return %a : tensor<f32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.reduce' op init 0 must be tensor<f32>, got tensor<1xf32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_arguments(%v: tensor<4xf32>, %v0: tensor<f32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<i32>) {
+    hlo.return %a : tensor<f32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.reduce' op the body's arguments must be the accumulated values then the combined ones: (tensor<f32>, tensor<f32>)
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_return(%v: tensor<4xf32>, %v0: tensor<f32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    %c = hlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    hlo.return %c : tensor<i1>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op the body must end in hlo.return of (tensor<f32>)
+  func.return
+}
+
+// -----
+
+func.func @reduce_body_result(%v: tensor<4x2xf32>, %v0: tensor<f32>) {
+  %0 = hlo.reduce(%v init: %v0) across dims = [0] : (tensor<4x2xf32>, tensor<f32>) -> tensor<f32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    hlo.return %a : tensor<f32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.reduce' op result must be tensor<2xf32>, got tensor<f32>
+  func.return
+}
+
+// -----
+
+func.func @reduce_named_with_body(%v: tensor<4xf32>) {
+  %0 = "hlo.reduce"(%v) <{kind = "add", dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    hlo.return %a : tensor<f32>
+  }) : (tensor<4xf32>) -> tensor<f32>
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op a reduce with a named kind has one operand, one result and no body
+  func.return
+}

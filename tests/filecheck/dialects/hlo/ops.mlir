@@ -517,3 +517,55 @@ func.func @element_types(%a: tensor<4xf32>, %c: tensor<4xcomplex<f32>>, %u: tens
 // CHECK-GENERIC: %cplx = "hlo.complex"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xcomplex<f32>>
 // CHECK-GENERIC: %mod = "hlo.abs"(%c) : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
 // CHECK-GENERIC: %bytes = "hlo.bitcast_convert"(%a) : (tensor<4xf32>) -> tensor<4x4xui8>
+
+// reduce_window (defaults printed away; strides, dilations, padding) and select_and_scatter.
+func.func @windows(%x: tensor<4x6xf32>, %z: tensor<f32>, %g: tensor<2x3xf32>, %i: tensor<5xi32>, %iz: tensor<i32>) {
+  %pool = hlo.reduce_window max %x, %z, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %cum = hlo.reduce_window add %i, %iz, window = [5], padding = [[4, 0]] : (tensor<5xi32>, tensor<i32>) -> tensor<5xi32>
+  %dil = hlo.reduce_window min %x, %z, window = [1, 2], strides = [1, 3], base_dilations = [2, 1], window_dilations = [1, 2], padding = [[1, -1], [0, 2]] {tag = 1 : i64} : (tensor<4x6xf32>, tensor<f32>) -> tensor<7x2xf32>
+  %grad = hlo.select_and_scatter %x, %g, %z, select = GE, scatter = add, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %last = hlo.select_and_scatter %x, %x, %z, select = GT, scatter = add, window = [3, 1], padding = [[1, 1], [0, 0]] : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  func.return
+}
+
+// CHECK:      func.func @windows(%x: tensor<4x6xf32>, %z: tensor<f32>, %g: tensor<2x3xf32>, %i: tensor<5xi32>, %iz: tensor<i32>) {
+// CHECK-NEXT:   %pool = hlo.reduce_window max %x, %z, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK-NEXT:   %cum = hlo.reduce_window add %i, %iz, window = [5], padding = [[4, 0]] : (tensor<5xi32>, tensor<i32>) -> tensor<5xi32>
+// CHECK-NEXT:   %dil = hlo.reduce_window min %x, %z, window = [1, 2], strides = [1, 3], base_dilations = [2, 1], window_dilations = [1, 2], padding = [[1, -1], [0, 2]] {tag = 1 : i64} : (tensor<4x6xf32>, tensor<f32>) -> tensor<7x2xf32>
+// CHECK-NEXT:   %grad = hlo.select_and_scatter %x, %g, %z, select = GE, scatter = add, window = [2, 2], strides = [2, 2] : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK-NEXT:   %last = hlo.select_and_scatter %x, %x, %z, select = GT, scatter = add, window = [3, 1], padding = [[1, 1], [0, 0]] : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %pool = "hlo.reduce_window"(%x, %z) <{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>, base_dilations = array<i64: 1, 1>, window_dilations = array<i64: 1, 1>, padding_low = array<i64: 0, 0>, padding_high = array<i64: 0, 0>, kind = "max"}> : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK-GENERIC: %grad = "hlo.select_and_scatter"(%x, %g, %z) <{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>, base_dilations = array<i64: 1, 1>, window_dilations = array<i64: 1, 1>, padding_low = array<i64: 0, 0>, padding_high = array<i64: 0, 0>, select = "GE", scatter = "add"}> : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>
+
+// reduce with a body: several operands reduced together (argmax); the named form as before.
+func.func @reduce_body(%v: tensor<4x8xf32>, %i: tensor<4x8xi32>, %v0: tensor<f32>, %i0: tensor<i32>) {
+  %r:2 = hlo.reduce(%v init: %v0), (%i init: %i0) across dims = [1] : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>) reducer(%a: tensor<f32>, %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) {
+    %ge = hlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %x = hlo.select %ge, %a, %b : tensor<i1>, tensor<f32>
+    %y = hlo.select %ge, %c, %d : tensor<i1>, tensor<i32>
+    hlo.return %x, %y : tensor<f32>, tensor<i32>
+  }
+  %s = hlo.reduce(%v init: %v0) across dims = [0, 1] {tag = 1 : i64} : (tensor<4x8xf32>, tensor<f32>) -> tensor<f32> reducer(%p: tensor<f32>, %q: tensor<f32>) {
+    %sum = hlo.add %p, %q : tensor<f32>
+    hlo.return %sum : tensor<f32>
+  }
+  func.return
+}
+
+// CHECK:      func.func @reduce_body(%v: tensor<4x8xf32>, %i: tensor<4x8xi32>, %v0: tensor<f32>, %i0: tensor<i32>) {
+// CHECK-NEXT:   %r, %r_1 = hlo.reduce(%v init: %v0), (%i init: %i0) across dims = [1] : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>) reducer(%a: tensor<f32>, %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>) {
+// CHECK-NEXT:     %ge = hlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// CHECK-NEXT:     %x = hlo.select %ge, %a, %b : tensor<i1>, tensor<f32>
+// CHECK-NEXT:     %y = hlo.select %ge, %c, %d : tensor<i1>, tensor<i32>
+// CHECK-NEXT:     hlo.return %x, %y : tensor<f32>, tensor<i32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %s = hlo.reduce(%v init: %v0) across dims = [0, 1] {tag = 1 : i64} : (tensor<4x8xf32>, tensor<f32>) -> tensor<f32> reducer(%p: tensor<f32>, %q: tensor<f32>) {
+// CHECK-NEXT:     %sum = hlo.add %p, %q : tensor<f32>
+// CHECK-NEXT:     hlo.return %sum : tensor<f32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %r, %r_1 = "hlo.reduce"(%v, %i, %v0, %i0) <{dimensions = array<i64: 1>}> ({
+// CHECK-GENERIC-NEXT: ^{{.*}}(%a: tensor<f32>, %c: tensor<i32>, %b: tensor<f32>, %d: tensor<i32>):
