@@ -86,6 +86,19 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
     return float(sum(_elements(t) for t in types) * stages * (stages + 1) // 2)
 
 
+def gather_scatter_bytes(op: hlo.GatherOp | hlo.ScatterOp) -> int:
+    """
+    Bytes moved: a gather reads the indices and only the slices it gathers (the result's
+    size), and writes the result; a scatter copies the operand through (read + write),
+    reads the indices and updates, and reads and writes the elements it updates.
+    """
+    if isinstance(op, hlo.GatherOp):
+        out, idx = (tensor_bytes(t) for t in _tensor_types([op.result, op.start_indices]))
+        return 2 * out + idx
+    operand, idx, upd = (tensor_bytes(t) for t in _tensor_types(op.operands))
+    return 2 * operand + idx + 3 * upd
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -118,6 +131,9 @@ class CostModel:
             return float(_elements(src)), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.ScatterOp):
+            # one combine per update element
+            return float(_elements(_tensor_types([op.updates])[0])), self.chip.vpu_flops
         if isinstance(
             op,
             hlo.BinaryElementwiseOp
@@ -140,6 +156,8 @@ class CostModel:
         if isinstance(op, hlo.SliceOp | hlo.DynamicSliceOp):
             # Reads only the slice, writes the result.
             return 2 * sum(tensor_bytes(t) for t in _tensor_types(op.results))
+        if isinstance(op, hlo.GatherOp | hlo.ScatterOp):
+            return gather_scatter_bytes(op)
         if isinstance(op, hlo.DynamicUpdateSliceOp):
             # In place: reads the update, writes it into the buffer.
             update = op.update.type
