@@ -252,6 +252,10 @@ class FunctionPartitioner:
         if isinstance(op, hlo.ScatterOp):
             shift_scatter(self.resharder, op, self.actual[operand])
             return value
+        sizes, whole = op.dims("slice_sizes"), self.global_shape(operand)
+        op.slice_sizes = i64_array(
+            [n if s == g else s for s, g, n in zip(sizes, whole, _shape(operand), strict=True)]
+        )
         since = len(self.resharder.inserted)
         masked = mask_gather(self.resharder, op, self.actual[operand], self.global_shape(operand))
         if masked is None:
