@@ -296,6 +296,16 @@ class DotDimensionNumbersAttr(KeyValueAttr):
 
 
 @irdl_attr_definition
+class GatherDimensionNumbersAttr(KeyValueAttr):
+    name = "stablehlo.gather"
+
+
+@irdl_attr_definition
+class ScatterDimensionNumbersAttr(KeyValueAttr):
+    name = "stablehlo.scatter"
+
+
+@irdl_attr_definition
 class DotAlgorithmAttr(KeyValueAttr):
     name = "stablehlo.dot_algorithm"
 
@@ -830,6 +840,9 @@ STABLEHLO_CUSTOM = {
     "pad": "pad",
     "reverse": "reverse",
     "sort": "generic",
+    "gather": "generic",
+    "dynamic_gather": "generic",
+    "scatter": "generic",
     "compare": "compare",
     "dot_general": "dot_general",
     "dot": "dot",
@@ -874,6 +887,8 @@ def _dialects() -> list[Dialect]:
                 ChannelHandleAttr,
                 DotDimensionNumbersAttr,
                 DotAlgorithmAttr,
+                GatherDimensionNumbersAttr,
+                ScatterDimensionNumbersAttr,
                 ResultAccuracyAttr,
                 ComparisonDirectionAttr,
                 ComparisonTypeAttr,
