@@ -35,8 +35,9 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   and element type of a file at once, with first location and count.
 
 Not supported (each a located error naming it; `shardc-import --check-support` lists them
-all at once): ops with no `hlo` counterpart yet (gather, scatter, reduce_window, while /
-case / conditional, rng), reduces of several operands together (argmax), TOTALORDER
+all at once): ops with no `hlo` counterpart yet (reduce_window, while / case /
+conditional, rng), scatters of several operands or with an update computation other than
+JAX's set / add / mul / max / min, reduces of several operands together (argmax), TOTALORDER
 compares outside a sort comparator, sort comparators other than LT / GT of the first
 operand (several keys, custom orders), element types other than f32 / bf16 / f16 / f64 / i32 /
 i64 / i1 (HLO's u32 is read as i32), Shardy sub-axes and non-iota `device_ids`, partially

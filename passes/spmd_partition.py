@@ -19,6 +19,10 @@ partitioned reverse).
 Ops with several results (`sort`, `top_k`) map every result through the rule's one
 `result_dims`: each result takes its local type and is resharded to the op's chosen
 sharding on its own. Their sorted dimension (top_k's last) is computed whole.
+
+`gather` and `scatter` on a table split along its indexed dimension, and scatters of
+split updates, are rewritten by `partition_gather` (shifted indices, masked rows; the
+kind's identity, an all_reduce of the kind and a combine with the operand).
 """
 
 from __future__ import annotations
