@@ -2026,7 +2026,7 @@ def gather_result_shape(
     ]
     out: list[int] = []
     for r in range(len(batch) + len(offsets)):
-        out.append(offsets.pop(0) if r in offset_dims else batch.pop(0))
+        out.append(offsets.pop(0) if (r in offset_dims and offsets) or not batch else batch.pop(0))
     return out
 
 

@@ -144,7 +144,10 @@ def identity_value(kind: str, ty: TensorType) -> float:
         return 0 if kind == "add" else 1
     if hlo.element_kind(ty.element_type) == hlo.FLOAT:
         return float("-inf") if kind == "max" else float("inf")
-    width = ty.element_type.width.data  # pyright: ignore[reportAttributeAccessIssue]
+    element = ty.element_type
+    width = element.width.data  # pyright: ignore[reportAttributeAccessIssue]
+    if element.signedness.data.name == "UNSIGNED":  # pyright: ignore[reportAttributeAccessIssue]
+        return 0 if kind == "max" else 2**width - 1
     return -(2 ** (width - 1)) if kind == "max" else 2 ** (width - 1) - 1
 
 

@@ -355,12 +355,19 @@ def test_cost_model_counts_bytes_moved() -> None:
 def test_lower_to_tpu_refuses_at_the_op(name: str) -> None:
     from shardc.passes.spmd_pipeline import SpmdPipelinePass
 
-    text = PROGRAM
-    if name == "hlo.scatter":
-        text = text.replace("%g = hlo.gather %t, %i", "%g0 = hlo.gather %t, %i").replace(
-            "func.return %g, %s", "%g = hlo.neg %u : tensor<8x16xf32>\n  func.return %g, %s"
-        )
-        text = text.replace("%g0 = hlo.gather", "%g0 = hlo.gather")
+    lines = PROGRAM.splitlines()
+    # keep one of the two ops: the other becomes a neg of the same type
+    other = "hlo.scatter" if name == "hlo.gather" else "hlo.gather"
+    for k, line in enumerate(lines):
+        if other in line:
+            var, ty = (
+                ("%s", "tensor<64x16xf32>")
+                if other == "hlo.scatter"
+                else ("%g", "tensor<8x16xf32>")
+            )
+            src = "%t" if other == "hlo.scatter" else "%u"
+            lines[k] = f"  {var} = hlo.neg {src} : {ty}"
+    text = "\n".join(lines)
     module = parse(text, "gs.mlir")
     ctx = make_context()
     SpmdPipelinePass().apply(ctx, module)
