@@ -2839,6 +2839,442 @@ TYPE_OPS_13: tuple[type[HloOp], ...] = (ComplexOp, RealOp, ImagOp, BitcastConver
 """The ops of issue 13's element types (one block, so that merges stay simple)."""
 
 
+################################################################################
+# gather and scatter                                                           #
+################################################################################
+
+SCATTER_KINDS = ("add", "mul", "max", "min", "replace")
+"""scatter's update computation, named as `hlo.reduce` names its combiner."""
+
+
+def _parse_dim_numbers(
+    parser: Parser, lists: Sequence[str], ints: Sequence[str], flags: Sequence[str]
+) -> dict[str, Attribute]:
+    """
+    `, key = [..]`, `, key = 3` and `, flag` items in any order (after the operands), as
+    properties; a list key left out is empty, an int key is required.
+    """
+    props: dict[str, Attribute] = {}
+    while parser.parse_optional_punctuation(","):
+        pos = parser.pos
+        key = parser.parse_identifier()
+        if key in props:
+            parser.raise_error(f"{key} is given twice", pos, parser.pos)
+        if key in flags:
+            props[key] = UnitAttr()
+            continue
+        if key not in (*lists, *ints):
+            parser.raise_error(
+                f"expected one of {', '.join((*lists, *ints, *flags))}, got {key!r}", pos
+            )
+        parser.parse_punctuation("=")
+        props[key] = (
+            i64_array(parse_int_list(parser)) if key in lists else i64_attr(parse_i64(parser))
+        )
+    for key in lists:
+        props.setdefault(key, i64_array([]))
+    for key in ints:
+        if key not in props:
+            parser.raise_error(f"expected `{key} = N`")
+    return props
+
+
+def _print_dim_numbers(
+    printer: Printer, op: IRDLOperation, lists: Sequence[str], required: Sequence[str]
+) -> None:
+    """The inverse of `_parse_dim_numbers` (empty optional lists left out)."""
+    for key in lists:
+        values = _int_values(op.properties[key])  # pyright: ignore[reportArgumentType]
+        if values or key in required:
+            printer.print_string(f", {key} = {int_list_str(values)}")
+    for key, attr in op.properties.items():
+        if isinstance(attr, IntegerAttr):
+            printer.print_string(f", {key} = {attr.value.data}")
+    for key, attr in op.properties.items():
+        if isinstance(attr, UnitAttr):
+            printer.print_string(f", {key}")
+
+
+def _check_dims(what: str, dims: Sequence[int], bound: int, sort: bool = True) -> None:
+    """`dims` are distinct, in [0, bound) and (if `sort`) ascending."""
+    if len(set(dims)) != len(dims):
+        raise VerifyException(f"{what} {list(dims)} must be distinct")
+    if sort and list(dims) != sorted(dims):
+        raise VerifyException(f"{what} {list(dims)} must be sorted")
+    for d in dims:
+        if not 0 <= d < bound:
+            raise VerifyException(f"{what}: dimension {d} is out of range [0, {bound})")
+
+
+def _check_batching(
+    op_dims: Sequence[int],
+    idx_dims: Sequence[int],
+    names: tuple[str, str],
+    operand: Sequence[int],
+    indices: Sequence[int],
+    index_vector_dim: int,
+) -> None:
+    """Operand batching dims pair with index batching dims of the same size."""
+    _check_dims(names[1], idx_dims, len(indices), sort=False)
+    if index_vector_dim in idx_dims:
+        raise VerifyException(f"{names[1]} must not contain index_vector_dim {index_vector_dim}")
+    if len(op_dims) != len(idx_dims):
+        raise VerifyException(f"{names[0]} and {names[1]} must have the same length")
+    for a, b in zip(op_dims, idx_dims, strict=True):
+        if operand[a] != indices[b]:
+            raise VerifyException(
+                f"{names[0]} dimension {a} (size {operand[a]}) and {names[1]} dimension {b} "
+                f"(size {indices[b]}) must have the same size"
+            )
+
+
+def _check_index_map(
+    what: str, dims: Sequence[int], indices: Sequence[int], ivd: int, rank: int
+) -> None:
+    if not 0 <= ivd <= len(indices):
+        raise VerifyException(f"index_vector_dim {ivd} is out of range [0, {len(indices)}]")
+    count = indices[ivd] if ivd < len(indices) else 1
+    if len(dims) != count:
+        raise VerifyException(
+            f"{what} has {len(dims)} entries but the index vector (indices dimension {ivd}) "
+            f"has {count}"
+        )
+    _check_dims(what, dims, rank, sort=False)
+
+
+def index_batch_shape(indices: Sequence[int], index_vector_dim: int) -> list[int]:
+    """The indices' shape without the index vector dimension."""
+    return [s for d, s in enumerate(indices) if d != index_vector_dim]
+
+
+def gather_result_shape(
+    indices: Sequence[int],
+    offset_dims: Sequence[int],
+    collapsed: Sequence[int],
+    operand_batching: Sequence[int],
+    index_vector_dim: int,
+    slice_sizes: Sequence[int],
+) -> list[int]:
+    """StableHLO gather's result shape: batch dims of the indices, offset dims from the slice."""
+    batch = index_batch_shape(indices, index_vector_dim)
+    offsets = [
+        s for d, s in enumerate(slice_sizes) if d not in collapsed and d not in operand_batching
+    ]
+    out: list[int] = []
+    for r in range(len(batch) + len(offsets)):
+        out.append(offsets.pop(0) if (r in offset_dims and offsets) or not batch else batch.pop(0))
+    return out
+
+
+@irdl_op_definition
+class GatherOp(HloOp):
+    """
+    StableHLO's gather with its dimension numbers as properties: `%r = hlo.gather %table,
+    %ids, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
+    index_vector_dim = 1, slice_sizes = [1, 4] : (tensor<8x4xf32>, tensor<3x1xi32>) ->
+    tensor<3x4xf32>` (an embedding lookup). Start indices are clamped so the slice fits.
+    """
+
+    name = "hlo.gather"
+
+    operand = operand_def(TensorType)
+    start_indices = operand_def(TensorType)
+    offset_dims = prop_def(DenseArrayBase)
+    collapsed_slice_dims = prop_def(DenseArrayBase)
+    operand_batching_dims = prop_def(DenseArrayBase)
+    start_indices_batching_dims = prop_def(DenseArrayBase)
+    start_index_map = prop_def(DenseArrayBase)
+    index_vector_dim = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    slice_sizes = prop_def(DenseArrayBase)
+    indices_are_sorted = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    LISTS: ClassVar = (
+        "offset_dims",
+        "collapsed_slice_dims",
+        "operand_batching_dims",
+        "start_indices_batching_dims",
+        "start_index_map",
+        "slice_sizes",
+    )
+    REQUIRED: ClassVar = ("offset_dims", "collapsed_slice_dims", "start_index_map", "slice_sizes")
+
+    def __init__(
+        self,
+        operand: SSAValue,
+        start_indices: SSAValue,
+        dims: dict[str, Sequence[int]],
+        index_vector_dim: int,
+        sorted_indices: bool = False,
+    ):
+        props: dict[str, Attribute] = {k: i64_array(dims.get(k, ())) for k in self.LISTS}
+        props["index_vector_dim"] = i64_attr(index_vector_dim)
+        if sorted_indices:
+            props["indices_are_sorted"] = UnitAttr()
+        shape = gather_result_shape(
+            _shape(start_indices),
+            dims.get("offset_dims", ()),
+            dims.get("collapsed_slice_dims", ()),
+            dims.get("operand_batching_dims", ()),
+            index_vector_dim,
+            dims.get("slice_sizes", ()),
+        )
+        super().__init__(
+            operands=[operand, start_indices],
+            result_types=[TensorType(_tensor(operand).element_type, shape)],
+            properties=props,
+        )
+
+    def dims(self, key: str) -> tuple[int, ...]:
+        """One of the list dimension numbers (`LISTS`) as a tuple."""
+        return _int_values(self.properties[key])  # pyright: ignore[reportArgumentType]
+
+    @property
+    def ivd(self) -> int:
+        return self.index_vector_dim.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GatherOp:
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand()]
+        parser.parse_punctuation(",")
+        operands.append(parser.parse_unresolved_operand())
+        props = _parse_dim_numbers(
+            parser, cls.LISTS, ("index_vector_dim",), ("indices_are_sorted",)
+        )
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        _print_dim_numbers(printer, self, self.LISTS, self.REQUIRED)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        src, idx, res = _tensor(self.operand), _tensor(self.start_indices), _tensor(self.result)
+        operand, indices = src.get_shape(), idx.get_shape()
+        _check_kind("start indices", idx, frozenset({INT}))
+        if res.element_type != src.element_type:
+            raise VerifyException(
+                f"result element type {res.element_type} must be the operand's {src.element_type}"
+            )
+        sizes, rank = self.dims("slice_sizes"), len(operand)
+        if len(sizes) != rank:
+            raise VerifyException(f"slice_sizes has {len(sizes)} entries, the operand rank {rank}")
+        for d, (s, n) in enumerate(zip(sizes, operand, strict=True)):
+            if not 0 <= s <= n:
+                raise VerifyException(f"slice_sizes[{d}] = {s} must be in [0, {n}]")
+        collapsed, batching = self.dims("collapsed_slice_dims"), self.dims("operand_batching_dims")
+        _check_dims("collapsed_slice_dims", collapsed, rank)
+        _check_dims("operand_batching_dims", batching, rank)
+        for d in (*collapsed, *batching):
+            if d in collapsed and d in batching:
+                raise VerifyException(f"dimension {d} is both collapsed and a batching dimension")
+            if sizes[d] > 1:
+                raise VerifyException(
+                    f"slice_sizes[{d}] = {sizes[d]} must be <= 1 (collapsed or batching dimension)"
+                )
+        _check_batching(
+            batching,
+            self.dims("start_indices_batching_dims"),
+            ("operand_batching_dims", "start_indices_batching_dims"),
+            operand,
+            indices,
+            self.ivd,
+        )
+        start_map = self.dims("start_index_map")
+        _check_index_map("start_index_map", start_map, indices, self.ivd, rank)
+        if set(start_map) & set(batching):
+            raise VerifyException("start_index_map must not contain operand_batching_dims")
+        offset_dims = self.dims("offset_dims")
+        _check_dims("offset_dims", offset_dims, res.get_num_dims())
+        if len(offset_dims) != rank - len(collapsed) - len(batching):
+            raise VerifyException(
+                f"offset_dims has {len(offset_dims)} entries, expected the operand rank minus "
+                f"the collapsed and batching dimensions ({rank - len(collapsed) - len(batching)})"
+            )
+        want = gather_result_shape(indices, offset_dims, collapsed, batching, self.ivd, sizes)
+        if list(res.get_shape()) != want:
+            raise VerifyException(
+                f"result shape must be {want} (batch dimensions of the indices, offset "
+                f"dimensions of the slice), got {list(res.get_shape())}"
+            )
+
+
+@irdl_op_definition
+class ScatterOp(HloOp):
+    """
+    StableHLO's scatter with its update computation named (`add mul max min replace`,
+    as `hlo.reduce` names its combiner) instead of a region: `%r = hlo.scatter add %table,
+    %ids, %rows, update_window_dims = [1], inserted_window_dims = [0],
+    scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xf32>,
+    tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>`. A window out of bounds is
+    skipped; updates to one element are all applied (duplicates add up for `add`).
+    """
+
+    name = "hlo.scatter"
+
+    operand = operand_def(TensorType)
+    scatter_indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    update_window_dims = prop_def(DenseArrayBase)
+    inserted_window_dims = prop_def(DenseArrayBase)
+    input_batching_dims = prop_def(DenseArrayBase)
+    scatter_indices_batching_dims = prop_def(DenseArrayBase)
+    scatter_dims_to_operand_dims = prop_def(DenseArrayBase)
+    index_vector_dim = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    indices_are_sorted = opt_prop_def(UnitAttr)
+    unique_indices = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    LISTS: ClassVar = (
+        "update_window_dims",
+        "inserted_window_dims",
+        "input_batching_dims",
+        "scatter_indices_batching_dims",
+        "scatter_dims_to_operand_dims",
+    )
+    REQUIRED: ClassVar = (
+        "update_window_dims",
+        "inserted_window_dims",
+        "scatter_dims_to_operand_dims",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        operands: Sequence[SSAValue],
+        dims: dict[str, Sequence[int]],
+        index_vector_dim: int,
+        flags: Sequence[str] = (),
+    ):
+        props: dict[str, Attribute] = {k: i64_array(dims.get(k, ())) for k in self.LISTS}
+        props["kind"] = StringAttr(kind)
+        props["index_vector_dim"] = i64_attr(index_vector_dim)
+        for flag in flags:
+            props[flag] = UnitAttr()
+        super().__init__(operands=list(operands), result_types=[operands[0].type], properties=props)
+
+    def dims(self, key: str) -> tuple[int, ...]:
+        """One of the list dimension numbers (`LISTS`) as a tuple."""
+        return _int_values(self.properties[key])  # pyright: ignore[reportArgumentType]
+
+    @property
+    def ivd(self) -> int:
+        return self.index_vector_dim.value.data
+
+    def window_sizes(self) -> list[int]:
+        """The update window's size along each operand dimension (1 where inserted)."""
+        upd = _shape(self.updates)
+        window = [upd[d] for d in self.dims("update_window_dims")]
+        skipped = {*self.dims("inserted_window_dims"), *self.dims("input_batching_dims")}
+        return [1 if d in skipped else window.pop(0) for d in range(len(_shape(self.operand)))]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScatterOp:
+        kind_pos = parser.pos
+        kind = parser.parse_optional_identifier()
+        if kind not in SCATTER_KINDS:
+            parser.raise_error("expected a scatter kind: " + ", ".join(SCATTER_KINDS), kind_pos)
+        pos = parser.pos
+        operands = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            operands.append(parser.parse_unresolved_operand())
+        props = _parse_dim_numbers(
+            parser, cls.LISTS, ("index_vector_dim",), ("indices_are_sorted", "unique_indices")
+        )
+        props["kind"] = StringAttr(kind)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_list(self.operands, printer.print_operand)
+        _print_dim_numbers(printer, self, self.LISTS, self.REQUIRED)
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.kind.data not in SCATTER_KINDS:
+            raise VerifyException(
+                f"unknown scatter kind {self.kind.data!r} (expected {', '.join(SCATTER_KINDS)})"
+            )
+        src, idx, upd = (_tensor(v) for v in self.operands)
+        _check_kind("scatter indices", idx, frozenset({INT}))
+        if self.result.type != src:
+            raise VerifyException(
+                f"result must be the operand's type {src}, got {self.result.type}"
+            )
+        if upd.element_type != src.element_type:
+            raise VerifyException(
+                f"updates element type {upd.element_type} must be the operand's {src.element_type}"
+            )
+        self._verify_dims(src.get_shape(), idx.get_shape(), upd.get_shape())
+
+    def _verify_dims(
+        self, operand: Sequence[int], indices: Sequence[int], updates: Sequence[int]
+    ) -> None:
+        rank = len(operand)
+        window_dims = self.dims("update_window_dims")
+        inserted, batching = self.dims("inserted_window_dims"), self.dims("input_batching_dims")
+        _check_dims("update_window_dims", window_dims, len(updates))
+        _check_dims("inserted_window_dims", inserted, rank)
+        _check_dims("input_batching_dims", batching, rank)
+        if set(inserted) & set(batching):
+            raise VerifyException("inserted_window_dims and input_batching_dims must be disjoint")
+        if len(window_dims) + len(inserted) + len(batching) != rank:
+            raise VerifyException(
+                f"update_window_dims ({len(window_dims)}) + inserted_window_dims "
+                f"({len(inserted)}) + input_batching_dims ({len(batching)}) must be the "
+                f"operand rank {rank}"
+            )
+        _check_batching(
+            batching,
+            self.dims("scatter_indices_batching_dims"),
+            ("input_batching_dims", "scatter_indices_batching_dims"),
+            operand,
+            indices,
+            self.ivd,
+        )
+        to_operand = self.dims("scatter_dims_to_operand_dims")
+        _check_index_map("scatter_dims_to_operand_dims", to_operand, indices, self.ivd, rank)
+        if set(to_operand) & set(batching):
+            raise VerifyException(
+                "scatter_dims_to_operand_dims must not contain input_batching_dims"
+            )
+        scatter_shape = [s for d, s in enumerate(updates) if d not in window_dims]
+        if scatter_shape != index_batch_shape(indices, self.ivd):
+            raise VerifyException(
+                f"updates' scatter dimensions {scatter_shape} must be the indices' shape "
+                f"without index_vector_dim {index_batch_shape(indices, self.ivd)}"
+            )
+        for d, (w, n) in enumerate(zip(self.window_sizes(), operand, strict=True)):
+            if w > n:
+                raise VerifyException(
+                    f"the update window ({w}) is larger than operand dimension {d} ({n})"
+                )
+
+
+GATHER_SCATTER_OPS_13 = (GatherOp, ScatterOp)
+"""gather and scatter of issue 13 (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -2885,6 +3321,7 @@ Hlo = Dialect(
         *TYPE_OPS_13,
         *WINDOW_OPS_13,
         ReturnOp,
+        *GATHER_SCATTER_OPS_13,
     ],
     [],
 )

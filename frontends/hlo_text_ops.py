@@ -473,6 +473,78 @@ def custom_top_k(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | 
 TUPLE_OPS: dict[str, TupleConverter] = {"sort": sort, "topk": topk}
 
 
+# gather and scatter -----------------------------------------------------------------------
+
+SCATTER_COMBINERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
+"""XLA's scatter update computations of one op of the two parameters."""
+
+
+@ARRAY_OPS.converts("gather")
+def gather(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    dims = {
+        key: cx.ints_attr(instr, key, [])
+        for key in ("offset_dims", "collapsed_slice_dims", "start_index_map", "slice_sizes")
+    }
+    dims["operand_batching_dims"] = cx.ints_attr(instr, "operand_batching_dims", [])
+    dims["start_indices_batching_dims"] = cx.ints_attr(instr, "start_indices_batching_dims", [])
+    sorted_flag = instr.attrs.get("indices_are_sorted")
+    is_sorted = sorted_flag is not None and sorted_flag.text.strip() == "true"
+    ivd = cx.int_attr(instr, "index_vector_dim")
+    return cx.emit.value(hlo.GatherOp(xs[0], xs[1], dims, ivd, is_sorted))
+
+
+def scatter_kind(cx: HloSource, instr: Instr) -> str:
+    """
+    `to_apply`'s update computation: the second parameter returned (replace: `x.at[i].set`)
+    or one add / multiply / maximum / minimum of the two parameters.
+    """
+    comp = cx.called(instr, "to_apply")
+    params = {cx.parameter_number(i): i.name for i in comp.instrs if i.opcode == "parameter"}
+    root = comp.root
+    if len(params) == 2:
+        if root.name == params[1]:
+            return "replace"
+        kind = SCATTER_COMBINERS.get(root.opcode)
+        if kind is not None and set(root.operand_names()) == set(params.values()):
+            if len(comp.instrs) == 3:
+                return kind
+    ops = ", ".join(i.opcode for i in comp.instrs if i.opcode != "parameter") or "nothing"
+    a = cx.attr(instr, "to_apply")
+    raise cx.error(
+        a.pos,
+        f"to_apply={comp.name} computes {ops}; shardc recognizes scatter update computations "
+        "that return the second parameter (replace) or add, multiply, take the maximum or "
+        "the minimum of the two parameters",
+        len(a.text),
+    )
+
+
+@ARRAY_OPS.converts("scatter")
+def scatter(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    if len(xs) != 3:
+        raise ValueError(
+            f"a scatter of {len(xs) // 2} operands together is not supported (hlo.scatter "
+            "updates one operand)"
+        )
+    kind = scatter_kind(cx, instr)
+    keys = (
+        "update_window_dims",
+        "inserted_window_dims",
+        "input_batching_dims",
+        "scatter_indices_batching_dims",
+        "scatter_dims_to_operand_dims",
+    )
+    dims = {key: cx.ints_attr(instr, key, []) for key in keys}
+    flags = [
+        f
+        for f in ("indices_are_sorted", "unique_indices")
+        if (a := instr.attrs.get(f)) is not None and a.text.strip() == "true"
+    ]
+    cx.stats.constructs[f"scatter {kind}"] += 1
+    ivd = cx.int_attr(instr, "index_vector_dim")
+    return cx.emit.value(hlo.ScatterOp(kind, xs, dims, ivd, flags))
+
+
 # reduce-window and select-and-scatter ----------------------------------------------------
 
 _WINDOW_KEYS = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate"}

@@ -118,6 +118,31 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "reverse": frozenset({"dimensions"}),
     "sort": frozenset({"dimensions", "is_stable", "to_apply"}),
     "topk": frozenset({"k", "largest"}),
+    "gather": frozenset(
+        {
+            "offset_dims",
+            "collapsed_slice_dims",
+            "operand_batching_dims",
+            "start_indices_batching_dims",
+            "start_index_map",
+            "index_vector_dim",
+            "slice_sizes",
+            "indices_are_sorted",
+        }
+    ),
+    "scatter": frozenset(
+        {
+            "update_window_dims",
+            "inserted_window_dims",
+            "input_batching_dims",
+            "scatter_indices_batching_dims",
+            "scatter_dims_to_operand_dims",
+            "index_vector_dim",
+            "to_apply",
+            "indices_are_sorted",
+            "unique_indices",
+        }
+    ),
     "slice": frozenset({"slice"}),
     "dynamic-slice": frozenset({"dynamic_slice_sizes"}),
     "dot": frozenset(

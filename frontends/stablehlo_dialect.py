@@ -297,6 +297,16 @@ class DotDimensionNumbersAttr(KeyValueAttr):
 
 
 @irdl_attr_definition
+class GatherDimensionNumbersAttr(KeyValueAttr):
+    name = "stablehlo.gather"
+
+
+@irdl_attr_definition
+class ScatterDimensionNumbersAttr(KeyValueAttr):
+    name = "stablehlo.scatter"
+
+
+@irdl_attr_definition
 class DotAlgorithmAttr(KeyValueAttr):
     name = "stablehlo.dot_algorithm"
 
@@ -864,6 +874,9 @@ STABLEHLO_CUSTOM = {
     "pad": "pad",
     "reverse": "reverse",
     "sort": "generic",
+    "gather": "generic",
+    "dynamic_gather": "generic",
+    "scatter": "generic",
     "reduce_window": "generic",
     "select_and_scatter": "generic",
     "compare": "compare",
@@ -915,6 +928,8 @@ def _dialects() -> list[Dialect]:
                 ChannelHandleAttr,
                 DotDimensionNumbersAttr,
                 DotAlgorithmAttr,
+                GatherDimensionNumbersAttr,
+                ScatterDimensionNumbersAttr,
                 ResultAccuracyAttr,
                 ComparisonDirectionAttr,
                 ComparisonTypeAttr,

@@ -503,6 +503,108 @@ for _name, _cls in ELEMENTWISE_13.items():
     OPS[_name] = _one_op(_cls)
 
 
+# gather and scatter ------------------------------------------------------------------------
+
+_GATHER_KEYS = (
+    "offset_dims",
+    "collapsed_slice_dims",
+    "operand_batching_dims",
+    "start_indices_batching_dims",
+    "start_index_map",
+)
+_SCATTER_KEYS = (
+    "update_window_dims",
+    "inserted_window_dims",
+    "input_batching_dims",
+    "scatter_indices_batching_dims",
+    "scatter_dims_to_operand_dims",
+)
+SCATTER_COMBINERS = {
+    "stablehlo.add": "add",
+    "stablehlo.multiply": "mul",
+    "stablehlo.maximum": "max",
+    "stablehlo.minimum": "min",
+}
+"""Update computations of one op of the two block arguments (`x.at[i].add/mul/max/min`)."""
+
+
+def _dimension_numbers(op: Operation, attr: str, keys: tuple[str, ...]) -> tuple[dict, int]:
+    """A `#stablehlo.gather<..>` / `#stablehlo.scatter<..>`: the lists and index_vector_dim."""
+    numbers = require(op, attr)
+    fields = numbers.get() if hasattr(numbers, "get") else {}  # pyright: ignore
+    dims = {k: ints(fields[k]) for k in keys if k in fields}
+    ivd = one_int(fields["index_vector_dim"]) if "index_vector_dim" in fields else 0
+    return dims, ivd
+
+
+def _flag(op: Operation, key: str) -> bool:
+    value = get_attr(op, key)
+    return isinstance(value, IntegerAttr) and bool(value.value.data)
+
+
+@OPS.converts("stablehlo.gather")
+def gather(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    dims, ivd = _dimension_numbers(op, "dimension_numbers", _GATHER_KEYS)
+    dims["slice_sizes"] = ints(require(op, "slice_sizes"))
+    return [cx.emit.value(hlo.GatherOp(xs[0], xs[1], dims, ivd, _flag(op, "indices_are_sorted")))]
+
+
+@OPS.converts("stablehlo.dynamic_gather")
+def dynamic_gather(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    """A dynamic_gather whose slice sizes are a constant (as JAX emits them) is a gather."""
+    dims, ivd = _dimension_numbers(op, "dimension_numbers", _GATHER_KEYS)
+    src = op.operands[2].owner
+    value = src.properties.get("value") if isinstance(src, Operation) else None
+    if not (isinstance(src, Operation) and src.name == "stablehlo.constant") or not isinstance(
+        value, DenseIntOrFPElementsAttr
+    ):
+        raise ValueError("stablehlo.dynamic_gather needs constant slice sizes")
+    dims["slice_sizes"] = [int(v) for v in value.get_values()]  # pyright: ignore
+    return [cx.emit.value(hlo.GatherOp(xs[0], xs[1], dims, ivd, _flag(op, "indices_are_sorted")))]
+
+
+def scatter_kind(op: Operation) -> str:
+    """
+    The named update computation of a scatter region JAX emits: a return of the update
+    argument (`replace`: `x.at[i].set`) or one add / multiply / maximum / minimum of the
+    two arguments (`x.at[i].add/mul/max/min`).
+    """
+    block = op.regions[0].block if op.regions and op.regions[0].blocks else None
+    if block is not None and len(block.args) == 2:
+        ret = block.last_op
+        value = ret.operands[0] if ret is not None and len(ret.operands) == 1 else None
+        if value is block.args[1]:
+            return "replace"
+        owner = value.owner if value is not None else None
+        if (
+            isinstance(owner, Operation)
+            and owner.name in SCATTER_COMBINERS
+            and set(owner.operands) == set(block.args)
+            and len(list(block.ops)) == 2
+        ):
+            return SCATTER_COMBINERS[owner.name]
+    names = ", ".join(dict.fromkeys(o.name for o in block.ops)) if block is not None else "nothing"
+    raise ValueError(
+        f"the scatter update computation computes {names}; shardc recognizes a return of "
+        "the update argument (replace) or one stablehlo.add, multiply, maximum or minimum "
+        "of the two arguments"
+    )
+
+
+@OPS.converts("stablehlo.scatter")
+def scatter(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    if len(xs) != 3:
+        raise ValueError(
+            f"a scatter of {len(xs) // 2} operands together is not supported (hlo.scatter "
+            "updates one operand)"
+        )
+    kind = scatter_kind(op)
+    dims, ivd = _dimension_numbers(op, "scatter_dimension_numbers", _SCATTER_KEYS)
+    flags = [f for f in ("indices_are_sorted", "unique_indices") if _flag(op, f)]
+    cx.stats.constructs[f"scatter {kind}"] += 1
+    return [cx.emit.value(hlo.ScatterOp(kind, xs, dims, ivd, flags))]
+
+
 # Device ids (issue 13) ------------------------------------------------------------------
 
 

@@ -56,6 +56,11 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.reverse": frozenset({"dimensions"}),
     "stablehlo.sort": frozenset({"dimension", "is_stable"}),
     "chlo.top_k": frozenset({"k", "largest"}),
+    "stablehlo.gather": frozenset({"dimension_numbers", "slice_sizes", "indices_are_sorted"}),
+    "stablehlo.dynamic_gather": frozenset({"dimension_numbers", "indices_are_sorted"}),
+    "stablehlo.scatter": frozenset(
+        {"scatter_dimension_numbers", "indices_are_sorted", "unique_indices"}
+    ),
     "stablehlo.compare": frozenset({"comparison_direction", "compare_type"}),
     "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),

@@ -105,6 +105,19 @@ def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     return float(positions * per_window * (1 if isinstance(op, hlo.ReduceWindowOp) else 2))
 
 
+def gather_scatter_bytes(op: hlo.GatherOp | hlo.ScatterOp) -> int:
+    """
+    Bytes moved: a gather reads the indices and only the slices it gathers (the result's
+    size), and writes the result; a scatter copies the operand through (read + write),
+    reads the indices and updates, and reads and writes the elements it updates.
+    """
+    if isinstance(op, hlo.GatherOp):
+        out, idx = (tensor_bytes(t) for t in _tensor_types([op.result, op.start_indices]))
+        return 2 * out + idx
+    operand, idx, upd = (tensor_bytes(t) for t in _tensor_types(op.operands))
+    return 2 * operand + idx + 3 * upd
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -139,6 +152,9 @@ class CostModel:
             return float(_elements(src) * per_element), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.ScatterOp):
+            # one combine per update element
+            return float(_elements(_tensor_types([op.updates])[0])), self.chip.vpu_flops
         if isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
             return window_flops(op), self.chip.vpu_flops
         if isinstance(
@@ -168,6 +184,8 @@ class CostModel:
         if isinstance(op, hlo.SliceOp | hlo.DynamicSliceOp):
             # Reads only the slice, writes the result.
             return 2 * sum(tensor_bytes(t) for t in _tensor_types(op.results))
+        if isinstance(op, hlo.GatherOp | hlo.ScatterOp):
+            return gather_scatter_bytes(op)
         if isinstance(op, hlo.DynamicUpdateSliceOp):
             # In place: reads the update, writes it into the buffer.
             update = op.update.type

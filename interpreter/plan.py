@@ -27,6 +27,7 @@ from shardc.dialects.collective import collective_kind
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives, hlo_types
 from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
+from shardc.interpreter.hlo_gather import GatherScatterFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
 from shardc.interpreter.hlo_manual import ManualFunctions
 from shardc.interpreter.hlo_sorting import SortingFunctions
@@ -230,6 +231,7 @@ class ProgramPlan:
             TensorScalarFunctions(),
             ElementwiseFunctions(),
             SortingFunctions(),
+            GatherScatterFunctions(),
             SpecialFunctions(),
             ManualFunctions(),
             hlo_types.TypeFunctions(),

@@ -200,6 +200,119 @@ def _window_rule(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp, shape: ShapeOf
     return FactorRule(tensors, dims, halo_factors=frozenset(op.windowed_dims()))
 
 
+def _gather_rule(op: hlo.GatherOp, shape: ShapeOf) -> FactorRule:
+    """
+    Factors: one per result batch dimension (the indices' dimension, and the operand's for
+    batching dimensions), one per offset dimension (the operand dimension it slices:
+    splittable when the slice is the whole dimension), and one per collapsed operand
+    dimension (not in the result). A collapsed dimension that is the only indexed one, with
+    slices of size 1 (an embedding table's vocabulary), is a reduction factor: each device
+    gathers the rows it owns, masked to zero elsewhere, and the partial results are summed
+    (`spmd_partition_gather`). Every other indexed dimension is computed whole.
+    """
+    operand, indices = shape(op.operand), shape(op.start_indices)
+    result_rank = len(shape(op.result))
+    ivd, sizes, offset_dims = op.ivd, op.dims("slice_sizes"), op.dims("offset_dims")
+    idx_batch = [d for d in range(len(indices)) if d != ivd]
+    op_batching = dict(
+        zip(op.dims("start_indices_batching_dims"), op.dims("operand_batching_dims"), strict=True)
+    )
+    batch_dims = [r for r in range(result_rank) if r not in offset_dims]
+    dropped = {*op.dims("collapsed_slice_dims"), *op.dims("operand_batching_dims")}
+    kept = [d for d in range(len(operand)) if d not in dropped]
+    collapsed = op.dims("collapsed_slice_dims")
+    n = len(batch_dims) + len(kept) + len(collapsed)
+    op_dims: list[int | None] = [None] * n
+    idx_dims: list[int | None] = [None] * n
+    res_dims: list[int | None] = [None] * n
+    unsplittable: set[int] = set()
+    for f, (r, i) in enumerate(zip(batch_dims, idx_batch, strict=True)):
+        res_dims[f], idx_dims[f], op_dims[f] = r, i, op_batching.get(i)
+    for j, d in enumerate(kept):
+        f = len(batch_dims) + j
+        op_dims[f], res_dims[f] = d, offset_dims[j]
+        if sizes[d] != operand[d]:
+            unsplittable.add(f)
+    reduction: set[int] = set()
+    for j, d in enumerate(collapsed):
+        f = len(batch_dims) + len(kept) + j
+        op_dims[f] = d
+        (reduction if gather_is_masked(op, d) else unsplittable).add(f)
+    return FactorRule(
+        (tuple(op_dims), tuple(idx_dims)),
+        tuple(res_dims),
+        frozenset(reduction),
+        frozenset(unsplittable),
+    )
+
+
+def gather_is_masked(op: hlo.GatherOp, dim: int) -> bool:
+    """A collapsed dim a device can gather its own rows of (masked, then summed)."""
+    numeric = hlo.element_kind(op.result.type.element_type) != hlo.BOOL  # pyright: ignore
+    return op.dims("start_index_map") == (dim,) and numeric
+
+
+def scatter_owned_rows_dim(op: hlo.ScatterOp, dim: int) -> bool:
+    """An inserted dim whose rows each device updates on its own (indices shifted)."""
+    return op.dims("scatter_dims_to_operand_dims") == (dim,) and op.window_sizes()[dim] == 1
+
+
+def _scatter_rule(op: hlo.ScatterOp, shape: ShapeOf) -> FactorRule:
+    """
+    Factors: one per update scatter dimension (the indices' dimension too; the operand's
+    and result's for batching dimensions) -- otherwise a reduction factor: each device
+    scatters its updates into the identity and the partial results are combined with an
+    all_reduce (add, mul, max, min; `replace` computes it whole); one per operand
+    dimension (the result's too, and the updates' window dimension where it has one):
+    a window dimension is splittable when the window is the whole dimension, an inserted
+    dimension when it is the only indexed one (each device applies the updates that fall
+    in its rows), every other one is computed whole.
+    """
+    operand, indices, updates = (shape(v) for v in op.operands)
+    ivd, window_dims = op.ivd, op.dims("update_window_dims")
+    idx_batch = [d for d in range(len(indices)) if d != ivd]
+    upd_scatter = [d for d in range(len(updates)) if d not in window_dims]
+    op_batching = dict(
+        zip(op.dims("scatter_indices_batching_dims"), op.dims("input_batching_dims"), strict=True)
+    )
+    dropped = {*op.dims("inserted_window_dims"), *op.dims("input_batching_dims")}
+    kept = [d for d in range(len(operand)) if d not in dropped]
+    sizes = op.window_sizes()
+    dims: list[list[int | None]] = [[], [], [], []]  # operand, indices, updates, result
+    reduction: set[int] = set()
+    unsplittable: set[int] = set()
+    combinable = (
+        op.kind.data != "replace" and hlo.element_kind(_element_type(op.operand)) != hlo.BOOL
+    )
+    for u, i in zip(upd_scatter, idx_batch, strict=True):
+        b = op_batching.get(i)
+        if b is None:
+            (reduction if combinable else unsplittable).add(len(dims[0]))
+        for tensor, d in zip(dims, (b, i, u, b), strict=True):
+            tensor.append(d)
+    for d in range(len(operand)):
+        if d in op_batching.values():
+            continue
+        f = len(dims[0])
+        window = window_dims[kept.index(d)] if d in kept else None
+        for tensor, dd in zip(dims, (d, None, window, d), strict=True):
+            tensor.append(dd)
+        if not (sizes[d] == operand[d] if d in kept else scatter_owned_rows_dim(op, d)):
+            unsplittable.add(f)
+    return FactorRule(
+        tuple(tuple(t) for t in dims[:3]),
+        tuple(dims[3]),
+        frozenset(reduction),
+        frozenset(unsplittable),
+    )
+
+
+def _element_type(value: SSAValue):
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
+
+
 def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
     (lb, rb), (lc, rc) = op.batching, op.contracting
     lrank, rrank = len(shape(op.lhs)), len(shape(op.rhs))
@@ -315,6 +428,10 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             return _sort_rule(op, shape)
         case hlo.TopKOp():
             return _top_k_rule(op, shape)
+        case hlo.GatherOp():
+            return _gather_rule(op, shape)
+        case hlo.ScatterOp():
+            return _scatter_rule(op, shape)
         case hlo.BitcastConvertOp():
             return _bitcast_convert_rule(op, shape)
         case hlo.ComplexOp() | hlo.RealOp() | hlo.ImagOp():

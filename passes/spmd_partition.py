@@ -19,6 +19,10 @@ partitioned reverse).
 Ops with several results (`sort`, `top_k`) map every result through the rule's one
 `result_dims`: each result takes its local type and is resharded to the op's chosen
 sharding on its own. Their sorted dimension (top_k's last) is computed whole.
+
+`gather` and `scatter` on a table split along its indexed dimension, and scatters of
+split updates, are rewritten by `partition_gather` (shifted indices, masked rows; the
+kind's identity, an all_reduce of the kind and a combine with the operand).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from shardc.dialects.spmd import (
 )
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
+from shardc.passes.partition_gather import combine_scattered, mask_gather, shift_scatter
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import (
     Axes,
@@ -320,7 +325,26 @@ class FunctionPartitioner:
             return self.offset_iota(op, new, natural)
         if isinstance(op, hlo.ReverseOp):
             return self.mirror_reversed_blocks(op, new, natural)
+        if isinstance(op, hlo.GatherOp | hlo.ScatterOp):
+            return self.localize_indexed(op, new)
         return new
+
+    def localize_indexed(self, op: hlo.GatherOp | hlo.ScatterOp, value: SSAValue) -> SSAValue:
+        """Gather/scatter from an operand split along its indexed dim (`partition_gather`)."""
+        operand = op.operands[0]
+        if isinstance(op, hlo.ScatterOp):
+            shift_scatter(self.resharder, op, self.actual[operand])
+            return value
+        sizes, whole = op.dims("slice_sizes"), self.global_shape(operand)
+        op.slice_sizes = i64_array(
+            [n if s == g else s for s, g, n in zip(sizes, whole, _shape(operand), strict=True)]
+        )
+        since = len(self.resharder.inserted)
+        masked = mask_gather(self.resharder, op, self.actual[operand], self.global_shape(operand))
+        if masked is None:
+            return value
+        self.redirect_uses(value, masked[0], since)
+        return masked[0]
 
     def localize_constant(
         self, op: hlo.ConstantOp, natural: ShardingAttr, local: TensorType
@@ -388,7 +412,15 @@ class FunctionPartitioner:
         return mirrored
 
     def finish_reduction(self, op: Operation, result: SSAValue, axes: list[str]) -> SSAValue:
-        """A reduce of kind mul/max/min over split dims is all-reduced at once."""
+        """
+        A reduce of kind mul/max/min over split dims is all-reduced at once; so is a
+        scatter of split updates (`partition_gather.combine_scattered`).
+        """
+        if isinstance(op, hlo.ScatterOp):
+            since = len(self.resharder.inserted)
+            combined = combine_scattered(self.resharder, op, axes)
+            self.redirect_uses(result, combined, since)
+            return combined
         if isinstance(op, hlo.ReduceOp) and op.kind.data != "add":
             anchor = op.next_op
             assert anchor is not None
@@ -420,7 +452,7 @@ class FunctionPartitioner:
 
 def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
     """Partial sums stay pending (`unreduced`) only for sums: dots and add-reduces."""
-    if isinstance(op, hlo.ReduceOp) and op.kind.data != "add":
+    if isinstance(op, hlo.ReduceOp) and op.kind.data != "add" or isinstance(op, hlo.ScatterOp):
         return []
     return axes
 

@@ -660,6 +660,37 @@ class ProgramBuilder:
             [(shape, a.dtype), (shape, "i32")],
         )
 
+    def op_gather(self) -> list[Value]:
+        """An embedding-style lookup: rows of the operand picked by an i32 index tensor."""
+        a = self.operand(min_rank=1, pred=lambda v: v.shape[0] > 0)
+        batch = tuple(self.c.int(1, 4) for _ in range(self.c.int(1, 2)))
+        ids = self.fresh(batch, "i32")
+        shape = (*batch, *a.shape[1:])
+        offsets = list(range(len(batch), len(shape)))
+        rhs = (
+            f"hlo.gather {a.ref}, {ids.ref}, offset_dims = {int_list(offsets)}, "
+            f"collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = "
+            f"{len(batch)}, slice_sizes = {int_list([1, *a.shape[1:]])} : ({a.type}, "
+            f"{ids.type}) -> {tensor_type(shape, a.dtype)}"
+        )
+        return [self.emit(rhs, shape, a.dtype)]
+
+    def op_scatter(self) -> list[Value]:
+        """Rows of updates combined into the operand at i32 indices (an embedding gradient)."""
+        a = self.operand(min_rank=1)
+        batch = tuple(self.c.int(1, 4) for _ in range(self.c.int(1, 2)))
+        ids = self.fresh(batch, "i32")
+        upd = self.fresh((*batch, *a.shape[1:]), a.dtype)
+        kind = self.c.choice(("add", "mul", "max", "min", "replace"))
+        windows = list(range(len(batch), len(batch) + len(a.shape) - 1))
+        rhs = (
+            f"hlo.scatter {kind} {a.ref}, {ids.ref}, {upd.ref}, update_window_dims = "
+            f"{int_list(windows)}, inserted_window_dims = [0], scatter_dims_to_operand_dims = "
+            f"[0], index_vector_dim = {len(batch)} : ({a.type}, {ids.type}, {upd.type}) -> "
+            f"{a.type}"
+        )
+        return [self.emit(rhs, a.shape, a.dtype)]
+
     def index_operands(self, rank: int) -> list[Value]:
         return [self.fresh((), self.c.choice(("i32", "i32", "i64"))) for _ in range(rank)]
 
@@ -795,6 +826,8 @@ class ProgramBuilder:
         "elementwise_13",
         "sort",
         "top_k",
+        "gather",
+        "scatter",
         "types_13",
         "reduce_window",
         "select_and_scatter",

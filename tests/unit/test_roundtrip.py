@@ -66,7 +66,7 @@ def test_generator_covers_every_op():
 
     text = "".join(
         build(RandomChooser(seed))
-        for seed in range(400)
+        for seed in range(800)
         for build in (build_hlo_program, build_collective_program)
     )
     seen = set(re.findall(r"\b(?:hlo|spmd|collective)\.[a-z_0-9]+\b", text))

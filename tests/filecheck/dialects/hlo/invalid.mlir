@@ -1030,3 +1030,75 @@ func.func @reduce_named_with_body(%v: tensor<4xf32>) {
   // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.reduce' op a reduce with a named kind has one operand, one result and no body
   func.return
 }
+
+// -----
+
+func.func @gather_slice_too_big(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) {
+  %0 = hlo.gather %t, %i, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1, slice_sizes = [1, 5] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x5xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.gather' op slice_sizes[1] = 5 must be in [0, 4]
+  func.return
+}
+
+// -----
+
+func.func @gather_collapsed_window(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) {
+  %0 = hlo.gather %t, %i, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1, slice_sizes = [2, 4] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.gather' op slice_sizes[0] = 2 must be <= 1 (collapsed or batching dimension)
+  func.return
+}
+
+// -----
+
+func.func @gather_result_shape(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) {
+  %0 = hlo.gather %t, %i, offset_dims = [0], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1, slice_sizes = [1, 4] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.gather' op result shape must be [4, 3] (batch dimensions of the indices, offset dimensions of the slice), got [3, 4]
+  func.return
+}
+
+// -----
+
+func.func @gather_index_map(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>) {
+  %0 = hlo.gather %t, %i, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0, 1], index_vector_dim = 1, slice_sizes = [1, 4] : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.gather' op start_index_map has 2 entries but the index vector (indices dimension 1) has 1
+  func.return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<8x4xf32>, %i: tensor<3x1xf32>) {
+  %0 = hlo.gather %t, %i, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1, slice_sizes = [1, 4] : (tensor<8x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.gather' op does not accept element type f32 (accepts int)
+  func.return
+}
+
+// -----
+
+func.func @scatter_kind(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4xf32>) {
+  %0 = "hlo.scatter"(%t, %i, %u) <{kind = "sub", update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, input_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1 : i64}> : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.scatter' op unknown scatter kind 'sub' (expected add, mul, max, min, replace)
+  func.return
+}
+
+// -----
+
+func.func @scatter_update_shape(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<2x4xf32>) {
+  %0 = hlo.scatter add %t, %i, %u, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<2x4xf32>) -> tensor<8x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.scatter' op updates' scatter dimensions [2] must be the indices' shape without index_vector_dim [3]
+  func.return
+}
+
+// -----
+
+func.func @scatter_window(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x5xf32>) {
+  %0 = hlo.scatter add %t, %i, %u, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x5xf32>) -> tensor<8x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.scatter' op the update window (5) is larger than operand dimension 1 (4)
+  func.return
+}
+
+// -----
+
+func.func @scatter_rank(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4xf32>) {
+  %0 = hlo.scatter add %t, %i, %u, update_window_dims = [1], inserted_window_dims = [], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.scatter' op update_window_dims (1) + inserted_window_dims (0) + input_batching_dims (0) must be the operand rank 2
+  func.return
+}

@@ -569,3 +569,23 @@ func.func @reduce_body(%v: tensor<4x8xf32>, %i: tensor<4x8xi32>, %v0: tensor<f32
 
 // CHECK-GENERIC: %r, %r_1 = "hlo.reduce"(%v, %i, %v0, %i0) <{dimensions = array<i64: 1>}> ({
 // CHECK-GENERIC-NEXT: ^{{.*}}(%a: tensor<f32>, %c: tensor<i32>, %b: tensor<f32>, %d: tensor<i32>):
+
+// gather and scatter: an embedding lookup, batching dims, sorted/unique flags, each scatter kind.
+func.func @gather_scatter(%t: tensor<8x4xf32>, %ids: tensor<3x1xi32>, %rows: tensor<3x4xf32>, %b: tensor<2x5x3xi32>, %bi: tensor<2x6x1xi64>, %bu: tensor<2x6xi32>) {
+  %g = hlo.gather %t, %ids, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], slice_sizes = [1, 4], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+  %gb = hlo.gather %b, %bi, offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], slice_sizes = [1, 1, 2], index_vector_dim = 2, indices_are_sorted : (tensor<2x5x3xi32>, tensor<2x6x1xi64>) -> tensor<2x6x2xi32>
+  %sa = hlo.scatter add %t, %ids, %rows, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  %sr = hlo.scatter replace %t, %ids, %rows, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1, indices_are_sorted, unique_indices {tag = 1 : i64} : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  %sb = hlo.scatter max %b, %bi, %bu, update_window_dims = [], inserted_window_dims = [1, 2], input_batching_dims = [0], scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1], index_vector_dim = 2 : (tensor<2x5x3xi32>, tensor<2x6x1xi64>, tensor<2x6xi32>) -> tensor<2x5x3xi32>
+  func.return
+}
+
+// CHECK:      func.func @gather_scatter(%t: tensor<8x4xf32>, %ids: tensor<3x1xi32>, %rows: tensor<3x4xf32>, %b: tensor<2x5x3xi32>, %bi: tensor<2x6x1xi64>, %bu: tensor<2x6xi32>)
+// CHECK-NEXT:   %g = hlo.gather %t, %ids, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], slice_sizes = [1, 4], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+// CHECK-NEXT:   %gb = hlo.gather %b, %bi, offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], slice_sizes = [1, 1, 2], index_vector_dim = 2, indices_are_sorted : (tensor<2x5x3xi32>, tensor<2x6x1xi64>) -> tensor<2x6x2xi32>
+// CHECK-NEXT:   %sa = hlo.scatter add %t, %ids, %rows, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT:   %sr = hlo.scatter replace %t, %ids, %rows, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1, indices_are_sorted, unique_indices {tag = 1 : i64} : (tensor<8x4xf32>, tensor<3x1xi32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT:   %sb = hlo.scatter max %b, %bi, %bu, update_window_dims = [], inserted_window_dims = [1, 2], input_batching_dims = [0], scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1], index_vector_dim = 2 : (tensor<2x5x3xi32>, tensor<2x6x1xi64>, tensor<2x6xi32>) -> tensor<2x5x3xi32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %g = "hlo.gather"(%t, %ids) <{offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, start_index_map = array<i64: 0>, slice_sizes = array<i64: 1, 4>, index_vector_dim = 1 : i64, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>}> : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
