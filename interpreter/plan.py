@@ -26,6 +26,7 @@ from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives
+from shardc.interpreter.hlo_convolution import ConvolutionFunctions
 from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
 from shardc.interpreter.hlo_sorting import SortingFunctions
@@ -227,6 +228,7 @@ class ProgramPlan:
             TensorScalarFunctions(),
             ElementwiseFunctions(),
             SortingFunctions(),
+            ConvolutionFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []
