@@ -53,6 +53,19 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.reverse": frozenset({"dimensions"}),
     "stablehlo.sort": frozenset({"dimension", "is_stable"}),
     "chlo.top_k": frozenset({"k", "largest"}),
+    "stablehlo.convolution": frozenset(
+        {
+            "dimension_numbers",
+            "window_strides",
+            "padding",
+            "lhs_dilation",
+            "rhs_dilation",
+            "window_reversal",
+            "feature_group_count",
+            "batch_group_count",
+            "precision_config",
+        }
+    ),
     "stablehlo.compare": frozenset({"comparison_direction", "compare_type"}),
     "stablehlo.dot_general": frozenset({"dot_dimension_numbers", "precision_config", "algorithm"}),
     "stablehlo.dot": frozenset({"precision_config"}),
