@@ -4,11 +4,13 @@ Differential tests of the convolution partitioning rule: programs with one
 batch groups) under hypothesis-generated meshes and shardings of the input, the kernel and
 the result, run at level S after spmd-pipeline, must compute what level G computes (f32
 within the tolerance of a reordered sum, i32 exactly). The census checks that batch and
-output-feature sharding need no collective and input-feature sharding one all_reduce.
+output-feature sharding need no collective and input-feature sharding one all_reduce;
+micro-batch splits a convolution (and the all_reduce of its partial sums) along its batch.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
@@ -16,7 +18,7 @@ from shardc.parsing import parse_and_verify
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.tests.e2e.differential import partition_and_compare
+from shardc.tests.e2e.differential import compile_and_compare, partition_and_compare
 from shardc.tests.e2e.test_partition_pad_reverse import MESHES, draw_sharding, sharding_str
 from shardc.tests.unit.test_convolution import labels, shapes, ty
 
@@ -107,3 +109,21 @@ def test_input_feature_sharding_is_one_all_reduce() -> None:
     text = NHWC.format(x='{"data"}', xf='{"model"}', wi='{"model"}', wo="{}")
     assert census(text) == {"all_reduce": 1}
     partition_and_compare(text, 1)
+
+
+def test_micro_batch_splits_a_convolution_along_the_batch() -> None:
+    text = """spmd.mesh @m = <["x"=2, "y"=2]>
+func.func @main(%x: tensor<8x6x6x2xi32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}, {}, {"y"}]>}, %w: tensor<3x3x2x4xi32> {spmd.sharding = #spmd.sharding<@m, [{}, {}, {"y"}, {}]>})
+    -> (tensor<8x6x6x4xi32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}, {}, {}]>}) {
+  %r = hlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {pad = [[1, 1], [1, 1]]} : (tensor<8x6x6x2xi32>, tensor<3x3x2x4xi32>) -> tensor<8x6x6x4xi32>
+  func.return %r : tensor<8x6x6x4xi32>
+}
+"""
+    rng = np.random.default_rng(0)
+    inputs = {
+        "in_0": rng.integers(-9, 9, (8, 6, 6, 2)).astype(np.int32),
+        "in_1": rng.integers(-9, 9, (3, 3, 2, 4)).astype(np.int32),
+    }
+    spec = "spmd-propagate,spmd-partition,micro-batch{chunks=2 force=true}"
+    printed = compile_and_compare(text, spec, inputs)
+    assert printed.count("hlo.convolution") == 2 and printed.count("collective.all_reduce") == 2
