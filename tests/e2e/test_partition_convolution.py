@@ -127,3 +127,24 @@ func.func @main(%x: tensor<8x6x6x2xi32> {spmd.sharding = #spmd.sharding<@m, [{"x
     spec = "spmd-propagate,spmd-partition,micro-batch{chunks=2 force=true}"
     printed = compile_and_compare(text, spec, inputs)
     assert printed.count("hlo.convolution") == 2 and printed.count("collective.all_reduce") == 2
+
+
+GROUPED = """spmd.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%x: tensor<2x10x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}, {"a", "b"}]>}, %w: tensor<3x1x16xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}, {"a", "b"}]>},
+                %y: tensor<8x10x2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"}, {}, {}]>}, %g: tensor<2x8x8xf32>)
+    -> (tensor<2x8x16xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}, {"a", "b"}]>}, tensor<1x3x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}, {"a"}]>}) {
+  %r = hlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {}, feature_group_count = 8 : (tensor<2x10x8xf32>, tensor<3x1x16xf32>) -> tensor<2x8x16xf32>
+  %s = hlo.convolution(%y, %g) dim_numbers = [b, 0, f]x[i, 0, o]->[b, 0, f], window = {}, batch_group_count = 8 : (tensor<8x10x2xf32>, tensor<2x8x8xf32>) -> tensor<1x3x8xf32>
+  func.return %r, %s : tensor<2x8x16xf32>, tensor<1x3x8xf32>
+}
+"""
+
+
+def test_depthwise_and_its_weight_gradient_stay_local_in_whole_groups() -> None:
+    module = parse_and_verify(CTX, GROUPED, "m")
+    for p in (SpmdPropagatePass(), SpmdPartitionPass()):
+        p.apply(CTX, module)
+    printed = str(module)
+    assert "feature_group_count = 2" in printed and "batch_group_count = 4" in printed
+    assert "collective.all_gather" not in printed and "collective.all_reduce" not in printed
+    partition_and_compare(GROUPED, 2)
