@@ -2655,6 +2655,316 @@ WINDOW_OPS_13 = (ReduceWindowOp, SelectAndScatterOp)
 
 
 ################################################################################
+# convolution                                                                  #
+################################################################################
+
+
+def conv_labels(dims: Sequence[int], letters: str) -> str:
+    """
+    StableHLO's `[b, 0, 1, f]` from `dims` = (dimension of `letters[0]`, of `letters[1]`,
+    of spatial 0, spatial 1, ...): each tensor dimension labelled by what it holds.
+    """
+    labels = [""] * len(dims)
+    for d, label in zip(dims, [*letters, *(str(i) for i in range(len(dims) - 2))], strict=True):
+        labels[d] = label
+    return "[" + ", ".join(labels) + "]"
+
+
+def conv_dims_from_labels(labels: Sequence[str], letters: str) -> list[int]:
+    """
+    The inverse of `conv_labels`: (dimension of `letters[0]`, of `letters[1]`, of spatial
+    0, ...) from a label list such as `["b", "0", "1", "f"]`; ValueError if it is malformed.
+    """
+    n = len(labels) - 2
+    want = [*letters, *(str(i) for i in range(n))]
+    if n < 0 or sorted(labels) != sorted(want):
+        raise ValueError(
+            f"dimension labels [{', '.join(labels)}] must be {letters[0]}, {letters[1]} and "
+            f"the spatial dimensions 0..{max(n - 1, 0)}, each once"
+        )
+    return [list(labels).index(w) for w in want]
+
+
+def _dilated(size: int, dilation: int) -> int:
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def convolution_result_shape(op: ConvolutionOp) -> list[int]:
+    """The result shape StableHLO infers for `op`, or a `VerifyException` saying why not."""
+    lhs, rhs = _shape(op.lhs), _shape(op.rhs)
+    ld, rd, od = op.lhs_dims_, op.rhs_dims_, op.out_dims_
+    n = len(lhs) - 2
+    for what, dims, rank in (("lhs", ld, len(lhs)), ("rhs", rd, len(rhs)), ("result", od, None)):
+        rank = len(_shape(op.result)) if rank is None else rank
+        if len(dims) != n + 2 or rank != n + 2 or sorted(dims) != list(range(n + 2)):
+            raise VerifyException(
+                f"{what} dimension numbers {list(dims)} must be a permutation of the "
+                f"{n + 2} dimensions of every operand and the result (rank {rank})"
+            )
+    for name, values in (
+        ("window strides", op.strides),
+        ("lhs dilation", op.lhs_dilation_),
+        ("rhs dilation", op.rhs_dilation_),
+    ):
+        if len(values) != n or any(v < 1 for v in values):
+            raise VerifyException(f"{name} {list(values)} must be {n} positive numbers")
+    if len(op.padding_) != n or len(op.reversal) != n:
+        raise VerifyException(f"padding and reverse must have {n} entries (the spatial dims)")
+    fgc, bgc = op.feature_groups, op.batch_groups
+    if fgc < 1 or bgc < 1 or (fgc > 1 and bgc > 1):
+        raise VerifyException(
+            f"feature_group_count ({fgc}) and batch_group_count ({bgc}) must be positive, "
+            "and one of them 1"
+        )
+    batch, feat, in_feat, out_feat = lhs[ld[0]], lhs[ld[1]], rhs[rd[0]], rhs[rd[1]]
+    if feat % fgc or feat != in_feat * fgc:
+        raise VerifyException(
+            f"lhs feature dimension ({feat}) must be rhs input feature dimension ({in_feat}) "
+            f"times feature_group_count ({fgc})"
+        )
+    if batch % bgc:
+        raise VerifyException(
+            f"lhs batch dimension ({batch}) must be divisible by batch_group_count ({bgc})"
+        )
+    if out_feat % (fgc * bgc):
+        raise VerifyException(
+            f"rhs output feature dimension ({out_feat}) must be divisible by "
+            f"feature_group_count ({fgc}) and batch_group_count ({bgc})"
+        )
+    shape = [0] * (n + 2)
+    shape[od[0]], shape[od[1]] = batch // bgc, out_feat
+    for i in range(n):
+        lo, hi = op.padding_[i]
+        size = lo + _dilated(lhs[ld[2 + i]], op.lhs_dilation_[i]) + hi
+        window = _dilated(rhs[rd[2 + i]], op.rhs_dilation_[i])
+        if size < 0:
+            raise VerifyException(f"spatial dim {i}: negative padding removes more than it has")
+        shape[od[2 + i]] = (
+            0 if size < window or window == 0 else (size - window) // op.strides[i] + 1
+        )
+    return shape
+
+
+_WINDOW_KEYS = ("stride", "pad", "lhs_dilate", "rhs_dilate", "reverse")
+
+
+def _parse_labels(parser: Parser) -> list[str]:
+    def item() -> str:
+        value = parser.parse_optional_integer(allow_boolean=False)
+        return str(value) if value is not None else parser.parse_identifier()
+
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, item)
+
+
+def parse_conv_dim_numbers(parser: Parser) -> list[list[int]]:
+    """`[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` as (lhs, rhs, out) dimension lists."""
+    pos = parser.pos
+    lhs = _parse_labels(parser)
+    parser.parse_keyword("x")
+    rhs = _parse_labels(parser)
+    parser.parse_punctuation("->")
+    out = _parse_labels(parser)
+    try:
+        return [conv_dims_from_labels(v, w) for v, w in ((lhs, "bf"), (rhs, "io"), (out, "bf"))]
+    except ValueError as e:
+        parser.raise_error(str(e), pos, parser.pos)
+
+
+def parse_conv_window(parser: Parser) -> dict[str, list[int]]:
+    """`{stride = [..], pad = [[lo, hi], ..], lhs_dilate = [..], rhs_dilate = [..], reverse
+    = [..]}`, every entry optional; `pad` comes back flat (lo, hi, lo, hi, ...)."""
+    window: dict[str, list[int]] = {}
+
+    def entry() -> None:
+        pos = parser.pos
+        key = parser.parse_optional_keyword_in(_WINDOW_KEYS)
+        if key is None:
+            parser.raise_error("expected one of " + ", ".join(_WINDOW_KEYS), pos)
+        parser.parse_punctuation("=")
+        if key == "pad":
+            pairs = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parse_int_list(parser)
+            )
+            if any(len(p) != 2 for p in pairs):
+                parser.raise_error("pad entries are [low, high] pairs", pos, parser.pos)
+            window[key] = [v for p in pairs for v in p]
+        elif key == "reverse":
+            window[key] = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: int(parser.parse_integer(allow_boolean=True))
+            )
+        else:
+            window[key] = parse_int_list(parser)
+
+    parser.parse_comma_separated_list(parser.Delimiter.BRACES, entry)
+    return window
+
+
+@irdl_op_definition
+class ConvolutionOp(HloOp):
+    """
+    StableHLO's convolution: `%r = hlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1,
+    i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, 1], [1, 1]], lhs_dilate = [1,
+    1], rhs_dilate = [1, 1], reverse = [false, false]}, feature_group_count = 1,
+    batch_group_count = 1 : (tensor<..>, tensor<..>) -> tensor<..>`. Window entries equal to
+    their default (stride/dilation 1, no padding, no reversal) and group counts of 1 may be
+    left out. Properties hold the dimension numbers as (batch, feature, spatial...) for lhs
+    and result and (input feature, output feature, spatial...) for rhs, the padding flat.
+    """
+
+    name = "hlo.convolution"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    lhs_dims = prop_def(DenseArrayBase)
+    rhs_dims = prop_def(DenseArrayBase)
+    out_dims = prop_def(DenseArrayBase)
+    window_strides = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    lhs_dilation = prop_def(DenseArrayBase)
+    rhs_dilation = prop_def(DenseArrayBase)
+    window_reversal = prop_def(DenseArrayBase)
+    feature_group_count = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    batch_group_count = prop_def(IntegerAttr[type(i64)])  # pyright: ignore
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        dims: Sequence[Sequence[int]],
+        result_type: TensorType,
+        window: dict[str, Sequence[int]] | None = None,
+        feature_group_count: int = 1,
+        batch_group_count: int = 1,
+    ):
+        """`dims`: (lhs, rhs, out) dimension lists; `window`: as `parse_conv_window` gives."""
+        props = conv_properties(dims, len(dims[0]) - 2, window or {})
+        props["feature_group_count"] = i64_attr(feature_group_count)
+        props["batch_group_count"] = i64_attr(batch_group_count)
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=props)
+
+    lhs_dims_ = property(lambda self: _int_values(self.lhs_dims))
+    rhs_dims_ = property(lambda self: _int_values(self.rhs_dims))
+    out_dims_ = property(lambda self: _int_values(self.out_dims))
+    strides = property(lambda self: _int_values(self.window_strides))
+    lhs_dilation_ = property(lambda self: _int_values(self.lhs_dilation))
+    rhs_dilation_ = property(lambda self: _int_values(self.rhs_dilation))
+    reversal = property(lambda self: _int_values(self.window_reversal))
+    feature_groups = property(lambda self: self.feature_group_count.value.data)
+    batch_groups = property(lambda self: self.batch_group_count.value.data)
+
+    @property
+    def padding_(self) -> list[tuple[int, int]]:
+        flat = _int_values(self.padding)
+        return [(flat[i], flat[i + 1]) for i in range(0, len(flat) - 1, 2)]
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.lhs_dims_) - 2
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConvolutionOp:
+        pos = parser.pos
+        parser.parse_punctuation("(")
+        operands = [parser.parse_unresolved_operand()]
+        parser.parse_punctuation(",")
+        operands.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(")")
+        parser.parse_keyword("dim_numbers")
+        parser.parse_punctuation("=")
+        dims = parse_conv_dim_numbers(parser)
+        window: dict[str, list[int]] = {}
+        groups = {"feature_group_count": 1, "batch_group_count": 1}
+        while parser.parse_optional_punctuation(","):
+            if parser.parse_optional_keyword("window"):
+                parser.parse_punctuation("=")
+                window = parse_conv_window(parser)
+                continue
+            key_pos = parser.pos
+            key = parser.parse_optional_keyword_in(tuple(groups))
+            if key is None:
+                parser.raise_error(
+                    "expected window, feature_group_count or batch_group_count", key_pos
+                )
+            parser.parse_punctuation("=")
+            groups[key] = parse_i64(parser)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        props = conv_properties(dims, len(dims[0]) - 2, window)
+        props |= {k: i64_attr(v) for k, v in groups.items()}
+        op = cls.create(operands=values, result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(
+            f") dim_numbers = {conv_labels(self.lhs_dims_, 'bf')}x"
+            f"{conv_labels(self.rhs_dims_, 'io')}->{conv_labels(self.out_dims_, 'bf')}"
+        )
+        n = self.spatial_rank
+        entries = []
+        if any(s != 1 for s in self.strides):
+            entries.append(f"stride = {int_list_str(self.strides)}")
+        if any(p != (0, 0) for p in self.padding_):
+            entries.append("pad = [" + ", ".join(int_list_str(p) for p in self.padding_) + "]")
+        for key, values in (("lhs_dilate", self.lhs_dilation_), ("rhs_dilate", self.rhs_dilation_)):
+            if any(v != 1 for v in values):
+                entries.append(f"{key} = {int_list_str(values)}")
+        if any(self.reversal):
+            flags = ", ".join("true" if r else "false" for r in self.reversal)
+            entries.append(f"reverse = [{flags}]")
+        if entries or n:
+            printer.print_string(", window = {" + ", ".join(entries) + "}")
+        for key in ("feature_group_count", "batch_group_count"):
+            if (value := getattr(self, key).value.data) != 1:
+                printer.print_string(f", {key} = {value}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        lhs, rhs, res = _tensor(self.lhs), _tensor(self.rhs), _tensor(self.result)
+        for what, ty in (("lhs", lhs), ("rhs", rhs), ("result", res)):
+            _check_kind(f"convolution {what}", ty, NUMERIC)
+        if lhs.element_type != rhs.element_type:
+            raise VerifyException(
+                f"operands must share an element type, got {lhs.element_type} and "
+                f"{rhs.element_type}"
+            )
+        if element_kind(res.element_type) != element_kind(lhs.element_type):
+            raise VerifyException(
+                f"result element type {res.element_type} is not of the operands' kind"
+            )
+        want = convolution_result_shape(self)
+        if list(res.get_shape()) != want:
+            raise VerifyException(f"result shape must be {want}, got {list(res.get_shape())}")
+
+
+def conv_properties(
+    dims: Sequence[Sequence[int]], n: int, window: dict[str, Sequence[int]]
+) -> dict[str, Attribute]:
+    """hlo.convolution's dimension and window properties, defaults filled in."""
+    return {
+        "lhs_dims": i64_array(dims[0]),
+        "rhs_dims": i64_array(dims[1]),
+        "out_dims": i64_array(dims[2]),
+        "window_strides": i64_array(window.get("stride", [1] * n)),
+        "padding": i64_array(window.get("pad", [0] * (2 * n))),
+        "lhs_dilation": i64_array(window.get("lhs_dilate", [1] * n)),
+        "rhs_dilation": i64_array(window.get("rhs_dilate", [1] * n)),
+        "window_reversal": i64_array(window.get("reverse", [0] * n)),
+    }
+
+
+CONVOLUTION_OPS_13 = (ConvolutionOp,)
+"""convolution of issue 13 (one block, so that merges stay simple)."""
+
+
+################################################################################
 # Region terminator (shared by every op with a region: while, case, reduce...) #
 ################################################################################
 
@@ -3316,6 +3626,7 @@ Hlo = Dialect(
         ReverseOp,
         *ELEMENTWISE_OPS_13,
         *SORT_TOPK_OPS_13,
+        *CONVOLUTION_OPS_13,
         *CHLO_OPS_13,
         *DEVICE_ID_OPS_13,
         *TYPE_OPS_13,

@@ -473,6 +473,58 @@ def custom_top_k(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | 
 TUPLE_OPS: dict[str, TupleConverter] = {"sort": sort, "topk": topk}
 
 
+# convolution --------------------------------------------------------------------------------
+
+_XLA_WINDOW = {"stride": "stride", "lhs_dilate": "lhs_dilate", "rhs_dilate": "rhs_dilate"}
+
+
+def conv_window(text: str, n: int) -> dict[str, list[int]]:
+    """`{size=3x3 stride=2x2 pad=1_1x0_-1 lhs_dilate=.. rhs_dilate=.. rhs_reversal=1x0}`
+    as `hlo.parse_conv_window` gives it (`size` is the kernel's, checked by the verifier)."""
+    window: dict[str, list[int]] = {}
+    for item in text.strip().strip("{}").split():
+        key, _, value = item.partition("=")
+        entries = value.split("x") if value else []
+        if len(entries) != n:
+            raise ValueError(f"window {key}={value} must have {n} entries (the spatial dims)")
+        if key == "pad":
+            pairs = [e.split("_") for e in entries]
+            if any(len(p) != 2 for p in pairs):
+                raise ValueError(f"window pad={value} must give lo_hi for each spatial dim")
+            window["pad"] = [int(v) for p in pairs for v in p]
+        elif key == "rhs_reversal":
+            window["reverse"] = [int(e) for e in entries]
+        elif key in _XLA_WINDOW:
+            window[key] = [int(e) for e in entries]
+        elif key != "size":
+            raise ValueError(f"unknown window field {key}=")
+    return window
+
+
+def conv_dim_labels(text: str) -> list[list[int]]:
+    """`b01f_01io->b01f` as (lhs, rhs, out) dimension lists."""
+    m = re.fullmatch(r"(\w+)_(\w+)->(\w+)", text.strip())
+    if m is None:
+        raise ValueError(f"dim_labels={text} must read like b01f_01io->b01f")
+    return [
+        hlo.conv_dims_from_labels(list(part), letters)
+        for part, letters in zip(m.groups(), ("bf", "io", "bf"), strict=True)
+    ]
+
+
+@ARRAY_OPS.converts("convolution")
+def convolution(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    dims = conv_dim_labels(cx.attr(instr, "dim_labels").text)
+    n = len(dims[0]) - 2
+    window = instr.attrs.get("window")
+    groups = [
+        cx.int_attr(instr, k) if k in instr.attrs else 1
+        for k in ("feature_group_count", "batch_group_count")
+    ]
+    parsed = conv_window(window.text, n) if window is not None else {}
+    return cx.emit.value(hlo.ConvolutionOp(xs[0], xs[1], dims, ty, parsed, *groups))
+
+
 # gather and scatter -----------------------------------------------------------------------
 
 SCATTER_COMBINERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}

@@ -118,6 +118,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "reverse": frozenset({"dimensions"}),
     "sort": frozenset({"dimensions", "is_stable", "to_apply"}),
     "topk": frozenset({"k", "largest"}),
+    "convolution": frozenset({"window", "dim_labels", "feature_group_count", "batch_group_count"}),
     "gather": frozenset(
         {
             "offset_dims",

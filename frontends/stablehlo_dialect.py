@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+from shardc.dialects.hlo import parse_conv_dim_numbers, parse_conv_window
 from shardc.dialects.syntax import i64_array
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     IntAttr,
     IntegerAttr,
     StringAttr,
@@ -342,6 +344,74 @@ class ComparisonTypeAttr(OpaqueEnumAttr):
 @irdl_attr_definition
 class PrecisionAttr(OpaqueEnumAttr):
     name = "stablehlo.precision"
+
+
+_RAW_CONV_KEYS = {
+    "input_batch_dimension": (0, 0),
+    "input_feature_dimension": (0, 1),
+    "input_spatial_dimensions": (0, 2),
+    "kernel_input_feature_dimension": (1, 0),
+    "kernel_output_feature_dimension": (1, 1),
+    "kernel_spatial_dimensions": (1, 2),
+    "output_batch_dimension": (2, 0),
+    "output_feature_dimension": (2, 1),
+    "output_spatial_dimensions": (2, 2),
+}
+
+
+@irdl_attr_definition
+class ConvDimensionNumbersAttr(ParametrizedAttribute):
+    """
+    `#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>` or its `raw` form
+    (`#stablehlo.conv<raw input_batch_dimension = 0, ...>`): the lhs, rhs and result
+    dimension lists as `hlo.ConvolutionOp` holds them ((batch, feature, spatial...) and
+    (input feature, output feature, spatial...)).
+    """
+
+    name = "stablehlo.conv"
+
+    lhs: DenseArrayBase
+    rhs: DenseArrayBase
+    out: DenseArrayBase
+
+    @property
+    def dims(self) -> list[list[int]]:
+        return [list(a.get_values()) for a in (self.lhs, self.rhs, self.out)]  # pyright: ignore
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            if parser.parse_optional_keyword("raw"):
+                dims = parse_raw_conv_dims(parser)
+            else:
+                dims = parse_conv_dim_numbers(parser)  # pyright: ignore[reportArgumentType]
+        return [i64_array(d) for d in dims]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.dims}>")
+
+
+def parse_raw_conv_dims(parser: AttrParser) -> list[list[int]]:
+    """`input_batch_dimension = 0, input_feature_dimension = 3, input_spatial_dimensions =
+    [1, 2], kernel_..., output_...` as (lhs, rhs, out) dimension lists."""
+    parts: list[list[list[int]]] = [[[], [], []] for _ in range(3)]
+
+    def entry() -> None:
+        pos = parser.pos
+        key = parser.parse_identifier(" (a convolution dimension field)")
+        if key not in _RAW_CONV_KEYS:
+            parser.raise_error(f"unknown convolution dimension field '{key}'", pos, parser.pos)
+        parser.parse_punctuation("=")
+        which, slot = _RAW_CONV_KEYS[key]
+        if slot == 2:
+            parts[which][2] = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer
+            )
+        else:
+            parts[which][slot] = [parser.parse_integer()]
+
+    parser.parse_comma_separated_list(parser.Delimiter.NONE, entry)
+    return [[*p[0], *p[1], *p[2]] for p in parts]
 
 
 @irdl_attr_definition
@@ -820,6 +890,38 @@ def _parse_composite(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
 
 
+def _parse_convolution(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """`stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+    window = {stride = [..], pad = [[..]], lhs_dilate = [..], rhs_dilate = [..], reverse =
+    [..]} {feature_group_count = 1 : i64, ...} : (...) -> ...`, stored as the generic form's
+    properties (`dimension_numbers`, `window_strides`, `padding` flat, ...)."""
+    parser.parse_punctuation("(")
+    pos = parser.pos
+    operands = _operand_list(parser)
+    parser.parse_punctuation(")")
+    parser.parse_keyword("dim_numbers")
+    parser.parse_punctuation("=")
+    dims = parse_conv_dim_numbers(parser)
+    props: dict[str, Attribute] = {
+        "dimension_numbers": ConvDimensionNumbersAttr(*(i64_array(d) for d in dims))
+    }
+    names = {
+        "stride": "window_strides",
+        "pad": "padding",
+        "lhs_dilate": "lhs_dilation",
+        "rhs_dilate": "rhs_dilation",
+        "reverse": "window_reversal",
+    }
+    if parser.parse_optional_punctuation(","):
+        parser.parse_keyword("window")
+        parser.parse_punctuation("=")
+        for key, values in parse_conv_window(parser).items():
+            props[names[key]] = i64_array(values)
+    attrs = parser.parse_optional_attr_dict()
+    inputs, outputs = _parse_functional(parser)
+    return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
+
+
 def _parse_generic_only(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     parser.raise_error(
         f"{cls.name} is read in MLIR's generic form only "
@@ -839,6 +941,7 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "pad": _parse_pad,
     "reverse": _dims_syntax("dimensions", "dims"),
     "top_k": _parse_top_k,
+    "convolution": _parse_convolution,
     "compare": _parse_compare,
     "dot_general": _parse_dot_general,
     "dot": _parse_dot,
@@ -874,6 +977,7 @@ STABLEHLO_CUSTOM = {
     "pad": "pad",
     "reverse": "reverse",
     "sort": "generic",
+    "convolution": "convolution",
     "gather": "generic",
     "dynamic_gather": "generic",
     "scatter": "generic",
@@ -935,6 +1039,7 @@ def _dialects() -> list[Dialect]:
                 ComparisonTypeAttr,
                 PrecisionAttr,
                 ResultAccuracyModeAttr,
+                ConvDimensionNumbersAttr,
             ],
         ),
         Dialect("chlo", chlo_ops, []),

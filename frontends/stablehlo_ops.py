@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from shardc.dialects import hlo, spmd
 from shardc.frontends import expansions as ex
 from shardc.frontends.common import ConverterTable, Emitter, ImportStats, is_bool
-from shardc.frontends.stablehlo_dialect import KeyValueAttr
+from shardc.frontends.stablehlo_dialect import ConvDimensionNumbersAttr, KeyValueAttr
 from shardc.frontends.stablehlo_shardings import ShardingConverter
 from shardc.frontends.stablehlo_source import (
     call_target,
@@ -311,6 +311,34 @@ def _top_k(cx: OpContext, x: SSAValue, k: Attribute, largest: Attribute | None) 
             "top_k with largest = false is not supported (hlo.top_k takes the largest)"
         )
     return list(cx.emit.add(hlo.TopKOp(x, one_int(k))).results)
+
+
+# convolution --------------------------------------------------------------------------------
+
+_CONV_WINDOW = {
+    "stride": "window_strides",
+    "pad": "padding",
+    "lhs_dilate": "lhs_dilation",
+    "rhs_dilate": "rhs_dilation",
+    "reverse": "window_reversal",
+}
+
+
+@OPS.converts("stablehlo.convolution")
+def convolution(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    """Pretty or generic form (`#stablehlo.conv<...>`, window arrays or a padding tensor,
+    entries left out at their defaults); precision_config changes nothing here."""
+    dims = require(op, "dimension_numbers")
+    if not isinstance(dims, ConvDimensionNumbersAttr):
+        raise ValueError(f"expected #stablehlo.conv<...>, got {dims}")
+    window = {k: ints(a) for k, name in _CONV_WINDOW.items() if (a := get_attr(op, name))}
+    groups = [
+        one_int(a) if (a := get_attr(op, name)) is not None else 1
+        for name in ("feature_group_count", "batch_group_count")
+    ]
+    result = op.results[0].type
+    conv = hlo.ConvolutionOp(xs[0], xs[1], dims.dims, result, window, *groups)  # pyright: ignore
+    return [cx.emit.value(conv)]
 
 
 # contractions and reductions ---------------------------------------------------------------

@@ -56,6 +56,19 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "stablehlo.reverse": frozenset({"dimensions"}),
     "stablehlo.sort": frozenset({"dimension", "is_stable"}),
     "chlo.top_k": frozenset({"k", "largest"}),
+    "stablehlo.convolution": frozenset(
+        {
+            "dimension_numbers",
+            "window_strides",
+            "padding",
+            "lhs_dilation",
+            "rhs_dilation",
+            "window_reversal",
+            "feature_group_count",
+            "batch_group_count",
+            "precision_config",
+        }
+    ),
     "stablehlo.gather": frozenset({"dimension_numbers", "slice_sizes", "indices_are_sorted"}),
     "stablehlo.dynamic_gather": frozenset({"dimension_numbers", "indices_are_sorted"}),
     "stablehlo.scatter": frozenset(

@@ -118,6 +118,19 @@ def gather_scatter_bytes(op: hlo.GatherOp | hlo.ScatterOp) -> int:
     return 2 * operand + idx + 3 * upd
 
 
+def convolution_flops(op: hlo.ConvolutionOp) -> float:
+    """
+    2 FLOPs per multiply-add: each output element sums (input features / feature groups)
+    x kernel spatial size products, i.e. every rhs element of its output feature (an
+    im2col matmul, run on the MXU like a dot).
+    """
+    rhs, out = op.rhs.type, op.result.type
+    assert isinstance(rhs, TensorType) and isinstance(out, TensorType)
+    out_features = rhs.get_shape()[op.rhs_dims_[1]]
+    per_output = _elements(rhs) // out_features if out_features else 0
+    return 2.0 * _elements(out) * per_output
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -152,6 +165,10 @@ class CostModel:
             return float(_elements(src) * per_element), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.ConvolutionOp):
+            lhs = op.lhs.type
+            assert isinstance(lhs, TensorType)
+            return convolution_flops(op), mxu_rate(self.chip, lhs.element_type)
         if isinstance(op, hlo.ScatterOp):
             # one combine per update element
             return float(_elements(_tensor_types([op.updates])[0])), self.chip.vpu_flops

@@ -26,6 +26,7 @@ from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import collectives, hlo_types
+from shardc.interpreter.hlo_convolution import ConvolutionFunctions
 from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_gather import GatherScatterFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
@@ -231,6 +232,7 @@ class ProgramPlan:
             TensorScalarFunctions(),
             ElementwiseFunctions(),
             SortingFunctions(),
+            ConvolutionFunctions(),
             GatherScatterFunctions(),
             SpecialFunctions(),
             ManualFunctions(),

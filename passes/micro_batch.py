@@ -210,6 +210,8 @@ def op_links(op: Operation) -> Links | None:
         }
     if isinstance(op, hlo.SortOp | hlo.TopKOp):
         return _sort_links(op)
+    if isinstance(op, hlo.ConvolutionOp):
+        return _convolution_links(op)
     if isinstance(op, collective.SYNC_OPS):
         return _collective_links(op)
     return None
@@ -225,6 +227,19 @@ def _sort_links(op: hlo.SortOp | hlo.TopKOp) -> Links:
         for d in range(rank)
         if d != whole
     }
+
+
+def _convolution_links(op: hlo.ConvolutionOp) -> Links:
+    """
+    The batch from the lhs batch (without batch groups, which regroup it) and the output
+    features from the kernel's (without groups); spatial dimensions have windows.
+    """
+    links: Links = {}
+    if op.batch_groups == 1:
+        links[(0, op.out_dims_[0])] = [(0, op.lhs_dims_[0])]
+    if op.batch_groups == op.feature_groups == 1:
+        links[(0, op.out_dims_[1])] = [(1, op.rhs_dims_[1])]
+    return links
 
 
 # Candidate dimensions ----------------------------------------------------------------

@@ -313,6 +313,48 @@ def _element_type(value: SSAValue):
     return ty.element_type
 
 
+def _convolution_rule(op: hlo.ConvolutionOp, shape: ShapeOf) -> FactorRule:
+    """
+    Factors 0-2 (GSPMD's convolution handling, without halo exchange):
+    - no groups: batch (lhs, result), output feature (rhs, result), input feature (lhs,
+      rhs; a reduction: a sharded one leaves partial sums, all-reduced as for a dot);
+    - feature groups G: batch; the group (lhs feature, rhs output feature, result
+      feature); the rhs input feature (whole);
+    - batch groups G: the group (lhs batch, rhs output feature, result feature); the result
+      batch (whole); input feature (a reduction, as without groups).
+    A group factor is split only where its blocks hold whole groups on every tensor (one
+    lhs feature / batch or one output feature per group, as in a depthwise conv and its
+    weight gradient): a dimension's blocks then divide G. Every spatial dimension (lhs and
+    result) and every kernel spatial dimension is a factor computed whole: a sharded one is
+    all-gathered first.
+    """
+    ld, rd, od = op.lhs_dims_, op.rhs_dims_, op.out_dims_
+    n, lhs, rhs = op.spatial_rank, shape(op.lhs), shape(op.rhs)
+    fgc, bgc = op.feature_groups, op.batch_groups
+    out_per_group = rhs[rd[1]] // (fgc * bgc)
+    if bgc > 1:
+        factors = [(ld[0], rd[1], od[1]), (None, None, od[0]), (ld[1], rd[0], None)]
+        split_group = lhs[ld[0]] == bgc or out_per_group == 1
+        reduction, whole = {2}, ({0} if not split_group else set()) | {1}
+    elif fgc > 1:
+        factors = [(ld[0], None, od[0]), (ld[1], rd[1], od[1]), (None, rd[0], None)]
+        split_group = rhs[rd[0]] == 1 or out_per_group == 1
+        reduction, whole = set(), ({1} if not split_group else set()) | {2}
+    else:
+        factors = [(ld[0], None, od[0]), (None, rd[1], od[1]), (ld[1], rd[0], None)]
+        reduction, whole = {2}, set()
+    factors += [(ld[2 + i], None, od[2 + i]) for i in range(n)]
+    factors += [(None, rd[2 + i], None) for i in range(n)]
+    whole |= set(range(3, 3 + 2 * n))
+    lhs_dims, rhs_dims, out_dims = ([f[k] for f in factors] for k in range(3))
+    return FactorRule(
+        (tuple(lhs_dims), tuple(rhs_dims)),
+        tuple(out_dims),
+        reduction_factors=frozenset(reduction),
+        unsplittable_factors=frozenset(whole),
+    )
+
+
 def _dot_rule(op: hlo.DotOp, shape: ShapeOf) -> FactorRule:
     (lb, rb), (lc, rc) = op.batching, op.contracting
     lrank, rrank = len(shape(op.lhs)), len(shape(op.rhs))
@@ -428,6 +470,8 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
             return _sort_rule(op, shape)
         case hlo.TopKOp():
             return _top_k_rule(op, shape)
+        case hlo.ConvolutionOp():
+            return _convolution_rule(op, shape)
         case hlo.GatherOp():
             return _gather_rule(op, shape)
         case hlo.ScatterOp():

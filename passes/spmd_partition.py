@@ -38,7 +38,7 @@ from shardc.dialects.spmd import (
     MeshAttr,
     ShardingAttr,
 )
-from shardc.dialects.syntax import i64_array, splat_elements
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.partition_gather import combine_scattered, mask_gather, shift_scatter
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
@@ -66,6 +66,19 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+
+
+def localize_conv_groups(op: hlo.ConvolutionOp, global_type: TensorType, local: TensorType) -> None:
+    """
+    A convolution whose group factor is split (`sharding_rules._convolution_rule`) holds
+    G / n whole groups per device: its feature or batch group count becomes that.
+    """
+    d = op.out_dims_[1]
+    blocks = global_type.get_shape()[d] // local.get_shape()[d]
+    if op.feature_groups > 1:
+        op.feature_group_count = i64_attr(op.feature_groups // blocks)
+    elif op.batch_groups > 1:
+        op.batch_group_count = i64_attr(op.batch_groups // blocks)
 
 
 @dataclass
@@ -317,6 +330,8 @@ class FunctionPartitioner:
             op.slice_sizes = i64_array(local.get_shape())
         elif isinstance(op, hlo.ConstantOp):
             return self.localize_constant(op, natural, local)
+        elif isinstance(op, hlo.ConvolutionOp):
+            localize_conv_groups(op, global_type, local)
         elif isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
             shape = self.global_shape(op.operand)
             exchange_halos(self.resharder, op, natural, self.mesh, shape)

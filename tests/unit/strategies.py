@@ -691,6 +691,25 @@ class ProgramBuilder:
         )
         return [self.emit(rhs, a.shape, a.dtype)]
 
+    def op_convolution(self) -> Value:
+        """A 1D convolution `[b, 0, f]x[0, i, o]->[b, 0, f]`: plain or depthwise, strided,
+        padded (the window always fits)."""
+        a = self.operand(NUMERIC_TYPES, min_rank=3, max_rank=3)
+        b, size, f = a.shape
+        k = self.c.int(1, min(3, size))
+        groups = f if self.c.chance(0.3) else 1
+        o = groups * self.c.choice((1, 2))
+        w = self.fresh((k, f // groups, o), a.dtype)
+        stride, lo, hi = self.c.int(1, 2), self.c.int(0, 1), self.c.int(0, 1)
+        out = (b, (size + lo + hi - k) // stride + 1, o)
+        rhs = (
+            f"hlo.convolution({a.ref}, {w.ref}) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], "
+            f"window = {{stride = [{stride}], pad = [[{lo}, {hi}]]}}"
+            + (f", feature_group_count = {groups}" if groups > 1 else "")
+            + f" : ({a.type}, {w.type}) -> {tensor_type(out, a.dtype)}"
+        )
+        return self.emit(rhs, out, a.dtype)
+
     def index_operands(self, rank: int) -> list[Value]:
         return [self.fresh((), self.c.choice(("i32", "i32", "i64"))) for _ in range(rank)]
 
@@ -826,6 +845,7 @@ class ProgramBuilder:
         "elementwise_13",
         "sort",
         "top_k",
+        "convolution",
         "gather",
         "scatter",
         "types_13",

@@ -773,6 +773,46 @@ func.func @top_k_rank(%a: tensor<f32>) {
 
 // -----
 
+func.func @convolution_result_shape(%x: tensor<1x5x2xf32>, %w: tensor<3x2x4xf32>) {
+  %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {stride = [2]} : (tensor<1x5x2xf32>, tensor<3x2x4xf32>) -> tensor<1x3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.convolution' op result shape must be [1, 2, 4], got [1, 3, 4]
+  func.return
+}
+
+// -----
+
+func.func @convolution_features(%x: tensor<1x5x3xf32>, %w: tensor<3x2x4xf32>) {
+  %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {} : (tensor<1x5x3xf32>, tensor<3x2x4xf32>) -> tensor<1x3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.convolution' op lhs feature dimension (3) must be rhs input feature dimension (2) times feature_group_count (1)
+  func.return
+}
+
+// -----
+
+func.func @convolution_groups(%x: tensor<2x5x4xf32>, %w: tensor<3x2x4xf32>) {
+  %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {}, feature_group_count = 2, batch_group_count = 2 : (tensor<2x5x4xf32>, tensor<3x2x4xf32>) -> tensor<1x3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.convolution' op feature_group_count (2) and batch_group_count (2) must be positive, and one of them 1
+  func.return
+}
+
+// -----
+
+func.func @convolution_window_rank(%x: tensor<1x5x2xf32>, %w: tensor<3x2x4xf32>) {
+  %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {rhs_dilate = [1, 1]} : (tensor<1x5x2xf32>, tensor<3x2x4xf32>) -> tensor<1x3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.convolution' op rhs dilation [1, 1] must be 1 positive numbers
+  func.return
+}
+
+// -----
+
+func.func @convolution_rank(%x: tensor<1x5x2xf32>, %w: tensor<3x2x4x1xf32>) {
+  %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {} : (tensor<1x5x2xf32>, tensor<3x2x4x1xf32>) -> tensor<1x3x4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.convolution' op rhs dimension numbers [1, 2, 0] must be a permutation of the 3 dimensions of every operand and the result (rank 4)
+  func.return
+}
+
+// -----
+
 func.func @return_outside_hlo_region(%a: tensor<f32>) {
   "test.op"() ({
     hlo.return %a : tensor<f32>

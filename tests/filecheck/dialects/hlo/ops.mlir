@@ -589,3 +589,24 @@ func.func @gather_scatter(%t: tensor<8x4xf32>, %ids: tensor<3x1xi32>, %rows: ten
 // CHECK-NEXT:   func.return
 
 // CHECK-GENERIC: %g = "hlo.gather"(%t, %ids) <{offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, start_index_map = array<i64: 0>, slice_sizes = array<i64: 1, 4>, index_vector_dim = 1 : i64, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>}> : (tensor<8x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+
+// convolution: NHWC/HWIO with every window entry, NCHW with defaults left out, 1D
+// depthwise (feature groups), 3D, batch groups, an i32 conv.
+func.func @convolution(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x6xf32>, %n: tensor<2x4x9xbf16>, %k: tensor<6x4x3xbf16>, %d: tensor<2x9x4xf32>, %dk: tensor<3x1x8xf32>, %v: tensor<1x2x4x4x4xf32>, %vk: tensor<3x2x2x2x2xf32>, %i: tensor<4x5x2xi32>, %ik: tensor<2x3x4xi32>) {
+  %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, 1], [0, -1]], lhs_dilate = [2, 1], rhs_dilate = [1, 2], reverse = [false, true]} : (tensor<1x8x8x4xf32>, tensor<3x3x4x6xf32>) -> tensor<1x8x2x6xf32>
+  %1 = hlo.convolution(%n, %k) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {} : (tensor<2x4x9xbf16>, tensor<6x4x3xbf16>) -> tensor<2x6x7xbf16>
+  %2 = hlo.convolution(%d, %dk) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {pad = [[1, 1]]}, feature_group_count = 4 : (tensor<2x9x4xf32>, tensor<3x1x8xf32>) -> tensor<2x9x8xf32>
+  %3 = hlo.convolution(%v, %vk) dim_numbers = [b, f, 0, 1, 2]x[o, i, 0, 1, 2]->[b, f, 0, 1, 2], window = {stride = [1, 2, 2]} : (tensor<1x2x4x4x4xf32>, tensor<3x2x2x2x2xf32>) -> tensor<1x3x3x2x2xf32>
+  %4 = hlo.convolution(%i, %ik) dim_numbers = [b, 0, f]x[i, 0, o]->[b, 0, f], window = {}, batch_group_count = 2 {tag = 1 : i64} : (tensor<4x5x2xi32>, tensor<2x3x4xi32>) -> tensor<2x3x4xi32>
+  func.return
+}
+
+// CHECK:      func.func @convolution(
+// CHECK-NEXT:   %0 = hlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, 1], [0, -1]], lhs_dilate = [2, 1], rhs_dilate = [1, 2], reverse = [false, true]} : (tensor<1x8x8x4xf32>, tensor<3x3x4x6xf32>) -> tensor<1x8x2x6xf32>
+// CHECK-NEXT:   %1 = hlo.convolution(%n, %k) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {} : (tensor<2x4x9xbf16>, tensor<6x4x3xbf16>) -> tensor<2x6x7xbf16>
+// CHECK-NEXT:   %2 = hlo.convolution(%d, %dk) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {pad = [[1, 1]]}, feature_group_count = 4 : (tensor<2x9x4xf32>, tensor<3x1x8xf32>) -> tensor<2x9x8xf32>
+// CHECK-NEXT:   %3 = hlo.convolution(%v, %vk) dim_numbers = [b, f, 0, 1, 2]x[o, i, 0, 1, 2]->[b, f, 0, 1, 2], window = {stride = [1, 2, 2]} : (tensor<1x2x4x4x4xf32>, tensor<3x2x2x2x2xf32>) -> tensor<1x3x3x2x2xf32>
+// CHECK-NEXT:   %4 = hlo.convolution(%i, %ik) dim_numbers = [b, 0, f]x[i, 0, o]->[b, 0, f], window = {}, batch_group_count = 2 {tag = 1 : i64} : (tensor<4x5x2xi32>, tensor<2x3x4xi32>) -> tensor<2x3x4xi32>
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %2 = "hlo.convolution"(%d, %dk) <{lhs_dims = array<i64: 0, 2, 1>, rhs_dims = array<i64: 1, 2, 0>, out_dims = array<i64: 0, 2, 1>, window_strides = array<i64: 1>, padding = array<i64: 1, 1>, lhs_dilation = array<i64: 1>, rhs_dilation = array<i64: 1>, window_reversal = array<i64: 0>, feature_group_count = 4 : i64, batch_group_count = 1 : i64}> : (tensor<2x9x4xf32>, tensor<3x1x8xf32>) -> tensor<2x9x8xf32>
