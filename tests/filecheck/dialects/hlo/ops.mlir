@@ -415,3 +415,53 @@ func.func @sort_top_k(%a: tensor<4x3xf32>, %i: tensor<4x3xi32>, %h: tensor<5xbf1
 
 // CHECK-GENERIC: %srt, %perm = "hlo.sort"(%a, %i) <{dimension = 0 : i64, comparator = "LT", is_stable}> : (tensor<4x3xf32>, tensor<4x3xi32>) -> (tensor<4x3xf32>, tensor<4x3xi32>)
 // CHECK-GENERIC: %top, %idx = "hlo.top_k"(%a) <{k = 2 : i64}> : (tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<4x2xi32>)
+
+// while (carried values named in the header, both regions) and case.
+func.func @control(%a: tensor<4xf32>, %k: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c0 = hlo.constant dense<0> : tensor<i32>
+  %r:2 = hlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32> attributes {tag = 1 : i64} cond {
+    %n = hlo.constant dense<3> : tensor<i32>
+    %p = hlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    hlo.return %p : tensor<i1>
+  } do {
+    %one = hlo.constant dense<1> : tensor<i32>
+    %i1 = hlo.add %i, %one : tensor<i32>
+    %x1 = hlo.tanh %x : tensor<4xf32>
+    hlo.return %i1, %x1 : tensor<i32>, tensor<4xf32>
+  }
+  %c = hlo.case %k -> (tensor<4xf32>) {
+    hlo.return %a : tensor<4xf32>
+  }, {
+    %neg = hlo.neg %r#1 : tensor<4xf32>
+    hlo.return %neg : tensor<4xf32>
+  }
+  func.return %r#1, %c : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK:      func.func @control(%a: tensor<4xf32>, %k: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:   %c0 = hlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:   %r, %r_1 = hlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32> attributes {tag = 1 : i64} cond {
+// CHECK-NEXT:     %n = hlo.constant dense<3> : tensor<i32>
+// CHECK-NEXT:     %p = hlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+// CHECK-NEXT:     hlo.return %p : tensor<i1>
+// CHECK-NEXT:   } do {
+// CHECK-NEXT:     %one = hlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:     %i1 = hlo.add %i, %one : tensor<i32>
+// CHECK-NEXT:     %x1 = hlo.tanh %x : tensor<4xf32>
+// CHECK-NEXT:     hlo.return %i1, %x1 : tensor<i32>, tensor<4xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %c = hlo.case %k -> (tensor<4xf32>) {
+// CHECK-NEXT:     hlo.return %a : tensor<4xf32>
+// CHECK-NEXT:   }, {
+// CHECK-NEXT:     %neg = hlo.neg %r_1 : tensor<4xf32>
+// CHECK-NEXT:     hlo.return %neg : tensor<4xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return %r_1, %c : tensor<4xf32>, tensor<4xf32>
+
+// CHECK-GENERIC: %r, %r_1 = "hlo.while"(%c0, %a) ({
+// CHECK-GENERIC-NEXT: ^bb{{.*}}(%i: tensor<i32>, %x: tensor<4xf32>):
+// CHECK-GENERIC: }, {
+// CHECK-GENERIC: }) {tag = 1 : i64} : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>)
+// CHECK-GENERIC: %c = "hlo.case"(%k) ({
+// CHECK-GENERIC: }, {
+// CHECK-GENERIC: }) : (tensor<i32>) -> tensor<4xf32>
