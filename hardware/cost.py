@@ -118,11 +118,26 @@ def _trips(start: int, step: int, limit: int, direction: str) -> int | None:
     return -(-gap // (step * sign))
 
 
+def _loop_constant(op: hlo.WhileOp, value: SSAValue) -> int | None:
+    """A constant, or a carried value `do` passes on unchanged whose operand is one
+    (`lax.while_loop`'s upper bound)."""
+    args = op.cond.block.args
+    if value not in args:
+        return _int_constant(value)
+    j = args.index(value)  # pyright: ignore[reportArgumentType]
+    body_ret = op.body.block.last_op
+    assert isinstance(body_ret, hlo.ReturnOp)
+    if body_ret.values[j] is not op.body.block.args[j]:
+        return None
+    return _int_constant(op.inputs[j])
+
+
 def while_trip_count(op: hlo.WhileOp) -> int | None:
     """
     The static trip count of a loop of the common form (JAX's fori_loop and scan): a
     carried counter starting at a constant, `cond` comparing it (LT, LE, GT, GE, NE) with a
-    constant, `do` returning it plus a constant. None when the loop is not of that form.
+    constant (or a carried value that stays a constant), `do` returning it plus a
+    constant. None when the loop is not of that form.
     """
     cond_ret, body_ret = op.cond.block.last_op, op.body.block.last_op
     assert isinstance(cond_ret, hlo.ReturnOp) and isinstance(body_ret, hlo.ReturnOp)
@@ -131,12 +146,12 @@ def while_trip_count(op: hlo.WhileOp) -> int | None:
         return None
     direction = compare.comparison_direction.data
     lhs, rhs = compare.lhs, compare.rhs
-    if rhs in op.cond.block.args:
+    if rhs in op.cond.block.args and _loop_constant(op, rhs) is None:
         lhs, rhs, direction = rhs, lhs, _FLIPPED.get(direction, direction)
     if lhs not in op.cond.block.args or direction not in _FLIPPED:
         return None
     k = op.cond.block.args.index(lhs)  # pyright: ignore[reportArgumentType]
-    start, limit = _int_constant(op.inputs[k]), _int_constant(rhs)
+    start, limit = _int_constant(op.inputs[k]), _loop_constant(op, rhs)
     step_op = body_ret.values[k].owner
     if start is None or limit is None or not isinstance(step_op, hlo.AddOp):
         return None
