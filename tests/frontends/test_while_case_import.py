@@ -200,7 +200,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   %two = s32[] constant(2)
   %pred = pred[] compare(%k, %two), direction=GT
   %c = f32[4]{0} conditional(%pred, %r, %r), true_computation=%neg, false_computation=%same
-  ROOT %s = f32[4]{0} conditional(%k, %c, %r), branch_computations={%same, %neg}
+  ROOT %s = f32[4]{0} conditional(%k, %r, %c), branch_computations={%same, %neg}
 }
 """
 
@@ -210,9 +210,10 @@ def test_hlo_text_while_and_conditional() -> None:
     out = str(result.module)
     assert "hlo.while(" in out and out.count("hlo.case") == 2
     x = np.array([-1.0, 0.0, 0.5, 3.0], np.float32)
-    got = run_global(out, {"in_0": x})["out_0"]
+    got = run_global(out, {"in_0.0": x})["out_0.0"]  # a per-device program, one device
     r = np.tanh(np.tanh(np.tanh(x.astype(np.float64)))).astype(np.float32)
-    # k = 3 > 2: the true computation (negate); then index 3 is out of range: the last branch
+    # k = 3 > 2: %c = negate(%r) (the true computation); index k = 3 is out of range:
+    # the last branch, %neg of its operand %c
     np.testing.assert_allclose(got, r, rtol=1e-6)
 
 
