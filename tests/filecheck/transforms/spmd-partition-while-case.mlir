@@ -40,7 +40,7 @@ func.func @while(%a: tensor<8x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x
 // -----
 
 // case: the index is replicated; each branch is partitioned on its own and returns the
-// result's sharding (branch 1's replicated constant is sliced to it).
+// result's sharding (branch 1's iota is offset to each device's block).
 spmd.mesh @mesh = <["x"=2]>
 func.func @case(%k: tensor<i32>, %a: tensor<8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}) {
   %c = hlo.case %k -> (tensor<8xf32>) {
