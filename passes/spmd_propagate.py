@@ -62,6 +62,9 @@ def describe(value: SSAValue) -> str:
     """`%x` (argument 0) or `%h` (hlo.dot) for messages."""
     name = f"%{value.name_hint}" if value.name_hint else "a value"
     if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
+        if parent is not None and not isinstance(parent, func.FuncOp):
+            return f"{name} (carried value {value.index} of {parent.name})"
         return f"{name} (argument {value.index})"
     assert isinstance(value.owner, Operation)
     return f"{name} ({value.owner.name})"
@@ -195,7 +198,7 @@ class ShardingPropagation:
             elif not self.open.get(value) or not self.refine(value, self.known[source]):
                 continue
             changed = True
-            self.origin[value] = f"tied to {describe(source)} (a carried value)"
+            self.origin[value] = f"tied to {describe(source)} (one sharding per carried value)"
         return changed
 
     def refine(self, value: SSAValue, candidate: ShardingAttr) -> bool:
