@@ -11,6 +11,7 @@ between iterations when the body keeps it), collectives of the body stay in the 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import hlo, make_context
@@ -209,3 +210,22 @@ def _inside_ops(module) -> list:
 
 def _inside(module) -> set[str]:
     return {op.name for op in _inside_ops(module)}
+
+
+def test_level_s_timing_runs_every_iteration() -> None:
+    """The timing run executes the loop: its collectives and compute add up per iteration."""
+    from shardc.interpreter.testing import time_program
+
+    def report(trips: int) -> dict:
+        shardings = iter(
+            ['<@mesh, [{"x"}, {}]>', '<@mesh, [{}, {}, {"y"}]>', "<@mesh, [{}, {}]>"] * 2
+        )
+        text = scan_program((("x", 2), ("y", 2)), 4, 8, 3, lambda _: next(shardings), trips)
+        return time_program(partition(text)).report()
+
+    one, two, five = report(1), report(2), report(5)
+    per_iteration = sum(two["collectives"].values()) - sum(one["collectives"].values())
+    assert per_iteration >= 1
+    assert sum(five["collectives"].values()) == sum(one["collectives"].values()) + 4 * per_iteration
+    step = two["compute_time_s"] - one["compute_time_s"]
+    assert five["compute_time_s"] == pytest.approx(one["compute_time_s"] + 4 * step)
