@@ -28,7 +28,10 @@ reduction; private functions reached by `func.call` are inlined; CHLO and the fe
 StableHLO ops without an `hlo` counterpart are expanded into `hlo` ops (`chlo.square` is
 x*x, `chlo.is_inf` a compare); `chlo.erf` / `erfc` / `sinh` / `cosh` / `tan` and
 StableHLO's rounding, remainder, clamp, sign, is_finite, expm1, log1p, atan2, cbrt and bit
-ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). Shardings:
+ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). `stablehlo.while`,
+`stablehlo.case` and `stablehlo.if` (a case on 1 - convert(pred)) become `hlo.while` /
+`hlo.case`, their regions converted by the same converters (`convert_region`: a region's
+ops may use the values around it). Shardings:
 
 * Shardy: `sdy.mesh` becomes `spmd.mesh` (same name, axes in the same order; a non-iota
   `device_ids` is an error); `#sdy.sharding` on arguments and results becomes
