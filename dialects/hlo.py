@@ -52,7 +52,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
@@ -61,9 +61,11 @@ from xdsl.irdl import (
     opt_prop_def,
     opt_region_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_region_def,
     var_result_def,
 )
 from xdsl.parser import Parser
@@ -3585,6 +3587,200 @@ GATHER_SCATTER_OPS_13 = (GatherOp, ScatterOp)
 """gather and scatter of issue 13 (one block, so that merges stay simple)."""
 
 
+################################################################################
+# Control flow with regions: while, case (StableHLO's `if` imports as case)    #
+################################################################################
+
+
+def _region_return(region: Region, what: str) -> ReturnOp:
+    """The `hlo.return` that ends a one-block region (an error names `what` the region is)."""
+    if not region.blocks:
+        raise VerifyException(f"{what} must have a block")
+    last = region.block.last_op
+    if not isinstance(last, ReturnOp):
+        raise VerifyException(f"{what} must end with hlo.return")
+    return last
+
+
+def _types_str(types: Sequence[Attribute]) -> str:
+    return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+@irdl_op_definition
+class WhileOp(HloOp):
+    """
+    StableHLO's while: `%r:2 = hlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32>
+    cond { ... hlo.return %p : tensor<i1> } do { ... hlo.return %i1, %x1 : tensor<i32>,
+    tensor<4xf32> }`. The carried values start as the operands; `cond` (its block arguments
+    are the carried values) returns a scalar i1, and while it is true `do` (same block
+    arguments) returns the next carried values; the results are the last ones. Operands,
+    both regions' block arguments, `do`'s returned values and the results have one type
+    per carried value.
+    """
+
+    name = "hlo.while"
+
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    cond = region_def("single_block")
+    body = region_def("single_block")
+
+    def __init__(self, inputs: Sequence[SSAValue], cond: Region, body: Region):
+        super().__init__(
+            operands=[inputs], result_types=[[v.type for v in inputs]], regions=[cond, body]
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WhileOp:
+        pos = parser.pos
+        names: list[Parser.UnresolvedArgument] = []
+        operands: list[Any] = []
+
+        def parse_pair() -> None:
+            names.append(parser.parse_argument(expect_type=False))
+            parser.parse_punctuation("=")
+            operands.append(parser.parse_unresolved_operand())
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
+        types: list[Attribute] = []
+        if operands:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        values = parser.resolve_operands(operands, types, pos)
+        parser.parse_keyword("cond")
+        cond = parser.parse_region([n.resolve(t) for n, t in zip(names, types, strict=True)])
+        parser.parse_keyword("do")
+        body = parser.parse_region([n.resolve(t) for n, t in zip(names, types, strict=True)])
+        op = cls(values, cond, body)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        cond_args = self.cond.block.args if self.cond.blocks else ()
+        body_args = self.body.block.args if self.body.blocks else ()
+        printer.print_string("(")
+        for i, value in enumerate(self.inputs):
+            if i:
+                printer.print_string(", ")
+            if i < len(cond_args):
+                name = printer.print_ssa_value(cond_args[i])
+                if i < len(body_args):
+                    # both regions name their carried values alike (as StableHLO prints)
+                    printer._ssa_values[body_args[i]] = name  # pyright: ignore[reportPrivateUsage]
+            printer.print_string(" = ")
+            printer.print_operand(value)
+        printer.print_string(")")
+        if self.inputs:
+            printer.print_string(" : ")
+            printer.print_list(self.inputs.types, printer.print_attribute)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" cond ")
+        printer.print_region(self.cond, print_entry_block_args=False)
+        printer.print_string(" do ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_semantics(self) -> None:
+        types = list(self.inputs.types)
+        if list(self.outputs.types) != types:
+            raise VerifyException(
+                f"results {_types_str(self.outputs.types)} must have the operands' types "
+                f"{_types_str(types)}"
+            )
+        for what, region in (("cond", self.cond), ("do", self.body)):
+            if not region.blocks:
+                raise VerifyException(f"{what} must have a block")
+            args = list(region.block.arg_types)
+            if args != types:
+                raise VerifyException(
+                    f"{what}'s block arguments {_types_str(args)} must have the carried "
+                    f"values' types {_types_str(types)}"
+                )
+        ret = _region_return(self.cond, "cond")
+        if list(ret.values.types) != [TensorType(i1, [])]:
+            raise VerifyException(
+                f"cond must return one tensor<i1>, got {_types_str(ret.values.types)}"
+            )
+        ret = _region_return(self.body, "do")
+        if list(ret.values.types) != types:
+            raise VerifyException(
+                f"do must return the carried values' types {_types_str(types)}, got "
+                f"{_types_str(ret.values.types)}"
+            )
+
+
+@irdl_op_definition
+class CaseOp(HloOp):
+    """
+    StableHLO's case: `%r = hlo.case %index -> (tensor<4xf32>) { ... hlo.return %a :
+    tensor<4xf32> }, { ... }` runs branch `index` (a tensor<i32>; an index out of range runs
+    the last branch) and gives its returned values. Branches take no arguments and each
+    returns values of the result types. StableHLO's `if %pred` is a case on
+    `1 - convert(pred)`: branch 0 when true.
+    """
+
+    name = "hlo.case"
+
+    index = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    branches = var_region_def("single_block")
+
+    def __init__(
+        self, index: SSAValue, branches: Sequence[Region], result_types: Sequence[Attribute]
+    ):
+        super().__init__(operands=[index], result_types=[result_types], regions=[branches])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CaseOp:
+        pos = parser.pos
+        index = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation("->")
+        outputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        branches = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_region)
+        (value,) = parser.resolve_operands([index], [TensorType(i32, [])], pos)
+        op = cls(value, branches, outputs)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.index)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" -> (")
+        printer.print_list(self.result_types, printer.print_attribute)
+        printer.print_string(") ")
+        printer.print_list(self.branches, printer.print_region)
+
+    def verify_semantics(self) -> None:
+        if self.index.type != TensorType(i32, []):
+            raise VerifyException(f"index must be tensor<i32>, got {self.index.type}")
+        if not self.branches:
+            raise VerifyException("case needs at least one branch")
+        types = list(self.outputs.types)
+        for i, region in enumerate(self.branches):
+            what = f"branch {i}"
+            if region.blocks and region.block.args:
+                raise VerifyException(f"{what} must not have block arguments")
+            ret = _region_return(region, what)
+            if list(ret.values.types) != types:
+                raise VerifyException(
+                    f"{what} must return the result types {_types_str(types)}, got "
+                    f"{_types_str(ret.values.types)}"
+                )
+
+
+def region_block(values: Sequence[SSAValue] | Sequence[Attribute]) -> Block:
+    """A block for a region of `while` (arguments of these types) or `case` (none)."""
+    return Block(arg_types=[v.type if isinstance(v, SSAValue) else v for v in values])
+
+
+CONTROL_OPS_13 = (WhileOp, CaseOp)
+"""while and case of issue 13 (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -3633,6 +3829,7 @@ Hlo = Dialect(
         *WINDOW_OPS_13,
         ReturnOp,
         *GATHER_SCATTER_OPS_13,
+        *CONTROL_OPS_13,
     ],
     [],
 )

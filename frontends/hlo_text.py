@@ -29,6 +29,8 @@ The output:
   tuple all-to-all (one operand per peer) becomes one all-to-all on the concatenation;
   `collective-permute` pairs become rank pairs (or a shift) on the smallest groups that
   hold them;
+* `while` and `conditional` as `hlo.while` / `hlo.case` (`hlo_text_control`: a tuple
+  carried value flattened);
 * `partition-id` / `replica-id` from `spmd.axis_index`; `bitcast` as the reshape (and
   transposes) that its layouts imply, `copy` as the identity (it changes layouts only).
 
@@ -64,6 +66,11 @@ from shardc.frontends.hlo_text_collectives import (
     future_element,
     mesh_axes_groups,
     permute_groups,
+)
+from shardc.frontends.hlo_text_control import (
+    CONTROL_ATTRS,
+    convert_conditional,
+    convert_while,
 )
 from shardc.frontends.hlo_text_global import (
     GlobalShardings,
@@ -121,7 +128,7 @@ PER_DEVICE_OPCODES = frozenset(COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES)
 
 KNOWN_OPCODES = (
     set(ARRAY_OPS) | set(TUPLE_OPS) | STRUCTURAL | COLLECTIVES | set(ASYNC_STARTS) | ASYNC_DONES
-)
+) | set(CONTROL_ATTRS)
 
 Env = dict[str, Value]
 
@@ -160,6 +167,8 @@ class HloTextImporter:
             "async-start": self.async_start,
             "async-done": lambda instr, env: done(self.src, instr, self.only_operand(instr, env)),
             "custom-call": self.custom_call,
+            "while": lambda instr, env: convert_while(self, instr, env),
+            "conditional": lambda instr, env: convert_conditional(self, instr, env),
         }
 
     def error(self, pos: int, message: str, length: int = 1) -> DiagnosticError:
@@ -230,7 +239,7 @@ class HloTextImporter:
                 "does not support it"
             )
             raise self.error(i.opcode_pos, what, len(i.opcode))
-        known = KNOWN_ATTRS.get(i.opcode, frozenset())
+        known = KNOWN_ATTRS.get(i.opcode, CONTROL_ATTRS.get(i.opcode, frozenset()))
         for key, a in i.attrs.items():
             if key not in known and key not in COMMON_ATTRS:
                 at = self.text.rfind(key, 0, a.pos)

@@ -30,7 +30,10 @@ StableHLO ops without an `hlo` counterpart are expanded into `hlo` ops (`chlo.sq
 x*x, `chlo.is_inf` a compare); `chlo.erf` / `erfc` / `erf_inv` / `sinh` / `cosh` / `tan` /
 `asin` / `acos` / `atan` / `asinh` / `acosh` / `atanh` / `lgamma` / `digamma` and
 StableHLO's rounding, remainder, clamp, sign, is_finite, expm1, log1p, atan2, cbrt and bit
-ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). Shardings:
+ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). `stablehlo.while`,
+`stablehlo.case` and `stablehlo.if` (a case on 1 - convert(pred)) become `hlo.while` /
+`hlo.case`, their regions converted by the same converters (`convert_region`: a region's
+ops may use the values around it). Shardings:
 
 * Shardy: `sdy.mesh` becomes `spmd.mesh` (same name, axes in the same order; a non-iota
   `device_ids` is an error); `#sdy.sharding` on arguments and results becomes
@@ -87,9 +90,10 @@ JAX's `loc(...)` debug locations `locations`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from shardc.diagnostics import DiagnosticError, SourceText, caret_location, located_op
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
 from shardc.frontends.locations import (
     JaxLocations,
@@ -151,6 +155,9 @@ class StablehloImporter:
         self.block = Block()
         self.emit = Emitter(self.block)
         self.cx = OpContext(self.emit, self.stats, self.shardings, self.replicas, self.partitions)
+        self.cx.region = self.convert_region
+        self.envs: list[Env] = []
+        """The environments of the blocks being converted, innermost last."""
 
     def error(self, op: Operation | None, message: str) -> DiagnosticError:
         return self.errors.error(op, message)
@@ -297,8 +304,34 @@ class StablehloImporter:
             raise self.error(op, f"call to the external function @{name}")
         return f
 
+    def convert_region(self, src: Block, args: Sequence[SSAValue], local: bool) -> Block:
+        """
+        A region's block (while, case, if) converted into a new block whose arguments
+        stand for `args`; its ops may use the values of the blocks around it.
+        """
+        block = Block(arg_types=[a.type for a in args])
+        env = dict(self.envs[-1]) if self.envs else {}
+        env.update(zip(src.args, block.args, strict=True))
+        saved = self.emit.block, self.emit.location
+        self.emit.block = block
+        try:
+            returned = self.convert_ops(src, env, local)
+            if src.last_op is not None:
+                self.at(src.last_op)
+            self.emit.add(hlo.ReturnOp(returned))
+        finally:
+            self.emit.block, self.emit.location = saved
+        return block
+
     def convert_ops(self, src_block: Block, env: Env, local: bool) -> list[SSAValue]:
         """Convert a block's ops; the values its terminator returns."""
+        self.envs.append(env)
+        try:
+            return self._convert_ops(src_block, env, local)
+        finally:
+            self.envs.pop()
+
+    def _convert_ops(self, src_block: Block, env: Env, local: bool) -> list[SSAValue]:
         for op in src_block.ops:
             if op.name in ("func.return", "stablehlo.return", "sdy.return"):
                 try:

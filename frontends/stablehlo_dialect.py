@@ -955,6 +955,44 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "complex": _parse_complex,
 }
 
+# while, case, if (issue 13) -----------------------------------------------------------------
+
+
+def _parse_while(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """
+    `stablehlo.while(%iterArg = %c, %iterArg_0 = %x) : tensor<i32>, tensor<4xf32>
+    attributes {..} cond { .. } do { .. }`: both regions take the carried values, named as
+    in the header.
+    """
+    pos = parser.pos
+    names: list[Parser.UnresolvedArgument] = []
+    operands: list[UnresolvedOperand] = []
+
+    def parse_pair() -> None:
+        names.append(parser.parse_argument(expect_type=False))
+        parser.parse_punctuation("=")
+        operands.append(parser.parse_unresolved_operand())
+
+    parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
+    types: list[Attribute] = []
+    if operands:
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    attrs = parser.parse_optional_attr_dict_with_keyword()
+    regions = []
+    for keyword in ("cond", "do"):
+        parser.parse_keyword(keyword)
+        args = [n.resolve(t) for n, t in zip(names, types, strict=True)]
+        regions.append(parser.parse_region(args))
+    attributes = dict(attrs.data) if attrs is not None else {}
+    return _finish(cls, parser, operands, pos, types, types, {}, attributes, regions)
+
+
+_SYNTAXES["while"] = _parse_while
+CONTROL_SYNTAXES = {"while": "while", "case": "generic", "if": "generic"}
+"""StableHLO's ops with regions for control flow (case and if have no pretty form)."""
+
+
 STABLEHLO_SIMPLE = (
     "add subtract multiply divide maximum minimum power remainder atan2 and or xor "
     "not negate exponential exponential_minus_one log log_plus_one tanh sqrt rsqrt "
@@ -1014,6 +1052,7 @@ def _op_class(name: str, syntax: str, base: type[ImportedOp] = ImportedOp) -> ty
 def _dialects() -> list[Dialect]:
     stablehlo_ops = [_op_class(f"stablehlo.{n}", "simple") for n in STABLEHLO_SIMPLE]
     stablehlo_ops += [_op_class(f"stablehlo.{n}", s) for n, s in STABLEHLO_CUSTOM.items()]
+    stablehlo_ops += [_op_class(f"stablehlo.{n}", s) for n, s in CONTROL_SYNTAXES.items()]
     stablehlo_ops.append(_op_class("stablehlo.return", "simple", ImportedTerminator))
     chlo_ops = [_op_class(f"chlo.{n}", "simple") for n in CHLO_UNARY]
     chlo_ops.append(_op_class("chlo.top_k", "top_k"))

@@ -12,7 +12,7 @@ in `stablehlo_collectives.py`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shardc.dialects import hlo, spmd
@@ -83,7 +83,13 @@ class OpContext:
     shardings: ShardingConverter
     replicas: int
     partitions: int
+    region: RegionConverter | None = None
+    """Converts the block of a region (while, case, if) with the same converters."""
 
+
+RegionConverter = Callable[[Block, Sequence[SSAValue], bool], Block]
+"""(source block, values of its arguments, inside a manual computation) -> a new block
+holding the converted ops and an `hlo.return` of what the source block returns."""
 
 Converter = Callable[[OpContext, Operation, list[SSAValue], bool], list[SSAValue]]
 """(context, source op, converted operands, inside a manual computation) -> results."""
@@ -810,3 +816,36 @@ def convert_body(cx: OpContext, src: Block, local: bool) -> Region:
     finally:
         cx.emit.block = saved
     return Region(block)
+
+
+# while, case, if (regions converted with the same converters) -----------------------------
+
+
+def _region(
+    cx: OpContext, op: Operation, index: int, args: Sequence[SSAValue], local: bool
+) -> Region:
+    if cx.region is None or len(op.regions) <= index or not op.regions[index].blocks:
+        raise ValueError(f"{op.name} needs region {index} with a block")
+    return Region(cx.region(op.regions[index].block, args, local))
+
+
+@OPS.converts("stablehlo.while")
+def while_(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    cond, body = (_region(cx, op, i, xs, local) for i in (0, 1))
+    return list(cx.emit.add(hlo.WhileOp(xs, cond, body)).results)
+
+
+@OPS.converts("stablehlo.case")
+def case(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    branches = [_region(cx, op, i, [], local) for i in range(len(op.regions))]
+    return list(cx.emit.add(hlo.CaseOp(xs[0], branches, op.result_types)).results)
+
+
+@OPS.converts("stablehlo.if")
+def if_(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    """`if %pred` is a case on 1 - convert(pred): branch 0 (the true one) when it holds."""
+    scalar = TensorType(i32, [])
+    index = cx.emit.binary("sub", cx.emit.splat(1, scalar), cx.emit.convert(xs[0], scalar))
+    branches = [_region(cx, op, i, [], local) for i in (0, 1)]
+    cx.stats.constructs["stablehlo.if (as hlo.case)"] += 1
+    return list(cx.emit.add(hlo.CaseOp(index, branches, op.result_types)).results)

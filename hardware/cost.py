@@ -22,14 +22,15 @@ groups are costed as one ring of the group's size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from shardc.diagnostics import op_position
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 MXU_DTYPE_FACTOR = {"f64": 1 / 8}
 """Fraction of the bf16 MXU peak per element type (others: 1, see `chips`)."""
@@ -131,20 +132,135 @@ def convolution_flops(op: hlo.ConvolutionOp) -> float:
     return 2.0 * _elements(out) * per_output
 
 
+def _int_constant(value: SSAValue) -> int | None:
+    """The integer a scalar `hlo.constant` holds, None for anything else."""
+    owner = value.owner
+    if (
+        not isinstance(owner, hlo.ConstantOp)
+        or hlo.element_kind(owner.value.get_element_type()) != hlo.INT
+    ):
+        return None
+    values = list(owner.value.iter_values())  # pyright: ignore[reportUnknownMemberType]
+    return int(values[0]) if len(values) == 1 else None  # pyright: ignore
+
+
+_FLIPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}
+
+
+def _trips(start: int, step: int, limit: int, direction: str) -> int | None:
+    """How often `i direction limit` holds for i = start, start + step, ... (None: never ends)."""
+    if direction == "NE":
+        span = limit - start
+        if step == 0 or span % step or span // step < 0:
+            return None if span else 0
+        return span // step
+    sign = 1 if direction in ("LT", "LE") else -1
+    gap = (limit - start) * sign + (1 if direction in ("LE", "GE") else 0)  # values that pass
+    if gap <= 0:
+        return 0
+    if step * sign <= 0:
+        return None
+    return -(-gap // (step * sign))
+
+
+def _loop_constant(op: hlo.WhileOp, value: SSAValue) -> int | None:
+    """A constant, or a carried value `do` passes on unchanged whose operand is one
+    (`lax.while_loop`'s upper bound)."""
+    args = op.cond.block.args
+    if value not in args:
+        return _int_constant(value)
+    j = args.index(value)  # pyright: ignore[reportArgumentType]
+    body_ret = op.body.block.last_op
+    assert isinstance(body_ret, hlo.ReturnOp)
+    if body_ret.values[j] is not op.body.block.args[j]:
+        return None
+    return _int_constant(op.inputs[j])
+
+
+def while_trip_count(op: hlo.WhileOp) -> int | None:
+    """
+    The static trip count of a loop of the common form (JAX's fori_loop and scan): a
+    carried counter starting at a constant, `cond` comparing it (LT, LE, GT, GE, NE) with a
+    constant (or a carried value that stays a constant), `do` returning it plus a
+    constant. None when the loop is not of that form.
+    """
+    cond_ret, body_ret = op.cond.block.last_op, op.body.block.last_op
+    assert isinstance(cond_ret, hlo.ReturnOp) and isinstance(body_ret, hlo.ReturnOp)
+    compare = cond_ret.values[0].owner
+    if not isinstance(compare, hlo.CompareOp):
+        return None
+    direction = compare.comparison_direction.data
+    lhs, rhs = compare.lhs, compare.rhs
+    if rhs in op.cond.block.args and _loop_constant(op, rhs) is None:
+        lhs, rhs, direction = rhs, lhs, _FLIPPED.get(direction, direction)
+    if lhs not in op.cond.block.args or direction not in _FLIPPED:
+        return None
+    k = op.cond.block.args.index(lhs)  # pyright: ignore[reportArgumentType]
+    start, limit = _int_constant(op.inputs[k]), _loop_constant(op, rhs)
+    step_op = body_ret.values[k].owner
+    if start is None or limit is None or not isinstance(step_op, hlo.AddOp):
+        return None
+    counter = op.body.block.args[k]
+    if step_op.lhs is counter:
+        step = _int_constant(step_op.rhs)
+    elif step_op.rhs is counter:
+        step = _int_constant(step_op.lhs)
+    else:
+        return None
+    return None if step is None else _trips(start, step, limit, direction)
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
 
     chip: Chip
     mesh: MeshAttr | None = None
+    notes: list[str] = field(default_factory=list[str])
+    """What the static estimates could not know (a while's trip count), once each."""
 
     # Compute ---------------------------------------------------------------------
 
     def op_cost(self, op: Operation) -> OpCost:
         """Roofline cost of a compute op (collectives: see `collective_time`)."""
+        if isinstance(op, hlo.WhileOp | hlo.CaseOp):
+            return self.control_cost(op)
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
+        return OpCost(flops, nbytes, time)
+
+    def control_cost(self, op: hlo.WhileOp | hlo.CaseOp) -> OpCost:
+        """
+        Static estimate of a region op, its collectives run synchronously: a case costs its
+        dearest branch; a while its body times the static trip count (`while_trip_count`)
+        and its condition once more; without one, the body once (and a note says so).
+        """
+        if isinstance(op, hlo.CaseOp):
+            return max((self.block_cost(r.block) for r in op.branches), key=lambda c: c.time)
+        trips = while_trip_count(op)
+        if trips is None:
+            note = f"trip count of hlo.while at {op_position(op) or 'an unknown place'} unknown, body counted once"
+            if note not in self.notes:
+                self.notes.append(note)
+            trips = 1
+        cond, body = self.block_cost(op.cond.block), self.block_cost(op.body.block)
+        return OpCost(
+            cond.flops * (trips + 1) + body.flops * trips,
+            cond.bytes * (trips + 1) + body.bytes * trips,
+            cond.time * (trips + 1) + body.time * trips,
+        )
+
+    def block_cost(self, block: Block) -> OpCost:
+        """The ops of a region's block one after another (collectives synchronous)."""
+        flops = time = 0.0
+        nbytes = 0
+        for inner in block.ops:
+            if isinstance(inner, collective.CollectiveOp):
+                time += self.collective_time(inner)
+            elif inner.dialect_name() == "hlo" and not isinstance(inner, hlo.ReturnOp):
+                cost = self.op_cost(inner)
+                flops, nbytes, time = flops + cost.flops, nbytes + cost.bytes, time + cost.time
         return OpCost(flops, nbytes, time)
 
     def flops(self, op: Operation) -> tuple[float, float]:

@@ -4,7 +4,7 @@ Per-device execution: one simulated device runs a planned function as a Python g
 Plain ops call their xDSL implementation (`HloFunctions`, ...) directly, which is cheaper
 than `Interpreter.run_op` (measured in bench/interpreter.py); a collective `yield`s
 `(op, operand values)` to the rendezvous (`rendezvous.py`) and receives its results;
-nested regions (`scf.if`, `scf.for`, `func.call`) run with `yield from`, so a collective
+nested regions (`scf.if`, `scf.for`, `func.call`, `hlo.while`, `hlo.case`) run with `yield from`, so a collective
 inside them suspends the whole device. With a chip, each op also advances the device's
 `DeviceClock` (compute time, live bytes).
 
@@ -25,6 +25,7 @@ from shardc.interpreter.plan import (
     A_WRAPPED,
     ABSTRACT,
     CALL,
+    CASE,
     COLLECTIVE,
     DONE,
     FALLBACK,
@@ -32,6 +33,7 @@ from shardc.interpreter.plan import (
     IF,
     PLAIN,
     RETURN,
+    WHILE,
     WRAPPED,
     ProgramPlan,
 )
@@ -117,7 +119,7 @@ class DeviceRunner:
                 out = yield (op, vals)
                 if op.IS_START:  # pyright: ignore[reportAttributeAccessIssue]
                     dev.futures.append(out[0])
-            elif IF <= kind <= CALL:
+            elif IF <= kind <= CASE:
                 out = yield from self._run_regions(dev, kind, op, fn, vals, env)
             else:
                 out = self._run_leaf(dev, kind, op, fn, ft, vals, len(results))
@@ -136,7 +138,9 @@ class DeviceRunner:
     def _run_regions(
         self, dev: Device, kind: int, op: Operation, fn: Any, vals: tuple, env: list[Any]
     ) -> DeviceRun:
-        """`scf.if`, `scf.for` and `func.call`: run their blocks on this device."""
+        """`scf.if`, `scf.for`, `func.call`, `hlo.while`, `hlo.case`: run their blocks."""
+        if kind >= WHILE:
+            return (yield from self._run_control(dev, kind, op, vals, env))
         if kind == IF:
             if vals[0] is None:
                 raise self.diagnostics.unknown_control(op, dev.index, "branch condition")
@@ -156,6 +160,31 @@ class DeviceRunner:
         assert kind == CALL
         frame = [None] * self.plan.frame_size[fn]
         return (yield from self.run_block(dev, fn.body.block, vals, frame))
+
+    def _run_control(
+        self, dev: Device, kind: int, op: Operation, vals: tuple, env: list[Any]
+    ) -> DeviceRun:
+        """
+        `hlo.while`: `cond` on the carried values, then `do` while it is true; `hlo.case`:
+        the branch its index names (an index out of range runs the last one).
+        """
+        if kind == CASE:
+            if vals[0] is None:
+                raise self.diagnostics.unknown_control(op, dev.index, "case index")
+            index = int(vals[0])
+            last = len(op.regions) - 1
+            branch = op.regions[index if 0 <= index <= last else last].block
+            return (yield from self.run_block(dev, branch, (), env))
+        assert kind == WHILE
+        cond, body = op.regions[0].block, op.regions[1].block
+        carried = vals
+        while True:
+            (pred,) = yield from self.run_block(dev, cond, carried, env)
+            if pred is None:
+                raise self.diagnostics.unknown_control(op, dev.index, "loop condition")
+            if not bool(pred):
+                return carried
+            carried = yield from self.run_block(dev, body, carried, env)
 
     def _run_leaf(
         self, dev: Device, kind: int, op: Operation, fn: Any, ft: Any, vals: tuple, n: int

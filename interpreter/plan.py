@@ -8,7 +8,7 @@ and memory effect). Unsupported ops are errors here, not halfway through a run.
 
 How an op is planned is looked up by its type, as xDSL's interpreter looks up `@impl`s:
 the ops with structure (collectives, `collective.done`, terminators, `scf.if`, `scf.for`,
-`func.call`) in `_PLANNERS`, every other op in the `InterpreterFunctions` of
+`func.call`, `hlo.while`, `hlo.case`) in `_PLANNERS`, every other op in the `InterpreterFunctions` of
 `hlo_impls` (`HloFunctions`, `TensorScalarFunctions`) and, for scalar control flow, xDSL's
 stock `arith` functions. The plan does not run the structured ops through xDSL's
 `Interpreter` because a collective must suspend the whole device (see `execution`).
@@ -43,10 +43,10 @@ from xdsl.interpreter import InterpreterFunctions
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
-PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL = range(9)
+PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL, WHILE, CASE = range(11)
 # timing-only (abstract) forms of PLAIN, WRAPPED, FALLBACK: run only on known small
 # operands; ABSTRACT never runs (large results)
-A_PLAIN, A_WRAPPED, A_FALLBACK, ABSTRACT = range(9, 13)
+A_PLAIN, A_WRAPPED, A_FALLBACK, ABSTRACT = range(11, 15)
 
 Step = tuple[int, Operation, Any, Any, tuple, tuple, tuple, Any, int, int]
 """kind, op, implementation, its functions object, operand slots, result slots, result
@@ -199,6 +199,14 @@ def _plan_if(plan: ProgramPlan, op: scf.IfOp, scope: _Scope) -> tuple[int, Any]:
 def _plan_for(plan: ProgramPlan, op: scf.ForOp, scope: _Scope) -> tuple[int, Any]:
     plan.plan_block(op.body.block, scope)
     return FOR, None
+
+
+@_plans(hlo.WhileOp, hlo.CaseOp)
+def _plan_control(plan: ProgramPlan, op: Operation, scope: _Scope) -> tuple[int, Any]:
+    """`hlo.while` (cond and do blocks) and `hlo.case` (one block per branch)."""
+    for region in op.regions:
+        plan.plan_block(region.block, scope)
+    return (WHILE if isinstance(op, hlo.WhileOp) else CASE), None
 
 
 @_plans(func.CallOp)

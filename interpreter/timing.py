@@ -79,7 +79,7 @@ from typing import Any, NamedTuple
 
 from shardc.diagnostics import op_origin
 from shardc.dialects import collective as coll
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
@@ -108,8 +108,14 @@ COLLECTIVE_TID = 1
 
 
 def is_timed(op: Operation) -> bool:
-    """Ops that run on the compute stream (and appear on the timeline)."""
-    return op.dialect_name() == "hlo" or isinstance(op, spmd.ConstraintOp)
+    """
+    Ops that run on the compute stream (and appear on the timeline). Not `hlo.while` /
+    `hlo.case` (the ops of their regions run, and take time, each time they run) nor
+    `hlo.return`.
+    """
+    if op.dialect_name() == "hlo":
+        return not op.regions and not isinstance(op, hlo.ReturnOp)
+    return isinstance(op, spmd.ConstraintOp)
 
 
 # Memory plan ----------------------------------------------------------------------------

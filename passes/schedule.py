@@ -273,6 +273,9 @@ class SchedulePass(ModulePass):
                         f"estimated time {time:.3g} s",
                         file=sys.stderr,
                     )
+        if self.report:
+            for note in model.notes:
+                print(f"schedule: note: {note}", file=sys.stderr)
 
     def schedule_block(self, block: Block, model: CostModel) -> tuple[list[Operation], int, float]:
         """The overlapping schedule; if it cannot fit the limit, the original order if that fits."""

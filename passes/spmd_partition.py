@@ -23,11 +23,18 @@ sharding on its own. Their sorted dimension (top_k's last) is computed whole.
 `gather` and `scatter` on a table split along its indexed dimension, and scatters of
 split updates, are rewritten by `partition_gather` (shifted indices, masked rows; the
 kind's identity, an all_reduce of the kind and a combine with the operand).
+
+`hlo.while` and `hlo.case` keep their regions: each carried value (a case's result) has
+the one sharding propagation gave it (`spmd.result_shardings`), the operands are resharded
+to it, the ops of each region are partitioned like a function's (collectives inside a body
+run every iteration), what `do` and each branch return is resharded to it, and the
+predicate and the index are replicated.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shardc.diagnostics import OpPassError
@@ -52,18 +59,23 @@ from shardc.passes.sharding_rules import (
     project,
     replicated,
 )
-from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions
+from shardc.passes.spmd_propagate import (
+    ORIGIN_ATTR_NAME,
+    RESULT_SHARDINGS_ATTR_NAME,
+    global_functions,
+)
 from shardc.passes.spmd_reduce_body import combine_partials
 from shardc.passes.spmd_windows import aligned_halo_factors, exchange_halos
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     FunctionType,
     ModuleOp,
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -126,9 +138,19 @@ class FunctionPartitioner:
                 arg, local_type(_tensor(arg), sharding, self.mesh)
             )
             self.actual[new] = sharding
+        self.partition_block(block, results)
+        self.function.attributes[PARTITIONED_ATTR_NAME] = UnitAttr()
+        ret = block.last_op
+        assert ret is not None
+        self.function.function_type = FunctionType.from_lists(
+            [a.type for a in block.args], [v.type for v in ret.operands]
+        )
+
+    def partition_block(self, block: Block, results: Sequence[ShardingAttr | None]) -> None:
+        """Partition a block's ops; its terminator returns values sharded by `results`."""
         for op in list(block.ops):
             self.resharder.location = op.location  # what it inserts for `op` reports `op`
-            if isinstance(op, func.ReturnOp):
+            if isinstance(op, func.ReturnOp | hlo.ReturnOp):
                 self.partition_return(op, results)
             elif isinstance(op, spmd.ConstraintOp):
                 self.partition_constraint(op)
@@ -136,14 +158,52 @@ class FunctionPartitioner:
                 self.partition_manual(op)
             elif isinstance(op, hlo.PartitionIdOp | hlo.ReplicaIdOp):
                 self.partition_device_id(op)
+            elif isinstance(op, hlo.WhileOp | hlo.CaseOp):
+                self.partition_region_op(op)
             else:
                 self.partition_op(op)
-        self.function.attributes[PARTITIONED_ATTR_NAME] = UnitAttr()
-        ret = block.last_op
-        assert ret is not None
-        self.function.function_type = FunctionType.from_lists(
-            [a.type for a in block.args], [v.type for v in ret.operands]
-        )
+
+    def partition_region_op(self, op: hlo.WhileOp | hlo.CaseOp) -> None:
+        """
+        A while's carried value k (operand, block arguments, `do`'s returned value, result)
+        and a case's result k (and what each branch returns) take result k's sharding;
+        the predicate and the index are replicated. Regions are partitioned like blocks.
+        """
+        shardings = self.result_shardings(op)
+        scalar = replicated(self.mesh_name, 0)
+        if isinstance(op, hlo.WhileOp):
+            for k in range(len(op.inputs)):
+                self.reshard_operand(op, k, shardings[k])
+            for region in op.regions:
+                for arg, sharding in zip(list(region.block.args), shardings, strict=True):
+                    new = Rewriter.replace_value_with_new_type(
+                        arg, local_type(_tensor(arg), sharding, self.mesh)
+                    )
+                    self.actual[new] = sharding
+            blocks = [(op.cond.block, [scalar]), (op.body.block, shardings)]
+        else:
+            self.reshard_operand(op, 0, scalar)
+            blocks = [(region.block, shardings) for region in op.branches]
+        for block, returned in blocks:
+            # a value resharded inside a region is not available after it
+            outside = dict(self.resharded)
+            self.partition_block(block, returned)
+            self.resharded = outside
+        self.resharder.location = op.location
+        for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME, RESULT_SHARDINGS_ATTR_NAME):
+            op.attributes.pop(name, None)
+        for result, sharding in zip(list(op.results), shardings, strict=True):
+            new = Rewriter.replace_value_with_new_type(
+                result, local_type(_tensor(result), sharding, self.mesh)
+            )
+            self.actual[new] = sharding
+
+    def result_shardings(self, op: Operation) -> list[ShardingAttr]:
+        """Each result's sharding as propagation chose it (`spmd.result_shardings`)."""
+        chosen = op.attributes.get(RESULT_SHARDINGS_ATTR_NAME)
+        if isinstance(chosen, ArrayAttr) and len(chosen.data) == len(op.results):
+            return [s for s in chosen.data if isinstance(s, ShardingAttr)]
+        return [replicated(self.mesh_name, len(_shape(r))) for r in op.results]
 
     def reshard_operand(self, op: Operation, index: int, target: ShardingAttr) -> None:
         """
@@ -161,7 +221,9 @@ class FunctionPartitioner:
             op.operands[index] = new
             self.actual[new] = target
 
-    def partition_return(self, op: func.ReturnOp, results: list[ShardingAttr | None]) -> None:
+    def partition_return(
+        self, op: func.ReturnOp | hlo.ReturnOp, results: Sequence[ShardingAttr | None]
+    ) -> None:
         for i, (value, sharding) in enumerate(zip(op.operands, results, strict=False)):
             self.reshard_operand(op, i, sharding or replicated(self.mesh_name, len(_shape(value))))
 

@@ -14,14 +14,20 @@ Conflict rules, in order (deterministic):
 3. when neighbours disagree on a factor, the one from the bigger tensor wins (moving the
    smaller one moves fewer bytes); ties go to results before operands, then operand order;
 4. an axis goes to one factor only; a value no annotation reaches is replicated.
+
+Ops inside the regions of `hlo.while` and `hlo.case` propagate like top-level ops. A
+while's carried value has one sharding, shared by its operand, the block arguments of
+`cond` and `do`, the value `do` returns and the result (Shardy ties them the same way); a
+case's result shares its sharding with what each branch returns (`tied_values`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shardc.diagnostics import OpPassError
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.dialects.sizes import value_bytes
 from shardc.dialects.spmd import (
     PARTITIONED_ATTR_NAME,
@@ -43,16 +49,22 @@ from shardc.passes.sharding_rules import (
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 ORIGIN_ATTR_NAME = "spmd.origin"
+RESULT_SHARDINGS_ATTR_NAME = "spmd.result_shardings"
+"""On `hlo.while` / `hlo.case`: every result's sharding (`spmd.sharding` holds the first's).
+A while's carried value k keeps result k's sharding in both regions and across iterations."""
 
 
 def describe(value: SSAValue) -> str:
     """`%x` (argument 0) or `%h` (hlo.dot) for messages."""
     name = f"%{value.name_hint}" if value.name_hint else "a value"
     if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
+        if parent is not None and not isinstance(parent, func.FuncOp):
+            return f"{name} (carried value {value.index} of {parent.name})"
         return f"{name} (argument {value.index})"
     assert isinstance(value.owner, Operation)
     return f"{name} ({value.owner.name})"
@@ -92,7 +104,7 @@ class ShardingPropagation:
                 )
             else:
                 self.fix(arg, sharding, f"argument {i} annotation")
-        for op in block.ops:
+        for op in self.function.walk():
             if isinstance(op, spmd.ConstraintOp):
                 self.fix(op.result, op.sharding, "spmd.constraint")
         self.seed_manual_computations()
@@ -127,11 +139,7 @@ class ShardingPropagation:
 
     def run(self) -> None:
         self.seed()
-        ops = [
-            op
-            for op in self.function.body.block.ops
-            if not isinstance(op, func.ReturnOp | spmd.ManualComputationOp)
-        ]
+        ops = propagated_ops(self.function)
         changed = True
         while changed:
             changed = False
@@ -146,6 +154,8 @@ class ShardingPropagation:
                     self.origin[value] = "no annotation reaches it: replicated"
 
     def propagate(self, op: Operation) -> bool:
+        if isinstance(op, hlo.WhileOp | hlo.CaseOp):
+            return any([self.propagate_tied(group) for group in tied_values(op)])
         if op not in self.rules:
             self.rules[op] = factor_rule(op)
         rule = self.rules[op]
@@ -181,6 +191,30 @@ class ShardingPropagation:
             self.origin[value] = f"{direction} through {op.name}" + (
                 f" from {', '.join(froms)}" if froms else ""
             )
+        return changed
+
+    def propagate_tied(self, group: list[SSAValue]) -> bool:
+        """
+        Values that must share one sharding (a while's carried value: operand, block
+        arguments, returned value, result; a case's result and its branches' returned
+        values): the others take the sharding of the first fixed, else known, one.
+        """
+        known = [v for v in group if v in self.known]
+        if not known or len(known) == len(group) and not any(self.open.get(v) for v in group):
+            return False
+        known.sort(key=lambda v: (v not in self.fixed, len(self.open.get(v, ()))))
+        source = known[0]
+        changed = False
+        for value in group:
+            if value is source:
+                continue
+            if value not in self.known:
+                self.known[value] = self.known[source]
+                self.open[value] = set(self.open.get(source, ()))
+            elif not self.open.get(value) or not self.refine(value, self.known[source]):
+                continue
+            changed = True
+            self.origin[value] = f"tied to {describe(source)} (one sharding per carried value)"
         return changed
 
     def refine(self, value: SSAValue, candidate: ShardingAttr) -> bool:
@@ -239,12 +273,17 @@ class ShardingPropagation:
     def annotate(self, explain: bool) -> None:
         """Write the result on the IR: each op's result sharding, every argument's and result's."""
         block = self.function.body.block
-        for op in block.ops:
-            if isinstance(op, func.ReturnOp | spmd.ManualComputationOp) or not op.results:
+        for op in propagated_ops(self.function):
+            if not op.results:
                 continue
             op.attributes[SHARDING_ATTR_NAME] = self.known[op.results[0]]
             if explain:
                 op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
+            if isinstance(op, hlo.WhileOp | hlo.CaseOp):
+                # a while's carried sharding is its block arguments' (a result may be an
+                # unannotated function result fixed replicated, resharded at the return)
+                tied = op.body.block.args if isinstance(op, hlo.WhileOp) else op.results
+                op.attributes[RESULT_SHARDINGS_ATTR_NAME] = ArrayAttr([self.known[v] for v in tied])
         args, results = spmd.function_shardings(self.function)
         self.function.arg_attrs = _with_shardings(
             self.function.arg_attrs, [self.known[a] for a in block.args]
@@ -279,6 +318,52 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 def _rank(value: SSAValue) -> int:
     return len(_shape(value))
+
+
+def propagated_ops(function: func.FuncOp) -> list[Operation]:
+    """Every op of `function` but terminators, nested ones (in while / case regions) too;
+    not a manual computation nor its per-device body (its boundary is fixed)."""
+    out: list[Operation] = []
+
+    def visit(block: Block) -> None:
+        for op in block.ops:
+            if isinstance(op, func.ReturnOp | hlo.ReturnOp | spmd.ManualComputationOp):
+                continue
+            out.append(op)
+            for region in op.regions:
+                for nested in region.blocks:
+                    visit(nested)
+
+    visit(function.body.block)
+    return out
+
+
+def tied_values(op: hlo.WhileOp | hlo.CaseOp) -> list[list[SSAValue]]:
+    """The groups of values of a region op that carry one sharding (see `propagate_tied`)."""
+    if isinstance(op, hlo.WhileOp):
+        # the operand first: among fixed values (an annotated argument, a result), the
+        # loop keeps its input's sharding
+        groups: list[list[SSAValue]] = [[v] for v in op.inputs]
+        for region in op.regions:
+            groups_add(groups, region.block.args)
+        groups_add(groups, _returned(op.body))
+        groups_add(groups, op.results)
+        return groups
+    groups = [[r] for r in op.results]
+    for region in op.branches:
+        groups_add(groups, _returned(region))
+    return groups
+
+
+def groups_add(groups: list[list[SSAValue]], values: Sequence[SSAValue]) -> None:
+    for group, value in zip(groups, values, strict=False):
+        group.append(value)
+
+
+def _returned(region: Region) -> Sequence[SSAValue]:
+    last = region.block.last_op
+    assert isinstance(last, hlo.ReturnOp)
+    return last.values
 
 
 def global_functions(module: ModuleOp) -> list[func.FuncOp]:

@@ -575,6 +575,32 @@ class ProgramBuilder:
         )
         return self.emit_multi(rhs, [(x.shape, x.dtype) for x in xs])
 
+    def op_control(self) -> list[Value]:
+        """A counted hlo.while carrying an operand, or a two-branch hlo.case on it."""
+        a = self.operand()
+        t = a.type
+        if self.c.chance(0.5):
+            n = self.c.int(0, 3)
+            rhs = (
+                f"hlo.while(%it = %ctl{len(self.lines)}, %xt = {a.ref}) : tensor<i32>, {t} cond {{\n"
+                f"    %nt = hlo.constant dense<{n}> : tensor<i32>\n"
+                "    %pt = hlo.compare LT, %it, %nt : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+                "    hlo.return %pt : tensor<i1>\n  } do {\n"
+                "    %ot = hlo.constant dense<1> : tensor<i32>\n"
+                "    %jt = hlo.add %it, %ot : tensor<i32>\n"
+                f"    hlo.return %jt, %xt : tensor<i32>, {t}\n  }}"
+            )
+            counter = rhs.split("%it = ")[1].split(",")[0]
+            self.lines.append(f"  {counter} = hlo.constant dense<0> : tensor<i32>")
+            return self.emit_multi(rhs, [((), "i32"), (a.shape, a.dtype)])
+        k = f"%ctl{len(self.lines)}"
+        self.lines.append(f"  {k} = hlo.constant dense<{self.c.int(-1, 2)}> : tensor<i32>")
+        rhs = (
+            f"hlo.case {k} -> ({t}) {{\n    hlo.return {a.ref} : {t}\n  }}, "
+            f"{{\n    hlo.return {a.ref} : {t}\n  }}"
+        )
+        return self.emit_multi(rhs, [(a.shape, a.dtype)])
+
     def op_top_k(self) -> list[Value]:
         a = self.operand(min_rank=1)
         k = self.c.int(1, a.shape[-1])
@@ -845,6 +871,7 @@ class ProgramBuilder:
         "elementwise_13",
         "sort",
         "top_k",
+        "control",
         "convolution",
         "gather",
         "scatter",

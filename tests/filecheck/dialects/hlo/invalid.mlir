@@ -1142,3 +1142,113 @@ func.func @scatter_rank(%t: tensor<8x4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x4
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.scatter' op update_window_dims (1) + inserted_window_dims (0) + input_batching_dims (0) must be the operand rank 2
   func.return
 }
+
+// -----
+
+func.func @while_cond_not_i1(%a: tensor<4xf32>) {
+  %r = hlo.while(%x = %a) : tensor<4xf32> cond {
+    %s = hlo.constant dense<1.0> : tensor<f32>
+    hlo.return %s : tensor<f32>
+  } do {
+    hlo.return %x : tensor<4xf32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 6]]:3: error: 'hlo.while' op cond must return one tensor<i1>, got (tensor<f32>)
+  func.return
+}
+
+// -----
+
+func.func @while_body_types(%a: tensor<4xf32>, %p: tensor<i1>) {
+  %r = hlo.while(%x = %a) : tensor<4xf32> cond {
+    hlo.return %p : tensor<i1>
+  } do {
+    %y = hlo.constant dense<1.0> : tensor<2xf32>
+    hlo.return %y : tensor<2xf32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 6]]:3: error: 'hlo.while' op do must return the carried values' types (tensor<4xf32>), got (tensor<2xf32>)
+  func.return
+}
+
+// -----
+
+func.func @while_block_args(%a: tensor<4xf32>, %p: tensor<i1>) {
+  %r = "hlo.while"(%a) ({
+  ^bb0(%x: tensor<4xi32>):
+    hlo.return %p : tensor<i1>
+  }, {
+  ^bb0(%x: tensor<4xf32>):
+    hlo.return %x : tensor<4xf32>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 7]]:3: error: 'hlo.while' op cond's block arguments (tensor<4xi32>) must have the carried values' types (tensor<4xf32>)
+  func.return
+}
+
+// -----
+
+func.func @while_results(%a: tensor<4xf32>, %p: tensor<i1>) {
+  %r = "hlo.while"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    hlo.return %p : tensor<i1>
+  }, {
+  ^bb0(%x: tensor<4xf32>):
+    hlo.return %x : tensor<4xf32>
+  }) : (tensor<4xf32>) -> tensor<4xf64>
+  // CHECK: invalid.mlir:[[# @LINE - 7]]:3: error: 'hlo.while' op results (tensor<4xf64>) must have the operands' types (tensor<4xf32>)
+  func.return
+}
+
+// -----
+
+func.func @while_no_return(%a: tensor<4xf32>) {
+  %r = "hlo.while"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    "test.op"() : () -> ()
+  }, {
+  ^bb0(%x: tensor<4xf32>):
+    hlo.return %x : tensor<4xf32>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 7]]:3: error: 'hlo.while' op cond must end with hlo.return
+  func.return
+}
+
+// -----
+
+func.func @case_branch_types(%a: tensor<4xf32>, %k: tensor<i32>) {
+  %c = hlo.case %k -> (tensor<4xf32>) {
+    hlo.return %a : tensor<4xf32>
+  }, {
+    %i = hlo.constant dense<1> : tensor<4xi32>
+    hlo.return %i : tensor<4xi32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 6]]:3: error: 'hlo.case' op branch 1 must return the result types (tensor<4xf32>), got (tensor<4xi32>)
+  func.return
+}
+
+// -----
+
+func.func @case_index(%a: tensor<4xf32>, %k: tensor<i64>) {
+  %c = "hlo.case"(%k) ({
+    hlo.return %a : tensor<4xf32>
+  }) : (tensor<i64>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'hlo.case' op index must be tensor<i32>, got tensor<i64>
+  func.return
+}
+
+// -----
+
+func.func @case_no_branch(%k: tensor<i32>) {
+  "hlo.case"(%k) : (tensor<i32>) -> ()
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.case' op case needs at least one branch
+  func.return
+}
+
+// -----
+
+func.func @case_branch_args(%a: tensor<4xf32>, %k: tensor<i32>) {
+  %c = "hlo.case"(%k) ({
+  ^bb0(%x: tensor<4xf32>):
+    hlo.return %x : tensor<4xf32>
+  }) : (tensor<i32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.case' op branch 0 must not have block arguments
+  func.return
+}

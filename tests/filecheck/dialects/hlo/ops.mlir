@@ -610,3 +610,53 @@ func.func @convolution(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x6xf32>, %n: ten
 // CHECK-NEXT:   func.return
 
 // CHECK-GENERIC: %2 = "hlo.convolution"(%d, %dk) <{lhs_dims = array<i64: 0, 2, 1>, rhs_dims = array<i64: 1, 2, 0>, out_dims = array<i64: 0, 2, 1>, window_strides = array<i64: 1>, padding = array<i64: 1, 1>, lhs_dilation = array<i64: 1>, rhs_dilation = array<i64: 1>, window_reversal = array<i64: 0>, feature_group_count = 4 : i64, batch_group_count = 1 : i64}> : (tensor<2x9x4xf32>, tensor<3x1x8xf32>) -> tensor<2x9x8xf32>
+
+// while (carried values named in the header, both regions) and case.
+func.func @control(%a: tensor<4xf32>, %k: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c0 = hlo.constant dense<0> : tensor<i32>
+  %r:2 = hlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32> attributes {tag = 1 : i64} cond {
+    %n = hlo.constant dense<3> : tensor<i32>
+    %p = hlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    hlo.return %p : tensor<i1>
+  } do {
+    %one = hlo.constant dense<1> : tensor<i32>
+    %i1 = hlo.add %i, %one : tensor<i32>
+    %x1 = hlo.tanh %x : tensor<4xf32>
+    hlo.return %i1, %x1 : tensor<i32>, tensor<4xf32>
+  }
+  %c = hlo.case %k -> (tensor<4xf32>) {
+    hlo.return %a : tensor<4xf32>
+  }, {
+    %neg = hlo.neg %r#1 : tensor<4xf32>
+    hlo.return %neg : tensor<4xf32>
+  }
+  func.return %r#1, %c : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK:      func.func @control(%a: tensor<4xf32>, %k: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:   %c0 = hlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:   %r, %r_1 = hlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32> attributes {tag = 1 : i64} cond {
+// CHECK-NEXT:     %n = hlo.constant dense<3> : tensor<i32>
+// CHECK-NEXT:     %p = hlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+// CHECK-NEXT:     hlo.return %p : tensor<i1>
+// CHECK-NEXT:   } do {
+// CHECK-NEXT:     %one = hlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:     %i1 = hlo.add %i, %one : tensor<i32>
+// CHECK-NEXT:     %x1 = hlo.tanh %x : tensor<4xf32>
+// CHECK-NEXT:     hlo.return %i1, %x1 : tensor<i32>, tensor<4xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %c = hlo.case %k -> (tensor<4xf32>) {
+// CHECK-NEXT:     hlo.return %a : tensor<4xf32>
+// CHECK-NEXT:   }, {
+// CHECK-NEXT:     %neg = hlo.neg %r_1 : tensor<4xf32>
+// CHECK-NEXT:     hlo.return %neg : tensor<4xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return %r_1, %c : tensor<4xf32>, tensor<4xf32>
+
+// CHECK-GENERIC: %r, %r_1 = "hlo.while"(%c0, %a) ({
+// CHECK-GENERIC-NEXT: ^bb{{.*}}(%i: tensor<i32>, %x: tensor<4xf32>):
+// CHECK-GENERIC: }, {
+// CHECK-GENERIC: }) {tag = 1 : i64} : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>)
+// CHECK-GENERIC: %c = "hlo.case"(%k) ({
+// CHECK-GENERIC: }, {
+// CHECK-GENERIC: }) : (tensor<i32>) -> tensor<4xf32>
