@@ -247,9 +247,12 @@ def _gather_rule(op: hlo.GatherOp, shape: ShapeOf) -> FactorRule:
 
 
 def gather_is_masked(op: hlo.GatherOp, dim: int) -> bool:
-    """A collapsed dim a device can gather its own rows of (masked, then summed)."""
+    """A collapsed dim (slices of 1) that is the only indexed one: a device can gather its
+    own rows of it (masked, then summed). An indexed dimension sliced whole is an offset
+    dimension instead (its start is clamped to 0): split like any offset dimension."""
     numeric = hlo.element_kind(op.result.type.element_type) != hlo.BOOL  # pyright: ignore
-    return op.dims("start_index_map") == (dim,) and numeric
+    collapsed = dim in op.dims("collapsed_slice_dims")
+    return op.dims("start_index_map") == (dim,) and collapsed and numeric
 
 
 def scatter_owned_rows_dim(op: hlo.ScatterOp, dim: int) -> bool:

@@ -134,3 +134,24 @@ func.func @main(%t: tensor<64x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"v
   func.return %g : tensor<16x8xf32>
 }"""
     assert census(text) == {"all_reduce": 1}
+
+
+WHOLE_SLICE_OF_AN_INDEXED_DIM = """spmd.mesh @mesh = <["x"=2]>
+func.func @main(%a: tensor<2xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}, %i: tensor<1x3x3xi32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}, {}]>})
+    -> (tensor<2x3x3xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}, {}, {}]>}, tensor<2xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}) {
+  %g = hlo.gather %a, %i, offset_dims = [0], collapsed_slice_dims = [], start_index_map = [0], index_vector_dim = 0, slice_sizes = [2] : (tensor<2xi32>, tensor<1x3x3xi32>) -> tensor<2x3x3xi32>
+  %gc = spmd.constraint %g <@mesh, [{"x"}, {}, {}]> : tensor<2x3x3xi32>
+  %s = hlo.scatter add %a, %i, %gc, update_window_dims = [0], inserted_window_dims = [], scatter_dims_to_operand_dims = [0], index_vector_dim = 0 : (tensor<2xi32>, tensor<1x3x3xi32>, tensor<2x3x3xi32>) -> tensor<2xi32>
+  func.return %gc, %s : tensor<2x3x3xi32>, tensor<2xi32>
+}
+"""
+
+
+def test_an_indexed_dimension_sliced_whole_is_split_as_an_offset_dimension() -> None:
+    # found by hypothesis: the vocabulary rule (shift + mask) once fired on a dimension
+    # that is indexed but sliced whole (its start clamped to 0), losing half the rows
+    inputs = {
+        "in_0": np.array([4, -3], dtype=np.int32),
+        "in_1": np.array([[[0, 1, 2], [1, 0, 5], [-1, 1, 0]]], dtype=np.int32),
+    }
+    partition_and_compare(WHOLE_SLICE_OF_AN_INDEXED_DIM, exact=True, inputs=inputs)
