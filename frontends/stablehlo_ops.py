@@ -441,8 +441,10 @@ def custom_call(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -
 def sdy_constraint(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     if local:
         raise ValueError(f"{op.name} inside a manual computation is not supported")
-    sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name)
-    return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))] if sh is not None else xs
+    sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name, True)
+    if sh is None or (sh.is_replicated() and len(sh.open_dims) == len(sh.dim_axes) > 0):
+        return xs  # open in every dimension, naming no axis: constrains nothing
+    return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]
 
 
 # ops without an hlo op of their own --------------------------------------------------------

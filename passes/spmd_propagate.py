@@ -14,6 +14,15 @@ Conflict rules, in order (deterministic):
 3. when neighbours disagree on a factor, the one from the bigger tensor wins (moving the
    smaller one moves fewer bytes); ties go to results before operands, then operand order;
 4. an axis goes to one factor only; a value no annotation reaches is replicated.
+
+Open dimensions (Shardy's `{"a", ?}` / `{?}`, on arguments, results and constraints) are
+the user's annotation for their closed part only: the value is seeded with the axes it
+lists and its open dimensions may be extended (axes appended, minor) by propagation with
+axes the sharding does not use elsewhere, as Shardy does. An open dimension decides no
+factor (a closed `{}` decides "unsplit"), but the axes it lists are offered to its factor
+(and a later source may extend them). Afterwards no sharding is left open: an open
+dimension nothing constrained is closed as it is, and constraints and function results
+are rewritten closed.
 """
 
 from __future__ import annotations
@@ -79,6 +88,12 @@ class ShardingPropagation:
         self.origin[value] = why
         self.fixed.add(value)
 
+    def seed_annotation(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
+        """A user annotation: closed dimensions fixed, open ones left to propagation."""
+        self.fix(value, sharding.closed(), why)
+        if sharding.is_open():
+            self.open[value] = set(sharding.open_dims)
+
     def seed(self) -> None:
         """The user's annotations: arguments, constraints, then returned values."""
         args, results = spmd.function_shardings(self.function)
@@ -91,10 +106,10 @@ class ShardingPropagation:
                     f"argument {i}: unannotated, replicated",
                 )
             else:
-                self.fix(arg, sharding, f"argument {i} annotation")
+                self.seed_annotation(arg, sharding, f"argument {i} annotation")
         for op in block.ops:
             if isinstance(op, spmd.ConstraintOp):
-                self.fix(op.result, op.sharding, "spmd.constraint")
+                self.seed_annotation(op.result, op.sharding, "spmd.constraint")
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
         for i, (value, sharding) in enumerate(zip(ret.arguments, results, strict=False)):
@@ -107,7 +122,7 @@ class ShardingPropagation:
                     f"result {i}: unannotated, replicated",
                 )
             else:
-                self.fix(value, sharding, f"result {i} annotation")
+                self.seed_annotation(value, sharding, f"result {i} annotation")
 
     def run(self) -> None:
         self.seed()
@@ -164,19 +179,29 @@ class ShardingPropagation:
         return changed
 
     def refine(self, value: SSAValue, candidate: ShardingAttr) -> bool:
-        """Fill a value's open dimensions (ones no neighbour had decided) from `candidate`."""
-        dims = [list(a) for a in self.known[value].dim_axes]
-        used = {a for d in dims for a in d}
+        """
+        Extend a value's open dimensions (ones no neighbour had decided, or the user left
+        open) from `candidate`: axes appended to the ones a dimension has, none used
+        elsewhere in the sharding.
+        """
+        known = self.known[value]
+        dims = [list(a) for a in known.dim_axes]
+        used = {a for d in dims for a in d} | set(known.unreduced_axes)
         refined = False
         for d in sorted(self.open[value]):
-            axes = candidate.dim_axes[d]
-            if axes and not used.intersection(axes):
-                dims[d] = list(axes)
-                used.update(axes)
+            axes, have = list(candidate.dim_axes[d]), dims[d]
+            extra = axes[len(have) :]
+            if extra and axes[: len(have)] == have and not used.intersection(extra):
+                dims[d] = axes
+                used.update(extra)
                 self.open[value].discard(d)
                 refined = True
         if refined:
-            self.known[value] = make_sharding(self.mesh_name, dims)
+            self.known[value] = (
+                ShardingAttr(self.mesh_name, dims, known.unreduced_axes)
+                if known.unreduced_axes
+                else make_sharding(self.mesh_name, dims)
+            )
         return refined
 
     def choose_factors(
@@ -184,23 +209,40 @@ class ShardingPropagation:
     ) -> tuple[list[Axes], set[int], dict[int, SSAValue]]:
         """
         Each factor's axes from the first source that splits it; `decided` holds the
-        factors some source has a closed (not open) dimension for, split or not.
+        factors some source has a closed (not open) dimension for, split or not. Axes
+        from an open dimension decide nothing, and a later source whose axes extend them
+        (they are its major axes) replaces them.
         """
         factors: list[Axes | None] = [None] * rule.factor_count
         decided: set[int] = set()
+        extendable: set[int] = set()
         source_of: dict[int, SSAValue] = {}
         used: set[str] = set()
         for dims, value in sources:
             open_dims = self.open.get(value, set())
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
-                if f in rule.unsplittable_factors or axes is None or dims[f] in open_dims:
+                if f in rule.unsplittable_factors or axes is None:
                     continue
-                decided.add(f)
-                if not axes or factors[f] is not None or used.intersection(axes):
+                is_open = dims[f] in open_dims
+                if not is_open:
+                    decided.add(f)
+                if not axes:
+                    continue
+                have = factors[f]
+                if have is not None:
+                    if f in extendable and _extends(axes, have, used):
+                        used.update(axes[len(have) :])
+                        factors[f], source_of[f] = axes, value
+                        if not is_open:
+                            extendable.discard(f)
+                    continue
+                if used.intersection(axes):
                     continue
                 factors[f] = axes
                 source_of[f] = value
                 used.update(axes)
+                if is_open:
+                    extendable.add(f)
         return [f or () for f in factors], decided, source_of
 
     def fit(self, rule: FactorRule, op: Operation, factors: list[Axes]) -> list[Axes]:
@@ -223,6 +265,8 @@ class ShardingPropagation:
             if isinstance(op, func.ReturnOp) or not op.results:
                 continue
             op.attributes[SHARDING_ATTR_NAME] = self.known[op.results[0]]
+            if isinstance(op, spmd.ConstraintOp) and op.sharding.is_open():
+                op.sharding = self.known[op.result]
             if explain:
                 op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
         args, results = spmd.function_shardings(self.function)
@@ -234,10 +278,30 @@ class ShardingPropagation:
         self.function.res_attrs = _with_shardings(
             self.function.res_attrs,
             [
-                s or replicated(self.mesh_name, _rank(v))
+                _closed_result(s, self.known[v])
+                if s is not None and s.is_open()
+                else s or replicated(self.mesh_name, _rank(v))
                 for s, v in zip(results, ret.arguments, strict=False)
             ],
         )
+
+
+def _extends(axes: Axes, have: Axes, used: set[str]) -> bool:
+    """`axes` are `have` followed by more axes, none of them used yet."""
+    n = len(have)
+    return len(axes) > n and tuple(axes[:n]) == tuple(have) and not used.intersection(axes[n:])
+
+
+def _closed_result(declared: ShardingAttr, found: ShardingAttr) -> ShardingAttr:
+    """
+    An open result annotation after propagation: what propagation found for the returned
+    value if that agrees with the annotation's closed part, else the annotation closed.
+    """
+    ok = declared.unreduced_axes == found.unreduced_axes and all(
+        f[: len(d)] == d if i in declared.open_dims else f == d
+        for i, (d, f) in enumerate(zip(declared.dim_axes, found.dim_axes, strict=True))
+    )
+    return found if ok else declared.closed()
 
 
 def _with_shardings(
