@@ -324,9 +324,7 @@ class ShardingAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         open_dims = self.open_dims
-        dims = ", ".join(
-            _dim_str(d, i in open_dims) for i, d in enumerate(self.dim_axes)
-        )
+        dims = ", ".join(_dim_str(d, i in open_dims) for i, d in enumerate(self.dim_axes))
         text = f"<{symbol(self.mesh_name)}, [{dims}]"
         if self.unreduced_axes:
             text += f", unreduced={string_list_in_braces_str(self.unreduced_axes)}"

@@ -262,3 +262,13 @@ func.func @unknown_attribute(%x: tensor<16xf32> {spmd.sharding = #spmd.layout<[0
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: 'spmd.layout' is not registered
   func.return
 }
+
+// -----
+
+// An open dimension's `?` comes last.
+spmd.mesh @mesh = <["data"=2]>
+func.func @open_not_last(%x: tensor<16xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?, "data"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: `?` (an open dimension) must come last, before `}`
+  func.return
+}
+

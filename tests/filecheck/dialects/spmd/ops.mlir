@@ -120,3 +120,19 @@ func.func @attr_dicts(%x: tensor<16xf32>) {
 // CHECK-NEXT:   %i = spmd.axis_index @mesh["data"] {tag = 2 : i64} : tensor<i32>
 
 // CHECK-GENERIC: "spmd.mesh"() <{sym_name = "mesh", mesh = #spmd.mesh<["data"=2]>}> {tag = 0 : i64} : () -> ()
+
+// -----
+
+// Open dimensions (Shardy's `?`): on arguments, results and constraints; a `?` after the
+// axes a dimension already has, or alone.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @open_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}, {?}]>})
+    -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {}], unreduced={"model"}>}) {
+  %c = spmd.constraint %x <@mesh, [{}, {"model", ?}]> : tensor<16x32xf32>
+  func.return %c : tensor<16x32xf32>
+}
+
+// CHECK:      func.func @open_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}, {?}]>}) -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {}], unreduced={"model"}>}) {
+// CHECK-NEXT:   %c = spmd.constraint %x <@mesh, [{}, {"model", ?}]> : tensor<16x32xf32>
+// CHECK-GENERIC: %c = "spmd.constraint"(%x) <{sharding = #spmd.sharding<@mesh, [{}, {"model", ?}]>}> : (tensor<16x32xf32>) -> tensor<16x32xf32>
