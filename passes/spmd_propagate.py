@@ -23,6 +23,11 @@ factor (a closed `{}` decides "unsplit"), but the axes it lists are offered to i
 (and a later source may extend them). Afterwards no sharding is left open: an open
 dimension nothing constrained is closed as it is, and constraints and function results
 are rewritten closed.
+
+Constants are split per use first (Shardy's constant splitting): a constant-like
+expression (an `hlo.constant` or `hlo.iota`, and a broadcast, reshape, convert or transpose
+of one) used by several ops gets one copy per use, so each use's sharding is its own and
+no use forces a reshard on another (copies cost nothing: every device makes its block).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shardc.diagnostics import OpPassError
-from shardc.dialects import spmd
+from shardc.dialects import hlo, spmd
 from shardc.dialects.sizes import value_bytes
 from shardc.dialects.spmd import (
     PARTITIONED_ATTR_NAME,
@@ -54,6 +59,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
 
 ORIGIN_ATTR_NAME = "spmd.origin"
 
@@ -337,6 +348,50 @@ def global_functions(module: ModuleOp) -> list[func.FuncOp]:
     ]
 
 
+_CONSTANT_SOURCES = (hlo.ConstantOp, hlo.IotaOp)
+_CONSTANT_CARRIERS = (hlo.BroadcastOp, hlo.ReshapeOp, hlo.ConvertOp, hlo.TransposeOp)
+
+
+def _is_constant_like(op: Operation) -> bool:
+    """A constant, an iota, or a broadcast/reshape/convert/transpose of one (recursively)."""
+    if isinstance(op, _CONSTANT_SOURCES):
+        return True
+    return (
+        isinstance(op, _CONSTANT_CARRIERS)
+        and len(op.operands) == 1
+        and isinstance(op.operands[0].owner, Operation)
+        and _is_constant_like(op.operands[0].owner)
+    )
+
+
+class SplitConstantPerUse(RewritePattern):
+    """
+    A constant-like op with several uses in its block: one copy per further use (the
+    copies use the same operands, which the walk, going backwards, splits next).
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if len(op.results) != 1 or not _is_constant_like(op):
+            return
+        block = op.parent_block()
+        uses = [u for u in op.results[0].uses if u.operation.parent_block() is block]
+        if len(uses) < 2 or block is None:
+            return
+        order = {o: i for i, o in enumerate(block.ops)}
+        for use in sorted(uses, key=lambda u: (order[u.operation], u.index))[1:]:
+            copy = op.clone()
+            copy.location = op.location
+            rewriter.insert(copy, InsertPoint.after(op))
+            use.operation.operands[use.index] = copy.results[0]
+
+
+def split_constants(function: func.FuncOp) -> None:
+    """Shardy's constant splitting (module docstring), before propagation."""
+    PatternRewriteWalker(
+        SplitConstantPerUse(), walk_reverse=True, apply_recursively=False
+    ).rewrite_region(function.body)
+
+
 @dataclass(frozen=True)
 class SpmdPropagatePass(ModulePass):
     """Complete the sharding of every value (see the module docstring for the rules)."""
@@ -351,6 +406,7 @@ class SpmdPropagatePass(ModulePass):
         if mesh is None:
             return
         for function in global_functions(op):
+            split_constants(function)
             state = ShardingPropagation(function, *mesh)
             state.run()
             state.annotate(self.explain)

@@ -114,3 +114,39 @@ def test_partition_refuses_open_shardings(text: str, where: str) -> None:
     module = parse_and_verify(CTX, text, "<t>")
     with pytest.raises(OpPassError, match=f"{where} has an open dimension"):
         SpmdPartitionPass().apply(CTX, module)
+
+
+CONSTANT = re.compile(r"^  (%v\d+) = hlo\.constant dense<0\.5> : (\S+)\n", re.MULTILINE)
+
+
+@st.composite
+def programs_sharing_constants(draw: st.DrawFn) -> str:
+    """A generated program whose equal constants are one value with several uses."""
+    text = draw(programs_with_open_dims())
+    first: dict[str, str] = {}
+    renames: dict[str, str] = {}
+
+    def share(m: re.Match[str]) -> str:
+        name, ty = m.group(1), m.group(2)
+        if ty in first:
+            renames[name] = first[ty]
+            return ""
+        first[ty] = name
+        return m.group(0)
+
+    text = CONSTANT.sub(share, text)
+    for old, new in renames.items():
+        text = re.sub(rf"{old}\b", new, text)
+    return text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs_sharing_constants(), st.integers(0, 3))
+def test_shared_constants_are_split_and_partition_to_the_same_numbers(text: str, seed: int) -> None:
+    """Constant splitting (one copy per use) never changes what the program computes."""
+    module = propagated(text)
+    for op in module.walk():
+        if op.name in ("hlo.constant", "hlo.iota"):
+            users = {u.operation for u in op.results[0].uses}
+            assert len(users) <= 1, str(op)
+    partition_and_compare(text, seed, note=text)
