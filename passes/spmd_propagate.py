@@ -24,6 +24,18 @@ factor (a closed `{}` decides "unsplit"), but the axes it lists are offered to i
 dimension nothing constrained is closed as it is, and constraints and function results
 are rewritten closed.
 
+Op priorities (Shardy's op-priority propagation; `op-priorities=auto`, the default, uses
+them in a function with an open dimension, which is how `shardc-import` writes a Shardy
+module, and not in others, whose propagation is as before; `on` / `off` force them):
+propagation runs to a fixed point three times, each stage letting more ops propagate, so that cheap, unambiguous ops decide first:
+1. element-wise ops, reshape, transpose and `spmd.constraint` in both directions;
+   dynamic_slice / dynamic_update_slice forward only;
+2. also every other op, but only along its pass-through factors (in every operand and the
+   result, with the same size: a dot's batch dimensions, a reduce's kept ones); a
+   broadcast only backward (result to operand);
+3. every op along every factor, in both directions.
+Within a stage the conflict rules below decide.
+
 Constants are split per use first (Shardy's constant splitting): a constant-like
 expression (an `hlo.constant` or `hlo.iota`, and a broadcast, reshape, convert or transpose
 of one) used by several ops gets one copy per use, so each use's sharding is its own and
@@ -65,6 +77,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
 
 ORIGIN_ATTR_NAME = "spmd.origin"
 
@@ -92,6 +105,8 @@ class ShardingPropagation:
     rules: dict[Operation, FactorRule | None] = field(
         default_factory=dict[Operation, FactorRule | None]
     )
+    stage: int = 2
+    """The op-priority stage running (module docstring); the last lets every op propagate."""
     """Dimensions of a propagated value that no neighbour decided: later ones may split them."""
 
     def fix(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
@@ -135,16 +150,22 @@ class ShardingPropagation:
             else:
                 self.seed_annotation(value, sharding, f"result {i} annotation")
 
-    def run(self) -> None:
+    def run(self, op_priorities: bool | None = None) -> None:
+        """Propagate (op priorities: None decides by whether an annotation is open)."""
         self.seed()
         ops = [op for op in self.function.body.block.ops if not isinstance(op, func.ReturnOp)]
-        changed = True
-        while changed:
-            changed = False
-            for op in ops:
-                changed |= self.propagate(op)
-            for op in reversed(ops):
-                changed |= self.propagate(op)
+        if op_priorities is None:
+            op_priorities = any(self.open.values())
+        first = 0 if op_priorities else len(OP_PRIORITY_STAGES) - 1
+        for stage in range(first, len(OP_PRIORITY_STAGES)):
+            self.stage = stage
+            changed = True
+            while changed:
+                changed = False
+                for op in ops:
+                    changed |= self.propagate(op)
+                for op in reversed(ops):
+                    changed |= self.propagate(op)
         for op in ops:
             for value in (*op.operands, *op.results):
                 if value not in self.known:
@@ -159,15 +180,25 @@ class ShardingPropagation:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
         if all(v in self.known and not self.open.get(v) for v in (*op.results, *op.operands)):
             return False
-        tensors = [(rule.result_dims, r) for r in op.results] + [
-            (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands, strict=False)
-        ]
-        targets = [(d, v) for d, v in tensors if v not in self.known or self.open.get(v)]
-        sources = [(dims, v) for dims, v in tensors if v in self.known]
+        forward, backward, only = op_priority_direction(self.stage, op, rule)
+        if not forward and not backward:
+            return False
+        results = [(rule.result_dims, r) for r in op.results]
+        operands = list(zip(rule.operand_dims, op.operands, strict=False))
+        into = (results if forward else []) + (operands if backward else [])
+        out_of = (results if backward else []) + (operands if forward else [])
+        targets = [(d, v) for d, v in into if v not in self.known or self.open.get(v)]
+        sources = [(dims, v) for dims, v in out_of if v in self.known]
         if not targets or not sources:
             return False
-        sources.sort(key=lambda s: (s[1] not in self.fixed, -value_bytes(s[1].type)))
-        factors, decided, source_of = self.choose_factors(rule, sources)
+        # annotations first, but one with open dimensions ranks as a propagated value
+        sources.sort(
+            key=lambda s: (
+                s[1] not in self.fixed or bool(self.open.get(s[1])),
+                -value_bytes(s[1].type),
+            )
+        )
+        factors, decided, source_of = self.choose_factors(rule, sources, only)
         factors = self.fit(rule, op, factors)
         changed = False
         for dims, value in targets:
@@ -216,7 +247,10 @@ class ShardingPropagation:
         return refined
 
     def choose_factors(
-        self, rule: FactorRule, sources: list[tuple[tuple[int | None, ...], SSAValue]]
+        self,
+        rule: FactorRule,
+        sources: list[tuple[tuple[int | None, ...], SSAValue]],
+        only: frozenset[int] | None = None,
     ) -> tuple[list[Axes], set[int], dict[int, SSAValue]]:
         """
         Each factor's axes from the first source that splits it; `decided` holds the
@@ -234,6 +268,8 @@ class ShardingPropagation:
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
                 if f in rule.unsplittable_factors or axes is None:
                     continue
+                if only is not None and f not in only:
+                    continue  # this stage does not propagate the factor (op priorities)
                 is_open = dims[f] in open_dims
                 if not is_open:
                     decided.add(f)
@@ -348,6 +384,57 @@ def global_functions(module: ModuleOp) -> list[func.FuncOp]:
     ]
 
 
+# Op priorities ------------------------------------------------------------------------------
+
+OP_PRIORITY_STAGES = ("pass-through ops", "pass-through factors", "every op")
+_PASS_THROUGH_OPS = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.IsFiniteOp,
+    hlo.ClampOp,
+    hlo.ConvertOp,
+    hlo.ReshapeOp,
+    hlo.TransposeOp,
+    spmd.ConstraintOp,
+)
+
+
+def op_priority_direction(
+    stage: int, op: Operation, rule: FactorRule
+) -> tuple[bool, bool, frozenset[int] | None]:
+    """
+    (forward, backward, factors) `op` propagates along in op-priority `stage` (module
+    docstring); factors None: all of them. Stages are cumulative, as Shardy's.
+    """
+    if stage >= 2 or isinstance(op, _PASS_THROUGH_OPS):
+        return True, True, None
+    if isinstance(op, hlo.DynamicSliceOp | hlo.DynamicUpdateSliceOp):
+        return True, False, None
+    if stage == 0:
+        return False, False, None
+    through = pass_through_factors(op, rule)
+    if isinstance(op, hlo.BroadcastOp):
+        return False, True, through
+    return True, True, through
+
+
+def pass_through_factors(op: Operation, rule: FactorRule) -> frozenset[int]:
+    """Factors in the result and every operand, with the same size everywhere."""
+    found: set[int] = set()
+    for f, d in enumerate(rule.result_dims):
+        if d is None or f in rule.reduction_factors or f in rule.unsplittable_factors:
+            continue
+        size = _shape(op.results[0])[d]
+        if all(
+            dims[f] is not None and _shape(v)[dims[f]] == size  # pyright: ignore[reportArgumentType]
+            for dims, v in zip(rule.operand_dims, op.operands, strict=False)
+        ):
+            found.add(f)
+    return frozenset(found)
+
+
 _CONSTANT_SOURCES = (hlo.ConstantOp, hlo.IotaOp)
 _CONSTANT_CARRIERS = (hlo.BroadcastOp, hlo.ReshapeOp, hlo.ConvertOp, hlo.TransposeOp)
 
@@ -401,12 +488,19 @@ class SpmdPropagatePass(ModulePass):
     explain: bool = False
     """Also record, per op, where its sharding came from (`spmd.origin`)."""
 
+    op_priorities: str = "auto"
+    """Shardy's op priorities (module docstring): `auto` (where a sharding is open), `on`, `off`."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = spmd.module_mesh(op)
         if mesh is None:
             return
+        if self.op_priorities not in ("auto", "on", "off"):
+            raise PassFailedException(
+                f"spmd-propagate: op-priorities must be auto, on or off, not {self.op_priorities}"
+            )
         for function in global_functions(op):
             split_constants(function)
             state = ShardingPropagation(function, *mesh)
-            state.run()
+            state.run({"on": True, "off": False}.get(self.op_priorities))
             state.annotate(self.explain)

@@ -150,3 +150,31 @@ def test_shared_constants_are_split_and_partition_to_the_same_numbers(text: str,
             users = {u.operation for u in op.results[0].uses}
             assert len(users) <= 1, str(op)
     partition_and_compare(text, seed, note=text)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(partitionable_programs(), st.integers(0, 3))
+def test_op_priorities_on_partition_to_the_same_numbers(text: str, seed: int) -> None:
+    """`op-priorities=on` on closed programs: another order of decisions, the same numbers."""
+    import numpy as np
+    from shardc.interpreter import io
+    from shardc.tests.e2e.differential import assert_close
+
+    module = parse_and_verify(CTX, text, "<generated>")
+    function = io.find_entry(module, None, "<generated>")
+    inputs = io.random_inputs(io.signature(module, function, "<generated>"), seed)
+    with np.errstate(all="ignore"):
+        expected = io.run_module(module.clone(), inputs)
+        SpmdPropagatePass(op_priorities="on").apply(CTX, module)
+        SpmdPartitionPass().apply(CTX, module)
+        module.verify()
+        got = io.run_module(module, inputs)
+    assert_close(expected, got, exact=False)
+
+
+def test_op_priorities_option_is_checked() -> None:
+    from xdsl.utils.exceptions import PassFailedException
+
+    module = parse_and_verify(CTX, 'spmd.mesh @mesh = <["x"=2]>', "<t>")
+    with pytest.raises(PassFailedException, match="op-priorities must be auto, on or off"):
+        SpmdPropagatePass(op_priorities="maybe").apply(CTX, module)
