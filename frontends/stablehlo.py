@@ -40,7 +40,11 @@ ops have `hlo` ops of their own (`ELEMENTWISE_13` in `stablehlo_ops`). Shardings
   in/out shardings are closed as written. Priorities and `replicated={...}` (the default anyway) are dropped;
   `unreduced` is kept; sub-axes (`"x":(1)2`) are an error. `sdy.sharding_constraint`
   (and `sdy.reshard`) become `spmd.constraint`; a constraint that is open in every
-  dimension and names no axis constrains nothing and is dropped.
+  dimension and names no axis constrains nothing and is dropped. Shardy's explicit
+  collectives (`sdy.all_gather`, `all_slice`, `all_to_all`, `collective_permute`) only
+  change a global value's sharding: `spmd.constraint` to their `out_sharding`;
+  `sdy.all_reduce` the same on a value declared `unreduced` over its axes, an error on
+  any other.
 * GSPMD: `mhlo.sharding` strings on arguments / results and `custom_call @Sharding`
   (which becomes `spmd.constraint`) are tile assignments over device ids; one mesh is
   built for all of them (`hlo_sharding.MeshBuilder`: axes `"a"`, `"b"`, ... such that
