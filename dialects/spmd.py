@@ -196,7 +196,11 @@ class ShardingAttr(ParametrizedAttribute):
     How a tensor is laid out over a mesh: `<@mesh, [{"a"}, {}], unreduced={"b"}>`.
 
     One `{...}` per tensor dimension lists the axes splitting it, major to minor; axes not
-    listed replicate; `unreduced` axes hold a pending partial sum.
+    listed replicate; `unreduced` axes hold a pending partial sum. A dimension written
+    with a trailing `?` (`{"a", ?}`, `{?}`: Shardy's open dimension) is open: propagation
+    may split it further with axes the sharding does not use elsewhere; `spmd-propagate`
+    leaves none open, and `spmd-partition` refuses an open sharding. `open` holds the
+    indices of the open dimensions.
     """
 
     name = "spmd.sharding"
@@ -204,12 +208,14 @@ class ShardingAttr(ParametrizedAttribute):
     mesh: FlatSymbolRefAttr
     dims: ArrayAttr[ArrayAttr[StringAttr]]
     unreduced: ArrayAttr[StringAttr]
+    open: ArrayAttr[IntAttr]
 
     def __init__(
         self,
         mesh: str | SymbolRefAttr,
         dims: Sequence[Sequence[str]],
         unreduced: Sequence[str] = (),
+        open_dims: Sequence[int] = (),
     ):
         if isinstance(mesh, str):
             mesh = SymbolRefAttr(mesh)
@@ -217,7 +223,22 @@ class ShardingAttr(ParametrizedAttribute):
             mesh,
             ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims),
             ArrayAttr(StringAttr(a) for a in unreduced),
+            ArrayAttr(IntAttr(d) for d in sorted(set(open_dims))),
         )
+
+    @property
+    def open_dims(self) -> tuple[int, ...]:
+        """The open dimensions (`{.., ?}`), ascending."""
+        return tuple(d.data for d in self.open.data)
+
+    def is_open(self) -> bool:
+        return bool(self.open.data)
+
+    def closed(self) -> ShardingAttr:
+        """This sharding with every open dimension closed as it is."""
+        if not self.open.data:
+            return self
+        return ShardingAttr(self.mesh, self.dim_axes, self.unreduced_axes)
 
     @property
     def mesh_name(self) -> str:
@@ -284,9 +305,11 @@ class ShardingAttr(ParametrizedAttribute):
             mesh = SymbolRefAttr(parser.parse_symbol_name())
             parser.parse_punctuation(",")
             start = parser.pos
-            dims = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: parse_string_list_in_braces(parser)
+            dims_open = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: _parse_dim(parser)
             )
+            dims = [d for d, _ in dims_open]
+            open_dims = [i for i, (_, is_open) in enumerate(dims_open) if is_open]
             unreduced: list[str] = []
             if parser.parse_optional_punctuation(","):
                 parser.parse_keyword("unreduced")
@@ -304,10 +327,12 @@ class ShardingAttr(ParametrizedAttribute):
             mesh,
             ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims),
             ArrayAttr(StringAttr(a) for a in unreduced),
+            ArrayAttr(IntAttr(d) for d in open_dims),
         )
 
     def print_parameters(self, printer: Printer) -> None:
-        dims = ", ".join(string_list_in_braces_str(d) for d in self.dim_axes)
+        open_dims = self.open_dims
+        dims = ", ".join(_dim_str(d, i in open_dims) for i, d in enumerate(self.dim_axes))
         text = f"<{symbol(self.mesh_name)}, [{dims}]"
         if self.unreduced_axes:
             text += f", unreduced={string_list_in_braces_str(self.unreduced_axes)}"
@@ -317,6 +342,42 @@ class ShardingAttr(ParametrizedAttribute):
         axes = self.all_axes
         if len(set(axes)) != len(axes):
             raise VerifyException("a mesh axis appears more than once in a sharding")
+        opens = self.open_dims
+        if len(set(opens)) != len(opens) or list(opens) != sorted(opens):
+            raise VerifyException("open dimensions must be listed once each, ascending")
+        if any(not 0 <= d < len(self.dims.data) for d in opens):
+            raise VerifyException(
+                f"open dimension out of range for a sharding of {len(self.dims.data)} dimensions"
+            )
+
+
+# Open dimensions: `{"a", ?}` / `{?}` (Shardy's syntax).
+
+
+def _parse_dim(parser: AttrParser) -> tuple[list[str], bool]:
+    """`{"a", "b"}`, `{"a", ?}` or `{?}`: the axes, and whether the dimension is open."""
+    axes: list[str] = []
+    is_open = False
+    parser.parse_punctuation("{")
+    if parser.parse_optional_punctuation("}"):
+        return axes, False
+    while True:
+        pos = parser.pos
+        if parser.parse_optional_punctuation("?"):
+            is_open = True
+            if not parser.parse_optional_punctuation("}"):
+                parser.raise_error("`?` (an open dimension) must come last, before `}`", pos)
+            return axes, True
+        axes.append(parser.parse_str_literal(" (a mesh axis name or `?`)"))
+        if parser.parse_optional_punctuation("}"):
+            return axes, is_open
+        parser.parse_punctuation(",")
+
+
+def _dim_str(axes: Sequence[str], is_open: bool) -> str:
+    if not is_open:
+        return string_list_in_braces_str(axes)
+    return "{" + "".join(quote(a) + ", " for a in axes) + "?}"
 
 
 # Attributes are immutable, so what passes decode from them is cached per attribute object.

@@ -38,11 +38,18 @@ ops may use the values around it). Shardings:
 * Shardy: `sdy.mesh` becomes `spmd.mesh` (same name, axes in the same order; a non-iota
   `device_ids` is an error); `#sdy.sharding` on arguments and results becomes
   `#spmd.sharding` with the same axes per dimension. An open dimension (`{?}`,
-  `{"x", ?}`) keeps the axes it lists and is otherwise unannotated: shardc's propagation
-  decides it. Priorities and `replicated={...}` (the default anyway) are dropped;
+  `{"x", ?}`) stays open in `#spmd.sharding` (same syntax): it keeps the axes it lists and
+  `spmd-propagate` may extend it, as Shardy's propagation does; an argument or result
+  without a sharding is written fully open (`[{?}, {?}]`), as Shardy reads it (in a GSPMD
+  module it stays unannotated: replicated). Open dimensions of a manual computation's
+  in/out shardings are closed as written. Priorities and `replicated={...}` (the default anyway) are dropped;
   `unreduced` is kept; sub-axes (`"x":(1)2`) are an error. `sdy.sharding_constraint`
   (and `sdy.reshard`) become `spmd.constraint`; a constraint that is open in every
-  dimension and names no axis constrains nothing and is dropped.
+  dimension and names no axis constrains nothing and is dropped. Shardy's explicit
+  collectives (`sdy.all_gather`, `all_slice`, `all_to_all`, `collective_permute`) only
+  change a global value's sharding: `spmd.constraint` to their `out_sharding`;
+  `sdy.all_reduce` the same on a value declared `unreduced` over its axes, an error on
+  any other.
 * GSPMD: `mhlo.sharding` strings on arguments / results and `custom_call @Sharding`
   (which becomes `spmd.constraint`) are tile assignments over device ids; one mesh is
   built for all of them (`hlo_sharding.MeshBuilder`: axes `"a"`, `"b"`, ... such that
@@ -282,7 +289,9 @@ class StablehloImporter:
     ) -> dict[str, Attribute]:
         """A level-G argument / result's attributes: the sharding it declares."""
         a: dict[str, Attribute] = {}
-        sharding = self.shardings.sharding_attr_of(main, attrs, rank, what)
+        sharding = self.shardings.sharding_attr_of(main, attrs, rank, what, keep_open=True)
+        if sharding is None and "mhlo.sharding" not in attrs:
+            sharding = self.shardings.fully_open(rank)
         if sharding is not None:
             a[spmd.SHARDING_ATTR_NAME] = sharding
         self.errors.check_function_attrs(main, attrs, what)
@@ -393,8 +402,8 @@ class StablehloImporter:
         if isinstance(sdy, SdyShardingPerValueAttr):
             out = []
             for i, (v, s) in enumerate(zip(results, sdy.shardings.data, strict=False)):
-                sh = self.shardings.sdy_to_spmd(op, s, rank(v.type), f"result {i}")
-                out.append(self.emit.value(spmd.ConstraintOp(v, sh)) if sh else v)
+                sh = self.shardings.sdy_to_spmd(op, s, rank(v.type), f"result {i}", True)
+                out.append(self.emit.value(spmd.ConstraintOp(v, sh)) if _constrains(sh) else v)
             return out
         text = op.attributes.get("mhlo.sharding")
         if isinstance(text, StringAttr) and op.name != "stablehlo.custom_call":
@@ -404,6 +413,14 @@ class StablehloImporter:
             if isinstance(sh, spmd.ShardingAttr):
                 return [self.emit.value(spmd.ConstraintOp(results[0], sh))]
         return results
+
+
+def _constrains(sharding: spmd.ShardingAttr | None) -> bool:
+    """A constraint open in every dimension and naming no axis constrains nothing."""
+    if sharding is None:
+        return False
+    rank = len(sharding.dim_axes)
+    return not (rank and len(sharding.open_dims) == rank and sharding.is_replicated())
 
 
 def _module_int(attrs: dict[str, Attribute], key: str) -> int:

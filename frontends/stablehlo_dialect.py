@@ -856,6 +856,68 @@ def _parse_sdy_constraint(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     return _finish(cls, parser, operands, pos, [ty], [ty], {"sharding": sharding}, attrs)
 
 
+# Shardy's explicit collectives ----------------------------------------------------------
+# `sdy.all_gather [{}, {"x"}] %x out_sharding=<@mesh, [...]> : T` (also sdy.all_slice),
+# `sdy.all_reduce {"x"} %x out_sharding=<...> : T`, `sdy.all_to_all [{"x"}: 0->1] %x
+# out_sharding=<...> : T`, `sdy.collective_permute %x out_sharding=<...> : T`.
+
+
+def _parse_axes_per_dim(parser: Parser) -> Attribute:
+    dims = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE,
+        lambda: parser.parse_comma_separated_list(
+            parser.Delimiter.BRACES, lambda: _parse_axis_ref(parser)
+        ),
+    )
+    return ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims)
+
+
+def _parse_all_to_all_params(parser: Parser) -> Attribute:
+    def param() -> Attribute:
+        axes = parser.parse_comma_separated_list(
+            parser.Delimiter.BRACES, lambda: _parse_axis_ref(parser)
+        )
+        parser.parse_punctuation(":")
+        src = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        parser.parse_punctuation("->")
+        tgt = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        return ArrayAttr([ArrayAttr(StringAttr(a) for a in axes), IntAttr(src), IntAttr(tgt)])
+
+    return ArrayAttr(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, param))
+
+
+_SDY_COLLECTIVE_AXES: dict[str, tuple[str, Callable[[Parser], Attribute]] | None] = {
+    "sdy.all_gather": ("gathering_axes", _parse_axes_per_dim),
+    "sdy.all_slice": ("slicing_axes", _parse_axes_per_dim),
+    "sdy.all_reduce": (
+        "reduction_axes",
+        lambda p: ArrayAttr(
+            StringAttr(a)
+            for a in p.parse_comma_separated_list(p.Delimiter.BRACES, lambda: _parse_axis_ref(p))
+        ),
+    ),
+    "sdy.all_to_all": ("params", _parse_all_to_all_params),
+    "sdy.collective_permute": None,
+}
+
+
+def _parse_sdy_collective(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """Shardy's explicit collectives: `[axes] %x out_sharding=<@mesh, [...]> : T`."""
+    pos = parser.pos
+    props: dict[str, Attribute] = {}
+    axes = _SDY_COLLECTIVE_AXES[cls.name]
+    if axes is not None:
+        props[axes[0]] = axes[1](parser)
+    operands = _operand_list(parser)
+    parser.parse_keyword("out_sharding")
+    parser.parse_punctuation("=")
+    props["out_sharding"] = parse_sdy_sharding(parser)
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ty = parser.parse_type()
+    return _finish(cls, parser, operands, pos, [ty], [ty], props, attrs)
+
+
 def _parse_manual_computation(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     pos = parser.pos
     parser.parse_punctuation("(")
@@ -951,6 +1013,7 @@ _SYNTAXES: dict[str, Callable[[type[ImportedOp], Parser], ImportedOp]] = {
     "sdy_constraint": _parse_sdy_constraint,
     "manual_computation": _parse_manual_computation,
     "composite": _parse_composite,
+    "sdy_collective": _parse_sdy_collective,
     "generic": _parse_generic_only,
     "complex": _parse_complex,
 }
@@ -1063,6 +1126,7 @@ def _dialects() -> list[Dialect]:
         _op_class("sdy.manual_computation", "manual_computation"),
         _op_class("sdy.return", "simple", ImportedTerminator),
     ]
+    sdy_ops += [_op_class(n, "sdy_collective") for n in _SDY_COLLECTIVE_AXES]
     return [
         Dialect(
             "stablehlo",

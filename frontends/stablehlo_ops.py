@@ -469,8 +469,10 @@ def custom_call(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -
 def sdy_constraint(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     if local:
         raise ValueError(f"{op.name} inside a manual computation is not supported")
-    sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name)
-    return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))] if sh is not None else xs
+    sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name, True)
+    if sh is None or (sh.is_replicated() and len(sh.open_dims) == len(sh.dim_axes) > 0):
+        return xs  # open in every dimension, naming no axis: constrains nothing
+    return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]
 
 
 # ops without an hlo op of their own --------------------------------------------------------
@@ -849,3 +851,57 @@ def if_(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[S
     branches = [_region(cx, op, i, [], local) for i in (0, 1)]
     cx.stats.constructs["stablehlo.if (as hlo.case)"] += 1
     return list(cx.emit.add(hlo.CaseOp(index, branches, op.result_types)).results)
+
+
+# Shardy's explicit collectives ---------------------------------------------------------------
+# At level G a value is its global value: `sdy.all_gather`, `all_slice`, `all_to_all`,
+# `collective_permute` (and `sdy.reshard`, above) only change its sharding, so each becomes
+# an `spmd.constraint` to its `out_sharding`, and `spmd-partition` inserts the collective
+# the change needs. `sdy.all_reduce` sums a value's pending partial sums: a global value
+# holds none unless its sharding says `unreduced` over the reduction axes, so it is a
+# constraint to `out_sharding` on such a value and an error on any other.
+
+SDY_COLLECTIVES = (
+    "sdy.all_gather",
+    "sdy.all_slice",
+    "sdy.all_to_all",
+    "sdy.collective_permute",
+    "sdy.all_reduce",
+)
+
+
+def _source_sdy_sharding(value: SSAValue) -> Attribute | None:
+    """The sdy sharding the source IR states for `value` (argument, constraint, collective)."""
+    from xdsl.dialects import func as func_dialect
+    from xdsl.ir import BlockArgument
+
+    if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
+        if isinstance(parent, func_dialect.FuncOp) and parent.arg_attrs is not None:
+            return parent.arg_attrs.data[value.index].data.get("sdy.sharding")
+        return None
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    return owner.properties.get("out_sharding") or owner.properties.get("sharding")
+
+
+@OPS.converts(*SDY_COLLECTIVES)
+def sdy_collective(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
+    if local:
+        raise ValueError(f"{op.name} inside a manual computation is not supported")
+    cx.stats.constructs["sdy explicit collective (as spmd.constraint)"] += 1
+    if op.name == "sdy.all_reduce":
+        axes = [a.data for a in require(op, "reduction_axes").data]  # pyright: ignore
+        have = _source_sdy_sharding(op.operands[0])
+        pending = getattr(have, "unreduced_axes", [])
+        missing = [a for a in axes if a not in pending]
+        if missing:
+            listed = ", ".join(f'"{a}"' for a in missing)
+            raise ValueError(
+                f"sdy.all_reduce over {{{listed}}} of a value that is not unreduced over "
+                "them: at level G a value holds no partial sums unless its sharding says "
+                "unreduced={...}, so shardc cannot give this all_reduce a global meaning"
+            )
+    sh = cx.shardings.sdy_to_spmd(op, require(op, "out_sharding"), rank(xs[0].type), op.name, True)
+    assert sh is not None
+    return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]

@@ -147,9 +147,14 @@ class ShardingConverter:
             raise self.errors.error_at_name(op, text, f'bad mhlo.sharding "{text}": {e}') from None
 
     def sdy_to_spmd(
-        self, op: Operation, attr: Attribute, rank: int, what: str
+        self, op: Operation, attr: Attribute, rank: int, what: str, keep_open: bool = False
     ) -> spmd.ShardingAttr | None:
-        """An sdy sharding as `#spmd.sharding`; None when it constrains nothing."""
+        """
+        An sdy sharding as `#spmd.sharding`; None when it constrains nothing. With
+        `keep_open` its open dimensions stay open (`{"x", ?}`) for `spmd-propagate` to
+        extend (a fully open sharding on a value of rank > 0 is then kept, not None);
+        without, they are closed as written (manual computations' in/out shardings).
+        """
         if not isinstance(attr, SdyShardingAttr):
             raise self.errors.error(op, f"{what}: expected a #sdy.sharding, got {attr}")
         if self.mesh is None or attr.mesh_name != self.mesh_name:
@@ -168,9 +173,24 @@ class ShardingConverter:
                 self.check_axis(op, a, what)
         if any(attr.open_dims):
             self.stats.constructs["sdy open dimension"] += 1
+        if keep_open:
+            opens = [i for i, o in enumerate(attr.open_dims) if o]
+            return spmd.ShardingAttr(self.mesh_name, dims, attr.unreduced_axes, opens)  # pyright: ignore
         if all(attr.open_dims) and not any(dims) and not attr.unreduced_axes and rank:
             return None
         return spmd.ShardingAttr(self.mesh_name, dims, attr.unreduced_axes)  # pyright: ignore
+
+    def fully_open(self, rank: int) -> spmd.ShardingAttr | None:
+        """
+        What a Shardy module's unannotated argument or result is: open in every dimension
+        (propagation decides it, as in Shardy). None (replicated) in a GSPMD module or one
+        without shardings, where XLA too reads a missing sharding as replicated.
+        """
+        if self.mode != "sdy" or not rank:
+            return None
+        self.stats.constructs["sdy unannotated (open)"] += 1
+        assert self.mesh_name is not None
+        return spmd.ShardingAttr(self.mesh_name, [[] for _ in range(rank)], (), range(rank))
 
     def check_axis(self, op: Operation, axis: str, what: str) -> None:
         """A whole axis of the mesh (sub-axes are an error)."""
@@ -220,12 +240,17 @@ class ShardingConverter:
         return spmd.ShardingAttr(self.mesh_name, dims)
 
     def sharding_attr_of(
-        self, op: Operation, attrs: dict[str, Attribute], rank: int, what: str
+        self,
+        op: Operation,
+        attrs: dict[str, Attribute],
+        rank: int,
+        what: str,
+        keep_open: bool = False,
     ) -> spmd.ShardingAttr | None:
         """The sharding an argument / result attribute dictionary declares."""
         if "sdy.sharding" in attrs:
             self.stats.constructs["sdy.sharding"] += 1
-            return self.sdy_to_spmd(op, attrs["sdy.sharding"], rank, what)
+            return self.sdy_to_spmd(op, attrs["sdy.sharding"], rank, what, keep_open)
         s = attrs.get("mhlo.sharding")
         if isinstance(s, StringAttr):
             r = self.gspmd_to_spmd(op, s.data, rank, what)

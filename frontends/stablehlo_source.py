@@ -109,6 +109,11 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "sdy.sharding_constraint": frozenset({"sharding"}),
     "sdy.reshard": frozenset({"sharding"}),
     "sdy.manual_computation": frozenset({"in_shardings", "out_shardings", "manual_axes"}),
+    "sdy.all_gather": frozenset({"gathering_axes", "out_sharding"}),
+    "sdy.all_slice": frozenset({"slicing_axes", "out_sharding"}),
+    "sdy.all_reduce": frozenset({"reduction_axes", "out_sharding"}),
+    "sdy.all_to_all": frozenset({"params", "out_sharding"}),
+    "sdy.collective_permute": frozenset({"out_sharding"}),
     "func.call": frozenset({"callee", "arg_attrs", "res_attrs", "no_inline"}),
     "stablehlo.composite": frozenset({"name", "composite_attributes", "decomposition", "version"}),
 }

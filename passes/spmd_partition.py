@@ -550,6 +550,22 @@ def _global_shape(value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr) 
     return actual.global_shape(shape, mesh) if actual is not None else shape
 
 
+def refuse_open_shardings(function: func.FuncOp) -> None:
+    """An open dimension (`{"a", ?}`) is for `spmd-propagate` to decide: refuse one here."""
+    why = "has an open dimension (`?`), which spmd-propagate decides: run spmd-propagate first"
+    args, results = spmd.function_shardings(function)
+    for kind, shardings in (("argument", args), ("result", results)):
+        for i, s in enumerate(shardings):
+            if s is not None and s.is_open():
+                raise OpPassError(function, f"spmd-partition: the sharding of {kind} {i} {why}")
+    for op in function.body.block.ops:
+        s = op.attributes.get(SHARDING_ATTR_NAME)
+        if isinstance(op, spmd.ConstraintOp):
+            s = op.sharding
+        if isinstance(s, ShardingAttr) and s.is_open():
+            raise OpPassError(op, f"spmd-partition: the sharding of {op.name} {why}")
+
+
 @dataclass(frozen=True)
 class SpmdPartitionPass(ModulePass):
     """Rewrite global functions into per-device functions with collectives."""
@@ -565,6 +581,7 @@ class SpmdPartitionPass(ModulePass):
             return
         steps = 0
         for function in global_functions(op):
+            refuse_open_shardings(function)
             partitioner = FunctionPartitioner(function, *mesh)
             partitioner.run()
             steps += partitioner.resharder.steps

@@ -19,6 +19,32 @@ Ops inside the regions of `hlo.while` and `hlo.case` propagate like top-level op
 while's carried value has one sharding, shared by its operand, the block arguments of
 `cond` and `do`, the value `do` returns and the result (Shardy ties them the same way); a
 case's result shares its sharding with what each branch returns (`tied_values`).
+
+Open dimensions (Shardy's `{"a", ?}` / `{?}`, on arguments, results and constraints) are
+the user's annotation for their closed part only: the value is seeded with the axes it
+lists and its open dimensions may be extended (axes appended, minor) by propagation with
+axes the sharding does not use elsewhere, as Shardy does. An open dimension decides no
+factor (a closed `{}` decides "unsplit"), but the axes it lists are offered to its factor
+(and a later source may extend them). Afterwards no sharding is left open: an open
+dimension nothing constrained is closed as it is, and constraints and function results
+are rewritten closed.
+
+Op priorities (Shardy's op-priority propagation; `op-priorities=auto`, the default, uses
+them in a function with an open dimension, which is how `shardc-import` writes a Shardy
+module, and not in others, whose propagation is as before; `on` / `off` force them):
+propagation runs to a fixed point three times, each stage letting more ops propagate, so that cheap, unambiguous ops decide first:
+1. element-wise ops, reshape, transpose and `spmd.constraint` in both directions;
+   dynamic_slice / dynamic_update_slice forward only;
+2. also every other op, but only along its pass-through factors (in every operand and the
+   result, with the same size: a dot's batch dimensions, a reduce's kept ones); a
+   broadcast only backward (result to operand);
+3. every op along every factor, in both directions.
+Within a stage the conflict rules below decide.
+
+Constants are split per use first (Shardy's constant splitting): a constant-like
+expression (an `hlo.constant` or `hlo.iota`, and a broadcast, reshape, convert or transpose
+of one) used by several ops gets one copy per use, so each use's sharding is its own and
+no use forces a reshard on another (copies cost nothing: every device makes its block).
 """
 
 from __future__ import annotations
@@ -51,6 +77,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
 
 ORIGIN_ATTR_NAME = "spmd.origin"
 RESULT_SHARDINGS_ATTR_NAME = "spmd.result_shardings"
@@ -84,12 +117,20 @@ class ShardingPropagation:
     rules: dict[Operation, FactorRule | None] = field(
         default_factory=dict[Operation, FactorRule | None]
     )
+    stage: int = 2
+    """The op-priority stage running (module docstring); the last lets every op propagate."""
     """Dimensions of a propagated value that no neighbour decided: later ones may split them."""
 
     def fix(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
         self.known[value] = sharding
         self.origin[value] = why
         self.fixed.add(value)
+
+    def seed_annotation(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
+        """A user annotation: closed dimensions fixed, open ones left to propagation."""
+        self.fix(value, sharding.closed(), why)
+        if sharding.is_open():
+            self.open[value] = set(sharding.open_dims)
 
     def seed(self) -> None:
         """The user's annotations: arguments, constraints, then returned values."""
@@ -103,10 +144,10 @@ class ShardingPropagation:
                     f"argument {i}: unannotated, replicated",
                 )
             else:
-                self.fix(arg, sharding, f"argument {i} annotation")
+                self.seed_annotation(arg, sharding, f"argument {i} annotation")
         for op in self.function.walk():
             if isinstance(op, spmd.ConstraintOp):
-                self.fix(op.result, op.sharding, "spmd.constraint")
+                self.seed_annotation(op.result, op.sharding, "spmd.constraint")
         self.seed_manual_computations()
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
@@ -120,7 +161,7 @@ class ShardingPropagation:
                     f"result {i}: unannotated, replicated",
                 )
             else:
-                self.fix(value, sharding, f"result {i} annotation")
+                self.seed_annotation(value, sharding, f"result {i} annotation")
 
     def seed_manual_computations(self) -> None:
         """
@@ -137,16 +178,22 @@ class ShardingPropagation:
                 if v not in self.fixed:
                     self.fix(v, s, f"spmd.manual_computation in_shardings[{i}]")
 
-    def run(self) -> None:
+    def run(self, op_priorities: bool | None = None) -> None:
+        """Propagate (op priorities: None decides by whether an annotation is open)."""
         self.seed()
         ops = propagated_ops(self.function)
-        changed = True
-        while changed:
-            changed = False
-            for op in ops:
-                changed |= self.propagate(op)
-            for op in reversed(ops):
-                changed |= self.propagate(op)
+        if op_priorities is None:
+            op_priorities = any(self.open.values())
+        first = 0 if op_priorities else len(OP_PRIORITY_STAGES) - 1
+        for stage in range(first, len(OP_PRIORITY_STAGES)):
+            self.stage = stage
+            changed = True
+            while changed:
+                changed = False
+                for op in ops:
+                    changed |= self.propagate(op)
+                for op in reversed(ops):
+                    changed |= self.propagate(op)
         for op in ops:
             for value in (*op.operands, *op.results):
                 if value not in self.known:
@@ -163,15 +210,25 @@ class ShardingPropagation:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
         if all(v in self.known and not self.open.get(v) for v in (*op.results, *op.operands)):
             return False
-        tensors = [(rule.result_dims, r) for r in op.results] + [
-            (dims, operand) for dims, operand in zip(rule.operand_dims, op.operands, strict=False)
-        ]
-        targets = [(d, v) for d, v in tensors if v not in self.known or self.open.get(v)]
-        sources = [(dims, v) for dims, v in tensors if v in self.known]
+        forward, backward, only = op_priority_direction(self.stage, op, rule)
+        if not forward and not backward:
+            return False
+        results = [(rule.result_dims, r) for r in op.results]
+        operands = list(zip(rule.operand_dims, op.operands, strict=False))
+        into = (results if forward else []) + (operands if backward else [])
+        out_of = (results if backward else []) + (operands if forward else [])
+        targets = [(d, v) for d, v in into if v not in self.known or self.open.get(v)]
+        sources = [(dims, v) for dims, v in out_of if v in self.known]
         if not targets or not sources:
             return False
-        sources.sort(key=lambda s: (s[1] not in self.fixed, -value_bytes(s[1].type)))
-        factors, decided, source_of = self.choose_factors(rule, sources)
+        # annotations first, but one with open dimensions ranks as a propagated value
+        sources.sort(
+            key=lambda s: (
+                s[1] not in self.fixed or bool(self.open.get(s[1])),
+                -value_bytes(s[1].type),
+            )
+        )
+        factors, decided, source_of = self.choose_factors(rule, sources, only)
         factors = self.fit(rule, op, factors)
         changed = False
         for dims, value in targets:
@@ -218,43 +275,75 @@ class ShardingPropagation:
         return changed
 
     def refine(self, value: SSAValue, candidate: ShardingAttr) -> bool:
-        """Fill a value's open dimensions (ones no neighbour had decided) from `candidate`."""
-        dims = [list(a) for a in self.known[value].dim_axes]
-        used = {a for d in dims for a in d}
+        """
+        Extend a value's open dimensions (ones no neighbour had decided, or the user left
+        open) from `candidate`: axes appended to the ones a dimension has, none used
+        elsewhere in the sharding.
+        """
+        known = self.known[value]
+        dims = [list(a) for a in known.dim_axes]
+        used = {a for d in dims for a in d} | set(known.unreduced_axes)
         refined = False
         for d in sorted(self.open[value]):
-            axes = candidate.dim_axes[d]
-            if axes and not used.intersection(axes):
-                dims[d] = list(axes)
-                used.update(axes)
+            axes, have = list(candidate.dim_axes[d]), dims[d]
+            extra = axes[len(have) :]
+            if extra and axes[: len(have)] == have and not used.intersection(extra):
+                dims[d] = axes
+                used.update(extra)
                 self.open[value].discard(d)
                 refined = True
         if refined:
-            self.known[value] = make_sharding(self.mesh_name, dims)
+            self.known[value] = (
+                ShardingAttr(self.mesh_name, dims, known.unreduced_axes)
+                if known.unreduced_axes
+                else make_sharding(self.mesh_name, dims)
+            )
         return refined
 
     def choose_factors(
-        self, rule: FactorRule, sources: list[tuple[tuple[int | None, ...], SSAValue]]
+        self,
+        rule: FactorRule,
+        sources: list[tuple[tuple[int | None, ...], SSAValue]],
+        only: frozenset[int] | None = None,
     ) -> tuple[list[Axes], set[int], dict[int, SSAValue]]:
         """
         Each factor's axes from the first source that splits it; `decided` holds the
-        factors some source has a closed (not open) dimension for, split or not.
+        factors some source has a closed (not open) dimension for, split or not. Axes
+        from an open dimension decide nothing, and a later source whose axes extend them
+        (they are its major axes) replaces them.
         """
         factors: list[Axes | None] = [None] * rule.factor_count
         decided: set[int] = set()
+        extendable: set[int] = set()
         source_of: dict[int, SSAValue] = {}
         used: set[str] = set()
         for dims, value in sources:
             open_dims = self.open.get(value, set())
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
-                if f in rule.unsplittable_factors or axes is None or dims[f] in open_dims:
+                if f in rule.unsplittable_factors or axes is None:
                     continue
-                decided.add(f)
-                if not axes or factors[f] is not None or used.intersection(axes):
+                if only is not None and f not in only:
+                    continue  # this stage does not propagate the factor (op priorities)
+                is_open = dims[f] in open_dims
+                if not is_open:
+                    decided.add(f)
+                if not axes:
+                    continue
+                have = factors[f]
+                if have is not None:
+                    if f in extendable and _extends(axes, have, used):
+                        used.update(axes[len(have) :])
+                        factors[f], source_of[f] = axes, value
+                        if not is_open:
+                            extendable.discard(f)
+                    continue
+                if used.intersection(axes):
                     continue
                 factors[f] = axes
                 source_of[f] = value
                 used.update(axes)
+                if is_open:
+                    extendable.add(f)
         return [f or () for f in factors], decided, source_of
 
     def fit(self, rule: FactorRule, op: Operation, factors: list[Axes]) -> list[Axes]:
@@ -277,6 +366,8 @@ class ShardingPropagation:
             if not op.results:
                 continue
             op.attributes[SHARDING_ATTR_NAME] = self.known[op.results[0]]
+            if isinstance(op, spmd.ConstraintOp) and op.sharding.is_open():
+                op.sharding = self.known[op.result]
             if explain:
                 op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
             if isinstance(op, hlo.WhileOp | hlo.CaseOp):
@@ -293,10 +384,30 @@ class ShardingPropagation:
         self.function.res_attrs = _with_shardings(
             self.function.res_attrs,
             [
-                s or replicated(self.mesh_name, _rank(v))
+                _closed_result(s, self.known[v])
+                if s is not None and s.is_open()
+                else s or replicated(self.mesh_name, _rank(v))
                 for s, v in zip(results, ret.arguments, strict=False)
             ],
         )
+
+
+def _extends(axes: Axes, have: Axes, used: set[str]) -> bool:
+    """`axes` are `have` followed by more axes, none of them used yet."""
+    n = len(have)
+    return len(axes) > n and tuple(axes[:n]) == tuple(have) and not used.intersection(axes[n:])
+
+
+def _closed_result(declared: ShardingAttr, found: ShardingAttr) -> ShardingAttr:
+    """
+    An open result annotation after propagation: what propagation found for the returned
+    value if that agrees with the annotation's closed part, else the annotation closed.
+    """
+    ok = declared.unreduced_axes == found.unreduced_axes and all(
+        f[: len(d)] == d if i in declared.open_dims else f == d
+        for i, (d, f) in enumerate(zip(declared.dim_axes, found.dim_axes, strict=True))
+    )
+    return found if ok else declared.closed()
 
 
 def _with_shardings(
@@ -378,6 +489,101 @@ def global_functions(module: ModuleOp) -> list[func.FuncOp]:
     ]
 
 
+# Op priorities ------------------------------------------------------------------------------
+
+OP_PRIORITY_STAGES = ("pass-through ops", "pass-through factors", "every op")
+_PASS_THROUGH_OPS = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.IsFiniteOp,
+    hlo.ClampOp,
+    hlo.ConvertOp,
+    hlo.ReshapeOp,
+    hlo.TransposeOp,
+    spmd.ConstraintOp,
+)
+
+
+def op_priority_direction(
+    stage: int, op: Operation, rule: FactorRule
+) -> tuple[bool, bool, frozenset[int] | None]:
+    """
+    (forward, backward, factors) `op` propagates along in op-priority `stage` (module
+    docstring); factors None: all of them. Stages are cumulative, as Shardy's.
+    """
+    if stage >= 2 or isinstance(op, _PASS_THROUGH_OPS):
+        return True, True, None
+    if isinstance(op, hlo.DynamicSliceOp | hlo.DynamicUpdateSliceOp):
+        return True, False, None
+    if stage == 0:
+        return False, False, None
+    through = pass_through_factors(op, rule)
+    if isinstance(op, hlo.BroadcastOp):
+        return False, True, through
+    return True, True, through
+
+
+def pass_through_factors(op: Operation, rule: FactorRule) -> frozenset[int]:
+    """Factors in the result and every operand, with the same size everywhere."""
+    found: set[int] = set()
+    for f, d in enumerate(rule.result_dims):
+        if d is None or f in rule.reduction_factors or f in rule.unsplittable_factors:
+            continue
+        size = _shape(op.results[0])[d]
+        if all(
+            dims[f] is not None and _shape(v)[dims[f]] == size  # pyright: ignore[reportArgumentType]
+            for dims, v in zip(rule.operand_dims, op.operands, strict=False)
+        ):
+            found.add(f)
+    return frozenset(found)
+
+
+_CONSTANT_SOURCES = (hlo.ConstantOp, hlo.IotaOp)
+_CONSTANT_CARRIERS = (hlo.BroadcastOp, hlo.ReshapeOp, hlo.ConvertOp, hlo.TransposeOp)
+
+
+def _is_constant_like(op: Operation) -> bool:
+    """A constant, an iota, or a broadcast/reshape/convert/transpose of one (recursively)."""
+    if isinstance(op, _CONSTANT_SOURCES):
+        return True
+    return (
+        isinstance(op, _CONSTANT_CARRIERS)
+        and len(op.operands) == 1
+        and isinstance(op.operands[0].owner, Operation)
+        and _is_constant_like(op.operands[0].owner)
+    )
+
+
+class SplitConstantPerUse(RewritePattern):
+    """
+    A constant-like op with several uses in its block: one copy per further use (the
+    copies use the same operands, which the walk, going backwards, splits next).
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if len(op.results) != 1 or not _is_constant_like(op):
+            return
+        block = op.parent_block()
+        uses = [u for u in op.results[0].uses if u.operation.parent_block() is block]
+        if len(uses) < 2 or block is None:
+            return
+        order = {o: i for i, o in enumerate(block.ops)}
+        for use in sorted(uses, key=lambda u: (order[u.operation], u.index))[1:]:
+            copy = op.clone()
+            copy.location = op.location
+            rewriter.insert(copy, InsertPoint.after(op))
+            use.operation.operands[use.index] = copy.results[0]
+
+
+def split_constants(function: func.FuncOp) -> None:
+    """Shardy's constant splitting (module docstring), before propagation."""
+    PatternRewriteWalker(
+        SplitConstantPerUse(), walk_reverse=True, apply_recursively=False
+    ).rewrite_region(function.body)
+
+
 @dataclass(frozen=True)
 class SpmdPropagatePass(ModulePass):
     """Complete the sharding of every value (see the module docstring for the rules)."""
@@ -387,11 +593,19 @@ class SpmdPropagatePass(ModulePass):
     explain: bool = False
     """Also record, per op, where its sharding came from (`spmd.origin`)."""
 
+    op_priorities: str = "auto"
+    """Shardy's op priorities (module docstring): `auto` (where a sharding is open), `on`, `off`."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = spmd.module_mesh(op)
         if mesh is None:
             return
+        if self.op_priorities not in ("auto", "on", "off"):
+            raise PassFailedException(
+                f"spmd-propagate: op-priorities must be auto, on or off, not {self.op_priorities}"
+            )
         for function in global_functions(op):
+            split_constants(function)
             state = ShardingPropagation(function, *mesh)
-            state.run()
+            state.run({"on": True, "off": False}.get(self.op_priorities))
             state.annotate(self.explain)

@@ -340,3 +340,12 @@ func.func @return_outside(%a: tensor<2xf32>) {
   spmd.return %a : tensor<2xf32>
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.return' op spmd.return must end the body of spmd.manual_computation
 }
+
+// -----
+
+// An open dimension's `?` comes last.
+spmd.mesh @mesh = <["data"=2]>
+func.func @open_not_last(%x: tensor<16xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?, "data"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: `?` (an open dimension) must come last, before `}`
+  func.return
+}

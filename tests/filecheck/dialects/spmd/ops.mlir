@@ -149,3 +149,19 @@ func.func @manual(%a: tensor<8x6xf32>, %b: tensor<6xf32>) -> tensor<8x6xf32> {
 
 // CHECK-GENERIC: %r, %s = "spmd.manual_computation"(%a, %b) <{in_shardings = [#spmd.sharding<@mesh, [{"x"}, {}]>, #spmd.sharding<@mesh, [{}]>], out_shardings = [#spmd.sharding<@mesh, [{"x"}, {}]>, #spmd.sharding<@mesh, [{}]>], manual_axes = ["x", "y"]}> ({
 // CHECK-GENERIC: "spmd.return"(%p, %lb) : (tensor<2x6xf32>, tensor<6xf32>) -> ()
+
+// -----
+
+// Open dimensions (Shardy's `?`): on arguments, results and constraints; a `?` after the
+// axes a dimension already has, or alone.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @open_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}, {?}]>})
+    -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {}], unreduced={"model"}>}) {
+  %c = spmd.constraint %x <@mesh, [{}, {"model", ?}]> : tensor<16x32xf32>
+  func.return %c : tensor<16x32xf32>
+}
+
+// CHECK:      func.func @open_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}, {?}]>}) -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {}], unreduced={"model"}>}) {
+// CHECK-NEXT:   %c = spmd.constraint %x <@mesh, [{}, {"model", ?}]> : tensor<16x32xf32>
+// CHECK-GENERIC: %c = "spmd.constraint"(%x) <{sharding = #spmd.sharding<@mesh, [{}, {"model", ?}]>}> : (tensor<16x32xf32>) -> tensor<16x32xf32>
