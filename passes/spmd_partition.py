@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
+    GLOBAL_SHAPE_ATTR_NAME,
     PARTITIONED_ATTR_NAME,
     SHARDING_ATTR_NAME,
     MeshAttr,
@@ -51,10 +52,14 @@ from shardc.passes.spmd_propagate import ORIGIN_ATTR_NAME, global_functions
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
     FunctionType,
     ModuleOp,
     TensorType,
     UnitAttr,
+    i64,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -102,10 +107,15 @@ class FunctionPartitioner:
         args, results = spmd.function_shardings(self.function)
         for arg, sharding in zip(list(block.args), args, strict=False):
             sharding = sharding or replicated(self.mesh_name, len(_shape(arg)))
+            shape = _shape(arg)
             new = Rewriter.replace_value_with_new_type(
                 arg, local_type(_tensor(arg), sharding, self.mesh)
             )
             self.actual[new] = sharding
+            self.global_shapes[new] = shape
+        ret = block.last_op
+        assert ret is not None
+        result_shapes = [_shape(v) for v in ret.operands]
         for op in list(block.ops):
             self.resharder.location = op.location  # what it inserts for `op` reports `op`
             if isinstance(op, func.ReturnOp):
@@ -120,6 +130,8 @@ class FunctionPartitioner:
         self.function.function_type = FunctionType.from_lists(
             [a.type for a in block.args], [v.type for v in ret.operands]
         )
+        arg_shapes = [self.global_shapes[a] for a in block.args]
+        mark_uneven(self.function, self.mesh, arg_shapes, result_shapes)
 
     def reshard_operand(self, op: Operation, index: int, target: ShardingAttr) -> None:
         """
@@ -130,12 +142,14 @@ class FunctionPartitioner:
         value = op.operands[index]
         key = (value, layout(target))
         new = self.resharded.get(key)
+        shape = self.global_shape(value)
         if new is None:
-            new = self.resharder.reshard(value, self.actual[value], target, op)
+            new = self.resharder.reshard(value, self.actual[value], target, op, shape)
             self.resharded[key] = new
         if new is not value:
             op.operands[index] = new
             self.actual[new] = target
+            self.global_shapes[new] = shape
 
     def partition_return(self, op: func.ReturnOp, results: list[ShardingAttr | None]) -> None:
         for i, (value, sharding) in enumerate(zip(op.operands, results, strict=False)):
@@ -329,14 +343,42 @@ class FunctionPartitioner:
         anchor = (result.owner if isinstance(result.owner, Operation) else op).next_op
         assert anchor is not None
         since = len(self.resharder.inserted)
-        new = self.resharder.reshard(result, natural, want, anchor)
+        shape = self.global_shape(result)
+        new = self.resharder.reshard(result, natural, want, anchor, shape)
         self.redirect_uses(result, new, since)
         self.actual[new] = want
+        self.global_shapes[new] = shape
 
     def redirect_uses(self, old: SSAValue, new: SSAValue, since: int) -> None:
         """Uses of `old`, except by the ops inserted (since `since`) to compute `new`, use `new`."""
         inserted = set(self.resharder.inserted[since:])
         old.replace_uses_with_if(new, lambda use: use.operation not in inserted)
+
+
+def mark_uneven(
+    function: func.FuncOp,
+    mesh: MeshAttr,
+    arg_shapes: list[tuple[int, ...]],
+    result_shapes: list[tuple[int, ...]],
+) -> None:
+    """Write `spmd.global_shape` on the arguments and results split unevenly (padded)."""
+    args, results = spmd.function_shardings(function)
+
+    def marked(
+        attrs: ArrayAttr[DictionaryAttr] | None,
+        shardings: list[ShardingAttr | None],
+        shapes: list[tuple[int, ...]],
+    ) -> ArrayAttr[DictionaryAttr] | None:
+        dicts = [dict(d.data) for d in attrs.data] if attrs else [{} for _ in shapes]
+        changed = False
+        for i, (sharding, shape) in enumerate(zip(shardings, shapes, strict=False)):
+            if sharding is not None and sharding.is_uneven(shape, mesh):
+                dicts[i][GLOBAL_SHAPE_ATTR_NAME] = DenseArrayBase.from_list(i64, shape)
+                changed = True
+        return ArrayAttr(DictionaryAttr(d) for d in dicts) if changed else attrs
+
+    function.arg_attrs = marked(function.arg_attrs, args, arg_shapes)
+    function.res_attrs = marked(function.res_attrs, results, result_shapes)
 
 
 def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
