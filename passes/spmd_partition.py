@@ -61,7 +61,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -105,6 +105,7 @@ class FunctionPartitioner:
     def run(self) -> None:
         block = self.function.body.block
         args, results = spmd.function_shardings(self.function)
+        result_shapes = [_shape(v) for v in self.function.function_type.outputs.data]
         for arg, sharding in zip(list(block.args), args, strict=False):
             sharding = sharding or replicated(self.mesh_name, len(_shape(arg)))
             shape = _shape(arg)
@@ -113,9 +114,6 @@ class FunctionPartitioner:
             )
             self.actual[new] = sharding
             self.global_shapes[new] = shape
-        ret = block.last_op
-        assert ret is not None
-        result_shapes = [_shape(v) for v in ret.operands]
         for op in list(block.ops):
             self.resharder.location = op.location  # what it inserts for `op` reports `op`
             if isinstance(op, func.ReturnOp):
@@ -394,8 +392,9 @@ def _tensor(value: SSAValue) -> TensorType:
     return ty
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return _tensor(value).get_shape()
+def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    ty = value if isinstance(value, TensorType) else _tensor(value)  # pyright: ignore
+    return ty.get_shape()
 
 
 def _global_shape(value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr) -> tuple[int, ...]:
