@@ -37,6 +37,7 @@ from shardc.dialects.spmd import (
 )
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
+from shardc.passes.padding_masks import identity, mask_padding
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import (
     Axes,
@@ -45,6 +46,7 @@ from shardc.passes.sharding_rules import (
     factor_rule,
     fit_axes,
     make_sharding,
+    pads_safely,
     project,
     replicated,
 )
@@ -166,22 +168,28 @@ class FunctionPartitioner:
         result = op.results[0]
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
+        uneven = pads_safely(op)
         for i, (dims, operand) in enumerate(
             zip(rule.operand_dims, list(op.operands), strict=False)
         ):
             shape = self.global_shape(operand)
-            target = project(self.mesh_name, dims, factors, shape, self.mesh)
+            target = project(self.mesh_name, dims, factors, shape, self.mesh, uneven)
             self.reshard_operand(op, i, target)
+        self.mask_reduced_padding(op, rule, factors)
         if len(op.results) > 1:
             return self.localize_results(op, rule, factors, want)
-        natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
+        natural = project(
+            self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh, uneven
+        )
         pending = [a for f in sorted(rule.reduction_factors) for a in factors[f]]
+        shape = _shape(result)
         result = self.localize(op, natural)
         if pending:
             result = self.finish_reduction(op, result, pending)
             natural = make_sharding(
                 self.mesh_name, natural.dim_axes, _pending_unreduced(op, pending)
             )
+        self.global_shapes[result] = shape
         self.actual[result] = natural
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
@@ -198,10 +206,14 @@ class FunctionPartitioner:
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
         for result in list(op.results):
-            natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
+            natural = project(
+                self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh, True
+            )
             local = local_type(_tensor(result), natural, self.mesh)
+            shape = _shape(result)
             new = Rewriter.replace_value_with_new_type(result, local)
             self.actual[new] = natural
+            self.global_shapes[new] = shape
             self.reshard_result(op, new, natural, want)
 
     def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
@@ -226,12 +238,40 @@ class FunctionPartitioner:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
             zip(rule.operand_dims, op.operands, strict=False)
         )
+        uneven = pads_safely(op)
         for dims, value in tensors:
             shape = self.global_shape(value)
             for f, d in enumerate(dims):
                 if d is not None:
-                    factors[f] = fit_axes(factors[f], shape[d], self.mesh)
+                    factors[f] = fit_axes(factors[f], shape[d], self.mesh, uneven)
         return factors
+
+    def mask_reduced_padding(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> None:
+        """
+        Before a reduce or dot whose reduced (contracting) dimension is split unevenly,
+        set that dimension's padding to the reduction's identity (zero for a dot, on both
+        operands), so the padding never reaches the result (`padding_masks`).
+        """
+        if not isinstance(op, hlo.ReduceOp | hlo.DotOp):
+            return
+        kind = op.kind.data if isinstance(op, hlo.ReduceOp) else "add"
+        self.resharder.anchor = op
+        for i, (dims, operand) in enumerate(zip(rule.operand_dims, op.operands, strict=False)):
+            shape = self.global_shape(operand)
+            padded = [
+                (d, factors[f], shape[d])
+                for f in sorted(rule.reduction_factors)
+                if (d := dims[f]) is not None
+                and factors[f]
+                and shape[d] % self.resharder._size(factors[f])  # pyright: ignore[reportPrivateUsage]
+            ]
+            if not padded:
+                continue
+            fill = identity(kind, _tensor(operand).element_type)
+            masked = mask_padding(self.resharder, operand, padded, fill)
+            op.operands[i] = masked
+            self.actual[masked] = self.actual[operand]
+            self.global_shapes[masked] = shape
 
     def localize(self, op: Operation, natural: ShardingAttr) -> SSAValue:
         """Rewrite `op` in place to local types (and local attributes where they differ)."""
@@ -272,7 +312,8 @@ class FunctionPartitioner:
         anchor = op.next_op
         assert anchor is not None
         since = len(self.resharder.inserted)
-        sliced = self.resharder.reshard(op.result, full, natural, anchor)
+        shape = _shape(op.result)
+        sliced = self.resharder.reshard(op.result, full, natural, anchor, shape)
         self.redirect_uses(op.result, sliced, since)
         return sliced
 
