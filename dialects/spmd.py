@@ -5,6 +5,11 @@ A program declares one `spmd.mesh`; values at level G carry `#spmd.sharding`s on
 arguments and results and through `spmd.constraint`. After `spmd-partition` the function
 is marked `spmd.partitioned` and its types are per-device (local) shapes.
 
+A split dimension need not divide evenly: n entries split f ways are blocks of
+ceil(n / f), the last ones padded (GSPMD); a split with fewer elements than shards is
+refused. An unevenly split argument or result of a partitioned function records its
+global shape in `spmd.global_shape`.
+
 ```mlir
 spmd.mesh @mesh = <["data"=2, "model"=4]>
 %r = spmd.constraint %x <@mesh, [{"data"}, {}]> : tensor<16x32xf32>

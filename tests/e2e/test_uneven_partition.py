@@ -118,6 +118,62 @@ CASES = {
 }
 
 
+SH = "{spmd.sharding = #spmd.sharding<@mesh, %s>}"
+A0 = SH % '[{"a"}, {}]'
+B0A1 = SH % '[{"b"}, {"a"}]'
+NA = SH % '[{}, {"a"}]'
+A0B2 = SH % '[{"a"}, {}, {"b"}]'
+CASES |= {
+    "sort_along_the_even_dimension": (
+        f"func.func @main(%x: tensor<7x5xf32> {A0}, %i: tensor<7x5xi32> {A0}) -> "
+        f"(tensor<7x5xf32> {A0}, tensor<7x5xi32> {B0A1}) {{\n"
+        "  %s, %p = hlo.sort %x, %i, dim = 1, comparator = LT, stable : "
+        "(tensor<7x5xf32>, tensor<7x5xi32>) -> (tensor<7x5xf32>, tensor<7x5xi32>)\n"
+        "  func.return %s, %p : tensor<7x5xf32>, tensor<7x5xi32>\n}"
+    ),
+    "top_k_rows_uneven": (
+        f"func.func @main(%x: tensor<7x5xf32> {A0}) -> (tensor<7x2xf32> {A0}, tensor<7x2xi32>) {{\n"
+        "  %t, %k = hlo.top_k %x, k = 2 : tensor<7x5xf32> -> (tensor<7x2xf32>, tensor<7x2xi32>)\n"
+        "  func.return %t, %k : tensor<7x2xf32>, tensor<7x2xi32>\n}"
+    ),
+    "pad_and_slice_keep_uneven_rows": (
+        f"func.func @main(%x: tensor<7x5xf32> {A0}, %v: tensor<f32>) -> (tensor<7x4xf32> {A0}) {{\n"
+        "  %p = hlo.pad %x, %v, low = [0, 1], high = [0, 2], interior = [0, 0] : "
+        "(tensor<7x5xf32>, tensor<f32>) -> tensor<7x8xf32>\n"
+        "  %s = hlo.slice %p [0:7, 2:6] : (tensor<7x8xf32>) -> tensor<7x4xf32>\n"
+        "  func.return %s : tensor<7x4xf32>\n}"
+    ),
+    "dynamic_slice_and_update_uneven_rows": (
+        f"func.func @main(%x: tensor<7x6xf32> {A0}, %u: tensor<7x2xf32> {A0}, %j: tensor<i32>) -> "
+        f"(tensor<7x3xf32> {A0}, tensor<7x6xf32> {B0A1}) {{\n"
+        "  %z = hlo.constant dense<0> : tensor<i32>\n"
+        "  %d = hlo.dynamic_slice %x [%z, %j] sizes = [7, 3] : "
+        "(tensor<7x6xf32>, tensor<i32>, tensor<i32>) -> tensor<7x3xf32>\n"
+        "  %w = hlo.dynamic_update_slice %x, %u [%z, %j] : "
+        "(tensor<7x6xf32>, tensor<7x2xf32>, tensor<i32>, tensor<i32>) -> tensor<7x6xf32>\n"
+        "  func.return %d, %w : tensor<7x3xf32>, tensor<7x6xf32>\n}"
+    ),
+    "iota_compare_select_clamp_convert": (
+        f"func.func @main(%x: tensor<7x5xf32> {A0}, %lo: tensor<f32>) -> (tensor<7x5xi32> {A0}, tensor<5xf32>) {{\n"
+        "  %i = hlo.iota dim = 0 : tensor<7x5xf32>\n"
+        "  %c = hlo.compare GT, %x, %i : (tensor<7x5xf32>, tensor<7x5xf32>) -> tensor<7x5xi1>\n"
+        "  %s = hlo.select %c, %x, %i : tensor<7x5xi1>, tensor<7x5xf32>\n"
+        "  %k = hlo.clamp %lo, %s, %lo : (tensor<f32>, tensor<7x5xf32>, tensor<f32>) -> tensor<7x5xf32>\n"
+        "  %n = hlo.convert %s : (tensor<7x5xf32>) -> tensor<7x5xi32>\n"
+        "  %r = hlo.reduce mul %k, dims = [0] : (tensor<7x5xf32>) -> tensor<5xf32>\n"
+        "  func.return %n, %r : tensor<7x5xi32>, tensor<5xf32>\n}"
+    ),
+    "concatenate_transpose_broadcast": (
+        f"func.func @main(%x: tensor<7x5xf32> {A0}, %y: tensor<7x3xf32> {A0}) -> "
+        f"(tensor<8x7xf32> {NA}, tensor<7x8x3xf32> {A0B2}) {{\n"
+        "  %c = hlo.concatenate %x, %y, dim = 1 : (tensor<7x5xf32>, tensor<7x3xf32>) -> tensor<7x8xf32>\n"
+        "  %t = hlo.transpose %c, dims = [1, 0] : (tensor<7x8xf32>) -> tensor<8x7xf32>\n"
+        "  %b = hlo.broadcast %y, dims = [0, 2] : (tensor<7x3xf32>) -> tensor<7x8x3xf32>\n"
+        "  func.return %t, %b : tensor<8x7xf32>, tensor<7x8x3xf32>\n}"
+    ),
+}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_uneven_cases(name: str) -> None:
     text = MESH + CASES[name] + "\n"
