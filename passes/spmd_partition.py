@@ -19,6 +19,14 @@ partitioned reverse).
 Ops with several results (`sort`, `top_k`) map every result through the rule's one
 `result_dims`: each result takes its local type and is resharded to the op's chosen
 sharding on its own. Their sorted dimension (top_k's last) is computed whole.
+
+Uneven splits (blocks of ceil(n / f), padded at the end): an op that `pads_safely` keeps
+an uneven split and computes on the padded blocks; a reduce or dot whose reduced
+(contracting) dimension is padded first sets the padding to the reduction's identity
+(`padding_masks`). Every other op gets evenly split operands (the resharder gathers an
+uneven dimension and slices its padding off). The function records the global shape of
+an unevenly split argument or result in `spmd.global_shape`; the partitioner keeps each
+value's global shape in `global_shapes` (local x split is the padded shape).
 """
 
 from __future__ import annotations
@@ -203,11 +211,12 @@ class FunctionPartitioner:
         (sort, top_k): each result takes its local type, then the sharding chosen for it.
         """
         assert not rule.reduction_factors, op.name
+        uneven = pads_safely(op)
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
         for result in list(op.results):
             natural = project(
-                self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh, True
+                self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh, uneven
             )
             local = local_type(_tensor(result), natural, self.mesh)
             shape = _shape(result)

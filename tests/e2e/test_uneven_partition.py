@@ -13,12 +13,13 @@ import math
 
 import numpy as np
 import pytest
+import shardc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
 from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
-from shardc.tests.e2e.differential import partition, partition_and_compare
+from shardc.tests.e2e.differential import assert_close, partition, partition_and_compare
 from shardc.tests.e2e.test_partition_differential import MESHES, ProgramBuilder
 
 CTX = make_context()
@@ -199,3 +200,21 @@ def test_partitioned_function_records_the_global_shape_and_pads_with_nan() -> No
     np.testing.assert_array_equal(last[0], x[6])
     assert np.isnan(last[1]).all()  # padding is NaN, so a leak would show
     np.testing.assert_array_equal(io.run_module(module, {"in_0": x})["out_0"], x)
+
+
+def test_uneven_program_runs_at_level_t() -> None:
+    """lower-to-tpu keeps `spmd.global_shape` on the kernel's buffers: level T splits and
+    assembles the same global arrays as level S."""
+    text = (
+        'spmd.mesh @mesh = <["a"=4]>\n'
+        f"func.func @main(%x: tensor<7x128xf32> {A0}) -> (tensor<7x128xf32> {A0}) {{\n"
+        "  %n = hlo.neg %x : tensor<7x128xf32>\n"
+        "  %s = hlo.add %n, %x : tensor<7x128xf32>\n"
+        "  func.return %s : tensor<7x128xf32>\n}\n"
+    )
+    level_g = shardc.run(shardc.compile(text, ""), seed=1)
+    compiled = shardc.compile(text, "tpu-pipeline")
+    assert "spmd.global_shape = array<i64: 7, 128>" in str(compiled)
+    level_t = shardc.run(compiled, seed=1)
+    assert level_t.report["level"] == "T"
+    assert_close(level_g.outputs, level_t.outputs, exact=False)
