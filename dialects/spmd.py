@@ -5,6 +5,11 @@ A program declares one `spmd.mesh`; values at level G carry `#spmd.sharding`s on
 arguments and results and through `spmd.constraint`. After `spmd-partition` the function
 is marked `spmd.partitioned` and its types are per-device (local) shapes.
 
+A split dimension need not divide evenly: n entries split f ways are blocks of
+ceil(n / f), the last ones padded (GSPMD); a split with fewer elements than shards is
+refused. An unevenly split argument or result of a partitioned function records its
+global shape in `spmd.global_shape`.
+
 ```mlir
 spmd.mesh @mesh = <["data"=2, "model"=4]>
 %r = spmd.constraint %x <@mesh, [{"data"}, {}]> : tensor<16x32xf32>
@@ -78,6 +83,9 @@ CONTROL_ID_ATTR_NAME = "spmd.control_id"
 CONTROL_AFTER_ATTR_NAME = "spmd.control_after"
 """Op attribute: the `spmd.control_id`s of the ops of its block that must run before it
 (XLA's `control-predecessors`): an ordering every pass that reorders or merges keeps."""
+GLOBAL_SHAPE_ATTR_NAME = "spmd.global_shape"
+"""Argument/result attribute of a partitioned function (`array<i64: ...>`): the global
+shape of an unevenly split value, whose local type is padded (absent: local x split)."""
 
 
 ################################################################################
@@ -263,10 +271,21 @@ class ShardingAttr(ParametrizedAttribute):
         return math.prod(mesh.axis_size(a) for a in self.dim_axes[dim])
 
     def local_shape(self, global_shape: Sequence[int], mesh: MeshAttr) -> tuple[int, ...]:
-        return tuple(size // self.split_factor(d, mesh) for d, size in enumerate(global_shape))
+        """
+        Each device's (padded) block: `ceil(n / f)` of a dimension of size n split f ways.
+        When f does not divide n (an uneven split, GSPMD's padding) block k holds global
+        indices [k*c, min((k+1)*c, n)) and the rest of its c entries are padding.
+        """
+        return tuple(-(-size // self.split_factor(d, mesh)) for d, size in enumerate(global_shape))
 
     def global_shape(self, local_shape: Sequence[int], mesh: MeshAttr) -> tuple[int, ...]:
+        """The padded global shape (local x split factor); an uneven value's true shape is
+        its `spmd.global_shape` (see `function_global_shapes`)."""
         return tuple(size * self.split_factor(d, mesh) for d, size in enumerate(local_shape))
+
+    def is_uneven(self, global_shape: Sequence[int], mesh: MeshAttr) -> bool:
+        """Whether some split dimension of `global_shape` is padded (not divided evenly)."""
+        return any(n % self.split_factor(d, mesh) for d, n in enumerate(global_shape))
 
     def shard_index(self, dim: int, mesh: MeshAttr, coords: Sequence[int]) -> int:
         """Which block of dimension `dim` the device at `coords` holds."""
@@ -292,11 +311,13 @@ class ShardingAttr(ParametrizedAttribute):
         if not is_global:
             return
         for d, size in enumerate(shape):
-            divisor = self.split_factor(d, mesh)
-            if size % divisor:
+            # Uneven splits are padded (GSPMD); a shard with no element at all is refused.
+            shards = self.split_factor(d, mesh)
+            if 0 < size < shards:
                 raise VerifyException(
-                    f"dimension {d} of size {size} is not divisible by {divisor}, the "
-                    f"product of its mesh axes {string_list_in_braces_str(self.dim_axes[d])}"
+                    f"dimension {d} of size {size} is split into {shards} shards (the "
+                    f"product of its mesh axes {string_list_in_braces_str(self.dim_axes[d])}): "
+                    "a split dimension needs at least as many elements as shards"
                 )
 
     @classmethod
@@ -735,6 +756,44 @@ def function_shardings(
     )
 
 
+def function_global_shapes(
+    func: FuncOp,
+) -> tuple[list[tuple[int, ...] | None], list[tuple[int, ...] | None]]:
+    """The `spmd.global_shape` of each argument and result (None: local x split)."""
+
+    def get(attrs: ArrayAttr | None, n: int) -> list[tuple[int, ...] | None]:
+        if attrs is None:
+            return [None] * n
+        out: list[tuple[int, ...] | None] = []
+        for d in attrs.data:
+            s = d.data.get(GLOBAL_SHAPE_ATTR_NAME)  # pyright: ignore
+            out.append(tuple(s.get_values()) if isinstance(s, DenseArrayBase) else None)  # pyright: ignore
+        return out
+
+    ft = func.function_type
+    return (
+        get(func.arg_attrs, len(ft.inputs.data)),
+        get(func.res_attrs, len(ft.outputs.data)),
+    )
+
+
+def _check_global_shape(
+    sharding: ShardingAttr | None, mesh: MeshAttr | None, shape: Sequence[int], ty: Attribute
+) -> None:
+    """A padded value's `spmd.global_shape` must give back its local type."""
+    if sharding is None or mesh is None:
+        raise VerifyException(f"{GLOBAL_SHAPE_ATTR_NAME} needs an {SHARDING_ATTR_NAME}")
+    assert isinstance(ty, TensorType | MemRefType)
+    sharding.check(shape, mesh, is_global=True)
+    local = sharding.local_shape(shape, mesh)
+    if tuple(local) != tuple(ty.get_shape()):
+        raise VerifyException(
+            f"{GLOBAL_SHAPE_ATTR_NAME} {int_list_str(shape)} split by the sharding gives "
+            f"blocks of shape {int_list_str(local)}, but the type's shape is "
+            f"{int_list_str(ty.get_shape())}"
+        )
+
+
 def verify_function_shardings(func: FuncOp) -> None:
     """
     Check the `spmd.*` attributes of a function (xDSL has no hook for argument
@@ -745,20 +804,29 @@ def verify_function_shardings(func: FuncOp) -> None:
             raise VerifyException(f"{name} must be a unit attribute")
     is_global = PARTITIONED_ATTR_NAME not in func.attributes
     args, results = function_shardings(func)
+    arg_shapes, res_shapes = function_global_shapes(func)
     ft = func.function_type
-    for kind, shardings, types in (
-        ("argument", args, ft.inputs.data),
-        ("result", results, ft.outputs.data),
+    for kind, shardings, shapes, types in (
+        ("argument", args, arg_shapes, ft.inputs.data),
+        ("result", results, res_shapes, ft.outputs.data),
     ):
-        for i, (sharding, ty) in enumerate(zip(shardings, types, strict=False)):
-            if sharding is None:
-                continue
-            # (A level-T kernel keeps them on its input and output buffers.)
-            if not isinstance(ty, TensorType | MemRefType):
-                raise VerifyException(f"{kind} {i} has a sharding but is not a tensor")
+        for i, (sharding, shape, ty) in enumerate(zip(shardings, shapes, types, strict=False)):
             try:
+                if shape is not None and is_global:
+                    raise VerifyException(
+                        f"{GLOBAL_SHAPE_ATTR_NAME} belongs to a partitioned function only"
+                    )
+                if sharding is None:
+                    if shape is not None:
+                        _check_global_shape(None, None, shape, ty)
+                    continue
+                # (A level-T kernel keeps them on its input and output buffers.)
+                if not isinstance(ty, TensorType | MemRefType):
+                    raise VerifyException("it has a sharding but is not a tensor")
                 mesh = lookup_mesh(func, sharding.mesh_name)
                 sharding.check(ty.get_shape(), mesh, is_global=is_global)
+                if shape is not None:
+                    _check_global_shape(sharding, mesh, shape, ty)
             except VerifyException as e:
                 raise VerifyException(f"{kind} {i} of @{func.sym_name.data}: {e}") from e
     _check_sharding_attr_kinds(func)

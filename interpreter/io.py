@@ -163,21 +163,39 @@ def kernel_io(function: func.FuncOp) -> tuple[int, int, int] | None:
 Shardings = list[spmd.ShardingAttr | None]
 
 
+Shapes = list[tuple[int, ...] | None]
+
+
 def _interface(
     function: func.FuncOp,
-) -> tuple[list[Attribute], Shardings, list[Attribute], Shardings]:
-    """The types and shardings of the entry's input and output arrays."""
+) -> tuple[list[Attribute], Shardings, Shapes, list[Attribute], Shardings, Shapes]:
+    """The types, shardings and declared global shapes of the entry's arrays."""
     arg_shardings, res_shardings = spmd.function_shardings(function)
+    arg_shapes, res_shapes = spmd.function_global_shapes(function)
     ft = function.function_type
     io = kernel_io(function)
     if io is None:
-        return list(ft.inputs.data), arg_shardings, list(ft.outputs.data), res_shardings
+        return (
+            list(ft.inputs.data),
+            arg_shardings,
+            arg_shapes,
+            list(ft.outputs.data),
+            res_shardings,
+            res_shapes,
+        )
     k, m, _ = io
     types: list[Attribute] = [
         TensorType(t.element_type, t.get_shape()) if isinstance(t, MemRefType) else t
         for t in ft.inputs.data
     ]
-    return types[:k], arg_shardings[:k], types[k : k + m], arg_shardings[k : k + m]
+    return (
+        types[:k],
+        arg_shardings[:k],
+        arg_shapes[:k],
+        types[k : k + m],
+        arg_shardings[k : k + m],
+        arg_shapes[k : k + m],
+    )
 
 
 def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signature:
@@ -194,11 +212,13 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
             "function but the module declares no spmd.mesh"
         )
     devices = mesh.device_count if (level != "G" and mesh) else 1
-    arg_types, arg_shardings, res_types, res_shardings = _interface(function)
+    arg_types, arg_shardings, arg_shapes, res_types, res_shardings, res_shapes = _interface(
+        function
+    )
 
-    def specs(types: Any, shardings: list[spmd.ShardingAttr | None], what: str) -> list[ValueSpec]:
+    def specs(types: Any, shardings: Shardings, shapes: Shapes, what: str) -> list[ValueSpec]:
         out: list[ValueSpec] = []
-        for i, (ty, sharding) in enumerate(zip(types, shardings, strict=False)):
+        for i, (ty, sharding, declared) in enumerate(zip(types, shardings, shapes, strict=False)):
             if not isinstance(ty, TensorType):
                 raise InterpreterError(
                     f"{filename}: error: {what} {i} of @{function.sym_name.data} has type "
@@ -216,7 +236,7 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
                         f"@{sharding.mesh_name} of {smesh.device_count} devices but the "
                         f"program runs on {devices}"
                     )
-                global_shape = sharding.global_shape(shape, smesh)
+                global_shape = declared or sharding.global_shape(shape, smesh)
             out.append(ValueSpec(i, shape, dtype, sharding if smesh else None, smesh, global_shape))
         return out
 
@@ -226,8 +246,8 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
         per_device,
         devices,
         mesh,
-        specs(arg_types, arg_shardings, "argument"),
-        specs(res_types, res_shardings, "result"),
+        specs(arg_types, arg_shardings, arg_shapes, "argument"),
+        specs(res_types, res_shardings, res_shapes, "result"),
     )
 
 
@@ -345,7 +365,8 @@ def _divisibility_hint(sig: Signature, name: str, shape: tuple[int, ...]) -> str
             axes = string_list_in_braces_str(spec.sharding.dim_axes[d])
             return (
                 f"; dimension {d} of size {size} is not divisible by {factor}, the "
-                f"product of the mesh axes {axes} splitting it"
+                f"product of the mesh axes {axes} splitting it (an uneven split needs "
+                f"{spmd.GLOBAL_SHAPE_ATTR_NAME} on the argument)"
             )
     return ""
 
@@ -380,8 +401,32 @@ def split_inputs(sig: Signature, inputs: Mapping[str, np.ndarray]) -> list[list[
                     for i, n in enumerate(spec.local_shape)
                 )
             )
-            per_device[d].append(value[index])
+            per_device[d].append(_padded_block(value[index], spec.local_shape))
     return per_device
+
+
+def padding_value(dtype: np.dtype[Any]) -> Any:
+    """
+    What fills the padding of an unevenly split input: NaN for floats, the largest value
+    for integers, True for i1. Padding is never read into a result or a reduction, and a
+    value that shows if it were is what proves it (the differential tests rely on it).
+    """
+    if dtype.kind == "b":
+        return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    if dtype.kind == "c":
+        return complex(np.nan, np.nan)
+    return np.nan
+
+
+def _padded_block(block: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A block of an uneven split, padded at the end of each dimension to `shape`."""
+    if tuple(block.shape) == tuple(shape):
+        return block
+    out = np.full(shape, padding_value(block.dtype), dtype=block.dtype)
+    out[tuple(slice(0, n) for n in block.shape)] = block
+    return frozen(out)
 
 
 # Outputs --------------------------------------------------------------------------------
@@ -423,6 +468,7 @@ def _assemble(
             sharding.shard_index(i, mesh, coords) if sharding else 0
             for i in range(len(spec.local_shape))
         )
+        v = values[d] = v[_valid(block, spec)]  # an uneven split's padding is dropped
         partial = tuple(coords[mesh.names.index(a)] for a in unreduced_axes)
         key = (block, partial)
         first = copies.get(key)
@@ -442,10 +488,19 @@ def _assemble(
         parts.sort(key=lambda p: p[0])
         value = parts[0][1] if len(parts) == 1 else combine_in_order("add", [p[1] for p in parts])
         index = tuple(
-            slice(b * n, (b + 1) * n) for b, n in zip(block, spec.local_shape, strict=False)
+            slice(b * n, min((b + 1) * n, g))
+            for b, n, g in zip(block, spec.local_shape, spec.global_shape, strict=False)
         )
         result[index] = value
     return result
+
+
+def _valid(block: tuple[int, ...], spec: ValueSpec) -> tuple[slice, ...]:
+    """The part of a device's block that is not padding (block b of c rows of g)."""
+    return tuple(
+        slice(0, max(0, min(c, g - b * c)))
+        for b, c, g in zip(block, spec.local_shape, spec.global_shape, strict=False)
+    )
 
 
 def _first_difference(a: np.ndarray, b: np.ndarray) -> str:

@@ -28,6 +28,7 @@ from shardc.lowering.emit import Emitter, hbm_type, tensor_type
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
     TensorType,
@@ -123,8 +124,20 @@ class KernelAbi:
             new.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()
         arg_s, res_s = spmd.function_shardings(f)
         shardings = [*arg_s, *res_s, *([None] * self.scratch)]
+        arg_g, res_g = spmd.function_global_shapes(f)  # uneven splits' global shapes
+        shapes = [*arg_g, *res_g, *([None] * self.scratch)]
         if any(shardings):
             new.arg_attrs = ArrayAttr(
-                [DictionaryAttr({spmd.SHARDING_ATTR_NAME: s} if s else {}) for s in shardings]
+                [
+                    DictionaryAttr(
+                        ({spmd.SHARDING_ATTR_NAME: s} if s else {})
+                        | (
+                            {spmd.GLOBAL_SHAPE_ATTR_NAME: DenseArrayBase.from_list(i64, g)}
+                            if g
+                            else {}
+                        )
+                    )
+                    for s, g in zip(shardings, shapes, strict=True)
+                ]
             )
         return new

@@ -165,15 +165,83 @@ class Resharder:
     # The algorithm ----------------------------------------------------------------
 
     def reshard(
-        self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr, anchor: Operation
+        self,
+        value: SSAValue,
+        src: ShardingAttr,
+        dst: ShardingAttr,
+        anchor: Operation,
+        shape: Sequence[int] | None = None,
     ) -> SSAValue:
-        """`value` (local, laid out by `src`) laid out by `dst` instead."""
+        """
+        `value` (local, laid out by `src`) laid out by `dst` instead. `shape` is the
+        value's global shape (default: local x split, right unless a split is uneven).
+        """
         if src == dst:
             return value
         self.anchor = anchor
         self.steps += 1
         if (moved := self._permute_blocks(value, src, dst)) is not None:
             return moved
+        if shape is not None and (
+            src.is_uneven(shape, self.mesh) or dst.is_uneven(shape, self.mesh)
+        ):
+            return self._reshard_uneven(value, src, dst, shape)
+        return self._reshard_even(value, src, dst)
+
+    def _reshard_uneven(
+        self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr, shape: Sequence[int]
+    ) -> SSAValue:
+        """
+        A reshard where a dimension is split unevenly (its blocks padded at the end): that
+        dimension is gathered whole and its padding sliced off, the other dimensions are
+        resharded as usual, then each dimension `dst` splits unevenly is padded to a
+        multiple of its shard count (with zeros: padding is never read) and this device's
+        block taken. (GSPMD's simple form; no halo-aware shortcut.)
+        """
+        odd = [
+            d
+            for d, n in enumerate(shape)
+            if n % src.split_factor(d, self.mesh) or n % dst.split_factor(d, self.mesh)
+        ]
+        for d in odd:
+            if src.dim_axes[d]:
+                value = self.all_gather(value, src.dim_axes[d], d)
+                value = self._trim(value, d, shape[d])
+        unsplit = [() if d in odd else a for d, a in enumerate(src.dim_axes)]
+        middle_src = make_sharding(self.mesh_name, unsplit, src.unreduced_axes)
+        wanted = [() if d in odd else a for d, a in enumerate(dst.dim_axes)]
+        middle_dst = make_sharding(self.mesh_name, wanted, dst.unreduced_axes)
+        value = self._reshard_even(value, middle_src, middle_dst)
+        for d in odd:
+            if dst.dim_axes[d]:
+                value = self._take_padded_block(value, d, dst.dim_axes[d], shape[d])
+        return value
+
+    def _trim(self, value: SSAValue, dim: int, size: int) -> SSAValue:
+        """The first `size` entries of dimension `dim` (padding sliced off)."""
+        full = _tensor(value).get_shape()
+        limit = [size if d == dim else n for d, n in enumerate(full)]
+        return self._insert(hlo.SliceOp(value, [0] * len(full), limit)).results[0]
+
+    def _take_padded_block(
+        self, value: SSAValue, dim: int, axes: Sequence[str], size: int
+    ) -> SSAValue:
+        """This device's padded block of whole dimension `dim` split unevenly by `axes`."""
+        ty = _tensor(value)
+        shards = self._size(axes)
+        block = -(-size // shards)
+        rank = ty.get_num_dims()
+        high = [block * shards - size if d == dim else 0 for d in range(rank)]
+        zero = self._insert(hlo.ConstantOp(splat_elements(TensorType(ty.element_type, []), 0)))
+        padded = self._insert(hlo.PadOp(value, zero.results[0], [0] * rank, high, [0] * rank))
+        offset = self._insert(hlo.MulOp(self.shard_index(axes), self.constant_i32(block)))
+        offsets = [offset.results[0] if d == dim else self.constant_i32(0) for d in range(rank)]
+        sizes = [block if d == dim else n for d, n in enumerate(ty.get_shape())]
+        return self._insert(hlo.DynamicSliceOp(padded.results[0], offsets, sizes)).results[0]
+
+    def _reshard_even(self, value: SSAValue, src: ShardingAttr, dst: ShardingAttr) -> SSAValue:
+        if src == dst:
+            return value
         cur = [list(a) for a in src.dim_axes]
         value = self._reduce_pending(value, src, dst, cur)
         value = self._move_axes(value, dst, cur)

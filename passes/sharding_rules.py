@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 
 Axes = tuple[str, ...]
 
@@ -509,16 +509,63 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
 ################################################################################
 
 
-def fit_axes(axes: Sequence[str], size: int, mesh: MeshAttr) -> Axes:
-    """The longest prefix of `axes` whose product divides `size`."""
+def fit_axes(axes: Sequence[str], size: int, mesh: MeshAttr, uneven: bool = False) -> Axes:
+    """
+    The longest prefix of `axes` whose product divides `size`; with `uneven`, whose
+    product is at most `size` (an uneven split, padded: the verifier's rule).
+    """
     kept: list[str] = []
     product = 1
     for a in axes:
         product *= mesh.axis_size(a)
-        if size % product:
+        if size % product and not (uneven and product <= size):
             break
         kept.append(a)
     return tuple(kept)
+
+
+def pads_safely(op: Operation) -> bool:
+    """
+    Whether `op` may compute on unevenly split (padded) blocks: each local block's
+    padding only ever lands in the padding of its result (elementwise ops, transpose,
+    broadcast, iota, the whole-dimension factors of slice, pad, concatenate, sort, ...),
+    or the partitioner masks it (the reduced dimensions of a reduce and the contracting
+    dimensions of a dot: `spmd_partition` selects the reduction's identity / zero there).
+    Every other op (reshape, reverse, and any op not listed) has its operands split
+    evenly first.
+    """
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        return False  # no identity to mask the padding with: a body is any computation
+    if isinstance(op, hlo.ReduceOp | hlo.DotOp):
+        return isinstance(_element(op.operands[0]), IntegerType | AnyFloat)
+    return isinstance(
+        op,
+        hlo.BinaryElementwiseOp
+        | hlo.UnaryElementwiseOp
+        | hlo.CompareOp
+        | hlo.SelectOp
+        | hlo.IsFiniteOp
+        | hlo.ClampOp
+        | hlo.ConvertOp
+        | hlo.ConstantOp
+        | hlo.IotaOp
+        | spmd.ConstraintOp
+        | hlo.BroadcastOp
+        | hlo.TransposeOp
+        | hlo.SliceOp
+        | hlo.DynamicSliceOp
+        | hlo.DynamicUpdateSliceOp
+        | hlo.ConcatenateOp
+        | hlo.PadOp
+        | hlo.SortOp
+        | hlo.TopKOp,
+    )
+
+
+def _element(value: SSAValue) -> Attribute:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
 
 
 def make_sharding(
@@ -560,10 +607,11 @@ def project(
     factor_axes: Sequence[Axes],
     shape: Sequence[int],
     mesh: MeshAttr,
+    uneven: bool = False,
 ) -> ShardingAttr:
     """A tensor's sharding from its factors' axes (unmapped dims replicated)."""
     per_dim: list[Axes] = [()] * len(shape)
     for f, d in enumerate(dims):
         if d is not None:
-            per_dim[d] = fit_axes(factor_axes[f], shape[d], mesh)
+            per_dim[d] = fit_axes(factor_axes[f], shape[d], mesh, uneven)
     return make_sharding(mesh_name, per_dim)

@@ -29,6 +29,14 @@ the one sharding propagation gave it (`spmd.result_shardings`), the operands are
 to it, the ops of each region are partitioned like a function's (collectives inside a body
 run every iteration), what `do` and each branch return is resharded to it, and the
 predicate and the index are replicated.
+
+Uneven splits (blocks of ceil(n / f), padded at the end): an op that `pads_safely` keeps
+an uneven split and computes on the padded blocks; a reduce or dot whose reduced
+(contracting) dimension is padded first sets the padding to the reduction's identity
+(`padding_masks`). Every other op gets evenly split operands (the resharder gathers an
+uneven dimension and slices its padding off). The function records the global shape of
+an unevenly split argument or result in `spmd.global_shape`; the partitioner keeps each
+value's global shape in `global_shapes` (local x split is the padded shape).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from dataclasses import dataclass, field
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
+    GLOBAL_SHAPE_ATTR_NAME,
     PARTITIONED_ATTR_NAME,
     SHARDING_ATTR_NAME,
     MeshAttr,
@@ -47,6 +56,7 @@ from shardc.dialects.spmd import (
 )
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.passes.collective_stats import CollectiveStats
+from shardc.passes.padding_masks import identity, mask_padding
 from shardc.passes.partition_gather import combine_scattered, mask_gather, shift_scatter
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import (
@@ -56,6 +66,7 @@ from shardc.passes.sharding_rules import (
     factor_rule,
     fit_axes,
     make_sharding,
+    pads_safely,
     project,
     replicated,
 )
@@ -70,12 +81,15 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
     FunctionType,
     ModuleOp,
     TensorType,
     UnitAttr,
+    i64,
 )
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -132,12 +146,15 @@ class FunctionPartitioner:
     def run(self) -> None:
         block = self.function.body.block
         args, results = spmd.function_shardings(self.function)
+        result_shapes = [_shape(v) for v in self.function.function_type.outputs.data]
         for arg, sharding in zip(list(block.args), args, strict=False):
             sharding = sharding or replicated(self.mesh_name, len(_shape(arg)))
+            shape = _shape(arg)
             new = Rewriter.replace_value_with_new_type(
                 arg, local_type(_tensor(arg), sharding, self.mesh)
             )
             self.actual[new] = sharding
+            self.global_shapes[new] = shape
         self.partition_block(block, results)
         self.function.attributes[PARTITIONED_ATTR_NAME] = UnitAttr()
         ret = block.last_op
@@ -145,6 +162,8 @@ class FunctionPartitioner:
         self.function.function_type = FunctionType.from_lists(
             [a.type for a in block.args], [v.type for v in ret.operands]
         )
+        arg_shapes = [self.global_shapes[a] for a in block.args]
+        mark_uneven(self.function, self.mesh, arg_shapes, result_shapes)
 
     def partition_block(self, block: Block, results: Sequence[ShardingAttr | None]) -> None:
         """Partition a block's ops; its terminator returns values sharded by `results`."""
@@ -214,12 +233,14 @@ class FunctionPartitioner:
         value = op.operands[index]
         key = (value, layout(target))
         new = self.resharded.get(key)
+        shape = self.global_shape(value)
         if new is None:
-            new = self.resharder.reshard(value, self.actual[value], target, op)
+            new = self.resharder.reshard(value, self.actual[value], target, op, shape)
             self.resharded[key] = new
         if new is not value:
             op.operands[index] = new
             self.actual[new] = target
+            self.global_shapes[new] = shape
 
     def partition_return(
         self, op: func.ReturnOp | hlo.ReturnOp, results: Sequence[ShardingAttr | None]
@@ -274,24 +295,30 @@ class FunctionPartitioner:
         result = op.results[0]
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
+        uneven = pads_safely(op)
         for i, (dims, operand) in enumerate(
             zip(rule.operand_dims, list(op.operands), strict=False)
         ):
             shape = self.global_shape(operand)
-            target = project(self.mesh_name, dims, factors, shape, self.mesh)
+            target = project(self.mesh_name, dims, factors, shape, self.mesh, uneven)
             self.reshard_operand(op, i, target)
         if isinstance(op, hlo.ReduceOp) and op.has_body:
             return self.partition_reduce_body(op, rule, factors, want)
+        self.mask_reduced_padding(op, rule, factors)
         if len(op.results) > 1:
             return self.localize_results(op, rule, factors, want)
-        natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
+        natural = project(
+            self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh, uneven
+        )
         pending = [a for f in sorted(rule.reduction_factors) for a in factors[f]]
+        shape = _shape(result)
         result = self.localize(op, natural)
         if pending:
             result = self.finish_reduction(op, result, pending)
             natural = make_sharding(
                 self.mesh_name, natural.dim_axes, _pending_unreduced(op, pending)
             )
+        self.global_shapes[result] = shape
         self.actual[result] = natural
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
@@ -305,13 +332,18 @@ class FunctionPartitioner:
         (sort, top_k): each result takes its local type, then the sharding chosen for it.
         """
         assert not rule.reduction_factors, op.name
+        uneven = pads_safely(op)
         for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME):
             op.attributes.pop(name, None)
         for result in list(op.results):
-            natural = project(self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh)
+            natural = project(
+                self.mesh_name, rule.result_dims, factors, _shape(result), self.mesh, uneven
+            )
             local = local_type(_tensor(result), natural, self.mesh)
+            shape = _shape(result)
             new = Rewriter.replace_value_with_new_type(result, local)
             self.actual[new] = natural
+            self.global_shapes[new] = shape
             self.reshard_result(op, new, natural, want)
 
     def partition_reduce_body(
@@ -370,12 +402,40 @@ class FunctionPartitioner:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
             zip(rule.operand_dims, op.operands, strict=False)
         )
+        uneven = pads_safely(op)
         for dims, value in tensors:
             shape = self.global_shape(value)
             for f, d in enumerate(dims):
                 if d is not None:
-                    factors[f] = fit_axes(factors[f], shape[d], self.mesh)
+                    factors[f] = fit_axes(factors[f], shape[d], self.mesh, uneven)
         return factors
+
+    def mask_reduced_padding(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> None:
+        """
+        Before a reduce or dot whose reduced (contracting) dimension is split unevenly,
+        set that dimension's padding to the reduction's identity (zero for a dot, on both
+        operands), so the padding never reaches the result (`padding_masks`).
+        """
+        if not isinstance(op, hlo.ReduceOp | hlo.DotOp):
+            return
+        kind = op.kind.data if isinstance(op, hlo.ReduceOp) else "add"
+        self.resharder.anchor = op
+        for i, (dims, operand) in enumerate(zip(rule.operand_dims, op.operands, strict=False)):
+            shape = self.global_shape(operand)
+            padded = [
+                (d, factors[f], shape[d])
+                for f in sorted(rule.reduction_factors)
+                if (d := dims[f]) is not None
+                and factors[f]
+                and shape[d] % self.resharder._size(factors[f])  # pyright: ignore[reportPrivateUsage]
+            ]
+            if not padded:
+                continue
+            fill = identity(kind, _tensor(operand).element_type)
+            masked = mask_padding(self.resharder, operand, padded, fill)
+            op.operands[i] = masked
+            self.actual[masked] = self.actual[operand]
+            self.global_shapes[masked] = shape
 
     def localize(self, op: Operation, natural: ShardingAttr) -> SSAValue:
         """Rewrite `op` in place to local types (and local attributes where they differ)."""
@@ -440,7 +500,8 @@ class FunctionPartitioner:
         anchor = op.next_op
         assert anchor is not None
         since = len(self.resharder.inserted)
-        sliced = self.resharder.reshard(op.result, full, natural, anchor)
+        shape = _shape(op.result)
+        sliced = self.resharder.reshard(op.result, full, natural, anchor, shape)
         self.redirect_uses(op.result, sliced, since)
         return sliced
 
@@ -517,14 +578,42 @@ class FunctionPartitioner:
         anchor = (result.owner if isinstance(result.owner, Operation) else op).next_op
         assert anchor is not None
         since = len(self.resharder.inserted)
-        new = self.resharder.reshard(result, natural, want, anchor)
+        shape = self.global_shape(result)
+        new = self.resharder.reshard(result, natural, want, anchor, shape)
         self.redirect_uses(result, new, since)
         self.actual[new] = want
+        self.global_shapes[new] = shape
 
     def redirect_uses(self, old: SSAValue, new: SSAValue, since: int) -> None:
         """Uses of `old`, except by the ops inserted (since `since`) to compute `new`, use `new`."""
         inserted = set(self.resharder.inserted[since:])
         old.replace_uses_with_if(new, lambda use: use.operation not in inserted)
+
+
+def mark_uneven(
+    function: func.FuncOp,
+    mesh: MeshAttr,
+    arg_shapes: list[tuple[int, ...]],
+    result_shapes: list[tuple[int, ...]],
+) -> None:
+    """Write `spmd.global_shape` on the arguments and results split unevenly (padded)."""
+    args, results = spmd.function_shardings(function)
+
+    def marked(
+        attrs: ArrayAttr[DictionaryAttr] | None,
+        shardings: list[ShardingAttr | None],
+        shapes: list[tuple[int, ...]],
+    ) -> ArrayAttr[DictionaryAttr] | None:
+        dicts = [dict(d.data) for d in attrs.data] if attrs else [{} for _ in shapes]
+        changed = False
+        for i, (sharding, shape) in enumerate(zip(shardings, shapes, strict=False)):
+            if sharding is not None and sharding.is_uneven(shape, mesh):
+                dicts[i][GLOBAL_SHAPE_ATTR_NAME] = DenseArrayBase.from_list(i64, shape)
+                changed = True
+        return ArrayAttr(DictionaryAttr(d) for d in dicts) if changed else attrs
+
+    function.arg_attrs = marked(function.arg_attrs, args, arg_shapes)
+    function.res_attrs = marked(function.res_attrs, results, result_shapes)
 
 
 def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
@@ -540,8 +629,9 @@ def _tensor(value: SSAValue) -> TensorType:
     return ty
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return _tensor(value).get_shape()
+def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    ty = value if isinstance(value, TensorType) else _tensor(value)  # pyright: ignore
+    return ty.get_shape()
 
 
 def _global_shape(value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr) -> tuple[int, ...]:

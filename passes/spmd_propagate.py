@@ -69,6 +69,7 @@ from shardc.passes.sharding_rules import (
     factor_rule,
     fit_axes,
     make_sharding,
+    pads_safely,
     project,
     replicated,
 )
@@ -230,9 +231,10 @@ class ShardingPropagation:
         )
         factors, decided, source_of = self.choose_factors(rule, sources, only)
         factors = self.fit(rule, op, factors)
+        uneven = pads_safely(op)
         changed = False
         for dims, value in targets:
-            candidate = project(self.mesh_name, dims, factors, _shape(value), self.mesh)
+            candidate = project(self.mesh_name, dims, factors, _shape(value), self.mesh, uneven)
             if value in self.known:
                 if not self.refine(value, candidate):
                     continue
@@ -352,11 +354,12 @@ class ShardingPropagation:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
             zip(rule.operand_dims, op.operands, strict=False)
         )
+        uneven = pads_safely(op)
         for dims, value in tensors:
             shape = _shape(value)
             for f, d in enumerate(dims):
                 if d is not None:
-                    fitted[f] = fit_axes(fitted[f], shape[d], self.mesh)
+                    fitted[f] = fit_axes(fitted[f], shape[d], self.mesh, uneven)
         return fitted
 
     def annotate(self, explain: bool) -> None:

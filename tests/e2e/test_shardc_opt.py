@@ -142,9 +142,9 @@ BAD_FILES = {
         ),
         (5, 3, r"'hlo.transpose' op dims \[0, 0\] is not a permutation"),
     ),
-    "sharding not divisible": (
-        GOOD.replace('[{"data"}, {}]', '[{}, {"data", "model"}]').replace("16x32xf32", "16x30xf32"),
-        (2, 1, "dimension 1 of size 30 is not divisible by 8"),
+    "sharding with fewer elements than shards": (
+        GOOD.replace('[{"data"}, {}]', '[{}, {"data", "model"}]').replace("16x32xf32", "16x6xf32"),
+        (2, 1, "dimension 1 of size 6 is split into 8 shards"),
     ),
     "undefined value": (
         GOOD.replace("hlo.transpose %1", "hlo.transpose %9"),

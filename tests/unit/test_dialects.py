@@ -633,12 +633,17 @@ def test_sharding_check():
     m = MESH_2x4
     s = spmd.ShardingAttr("mesh", [["data"], ["model"]])
     s.check((16, 128), m, is_global=True)
+    s.check((16, 6), m, is_global=True)  # uneven: padded blocks of 2 (the last holds 0)
     with pytest.raises(
         VerifyException,
-        match=r'dimension 1 of size 6 is not divisible by 4, the product of its mesh axes \{"model"\}',
+        match=r"dimension 1 of size 3 is split into 4 shards \(the product of its mesh axes "
+        r'\{"model"\}\): a split dimension needs at least as many elements as shards',
     ):
-        s.check((16, 6), m, is_global=True)
-    s.check((16, 6), m, is_global=False)  # local shapes are not checked for divisibility
+        s.check((16, 3), m, is_global=True)
+    s.check((16, 3), m, is_global=False)  # local shapes are not checked
+    s.check((0, 0), m, is_global=True)  # zero-size dimensions split into empty blocks
+    assert s.local_shape((16, 6), m) == (8, 2) and s.local_shape((15, 7), m) == (8, 2)
+    assert s.is_uneven((15, 8), m) and not s.is_uneven((16, 8), m)
     with pytest.raises(
         VerifyException, match="sharding has 2 dimension entries but the tensor has rank 3"
     ):
@@ -649,7 +654,7 @@ def test_sharding_check():
     ):
         bad.check((16, 128), m, is_global=True)
     both = spmd.ShardingAttr("mesh", [["data", "model"]])
-    with pytest.raises(VerifyException, match=r"dimension 0 of size 4 is not divisible by 8"):
+    with pytest.raises(VerifyException, match=r"dimension 0 of size 4 is split into 8 shards"):
         both.check((4,), m, is_global=True)
 
 
@@ -667,11 +672,15 @@ def test_constraint_op():
     module, _ = module_with(
         [t(15, 128)], lambda a: [spmd.ConstraintOp(a[0], sharding)], MESH_2x4, partitioned=False
     )
-    with pytest.raises(VerifyException, match="dimension 0 of size 15 is not divisible by 2"):
-        module.verify()
-    # after partitioning, shapes are local: no divisibility rule
+    module.verify()  # an uneven split (padded)
     module, _ = module_with(
-        [t(15, 128)], lambda a: [spmd.ConstraintOp(a[0], sharding)], MESH_2x4, partitioned=True
+        [t(1, 128)], lambda a: [spmd.ConstraintOp(a[0], sharding)], MESH_2x4, partitioned=False
+    )
+    with pytest.raises(VerifyException, match="dimension 0 of size 1 is split into 2 shards"):
+        module.verify()
+    # after partitioning, shapes are local: no rule
+    module, _ = module_with(
+        [t(1, 128)], lambda a: [spmd.ConstraintOp(a[0], sharding)], MESH_2x4, partitioned=True
     )
     module.verify()
     module, _ = module_with(
@@ -706,13 +715,13 @@ def test_function_shardings():
     func.arg_attrs = ArrayAttr([DictionaryAttr({spmd.SHARDING_ATTR_NAME: sharding})])
     assert spmd.function_shardings(func) == ([sharding], [None])
     spmd.verify_function_shardings(func)
-    bad = spmd.ShardingAttr("mesh", [[], ["model"]])
+    bad = spmd.ShardingAttr("mesh", [[], ["data", "model"]])
     func.res_attrs = ArrayAttr([DictionaryAttr({spmd.SHARDING_ATTR_NAME: bad})])
     with pytest.raises(
-        VerifyException, match="result 0 of @main: dimension 1 of size 6 is not divisible by 4"
+        VerifyException, match="result 0 of @main: dimension 1 of size 6 is split into 8 shards"
     ):
         spmd.verify_function_shardings(func)
-    func.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()  # local shapes: no divisibility
+    func.attributes[spmd.PARTITIONED_ATTR_NAME] = UnitAttr()  # local shapes: no rule
     spmd.verify_function_shardings(func)
     func.res_attrs = ArrayAttr([DictionaryAttr({spmd.SHARDING_ATTR_NAME: StringAttr("x")})])
     with pytest.raises(VerifyException, match="spmd.sharding must be a #spmd.sharding"):
@@ -1135,7 +1144,7 @@ func.func @main(%x: tensor<8x8xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"b"
         ('<@mesh, [{"a"}, {}], unreduced={"a"}>', 'mesh axis "a" appears more than once'),
         ('<@mesh, [{"c"}, {}]>', 'sharding names axis "c"'),
         ("<@mesh, [{}]>", "sharding has 1 dimension entries but the tensor has rank 2"),
-        ('<@mesh, [{"a", "b"}, {}]>', "dimension 0 of size 2 is not divisible by 4"),
+        ('<@mesh, [{"a", "b"}, {}]>', "dimension 0 of size 2 is split into 4 shards"),
         ("<@nomesh, [{}, {}]>", "@nomesh does not name an spmd.mesh"),
     ],
 )

@@ -228,7 +228,7 @@ def test_global_input_not_divisible_by_its_sharding() -> None:
     assert "input 'in_0'" in msg and "has shape [7, 6], expected [8, 6]" in msg
     assert (
         'dimension 0 of size 7 is not divisible by 2, the product of the mesh axes {"a"} splitting it'
-        in msg
+        " (an uneven split needs spmd.global_shape on the argument)" in msg
     )
 
 

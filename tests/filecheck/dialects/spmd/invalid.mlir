@@ -127,29 +127,56 @@ func.func @axis_twice_in_unreduced(%x: tensor<16x32xf32>) {
 
 // -----
 
-// A split dimension of the global shape divides evenly; the message names the
-// dimension, its size and the divisor.
+// A split dimension need not divide evenly (its blocks are padded, as GSPMD pads them), but
+// every shard holds at least one element: the message names the dimension, its size and
+// the shard count.
 spmd.mesh @mesh = <["data"=2, "model"=4]>
-func.func @argument_divisibility(%x: tensor<16x30xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) {
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @argument_divisibility: dimension 1 of size 30 is not divisible by 4, the product of its mesh axes {"model"}
+func.func @argument_too_small(%x: tensor<16x3xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {"model"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @argument_too_small: dimension 1 of size 3 is split into 4 shards (the product of its mesh axes {"model"}): a split dimension needs at least as many elements as shards
   func.return
 }
 
 // -----
 
 spmd.mesh @mesh = <["data"=2, "model"=4]>
-func.func @result_divisibility() -> (tensor<6xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model"}]>}) {
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op result 0 of @result_divisibility: dimension 0 of size 6 is not divisible by 4, the product of its mesh axes {"model"}
-  %0 = hlo.constant dense<1.0> : tensor<6xf32>
-  func.return %0 : tensor<6xf32>
+func.func @result_too_small() -> (tensor<2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model"}]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op result 0 of @result_too_small: dimension 0 of size 2 is split into 4 shards (the product of its mesh axes {"model"}): a split dimension needs at least as many elements as shards
+  %0 = hlo.constant dense<1.0> : tensor<2xf32>
+  func.return %0 : tensor<2xf32>
 }
 
 // -----
 
 spmd.mesh @mesh = <["data"=2, "model"=4]>
-func.func @constraint_divisibility(%x: tensor<12x32xf32>) {
-  %0 = spmd.constraint %x <@mesh, [{"model", "data"}, {}]> : tensor<12x32xf32>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op dimension 0 of size 12 is not divisible by 8, the product of its mesh axes {"model", "data"}
+func.func @constraint_too_small(%x: tensor<6x32xf32>) {
+  %0 = spmd.constraint %x <@mesh, [{"model", "data"}, {}]> : tensor<6x32xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.constraint' op dimension 0 of size 6 is split into 8 shards (the product of its mesh axes {"model", "data"}): a split dimension needs at least as many elements as shards
+  func.return
+}
+
+// -----
+
+// A partitioned function's `spmd.global_shape` (an uneven split's true global shape) must
+// give back the padded local type when split.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @global_shape_mismatch(%x: tensor<3x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model"}, {}]>, spmd.global_shape = array<i64: 6, 32>}) attributes {spmd.partitioned} {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @global_shape_mismatch: spmd.global_shape [6, 32] split by the sharding gives blocks of shape [2, 32], but the type's shape is [3, 32]
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @global_shape_at_level_g(%x: tensor<6x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"model"}, {}]>, spmd.global_shape = array<i64: 6, 32>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @global_shape_at_level_g: spmd.global_shape belongs to a partitioned function only
+  func.return
+}
+
+// -----
+
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+func.func @global_shape_without_sharding(%x: tensor<2x32xf32> {spmd.global_shape = array<i64: 6, 32>}) attributes {spmd.partitioned} {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:1: error: 'func.func' op argument 0 of @global_shape_without_sharding: spmd.global_shape needs an spmd.sharding
   func.return
 }
 
