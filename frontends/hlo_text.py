@@ -35,8 +35,8 @@ The output:
   transposes) that its layouts imply, `copy` as the identity (it changes layouts only).
 
 Element types: f32, bf16, f16, f64, f8e4m3fn, f8e5m2, s64 s32 s16 s8 s4 s2 (i64 ... i2),
-u64 u16 u8 u4 u2 (ui64 ... ui2), c64 c128 (complex<f32/f64>), pred (i1); u32 is read as i32
-(XLA uses it for partition ids and offsets, which are small): anything else is an error.
+u64 u32 u16 u8 u4 u2 (ui64 ... ui2), c64 c128 (complex<f32/f64>), pred (i1) (a u32
+partition id is computed in i32 and converted): anything else is an error.
 Any problem is one located diagnostic; lark's syntax errors say what was expected.
 
 **Where the parts are.** This module is the driver: it reads the module

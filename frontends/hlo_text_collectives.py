@@ -35,6 +35,9 @@ def replica_groups(cx: HloSource, instr: Instr, has_global_field: bool) -> list[
     groups: list[list[int]] = []
     if a is not None:
         text = a.text.strip()
+        ids = instr.attrs.get("device_ids")
+        if ids is not None:  # `mesh[..], device_ids=(..) {axes}`, split at its comma
+            text = f"{text}, device_ids={ids.text.strip()}"
         try:
             if text.startswith("mesh"):
                 groups = mesh_axes_groups(text)
@@ -338,6 +341,11 @@ def _mesh_devices(ids_text: str | None, sizes: list[int]) -> np.ndarray:
         reshape = [int(x) for x in re.findall(r"-?\d+", rest.split("T")[0])]
         perm = [int(x) for x in re.findall(r"-?\d+", rest.split("T")[1])] if "T" in rest else None
         return hs.iota_tile_assignment(dims, reshape, perm).reshape(sizes)
+    if ids_text.startswith("["):  # `[2,4]T(1,0)`: an iota reshaped (and transposed)
+        reshape = [int(x) for x in re.findall(r"-?\d+", ids_text.split("]")[0])]
+        rest = ids_text.split("]", 1)[1]
+        perm = [int(x) for x in re.findall(r"-?\d+", rest)] if "T" in rest else None
+        return hs.iota_tile_assignment([math.prod(sizes)], reshape, perm).reshape(sizes)
     return np.array([int(x) for x in re.findall(r"-?\d+", ids_text)]).reshape(sizes)
 
 

@@ -167,16 +167,18 @@ def iota(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSA
 
 @ARRAY_OPS.converts("partition-id", "replica-id")
 def device_id(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
-    """XLA's flattened device id is replica x num_partitions + partition."""
+    """XLA's flattened device id is replica x num_partitions + partition (computed in i32,
+    converted to the instruction's type: u32 as XLA writes it)."""
     e = cx.emit
     index = e.value(spmd.AxisIndexOp("mesh", "devices", TensorType(i32, [])))
     p = e.splat(cx.partitions, TensorType(i32, []))
     if instr.opcode == "replica-id":
-        return e.binary("div", index, p) if cx.replicas > 1 else e.splat(0, TensorType(i32, []))
-    if cx.replicas == 1:
-        return index
-    q = e.binary("div", index, p)
-    return e.binary("sub", index, e.binary("mul", q, p))
+        value = e.binary("div", index, p) if cx.replicas > 1 else e.splat(0, TensorType(i32, []))
+    elif cx.replicas == 1:
+        value = index
+    else:
+        value = e.binary("sub", index, e.binary("mul", e.binary("div", index, p), p))
+    return value if value.type == ty else e.convert(value, ty)
 
 
 # shapes and data movement ------------------------------------------------------------------
@@ -387,6 +389,27 @@ def _peel_canonicalization(comp: Computation, name: str) -> tuple[str, bool]:
     return name, peeled
 
 
+def _peel_total_order(comp: Computation, name: str) -> tuple[str, bool]:
+    """The float under XLA's total-order key (`select(compare(b, 0, LT), xor(max, b), b)`
+    with `b = bitcast(x)`: what an optimized TOTALORDER compare becomes), and whether
+    there was one."""
+    i = comp.by_name.get(name)
+    if i is None or i.opcode != "select":
+        return name, False
+    pred, flipped, bits = (comp.by_name.get(n) for n in i.operand_names())
+    if pred is None or flipped is None or bits is None:
+        return name, False
+    if (
+        pred.opcode == "compare"
+        and flipped.opcode == "xor"
+        and bits.opcode in ("bitcast", "bitcast-convert")
+        and bits.name in pred.operand_names()
+        and bits.name in flipped.operand_names()
+    ):
+        return bits.operand_names()[0], True
+    return name, False
+
+
 def sort_comparator(cx: HloSource, instr: Instr, n: int) -> str:
     """hlo.sort's comparator from `to_apply`: compare LT/GT of parameters 0 and 1 (the
     key's pair), directly, in TOTALORDER, or on keys canonicalized as jnp.sort does."""
@@ -394,10 +417,11 @@ def sort_comparator(cx: HloSource, instr: Instr, n: int) -> str:
     params = {cx.parameter_number(i): i.name for i in comp.instrs if i.opcode == "parameter"}
     root = comp.root
     if len(params) == 2 * n and root.opcode == "compare" and len(root.operands) == 2:
-        (lhs, lc), (rhs, rc) = (_peel_canonicalization(comp, o) for o in root.operand_names())
+        (lt, lo), (rt, ro) = (_peel_total_order(comp, o) for o in root.operand_names())
+        (lhs, lc), (rhs, rc) = (_peel_canonicalization(comp, o) for o in (lt, rt))
         direction = cx.attr(root, "direction").text.strip()
         kind = root.attrs.get("type")
-        total = kind is not None and kind.text.strip() == "TOTALORDER"
+        total = (kind is not None and kind.text.strip() == "TOTALORDER") or (lo and ro)
         if direction in ("LT", "GT") and lc == rc and {lhs, rhs} == {params[0], params[1]}:
             if lhs == params[1]:
                 direction = "GT" if direction == "LT" else "LT"

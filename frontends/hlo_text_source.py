@@ -44,7 +44,7 @@ ELEMENT_TYPES: dict[str, Attribute] = {
     "s32": i32,
     "s64": i64,
     "pred": i1,
-    "u32": i32,
+    "u32": IntegerType(32, Signedness.UNSIGNED),
     # element types of issue 13 (XLA's spellings)
     "s8": IntegerType(8),
     "s16": IntegerType(16),
@@ -106,8 +106,17 @@ COMMON_ATTRS = frozenset(
 )
 """Attributes that change no value (layout, scheduling and debug information)."""
 COLLECTIVE_ATTRS = frozenset(
-    {"channel_id", "replica_groups", "use_global_device_ids", "to_apply", "dimensions"}
+    {
+        "channel_id",
+        "replica_groups",
+        "device_ids",
+        "use_global_device_ids",
+        "to_apply",
+        "dimensions",
+    }
 )
+"""`device_ids=(..) {axes}` is the second half of a mesh-axes `replica_groups=mesh[..]`,
+which the attribute reader splits at its comma."""
 KNOWN_ATTRS: dict[str, frozenset[str]] = {
     "compare": frozenset({"direction", "type"}),
     "iota": frozenset({"iota_dimension"}),
@@ -237,12 +246,10 @@ class HloSource:
             raise self.error(
                 shape.pos,
                 f"element type {shape.element} is not supported (f32, bf16, f16, f64, "
-                "f8e4m3fn, f8e5m2, s64, s32, s16, s8, s4, s2, u64, u16, u8, u4, u2, pred, c64, "
-                "c128; u32 as i32)",
+                "f8e4m3fn, f8e5m2, s64, s32, s16, s8, s4, s2, u64, u32, u16, u8, u4, u2, pred, "
+                "c64, c128)",
                 len(shape.element),
             )
-        if shape.element == "u32":
-            self.stats.constructs["u32 read as i32"] += 1
         return ty
 
     def tensor_type(self, shape: Shape) -> TensorType:

@@ -189,7 +189,6 @@ ENTRY %main (a: f32[2,3]) -> (f32[3,2], f32[2,3], pred[2,3], s32[]) {
     assert 'spmd.axis_index @mesh["devices"]' in program
     assert {
         "bitcast across layouts (transpose)",
-        "u32 read as i32",
         "fusion (inlined)",
     } <= stats.seen()
     rng = np.random.default_rng(3)
