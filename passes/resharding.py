@@ -193,7 +193,8 @@ class Resharder:
     ) -> SSAValue:
         """
         A reshard where a dimension is split unevenly (its blocks padded at the end): that
-        dimension is gathered whole and its padding sliced off, the other dimensions are
+        dimension (unless it stays split the same way, `_stays_split`) is gathered whole
+        and its padding sliced off, the other dimensions are
         resharded as usual, then each dimension `dst` splits unevenly is padded to a
         multiple of its shard count (with zeros: padding is never read) and this device's
         block taken. (GSPMD's simple form; no halo-aware shortcut.)
@@ -203,6 +204,7 @@ class Resharder:
             for d, n in enumerate(shape)
             if n % src.split_factor(d, self.mesh) or n % dst.split_factor(d, self.mesh)
         ]
+        odd = [d for d in odd if not self._stays_split(src, dst, d)]
         for d in odd:
             if src.dim_axes[d]:
                 value = self.all_gather(value, src.dim_axes[d], d)
@@ -216,6 +218,20 @@ class Resharder:
             if dst.dim_axes[d]:
                 value = self._take_padded_block(value, d, dst.dim_axes[d], shape[d])
         return value
+
+    @staticmethod
+    def _stays_split(src: ShardingAttr, dst: ShardingAttr, dim: int) -> bool:
+        """An uneven dimension split the same way on both sides, by axes no other dimension
+        of either uses: its padded blocks stay where they are (nothing to gather)."""
+        axes = tuple(src.dim_axes[dim])
+        if not axes or axes != tuple(dst.dim_axes[dim]):
+            return False
+        others = (
+            {a for s in (src, dst) for d, ax in enumerate(s.dim_axes) if d != dim for a in ax}
+            | set(src.unreduced_axes)
+            | set(dst.unreduced_axes)
+        )
+        return not others & set(axes)
 
     def _trim(self, value: SSAValue, dim: int, size: int) -> SSAValue:
         """The first `size` entries of dimension `dim` (padding sliced off)."""

@@ -63,6 +63,32 @@ EXPECT_STABLEHLO = {
     "shard_map_psum_scatter": {"stablehlo.reduce_scatter"},
     "shard_map_all_to_all": {"stablehlo.all_to_all"},
     "shard_map_ppermute": {"stablehlo.collective_permute"},
+    # issue 13: what real models bring
+    "scan_mlp": {"stablehlo.while", "stablehlo.dynamic_slice"},
+    "embed_xent_step": {"stablehlo.gather", "stablehlo.scatter", "scatter add"},
+    "conv_net": {"stablehlo.convolution", "stablehlo.reduce_window", "reduce_window max"},
+    "moe_top2": {
+        "chlo.top_k",
+        "sdy.manual_computation",
+        "stablehlo.all_to_all",
+        "shard_map inside auto-sharded code (spmd.manual_computation)",
+    },
+    "dropout": {
+        "stablehlo.while",
+        "stablehlo.shift_left",
+        "stablehlo.shift_right_logical",
+        "stablehlo.xor",
+        "stablehlo.bitcast_convert",
+    },
+    "int8_matmul": {"stablehlo.dot_general"},
+    "remat_mlp": {"stablehlo.optimization_barrier"},
+    "mixed_auto_shard_map": {
+        "stablehlo.partition_id",
+        "stablehlo.collective_permute",
+        "shard_map inside auto-sharded code (spmd.manual_computation)",
+    },
+    "uneven": {"sdy.sharding_constraint"},
+    "everyday": {"reduce with a body", "reduce_window add", "stablehlo.sort"},
 }
 EXPECT_HLO = {
     "megatron_mlp": {"all-reduce", "fusion"},
@@ -73,6 +99,13 @@ EXPECT_HLO = {
     "shard_map_psum_scatter": {"reduce-scatter"},
     "shard_map_all_to_all": {"all-to-all", "tuple all-to-all"},
     "shard_map_ppermute": {"collective-permute"},
+    "scan_mlp": {"while"},
+    "embed_xent_step": {"gather", "scatter"},
+    "conv_net": {"convolution", "reduce-window"},
+    "moe_top2": {"custom-call TopK", "all-to-all"},
+    "dropout": {"shift-left", "shift-right-logical", "bitcast-convert"},
+    "int8_matmul": {"dot"},
+    "everyday": {"sort", "reduce-window"},
 }
 
 
