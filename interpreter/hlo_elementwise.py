@@ -86,7 +86,8 @@ def _as_bits(x: np.ndarray) -> tuple[np.ndarray, int]:
     """
     x = np.asarray(x)
     bits = int_info(x.dtype).bits
-    u = _unsigned(np.ascontiguousarray(x.astype(container(x.dtype), copy=False)))
+    # np.array, not ascontiguousarray: that makes a rank-0 array rank 1
+    u = _unsigned(np.array(x.astype(container(x.dtype), copy=False), order="C"))
     if bits < 8:
         u = u & np.uint8((1 << bits) - 1)
     return u, bits

@@ -113,13 +113,13 @@ class TypeFunctions(InterpreterFunctions):
 
     @fast_impl(hlo.RealOp)
     def run_real(self, interp: Interpreter, op: hlo.RealOp, args: PythonValues):
-        return (np.ascontiguousarray(np.real(args[0])),)
+        return (np.array(np.real(args[0])),)  # a copy; keeps rank 0 (ascontiguousarray does not)
 
     @fast_impl(hlo.ImagOp)
     def run_imag(self, interp: Interpreter, op: hlo.ImagOp, args: PythonValues):
         x = np.asarray(args[0])
         if x.dtype in COMPLEX_DTYPES:
-            return (np.ascontiguousarray(np.imag(x)),)
+            return (np.array(np.imag(x)),)
         return (np.zeros_like(x),)
 
     @fast_impl(hlo.BitcastConvertOp)

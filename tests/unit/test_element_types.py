@@ -397,3 +397,23 @@ def test_lower_to_tpu_refuses_new_types_at_the_op() -> None:
         match=r"<test>:2:3: .*lower-to-tpu: hlo.convert with element type ui8 is not supported yet",
     ):
         compile_module(parse(text), "lower-to-tpu", "<test>")
+
+
+def test_rank_0_results_keep_rank_0() -> None:
+    # found by the generated-program tests: np.ascontiguousarray makes rank 0 rank 1
+    from shardc.interpreter.testing import run_global
+
+    text = """func.func @main(%a: tensor<i32>, %f: tensor<f32>) -> (tensor<i32>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>) {
+  %0 = hlo.count_leading_zeros %a : tensor<i32>
+  %1 = hlo.popcnt %a : tensor<i32>
+  %2 = hlo.bitcast_convert %f : (tensor<f32>) -> tensor<i32>
+  %c = hlo.complex %f, %f : (tensor<f32>, tensor<f32>) -> tensor<complex<f32>>
+  %3 = hlo.real %c : (tensor<complex<f32>>) -> tensor<f32>
+  %4 = hlo.imag %c : (tensor<complex<f32>>) -> tensor<f32>
+  func.return %0, %1, %2, %3, %4 : tensor<i32>, tensor<i32>, tensor<i32>, tensor<f32>, tensor<f32>
+}"""
+    a, f = np.array(5, dtype=np.int32), np.array(1.5, dtype=np.float32)
+    out = run_global(text, {"in_0": a, "in_1": f})
+    assert all(v.shape == () for v in out.values())
+    assert int(out["out_0"]) == 29 and int(out["out_1"]) == 2
+    assert int(out["out_2"]) == int(f.view(np.int32)) and float(out["out_3"]) == 1.5
