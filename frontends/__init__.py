@@ -32,6 +32,8 @@ Importers: what JAX and XLA print, to shardc's `hlo` + `spmd` (+ `collective`) I
   fused with the origin the text records (JAX's `loc(...)`, HLO's `metadata=`).
 * `common`: statistics (which source ops and constructs an import converted), the op
   builder both importers use, and their converter tables.
+* `stablehlo_gspmd_manual`: GSPMD's shard_map chain (full-to-shard, body call,
+  shard-to-full) inside auto-sharded code as `spmd.manual_computation`.
 * `support`: `shardc-import --check-support`, every unsupported op, `custom_call` target
   and element type of a file at once, with first location and count.
 

@@ -110,6 +110,7 @@ from shardc.frontends.locations import (
 )
 from shardc.frontends.stablehlo_collectives import COLLECTIVES
 from shardc.frontends.stablehlo_dialect import SdyShardingPerValueAttr, make_import_context
+from shardc.frontends.stablehlo_gspmd_manual import GspmdManualComputations
 from shardc.frontends.stablehlo_manual import ManualImporter, manual_computation, moves_values_only
 from shardc.frontends.stablehlo_ops import OPS, OpContext
 from shardc.frontends.stablehlo_shardings import SOURCE_FORMATS, ShardingConverter
@@ -165,6 +166,8 @@ class StablehloImporter:
         self.cx.region = self.convert_region
         self.envs: list[Env] = []
         """The environments of the blocks being converted, innermost last."""
+        self.gspmd_manual = GspmdManualComputations(self, self.errors)
+        """GSPMD's shard_map chains (custom calls around a body call) met at level G."""
 
     def error(self, op: Operation | None, message: str) -> DiagnosticError:
         return self.errors.error(op, message)
@@ -190,7 +193,7 @@ class StablehloImporter:
             for op in self.src.walk()
         )
         sdy_manual = any(op.name == "sdy.manual_computation" for op in self.src.walk())
-        level_g = sdy_manual and (
+        level_g = (sdy_manual or (manual and self.manual_level_g)) and (
             self.manual_level_g or not moves_values_only(main.body.block, self.functions)
         )
         if manual and not level_g:
@@ -358,6 +361,8 @@ class StablehloImporter:
         self.stats.ops[name] += 1
         self.at(op)
         self.errors.check_attrs(op)
+        if not local and self.gspmd_manual.handles(op):
+            return self.gspmd_manual.convert(op, env)
         if name == "sdy.manual_computation":
             if local:
                 raise self.error(op, "a shard_map nested in a manual computation is not supported")
@@ -442,7 +447,11 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
     try:
         return StablehloImporter(module, source, JaxLocations(scanned)).run()
     except DiagnosticError:
-        if not any(op.name == "sdy.manual_computation" for op in module.walk()):
+        if not any(
+            op.name == "sdy.manual_computation"
+            or (op.name == "stablehlo.custom_call" and call_target(op) == "SPMDFullToShardShape")
+            for op in module.walk()
+        ):
             raise
         # The exact level-S import of shard_maps refused (a value it would have to
         # reshard, say): import at level G, where spmd-partition reshards; if that fails

@@ -421,6 +421,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data"), ns(MESH_2x4, None, None, "model")],
         ns(MESH_2x4, "data"),
         MESH_2x4,
+        gspmd=True,
     ),
     Program(
         "embed_xent_step",
@@ -435,6 +436,7 @@ PROGRAMS += [
         ],
         (ns(MESH_2x4), ns(MESH_2x4, "model"), ns(MESH_2x4, None, "model")),
         MESH_2x4,
+        gspmd=True,
         dtypes=[np.float32, np.float32, np.int32, np.int32],
     ),
     Program(
@@ -445,6 +447,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data"), ns(MESH_2x4, None, None, None, "model"), ns(MESH_2x4)],
         ns(MESH_2x4, "data"),
         MESH_2x4,
+        gspmd=True,
     ),
     Program(
         "moe_top2",
@@ -454,6 +457,7 @@ PROGRAMS += [
         [ns(RING, "x"), ns(RING), ns(RING, "x")],
         ns(RING, "x"),
         RING,
+        gspmd=True,
     ),
     Program(
         "dropout",
@@ -463,6 +467,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data", "model"), ns(MESH_2x4)],
         ns(MESH_2x4, "data", "model"),
         MESH_2x4,
+        gspmd=True,
         dtypes=[np.float32, np.uint32],
         high=2**31,
     ),
@@ -474,6 +479,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data"), ns(MESH_2x4, None, "model")],
         ns(MESH_2x4, "data", "model"),
         MESH_2x4,
+        gspmd=True,
         dtypes=[np.int8, np.int8],
         high=100,
     ),
@@ -485,6 +491,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data"), ns(MESH_2x4, None, "model"), ns(MESH_2x4, "model")],
         ns(MESH_2x4, "data"),
         MESH_2x4,
+        gspmd=True,
     ),
     Program(
         "mixed_auto_shard_map",
@@ -494,6 +501,7 @@ PROGRAMS += [
         [ns(RING, "x"), ns(RING)],
         ns(RING),
         RING,
+        gspmd=True,
     ),
     Program(
         "uneven",
@@ -503,6 +511,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data"), ns(MESH_2x4)],
         ns(MESH_2x4, "data"),
         MESH_2x4,
+        gspmd=True,
     ),
     Program(
         "everyday",
@@ -512,6 +521,7 @@ PROGRAMS += [
         [ns(MESH_2x4, "data", "model")],
         (ns(MESH_2x4, "data"), ns(MESH_2x4, "data", "model"), ns(MESH_2x4, "data", "model")),
         MESH_2x4,
+        gspmd=True,
     ),
 ]
 
