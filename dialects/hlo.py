@@ -28,6 +28,7 @@ from shardc.dialects.syntax import (
     parse_int_list,
     parse_keyword_int,
     parse_keyword_int_list,
+    parse_while_header,
     splat_element,
     splat_elements,
 )
@@ -3633,20 +3634,7 @@ class WhileOp(HloOp):
     @classmethod
     def parse(cls, parser: Parser) -> WhileOp:
         pos = parser.pos
-        names: list[Parser.UnresolvedArgument] = []
-        operands: list[Any] = []
-
-        def parse_pair() -> None:
-            names.append(parser.parse_argument(expect_type=False))
-            parser.parse_punctuation("=")
-            operands.append(parser.parse_unresolved_operand())
-
-        parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
-        types: list[Attribute] = []
-        if operands:
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
+        names, operands, types, attrs = parse_while_header(parser)
         values = parser.resolve_operands(operands, types, pos)
         parser.parse_keyword("cond")
         cond = parser.parse_region([n.resolve(t) for n, t in zip(names, types, strict=True)])

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     i64,
 )
+from xdsl.ir import Attribute
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.mlir_lexer import MLIRLexer
@@ -145,3 +146,26 @@ def splat_element(attr: DenseIntOrFPElementsAttr) -> Any:
     if len(raw) != size and raw.count(first) != len(raw) // size:
         return None
     return next(iter(attr.get_element_type().iter_unpack(first)))
+
+
+def parse_while_header(parser: Any) -> tuple[list[Any], list[Any], list[Attribute], Any]:
+    """
+    A while loop's header as StableHLO prints it, `(%i = %c, %x = %a) : T, U` then an
+    optional `attributes {..}`: the block-argument names, the unresolved operands, their
+    types and the attribute dictionary (None if absent). Shared by `hlo.while` and the
+    StableHLO importer's `stablehlo.while`.
+    """
+    names: list[Any] = []
+    operands: list[Any] = []
+
+    def parse_pair() -> None:
+        names.append(parser.parse_argument(expect_type=False))
+        parser.parse_punctuation("=")
+        operands.append(parser.parse_unresolved_operand())
+
+    parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
+    types: list[Attribute] = []
+    if operands:
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    return names, operands, types, parser.parse_optional_attr_dict_with_keyword()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from shardc.dialects.hlo import parse_conv_dim_numbers, parse_conv_window
-from shardc.dialects.syntax import i64_array
+from shardc.dialects.syntax import i64_array, parse_while_header
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -1028,20 +1028,7 @@ def _parse_while(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
     in the header.
     """
     pos = parser.pos
-    names: list[Parser.UnresolvedArgument] = []
-    operands: list[UnresolvedOperand] = []
-
-    def parse_pair() -> None:
-        names.append(parser.parse_argument(expect_type=False))
-        parser.parse_punctuation("=")
-        operands.append(parser.parse_unresolved_operand())
-
-    parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
-    types: list[Attribute] = []
-    if operands:
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-    attrs = parser.parse_optional_attr_dict_with_keyword()
+    names, operands, types, attrs = parse_while_header(parser)
     regions = []
     for keyword in ("cond", "do"):
         parser.parse_keyword(keyword)
