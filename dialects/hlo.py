@@ -3279,8 +3279,20 @@ def gather_result_shape(
     return out
 
 
+class _DimensionNumbers:
+    """What gather and scatter share: their list dimension numbers and index_vector_dim."""
+
+    def dims(self, key: str) -> tuple[int, ...]:
+        """One of the list dimension numbers (`LISTS`) as a tuple."""
+        return _int_values(self.properties[key])  # pyright: ignore
+
+    @property
+    def ivd(self) -> int:
+        return self.index_vector_dim.value.data  # pyright: ignore
+
+
 @irdl_op_definition
-class GatherOp(HloOp):
+class GatherOp(_DimensionNumbers, HloOp):
     """
     StableHLO's gather with its dimension numbers as properties: `%r = hlo.gather %table,
     %ids, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
@@ -3340,13 +3352,6 @@ class GatherOp(HloOp):
             properties=props,
         )
 
-    def dims(self, key: str) -> tuple[int, ...]:
-        """One of the list dimension numbers (`LISTS`) as a tuple."""
-        return _int_values(self.properties[key])  # pyright: ignore[reportArgumentType]
-
-    @property
-    def ivd(self) -> int:
-        return self.index_vector_dim.value.data
 
     @classmethod
     def parse(cls, parser: Parser) -> GatherOp:
@@ -3423,7 +3428,7 @@ class GatherOp(HloOp):
 
 
 @irdl_op_definition
-class ScatterOp(HloOp):
+class ScatterOp(_DimensionNumbers, HloOp):
     """
     StableHLO's scatter with its update computation named (`add mul max min replace`,
     as `hlo.reduce` names its combiner) instead of a region: `%r = hlo.scatter add %table,
@@ -3479,13 +3484,6 @@ class ScatterOp(HloOp):
             props[flag] = UnitAttr()
         super().__init__(operands=list(operands), result_types=[operands[0].type], properties=props)
 
-    def dims(self, key: str) -> tuple[int, ...]:
-        """One of the list dimension numbers (`LISTS`) as a tuple."""
-        return _int_values(self.properties[key])  # pyright: ignore[reportArgumentType]
-
-    @property
-    def ivd(self) -> int:
-        return self.index_vector_dim.value.data
 
     def window_sizes(self) -> list[int]:
         """The update window's size along each operand dimension (1 where inserted)."""
