@@ -508,12 +508,14 @@ def manual_computation(
     src = op.regions[0].block
     body = Block(arg_types=[a.type for a in src.args])
     saved, cx.emit.block = cx.emit.block, body
+    saved_axes, cx.manual_axes = cx.manual_axes, tuple(manual)
     try:
         results = driver.convert_ops(src, dict(zip(src.args, body.args, strict=True)), local=True)
         driver.at(op)
         cx.emit.add(spmd.ReturnOp(results))
     finally:
         cx.emit.block = saved
+        cx.manual_axes = saved_axes
     cx.stats.constructs["shard_map inside auto-sharded code (spmd.manual_computation)"] += 1
     new = spmd.ManualComputationOp(
         xs, ins, outs, manual, Region(body), [r.type for r in op.results]
