@@ -470,6 +470,25 @@ def moves_values_only(block: Block, functions: dict[str, func.FuncOp]) -> bool:
     return True
 
 
+def shardings_name_free_axes(module: Operation) -> bool:
+    """
+    Whether some `sdy.manual_computation`'s in/out shardings split over axes its
+    manual_axes leaves free (Shardy's partially manual form): the level-S import
+    (`ManualImporter`) does not take those, the level-G one does.
+    """
+    for op in module.walk():
+        if op.name != "sdy.manual_computation":
+            continue
+        manual = {a.data for a in axes_list(op.properties["manual_axes"])}
+        for key in ("in_shardings", "out_shardings"):
+            for s in sharding_list(op.properties[key]):
+                if isinstance(s, SdyShardingAttr) and any(
+                    a.split(":")[0] not in manual for d in s.dim_axes for a in d
+                ):
+                    return True
+    return False
+
+
 def manual_computation(
     cx: OpContext, errors: SourceErrors, driver: OpConversion, op: Operation, xs: list[SSAValue]
 ) -> list[SSAValue]:
@@ -487,14 +506,9 @@ def manual_computation(
     def boundary(s: Attribute, v: SSAValue, what: str) -> spmd.ShardingAttr:
         sharding = shardings.sdy_to_spmd(op, s, rank(v.type), what)
         sharding = sharding or spmd.ShardingAttr(mesh_name, [[] for _ in range(rank(v.type))])
-        free = [a for a in sharding.all_axes if a not in manual]
-        if free:
-            raise errors.error(
-                op,
-                f"{what} splits over {free}, which manual_axes={{{', '.join(manual)}}} "
-                "leaves free: partially manual computations (auto axes inside a "
-                "shard_map's shardings) are not supported",
-            )
+        problem = spmd.manual_order_problem(sharding, manual)
+        if problem is not None:
+            raise errors.error(op, f"{what}: {problem}")
         return sharding
 
     ins = [
