@@ -328,7 +328,12 @@ class ManualImporter:
                 )
             inner[barg] = local
         self.stats.constructs["shard_map (manual computation)"] += 1
-        results = self.driver.convert_ops(body, inner, local=True)
+        manual = tuple(a.data for a in axes_list(self.errors.prop(op, "manual_axes")))
+        saved_axes, self.cx.manual_axes = self.cx.manual_axes, manual
+        try:
+            results = self.driver.convert_ops(body, inner, local=True)
+        finally:
+            self.cx.manual_axes = saved_axes
         for i, (r, v, s) in enumerate(zip(op.results, results, out_sh, strict=False)):
             sharding = self.shardings.sdy_to_spmd(op, s, rank(r.type), f"out_shardings[{i}]")
             try:

@@ -85,3 +85,30 @@ def test_constraint_over_a_manual_axis_is_a_clear_error() -> None:
     with pytest.raises(DiagnosticError, match="names its manual axes") as e:
         import_stablehlo(_body_constraint('[{}, {"x"}]'), "manual.mlir")
     assert "manual.mlir:6:" in str(e.value)
+
+
+def _values_only(sharding: str) -> str:
+    """A function that only moves values around its shard_map: the level-S import."""
+    return (
+        _body_constraint(sharding)
+        .replace(
+            "%0 = stablehlo.dot_general %arg0, %arg0, contracting_dims = [1] x [0] : "
+            "(tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>",
+            "%0 = stablehlo.negate %arg0 : tensor<8x8xf32>",
+        )
+        .replace(
+            "@main(%arg0: tensor<8x8xf32>)",
+            '@main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})',
+        )
+    )
+
+
+def test_level_s_import_drops_free_and_refuses_manual_constraints() -> None:
+    result = import_stablehlo(_values_only('[{"y"}, {}]'), "free_s.mlir")
+    assert result.stats.level == "S"
+    assert result.stats.constructs[DROPPED] == 1
+    x = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+    out = io.run_module(result.module, {"in_0": x})
+    np.testing.assert_allclose(out["out_0"], np.tanh(-x), rtol=1e-6, atol=1e-6)
+    with pytest.raises(DiagnosticError, match="names its manual axes"):
+        import_stablehlo(_values_only('[{}, {"x"}]'), "manual_s.mlir")
