@@ -3352,7 +3352,6 @@ class GatherOp(_DimensionNumbers, HloOp):
             properties=props,
         )
 
-
     @classmethod
     def parse(cls, parser: Parser) -> GatherOp:
         pos = parser.pos
@@ -3483,7 +3482,6 @@ class ScatterOp(_DimensionNumbers, HloOp):
         for flag in flags:
             props[flag] = UnitAttr()
         super().__init__(operands=list(operands), result_types=[operands[0].type], properties=props)
-
 
     def window_sizes(self) -> list[int]:
         """The update window's size along each operand dimension (1 where inserted)."""

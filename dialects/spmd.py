@@ -903,9 +903,12 @@ class ManualComputationOp(IRDLOperation):
     ```
 
     Operands and results are global values; the body is per-device code (local types:
-    each operand split as its in-sharding says, collectives over the manual axes), run on
-    every device of the mesh. Mesh axes that are not manual replicate the body. The body
-    uses no value from outside (IsolatedFromAbove).
+    each operand split as its in-sharding's manual axes say, collectives over the manual
+    axes), run on every device of the mesh. Mesh axes that are not manual (free axes)
+    replicate the body: a boundary sharding may name free axes after the manual ones of
+    a dimension (Shardy's partially manual form), which lay out the global value outside
+    the body only (`manual_part`). The body uses no value from outside
+    (IsolatedFromAbove).
     """
 
     name = "spmd.manual_computation"
@@ -1037,21 +1040,45 @@ class ManualComputationOp(IRDLOperation):
             raise VerifyException(f"{what}: {e}") from e
         if sharding.unreduced_axes:
             raise VerifyException(f"{what}: unreduced axes at a manual computation's boundary")
-        free = [a for a in sharding.all_axes if a not in axes]
-        if free:
-            raise VerifyException(
-                f"{what}: sharding splits over {string_list_in_braces_str(free)}, which "
-                "manual_axes leaves free: partially manual shardings (a dimension split "
-                "over an auto axis) are not supported"
-            )
-        want = TensorType(
-            global_type.element_type, sharding.local_shape(global_type.get_shape(), mesh)
-        )
+        problem = manual_order_problem(sharding, axes)
+        if problem is not None:
+            raise VerifyException(f"{what}: {problem}")
+        manual = manual_part(sharding, axes)
+        local_shape = manual.local_shape(global_type.get_shape(), mesh)
+        want = TensorType(global_type.element_type, local_shape)
         if local != want:
             raise VerifyException(
-                f"{what}: {global_type} split as {sharding} is {want} per device, but "
-                f"the body has {local}"
+                f"{what}: {global_type} split as {sharding}"
+                + (f" (by its manual axes: {manual})" if manual != sharding.closed() else "")
+                + f" is {want} per device, but the body has {local}"
             )
+
+
+def manual_order_problem(sharding: ShardingAttr, manual_axes: Sequence[str]) -> str | None:
+    """
+    Why `sharding` cannot be a boundary sharding of a manual computation over
+    `manual_axes` (None: it can). Free (auto) axes may follow the manual axes of a
+    dimension, never precede them (Shardy's rule), so that each device's manual block is
+    contiguous; no `unreduced` over a free axis.
+    """
+    for d, dim in enumerate(sharding.dim_axes):
+        free = [a for a in dim if a not in manual_axes]
+        if free and any(a in manual_axes for a in dim[dim.index(free[0]) :]):
+            return (
+                f"dimension {d} splits over {string_list_in_braces_str(dim)}: a manual axis "
+                f"follows the free axis {quote(free[0])} (manual axes come first)"
+            )
+    return None
+
+
+def manual_part(sharding: ShardingAttr, manual_axes: Sequence[str]) -> ShardingAttr:
+    """
+    The manual axes of a boundary sharding: what splits the body's local type. The free
+    axes after them only lay out the global value outside (the body runs replicated along
+    them, see `ManualComputationOp`).
+    """
+    dims = [[a for a in dim if a in manual_axes] for dim in sharding.dim_axes]
+    return ShardingAttr(sharding.mesh, dims)
 
 
 MANUAL_OPS_13 = (ManualComputationOp, ReturnOp)

@@ -44,8 +44,9 @@ combiner (select: GE / GT, scatter: add), reduce bodies using unsupported ops, T
 compares outside a sort comparator, sort comparators other than LT / GT of the first
 operand (several keys, custom orders), element types other than those `hlo.element_kind`
 takes (f64 f32 bf16 f16 f8E4M3FN f8E5M2, i64..i2, ui64..ui2, i1, complex<f32/f64>),
-Shardy sub-axes and non-iota `device_ids`, partially
-manual computations that split over their free axes, and, in a shard_map program, ops
+Shardy sub-axes and non-iota `device_ids`, GSPMD's partially manual shardings
+(`last_tile_dims={manual}`; Shardy's partially manual computations import, their bodies
+replicated along the free axes), and, in a shard_map program, ops
 outside the manual computations other than pointwise ones on values of one layout (they
 would need shardc to partition a mixed global / per-device program).
 

@@ -111,7 +111,12 @@ from shardc.frontends.locations import (
 from shardc.frontends.stablehlo_collectives import COLLECTIVES
 from shardc.frontends.stablehlo_dialect import SdyShardingPerValueAttr, make_import_context
 from shardc.frontends.stablehlo_gspmd_manual import GspmdManualComputations
-from shardc.frontends.stablehlo_manual import ManualImporter, manual_computation, moves_values_only
+from shardc.frontends.stablehlo_manual import (
+    ManualImporter,
+    manual_computation,
+    moves_values_only,
+    shardings_name_free_axes,
+)
 from shardc.frontends.stablehlo_ops import OPS, OpContext
 from shardc.frontends.stablehlo_shardings import SOURCE_FORMATS, ShardingConverter
 from shardc.frontends.stablehlo_source import (
@@ -194,7 +199,9 @@ class StablehloImporter:
         )
         sdy_manual = any(op.name == "sdy.manual_computation" for op in self.src.walk())
         level_g = (sdy_manual or (manual and self.manual_level_g)) and (
-            self.manual_level_g or not moves_values_only(main.body.block, self.functions)
+            self.manual_level_g
+            or not moves_values_only(main.body.block, self.functions)
+            or shardings_name_free_axes(self.src)
         )
         if manual and not level_g:
             importer = ManualImporter(self.cx, self.errors, self, self.block)

@@ -328,7 +328,12 @@ class ManualImporter:
                 )
             inner[barg] = local
         self.stats.constructs["shard_map (manual computation)"] += 1
-        results = self.driver.convert_ops(body, inner, local=True)
+        manual = tuple(a.data for a in axes_list(self.errors.prop(op, "manual_axes")))
+        saved_axes, self.cx.manual_axes = self.cx.manual_axes, manual
+        try:
+            results = self.driver.convert_ops(body, inner, local=True)
+        finally:
+            self.cx.manual_axes = saved_axes
         for i, (r, v, s) in enumerate(zip(op.results, results, out_sh, strict=False)):
             sharding = self.shardings.sdy_to_spmd(op, s, rank(r.type), f"out_shardings[{i}]")
             try:
@@ -470,6 +475,25 @@ def moves_values_only(block: Block, functions: dict[str, func.FuncOp]) -> bool:
     return True
 
 
+def shardings_name_free_axes(module: Operation) -> bool:
+    """
+    Whether some `sdy.manual_computation`'s in/out shardings split over axes its
+    manual_axes leaves free (Shardy's partially manual form): the level-S import
+    (`ManualImporter`) does not take those, the level-G one does.
+    """
+    for op in module.walk():
+        if op.name != "sdy.manual_computation":
+            continue
+        manual = {a.data for a in axes_list(op.properties["manual_axes"])}
+        for key in ("in_shardings", "out_shardings"):
+            for s in sharding_list(op.properties[key]):
+                if isinstance(s, SdyShardingAttr) and any(
+                    a.split(":")[0] not in manual for d in s.dim_axes for a in d
+                ):
+                    return True
+    return False
+
+
 def manual_computation(
     cx: OpContext, errors: SourceErrors, driver: OpConversion, op: Operation, xs: list[SSAValue]
 ) -> list[SSAValue]:
@@ -487,14 +511,9 @@ def manual_computation(
     def boundary(s: Attribute, v: SSAValue, what: str) -> spmd.ShardingAttr:
         sharding = shardings.sdy_to_spmd(op, s, rank(v.type), what)
         sharding = sharding or spmd.ShardingAttr(mesh_name, [[] for _ in range(rank(v.type))])
-        free = [a for a in sharding.all_axes if a not in manual]
-        if free:
-            raise errors.error(
-                op,
-                f"{what} splits over {free}, which manual_axes={{{', '.join(manual)}}} "
-                "leaves free: partially manual computations (auto axes inside a "
-                "shard_map's shardings) are not supported",
-            )
+        problem = spmd.manual_order_problem(sharding, manual)
+        if problem is not None:
+            raise errors.error(op, f"{what}: {problem}")
         return sharding
 
     ins = [
@@ -508,12 +527,14 @@ def manual_computation(
     src = op.regions[0].block
     body = Block(arg_types=[a.type for a in src.args])
     saved, cx.emit.block = cx.emit.block, body
+    saved_axes, cx.manual_axes = cx.manual_axes, tuple(manual)
     try:
         results = driver.convert_ops(src, dict(zip(src.args, body.args, strict=True)), local=True)
         driver.at(op)
         cx.emit.add(spmd.ReturnOp(results))
     finally:
         cx.emit.block = saved
+        cx.manual_axes = saved_axes
     cx.stats.constructs["shard_map inside auto-sharded code (spmd.manual_computation)"] += 1
     new = spmd.ManualComputationOp(
         xs, ins, outs, manual, Region(body), [r.type for r in op.results]

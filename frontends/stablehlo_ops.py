@@ -85,6 +85,8 @@ class OpContext:
     partitions: int
     region: RegionConverter | None = None
     """Converts the block of a region (while, case, if) with the same converters."""
+    manual_axes: tuple[str, ...] = ()
+    """Inside a manual computation, its manual axes (the others are free: auto axes)."""
 
 
 RegionConverter = Callable[[Block, Sequence[SSAValue], bool], Block]
@@ -394,7 +396,7 @@ def _region_reducer(op: Operation, n: int) -> str:
     if not op.regions or not op.regions[0].blocks:
         raise ValueError(f"{op.name} has no reduction body")
     block = op.regions[0].block
-    body = list(block.ops)
+    body, alias = _without_scalar_constraints(list(block.ops))
     if len(block.args) != 2 * n:
         raise ValueError(f"the reduction body takes {len(block.args)} arguments, expected {2 * n}")
     if (
@@ -403,7 +405,7 @@ def _region_reducer(op: Operation, n: int) -> str:
         and body[1].name in ("stablehlo.return",)
         and set(body[0].operands) == set(block.args)
         and len(body[0].operands) == 2
-        and body[1].operands[0] is body[0].results[0]
+        and alias.get(body[1].operands[0], body[1].operands[0]) is body[0].results[0]
     ):
         return body[0].name
     names = list(dict.fromkeys(o.name for o in body))
@@ -413,6 +415,22 @@ def _region_reducer(op: Operation, n: int) -> str:
         + "; shardc recognizes bodies that add, multiply, take the maximum or "
         "the minimum of their two arguments"
     )
+
+
+def _without_scalar_constraints(body: list[Operation]) -> tuple[list[Operation], dict]:
+    """
+    A reduction body without the `sdy.sharding_constraint`s JAX puts on its scalars inside
+    a partially manual shard_map (`<@mesh, []>`: they constrain nothing), and what each
+    dropped constraint's result stands for (its operand).
+    """
+    kept: list[Operation] = []
+    alias: dict[SSAValue, SSAValue] = {}
+    for o in body:
+        if o.name == "sdy.sharding_constraint" and not rank(o.results[0].type):
+            alias[o.results[0]] = alias.get(o.operands[0], o.operands[0])
+        else:
+            kept.append(o)
+    return kept, alias
 
 
 @OPS.converts("stablehlo.reduce")
@@ -468,11 +486,35 @@ def custom_call(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -
 @OPS.converts("sdy.sharding_constraint", "sdy.reshard")
 def sdy_constraint(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool) -> list[SSAValue]:
     if local:
-        raise ValueError(f"{op.name} inside a manual computation is not supported")
+        return _free_axes_constraint(cx, op, xs)
     sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name, True)
     if sh is None or (sh.is_replicated() and len(sh.open_dims) == len(sh.dim_axes) > 0):
         return xs  # open in every dimension, naming no axis: constrains nothing
     return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]
+
+
+def _free_axes_constraint(cx: OpContext, op: Operation, xs: list[SSAValue]) -> list[SSAValue]:
+    """
+    A constraint inside a (partially) manual computation may name only its free axes. The
+    body runs replicated along the free axes (`spmd.manual_computation`), so a constraint
+    over them is a layout hint that changes no value: it is dropped (and counted).
+    """
+    if op.name != "sdy.sharding_constraint":
+        raise ValueError(f"{op.name} inside a manual computation is not supported")
+    sh = cx.shardings.sdy_to_spmd(op, require(op, "sharding"), rank(xs[0].type), op.name, True)
+    named = [] if sh is None else list(sh.all_axes)
+    manual = [a for a in named if a in cx.manual_axes]
+    if manual:
+        raise ValueError(
+            f"{op.name} inside a manual computation names its manual axes {manual}: only "
+            "free (auto) axes may be constrained there"
+        )
+    if named:
+        cx.stats.constructs[
+            "sharding over free axes in a partially manual shard_map (dropped: the body "
+            "runs replicated along them)"
+        ] += 1
+    return xs
 
 
 # ops without an hlo op of their own --------------------------------------------------------

@@ -6,11 +6,12 @@ At level S `partition_id` is the running device's id and `replica_id` 0 (shardc'
 are the partitions of one replica); at level G, a one-device run, both are 0.
 
 A manual computation at level G (shard_map inside auto-sharded code) runs as JAX runs it:
-its operands are split per `in_shardings` into every device's local values, its body (a
-per-device program) runs on all the mesh's devices with the level-S executor (as a
-partitioned function of a module made of the mesh and the body), and each result is
-assembled per `out_shardings`. Devices that hold the same block of a result must agree
-bit for bit (a shard_map result is replicated over the axes its out-sharding leaves out).
+its operands are split per `in_shardings` (their manual axes: free axes only lay out the
+global value) into every device's local values, its body (a per-device program) runs on
+all the mesh's devices with the level-S executor (as a partitioned function of a module
+made of the mesh and the body), and each result is assembled per `out_shardings` (their
+manual axes). Devices that hold the same block of a result must agree bit for bit (a
+shard_map result is replicated over the axes its out-sharding's manual part leaves out).
 """
 
 from __future__ import annotations
@@ -61,15 +62,13 @@ class ManualFunctions(InterpreterFunctions):
             )
         executor, body, mesh = self._body(op)
         n = mesh.device_count
+        ins = [spmd.manual_part(s, op.axes) for s in op.in_shardings.data]
+        outs = [spmd.manual_part(s, op.axes) for s in op.out_shardings.data]
         per_device = [
-            [_shard(v, s, mesh, d) for v, s in zip(args, op.in_shardings.data, strict=True)]
-            for d in range(n)
+            [_shard(v, s, mesh, d) for v, s in zip(args, ins, strict=True)] for d in range(n)
         ]
         results = executor.run(body, per_device)
-        return tuple(
-            _assemble(op, i, [r[i] for r in results], s, mesh)
-            for i, s in enumerate(op.out_shardings.data)
-        )
+        return tuple(_assemble(op, i, [r[i] for r in results], s, mesh) for i, s in enumerate(outs))
 
     def _body(self, op: spmd.ManualComputationOp) -> tuple[Any, func.FuncOp, spmd.MeshAttr]:
         """An executor of a module holding the mesh and the body as a partitioned function."""

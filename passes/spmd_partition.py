@@ -255,10 +255,14 @@ class FunctionPartitioner:
 
     def partition_manual(self, op: spmd.ManualComputationOp) -> None:
         """
-        shard_map: operands resharded to the in-shardings, then the body (already per-device
-        code) inlined; its results are the local values of the out-shardings.
+        shard_map: operands resharded to the in-shardings' manual axes, then the body
+        (already per-device code, replicated along the free axes) inlined; its results are
+        the local values of the out-shardings' manual axes (users reshard them to what they
+        want, the out-shardings' free axes included).
         """
-        for i, s in enumerate(op.in_shardings.data):
+        ins = [spmd.manual_part(s, op.axes) for s in op.in_shardings.data]
+        outs = [spmd.manual_part(s, op.axes) for s in op.out_shardings.data]
+        for i, s in enumerate(ins):
             self.reshard_operand(op, i, s)
         block = op.body.block
         ret = block.last_op
@@ -274,7 +278,7 @@ class FunctionPartitioner:
             returned.append(v)
         Rewriter.erase_op(ret)
         Rewriter.inline_block(block, InsertPoint.before(op), op.args)
-        for r, v, s in zip(op.outs, returned, op.out_shardings.data, strict=True):
+        for r, v, s in zip(op.outs, returned, outs, strict=True):
             r.replace_all_uses_with(v)
             self.actual[v] = s
         Rewriter.erase_op(op)

@@ -128,9 +128,27 @@ PARTIAL = """module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_repli
 }"""
 
 
-def test_partially_manual_is_a_clear_error():
-    with pytest.raises(DiagnosticError, match="partially manual computations") as e:
-        import_stablehlo(PARTIAL, "partial.mlir")
+def test_partially_manual_shardings_over_free_axes_run():
+    """Shardy's partially manual form: in/out shardings split over the free axis "y" too."""
+    result = import_stablehlo(PARTIAL, "partial.mlir")
+    assert result.stats.level == "G"
+    x = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    level_g = io.run_module(result.module.clone(), {"in_0": x})
+    t = np.tanh(x.astype(np.float64))
+    np.testing.assert_allclose(level_g["out_0"], t @ t, rtol=1e-5, atol=1e-5)
+    module = result.module
+    SpmdPipelinePass().apply(CTX, module)
+    module.verify()
+    level_s = io.run_module(module, {"in_0": x})
+    np.testing.assert_allclose(level_s["out_0"], level_g["out_0"], rtol=1e-6, atol=1e-6)
+
+
+def test_free_axis_before_a_manual_axis_is_a_clear_error():
+    text = PARTIAL.replace('[{"x"}, {"y"}]>] out', '[{"y", "x"}, {}]>] out').replace(
+        "tensor<4x8xf32>", "tensor<8x8xf32>"
+    )
+    with pytest.raises(DiagnosticError, match="follows the free axis") as e:
+        import_stablehlo(text, "partial.mlir")
     assert "partial.mlir:5:" in str(e.value)
 
 

@@ -361,9 +361,9 @@ BAD = {
         ),
         "a shard_map nested in a manual computation is not supported",
     ),
-    "partially manual": (
+    "free axis before a manual axis": (
         module(
-            """    %1 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"data"}, {"model"}]>] out_shardings=[<@mesh, [{"data"}, {"model"}]>] manual_axes={"data"} (%a: tensor<4x4xf32>) {
+            """    %1 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"model", "data"}, {}]>] out_shardings=[<@mesh, [{"data"}, {"model"}]>] manual_axes={"data"} (%a: tensor<4x4xf32>) {
       sdy.return %a : tensor<4x4xf32>
     } : (tensor<8x16xf32>) -> tensor<8x16xf32>
     return %1 : tensor<8x16xf32>""",
@@ -371,7 +371,7 @@ BAD = {
             "tensor<8x16xf32>",
             SDY_MESH,
         ),
-        "partially manual computations are not supported",
+        'a manual axis follows the free axis "model"',
     ),
     "mixed sharding forms": (
         module(

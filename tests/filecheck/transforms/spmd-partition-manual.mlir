@@ -44,3 +44,25 @@ func.func @reshard(%a: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{
 // CHECK-NEXT:   %0 = collective.all_gather %t on @mesh["y"], dim = 0 : (tensor<2x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT:   %1 = collective.all_gather %same on @mesh["y"], dim = 1 : (tensor<4x2xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT:   func.return %0, %1, %o
+
+// -----
+
+// Partially manual ("y" free): the operand is resharded to the in-sharding's manual part
+// (the "y" split of the argument gathered: the body runs replicated along "y"), the body
+// keeps its "x" collective (groups over "x" for every "y"), and the result is split
+// over "y" as the out-sharding's free part says, locally.
+spmd.mesh @mesh = <["x"=2, "y"=2]>
+func.func @partial(%a: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x", "y"}, {}]>}) -> (tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}, {"y"}]>}) {
+  %m = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x", "y"}, {}]>] out_shardings=[<@mesh, [{"x"}, {"y"}]>] manual_axes={"x"} (%l: tensor<2x4xf32>) {
+    %s = collective.all_reduce add %l on @mesh["x"] : tensor<2x4xf32>
+    spmd.return %s : tensor<2x4xf32>
+  } : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  func.return %m : tensor<4x4xf32>
+}
+// CHECK:      func.func @partial(%a: tensor<1x4xf32> {{.*}}) -> (tensor<2x2xf32> {{.*}}) attributes {spmd.partitioned} {
+// CHECK-NEXT:   %l = collective.all_gather %a on @mesh["y"], dim = 0 : (tensor<1x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:   %s = collective.all_reduce add %l on @mesh["x"] : tensor<2x4xf32>
+// CHECK:        hlo.dynamic_slice %s
+// CHECK-NOT:    collective.
+// CHECK:        func.return
+// CHECK-NOT:    spmd.manual_computation

@@ -304,12 +304,24 @@ func.func @manual_body_type(%a: tensor<8x6xf32>) {
 
 // -----
 
-// Partially manual shardings (a split over an axis manual_axes leaves free).
+// Partially manual shardings: the body's types are split by the manual axes only.
 spmd.mesh @mesh = <["x"=4, "y"=2]>
 func.func @manual_free_axis(%a: tensor<8x6xf32>) {
   %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {"y"}]>] out_shardings=[<@mesh, [{"x"}, {"y"}]>] manual_axes={"x"} (%l: tensor<2x3xf32>) {
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op operand 0: sharding splits over {"y"}, which manual_axes leaves free: partially manual shardings (a dimension split over an auto axis) are not supported
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op operand 0: tensor<8x6xf32> split as #spmd.sharding<@mesh, [{"x"}, {"y"}]> (by its manual axes: #spmd.sharding<@mesh, [{"x"}, {}]>) is tensor<2x6xf32> per device, but the body has tensor<2x3xf32>
     spmd.return %l : tensor<2x3xf32>
+  } : (tensor<8x6xf32>) -> tensor<8x6xf32>
+  func.return
+}
+
+// -----
+
+// A free axis before a manual axis in one dimension.
+spmd.mesh @mesh = <["x"=4, "y"=2]>
+func.func @manual_free_axis_first(%a: tensor<8x6xf32>) {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"y", "x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%l: tensor<2x6xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'spmd.manual_computation' op operand 0: dimension 0 splits over {"y", "x"}: a manual axis follows the free axis "y" (manual axes come first)
+    spmd.return %l : tensor<2x6xf32>
   } : (tensor<8x6xf32>) -> tensor<8x6xf32>
   func.return
 }

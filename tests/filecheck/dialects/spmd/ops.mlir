@@ -152,6 +152,24 @@ func.func @manual(%a: tensor<8x6xf32>, %b: tensor<6xf32>) -> tensor<8x6xf32> {
 
 // -----
 
+// Partially manual (Shardy's form): free axis "y" after the manual "x"; the body's types
+// are split by "x" only.
+spmd.mesh @mesh = <["x"=2, "y"=4]>
+
+func.func @partial_manual(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x", "y"}, {}]>] out_shardings=[<@mesh, [{"x"}, {"y"}]>] manual_axes={"x"} (%l: tensor<4x8xf32>) {
+    spmd.return %l : tensor<4x8xf32>
+  } : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  func.return %r : tensor<8x8xf32>
+}
+
+// CHECK:      func.func @partial_manual(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {
+// CHECK-NEXT:   %r = spmd.manual_computation(%a) in_shardings=[<@mesh, [{"x", "y"}, {}]>] out_shardings=[<@mesh, [{"x"}, {"y"}]>] manual_axes={"x"} (%l: tensor<4x8xf32>) {
+
+// CHECK-GENERIC: "spmd.manual_computation"(%a) <{in_shardings = [#spmd.sharding<@mesh, [{"x", "y"}, {}]>], out_shardings = [#spmd.sharding<@mesh, [{"x"}, {"y"}]>], manual_axes = ["x"]}> ({
+
+// -----
+
 // Open dimensions (Shardy's `?`): on arguments, results and constraints; a `?` after the
 // axes a dimension already has, or alone.
 spmd.mesh @mesh = <["data"=2, "model"=4]>
