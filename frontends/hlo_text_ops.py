@@ -303,10 +303,18 @@ def dot(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAV
 
 @ARRAY_OPS.converts("reduce")
 def reduce(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    root = cx.called(instr, "to_apply").root.opcode
+    if root in BITWISE_REDUCERS and not is_bool(xs[0].type.element_type):  # pyright: ignore
+        # an integer or / and / xor (XLA's expanded rng-bit-generator): a reduce with a body
+        return variadic_reduce(cx, instr, xs).items[0]
     kind = cx.reducer(instr, xs[0].type.element_type)  # pyright: ignore
     cx.stats.constructs[f"reduce {kind}"] += 1
     init_value = _literal_scalar(xs[1])
     return cx.emit.reduce(kind, xs[0], cx.ints_attr(instr, "dimensions"), xs[1], init_value)
+
+
+BITWISE_REDUCERS = ("or", "and", "xor")
+"""Integer reducers that hlo.reduce's kinds do not name: imported with their body."""
 
 
 def _literal_scalar(value: SSAValue) -> float | int | bool | None:

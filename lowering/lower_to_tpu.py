@@ -67,16 +67,18 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     for arg in function.args:
         _check_element_type(function, arg.type, "an argument")
     for op in function.body.block.ops:
+        passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
+        if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
+            # the op itself first: its element types would not make it lowerable
+            raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
         for value in (*op.operands, *op.results):
             _check_element_type(op, value.type, op.name)
-        if isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp):
+        if passive:
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
-        elif tpu_movement.handles(op):
-            tpu_movement.check(target, op)
         else:
-            raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
+            tpu_movement.check(target, op)
 
 
 def _check_element_type(at: Operation, ty: object, what: str) -> None:
