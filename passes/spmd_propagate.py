@@ -67,12 +67,12 @@ from shardc.passes.sharding_rules import (
     FactorRule,
     factor_axes_from,
     factor_rule,
-    rng_bit_generator_shardings,
     fit_axes,
     make_sharding,
     pads_safely,
     project,
     replicated,
+    rng_bit_generator_shardings,
 )
 from xdsl.context import Context
 from xdsl.dialects import func

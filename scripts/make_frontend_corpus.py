@@ -539,6 +539,7 @@ PROGRAMS += [
     ),
 ]
 
+
 def make_args(program: Program, rng: np.random.Generator) -> list[np.ndarray]:
     """The program's inputs: normal f32, or integers in [0, high) of their dtype."""
     dtypes = program.dtypes or [np.float32] * len(program.shapes)
