@@ -10,8 +10,11 @@ JAX). The whole dropout program with JAX's "rbg" PRNG is in the JAX corpus
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+import shardc
 from shardc.diagnostics import DiagnosticError
 from shardc.frontends.hlo_text import import_hlo_text
 from shardc.frontends.stablehlo import import_stablehlo
@@ -95,3 +98,25 @@ def test_stablehlo_bad_state_is_a_verifier_error() -> None:
     text = pretty("THREE_FRY").replace("tensor<2xui64>", "tensor<3xui64>")
     with pytest.raises(DiagnosticError, match="THREE_FRY needs a state of 2 ui64 values"):
         import_stablehlo(text, "rng.mlir")
+
+
+RNG_DIR = Path(__file__).parent / "rng"
+
+
+def test_unpartitioned_hlo_module_partitions_to_jax_numbers() -> None:
+    """A dropout with the rbg PRNG as JAX lowers it with GSPMD shardings (unpartitioned
+    HLO: rng-bit-generator, sharding= on parameters), made by
+    scripts/make_rng_hlo_module.py: read as a level-G program with its shardings,
+    spmd-pipeline partitions it, and level S gives JAX's mask exactly (the kept values
+    within float rounding of x / 0.9)."""
+    text = (RNG_DIR / "dropout_rbg_gspmd.hlo.txt").read_text()
+    data = np.load(RNG_DIR / "dropout_rbg_gspmd.npz")
+    imported = import_hlo_text(text, "dropout_rbg_gspmd.hlo.txt")
+    assert imported.stats.constructs["rng-bit-generator DEFAULT"] == 1
+    program = str(imported.module)
+    assert "spmd.per_device_io" not in program
+    compiled = shardc.compile(program, pipeline="spmd-pipeline")
+    got = run_global(str(compiled), {"in_0": data["in_0"], "in_1": data["in_1"]})["out_0"]
+    want = data["out_0"]
+    np.testing.assert_array_equal(got == 0, want == 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
