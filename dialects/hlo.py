@@ -3765,6 +3765,97 @@ CONTROL_OPS_13 = (WhileOp, CaseOp)
 """while and case of issue 13 (one block, so that merges stay simple)."""
 
 
+################################################################################
+# rng_bit_generator (issue 13)                                                 #
+################################################################################
+
+RNG_ALGORITHMS = ("DEFAULT", "THREE_FRY", "PHILOX")
+"""StableHLO's `rng_algorithm`s. DEFAULT is XLA's CPU/GPU default, PHILOX."""
+
+
+@irdl_op_definition
+class RngBitGeneratorOp(HloOp):
+    """
+    StableHLO's rng_bit_generator: `%s, %b = hlo.rng_bit_generator %state, algorithm =
+    THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<8x16xui32>)`: random bits
+    of an integer type and the next state, bit-exact with XLA's CPU implementation
+    (`RngBitGeneratorExpander`: key = state[0], counter = the rest).
+    """
+
+    name = "hlo.rng_bit_generator"
+
+    initial_state = operand_def(TensorType)
+    rng_algorithm = prop_def(StringAttr)
+    output_state = result_def(TensorType)
+    output = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, state: SSAValue, algorithm: str, output_type: Attribute):
+        super().__init__(
+            operands=[state],
+            result_types=[state.type, output_type],
+            properties={"rng_algorithm": StringAttr(algorithm)},
+        )
+
+    @property
+    def algorithm(self) -> str:
+        return self.rng_algorithm.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RngBitGeneratorOp:
+        pos = parser.pos
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("algorithm")
+        parser.parse_punctuation("=")
+        algorithm = parser.parse_identifier()
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_functional_type(parser)
+        (state,) = parser.resolve_operands([operand], inputs, pos)
+        props: dict[str, Attribute] = {"rng_algorithm": StringAttr(algorithm)}
+        op = cls.create(operands=[state], result_types=outputs, properties=props)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.initial_state)
+        printer.print_string(f", algorithm = {self.algorithm}")
+        printer.print_op_attributes(self.attributes)
+        _print_functional_type(printer, self)
+
+    def verify_semantics(self) -> None:
+        if self.algorithm not in RNG_ALGORITHMS:
+            raise VerifyException(
+                f"algorithm must be one of {', '.join(RNG_ALGORITHMS)}, got {self.algorithm!r}"
+            )
+        state = _tensor(self.initial_state)
+        ui64 = is_unsigned(state.element_type) and state.element_type.width.data == 64  # pyright: ignore
+        if not ui64 or state.get_num_dims() != 1:
+            raise VerifyException(f"initial_state must be a rank-1 ui64 tensor, got {state}")
+        sizes = (2,) if self.algorithm == "THREE_FRY" else (2, 3)
+        if state.get_shape()[0] not in sizes:
+            want = " or ".join(map(str, sizes))
+            raise VerifyException(
+                f"{self.algorithm} needs a state of {want} ui64 values, got {state}"
+            )
+        if self.output_state.type != state:
+            raise VerifyException(
+                f"output_state must have the type of initial_state ({state}), "
+                f"got {self.output_state.type}"
+            )
+        out = _tensor(self.output)
+        if element_kind(out.element_type) != INT:
+            raise VerifyException(
+                f"output must be an integer tensor (floats are not supported), got {out}"
+            )
+
+
+RANDOM_OPS_13 = (RngBitGeneratorOp,)
+"""rng_bit_generator of issue 13 (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -3814,6 +3905,7 @@ Hlo = Dialect(
         ReturnOp,
         *GATHER_SCATTER_OPS_13,
         *CONTROL_OPS_13,
+        *RANDOM_OPS_13,
     ],
     [],
 )

@@ -303,10 +303,18 @@ def dot(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAV
 
 @ARRAY_OPS.converts("reduce")
 def reduce(cx: HloSource, instr: Instr, xs: list[SSAValue], ty: TensorType) -> SSAValue:
+    root = cx.called(instr, "to_apply").root.opcode
+    if root in BITWISE_REDUCERS and not is_bool(xs[0].type.element_type):  # pyright: ignore
+        # an integer or / and / xor (XLA's expanded rng-bit-generator): a reduce with a body
+        return variadic_reduce(cx, instr, xs).items[0]
     kind = cx.reducer(instr, xs[0].type.element_type)  # pyright: ignore
     cx.stats.constructs[f"reduce {kind}"] += 1
     init_value = _literal_scalar(xs[1])
     return cx.emit.reduce(kind, xs[0], cx.ints_attr(instr, "dimensions"), xs[1], init_value)
+
+
+BITWISE_REDUCERS = ("or", "and", "xor")
+"""Integer reducers that hlo.reduce's kinds do not name: imported with their body."""
 
 
 def _literal_scalar(value: SSAValue) -> float | int | bool | None:
@@ -721,3 +729,31 @@ def variadic_reduce(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> TupleVal
     cx.stats.constructs["reduce with a body"] += 1
     op = cx.emit.add(hlo.ReduceOp.with_body(xs[:n], xs[n:], dims, region))
     return TupleVal(list(op.results))
+
+
+# rng-bit-generator (issue 13) ---------------------------------------------------------------
+
+XLA_RNG_ALGORITHMS = {
+    "rng_default": "DEFAULT",
+    "rng_three_fry": "THREE_FRY",
+    "rng_philox": "PHILOX",
+}
+"""XLA's `algorithm=` spellings: StableHLO's rng_algorithm."""
+
+
+def rng_bit_generator(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> TupleVal:
+    """`(u64[2], u32[8,16]) rng-bit-generator(%state), algorithm=rng_three_fry`."""
+    attr = instr.attrs.get("algorithm")
+    text = attr.text.strip() if attr is not None else "rng_default"
+    algorithm = XLA_RNG_ALGORITHMS.get(text)
+    if algorithm is None:
+        raise ValueError(f"algorithm={text} is not one of {', '.join(XLA_RNG_ALGORITHMS)}")
+    if not instr.shape.is_tuple() or len(instr.shape.elements) != 2 or len(xs) != 1:
+        raise ValueError("rng-bit-generator takes a state and produces a (state, bits) tuple")
+    bits = cx.tensor_type(instr.shape.elements[1])
+    cx.stats.constructs[f"rng-bit-generator {algorithm}"] += 1
+    op = cx.emit.add(hlo.RngBitGeneratorOp(xs[0], algorithm, bits))
+    return TupleVal(list(op.results))
+
+
+TUPLE_OPS["rng-bit-generator"] = rng_bit_generator

@@ -179,6 +179,7 @@ for _c in (
 ):
     KNOWN_ATTRS[_c] = COLLECTIVE_ATTRS
 KNOWN_ATTRS["collective-broadcast"] = frozenset({"channel_id", "replica_groups"})  # (issue 13)
+KNOWN_ATTRS["rng-bit-generator"] = frozenset({"algorithm"})  # (issue 13)
 
 REDUCERS = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
 BOOL_REDUCERS = {"or": "max", "and": "min"}

@@ -1094,6 +1094,34 @@ CHLO_UNARY = (
 ).split()
 
 
+# rng_bit_generator (issue 13) ----------------------------------------------------------------
+
+
+@irdl_attr_definition
+class RngAlgorithmAttr(OpaqueEnumAttr):
+    """`#stablehlo<rng_algorithm THREE_FRY>`."""
+
+    name = "stablehlo.rng_algorithm"
+
+
+def _parse_rng_bit_generator(cls: type[ImportedOp], parser: Parser) -> ImportedOp:
+    """`stablehlo.rng_bit_generator %s, algorithm = DEFAULT : (tensor<2xui64>) -> (.., ..)`."""
+    pos = parser.pos
+    operands = [parser.parse_unresolved_operand()]
+    parser.parse_punctuation(",")
+    parser.parse_keyword("algorithm")
+    parser.parse_punctuation("=")
+    algorithm = parser.parse_identifier(" (DEFAULT, THREE_FRY or PHILOX)")
+    props: dict[str, Attribute] = {"rng_algorithm": RngAlgorithmAttr(StringAttr(algorithm))}
+    attrs = parser.parse_optional_attr_dict()
+    inputs, outputs = _parse_functional(parser)
+    return _finish(cls, parser, operands, pos, inputs, outputs, props, attrs)
+
+
+_SYNTAXES["rng_bit_generator"] = _parse_rng_bit_generator
+STABLEHLO_CUSTOM["rng_bit_generator"] = "rng_bit_generator"
+
+
 def _op_class(name: str, syntax: str, base: type[ImportedOp] = ImportedOp) -> type[ImportedOp]:
     cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
     return type(cls_name, (base,), {"name": name, "SYNTAX": syntax})
@@ -1129,6 +1157,7 @@ def _dialects() -> list[Dialect]:
                 ComparisonTypeAttr,
                 PrecisionAttr,
                 ResultAccuracyModeAttr,
+                RngAlgorithmAttr,
                 ConvDimensionNumbersAttr,
             ],
         ),

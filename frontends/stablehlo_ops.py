@@ -947,3 +947,16 @@ def sdy_collective(cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
     sh = cx.shardings.sdy_to_spmd(op, require(op, "out_sharding"), rank(xs[0].type), op.name, True)
     assert sh is not None
     return [cx.emit.value(spmd.ConstraintOp(xs[0], sh))]
+
+
+# rng_bit_generator (issue 13) ----------------------------------------------------------------
+
+
+@OPS.converts("stablehlo.rng_bit_generator")
+def rng_bit_generator(
+    cx: OpContext, op: Operation, xs: list[SSAValue], local: bool
+) -> list[SSAValue]:
+    algorithm = enum_value(require(op, "rng_algorithm"))
+    cx.stats.constructs[f"rng_bit_generator {algorithm}"] += 1
+    new = hlo.RngBitGeneratorOp(xs[0], algorithm, op.results[1].type)
+    return list(cx.emit.add(new).results)

@@ -119,6 +119,7 @@ KNOWN_ATTRS: dict[str, frozenset[str]] = {
 }
 """The attributes each op may carry; any other is an error naming it."""
 KNOWN_ATTRS["stablehlo.collective_broadcast"] = frozenset({"replica_groups", "channel_handle"})
+KNOWN_ATTRS["stablehlo.rng_bit_generator"] = frozenset({"rng_algorithm"})
 
 
 # Attribute readers -------------------------------------------------------------------------

@@ -94,6 +94,24 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
     return float(sum(_elements(t) for t in types) * stages * (stages + 1) // 2)
 
 
+RNG_OPS_PER_WORD = {"THREE_FRY": 64, "PHILOX": 26, "DEFAULT": 26}
+"""
+Vector ops per generated 32-bit word of `hlo.rng_bit_generator`: Threefry-2x32 runs 20
+rounds (add, rotate as two shifts and an or, xor) plus 5 key injections per pair of words;
+Philox-4x32 10 rounds of two 32x32->64 multiplies and the xors per four words. DEFAULT is
+Philox (XLA's CPU default).
+"""
+
+
+def rng_bit_generator_flops(op: hlo.RngBitGeneratorOp) -> float:
+    """Ops for the output's 32-bit words (64-bit elements are two words, narrower one)."""
+    out = op.output.type
+    assert isinstance(out, TensorType)
+    width = out.element_type.width.data  # pyright: ignore[reportAttributeAccessIssue]
+    words = _elements(out) * max(1, width // 32)
+    return float(words * RNG_OPS_PER_WORD[op.algorithm])
+
+
 def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     """
     One combine per window element per window position (reduce_window); select_and_scatter
@@ -290,6 +308,8 @@ class CostModel:
             return float(_elements(_tensor_types([op.updates])[0])), self.chip.vpu_flops
         if isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
             return window_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.RngBitGeneratorOp):
+            return rng_bit_generator_flops(op), self.chip.vpu_flops
         if isinstance(
             op,
             hlo.BinaryElementwiseOp

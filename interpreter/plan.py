@@ -31,6 +31,7 @@ from shardc.interpreter.hlo_elementwise import ElementwiseFunctions
 from shardc.interpreter.hlo_gather import GatherScatterFunctions
 from shardc.interpreter.hlo_impls import RAW_IMPL_KEY, HloFunctions, TensorScalarFunctions
 from shardc.interpreter.hlo_manual import ManualFunctions
+from shardc.interpreter.hlo_random import RandomFunctions
 from shardc.interpreter.hlo_sorting import SortingFunctions
 from shardc.interpreter.hlo_special import SpecialFunctions
 from shardc.interpreter.hlo_windows import WindowFunctions
@@ -246,6 +247,7 @@ class ProgramPlan:
             ManualFunctions(),
             hlo_types.TypeFunctions(),
             WindowFunctions(),
+            RandomFunctions(),
         ]
         """The implementations of plain ops (registered with each device's interpreter)."""
         self.fallback_functions: list[InterpreterFunctions] = []

@@ -63,20 +63,27 @@ from xdsl.utils.exceptions import PassFailedException
 
 
 def check_function(function: func.FuncOp, target: Target) -> None:
-    """Raise an `OpPassError` at the first op of `function` that cannot be lowered."""
+    """
+    Raise an `OpPassError` at the first op of `function` that cannot be lowered: first an
+    op level T has no lowering for at all (whatever its types), then element types.
+    """
+    ops = list(function.body.block.ops)
+    for op in ops:
+        passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
+        if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
+            raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
         _check_element_type(function, arg.type, "an argument")
-    for op in function.body.block.ops:
+    for op in ops:
+        passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
         for value in (*op.operands, *op.results):
             _check_element_type(op, value.type, op.name)
-        if isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp):
+        if passive:
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
-        elif tpu_movement.handles(op):
-            tpu_movement.check(target, op)
         else:
-            raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
+            tpu_movement.check(target, op)
 
 
 def _check_element_type(at: Operation, ty: object, what: str) -> None:

@@ -441,6 +441,21 @@ def _zero_size_pairs(src: Sequence[int], res: Sequence[int]) -> list[tuple[int, 
         i, j = i + 1, j + 1
 
 
+def rng_bit_generator_shardings(
+    op: hlo.RngBitGeneratorOp, mesh_name: str, output: ShardingAttr | None
+) -> tuple[ShardingAttr, ShardingAttr, ShardingAttr]:
+    """
+    rng_bit_generator's rule (no factors: its state and its bits share no dimension):
+    (initial_state, output_state, output). The state is replicated; the bits take the
+    sharding their users want (`output`, replicated if None): every device generates them
+    whole and keeps its block, so a split costs no communication and every block is the
+    global result's (the bits depend on the output's whole shape).
+    """
+    state = replicated(mesh_name, 1)
+    rank = len(type_shape(op.output))
+    return state, state, output or replicated(mesh_name, rank)
+
+
 def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None:
     """
     The op's factors, or None for an op with no sharding rule. `shape` gives a value's

@@ -69,6 +69,8 @@ from shardc.passes.sharding_rules import (
     pads_safely,
     project,
     replicated,
+    rng_bit_generator_shardings,
+    without_unreduced,
 )
 from shardc.passes.spmd_propagate import (
     ORIGIN_ATTR_NAME,
@@ -179,6 +181,8 @@ class FunctionPartitioner:
                 self.partition_device_id(op)
             elif isinstance(op, hlo.WhileOp | hlo.CaseOp):
                 self.partition_region_op(op)
+            elif isinstance(op, hlo.RngBitGeneratorOp):
+                self.partition_rng(op)
             else:
                 self.partition_op(op)
 
@@ -290,6 +294,23 @@ class FunctionPartitioner:
         zero.location = op.location
         Rewriter.replace_op(op, zero)
         self.actual[zero.result] = replicated(self.mesh_name, 0)
+
+    def partition_rng(self, op: hlo.RngBitGeneratorOp) -> None:
+        """
+        rng_bit_generator (`rng_bit_generator_shardings`): the state replicated, the bits
+        generated whole on every device, then each result resharded to its sharding (a
+        split is a local slice of the whole: no communication).
+        """
+        chosen = self.result_shardings(op)
+        state, _, _ = rng_bit_generator_shardings(op, self.mesh_name, None)
+        self.reshard_operand(op, 0, state)
+        for name in (SHARDING_ATTR_NAME, ORIGIN_ATTR_NAME, RESULT_SHARDINGS_ATTR_NAME):
+            op.attributes.pop(name, None)
+        for result, want in zip(list(op.results), chosen, strict=True):
+            whole = replicated(self.mesh_name, len(_shape(result)))
+            self.actual[result] = whole
+            self.global_shapes[result] = _shape(result)
+            self.reshard_result(op, result, whole, without_unreduced(want))
 
     def partition_op(self, op: Operation) -> None:
         self.resharder.inserted.clear()

@@ -72,6 +72,7 @@ from shardc.passes.sharding_rules import (
     pads_safely,
     project,
     replicated,
+    rng_bit_generator_shardings,
 )
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -204,6 +205,8 @@ class ShardingPropagation:
     def propagate(self, op: Operation) -> bool:
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):
             return any([self.propagate_tied(group) for group in tied_values(op)])
+        if isinstance(op, hlo.RngBitGeneratorOp):
+            return self.propagate_rng(op)
         if op not in self.rules:
             self.rules[op] = factor_rule(op)
         rule = self.rules[op]
@@ -250,6 +253,20 @@ class ShardingPropagation:
             self.origin[value] = f"{direction} through {op.name}" + (
                 f" from {', '.join(froms)}" if froms else ""
             )
+        return changed
+
+    def propagate_rng(self, op: hlo.RngBitGeneratorOp) -> bool:
+        """
+        The state (operand and output_state) is replicated (`rng_bit_generator_shardings`);
+        the bits get their sharding from their users.
+        """
+        state, _, _ = rng_bit_generator_shardings(op, self.mesh_name, None)
+        changed = False
+        for value in (op.initial_state, op.output_state):
+            if value not in self.known:
+                self.known[value] = state
+                self.origin[value] = "rng_bit_generator state: replicated"
+                changed = True
         return changed
 
     def propagate_tied(self, group: list[SSAValue]) -> bool:
@@ -373,6 +390,10 @@ class ShardingPropagation:
                 op.sharding = self.known[op.result]
             if explain:
                 op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
+            if isinstance(op, hlo.RngBitGeneratorOp):
+                op.attributes[RESULT_SHARDINGS_ATTR_NAME] = ArrayAttr(
+                    [self.known[r] for r in op.results]
+                )
             if isinstance(op, hlo.WhileOp | hlo.CaseOp):
                 # a while's carried sharding is its block arguments' (a result may be an
                 # unannotated function result fixed replicated, resharded at the return)

@@ -526,6 +526,30 @@ PROGRAMS += [
 ]
 
 
+# rng_bit_generator (issue 13): JAX's "rbg" PRNG ---------------------------------------------
+
+
+def dropout_rbg(x: Any, key: Any) -> Any:
+    """jax.random.bernoulli with the "rbg" PRNG: stablehlo.rng_bit_generator."""
+    keep = jax.random.bernoulli(jax.random.wrap_key_data(key, impl="rbg"), 0.9, x.shape)
+    return jnp.where(keep, x / 0.9, 0.0)
+
+
+PROGRAMS += [
+    Program(
+        "dropout_rbg",
+        'jax.random.bernoulli dropout with the "rbg" PRNG (rng_bit_generator)',
+        dropout_rbg,
+        [(16, 32), (4,)],
+        [ns(MESH_2x4, "data", "model"), ns(MESH_2x4)],
+        ns(MESH_2x4, "data", "model"),
+        MESH_2x4,
+        dtypes=[np.float32, np.uint32],
+        high=2**31,
+    ),
+]
+
+
 def make_args(program: Program, rng: np.random.Generator) -> list[np.ndarray]:
     """The program's inputs: normal f32, or integers in [0, high) of their dtype."""
     dtypes = program.dtypes or [np.float32] * len(program.shapes)

@@ -92,6 +92,7 @@ EXPECT_STABLEHLO = {
     "uneven": {"sdy.sharding_constraint"},
     "everyday": {"reduce with a body", "reduce_window add", "stablehlo.sort"},
 }
+EXPECT_STABLEHLO["dropout_rbg"] = {"stablehlo.rng_bit_generator", "rng_bit_generator DEFAULT"}
 EXPECT_HLO = {
     "megatron_mlp": {"all-reduce", "fusion"},
     "attention": {"all-gather"},
@@ -109,6 +110,7 @@ EXPECT_HLO = {
     "int8_matmul": {"dot"},
     "everyday": {"sort", "reduce-window"},
 }
+EXPECT_HLO["dropout_rbg"] = {"multiply", "bitcast"}  # XLA CPU expanded rng-bit-generator
 
 
 def load(name: str) -> tuple[dict, dict[str, np.ndarray]]:

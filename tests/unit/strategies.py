@@ -919,8 +919,31 @@ class ProgramBuilder:
         ]
         return v
 
+    # random bits (issue 13)
+
+    def op_rng_bit_generator(self) -> list[Value]:
+        """Bits of i32/i64 (usable by later ops) from a ui64 state: an earlier output
+        state, a new argument or a constant."""
+        algorithm = self.c.choice(("DEFAULT", "THREE_FRY", "PHILOX"))
+        n = 3 if algorithm != "THREE_FRY" and self.c.chance(0.3) else 2
+        states = [v for v in self.values if v.shape == (n,) and v.dtype == "ui64"]
+        if states and self.c.chance(0.7):
+            state = self.c.choice(states)
+        elif len(self.args) < self.max_args and self.c.chance(0.6):
+            state = self.add_arg((n,), "ui64")
+        else:
+            words = ", ".join(str(self.c.int(0, 2**20)) for _ in range(n))
+            state = self.emit(f"hlo.constant dense<[{words}]> : tensor<{n}xui64>", (n,), "ui64")
+        shape, dtype = self.random_shape(), self.c.choice(INT_TYPES)
+        st, bt = state.type, tensor_type(shape, dtype)
+        return self.emit_multi(
+            f"hlo.rng_bit_generator {state.ref}, algorithm = {algorithm} : ({st}) -> ({st}, {bt})",
+            [(state.shape, "ui64"), (shape, dtype)],
+        )
+
     def random_hlo_op(self) -> None:
         ops = self.HLO_OPS
+        ops = (*ops, "rng_bit_generator")
         if self.mesh is not None:
             ops = (*ops, "constraint", "constraint", "axis_index")
         ops = (*ops, "device_id")

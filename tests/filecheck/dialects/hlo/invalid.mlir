@@ -1252,3 +1252,43 @@ func.func @case_branch_args(%a: tensor<4xf32>, %k: tensor<i32>) {
   // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.case' op branch 0 must not have block arguments
   func.return
 }
+
+// -----
+
+func.func @rng_algorithm(%s: tensor<2xui64>) {
+  %t, %b = hlo.rng_bit_generator %s, algorithm = MT19937 : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.rng_bit_generator' op algorithm must be one of DEFAULT, THREE_FRY, PHILOX, got 'MT19937'
+  func.return
+}
+
+// -----
+
+func.func @rng_state_type(%s: tensor<2xi64>) {
+  %t, %b = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xi64>) -> (tensor<2xi64>, tensor<4xui32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.rng_bit_generator' op initial_state must be a rank-1 ui64 tensor, got tensor<2xi64>
+  func.return
+}
+
+// -----
+
+func.func @rng_three_fry_state_size(%s: tensor<3xui64>) {
+  %t, %b = hlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<3xui64>) -> (tensor<3xui64>, tensor<4xui32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.rng_bit_generator' op THREE_FRY needs a state of 2 ui64 values, got tensor<3xui64>
+  func.return
+}
+
+// -----
+
+func.func @rng_output_state(%s: tensor<2xui64>) {
+  %t, %b = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<3xui64>, tensor<4xui32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.rng_bit_generator' op output_state must have the type of initial_state (tensor<2xui64>), got tensor<3xui64>
+  func.return
+}
+
+// -----
+
+func.func @rng_float_bits(%s: tensor<2xui64>) {
+  %t, %b = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xf32>)
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.rng_bit_generator' op output must be an integer tensor (floats are not supported), got tensor<4xf32>
+  func.return
+}

@@ -660,3 +660,21 @@ func.func @control(%a: tensor<4xf32>, %k: tensor<i32>) -> (tensor<4xf32>, tensor
 // CHECK-GENERIC: %c = "hlo.case"(%k) ({
 // CHECK-GENERIC: }, {
 // CHECK-GENERIC: }) : (tensor<i32>) -> tensor<4xf32>
+
+// rng_bit_generator: each algorithm, a Philox state of 3, narrow, signed and 64-bit bits.
+func.func @rng_bit_generator(%s: tensor<2xui64>, %p: tensor<3xui64>) {
+  %s1, %b1 = hlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<8x16xui32>)
+  %s2, %b2 = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>)
+  %s3, %b3 = hlo.rng_bit_generator %p, algorithm = DEFAULT {tag = 1 : i64} : (tensor<3xui64>) -> (tensor<3xui64>, tensor<ui8>)
+  %s4, %b4 = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<2xui64>, tensor<2x3xi16>)
+  func.return
+}
+
+// CHECK:      func.func @rng_bit_generator(%s: tensor<2xui64>, %p: tensor<3xui64>) {
+// CHECK-NEXT:   %s1, %b1 = hlo.rng_bit_generator %s, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<8x16xui32>)
+// CHECK-NEXT:   %s2, %b2 = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>)
+// CHECK-NEXT:   %s3, %b3 = hlo.rng_bit_generator %p, algorithm = DEFAULT {tag = 1 : i64} : (tensor<3xui64>) -> (tensor<3xui64>, tensor<ui8>)
+// CHECK-NEXT:   %s4, %b4 = hlo.rng_bit_generator %s, algorithm = PHILOX : (tensor<2xui64>) -> (tensor<2xui64>, tensor<2x3xi16>)
+// CHECK-NEXT:   func.return
+
+// CHECK-GENERIC: %s1, %b1 = "hlo.rng_bit_generator"(%s) <{rng_algorithm = "THREE_FRY"}> : (tensor<2xui64>) -> (tensor<2xui64>, tensor<8x16xui32>)
