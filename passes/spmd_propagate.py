@@ -120,7 +120,15 @@ class ShardingPropagation:
     )
     stage: int = 2
     """The op-priority stage running (module docstring); the last lets every op propagate."""
-    """Dimensions of a propagated value that no neighbour decided: later ones may split them."""
+    deferred: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
+    """Annotations with dimensions of a user priority above 0, as written (see `seed_annotation`)."""
+    reserved: dict[SSAValue, set[str]] = field(default_factory=dict[SSAValue, set[str]])
+    """Axes a deferred dimension will take at its priority: no open dimension may take them."""
+    pending: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
+    """Deferred dimensions before their priority's turn: unsplit, deciding no factor."""
+    sliced_dims: bool = False
+    """Propagate through sliced, padded and concatenated dimensions (Shardy's permutation
+    factors; the partitioner still computes them whole)."""
 
     def fix(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
         self.known[value] = sharding
@@ -128,10 +136,42 @@ class ShardingPropagation:
         self.fixed.add(value)
 
     def seed_annotation(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
-        """A user annotation: closed dimensions fixed, open ones left to propagation."""
-        self.fix(value, sharding.closed(), why)
+        """
+        A user annotation: closed dimensions fixed, open ones left to propagation. A
+        dimension with a user priority above 0 is closed and unsplit until its priority's
+        turn (`apply_priority`), its axes reserved for it (as Shardy initializes it).
+        """
+        later = [d for d, p in enumerate(sharding.dim_priorities) if p]
+        dims = [() if d in later else a for d, a in enumerate(sharding.dim_axes)]
+        self.fix(value, ShardingAttr(self.mesh_name, dims, sharding.unreduced_axes), why)
         if sharding.is_open():
-            self.open[value] = set(sharding.open_dims)
+            self.open[value] = set(sharding.open_dims) - set(later)
+        if later:
+            self.deferred[value] = sharding
+            self.pending[value] = set(later)
+            self.reserved[value] = {a for d in later for a in sharding.dim_axes[d]}
+
+    def priority_levels(self) -> list[int]:
+        """The user priorities above 0 the annotations name, ascending."""
+        return sorted({p for s in self.deferred.values() for p in s.dim_priorities if p})
+
+    def apply_priority(self, level: int) -> None:
+        """The dimensions of priority `level` take their annotation (Shardy's next round)."""
+        for value, sharding in self.deferred.items():
+            now = [d for d, p in enumerate(sharding.dim_priorities) if p == level]
+            if not now:
+                continue
+            known = self.known[value]
+            dims = [list(a) for a in known.dim_axes]
+            opens = self.open.setdefault(value, set())
+            for d in now:
+                dims[d] = list(sharding.dim_axes[d])
+                self.reserved[value].difference_update(dims[d])
+                self.pending[value].discard(d)
+                if d in sharding.open_dims:
+                    opens.add(d)
+            self.known[value] = ShardingAttr(self.mesh_name, dims, known.unreduced_axes)
+            self.origin[value] += f", p{level} dimensions"
 
     def seed(self) -> None:
         """The user's annotations: arguments, constraints, then returned values."""
@@ -184,8 +224,20 @@ class ShardingPropagation:
         self.seed()
         ops = propagated_ops(self.function)
         if op_priorities is None:
-            op_priorities = any(self.open.values())
+            op_priorities = any(self.open.values()) or bool(self.deferred)
         first = 0 if op_priorities else len(OP_PRIORITY_STAGES) - 1
+        self.run_stages(ops, first)
+        for level in self.priority_levels():
+            self.apply_priority(level)
+            self.run_stages(ops, first)
+        for op in ops:
+            for value in (*op.operands, *op.results):
+                if value not in self.known:
+                    self.known[value] = replicated(self.mesh_name, _rank(value))
+                    self.origin[value] = "no annotation reaches it: replicated"
+
+    def run_stages(self, ops: list[Operation], first: int) -> None:
+        """Propagate to a fixed point, once per op-priority stage from `first`."""
         for stage in range(first, len(OP_PRIORITY_STAGES)):
             self.stage = stage
             changed = True
@@ -195,11 +247,6 @@ class ShardingPropagation:
                     changed |= self.propagate(op)
                 for op in reversed(ops):
                     changed |= self.propagate(op)
-        for op in ops:
-            for value in (*op.operands, *op.results):
-                if value not in self.known:
-                    self.known[value] = replicated(self.mesh_name, _rank(value))
-                    self.origin[value] = "no annotation reaches it: replicated"
 
     def propagate(self, op: Operation) -> bool:
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):
@@ -285,6 +332,7 @@ class ShardingPropagation:
         known = self.known[value]
         dims = [list(a) for a in known.dim_axes]
         used = {a for d in dims for a in d} | set(known.unreduced_axes)
+        used |= self.reserved.get(value, set())
         refined = False
         for d in sorted(self.open[value]):
             axes, have = list(candidate.dim_axes[d]), dims[d]
@@ -320,7 +368,7 @@ class ShardingPropagation:
         source_of: dict[int, SSAValue] = {}
         used: set[str] = set()
         for dims, value in sources:
-            open_dims = self.open.get(value, set())
+            open_dims = self.open.get(value, set()) | self.pending.get(value, set())
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
                 if f in rule.unsplittable_factors or axes is None:
                     continue
@@ -369,7 +417,9 @@ class ShardingPropagation:
             if not op.results:
                 continue
             op.attributes[SHARDING_ATTR_NAME] = self.known[op.results[0]]
-            if isinstance(op, spmd.ConstraintOp) and op.sharding.is_open():
+            if isinstance(op, spmd.ConstraintOp) and (
+                op.sharding.is_open() or op.sharding.has_priorities()
+            ):
                 op.sharding = self.known[op.result]
             if explain:
                 op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
@@ -388,7 +438,7 @@ class ShardingPropagation:
             self.function.res_attrs,
             [
                 _closed_result(s, self.known[v])
-                if s is not None and s.is_open()
+                if s is not None and (s.is_open() or s.has_priorities())
                 else s or replicated(self.mesh_name, _rank(v))
                 for s, v in zip(results, ret.arguments, strict=False)
             ],
