@@ -41,6 +41,12 @@ propagation runs to a fixed point three times, each stage letting more ops propa
 3. every op along every factor, in both directions.
 Within a stage the conflict rules below decide.
 
+User priorities (Shardy's `{"a"}p1`; no priority is p0): the whole propagation above runs
+once per priority level, lowest first, as Shardy's user-priority propagation. Until its
+level's turn a dimension of a later priority is unsplit, decides no factor, and its axes
+are reserved (no open dimension of that value takes them); at its turn it takes its axes
+as written (open or closed). A function with priorities uses op priorities under `auto`.
+
 Constants are split per use first (Shardy's constant splitting): a constant-like
 expression (an `hlo.constant` or `hlo.iota`, and a broadcast, reshape, convert or transpose
 of one) used by several ops gets one copy per use, so each use's sharding is its own and
