@@ -47,6 +47,12 @@ level's turn a dimension of a later priority is unsplit, decides no factor, and 
 are reserved (no open dimension of that value takes them); at its turn it takes its axes
 as written (open or closed). A function with priorities uses op priorities under `auto`.
 
+Sliced dimensions (Shardy's permutation factors; `sliced-dims=auto`, the default, where op
+priorities apply, so closed programs propagate as before; `on` / `off` force it): a
+slice's sliced, a pad's padded and a concatenate's concatenated dimension carry a split
+between operands and result (not a dynamic_slice's, as Shardy), though the partitioner
+computes such a dimension whole (gathers, computes, and slices the result back).
+
 Constants are split per use first (Shardy's constant splitting): a constant-like
 expression (an `hlo.constant` or `hlo.iota`, and a broadcast, reshape, convert or transpose
 of one) used by several ops gets one copy per use, so each use's sharding is its own and
@@ -72,11 +78,11 @@ from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,
     factor_axes_from,
-    factor_rule,
     fit_axes,
     make_sharding,
     pads_safely,
     project,
+    propagation_rule,
     replicated,
 )
 from xdsl.context import Context
@@ -225,12 +231,16 @@ class ShardingPropagation:
                 if v not in self.fixed:
                     self.fix(v, s, f"spmd.manual_computation in_shardings[{i}]")
 
-    def run(self, op_priorities: bool | None = None) -> None:
-        """Propagate (op priorities: None decides by whether an annotation is open)."""
+    def run(self, op_priorities: bool | None = None, sliced_dims: bool | None = None) -> None:
+        """Propagate (op priorities: None decides by whether an annotation is open or has a
+        priority; sliced-dimension propagation: None as op priorities)."""
         self.seed()
         ops = propagated_ops(self.function)
         if op_priorities is None:
             op_priorities = any(self.open.values()) or bool(self.deferred)
+        if sliced_dims is None:
+            sliced_dims = op_priorities
+        self.sliced_dims = sliced_dims
         first = 0 if op_priorities else len(OP_PRIORITY_STAGES) - 1
         self.run_stages(ops, first)
         for level in self.priority_levels():
@@ -258,7 +268,7 @@ class ShardingPropagation:
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):
             return any([self.propagate_tied(group) for group in tied_values(op)])
         if op not in self.rules:
-            self.rules[op] = factor_rule(op)
+            self.rules[op] = propagation_rule(op, self.sliced_dims)
         rule = self.rules[op]
         if rule is None:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
@@ -376,7 +386,9 @@ class ShardingPropagation:
         for dims, value in sources:
             open_dims = self.open.get(value, set()) | self.pending.get(value, set())
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
-                if f in rule.unsplittable_factors or axes is None:
+                if axes is None or (
+                    f in rule.unsplittable_factors and f not in rule.permutation_factors
+                ):
                     continue
                 if only is not None and f not in only:
                     continue  # this stage does not propagate the factor (op priorities)
@@ -655,16 +667,25 @@ class SpmdPropagatePass(ModulePass):
     op_priorities: str = "auto"
     """Shardy's op priorities (module docstring): `auto` (where a sharding is open), `on`, `off`."""
 
+    sliced_dims: str = "auto"
+    """Propagate through sliced / padded / concatenated dimensions as Shardy (module
+    docstring): `auto` (where op priorities apply), `on`, `off`."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = spmd.module_mesh(op)
         if mesh is None:
             return
-        if self.op_priorities not in ("auto", "on", "off"):
-            raise PassFailedException(
-                f"spmd-propagate: op-priorities must be auto, on or off, not {self.op_priorities}"
-            )
+        for name, value in (
+            ("op-priorities", self.op_priorities),
+            ("sliced-dims", self.sliced_dims),
+        ):
+            if value not in ("auto", "on", "off"):
+                raise PassFailedException(
+                    f"spmd-propagate: {name} must be auto, on or off, not {value}"
+                )
         for function in global_functions(op):
             split_constants(function)
             state = ShardingPropagation(function, *mesh)
-            state.run({"on": True, "off": False}.get(self.op_priorities))
+            flag = {"on": True, "off": False}
+            state.run(flag.get(self.op_priorities), flag.get(self.sliced_dims))
             state.annotate(self.explain)
