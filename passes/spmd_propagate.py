@@ -30,7 +30,7 @@ dimension nothing constrained is closed as it is, and constraints and function r
 are rewritten closed.
 
 Op priorities (Shardy's op-priority propagation; `op-priorities=auto`, the default, uses
-them in a function with an open dimension, which is how `shardc-import` writes a Shardy
+them in a function with an open dimension or a user priority, which is how `shardc-import` writes a Shardy
 module, and not in others, whose propagation is as before; `on` / `off` force them):
 propagation runs to a fixed point three times, each stage letting more ops propagate, so that cheap, unambiguous ops decide first:
 1. element-wise ops, reshape, transpose and `spmd.constraint` in both directions;
@@ -665,7 +665,8 @@ class SpmdPropagatePass(ModulePass):
     """Also record, per op, where its sharding came from (`spmd.origin`)."""
 
     op_priorities: str = "auto"
-    """Shardy's op priorities (module docstring): `auto` (where a sharding is open), `on`, `off`."""
+    """Shardy's op priorities (module docstring): `auto` (where a sharding is open or has a
+    user priority), `on`, `off`."""
 
     sliced_dims: str = "auto"
     """Propagate through sliced / padded / concatenated dimensions as Shardy (module
