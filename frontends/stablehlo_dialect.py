@@ -111,6 +111,15 @@ def _parse_axis_set(parser: AttrParser) -> list[str]:
     )
 
 
+def _parse_priority(parser: AttrParser) -> int:
+    """A dimension's optional user priority `p<N>` (-1 when absent)."""
+    tok = parser._current_token  # pyright: ignore[reportPrivateUsage]
+    if tok.text.startswith("p") and tok.text[1:].isdigit():
+        parser.parse_optional_identifier()
+        return int(tok.text[1:])
+    return -1
+
+
 def parse_sdy_sharding_body(parser: AttrParser) -> Sequence[Attribute]:
     """`@mesh, [{...}, ...], replicated={...}, unreduced={...}` (without the `<>`)."""
     pos = parser.pos
@@ -139,13 +148,7 @@ def parse_sdy_sharding_body(parser: AttrParser) -> Sequence[Attribute]:
                 if parser.parse_optional_punctuation("}"):
                     break
                 parser.parse_punctuation(",")
-        # an optional priority `p<N>`
-        tok = parser._current_token  # pyright: ignore[reportPrivateUsage]
-        priority = -1
-        if tok.text.startswith("p") and tok.text[1:].isdigit():
-            parser.parse_optional_identifier()
-            priority = int(tok.text[1:])
-        priorities.append(priority)
+        priorities.append(_parse_priority(parser))
         dims.append(axes)
         opens.append(is_open)
 
