@@ -209,6 +209,11 @@ class ShardingAttr(ParametrizedAttribute):
     may split it further with axes the sharding does not use elsewhere; `spmd-propagate`
     leaves none open, and `spmd-partition` refuses an open sharding. `open` holds the
     indices of the open dimensions.
+
+    A dimension may carry Shardy's user priority (`{"a"}p0`, `{"b", ?}p1`: lower numbers
+    propagate first; `spmd-propagate` runs once per priority, a dimension of a later
+    priority staying unsplit until its turn, and leaves none). `priorities` is empty, or
+    holds one entry per dimension (-1: none, which propagates with priority 0).
     """
 
     name = "spmd.sharding"
@@ -217,6 +222,7 @@ class ShardingAttr(ParametrizedAttribute):
     dims: ArrayAttr[ArrayAttr[StringAttr]]
     unreduced: ArrayAttr[StringAttr]
     open: ArrayAttr[IntAttr]
+    priorities: ArrayAttr[IntAttr]
 
     def __init__(
         self,
@@ -224,15 +230,34 @@ class ShardingAttr(ParametrizedAttribute):
         dims: Sequence[Sequence[str]],
         unreduced: Sequence[str] = (),
         open_dims: Sequence[int] = (),
+        priorities: Sequence[int | None] = (),
     ):
         if isinstance(mesh, str):
             mesh = SymbolRefAttr(mesh)
+        if all(p is None for p in priorities):
+            priorities = ()
         super().__init__(
             mesh,
             ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims),
             ArrayAttr(StringAttr(a) for a in unreduced),
             ArrayAttr(IntAttr(d) for d in sorted(set(open_dims))),
+            ArrayAttr(IntAttr(-1 if p is None else p) for p in priorities),
         )
+
+    @property
+    def dim_priorities(self) -> tuple[int | None, ...]:
+        """Each dimension's user priority (`p<N>`), None where it has none."""
+        if not self.priorities.data:
+            return (None,) * len(self.dims.data)
+        return tuple(None if p.data < 0 else p.data for p in self.priorities.data)
+
+    def has_priorities(self) -> bool:
+        return bool(self.priorities.data)
+
+    def without_priorities(self) -> ShardingAttr:
+        if not self.priorities.data:
+            return self
+        return ShardingAttr(self.mesh, self.dim_axes, self.unreduced_axes, self.open_dims)
 
     @property
     def open_dims(self) -> tuple[int, ...]:
@@ -243,8 +268,8 @@ class ShardingAttr(ParametrizedAttribute):
         return bool(self.open.data)
 
     def closed(self) -> ShardingAttr:
-        """This sharding with every open dimension closed as it is."""
-        if not self.open.data:
+        """This sharding with every open dimension closed as it is (and no priorities)."""
+        if not self.open.data and not self.priorities.data:
             return self
         return ShardingAttr(self.mesh, self.dim_axes, self.unreduced_axes)
 
@@ -329,8 +354,9 @@ class ShardingAttr(ParametrizedAttribute):
             dims_open = parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE, lambda: _parse_dim(parser)
             )
-            dims = [d for d, _ in dims_open]
-            open_dims = [i for i, (_, is_open) in enumerate(dims_open) if is_open]
+            dims = [d for d, _, _ in dims_open]
+            open_dims = [i for i, (_, is_open, _) in enumerate(dims_open) if is_open]
+            priorities = [p for _, _, p in dims_open]
             unreduced: list[str] = []
             if parser.parse_optional_punctuation(","):
                 parser.parse_keyword("unreduced")
@@ -349,11 +375,18 @@ class ShardingAttr(ParametrizedAttribute):
             ArrayAttr(ArrayAttr(StringAttr(a) for a in d) for d in dims),
             ArrayAttr(StringAttr(a) for a in unreduced),
             ArrayAttr(IntAttr(d) for d in open_dims),
+            ArrayAttr(
+                IntAttr(-1 if p is None else p)
+                for p in (priorities if any(p is not None for p in priorities) else ())
+            ),
         )
 
     def print_parameters(self, printer: Printer) -> None:
         open_dims = self.open_dims
-        dims = ", ".join(_dim_str(d, i in open_dims) for i, d in enumerate(self.dim_axes))
+        dims = ", ".join(
+            _dim_str(d, i in open_dims) + ("" if p is None else f"p{p}")
+            for i, (d, p) in enumerate(zip(self.dim_axes, self.dim_priorities, strict=True))
+        )
         text = f"<{symbol(self.mesh_name)}, [{dims}]"
         if self.unreduced_axes:
             text += f", unreduced={string_list_in_braces_str(self.unreduced_axes)}"
@@ -370,28 +403,46 @@ class ShardingAttr(ParametrizedAttribute):
             raise VerifyException(
                 f"open dimension out of range for a sharding of {len(self.dims.data)} dimensions"
             )
+        priorities = self.priorities.data
+        if priorities and len(priorities) != len(self.dims.data):
+            raise VerifyException(
+                f"a sharding of {len(self.dims.data)} dimensions has {len(priorities)} "
+                "priorities (one per dimension, -1 for none, or none at all)"
+            )
+        if any(p.data < -1 for p in priorities):
+            raise VerifyException("a dimension's priority must be p0 or more")
 
 
 # Open dimensions: `{"a", ?}` / `{?}` (Shardy's syntax).
 
 
-def _parse_dim(parser: AttrParser) -> tuple[list[str], bool]:
-    """`{"a", "b"}`, `{"a", ?}` or `{?}`: the axes, and whether the dimension is open."""
+def _parse_dim(parser: AttrParser) -> tuple[list[str], bool, int | None]:
+    """`{"a", "b"}`, `{"a", ?}` or `{?}`, then an optional priority `p<N>`: the axes,
+    whether the dimension is open, and its priority."""
+    axes, is_open = _parse_dim_axes(parser)
+    pos = parser.pos
+    word = parser.parse_optional_identifier()
+    if word is None:
+        return axes, is_open, None
+    if not (word.startswith("p") and word[1:].isdigit()):
+        parser.raise_error(f"expected a priority `p<N>` after a dimension, got `{word}`", pos)
+    return axes, is_open, int(word[1:])
+
+
+def _parse_dim_axes(parser: AttrParser) -> tuple[list[str], bool]:
     axes: list[str] = []
-    is_open = False
     parser.parse_punctuation("{")
     if parser.parse_optional_punctuation("}"):
         return axes, False
     while True:
         pos = parser.pos
         if parser.parse_optional_punctuation("?"):
-            is_open = True
             if not parser.parse_optional_punctuation("}"):
                 parser.raise_error("`?` (an open dimension) must come last, before `}`", pos)
             return axes, True
         axes.append(parser.parse_str_literal(" (a mesh axis name or `?`)"))
         if parser.parse_optional_punctuation("}"):
-            return axes, is_open
+            return axes, False
         parser.parse_punctuation(",")
 
 

@@ -42,7 +42,9 @@ ops may use the values around it). Shardings:
   `spmd-propagate` may extend it, as Shardy's propagation does; an argument or result
   without a sharding is written fully open (`[{?}, {?}]`), as Shardy reads it (in a GSPMD
   module it stays unannotated: replicated). Open dimensions of a manual computation's
-  in/out shardings are closed as written. Priorities and `replicated={...}` (the default anyway) are dropped;
+  in/out shardings are closed as written. User priorities (`{"x"}p1`) are kept (in
+  spmd's syntax) for `spmd-propagate`, except on a manual computation's in/out shardings;
+  `replicated={...}` (the default anyway) is dropped;
   `unreduced` is kept; sub-axes (`"x":(1)2`) are an error. `sdy.sharding_constraint`
   (and `sdy.reshard`) become `spmd.constraint`; a constraint that is open in every
   dimension and names no axis constrains nothing and is dropped. Shardy's explicit

@@ -63,10 +63,16 @@ class SdyShardingAttr(ParametrizedAttribute):
     open: ArrayAttr[IntAttr]
     replicated: ArrayAttr[StringAttr]
     unreduced: ArrayAttr[StringAttr]
+    priorities: ArrayAttr[IntAttr]
+    """One per dimension: its user priority `p<N>`, -1 where it has none."""
 
     @property
     def mesh_name(self) -> str:
         return self.mesh.data
+
+    @property
+    def dim_priorities(self) -> list[int | None]:
+        return [None if p.data < 0 else p.data for p in self.priorities.data]
 
     @property
     def dim_axes(self) -> list[list[str]]:
@@ -105,6 +111,15 @@ def _parse_axis_set(parser: AttrParser) -> list[str]:
     )
 
 
+def _parse_priority(parser: AttrParser) -> int:
+    """A dimension's optional user priority `p<N>` (-1 when absent)."""
+    tok = parser._current_token  # pyright: ignore[reportPrivateUsage]
+    if tok.text.startswith("p") and tok.text[1:].isdigit():
+        parser.parse_optional_identifier()
+        return int(tok.text[1:])
+    return -1
+
+
 def parse_sdy_sharding_body(parser: AttrParser) -> Sequence[Attribute]:
     """`@mesh, [{...}, ...], replicated={...}, unreduced={...}` (without the `<>`)."""
     pos = parser.pos
@@ -118,6 +133,7 @@ def parse_sdy_sharding_body(parser: AttrParser) -> Sequence[Attribute]:
     parser.parse_punctuation(",")
     dims: list[list[str]] = []
     opens: list[int] = []
+    priorities: list[int] = []
 
     def parse_dim() -> None:
         parser.parse_punctuation("{")
@@ -132,10 +148,7 @@ def parse_sdy_sharding_body(parser: AttrParser) -> Sequence[Attribute]:
                 if parser.parse_optional_punctuation("}"):
                     break
                 parser.parse_punctuation(",")
-        # an optional priority `p<N>`
-        tok = parser._current_token  # pyright: ignore[reportPrivateUsage]
-        if tok.text.startswith("p") and tok.text[1:].isdigit():
-            parser.parse_optional_identifier()
+        priorities.append(_parse_priority(parser))
         dims.append(axes)
         opens.append(is_open)
 
@@ -159,6 +172,7 @@ def parse_sdy_sharding_body(parser: AttrParser) -> Sequence[Attribute]:
         ArrayAttr(IntAttr(o) for o in opens),
         ArrayAttr(StringAttr(a) for a in replicated),
         ArrayAttr(StringAttr(a) for a in unreduced),
+        ArrayAttr(IntAttr(p) for p in priorities),
     )
 
 

@@ -154,6 +154,8 @@ class ShardingConverter:
         `keep_open` its open dimensions stay open (`{"x", ?}`) for `spmd-propagate` to
         extend (a fully open sharding on a value of rank > 0 is then kept, not None);
         without, they are closed as written (manual computations' in/out shardings).
+        User priorities (`{"x"}p1`) are kept with `keep_open` (for `spmd-propagate`), else
+        dropped.
         """
         if not isinstance(attr, SdyShardingAttr):
             raise self.errors.error(op, f"{what}: expected a #sdy.sharding, got {attr}")
@@ -173,9 +175,13 @@ class ShardingConverter:
                 self.check_axis(op, a, what)
         if any(attr.open_dims):
             self.stats.constructs["sdy open dimension"] += 1
+        if any(p is not None for p in attr.dim_priorities):
+            self.stats.constructs["sdy user priority"] += 1
         if keep_open:
             opens = [i for i, o in enumerate(attr.open_dims) if o]
-            return spmd.ShardingAttr(self.mesh_name, dims, attr.unreduced_axes, opens)  # pyright: ignore
+            return spmd.ShardingAttr(  # pyright: ignore
+                self.mesh_name, dims, attr.unreduced_axes, opens, attr.dim_priorities
+            )
         if all(attr.open_dims) and not any(dims) and not attr.unreduced_axes and rank:
             return None
         return spmd.ShardingAttr(self.mesh_name, dims, attr.unreduced_axes)  # pyright: ignore

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
@@ -34,6 +34,9 @@ class FactorRule:
     Factors in `halo_factors` (windowed dimensions) propagate like the others; the
     partitioner splits them only when a halo exchange with the neighbours gives each
     device its windows (`spmd_windows.halo_plan`), else computes them whole.
+    Factors in `permutation_factors` (Shardy's, from `propagation_rule`) are unsplittable
+    ones that propagation still carries between operands and result (a sliced, padded or
+    concatenated dimension): the partitioner computes them whole all the same.
     """
 
     operand_dims: tuple[tuple[int | None, ...], ...]
@@ -41,6 +44,7 @@ class FactorRule:
     reduction_factors: frozenset[int] = frozenset()
     unsplittable_factors: frozenset[int] = frozenset()
     halo_factors: frozenset[int] = frozenset()
+    permutation_factors: frozenset[int] = frozenset()
 
     @property
     def factor_count(self) -> int:
@@ -454,6 +458,27 @@ def rng_bit_generator_shardings(
     state = replicated(mesh_name, 1)
     rank = len(type_shape(op.output))
     return state, state, output or replicated(mesh_name, rank)
+
+
+def propagation_rule(op: Operation, sliced_dims: bool) -> FactorRule | None:
+    """
+    The rule `spmd-propagate` follows: `factor_rule`, and with `sliced_dims` Shardy's
+    permutation factors for a slice's sliced, a pad's padded and a concatenate's
+    concatenated dimension (Shardy's non-conservative rules): each operand's dimension maps
+    to the result's, so a split propagates through it (the partitioner computes the
+    dimension whole and reshards). Not a dynamic_slice's (Shardy does not either).
+    """
+    rule = factor_rule(op)
+    if not sliced_dims or rule is None:
+        return rule
+    if not isinstance(op, hlo.SliceOp | hlo.PadOp | hlo.ConcatenateOp):
+        return rule
+    through = frozenset(f for f in rule.unsplittable_factors if rule.result_dims[f] == f)
+    operands = tuple(
+        tuple(f if f in through and len(type_shape(v)) else d for f, d in enumerate(dims))
+        for dims, v in zip(rule.operand_dims, op.operands, strict=True)
+    )
+    return replace(rule, operand_dims=operands, permutation_factors=through)
 
 
 def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None:

@@ -666,19 +666,27 @@ def _global_shape(value: SSAValue, actual: ShardingAttr | None, mesh: MeshAttr) 
 
 
 def refuse_open_shardings(function: func.FuncOp) -> None:
-    """An open dimension (`{"a", ?}`) is for `spmd-propagate` to decide: refuse one here."""
-    why = "has an open dimension (`?`), which spmd-propagate decides: run spmd-propagate first"
+    """An open dimension (`{"a", ?}`) or a user priority (`p1`) is for `spmd-propagate`
+    to decide: refuse one here."""
     args, results = spmd.function_shardings(function)
     for kind, shardings in (("argument", args), ("result", results)):
         for i, s in enumerate(shardings):
-            if s is not None and s.is_open():
+            if s is not None and (why := _undecided(s)):
                 raise OpPassError(function, f"spmd-partition: the sharding of {kind} {i} {why}")
     for op in function.body.block.ops:
         s = op.attributes.get(SHARDING_ATTR_NAME)
         if isinstance(op, spmd.ConstraintOp):
             s = op.sharding
-        if isinstance(s, ShardingAttr) and s.is_open():
+        if isinstance(s, ShardingAttr) and (why := _undecided(s)):
             raise OpPassError(op, f"spmd-partition: the sharding of {op.name} {why}")
+
+
+def _undecided(s: ShardingAttr) -> str | None:
+    if s.is_open():
+        return "has an open dimension (`?`), which spmd-propagate decides: run spmd-propagate first"
+    if s.has_priorities():
+        return "has a user priority (`p<N>`), which spmd-propagate uses: run spmd-propagate first"
+    return None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ dimension nothing constrained is closed as it is, and constraints and function r
 are rewritten closed.
 
 Op priorities (Shardy's op-priority propagation; `op-priorities=auto`, the default, uses
-them in a function with an open dimension, which is how `shardc-import` writes a Shardy
+them in a function with an open dimension or a user priority, which is how `shardc-import` writes a Shardy
 module, and not in others, whose propagation is as before; `on` / `off` force them):
 propagation runs to a fixed point three times, each stage letting more ops propagate, so that cheap, unambiguous ops decide first:
 1. element-wise ops, reshape, transpose and `spmd.constraint` in both directions;
@@ -40,6 +40,18 @@ propagation runs to a fixed point three times, each stage letting more ops propa
    broadcast only backward (result to operand);
 3. every op along every factor, in both directions.
 Within a stage the conflict rules below decide.
+
+User priorities (Shardy's `{"a"}p1`; no priority is p0): the whole propagation above runs
+once per priority level, lowest first, as Shardy's user-priority propagation. Until its
+level's turn a dimension of a later priority is unsplit, decides no factor, and its axes
+are reserved (no open dimension of that value takes them); at its turn it takes its axes
+as written (open or closed). A function with priorities uses op priorities under `auto`.
+
+Sliced dimensions (Shardy's permutation factors; `sliced-dims=auto`, the default, where op
+priorities apply, so closed programs propagate as before; `on` / `off` force it): a
+slice's sliced, a pad's padded and a concatenate's concatenated dimension carry a split
+between operands and result (not a dynamic_slice's, as Shardy), though the partitioner
+computes such a dimension whole (gathers, computes, and slices the result back).
 
 Constants are split per use first (Shardy's constant splitting): a constant-like
 expression (an `hlo.constant` or `hlo.iota`, and a broadcast, reshape, convert or transpose
@@ -66,11 +78,11 @@ from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,
     factor_axes_from,
-    factor_rule,
     fit_axes,
     make_sharding,
     pads_safely,
     project,
+    propagation_rule,
     replicated,
     rng_bit_generator_shardings,
 )
@@ -121,7 +133,15 @@ class ShardingPropagation:
     )
     stage: int = 2
     """The op-priority stage running (module docstring); the last lets every op propagate."""
-    """Dimensions of a propagated value that no neighbour decided: later ones may split them."""
+    deferred: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
+    """Annotations with dimensions of a user priority above 0, as written (see `seed_annotation`)."""
+    reserved: dict[SSAValue, set[str]] = field(default_factory=dict[SSAValue, set[str]])
+    """Axes a deferred dimension will take at its priority: no open dimension may take them."""
+    pending: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
+    """Deferred dimensions before their priority's turn: unsplit, deciding no factor."""
+    sliced_dims: bool = False
+    """Propagate through sliced, padded and concatenated dimensions (Shardy's permutation
+    factors; the partitioner still computes them whole)."""
 
     def fix(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
         self.known[value] = sharding
@@ -129,10 +149,42 @@ class ShardingPropagation:
         self.fixed.add(value)
 
     def seed_annotation(self, value: SSAValue, sharding: ShardingAttr, why: str) -> None:
-        """A user annotation: closed dimensions fixed, open ones left to propagation."""
-        self.fix(value, sharding.closed(), why)
+        """
+        A user annotation: closed dimensions fixed, open ones left to propagation. A
+        dimension with a user priority above 0 is closed and unsplit until its priority's
+        turn (`apply_priority`), its axes reserved for it (as Shardy initializes it).
+        """
+        later = [d for d, p in enumerate(sharding.dim_priorities) if p]
+        dims = [() if d in later else a for d, a in enumerate(sharding.dim_axes)]
+        self.fix(value, ShardingAttr(self.mesh_name, dims, sharding.unreduced_axes), why)
         if sharding.is_open():
-            self.open[value] = set(sharding.open_dims)
+            self.open[value] = set(sharding.open_dims) - set(later)
+        if later:
+            self.deferred[value] = sharding
+            self.pending[value] = set(later)
+            self.reserved[value] = {a for d in later for a in sharding.dim_axes[d]}
+
+    def priority_levels(self) -> list[int]:
+        """The user priorities above 0 the annotations name, ascending."""
+        return sorted({p for s in self.deferred.values() for p in s.dim_priorities if p})
+
+    def apply_priority(self, level: int) -> None:
+        """The dimensions of priority `level` take their annotation (Shardy's next round)."""
+        for value, sharding in self.deferred.items():
+            now = [d for d, p in enumerate(sharding.dim_priorities) if p == level]
+            if not now:
+                continue
+            known = self.known[value]
+            dims = [list(a) for a in known.dim_axes]
+            opens = self.open.setdefault(value, set())
+            for d in now:
+                dims[d] = list(sharding.dim_axes[d])
+                self.reserved[value].difference_update(dims[d])
+                self.pending[value].discard(d)
+                if d in sharding.open_dims:
+                    opens.add(d)
+            self.known[value] = ShardingAttr(self.mesh_name, dims, known.unreduced_axes)
+            self.origin[value] += f", p{level} dimensions"
 
     def seed(self) -> None:
         """The user's annotations: arguments, constraints, then returned values."""
@@ -180,13 +232,29 @@ class ShardingPropagation:
                 if v not in self.fixed:
                     self.fix(v, s, f"spmd.manual_computation in_shardings[{i}]")
 
-    def run(self, op_priorities: bool | None = None) -> None:
-        """Propagate (op priorities: None decides by whether an annotation is open)."""
+    def run(self, op_priorities: bool | None = None, sliced_dims: bool | None = None) -> None:
+        """Propagate (op priorities: None decides by whether an annotation is open or has a
+        priority; sliced-dimension propagation: None as op priorities)."""
         self.seed()
         ops = propagated_ops(self.function)
         if op_priorities is None:
-            op_priorities = any(self.open.values())
+            op_priorities = any(self.open.values()) or bool(self.deferred)
+        if sliced_dims is None:
+            sliced_dims = op_priorities
+        self.sliced_dims = sliced_dims
         first = 0 if op_priorities else len(OP_PRIORITY_STAGES) - 1
+        self.run_stages(ops, first)
+        for level in self.priority_levels():
+            self.apply_priority(level)
+            self.run_stages(ops, first)
+        for op in ops:
+            for value in (*op.operands, *op.results):
+                if value not in self.known:
+                    self.known[value] = replicated(self.mesh_name, _rank(value))
+                    self.origin[value] = "no annotation reaches it: replicated"
+
+    def run_stages(self, ops: list[Operation], first: int) -> None:
+        """Propagate to a fixed point, once per op-priority stage from `first`."""
         for stage in range(first, len(OP_PRIORITY_STAGES)):
             self.stage = stage
             changed = True
@@ -196,11 +264,6 @@ class ShardingPropagation:
                     changed |= self.propagate(op)
                 for op in reversed(ops):
                     changed |= self.propagate(op)
-        for op in ops:
-            for value in (*op.operands, *op.results):
-                if value not in self.known:
-                    self.known[value] = replicated(self.mesh_name, _rank(value))
-                    self.origin[value] = "no annotation reaches it: replicated"
 
     def propagate(self, op: Operation) -> bool:
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):
@@ -208,7 +271,7 @@ class ShardingPropagation:
         if isinstance(op, hlo.RngBitGeneratorOp):
             return self.propagate_rng(op)
         if op not in self.rules:
-            self.rules[op] = factor_rule(op)
+            self.rules[op] = propagation_rule(op, self.sliced_dims)
         rule = self.rules[op]
         if rule is None:
             raise OpPassError(op, f"spmd-propagate has no sharding rule for {op.name}")
@@ -302,6 +365,7 @@ class ShardingPropagation:
         known = self.known[value]
         dims = [list(a) for a in known.dim_axes]
         used = {a for d in dims for a in d} | set(known.unreduced_axes)
+        used |= self.reserved.get(value, set())
         refined = False
         for d in sorted(self.open[value]):
             axes, have = list(candidate.dim_axes[d]), dims[d]
@@ -337,9 +401,11 @@ class ShardingPropagation:
         source_of: dict[int, SSAValue] = {}
         used: set[str] = set()
         for dims, value in sources:
-            open_dims = self.open.get(value, set())
+            open_dims = self.open.get(value, set()) | self.pending.get(value, set())
             for f, axes in enumerate(factor_axes_from(rule, dims, self.known[value])):
-                if f in rule.unsplittable_factors or axes is None:
+                if axes is None or (
+                    f in rule.unsplittable_factors and f not in rule.permutation_factors
+                ):
                     continue
                 if only is not None and f not in only:
                     continue  # this stage does not propagate the factor (op priorities)
@@ -386,7 +452,9 @@ class ShardingPropagation:
             if not op.results:
                 continue
             op.attributes[SHARDING_ATTR_NAME] = self.known[op.results[0]]
-            if isinstance(op, spmd.ConstraintOp) and op.sharding.is_open():
+            if isinstance(op, spmd.ConstraintOp) and (
+                op.sharding.is_open() or op.sharding.has_priorities()
+            ):
                 op.sharding = self.known[op.result]
             if explain:
                 op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
@@ -409,7 +477,7 @@ class ShardingPropagation:
             self.function.res_attrs,
             [
                 _closed_result(s, self.known[v])
-                if s is not None and s.is_open()
+                if s is not None and (s.is_open() or s.has_priorities())
                 else s or replicated(self.mesh_name, _rank(v))
                 for s, v in zip(results, ret.arguments, strict=False)
             ],
@@ -618,18 +686,28 @@ class SpmdPropagatePass(ModulePass):
     """Also record, per op, where its sharding came from (`spmd.origin`)."""
 
     op_priorities: str = "auto"
-    """Shardy's op priorities (module docstring): `auto` (where a sharding is open), `on`, `off`."""
+    """Shardy's op priorities (module docstring): `auto` (where a sharding is open or has a
+    user priority), `on`, `off`."""
+
+    sliced_dims: str = "auto"
+    """Propagate through sliced / padded / concatenated dimensions as Shardy (module
+    docstring): `auto` (where op priorities apply), `on`, `off`."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = spmd.module_mesh(op)
         if mesh is None:
             return
-        if self.op_priorities not in ("auto", "on", "off"):
-            raise PassFailedException(
-                f"spmd-propagate: op-priorities must be auto, on or off, not {self.op_priorities}"
-            )
+        for name, value in (
+            ("op-priorities", self.op_priorities),
+            ("sliced-dims", self.sliced_dims),
+        ):
+            if value not in ("auto", "on", "off"):
+                raise PassFailedException(
+                    f"spmd-propagate: {name} must be auto, on or off, not {value}"
+                )
         for function in global_functions(op):
             split_constants(function)
             state = ShardingPropagation(function, *mesh)
-            state.run({"on": True, "off": False}.get(self.op_priorities))
+            flag = {"on": True, "off": False}
+            state.run(flag.get(self.op_priorities), flag.get(self.sliced_dims))
             state.annotate(self.explain)

@@ -210,10 +210,10 @@ def test_sdy_shardings() -> None:
     result = import_stablehlo(text, "t.mlir")
     program = str(result.module)
     assert 'spmd.mesh @mesh = <["data"=2, "model"=4]>' in program
-    # open dims stay open (Shardy's semantics), keeping their axes
-    assert '#spmd.sharding<@mesh, [{"data", ?}, {?}]>' in program
+    # open dims stay open (Shardy's semantics), keeping their axes and user priorities
+    assert '#spmd.sharding<@mesh, [{"data", ?}p0, {?}]>' in program
     assert program.count("spmd.constraint") == 1  # the all-open constraint constrains nothing
-    assert 'spmd.constraint %0 <@mesh, [{"model", ?}, {}]>' in program
+    assert 'spmd.constraint %0 <@mesh, [{"model", ?}p1, {}]>' in program
     assert 'unreduced={"model"}' in program
     assert result.stats.constructs["sdy open dimension"] >= 2
 

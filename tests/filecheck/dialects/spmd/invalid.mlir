@@ -388,3 +388,12 @@ func.func @open_not_last(%x: tensor<16xf32> {spmd.sharding = #spmd.sharding<@mes
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: `?` (an open dimension) must come last, before `}`
   func.return
 }
+
+// -----
+
+// A priority is `p` and a number, after the dimension's `}`.
+spmd.mesh @mesh = <["data"=2]>
+func.func @bad_priority(%x: tensor<16xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}q1]>}) {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: expected a priority `p<N>` after a dimension, got `q1`
+  func.return
+}

@@ -183,3 +183,19 @@ func.func @open_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh
 // CHECK:      func.func @open_dims(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}, {?}]>}) -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {}], unreduced={"model"}>}) {
 // CHECK-NEXT:   %c = spmd.constraint %x <@mesh, [{}, {"model", ?}]> : tensor<16x32xf32>
 // CHECK-GENERIC: %c = "spmd.constraint"(%x) <{sharding = #spmd.sharding<@mesh, [{}, {"model", ?}]>}> : (tensor<16x32xf32>) -> tensor<16x32xf32>
+
+// -----
+
+// Shardy's user priorities (`p<N>` after a dimension, open or closed): on arguments,
+// results and constraints.
+spmd.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @priorities(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}p1, {}p0]>})
+    -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {"model"}p2]>}) {
+  %c = spmd.constraint %x <@mesh, [{}, {"model", ?}p3]> : tensor<16x32xf32>
+  func.return %c : tensor<16x32xf32>
+}
+
+// CHECK:      func.func @priorities(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data", ?}p1, {}p0]>}) -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{?}, {"model"}p2]>}) {
+// CHECK-NEXT:   %c = spmd.constraint %x <@mesh, [{}, {"model", ?}p3]> : tensor<16x32xf32>
+// CHECK-GENERIC: %c = "spmd.constraint"(%x) <{sharding = #spmd.sharding<@mesh, [{}, {"model", ?}p3]>}> : (tensor<16x32xf32>) -> tensor<16x32xf32>
