@@ -17,12 +17,11 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import make_context, spmd
 from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_partition import SpmdPartitionPass
-from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tests.e2e.differential import partition_and_compare
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
+from shardc.tests.e2e.test_partition_open_dims import DIM, propagated
 
 CTX = make_context()
-DIM = re.compile(r"\{((?:\"[a-z]+\"(?:, )?)*)\}(?=[,\]])")
 """One dimension of a sharding: `{}` or `{"a", "b"}` followed by `,` or `]`."""
 
 
@@ -38,12 +37,6 @@ def programs_with_priorities(draw: st.DrawFn) -> str:
         return dim + priority
 
     return DIM.sub(rewrite, text)
-
-
-def propagated(text: str):
-    module = parse_and_verify(CTX, text, "<generated>")
-    SpmdPropagatePass().apply(CTX, module)
-    return module
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
