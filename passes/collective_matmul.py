@@ -1,5 +1,5 @@
 """
-`collective-matmul{bidirectional= min-bytes=0 f32-accumulation=false}`: an all_gather feeding a dot, and a dot
+`collective-matmul{bidirectional= min-bytes=0 f32-accumulation=false chip=}`: an all_gather feeding a dot, and a dot
 feeding a reduce_scatter, become an unrolled ring of permutes and partial dots that the
 scheduler can overlap (Wang et al., "Overlap Communication with Dependent Computation via
 Decomposition in Large Deep Learning Models", ASPLOS 2023; XLA's windowed einsum; the
@@ -41,6 +41,11 @@ all_gather or dot result with other users (the collective would stay), gathering
 contracting dimension, and collectives whose operand (all_gather result, reduce_scatter
 input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum). One operand
 of a variadic (combined) collective is taken out of it; the others stay combined.
+
+With `chip=` (as `spmd-pipeline` runs it) the rewrite is kept only if the cost model's
+scheduled step of the rewritten program (collectives split async and list-scheduled, as
+`micro-batch` estimates) is faster than the original's: a ring of G - 1 small permutes is
+slower than one collective when latency, not bandwidth, dominates.
 """
 
 from __future__ import annotations
@@ -50,7 +55,10 @@ from dataclasses import dataclass, field
 
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.sizes import tensor_bytes
+from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
+from shardc.hardware.chips import CHIPS, get_chip
+from shardc.hardware.cost import CostModel
 from shardc.passes.rewrite_utils import (
     SCALAR_I32,
     check_option,
@@ -59,6 +67,7 @@ from shardc.passes.rewrite_utils import (
     tensor_type,
     zeros,
 )
+from shardc.passes.step_estimate import module_step_time
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -458,13 +467,30 @@ class CollectiveMatmulPass(ModulePass):
     """Only collectives moving at least this many bytes (gathered / scattered array)."""
     f32_accumulation: bool = False
     """bf16/f16 partial sums in f32 (the reduce_scatter's numerics, twice the bytes)."""
+    chip: str | None = None
+    """Cost gate: rewrite only if the scheduled step on this chip gets faster (as XLA gates
+    windowed einsum by size; `spmd-pipeline` sets it); None rewrites every match."""
 
     def __post_init__(self) -> None:
         check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
+        if self.chip is not None:
+            check_option(
+                self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", self.chip
+            )
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def rewrite(self, op: ModuleOp) -> None:
         options = RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation)
         patterns = GreedyRewritePatternApplier(
             [GatherIntoDot(options), DotIntoScatter(options)], dce_enabled=False
         )
         PatternRewriteWalker(patterns).rewrite_module(op)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.chip is None:
+            self.rewrite(op)
+            return
+        model = CostModel(get_chip(self.chip), find_mesh(op))
+        candidate = op.clone()
+        self.rewrite(candidate)
+        if module_step_time(candidate, model) < module_step_time(op, model):
+            self.rewrite(op)

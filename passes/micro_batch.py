@@ -72,10 +72,9 @@ from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
-from shardc.passes.async_split import split as async_split
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.schedule import BlockScheduler, ScheduleStuck
+from shardc.passes.step_estimate import scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -84,7 +83,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
@@ -651,11 +649,4 @@ class MicroBatchPass(ModulePass):
             cand = find_candidate(block, plan.key)
             assert cand is not None
             Splitter(block, cand, plan.k, plan.chunk_major).run()
-        for op in list(block.ops):
-            if isinstance(op, collective.SYNC_OPS):
-                async_split(op, PatternRewriter(op))
-        try:
-            _, _, time = BlockScheduler(block, model, self.memory_limit, self.max_in_flight).run()
-        except ScheduleStuck:
-            return math.inf
-        return time
+        return scheduled_time(block, model, self.memory_limit, self.max_in_flight)

@@ -91,7 +91,7 @@ class SpmdPipelinePass(ModulePass):
     def passes(self) -> list[ModulePass]:
         return [
             *self.partitioning_passes(),
-            CollectiveMatmulPass(),
+            CollectiveMatmulPass(chip=self.chip),
             *(
                 [MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)]
                 if self.micro_batch
