@@ -188,6 +188,15 @@ class HloSharding:
         return self.text or self.kind
 
 
+def device_count(s: HloSharding) -> int:
+    """The devices a sharding's tile assignments name (1 for replicated / maximal)."""
+    if s.kind == "tiled" and s.devices is not None:
+        return int(s.devices.size)
+    if s.kind == "tuple":
+        return max((device_count(e) for e in s.elements), default=1)
+    return 1
+
+
 def parse_hlo_sharding(text: str) -> HloSharding:
     """Parse an `HloSharding` string; a problem raises `ShardingSyntaxError`."""
     s = _Scanner(text)

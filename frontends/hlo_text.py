@@ -76,7 +76,6 @@ from shardc.frontends.hlo_text_global import (
     GlobalShardings,
     boundary_attrs,
     control_predecessors,
-    device_count,
     keep_order,
     leaf_shapes,
     reads_as_global,
@@ -227,7 +226,7 @@ class HloTextImporter:
             return 1
         shardings = GlobalShardings(self.error, 1)
         attrs = sharding_attrs((), comps)
-        return max((device_count(shardings.parse(a)) for a in attrs), default=1)
+        return max((hs.device_count(shardings.parse(a)) for a in attrs), default=1)
 
     def check_instruction(self, i: Instr) -> None:
         """An opcode shardc converts, with attributes it knows (else an error naming them)."""

@@ -89,7 +89,7 @@ class GlobalShardings:
         tile assignments: XLA's tests often give it only there)."""
         parsed = [(a, self.parse(a)) for a in attrs]
         if self.devices == 1:
-            self.devices = max((device_count(s) for _, s in parsed), default=1)
+            self.devices = max((hs.device_count(s) for _, s in parsed), default=1)
         builder = hs.MeshBuilder(self.devices)
         for a, s in parsed:
             if s.has_manual() or _has_kind(s, "manual"):
@@ -256,14 +256,6 @@ def rank_of(value: SSAValue) -> int:
     return ty.get_num_dims()
 
 
-def device_count(s: hs.HloSharding) -> int:
-    if s.kind == "tiled" and s.devices is not None:
-        return int(s.devices.size)
-    if s.kind == "tuple":
-        return max((device_count(e) for e in s.elements), default=1)
-    return 1
-
-
 __all__ = [
     "GlobalShardings",
     "add_name",
@@ -271,7 +263,6 @@ __all__ = [
     "control_predecessors",
     "keep_order",
     "leaves",
-    "device_count",
     "leaf_shapes",
     "rank_of",
     "reads_as_global",

@@ -126,7 +126,7 @@ class ShardingConverter:
         for op, text in gspmd_strings:
             sharding = self.parse_gspmd(op, text)
             if sharding.kind in ("tiled", "tuple") and self.devices == 1:
-                builder = hs.MeshBuilder(_device_count(sharding))
+                builder = hs.MeshBuilder(hs.device_count(sharding))
                 self.devices = builder.devices
             problem = builder.add(sharding)
             if problem is not None:
@@ -264,11 +264,3 @@ class ShardingConverter:
                 raise self.errors.error(op, f"{what}: {{manual}} sharding on a function boundary")
             return r  # pyright: ignore[reportReturnType]
         return None
-
-
-def _device_count(s: hs.HloSharding) -> int:
-    if s.kind == "tiled" and s.devices is not None:
-        return int(s.devices.size)
-    if s.kind == "tuple":
-        return max((_device_count(e) for e in s.elements), default=1)
-    return 1

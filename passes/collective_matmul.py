@@ -493,4 +493,9 @@ class CollectiveMatmulPass(ModulePass):
         candidate = op.clone()
         self.rewrite(candidate)
         if module_step_time(candidate, model) < module_step_time(op, model):
-            self.rewrite(op)
+            # keep the rewritten copy (rewriting the original again would repeat the work)
+            block = op.body.block
+            for old in list(block.ops):
+                block.detach_op(old).erase()
+            for new in list(candidate.body.block.ops):
+                block.add_op(candidate.body.block.detach_op(new))
