@@ -415,3 +415,16 @@ class CostModel:
         if hops == 0:
             return 0.0
         return hops * self.chip.hop_latency + local / self.chip.ici_link_bw
+
+    def collective_algorithm(self, op: collective.CollectiveOp) -> str:
+        """
+        In words, the algorithm `collective_time` costs: a permute's direct transfer, else
+        one ring per mesh axis (both directions where the torus axis wraps around).
+        """
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        if kind == "permute":
+            return "direct transfer"
+        rings = [(n, wrap) for n, wrap in self.axis_rings(op) if n > 1]
+        if not rings:
+            return "none (group of one)"
+        return " x ".join(f"{'bidirectional ' if wrap else ''}ring of {n}" for n, wrap in rings)

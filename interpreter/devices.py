@@ -125,6 +125,7 @@ class Executor:
                 self.plan.op_costs,
                 self.plan.collective_costs,
                 self.location,
+                self.cost_model,
             )
         return results
 

@@ -165,6 +165,7 @@ def _plan_collective(plan: ProgramPlan, op: coll.CollectiveOp, scope: _Scope) ->
                 collective_kind(op),
                 plan.cost_model.collective_time(op),
                 plan.cost_model.comm_bytes(op),
+                plan.cost_model.collective_algorithm(op),
             )
             plan.collective_costs[op] = cost
         plan.collectives[op] = CollectiveInfo(

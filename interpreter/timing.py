@@ -84,6 +84,7 @@ from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
+from shardc.interpreter import breakdown
 from shardc.interpreter.trace_events import TraceWriter, trace_json
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
@@ -240,6 +241,8 @@ class CollectiveCost:
     kind: str
     time: float
     bytes: int
+    algorithm: str = ""
+    """What the cost model assumed (`CostModel.collective_algorithm`)."""
 
 
 # The timeline and its outputs -----------------------------------------------------------
@@ -271,6 +274,8 @@ class Timeline:
     collective_costs: dict[Operation, CollectiveCost]
     where: Callable[[Operation], str | None] = field(default=lambda op: None)
     """Source location (`file:line:col`) of an op, None if unknown."""
+    model: CostModel | None = None
+    """The cost model the times came from (for the per-op breakdown's rooflines)."""
 
     @property
     def slowest(self) -> DeviceClock:
@@ -295,6 +300,7 @@ class Timeline:
             "comm_bytes_by_kind": dict(slow.comm_bytes),
             "slowest_device": slow.device,
             "peak_memory_at": self._peak_location(),
+            **self._breakdown(slow),
             "per_device": [
                 {
                     "device": d.device,
@@ -307,6 +313,23 @@ class Timeline:
                 }
                 for d in self.devices
             ],
+        }
+
+    def _breakdown(self, slow: DeviceClock) -> dict[str, Any]:
+        """The report's `ops` and `collective_ops` (interpreter/breakdown.py)."""
+        model = self.model or CostModel(self.chip)
+
+        def kinds(op: Operation) -> tuple[str, int, str]:
+            cc = self.collective_costs.get(op)
+            if cc is None:
+                return (collective_kind(op), 0, "")  # pyright: ignore[reportArgumentType]
+            return (cc.kind, cc.bytes, cc.algorithm)
+
+        return {
+            "ops": breakdown.op_entries(slow.compute, self.op_costs, model, self.where),
+            "collective_ops": breakdown.collective_entries(
+                slow.collectives, slow.waits, kinds, self.where
+            ),
         }
 
     def _peak_location(self) -> str | None:
@@ -468,7 +491,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"  peak memory          {format_bytes(report['peak_memory_bytes'])}"
         + (f" (at {at})" if at else "")
     )
-    return lines
+    return lines + breakdown.summary_lines(report)
 
 
 def compute_cost(model: CostModel, op: Operation) -> OpCost | None:

@@ -1,0 +1,167 @@
+"""
+Where the time goes: the per-op breakdown of a level-S (or level-G) timeline, the report's
+`ops` and `collective_ops` keys (DESIGN.md Additions) and the text report's "top ops".
+
+What a performance engineer reads in an XLA profile, per op of the slowest device:
+
+* `ops`: every compute op (or fusion) that ran, slowest first: `op` (its name; a fusion's
+  name after its root), `time_s` (summed over its executions: an op in a loop body runs
+  once per iteration; `count` says how often), `flops`, `bytes` (HBM bytes it moves),
+  `location` (`file:line:col` in the program run) and `source` (the user's source, JAX's
+  `loc(...)` of an imported op), `bound` ("compute" when its FLOPs at its unit's rate take
+  longer than its bytes at HBM bandwidth, else "memory"), `roofline_time_s` (the longer of
+  the two) and `roofline_fraction` (roofline / time: 1.0 at level S, whose cost model
+  charges each op its roofline; what a lowering loses shows up below 1). Their `time_s`
+  sum to `compute_time_s`.
+* `collective_ops`: every collective the slowest device ran, longest first: `op`, `kind`,
+  `bytes` (operand bytes), `algorithm` (what the cost model assumed), `time_s` (on the
+  engine), `exposed_s` (the compute stream blocked waiting for it, at its sync op or its
+  `done`, including waiting for late group members) and `hidden_s` (`time_s - exposed_s`,
+  at least 0: the part that ran under compute), `location`, `source`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shardc.diagnostics import op_origin
+from shardc.dialects import collective as coll
+from shardc.dialects import hlo
+from shardc.hardware.cost import CostModel, OpCost
+from xdsl.ir import Operation
+
+TOP_OPS = 8
+"""How many ops and collectives the text report lists."""
+
+
+def op_label(op: Operation) -> str:
+    """The name a profile shows for `op`: a fusion's own name, else the op's."""
+    name = op.attributes.get("fusion_name") or op.properties.get("fusion_name")
+    text = getattr(name, "data", None)
+    return text if isinstance(text, str) else op.name
+
+
+def _unit_time(model: CostModel, op: Operation, flops: float) -> float:
+    """Seconds `flops` take on the unit that runs `op` (a region op: at the MXU peak)."""
+    if not flops:
+        return 0.0
+    if isinstance(op, hlo.WhileOp | hlo.CaseOp):
+        return flops / model.chip.flops_bf16
+    return flops / model.flops(op)[1]
+
+
+def op_entries(
+    compute: list[tuple[Operation, float, float]],
+    costs: dict[Operation, OpCost],
+    model: CostModel,
+    where: Callable[[Operation], str | None],
+) -> list[dict[str, Any]]:
+    """The `ops` key from one device's compute slices (op, start, end)."""
+    totals: dict[Operation, list[float]] = {}
+    for op, start, end in compute:
+        entry = totals.setdefault(op, [0.0, 0])
+        entry[0] += end - start
+        entry[1] += 1
+    out: list[dict[str, Any]] = []
+    for op, (time, count) in totals.items():
+        cost = costs.get(op)
+        flops = cost.flops * count if cost else 0.0
+        nbytes = cost.bytes * count if cost else 0
+        compute_s = _unit_time(model, op, flops)
+        memory_s = nbytes / model.chip.hbm_bw
+        roofline = max(compute_s, memory_s)
+        out.append(
+            {
+                "op": op_label(op),
+                "time_s": time,
+                "count": int(count),
+                "flops": flops,
+                "bytes": nbytes,
+                "bound": "compute" if compute_s >= memory_s and flops else "memory",
+                "roofline_time_s": roofline,
+                "roofline_fraction": min(1.0, roofline / time) if time > 0 else 1.0,
+                "location": where(op),
+                "source": op_origin(op),
+            }
+        )
+    out.sort(key=lambda e: -e["time_s"])
+    return out
+
+
+def _collective_of(op: Operation) -> Operation:
+    """The collective a wait is for: a `done`'s `_start`, else the op itself."""
+    if isinstance(op, coll.DoneOp):
+        return op.operands[0].owner  # pyright: ignore[reportReturnType]
+    return op
+
+
+def collective_entries(
+    collectives: list[tuple[Operation, float, float, float]],
+    waits: list[tuple[Operation, float, float]],
+    kinds: Callable[[Operation], tuple[str, int, str]],
+    where: Callable[[Operation], str | None],
+) -> list[dict[str, Any]]:
+    """The `collective_ops` key from one device's engine slices and waits;
+    `kinds(op)` gives (kind, bytes, algorithm)."""
+    exposed: dict[Operation, float] = {}
+    for op, start, end in waits:
+        target = _collective_of(op)
+        exposed[target] = exposed.get(target, 0.0) + (end - start)
+    out: list[dict[str, Any]] = []
+    for op, _issued, start, end in collectives:
+        kind, nbytes, algorithm = kinds(op)
+        blocked = exposed.pop(op, 0.0)  # a collective in a loop: its waits, once
+        out.append(
+            {
+                "op": op.name,
+                "kind": kind,
+                "bytes": nbytes,
+                "algorithm": algorithm,
+                "time_s": end - start,
+                "exposed_s": blocked,
+                "hidden_s": max(0.0, (end - start) - blocked),
+                "location": where(op),
+                "source": op_origin(op),
+            }
+        )
+    out.sort(key=lambda e: -e["time_s"])
+    return out
+
+
+def _where(entry: dict[str, Any]) -> str:
+    at = entry.get("location") or ""
+    source = entry.get("source")
+    return at + (f" (from {source})" if source else "")
+
+
+def summary_lines(report: dict[str, Any], top: int = TOP_OPS) -> list[str]:
+    """The text report's "top ops" and "top collectives" tables."""
+    from shardc.interpreter.timing import format_bytes, format_seconds
+
+    lines: list[str] = []
+    ops = report.get("ops") or []
+    compute = report.get("compute_time_s") or 0.0
+    if ops:
+        lines.append(f"  top ops ({min(top, len(ops))} of {len(ops)}, slowest device):")
+        for e in ops[:top]:
+            share = f"{e['time_s'] / compute:4.0%}" if compute > 0 else "  - "
+            count = f" x{e['count']}" if e["count"] > 1 else ""
+            lines.append(
+                f"    {format_seconds(e['time_s']):>9} {share}  {e['op']}{count}"
+                f"  {e['flops']:.3g} FLOP, {format_bytes(e['bytes'])}, {e['bound']}-bound,"
+                f" {e['roofline_fraction']:.0%} of roofline  {_where(e)}".rstrip()
+            )
+    colls = report.get("collective_ops") or []
+    if colls:
+        lines.append(f"  top collectives ({min(top, len(colls))} of {len(colls)}):")
+        for e in colls[:top]:
+            lines.append(
+                f"    {format_seconds(e['time_s']):>9}  {e['kind']} {format_bytes(e['bytes'])}"
+                f" ({e['algorithm']}), {format_seconds(e['hidden_s'])} hidden,"
+                f" {format_seconds(e['exposed_s'])} exposed  {_where(e)}".rstrip()
+            )
+    return lines
+
+
+__all__ = ["collective_entries", "op_entries", "op_label", "summary_lines"]

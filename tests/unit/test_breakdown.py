@@ -1,0 +1,73 @@
+"""The report's per-op breakdown (interpreter/breakdown.py): `ops` and `collective_ops`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from shardc.tools.shardc_import import main as shardc_import
+from shardc.tools.shardc_run import main as shardc_run
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
+
+
+def _report(tmp_path: Path, path: Path, *args: str) -> dict:
+    out = tmp_path / "r.json"
+    assert shardc_run([str(path), *args, "--report-json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_ops_sum_to_compute_time(tmp_path: Path, path: Path) -> None:
+    r = _report(tmp_path, path, "-p", "spmd-pipeline", "--timing-only")
+    ops = r["ops"]
+    for e in ops:
+        assert {"op", "time_s", "flops", "bytes", "location"} <= e.keys()
+        assert e["location"] and e["location"].startswith(str(path))
+        assert e["bound"] in ("compute", "memory")
+        assert 0 < e["roofline_fraction"] <= 1.0
+    times = [e["time_s"] for e in ops]
+    assert times == sorted(times, reverse=True)
+    assert math.isclose(sum(times), r["compute_time_s"], rel_tol=1e-9, abs_tol=1e-15)
+    colls = r["collective_ops"]
+    assert math.isclose(
+        sum(c["time_s"] for c in colls), r["comm_time_s"], rel_tol=1e-9, abs_tol=1e-15
+    )
+    assert sum(r["collectives"].values()) == len(colls)
+    for c in colls:
+        assert math.isclose(c["hidden_s"], max(0.0, c["time_s"] - c["exposed_s"]), abs_tol=1e-15)
+        assert c["algorithm"]
+
+
+def test_dot_is_compute_bound_and_elementwise_memory_bound(tmp_path: Path) -> None:
+    path = ROOT / "examples" / "real_size" / "transformer_layer.mlir"
+    r = _report(tmp_path, path, "-p", "spmd-pipeline", "--timing-only")
+    by_op: dict[str, set[str]] = {}
+    for e in r["ops"]:
+        by_op.setdefault(e["op"], set()).add(e["bound"])
+    assert "compute" in by_op["hlo.dot"]
+    assert by_op["hlo.add"] == {"memory"}
+    # the score matmuls: 2 * (B/2=4) * (H/4=8) * 2048 * 2048 * 128 FLOPs on a device
+    assert max(e["flops"] for e in r["ops"]) >= 2 * 4 * 8 * 2048 * 2048 * 128
+
+
+def test_sync_collectives_are_exposed_async_ones_can_hide(tmp_path: Path) -> None:
+    path = ROOT / "examples" / "dp_grads.mlir"
+    sync = _report(tmp_path, path, "-p", "spmd-propagate,spmd-partition", "--timing-only")
+    assert sync["collective_ops"]
+    assert all(c["hidden_s"] == 0.0 for c in sync["collective_ops"])
+    overlapped = _report(tmp_path, path, "-p", "spmd-pipeline", "--timing-only")
+    assert sum(c["hidden_s"] for c in overlapped["collective_ops"]) > 0
+
+
+def test_imported_program_names_the_users_source(tmp_path: Path, capsys) -> None:
+    src = ROOT / "tests" / "frontends" / "corpus" / "attention.debuginfo.mlir"
+    imported = tmp_path / "attention.mlir"
+    assert shardc_import([str(src), "--print-debuginfo", "-o", str(imported)]) == 0
+    r = _report(tmp_path, imported, "-p", "spmd-pipeline", "--timing-only")
+    assert any("make_frontend_corpus.py" in (e["source"] or "") for e in r["ops"])
+    text = capsys.readouterr().out
+    assert "top ops" in text and "make_frontend_corpus.py" in text
