@@ -4,9 +4,10 @@ Where the time goes: the per-op breakdown of a level-S (or level-G) timeline, th
 
 What a performance engineer reads in an XLA profile, per op of the slowest device:
 
-* `ops`: every compute op (or fusion) that ran, slowest first: `op` (its name; a fusion's
-  name after its root), `time_s` (summed over its executions: an op in a loop body runs
-  once per iteration; `count` says how often), `flops`, `bytes` (HBM bytes it moves),
+* `ops`: every compute op (or fusion) of the program that ran, slowest first: `op` (its
+  name; a fusion's name after its root), `time_s` (summed over its executions and the copies
+  passes made of it: an op in a loop body runs once per iteration, micro-batch cuts an op
+  into chunks; `count` says how many), `flops`, `bytes` (HBM bytes it moves),
   `location` (`file:line:col` in the program run) and `source` (the user's source, JAX's
   `loc(...)` of an imported op), `bound` ("compute" when its FLOPs at its unit's rate take
   longer than its bytes at HBM bandwidth, else "memory"), `roofline_time_s` (the longer of
@@ -58,35 +59,45 @@ def op_entries(
     where: Callable[[Operation], str | None],
 ) -> list[dict[str, Any]]:
     """The `ops` key from one device's compute slices (op, start, end)."""
-    totals: dict[Operation, list[float]] = {}
+    rows: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
     for op, start, end in compute:
-        entry = totals.setdefault(op, [0.0, 0])
-        entry[0] += end - start
-        entry[1] += 1
-    out: list[dict[str, Any]] = []
-    for op, (time, count) in totals.items():
-        cost = costs.get(op)
-        flops = cost.flops * count if cost else 0.0
-        nbytes = cost.bytes * count if cost else 0
-        compute_s = _unit_time(model, op, flops)
-        memory_s = nbytes / model.chip.hbm_bw
-        roofline = max(compute_s, memory_s)
-        out.append(
-            {
-                "op": op_label(op),
-                "time_s": time,
-                "count": int(count),
-                "flops": flops,
-                "bytes": nbytes,
-                "bound": "compute" if compute_s >= memory_s and flops else "memory",
-                "roofline_time_s": roofline,
-                "roofline_fraction": min(1.0, roofline / time) if time > 0 else 1.0,
-                "location": where(op),
-                "source": op_origin(op),
+        # One row per op of the user's program: the copies a pass made of it (micro-batch's
+        # chunks) and its executions in a loop add up, `count` says how many.
+        label, at, source = op_label(op), where(op), op_origin(op)
+        row = rows.get((label, at, source))
+        if row is None:
+            row = rows[(label, at, source)] = {
+                "op": label,
+                "time_s": 0.0,
+                "count": 0,
+                "flops": 0.0,
+                "bytes": 0,
+                "compute_s": 0.0,
+                "location": at,
+                "source": source,
             }
-        )
+        cost = costs.get(op)
+        row["time_s"] += end - start
+        row["count"] += 1
+        if cost is not None:
+            row["flops"] += cost.flops
+            row["bytes"] += cost.bytes
+            row["compute_s"] += _unit_time(model, op, cost.flops)
+    out = [_with_roofline(row, model) for row in rows.values()]
     out.sort(key=lambda e: -e["time_s"])
     return out
+
+
+def _with_roofline(row: dict[str, Any], model: CostModel) -> dict[str, Any]:
+    """A row's bound and roofline from its FLOPs' unit time and its bytes' HBM time."""
+    compute_s = row.pop("compute_s")
+    memory_s = row["bytes"] / model.chip.hbm_bw
+    roofline = max(compute_s, memory_s)
+    time = row["time_s"]
+    row["bound"] = "compute" if compute_s >= memory_s and row["flops"] else "memory"
+    row["roofline_time_s"] = roofline
+    row["roofline_fraction"] = min(1.0, roofline / time) if time > 0 else 1.0
+    return row
 
 
 def _collective_of(op: Operation) -> Operation:
