@@ -243,6 +243,8 @@ class CostModel:
         """Roofline cost of a compute op (collectives: see `collective_time`)."""
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):
             return self.control_cost(op)
+        if isinstance(op, hlo.FusionOp):
+            return self.fusion_cost(op)
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
@@ -268,6 +270,26 @@ class CostModel:
             cond.bytes * (trips + 1) + body.bytes * trips,
             cond.time * (trips + 1) + body.time * trips,
         )
+
+    # Fusions (issue 14) ---------------------------------------------------------------
+
+    def fusion_cost(self, op: hlo.FusionOp) -> OpCost:
+        """
+        A fused kernel: `max(flops / peak, boundary bytes / HBM bandwidth)`. The compute
+        term is the MXU time of its dot or convolution (at its dtype's rate) plus the VPU
+        time of everything else; the bytes are only what crosses the boundary, each operand
+        once and every result, since the values inside stay in VMEM and vector registers.
+        """
+        flops = compute = 0.0
+        for inner in op.body.block.ops:
+            if isinstance(inner, hlo.ReturnOp):
+                continue
+            f, rate = self.flops(inner)
+            flops, compute = flops + f, compute + (f / rate if f else 0.0)
+        nbytes = sum(tensor_bytes(t) for t in _tensor_types(op.inputs)) + sum(
+            tensor_bytes(t) for t in _tensor_types(op.outputs)
+        )
+        return OpCost(flops, nbytes, max(compute, nbytes / self.chip.hbm_bw))
 
     def block_cost(self, block: Block) -> OpCost:
         """The ops of a region's block one after another (collectives synchronous)."""
