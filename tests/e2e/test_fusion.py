@@ -105,3 +105,40 @@ def test_real_size_layer_compute_is_close_to_its_matmuls(options: str, bound: fl
     unfused, matmuls, fused = _layer_times(options)
     assert fused < unfused / 3
     assert fused <= bound * matmuls, (fused, matmuls)
+
+
+FUSED = """
+func.func @main(%x: tensor<512x1024xbf16>, %w: tensor<1024x2048xbf16>, %b: tensor<2048xf32>) -> tensor<512x2048xf32> {
+  %d = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<512x1024xbf16>, tensor<1024x2048xbf16>) -> tensor<512x2048xbf16>
+  %c = hlo.convert %d : (tensor<512x2048xbf16>) -> tensor<512x2048xf32>
+  %bb = hlo.broadcast %b, dims = [1] : (tensor<2048xf32>) -> tensor<512x2048xf32>
+  %y = hlo.add %c, %bb : tensor<512x2048xf32>
+  %t = hlo.tanh %y : tensor<512x2048xf32>
+  func.return %t : tensor<512x2048xf32>
+}
+"""
+
+
+def test_fusion_cost_is_mxu_plus_vpu_time_against_boundary_bytes() -> None:
+    from shardc.dialects import hlo
+    from shardc.hardware.chips import CHIPS
+    from shardc.hardware.cost import CostModel
+
+    chip = CHIPS["v5e"]
+    module = shardc.compile(FUSED, "fusion")
+    (fusion,) = [op for op in module.walk() if isinstance(op, hlo.FusionOp)]
+    assert (fusion.kind.data, fusion.label) == ("output", "dot_tanh_fusion")
+    cost = CostModel(chip).op_cost(fusion)
+    mxu = 2.0 * 512 * 1024 * 2048
+    vpu = 2 * 512 * 2048  # the add and the tanh; convert and broadcast move data only
+    boundary = 512 * 1024 * 2 + 1024 * 2048 * 2 + 2048 * 4 + 512 * 2048 * 4
+    assert cost.bytes == boundary
+    assert cost.flops == mxu + vpu
+    expected = max(mxu / chip.flops_bf16 + vpu / chip.vpu_flops, boundary / chip.hbm_bw)
+    assert cost.time == pytest.approx(expected)
+
+
+def test_trace_names_the_fusion() -> None:
+    result = shardc.run(shardc.compile(FUSED, "fusion"), timing_only=True)
+    names = [e["name"] for e in result.timeline.trace()["traceEvents"] if e.get("ph") == "X"]
+    assert names == ["dot_tanh_fusion"]
