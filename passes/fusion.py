@@ -26,7 +26,8 @@ region ops (while, case, manual computations), spmd ops and everything else stay
 so no fusion crosses a collective. Taking only producers whose users are all in the group
 (and copies, which add no edges out of it) keeps the graph of fusions acyclic.
 
-The ops inside keep their order, so a fused program computes bit-exactly what the unfused
+Fusion works on level G and level S programs alike, but partitioning has no rule for a
+fusion: fuse after `spmd-partition` (as `spmd-pipeline` does). The ops inside keep their order, so a fused program computes bit-exactly what the unfused
 one did. Each fusion is named after its ops with XLA's opcode names (`multiply_add_fusion`,
 `dot_add_fusion`, `reduce_fusion`; `.N` when the name repeats in the function) and located
 where its root is.
@@ -239,7 +240,9 @@ class _BlockFuser:
                 mapping[old] = new
                 new.name_hint = old.name_hint
         root = group.root
-        body.add_op(hlo.ReturnOp([mapping[r] for r in root.results]))
+        ret = hlo.ReturnOp([mapping[r] for r in root.results])
+        ret.location = root.location
+        body.add_op(ret)
         fusion = hlo.FusionOp(inputs, root.result_types, Region(body), group.kind, name)
         fusion.location = root.location
         self.block.insert_op_before(fusion, root)
