@@ -319,7 +319,7 @@ class Timeline:
         loc = self.where(top.peak_op)
         source = op_origin(top.peak_op)
         return (
-            f"{top.peak_op.name} on device {top.device}"
+            f"{op_label(top.peak_op)} on device {top.device}"
             + (f" at {loc}" if loc else "")
             + (f" (from {source})" if source else "")
         )
