@@ -63,6 +63,7 @@ def benchmarks(quick: bool, jax_python: str) -> list[tuple[str, list[str]]]:
                 *(["--hidden", "1024", "--tokens", "512"] if quick else []),
             ],
         ),
+        ("Fusion: unfused vs fused (issue 14)", [py, str(BENCH / "fusion.py")]),
         (
             "JAX corpus import + run speed against ec28c97 (issue 13)",
             [py, str(BENCH / "corpus_speed.py"), *(["--repeat", "1"] if quick else [])],

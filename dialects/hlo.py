@@ -72,7 +72,13 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, IsTerminator, Pure
+from xdsl.traits import (
+    ConstantLike,
+    HasCanonicalizationPatternsTrait,
+    IsolatedFromAbove,
+    IsTerminator,
+    Pure,
+)
 from xdsl.utils.exceptions import VerifyException
 
 patch_hex_float_elements()
@@ -3856,6 +3862,140 @@ RANDOM_OPS_13 = (RngBitGeneratorOp,)
 """rng_bit_generator of issue 13 (one block, so that merges stay simple)."""
 
 
+################################################################################
+# Fused ops (issue 14): hlo.fusion                                             #
+################################################################################
+
+FUSION_KINDS = ("loop", "input", "output")
+"""XLA's kLoop (elementwise chains), kInput (a reduce with its producers) and kOutput
+(a dot or convolution with its epilogue)."""
+
+
+@irdl_op_definition
+class FusionOp(HloOp):
+    """
+    Several hlo ops run as one kernel, as XLA fuses them: `%r = hlo.fusion(%p0 = %x, %p1 =
+    %y) kind = loop, name = "multiply_add_fusion" : (tensor<4xf32>, tensor<4xf32>) ->
+    tensor<4xf32> { ... hlo.return %v : tensor<4xf32> }`. The operands are the values
+    entering the fusion, the block's arguments stand for them (the region is isolated
+    from above), the results are what its `hlo.return` gives. Only what crosses that
+    boundary touches HBM, which is why the cost model charges a fusion by its operand and
+    result bytes. `kind` is XLA's (`loop`, `input`, `output`), `name` the fusion's name
+    after its root, as XLA names them, so a profile reads like XLA's. Inside: hlo ops
+    without regions only (no collectives, spmd or tpu ops, no nested fusion).
+    """
+
+    name = "hlo.fusion"
+
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    kind = prop_def(StringAttr)
+    fusion_name = prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        body: Region,
+        kind: str,
+        fusion_name: str,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_types],
+            regions=[body],
+            properties={"kind": StringAttr(kind), "fusion_name": StringAttr(fusion_name)},
+        )
+
+    @property
+    def label(self) -> str:
+        """The fusion's name (`multiply_add_fusion.1`)."""
+        return self.fusion_name.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FusionOp:
+        pos = parser.pos
+        names: list[Any] = []
+        operands: list[Any] = []
+
+        def parse_pair() -> None:
+            names.append(parser.parse_argument(expect_type=False))
+            parser.parse_punctuation("=")
+            operands.append(parser.parse_unresolved_operand())
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
+        parser.parse_keyword("kind")
+        parser.parse_punctuation("=")
+        kind = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("name")
+        parser.parse_punctuation("=")
+        label = parser.parse_str_literal()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        inputs, outputs = _parse_functional_type(parser)
+        values = parser.resolve_operands(operands, inputs, pos)
+        body = parser.parse_region([n.resolve(t) for n, t in zip(names, inputs, strict=True)])
+        op = cls(values, outputs, body, kind, label)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        args = self.body.block.args if self.body.blocks else ()
+        printer.print_string("(")
+        for i, value in enumerate(self.inputs):
+            if i:
+                printer.print_string(", ")
+            if i < len(args):
+                printer.print_ssa_value(args[i])
+            printer.print_string(" = ")
+            printer.print_operand(value)
+        printer.print_string(f") kind = {self.kind.data}, name = ")
+        printer.print_string_literal(self.label)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        _print_functional_type(printer, self)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_semantics(self) -> None:
+        if self.kind.data not in FUSION_KINDS:
+            raise VerifyException(
+                f"kind must be one of {', '.join(FUSION_KINDS)}, got {self.kind.data!r}"
+            )
+        if not self.label:
+            raise VerifyException("a fusion needs a name")
+        if not self.body.blocks:
+            raise VerifyException("the fusion's region must have a block")
+        types = list(self.inputs.types)
+        args = list(self.body.block.arg_types)
+        if args != types:
+            raise VerifyException(
+                f"block arguments {_types_str(args)} must have the operands' types "
+                f"{_types_str(types)}"
+            )
+        ret = _region_return(self.body, "the fusion's region")
+        if list(ret.values.types) != list(self.outputs.types):
+            raise VerifyException(
+                f"the region must return the result types {_types_str(self.outputs.types)}, "
+                f"got {_types_str(ret.values.types)}"
+            )
+        for inner in self.body.block.ops:
+            if inner is ret:
+                continue
+            if inner.dialect_name() != "hlo" or inner.regions or isinstance(inner, ReturnOp):
+                raise VerifyException(
+                    f"{inner.name} cannot be fused: a fusion holds hlo ops without regions "
+                    "(no collectives, spmd or tpu ops, no nested fusion)"
+                )
+
+
+FUSION_OPS_14 = (FusionOp,)
+"""hlo.fusion of issue 14 (one block, so that merges stay simple)."""
+
+
 Hlo = Dialect(
     "hlo",
     [
@@ -3906,6 +4046,7 @@ Hlo = Dialect(
         *GATHER_SCATTER_OPS_13,
         *CONTROL_OPS_13,
         *RANDOM_OPS_13,
+        *FUSION_OPS_14,
     ],
     [],
 )

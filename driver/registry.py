@@ -85,6 +85,12 @@ def _micro_batch() -> type[ModulePass]:
     return MicroBatchPass
 
 
+def _fusion() -> type[ModulePass]:
+    from shardc.passes.fusion import FusionPass
+
+    return FusionPass
+
+
 def _lower_to_tpu() -> type[ModulePass]:
     from shardc.lowering.lower_to_tpu import LowerToTpuPass
 
@@ -104,6 +110,7 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "all-reduce-reassociate": _all_reduce_reassociate,
         "collective-matmul": _collective_matmul,
         "micro-batch": _micro_batch,
+        "fusion": _fusion,
         "async-split": _async_split,
         "schedule": _schedule,
         "lower-to-tpu": _lower_to_tpu,

@@ -243,6 +243,8 @@ class CostModel:
         """Roofline cost of a compute op (collectives: see `collective_time`)."""
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):
             return self.control_cost(op)
+        if isinstance(op, hlo.FusionOp):
+            return self.fusion_cost(op)
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
@@ -268,6 +270,38 @@ class CostModel:
             cond.bytes * (trips + 1) + body.bytes * trips,
             cond.time * (trips + 1) + body.time * trips,
         )
+
+    # Fusions (issue 14) ---------------------------------------------------------------
+
+    def fusion_cost(self, op: hlo.FusionOp) -> OpCost:
+        """
+        A fused kernel: `max(flops / peak, boundary bytes / HBM bandwidth)`. The compute
+        term is the MXU time of its dot or convolution (at its dtype's rate) plus the VPU
+        time of everything else; the bytes are only what crosses the boundary, each operand
+        once and every result, since the values inside stay in VMEM and vector registers.
+        """
+        flops = sum(self.flops(i)[0] for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
+        compute = self.compute_seconds(op)
+        nbytes = sum(tensor_bytes(t) for t in _tensor_types(op.inputs)) + sum(
+            tensor_bytes(t) for t in _tensor_types(op.outputs)
+        )
+        return OpCost(flops, nbytes, max(compute, nbytes / self.chip.hbm_bw))
+
+    def compute_seconds(self, op: Operation) -> float:
+        """
+        The compute term of an op's roofline: its FLOPs at the rate of the unit that runs
+        them (a fusion: each inner op's at its own; a while or case: at the MXU peak).
+        """
+        if isinstance(op, hlo.FusionOp):
+            return sum(
+                self.compute_seconds(inner)
+                for inner in op.body.block.ops
+                if not isinstance(inner, hlo.ReturnOp)
+            )
+        if isinstance(op, hlo.WhileOp | hlo.CaseOp):
+            return self.op_cost(op).flops / self.chip.flops_bf16
+        flops, rate = self.flops(op)
+        return flops / rate if flops else 0.0
 
     def block_cost(self, block: Block) -> OpCost:
         """The ops of a region's block one after another (collectives synchronous)."""

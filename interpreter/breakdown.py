@@ -37,19 +37,22 @@ TOP_OPS = 8
 
 
 def op_label(op: Operation) -> str:
-    """The name a profile shows for `op`: a fusion's own name, else the op's."""
-    name = op.attributes.get("fusion_name") or op.properties.get("fusion_name")
-    text = getattr(name, "data", None)
-    return text if isinstance(text, str) else op.name
+    """An op's name on the timeline: a fusion's own name (`dot_add_fusion.1`), as XLA's
+    profiles show fusions, else the op's name."""
+    if isinstance(op, hlo.FusionOp):
+        return op.label
+    return op.name
 
 
-def _unit_time(model: CostModel, op: Operation, flops: float) -> float:
-    """Seconds `flops` take on the unit that runs `op` (a region op: at the MXU peak)."""
-    if not flops:
-        return 0.0
-    if isinstance(op, hlo.WhileOp | hlo.CaseOp):
-        return flops / model.chip.flops_bf16
-    return flops / model.flops(op)[1]
+def _row_label(op: Operation) -> str:
+    """`op_label` without a fusion's uniquing suffix: the chunks micro-batch cut from one
+    fusion (`dot_fusion.2`, `dot_fusion.5`) are one row of the breakdown."""
+    label = op_label(op)
+    if isinstance(op, hlo.FusionOp):
+        base, dot, suffix = label.rpartition(".")
+        if dot and suffix.isdigit():
+            return base
+    return label
 
 
 def op_entries(
@@ -63,7 +66,7 @@ def op_entries(
     for op, start, end in compute:
         # One row per op of the user's program: the copies a pass made of it (micro-batch's
         # chunks) and its executions in a loop add up, `count` says how many.
-        label, at, source = op_label(op), where(op), op_origin(op)
+        label, at, source = _row_label(op), where(op), op_origin(op)
         row = rows.get((label, at, source))
         if row is None:
             row = rows[(label, at, source)] = {
@@ -82,7 +85,7 @@ def op_entries(
         if cost is not None:
             row["flops"] += cost.flops
             row["bytes"] += cost.bytes
-            row["compute_s"] += _unit_time(model, op, cost.flops)
+            row["compute_s"] += model.compute_seconds(op)
     out = [_with_roofline(row, model) for row in rows.values()]
     out.sort(key=lambda e: -e["time_s"])
     return out

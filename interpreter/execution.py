@@ -30,6 +30,7 @@ from shardc.interpreter.plan import (
     DONE,
     FALLBACK,
     FOR,
+    FUSION,
     IF,
     PLAIN,
     RETURN,
@@ -119,7 +120,7 @@ class DeviceRunner:
                 out = yield (op, vals)
                 if op.IS_START:  # pyright: ignore[reportAttributeAccessIssue]
                     dev.futures.append(out[0])
-            elif IF <= kind <= CASE:
+            elif IF <= kind <= FUSION:
                 out = yield from self._run_regions(dev, kind, op, fn, vals, env)
             else:
                 out = self._run_leaf(dev, kind, op, fn, ft, vals, len(results))
@@ -138,7 +139,8 @@ class DeviceRunner:
     def _run_regions(
         self, dev: Device, kind: int, op: Operation, fn: Any, vals: tuple, env: list[Any]
     ) -> DeviceRun:
-        """`scf.if`, `scf.for`, `func.call`, `hlo.while`, `hlo.case`: run their blocks."""
+        """`scf.if`, `scf.for`, `func.call`, `hlo.while`, `hlo.case`, `hlo.fusion`: run
+        their blocks."""
         if kind >= WHILE:
             return (yield from self._run_control(dev, kind, op, vals, env))
         if kind == IF:
@@ -168,6 +170,8 @@ class DeviceRunner:
         `hlo.while`: `cond` on the carried values, then `do` while it is true; `hlo.case`:
         the branch its index names (an index out of range runs the last one).
         """
+        if kind == FUSION:  # the fused ops, in their order: bit-exact with the unfused ones
+            return (yield from self.run_block(dev, op.regions[0].block, vals, env))
         if kind == CASE:
             if vals[0] is None:
                 raise self.diagnostics.unknown_control(op, dev.index, "case index")

@@ -220,7 +220,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if s:
         lines.append(
             f"  level-S model        step {format_seconds(s['step_time_s'])}, roofline "
-            f"{format_seconds(s['roofline_time_s'])} (the program before lower-to-tpu)"
+            f"{format_seconds(s['roofline_time_s'])} (the program before lower-to-tpu, unfused: "
+            "level T does not lower fusions yet)"
         )
     if not report.get("collectives_known", True):
         lines.append(

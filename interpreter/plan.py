@@ -44,10 +44,10 @@ from xdsl.interpreter import InterpreterFunctions
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
-PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL, WHILE, CASE = range(11)
+PLAIN, WRAPPED, FALLBACK, COLLECTIVE, DONE, RETURN, IF, FOR, CALL, WHILE, CASE, FUSION = range(12)
 # timing-only (abstract) forms of PLAIN, WRAPPED, FALLBACK: run only on known small
 # operands; ABSTRACT never runs (large results)
-A_PLAIN, A_WRAPPED, A_FALLBACK, ABSTRACT = range(11, 15)
+A_PLAIN, A_WRAPPED, A_FALLBACK, ABSTRACT = range(12, 16)
 
 Step = tuple[int, Operation, Any, Any, tuple, tuple, tuple, Any, int, int]
 """kind, op, implementation, its functions object, operand slots, result slots, result
@@ -211,6 +211,14 @@ def _plan_control(plan: ProgramPlan, op: Operation, scope: _Scope) -> tuple[int,
     return (WHILE if isinstance(op, hlo.WhileOp) else CASE), None
 
 
+@_plans(hlo.FusionOp)
+def _plan_fusion(plan: ProgramPlan, op: hlo.FusionOp, scope: _Scope) -> tuple[int, Any]:
+    """`hlo.fusion`: its block runs like a function body; the fusion alone takes time and
+    memory (its inside stays in VMEM), so the inner steps carry neither."""
+    plan.plan_block(op.body.block, scope, untimed=True)
+    return FUSION, None
+
+
 @_plans(func.CallOp)
 def _plan_call(plan: ProgramPlan, op: func.CallOp, scope: _Scope) -> tuple[int, Any]:
     callee = SymbolTable.lookup_symbol(plan.module, op.callee)
@@ -301,9 +309,9 @@ class ProgramPlan:
             self._memory.update(memory_plan(function))
         self.plan_block(function.body.block, _Scope(level_s, visited, slots))
 
-    def plan_block(self, block: Block, scope: _Scope) -> None:
+    def plan_block(self, block: Block, scope: _Scope, untimed: bool = False) -> None:
         steps: list[Step] = []
-        model = self.cost_model
+        model = None if untimed else self.cost_model
         for op in block.ops:
             step = self._plan_op(op, scope)
             if self.abstract and step[0] <= FALLBACK:

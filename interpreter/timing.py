@@ -85,6 +85,7 @@ from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel, OpCost
 from shardc.interpreter import breakdown
+from shardc.interpreter.breakdown import op_label
 from shardc.interpreter.trace_events import TraceWriter, trace_json
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
@@ -114,6 +115,8 @@ def is_timed(op: Operation) -> bool:
     `hlo.case` (the ops of their regions run, and take time, each time they run) nor
     `hlo.return`.
     """
+    if isinstance(op, hlo.FusionOp):  # one kernel: its ops take no time of their own
+        return True
     if op.dialect_name() == "hlo":
         return not op.regions and not isinstance(op, hlo.ReturnOp)
     return isinstance(op, spmd.ConstraintOp)
@@ -340,7 +343,7 @@ class Timeline:
         loc = self.where(top.peak_op)
         source = op_origin(top.peak_op)
         return (
-            f"{top.peak_op.name} on device {top.device}"
+            f"{op_label(top.peak_op)} on device {top.device}"
             + (f" at {loc}" if loc else "")
             + (f" (from {source})" if source else "")
         )
@@ -426,7 +429,7 @@ class Timeline:
             if cost is not None:
                 args["flops"] = cost.flops
                 args["bytes"] = cost.bytes
-            writer.complete(op.name, "compute", pid, COMPUTE_TID, start, end, args)
+            writer.complete(op_label(op), "compute", pid, COMPUTE_TID, start, end, args)
         for op, start, end in d.waits:
             args = self._op_args(op, labels)
             args["waits_for"] = op.name
@@ -513,5 +516,6 @@ __all__ = [
     "Timeline",
     "compute_cost",
     "memory_plan",
+    "op_label",
     "summary_lines",
 ]

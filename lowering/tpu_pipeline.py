@@ -6,7 +6,7 @@ layers import downward only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
 from shardc.passes.rewrite_utils import check_option
@@ -21,6 +21,9 @@ class TpuPipelinePass(SpmdPipelinePass):
     `spmd-pipeline` then `lower-to-tpu`, both for the same chip (the cost model that
     schedules the collectives is the machine the kernel's blocks must fit), from level G
     (or S) to level T. The options are spmd-pipeline's and lower-to-tpu's `vmem-limit`.
+    `lower-to-tpu` does not lower `hlo.fusion` yet (issue 15), so spmd-pipeline runs here
+    with `fusion=false` whatever the option says: the level-S program the kernel comes
+    from, and the level-S summary it carries, are the unfused ones.
     """
 
     name = "tpu-pipeline"
@@ -34,4 +37,8 @@ class TpuPipelinePass(SpmdPipelinePass):
         super().__post_init__()
 
     def passes(self) -> list[ModulePass]:
-        return [*super().passes(), LowerToTpuPass(chip=self.chip, vmem_limit=self.vmem_limit)]
+        unfused = replace(self, fusion=False) if self.fusion else self
+        return [
+            *SpmdPipelinePass.passes(unfused),
+            LowerToTpuPass(chip=self.chip, vmem_limit=self.vmem_limit),
+        ]

@@ -1,5 +1,5 @@
 """
-`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch=true}`: from a
+`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch=true fusion=true}`: from a
 global program to the optimized, scheduled per-device program.
 
 The order is the data flow, each pass needing what the one before made:
@@ -21,7 +21,10 @@ The order is the data flow, each pass needing what the one before made:
    whose rings it can cut too (its estimate sees them); before `async-split`, since it
    splits sync collectives and estimates each choice by running async-split and the
    scheduler on a copy;
-7. `async-split`, `schedule`: every collective as start/done, ordered by the cost model so
+7. `fusion` (`fusion=false` skips it): elementwise chains, reductions and dot epilogues
+   as fused ops, costed by the bytes crossing them; after micro-batch (which cuts the
+   unfused ops) and before async-split, so that the scheduler sees the fusions;
+8. `async-split`, `schedule`: every collective as start/done, ordered by the cost model so
    communication hides behind independent compute.
 
 `bench/overlap.py` measures the result against synchronous collectives and the roofline.
@@ -38,6 +41,7 @@ from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
+from shardc.passes.fusion import FusionPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
@@ -65,6 +69,8 @@ class SpmdPipelinePass(ModulePass):
     """Passed to `collective-combine`."""
     micro_batch: bool = True
     """Run `micro-batch` (false: leave the program unsplit)."""
+    fusion: bool = True
+    """Run `fusion` (false: every op its own kernel, as level T lowers them today)."""
 
     def __post_init__(self) -> None:
         # The pipeline's own options first (so a bad one names this pipeline), then building
@@ -97,6 +103,7 @@ class SpmdPipelinePass(ModulePass):
                 if self.micro_batch
                 else []
             ),
+            *([FusionPass()] if self.fusion else []),
             AsyncSplitPass(),
             SchedulePass(memory_limit=self.memory_limit, chip=self.chip),
         ]

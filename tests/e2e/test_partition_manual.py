@@ -129,7 +129,7 @@ def test_device_ids_cost_nothing_and_lower_to_tpu_refuses_them() -> None:
 
     module = parse(RING, "ring.mlir")
     ctx = make_context()
-    SpmdPipelinePass().apply(ctx, module)
+    SpmdPipelinePass(fusion=False).apply(ctx, module)  # as tpu-pipeline runs it
     ids = [op for op in module.walk() if op.name == "hlo.partition_id"]
     assert ids and CostModel(get_chip("v5e")).op_cost(ids[0]).time == 0.0
     with pytest.raises(OpPassError) as info:

@@ -108,8 +108,8 @@ def test_shardc_run_reports_stages_on_stderr_only(
     assert "shardc-run: [" not in cap.out
     for needle in (
         "parsing ",
-        "pass 1/12 spmd-propagate",
-        "pass 12/12 schedule",
+        "pass 1/13 spmd-propagate",
+        "pass 13/13 schedule",
         "running level S on 8 devices",
         "checking: running the level-G program",
         "] done",

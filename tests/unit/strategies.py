@@ -941,6 +941,27 @@ class ProgramBuilder:
             [(state.shape, "ui64"), (shape, dtype)],
         )
 
+    # fused ops (issue 14)
+
+    def op_fusion(self) -> Value:
+        """A loop fusion of a max and a reshape on one operand (level S: what `fusion`
+        makes after partitioning)."""
+        a = self.operand(BINARY_OPS["max"])
+        t, k = a.type, self.counter
+        v = self.emit(
+            f'hlo.fusion(%fp{k} = {a.ref}) kind = loop, name = "maximum_fusion.{k}" : '
+            f"({t}) -> {t} {{",
+            a.shape,
+            a.dtype,
+        )
+        self.lines += [
+            f"    %fm{k} = hlo.max %fp{k}, %fp{k} : {t}",
+            f"    %fr{k} = hlo.reshape %fm{k} : ({t}) -> {t}",
+            f"    hlo.return %fr{k} : {t}",
+            "  }",
+        ]
+        return v
+
     def random_hlo_op(self) -> None:
         ops = self.HLO_OPS
         ops = (*ops, "rng_bit_generator")
@@ -949,6 +970,8 @@ class ProgramBuilder:
         ops = (*ops, "device_id")
         if self.mesh is not None and not self.partitioned:
             ops = (*ops, "manual_computation")
+        if self.partitioned:
+            ops = (*ops, "fusion")
         getattr(self, f"op_{self.c.choice(ops)}")()
 
     # collectives -------------------------------------------------------------------

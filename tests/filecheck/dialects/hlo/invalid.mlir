@@ -1292,3 +1292,59 @@ func.func @rng_float_bits(%s: tensor<2xui64>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.rng_bit_generator' op output must be an integer tensor (floats are not supported), got tensor<4xf32>
   func.return
 }
+
+// -----
+
+func.func @fusion_bad_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = hlo.fusion(%p = %x) kind = custom, name = "exp_fusion" : (tensor<4xf32>) -> tensor<4xf32> {
+    %e = hlo.exp %p : tensor<4xf32>
+    hlo.return %e : tensor<4xf32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.fusion' op kind must be one of loop, input, output, got 'custom'
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_bad_return(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = hlo.fusion(%p = %x) kind = loop, name = "convert_fusion" : (tensor<4xf32>) -> tensor<4xf32> {
+    %c = hlo.convert %p : (tensor<4xf32>) -> tensor<4xbf16>
+    hlo.return %c : tensor<4xbf16>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.fusion' op the region must return the result types (tensor<4xf32>), got (tensor<4xbf16>)
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_bad_args(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "hlo.fusion"(%x) <{fusion_name = "exp_fusion", kind = "loop"}> ({
+  ^bb0(%p: tensor<4xbf16>):
+    hlo.return %p : tensor<4xbf16>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.fusion' op block arguments (tensor<4xbf16>) must have the operands' types (tensor<4xf32>)
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+spmd.mesh @mesh = <["x"=2]>
+func.func @fusion_collective(%x: tensor<4xf32>) -> tensor<4xf32> attributes {spmd.partitioned} {
+  %r = hlo.fusion(%p = %x) kind = loop, name = "all_reduce_fusion" : (tensor<4xf32>) -> tensor<4xf32> {
+    %a = collective.all_reduce add %p on @mesh["x"] : tensor<4xf32>
+    hlo.return %a : tensor<4xf32>
+  }
+  // CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: 'hlo.fusion' op collective.all_reduce cannot be fused: a fusion holds hlo ops without regions (no collectives, spmd or tpu ops, no nested fusion)
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_uses_outer_value(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = hlo.fusion(%p = %x) kind = loop, name = "add_fusion" : (tensor<4xf32>) -> tensor<4xf32> {
+    %s = hlo.add %p, %x : tensor<4xf32>
+    hlo.return %s : tensor<4xf32>
+  }
+  // CHECK: error:
+  func.return %r : tensor<4xf32>
+}

@@ -678,3 +678,37 @@ func.func @rng_bit_generator(%s: tensor<2xui64>, %p: tensor<3xui64>) {
 // CHECK-NEXT:   func.return
 
 // CHECK-GENERIC: %s1, %b1 = "hlo.rng_bit_generator"(%s) <{rng_algorithm = "THREE_FRY"}> : (tensor<2xui64>) -> (tensor<2xui64>, tensor<8x16xui32>)
+
+// fusion (issue 14): a loop fusion and an output fusion with two results.
+func.func @fusion(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>) {
+  %f:2 = hlo.fusion(%px = %x, %pw = %w, %pb = %b) kind = output, name = "dot_add_fusion" : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>) {
+    %d = hlo.dot %px, %pw, contracting_dims = [1] x [0] : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+    %c = hlo.convert %d : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+    %bb = hlo.broadcast %pb, dims = [1] : (tensor<16xf32>) -> tensor<4x16xf32>
+    %s = hlo.add %c, %bb : tensor<4x16xf32>
+    hlo.return %d, %s : tensor<4x16xbf16>, tensor<4x16xf32>
+  }
+  %g = hlo.fusion(%p = %f#1) kind = loop, name = "tanh_fusion.1" : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+    %t = hlo.tanh %p : tensor<4x16xf32>
+    hlo.return %t : tensor<4x16xf32>
+  }
+  func.return %f#0, %g : tensor<4x16xbf16>, tensor<4x16xf32>
+}
+
+// CHECK:      func.func @fusion(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>) {
+// CHECK-NEXT:   %f, %f_1 = hlo.fusion(%px = %x, %pw = %w, %pb = %b) kind = output, name = "dot_add_fusion" : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>) {
+// CHECK-NEXT:     %d = hlo.dot %px, %pw, contracting_dims = [1] x [0] : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+// CHECK-NEXT:     %c = hlo.convert %d : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+// CHECK-NEXT:     %bb = hlo.broadcast %pb, dims = [1] : (tensor<16xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT:     %s = hlo.add %c, %bb : tensor<4x16xf32>
+// CHECK-NEXT:     hlo.return %d, %s : tensor<4x16xbf16>, tensor<4x16xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %g = hlo.fusion(%p = %f_1) kind = loop, name = "tanh_fusion.1" : (tensor<4x16xf32>) -> tensor<4x16xf32> {
+// CHECK-NEXT:     %t = hlo.tanh %p : tensor<4x16xf32>
+// CHECK-NEXT:     hlo.return %t : tensor<4x16xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return %f, %g : tensor<4x16xbf16>, tensor<4x16xf32>
+
+// CHECK-GENERIC: %f, %f_1 = "hlo.fusion"(%x, %w, %b) <{kind = "output", fusion_name = "dot_add_fusion"}> ({
+// CHECK-GENERIC-NEXT: ^bb{{.*}}(%px: tensor<4x8xbf16>, %pw: tensor<8x16xbf16>, %pb: tensor<16xf32>):
+// CHECK-GENERIC: }) : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>)

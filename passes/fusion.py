@@ -1,0 +1,303 @@
+"""
+`fusion`: group hlo ops into `hlo.fusion` ops, as XLA's instruction fusion does, so that the
+cost model charges each group once for the bytes crossing its boundary instead of an HBM
+round trip per op.
+
+A greedy walk over each function's block, consumers first (reverse program order), as
+XLA's `InstructionFusion` visits its post order backwards. Each op not yet taken that
+someone still needs becomes the root of a group, which then takes in its producers, latest
+first:
+
+- **loop** fusion: elementwise ops (compare, select, convert, clamp...), broadcast,
+  reshape, transpose, iota and splat constants;
+- **input** fusion: a `reduce` (without a body) as the root, with such producers;
+- **output** fusion: a `dot` or `convolution` with its elementwise consumers (its
+  epilogue: bias add, activation, convert) and, as XLA on TPU fuses them into the MXU's
+  operand fetch, elementwise producers of its operands. One dot or convolution per fusion,
+  never a reduce together with one, and a reduce only as a root.
+
+A producer is taken into the group when every user it has is in the group. A producer with
+users elsewhere is duplicated into the group only if recomputing it is cheap (elementwise,
+broadcast, iota, splat constant) and what the copy reads from HBM is no more than the
+producer's own bytes (reading `a` and `b` to recompute `a * b` would cost more than reading
+`a * b`); otherwise it stays outside, materialized. Once every user of an original has a
+copy, the original is dead and erased. Only ops of the block itself are fused: collectives,
+region ops (while, case, manual computations), spmd ops and everything else stay outside,
+so no fusion crosses a collective. Taking only producers whose users are all in the group
+(and copies, which add no edges out of it) keeps the graph of fusions acyclic.
+
+Fusion works on level G and level S programs alike, but partitioning has no rule for a
+fusion: fuse after `spmd-partition` (as `spmd-pipeline` does). The ops inside keep their order, so a fused program computes bit-exactly what the unfused
+one did. Each fusion is named after its ops with XLA's opcode names (`multiply_add_fusion`,
+`dot_add_fusion`, `reduce_fusion`; `.N` when the name repeats in the function) and located
+where its root is.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from shardc.dialects import hlo
+from shardc.dialects.sizes import value_bytes
+from shardc.dialects.syntax import splat_element
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+CHEAP = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.ConvertOp,
+    hlo.IsFiniteOp,
+    hlo.ClampOp,
+    hlo.BroadcastOp,
+    hlo.IotaOp,
+)
+"""Ops whose recomputation is cheap (a VPU op per element at most): duplicated into each
+fusion that needs them. Splat constants too (`_is_cheap`)."""
+
+LOOP = (*CHEAP, hlo.ReshapeOp, hlo.TransposeOp)
+"""Ops a loop fusion takes (reshape and transpose only when all their users are in it)."""
+
+MOVES = (hlo.BroadcastOp, hlo.ConvertOp, hlo.ReshapeOp, hlo.TransposeOp, hlo.IotaOp)
+"""Ops that only move or retype data: a fusion is named after what it computes."""
+
+XLA_NAMES = {
+    "mul": "multiply",
+    "sub": "subtract",
+    "div": "divide",
+    "max": "maximum",
+    "min": "minimum",
+    "exp": "exponential",
+    "neg": "negate",
+    "pow": "power",
+    "dot": "dot",
+}
+"""XLA's opcode names where `hlo`'s differ (others are the same)."""
+
+
+def _is_splat(op: Operation) -> bool:
+    return isinstance(op, hlo.ConstantOp) and splat_element(op.value) is not None  # pyright: ignore
+
+
+def _is_cheap(op: Operation) -> bool:
+    return isinstance(op, CHEAP) or _is_splat(op)
+
+
+def _role(op: Operation) -> str | None:
+    """`loop`, `reduce` or `dot` for ops a fusion may hold, else None."""
+    if len(op.results) != 1:
+        return None
+    if isinstance(op, LOOP) or _is_splat(op):
+        return "loop"
+    if isinstance(op, hlo.ReduceOp) and op.body is None and not op.others:
+        return "reduce"
+    if isinstance(op, hlo.DotOp | hlo.ConvolutionOp):
+        return "dot"
+    return None
+
+
+FRONTIER_DEPTH = 8
+"""How far up a chain of cheap producers `_BlockFuser._frontier` looks."""
+
+
+@dataclass
+class _Group:
+    """One future fusion: its root, the ops it owns and the ops it recomputes (copies)."""
+
+    root: Operation
+    owned: set[Operation] = field(default_factory=set[Operation])
+    copies: set[Operation] = field(default_factory=set[Operation])
+    has_dot: bool = False
+
+    def members(self) -> set[Operation]:
+        return self.owned | self.copies
+
+    @property
+    def kind(self) -> str:
+        if self.has_dot:
+            return "output"
+        return "input" if isinstance(self.root, hlo.ReduceOp) else "loop"
+
+
+class _BlockFuser:
+    """The greedy walk over one block (module docstring)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.ops = list(block.ops)
+        self.pos = {op: i for i, op in enumerate(self.ops)}
+        self.owner: dict[Operation, _Group] = {}
+        self.needed: set[Operation] = set()
+        self.groups: list[_Group] = []
+
+    def run(self) -> None:
+        for op in reversed(self.ops):
+            if op in self.owner:
+                continue
+            if _role(op) is None:
+                self._need_operands_of(op)
+            elif op in self.needed:
+                group = self._grow(op)
+                self.groups.append(group)
+                for member in group.members():
+                    self._need_operands_of(member, group)
+        fused = [g for g in self.groups if len(g.members()) > 1]
+        names: dict[str, int] = {}
+        labels = [_fusion_name(g, self.pos, names) for g in reversed(fused)]  # program order
+        # consumers first: a copy in a later fusion may be an earlier fusion's root
+        for group, label in zip(fused, reversed(labels), strict=True):
+            self._materialize(group, label)
+        self._erase_dead()
+
+    def _need_operands_of(self, op: Operation, group: _Group | None = None) -> None:
+        """Mark the producers `op` reads (nested regions included) as needed."""
+        for inner in op.walk():
+            for value in inner.operands:
+                producer = value.owner
+                if producer in self.pos and (group is None or producer not in group.members()):
+                    self.needed.add(producer)  # pyright: ignore[reportArgumentType]
+
+    def _grow(self, root: Operation) -> _Group:
+        group = _Group(root, {root}, has_dot=_role(root) == "dot")
+        self.owner[root] = group
+        heap: list[tuple[int, int]] = []
+        self._push_producers(root, heap)
+        while heap:
+            _, index = heapq.heappop(heap)
+            p = self.ops[index]
+            if p in group.owned or p in group.copies or p in self.owner:
+                continue
+            if self._take(group, p):
+                self._push_producers(p, heap)
+        return group
+
+    def _take(self, group: _Group, p: Operation) -> bool:
+        """Take producer `p` into `group` (owned or as a copy); False if it stays out."""
+        role = _role(p)
+        if role is None or role == "reduce":
+            return False
+        if role == "dot" and (group.has_dot or isinstance(group.root, hlo.ReduceOp)):
+            return False
+        users = {u.operation for r in p.results for u in r.uses}
+        if users <= group.owned and p not in self.needed:  # nobody else reads it
+            group.owned.add(p)
+            self.owner[p] = group
+            group.has_dot |= role == "dot"
+            return True
+        if _is_cheap(p) and self._operand_bytes(p, FRONTIER_DEPTH) <= value_bytes(
+            p.results[0].type
+        ):
+            group.copies.add(p)
+            return True
+        return False
+
+    def _operand_bytes(self, op: Operation, depth: int) -> int:
+        """What recomputing `op` reads from HBM: its operands' `_frontier` bytes."""
+        return sum(self._frontier(o, depth - 1) for o in op.operands)
+
+    def _frontier(self, value: SSAValue, depth: int) -> int:
+        """
+        The fewest bytes from which `value` can be recomputed by cheap copies: nothing for
+        a splat or iota, else the smaller of its own bytes and its operands' (through
+        cheap producers no fusion owns yet, `depth` levels up).
+        """
+        own = value_bytes(value.type)
+        producer = value.owner
+        if not isinstance(producer, Operation) or producer not in self.pos:
+            return own
+        if _is_splat(producer) or isinstance(producer, hlo.IotaOp):
+            return 0
+        if depth <= 0 or producer in self.owner or not _is_cheap(producer):
+            return own
+        return min(own, self._operand_bytes(producer, depth))
+
+    def _push_producers(self, op: Operation, heap: list[tuple[int, int]]) -> None:
+        for value in op.operands:
+            index = self.pos.get(value.owner)  # pyright: ignore[reportArgumentType]
+            if index is not None:
+                heapq.heappush(heap, (-index, index))
+
+    def _materialize(self, group: _Group, name: str) -> None:
+        members = sorted(group.members(), key=self.pos.__getitem__)
+        inside = set(members)
+        inputs: list[SSAValue] = []
+        for m in members:
+            for value in m.operands:
+                if value.owner not in inside and value not in inputs:
+                    inputs.append(value)
+        body = Block(arg_types=[v.type for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args, strict=True))
+        for m in members:
+            clone = m.clone(value_mapper=mapping)
+            body.add_op(clone)
+            for old, new in zip(m.results, clone.results, strict=True):
+                mapping[old] = new
+                new.name_hint = old.name_hint
+        root = group.root
+        ret = hlo.ReturnOp([mapping[r] for r in root.results])
+        ret.location = root.location
+        body.add_op(ret)
+        fusion = hlo.FusionOp(inputs, root.result_types, Region(body), group.kind, name)
+        fusion.location = root.location
+        self.block.insert_op_before(fusion, root)
+        for old, new in zip(root.results, fusion.results, strict=True):
+            new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        for m in reversed(sorted(group.owned, key=self.pos.__getitem__)):
+            self.block.erase_op(m)
+
+    def _erase_dead(self) -> None:
+        """Originals whose every user now reads a copy inside a fusion."""
+        for op in reversed(list(self.block.ops)):
+            if (
+                _role(op) is not None
+                and op not in self.owner
+                and not any(r.uses for r in op.results)
+            ):
+                self.block.erase_op(op)
+
+
+def _xla_name(op: Operation) -> str:
+    short = op.name.removeprefix("hlo.")
+    return XLA_NAMES.get(short, short)
+
+
+def _fusion_name(group: _Group, pos: dict[Operation, int], names: dict[str, int]) -> str:
+    """
+    After the root, as XLA names fusions: the dot, convolution or reduce and the root
+    (`dot_add_fusion`), else the first op that computes something and the root
+    (`multiply_add_fusion`); `.N` once the name was taken in the function.
+    """
+    members, root = sorted(group.members(), key=pos.__getitem__), group.root
+    core = next((m for m in members if _role(m) in ("dot", "reduce")), None)
+    if core is None:
+        core = next((m for m in members if not (_is_splat(m) or isinstance(m, MOVES))), root)
+    parts = [_xla_name(root)] if core is root else [_xla_name(core), _xla_name(root)]
+    base = "_".join(parts) + "_fusion"
+    n = names.get(base, 0)
+    names[base] = n + 1
+    return base if n == 0 else f"{base}.{n}"
+
+
+def fuse_function(function: func.FuncOp) -> None:
+    """Fuse the top-level block of `function` (region ops' bodies stay as they are)."""
+    if function.body.blocks:
+        _BlockFuser(function.body.block).run()
+
+
+@dataclass(frozen=True)
+class FusionPass(ModulePass):
+    """`fusion`: the module docstring's grouping on every function."""
+
+    name = "fusion"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in list(op.walk()):
+            if isinstance(function, func.FuncOp):
+                fuse_function(function)

@@ -1,0 +1,143 @@
+"""
+The `fusion` pass: fused programs compute bit-exactly what the unfused ones did (the ops
+inside a fusion keep their order), on hypothesis-generated programs at level G and after
+partitioning (level S), and on every example through `spmd-pipeline`; and the real-size
+transformer layer's fused compute is close to its matmul time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shardc
+from hypothesis import HealthCheck, assume, given, settings
+from shardc.tests.unit.strategies import hlo_programs
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _run(text: str, pipeline: str) -> dict[str, np.ndarray]:
+    return shardc.run(shardc.compile(text, pipeline), seed=3).outputs
+
+
+def _same(unfused: dict[str, np.ndarray], fused: dict[str, np.ndarray]) -> None:
+    assert unfused.keys() == fused.keys()
+    for name, a in unfused.items():
+        b = fused[name]
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        if a.dtype.kind in "fc":
+            np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+        else:
+            np.testing.assert_array_equal(a, b)
+
+
+def _differential(text: str, before: str) -> None:
+    try:
+        unfused = _run(text, before)
+    except Exception:  # noqa: BLE001 - the unfused program must run (partitioning's business)
+        assume(False)
+        return
+    _same(unfused, _run(text, f"{before},fusion" if before else "fusion"))
+
+
+@SETTINGS
+@given(hlo_programs(max_ops=15))
+def test_fused_equals_unfused_at_level_g(text: str) -> None:
+    _differential(text, "")
+
+
+@SETTINGS
+@given(hlo_programs(max_ops=15))
+def test_fused_equals_unfused_after_partitioning(text: str) -> None:
+    _differential(text, "spmd-propagate,spmd-partition")
+
+
+def test_the_pass_fuses_something_in_generated_programs() -> None:
+    """The differential tests above are not vacuous: fusion happens in such programs."""
+    from shardc.tests.unit.strategies import RandomChooser, build_hlo_program
+
+    fused = 0
+    for seed in range(30):
+        text = build_hlo_program(RandomChooser(seed), max_ops=15)
+        fused += str(shardc.compile(text, "fusion")).count("hlo.fusion(")
+    assert fused >= 10
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in EXAMPLES.glob("*.mlir") if "partitioned" not in p.read_text()),
+)
+def test_examples_through_spmd_pipeline_with_fusion_are_bit_exact(name: str) -> None:
+    text = (EXAMPLES / name).read_text()
+    fused = shardc.compile(text, "spmd-pipeline")
+    _same(_run(text, "spmd-pipeline{fusion=false}"), shardc.run(fused, seed=3).outputs)
+
+
+def _layer_times(options: str) -> tuple[float, float, float]:
+    """(unfused compute, its matmuls' time, fused compute) of the real-size layer."""
+    text = (EXAMPLES / "real_size" / "transformer_layer.mlir").read_text()
+    runs = []
+    for fusion in ("false", "true"):
+        module = shardc.compile(text, f"spmd-pipeline{{fusion={fusion}{options}}}")
+        runs.append(shardc.run(module, timing_only=True))
+    slow = runs[0].report["slowest_device"]
+    matmuls = sum(
+        s.end - s.start
+        for s in runs[0].timeline.slices()
+        if s.device == slow and s.stream == "compute" and s.op.name == "hlo.dot"
+    )
+    return runs[0].report["compute_time_s"], matmuls, runs[1].report["compute_time_s"]
+
+
+@pytest.mark.parametrize(("options", "bound"), [(" micro-batch=false", 1.36), ("", 1.43)])
+def test_real_size_layer_compute_is_close_to_its_matmuls(options: str, bound: float) -> None:
+    """
+    Issue 14's target is 1.3x; the model gets 1.34x without micro-batch and 1.41x with it
+    (bench/fusion.py, RESULTS.md: micro-batch's slices and concatenate stay unfused, and
+    the residual add after each all_reduce is a kernel of its own, since a fusion never
+    crosses a collective and has one output). This pins what is reached, and that fusion
+    cuts the unfused 27 ms by more than 3x.
+    """
+    unfused, matmuls, fused = _layer_times(options)
+    assert fused < unfused / 3
+    assert fused <= bound * matmuls, (fused, matmuls)
+
+
+FUSED = """
+func.func @main(%x: tensor<512x1024xbf16>, %w: tensor<1024x2048xbf16>, %b: tensor<2048xf32>) -> tensor<512x2048xf32> {
+  %d = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<512x1024xbf16>, tensor<1024x2048xbf16>) -> tensor<512x2048xbf16>
+  %c = hlo.convert %d : (tensor<512x2048xbf16>) -> tensor<512x2048xf32>
+  %bb = hlo.broadcast %b, dims = [1] : (tensor<2048xf32>) -> tensor<512x2048xf32>
+  %y = hlo.add %c, %bb : tensor<512x2048xf32>
+  %t = hlo.tanh %y : tensor<512x2048xf32>
+  func.return %t : tensor<512x2048xf32>
+}
+"""
+
+
+def test_fusion_cost_is_mxu_plus_vpu_time_against_boundary_bytes() -> None:
+    from shardc.dialects import hlo
+    from shardc.hardware.chips import CHIPS
+    from shardc.hardware.cost import CostModel
+
+    chip = CHIPS["v5e"]
+    module = shardc.compile(FUSED, "fusion")
+    (fusion,) = [op for op in module.walk() if isinstance(op, hlo.FusionOp)]
+    assert (fusion.kind.data, fusion.label) == ("output", "dot_tanh_fusion")
+    cost = CostModel(chip).op_cost(fusion)
+    mxu = 2.0 * 512 * 1024 * 2048
+    vpu = 2 * 512 * 2048  # the add and the tanh; convert and broadcast move data only
+    boundary = 512 * 1024 * 2 + 1024 * 2048 * 2 + 2048 * 4 + 512 * 2048 * 4
+    assert cost.bytes == boundary
+    assert cost.flops == mxu + vpu
+    expected = max(mxu / chip.flops_bf16 + vpu / chip.vpu_flops, boundary / chip.hbm_bw)
+    assert cost.time == pytest.approx(expected)
+
+
+def test_trace_names_the_fusion() -> None:
+    result = shardc.run(shardc.compile(FUSED, "fusion"), timing_only=True)
+    names = [e["name"] for e in result.timeline.trace()["traceEvents"] if e.get("ph") == "X"]
+    assert names == ["dot_tanh_fusion"]

@@ -1,0 +1,110 @@
+// RUN: shardc-opt %s -p fusion --split-input-file | filecheck %s
+
+// Loop fusion of an elementwise chain with a broadcast and a splat constant, named after
+// what it computes and its root.
+func.func @loop(%x: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
+  %bb = hlo.broadcast %b, dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>
+  %m = hlo.mul %x, %bb : tensor<8x16xf32>
+  %c = hlo.constant dense<1.0> : tensor<8x16xf32>
+  %s = hlo.add %m, %c : tensor<8x16xf32>
+  func.return %s : tensor<8x16xf32>
+}
+// CHECK-LABEL: func.func @loop
+// CHECK-NEXT:    %s = hlo.fusion(%0 = %b, %1 = %x) kind = loop, name = "multiply_add_fusion" : (tensor<16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32> {
+// CHECK-NEXT:      %bb = hlo.broadcast %0
+// CHECK-NEXT:      %m = hlo.mul %1, %bb
+// CHECK-NEXT:      %c = hlo.constant
+// CHECK-NEXT:      %s_1 = hlo.add %m, %c
+// CHECK-NEXT:      hlo.return %s_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %s
+
+// -----
+
+// Input fusion: a reduce with its elementwise producers; output fusion: a dot with its
+// epilogue (convert, bias add, tanh). Two fusions of one name get ".1".
+func.func @input_output(%x: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %b: tensor<32xf32>) -> (tensor<8xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {
+  %x32 = hlo.convert %x : (tensor<8x16xbf16>) -> tensor<8x16xf32>
+  %e = hlo.exp %x32 : tensor<8x16xf32>
+  %r = hlo.reduce add %e, dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+  %d = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %d32 = hlo.convert %d : (tensor<8x32xbf16>) -> tensor<8x32xf32>
+  %bb = hlo.broadcast %b, dims = [1] : (tensor<32xf32>) -> tensor<8x32xf32>
+  %y = hlo.add %d32, %bb : tensor<8x32xf32>
+  %t = hlo.tanh %y : tensor<8x32xf32>
+  %d2 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xbf16>
+  %e2 = hlo.convert %d2 : (tensor<8x32xbf16>) -> tensor<8x32xf32>
+  %t2 = hlo.tanh %e2 : tensor<8x32xf32>
+  func.return %r, %t, %t2 : tensor<8xf32>, tensor<8x32xf32>, tensor<8x32xf32>
+}
+// CHECK-LABEL: func.func @input_output
+// CHECK-NEXT:    %r = hlo.fusion(%0 = %x) kind = input, name = "reduce_fusion" : (tensor<8x16xbf16>) -> tensor<8xf32> {
+// CHECK-NEXT:      %x32 = hlo.convert %0
+// CHECK-NEXT:      %e = hlo.exp %x32
+// CHECK-NEXT:      %r_1 = hlo.reduce add %e, dims = [1]
+// CHECK-NEXT:      hlo.return %r_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %t = hlo.fusion(%0 = %x, %1 = %w, %2 = %b) kind = output, name = "dot_tanh_fusion" : (tensor<8x16xbf16>, tensor<16x32xbf16>, tensor<32xf32>) -> tensor<8x32xf32> {
+// CHECK-NEXT:      %d = hlo.dot %0, %1
+// CHECK-NEXT:      %d32 = hlo.convert %d
+// CHECK-NEXT:      %bb = hlo.broadcast %2
+// CHECK-NEXT:      %y = hlo.add %d32, %bb
+// CHECK-NEXT:      %t_1 = hlo.tanh %y
+// CHECK-NEXT:      hlo.return %t_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %t2 = hlo.fusion({{.*}}) kind = output, name = "dot_tanh_fusion.1"
+// CHECK:         func.return %r, %t, %t2
+
+// -----
+
+// A cheap producer with several users (exp of a convert) is duplicated into each fusion;
+// an expensive one (the dot) is not: it stays unfused and both fusions read it.
+func.func @multi_user(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xbf16>, tensor<8x16xbf16>) {
+  %x32 = hlo.convert %x : (tensor<8x16xbf16>) -> tensor<8x16xf32>
+  %e = hlo.exp %x32 : tensor<8x16xf32>
+  %a = hlo.tanh %e : tensor<8x16xf32>
+  %n = hlo.neg %e : tensor<8x16xf32>
+  %d = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+  %p = hlo.abs %d : tensor<8x16xbf16>
+  %q = hlo.neg %d : tensor<8x16xbf16>
+  func.return %a, %n, %p, %q : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xbf16>, tensor<8x16xbf16>
+}
+// CHECK-LABEL: func.func @multi_user
+// CHECK-NEXT:    %a = hlo.fusion(%0 = %x) kind = loop, name = "exponential_tanh_fusion"
+// CHECK-NEXT:      hlo.convert
+// CHECK-NEXT:      hlo.exp
+// CHECK-NEXT:      hlo.tanh
+// CHECK-NEXT:      hlo.return
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %n = hlo.fusion(%0 = %x) kind = loop, name = "exponential_negate_fusion"
+// CHECK-NEXT:      hlo.convert
+// CHECK-NEXT:      hlo.exp
+// CHECK-NEXT:      hlo.neg
+// CHECK-NEXT:      hlo.return
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %d = hlo.dot %x, %w
+// CHECK-NEXT:    %p = hlo.abs %d
+// CHECK-NEXT:    %q = hlo.neg %d
+// CHECK-NEXT:    func.return %a, %n, %p, %q
+
+// -----
+
+// No fusion across a collective: the add after the all_reduce stays out of the dot's
+// fusion; the multiply before it joins the dot (its operand side).
+spmd.mesh @mesh = <["x"=2]>
+func.func @collective(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16>) -> tensor<8x16xbf16> attributes {spmd.partitioned} {
+  %m = hlo.mul %x, %x : tensor<8x16xbf16>
+  %d = hlo.dot %m, %w, contracting_dims = [1] x [0] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+  %r = collective.all_reduce add %d on @mesh["x"] : tensor<8x16xbf16>
+  %s = hlo.add %r, %x : tensor<8x16xbf16>
+  %t = hlo.tanh %s : tensor<8x16xbf16>
+  func.return %t : tensor<8x16xbf16>
+}
+// CHECK-LABEL: func.func @collective
+// CHECK-NEXT:    %d = hlo.fusion(%0 = %x, %1 = %w) kind = output, name = "dot_fusion"
+// CHECK-NEXT:      %m = hlo.mul %0, %0
+// CHECK-NEXT:      %d_1 = hlo.dot %m, %1
+// CHECK-NEXT:      hlo.return %d_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %r = collective.all_reduce add %d
+// CHECK-NEXT:    %t = hlo.fusion(%0 = %r, %1 = %x) kind = loop, name = "add_tanh_fusion"
