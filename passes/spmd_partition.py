@@ -45,7 +45,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from shardc.diagnostics import OpPassError
+from shardc.diagnostics import OpPassError, op_position
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
     GLOBAL_SHAPE_ATTR_NAME,
@@ -55,10 +55,21 @@ from shardc.dialects.spmd import (
     ShardingAttr,
 )
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
+from shardc.hardware.chips import CHIPS
+from shardc.hardware.cost import CostModel
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.padding_masks import identity, mask_padding
+from shardc.passes.partition_cost import (
+    CHOICE_OPS,
+    OpPlanner,
+    PlanCoster,
+    candidate_factors,
+    choose,
+    explain_line,
+)
 from shardc.passes.partition_gather import combine_scattered, mask_gather, shift_scatter
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
+from shardc.passes.rewrite_utils import check_option
 from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,
@@ -125,6 +136,10 @@ class FunctionPartitioner:
     resharded: dict[tuple[SSAValue, Layout], SSAValue] = field(
         default_factory=dict[tuple[SSAValue, Layout], SSAValue]
     )
+    coster: PlanCoster | None = None
+    """Prices the candidates of the ops with a choice (None: `choose_factors` as it is)."""
+    explain: bool = False
+    """Print each choice with its estimated time and the runners-up (stderr)."""
 
     def __post_init__(self) -> None:
         self.resharder = Resharder(self.mesh_name, self.mesh)
@@ -320,6 +335,8 @@ class FunctionPartitioner:
         result = op.results[0]
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
+        if self.coster is not None and isinstance(op, CHOICE_OPS):
+            factors = self.choose_by_cost(op, rule, want, factors)
         uneven = pads_safely(op)
         for i, (dims, operand) in enumerate(
             zip(rule.operand_dims, list(op.operands), strict=False)
@@ -417,11 +434,50 @@ class FunctionPartitioner:
                 kept = tuple(a for a in axes if a not in used)
                 factors[f] = kept
                 used.update(kept)
+        return self.settle(op, rule, factors)
+
+    def settle(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
+        """Factors fitted to the tensors' sizes, windowed ones aligned for halo exchange."""
         factors = self.fit(op, rule, factors)
         if not rule.halo_factors:
             return factors
         shape = self.global_shape(op.operands[0])
         return aligned_halo_factors(op, rule, factors, self.mesh, shape)
+
+    def choose_by_cost(
+        self, op: Operation, rule: FactorRule, want: ShardingAttr, today: list[Axes]
+    ) -> list[Axes]:
+        """
+        The cheapest of the op's candidate factor assignments (`partition_cost`), today's
+        `choose_factors` first so that a tie keeps it; with `explain`, one line on stderr.
+        """
+        assert self.coster is not None
+        actual = [self.actual[o] for o in op.operands]
+        options: list[list[Axes]] = [today]
+        for f in candidate_factors(rule, actual, want, today)[1:]:
+            if (settled := self.settle(op, rule, f)) not in options:
+                options.append(settled)
+        if len(options) == 1:
+            return today
+        uneven = pads_safely(op)
+        planner = OpPlanner(
+            self.coster,
+            op,
+            rule,
+            self.global_shape,
+            actual,
+            lambda i, target: (op.operands[i], layout(target)) in self.resharded,
+            lambda dims, factors, shape: project(
+                self.mesh_name, dims, factors, shape, self.mesh, uneven
+            ),
+            lambda pending: _kept_pending(op, pending),
+        )
+        plans = [planner.plan(f, want) for f in options]
+        chosen = choose(plans)
+        if self.explain:
+            line = explain_line(op_position(op) or "<unknown>", op, plans, chosen)
+            print(line, file=sys.stderr)
+        return list(plans[chosen].factors)
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
@@ -648,6 +704,13 @@ def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
     return axes
 
 
+def _kept_pending(op: Operation, axes: list[str]) -> list[str]:
+    """`_pending_unreduced`, and none for a reduce with a body (combined at once)."""
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        return []
+    return _pending_unreduced(op, axes)
+
+
 def _tensor(value: SSAValue) -> TensorType:
     ty = value.type
     assert isinstance(ty, TensorType)
@@ -697,15 +760,31 @@ class SpmdPartitionPass(ModulePass):
 
     stats: bool = False
     """Print the collectives inserted (per kind, bytes per device) and resharding steps."""
+    chip: str = "v5e"
+    """The chip whose cost model prices the candidates of a dot, convolution, reduce,
+    reshape or gather (`partition_cost`)."""
+    explain: bool = False
+    """For each op with a choice, print (stderr) the plan chosen and the runners-up, with
+    their estimated times."""
+    cost_based: bool = True
+    """Choose by cost (false: each op keeps the contracting splits its operands have)."""
+
+    def __post_init__(self) -> None:
+        check_option(
+            self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'"
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = spmd.module_mesh(op)
         if mesh is None:
             return
         steps = 0
+        coster = None
+        if self.cost_based:
+            coster = PlanCoster(*mesh, CostModel(CHIPS[self.chip], mesh[1]))
         for function in global_functions(op):
             refuse_open_shardings(function)
-            partitioner = FunctionPartitioner(function, *mesh)
+            partitioner = FunctionPartitioner(function, *mesh, coster=coster, explain=self.explain)
             partitioner.run()
             steps += partitioner.resharder.steps
         if self.stats:
