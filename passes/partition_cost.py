@@ -21,24 +21,27 @@ program of many alike ops builds each scratch reshard once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from shardc.dialects import collective, hlo
-from shardc.dialects.sizes import tensor_bytes
+from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
-from shardc.hardware.cost import CostModel, mxu_rate
+from shardc.hardware.cost import CostModel
 from shardc.passes.resharding import Resharder, layout, local_type
 from shardc.passes.sharding_rules import Axes, FactorRule, factor_axes_from, make_sharding
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, Operation
+from shardc.passes.step_estimate import scheduled_time
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 CHOICE_OPS = (hlo.DotOp, hlo.ConvolutionOp, hlo.ReduceOp, hlo.ReshapeOp, hlo.GatherOp)
 """The ops whose factors `spmd-partition` chooses by cost (every other op: as today)."""
 
-RELATIVE_TIE = 1e-9
-"""A candidate must beat today's choice by more than this fraction to replace it."""
+RELATIVE_TIE = 0.01
+"""A candidate must beat today's choice by more than this fraction to replace it: the
+estimate prices each reshard on its own, while the scheduled step can hide a little of
+one operand's reshard behind the other's local slicing (a near-tie is not worth a change)."""
 
 Move = tuple[str, str, Axes]
 """(what moves: `lhs`, `operand 1`, `result`; collective kind; its mesh axes)."""
@@ -131,78 +134,33 @@ def _assign(
 
 @dataclass
 class PlanCoster:
-    """Prices candidate factor assignments of ops on one mesh with one cost model."""
+    """
+    Prices candidate factor assignments of ops on one mesh with one cost model: each plan
+    is built in a scratch function (the operands' reshards as the resharder makes them,
+    the op on local types, the result's reshard to what its users want) and timed by the
+    scheduled-step estimate (`step_estimate.scheduled_time`), the number the pipeline's
+    other cost gates use; plans of alike ops (same rule, types, shardings) are priced once.
+    """
 
     mesh_name: str
     mesh: MeshAttr
     model: CostModel
-    _reshards: dict[tuple[object, ...], tuple[float, tuple[tuple[str, Axes], ...]]] = field(
-        default_factory=dict[tuple[object, ...], tuple[float, tuple[tuple[str, Axes], ...]]]
-    )
+    _scratch: ModuleOp | None = None
+    _plans: dict[tuple[object, ...], Plan] = field(default_factory=dict[tuple[object, ...], Plan])
 
-    def reshard(
-        self, ty: TensorType, src: ShardingAttr, dst: ShardingAttr, shape: tuple[int, ...]
-    ) -> tuple[float, tuple[tuple[str, Axes], ...]]:
-        """
-        (seconds, collectives) of resharding a value of local type `ty` from `src` to
-        `dst`: the resharder's own ops, inserted into a scratch block and priced.
-        """
-        if layout(src) == layout(dst):
-            return 0.0, ()
-        key = (ty, layout(src), layout(dst), shape)
-        known = self._reshards.get(key)
-        if known is not None:
-            return known
-        block = Block(arg_types=[ty])
-        anchor = hlo.ReturnOp()
-        block.add_op(anchor)
-        resharder = Resharder(self.mesh_name, self.mesh)
-        resharder.reshard(block.args[0], src, dst, anchor, shape)
-        time = 0.0
-        moves: list[tuple[str, Axes]] = []
-        for op in resharder.inserted:
-            if isinstance(op, collective.CollectiveOp):
-                time += self.model.collective_time(op)
-                kind = op.name.removeprefix("collective.")
-                moves.append((kind, tuple(op.axes)))
-            else:
-                time += self.model.op_cost(op).time
-        found = (time, tuple(moves))
-        self._reshards[key] = found
-        return found
+    def module(self) -> ModuleOp:
+        """A module holding the mesh (collectives look their group up in it) and the
+        scratch function a plan is built in while it is priced."""
+        if self._scratch is None:
+            self._scratch = ModuleOp([spmd.MeshOp(self.mesh_name, self.mesh)])
+        return self._scratch
 
-    def compute_time(
-        self, op: Operation, sizes: list[int], factors: Sequence[Axes], tensors: list[TensorType]
-    ) -> float:
-        """
-        The local op's roofline: its global FLOPs (2 per multiply-add over every factor
-        for a dot or convolution on the MXU, one per element otherwise) over the devices
-        its factors split it across, and the bytes of its local `tensors`.
-        """
-        if isinstance(op, hlo.ReshapeOp):
-            return 0.0  # a bitcast: moves nothing (`CostModel.hbm_bytes`)
-        split = math.prod(self.mesh.axis_size(a) for axes in factors for a in axes)
-        chip = self.model.chip
-        if isinstance(op, hlo.DotOp | hlo.ConvolutionOp):
-            element = tensors[0].element_type
-            flops, rate = 2.0 * math.prod(sizes), mxu_rate(chip, element)
-        else:
-            flops, rate = float(math.prod(sizes)), chip.vpu_flops
-        nbytes = sum(tensor_bytes(t) for t in tensors)
-        return max(flops / split / rate, nbytes / chip.hbm_bw)
+    def known(self, key: tuple[object, ...]) -> Plan | None:
+        return self._plans.get(key)
 
-
-def factor_sizes(rule: FactorRule, shapes: Sequence[tuple[int, ...]]) -> list[int]:
-    """Each factor's global size from the first tensor mapping it (`shapes`: the result's,
-    then each operand's), 1 if none does."""
-    sizes = [1] * rule.factor_count
-    dims_list = [rule.result_dims, *rule.operand_dims]
-    for f in range(rule.factor_count):
-        for dims, shape in zip(dims_list, shapes, strict=False):
-            if dims[f] is not None:
-                sizes[f] = shape[dims[f]]
-                break
-    return sizes
+    def remember(self, key: tuple[object, ...], plan: Plan) -> Plan:
+        self._plans[key] = plan
+        return plan
 
 
 @dataclass
@@ -212,7 +170,7 @@ class OpPlanner:
     coster: PlanCoster
     op: Operation
     rule: FactorRule
-    global_shape: Callable[[object], tuple[int, ...]]
+    global_shape: Callable[[SSAValue], tuple[int, ...]]
     actual: Sequence[ShardingAttr]
     reused: Callable[[int, ShardingAttr], bool]
     """Whether operand i is already resharded to that sharding (no new collective)."""
@@ -221,50 +179,94 @@ class OpPlanner:
     """The reduced axes left pending (`unreduced`) by the op (the rest all-reduced now)."""
 
     def plan(self, factors: list[Axes], want: ShardingAttr) -> Plan:
+        op, rule = self.op, self.rule
+        shapes = [self.global_shape(v) for v in op.operands]
+        targets = [
+            self.project(dims, factors, shape)
+            for dims, shape in zip(rule.operand_dims, shapes, strict=False)
+        ]
+        reused = tuple(self.reused(i, t) for i, t in enumerate(targets))
+        key = (
+            op.name,
+            rule,
+            tuple(v.type for v in op.operands),
+            tuple(r.type for r in op.results),
+            tuple(layout(s) for s in self.actual),
+            tuple(factors),
+            layout(want),
+            reused,
+        )
+        if (found := self.coster.known(key)) is not None:
+            return found
+        return self.coster.remember(key, self.build(factors, want, shapes, targets, reused))
+
+    def build(
+        self,
+        factors: list[Axes],
+        want: ShardingAttr,
+        shapes: list[tuple[int, ...]],
+        targets: list[ShardingAttr],
+        reused: tuple[bool, ...],
+    ) -> Plan:
         op, rule, coster = self.op, self.rule, self.coster
-        time = 0.0
-        moves: list[Move] = []
-        tensors: list[TensorType] = []
-        shapes: list[tuple[int, ...]] = []
-        for i, (dims, operand) in enumerate(zip(rule.operand_dims, op.operands, strict=False)):
-            shape = self.global_shape(operand)
-            shapes.append(shape)
-            target = self.project(dims, factors, shape)
-            ty = operand.type
-            assert isinstance(ty, TensorType)
-            tensors.append(local_type(_global_type(ty, shape), target, coster.mesh))
-            if self.reused(i, target):
-                continue
-            t, ms = coster.reshard(ty, self.actual[i], target, shape)
-            time += t
-            moves += [(_operand_name(op, i), k, a) for k, a in ms]
-        result = op.results[0]
-        rshape = self.global_shape(result)
+        mesh = coster.mesh
+        inputs = [
+            local_type(TensorType(_tensor(v).element_type, shape), t, mesh) if r else _tensor(v)
+            for v, shape, t, r in zip(op.operands, shapes, targets, reused, strict=False)
+        ]
+        scratch = func.FuncOp("scratch", FunctionType.from_lists(inputs, []))
+        anchor = hlo.ReturnOp()
+        scratch.body.block.add_op(anchor)
+        coster.module().body.block.add_op(scratch)
+        resharder = Resharder(coster.mesh_name, mesh)
+        parts: list[tuple[str, int]] = []
+        operands: list[SSAValue] = []
+        for i, (arg, t, shape) in enumerate(
+            zip(scratch.body.block.args, targets, shapes, strict=False)
+        ):
+            since = len(resharder.inserted)
+            src = t if reused[i] else self.actual[i]
+            operands.append(resharder.reshard(arg, src, t, anchor, shape))
+            parts += [(_operand_name(op, i), k) for k in range(since, len(resharder.inserted))]
+        rshape = self.global_shape(op.results[0])
         natural = self.project(rule.result_dims, factors, rshape)
-        rtype = local_type(_tensor(result), natural, coster.mesh)
-        tensors.append(rtype)
+        local = op.clone()
+        for i, v in enumerate(operands):
+            local.operands[i] = v
+        Rewriter.insert_op(local, InsertPoint.before(anchor))
         pending = [a for f in sorted(rule.reduction_factors) for a in factors[f]]
         kept = self.pending_kept(pending)
-        count = len(op.results)
-        if pending and not kept:  # all-reduced right after the op (max, min, a body, ...)
-            partial = make_sharding(coster.mesh_name, natural.dim_axes, pending)
-            t, ms = coster.reshard(rtype, partial, natural, rshape)
-            time += t * count
-            moves += [("result", k, a) for k, a in ms]
-        start = make_sharding(coster.mesh_name, natural.dim_axes, kept)
-        t, ms = coster.reshard(rtype, start, want, rshape)
-        time += t * count
-        moves += [("result", k, a) for k, a in ms]
-        sizes = factor_sizes(rule, [rshape, *shapes])
-        time += coster.compute_time(op, sizes, factors, tensors)
-        return Plan(tuple(factors), time, tuple(moves))
+        since = len(resharder.inserted)
+        for r in list(local.results):
+            value = Rewriter.replace_value_with_new_type(r, local_type(_tensor(r), natural, mesh))
+            if pending and not kept:  # all-reduced right after the op (max, min, a body)
+                resharder.anchor = anchor
+                value = resharder.all_reduce(value, pending)
+            start = make_sharding(coster.mesh_name, natural.dim_axes, kept)
+            resharder.reshard(value, start, want, anchor, rshape)
+        parts += [("result", k) for k in range(since, len(resharder.inserted))]
+        time = scheduled_time(scratch.body.block, coster.model)
+        moves = [
+            (what, o.name.removeprefix("collective."), tuple(o.axes))  # pyright: ignore
+            for what, k in parts
+            if isinstance(o := resharder.inserted[k], collective.CollectiveOp)
+        ]
+        scratch.detach()
+        return Plan(tuple(factors), time, _merged(moves))
 
 
-def _global_type(local: TensorType, shape: tuple[int, ...]) -> TensorType:
-    return TensorType(local.element_type, shape)
+def _merged(moves: list[Move]) -> tuple[Move, ...]:
+    """Consecutive moves of one kind on one tensor as one (a gather over "a" then "b")."""
+    out: list[Move] = []
+    for what, kind, axes in moves:
+        if out and out[-1][:2] == (what, kind):
+            out[-1] = (what, kind, out[-1][2] + axes)
+        else:
+            out.append((what, kind, axes))
+    return tuple(out)
 
 
-def _tensor(value: object) -> TensorType:
+def _tensor(value: SSAValue) -> TensorType:
     ty = value.type
     assert isinstance(ty, TensorType)
     return ty
@@ -277,12 +279,10 @@ def _operand_name(op: Operation, index: int) -> str:
 
 
 def choose(plans: list[Plan]) -> int:
-    """The cheapest plan's index; plan 0 (today's) unless another beats it clearly."""
-    best = 0
-    for i, p in enumerate(plans[1:], start=1):
-        if p.time < plans[best].time * (1 - RELATIVE_TIE) - 1e-15:
-            best = i
-    return best
+    """The cheapest plan's index (the first of equals); plan 0 (today's) unless the
+    cheapest beats it by more than `RELATIVE_TIE`."""
+    best = min(range(len(plans)), key=lambda i: (plans[i].time, i))
+    return best if plans[best].time < plans[0].time * (1 - RELATIVE_TIE) else 0
 
 
 def explain_line(position: str, op: Operation, plans: list[Plan], chosen: int) -> str:
