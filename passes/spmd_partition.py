@@ -8,6 +8,11 @@ split by (a local partial result, `unreduced`), the other factors take the axes 
 result's sharding. Operands are resharded to what the op needs, the op is rewritten to
 local types, and its result is resharded once to the sharding propagation chose for it, so
 a partial sum becomes an all_reduce, or a reduce_scatter when the result is wanted split.
+For a dot, convolution, reduce, reshape or gather that rule is only candidate 0: the
+alternatives (gather a contracting dimension instead, all_to_all an operand into the
+result's split, compute on the operands' splits and reshard the result, replicate) are
+built and timed with the cost model of `chip` and the cheapest is taken
+(`partition_cost`; `explain=true` prints each choice and the runners-up).
 
 Two ops need more than local types. A `pad` computes its padded dimensions whole (their
 factors are unsplittable: the operand is all-gathered along them first, GSPMD's simple
