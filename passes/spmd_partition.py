@@ -341,7 +341,7 @@ class FunctionPartitioner:
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
         if self.coster is not None and isinstance(op, CHOICE_OPS):
-            factors = self.choose_by_cost(op, rule, want, factors)
+            factors, want = self.choose_by_cost(op, rule, want, factors)
         uneven = pads_safely(op)
         for i, (dims, operand) in enumerate(
             zip(rule.operand_dims, list(op.operands), strict=False)
@@ -451,19 +451,25 @@ class FunctionPartitioner:
 
     def choose_by_cost(
         self, op: Operation, rule: FactorRule, want: ShardingAttr, today: list[Axes]
-    ) -> list[Axes]:
+    ) -> tuple[list[Axes], ShardingAttr]:
         """
         The cheapest of the op's candidate factor assignments (`partition_cost`), today's
-        `choose_factors` first so that a tie keeps it; with `explain`, one line on stderr.
+        `choose_factors` first so that a tie keeps it, and the sharding its result is
+        resharded to: `want`, or the one all its users need when they agree on another
+        (`users_target`). With `explain`, one line on stderr.
         """
         assert self.coster is not None
         actual = [self.actual[o] for o in op.operands]
-        options: list[list[Axes]] = [today]
-        for f in candidate_factors(rule, actual, want, today)[1:]:
-            if (settled := self.settle(op, rule, f)) not in options:
-                options.append(settled)
+        options: list[tuple[list[Axes], ShardingAttr]] = [(today, want)]
+        targets = [want]
+        if (theirs := self.users_target(op)) is not None and theirs != want:
+            targets.append(theirs)
+        for target in targets:
+            for f in candidate_factors(rule, actual, target, today):
+                if (settled := (self.settle(op, rule, f), target)) not in options:
+                    options.append(settled)
         if len(options) == 1:
-            return today
+            return today, want
         uneven = pads_safely(op)
         planner = OpPlanner(
             self.coster,
@@ -477,12 +483,46 @@ class FunctionPartitioner:
             ),
             lambda pending: _kept_pending(op, pending),
         )
-        plans = [planner.plan(f, want) for f in options]
+        plans = [planner.plan(f, target) for f, target in options]
         chosen = choose(plans)
         if self.explain:
             line = explain_line(op_position(op) or "<unknown>", op, plans, chosen)
             print(line, file=sys.stderr)
-        return list(plans[chosen].factors)
+        return list(plans[chosen].factors), options[chosen][1]
+
+    def users_target(self, op: Operation) -> ShardingAttr | None:
+        """
+        The sharding every user of `op`'s one result will reshard it to, when all users
+        are ops without a choice of their own (no reduced factor, not `CHOICE_OPS`: their
+        operand sharding follows from their result's, `choose_factors`) and agree: the op
+        may produce that sharding directly instead of `want` (a partial sum
+        reduce-scattered into it rather than all-reduced and sliced again).
+        """
+        if len(op.results) != 1 or not op.results[0].uses:
+            return None
+        value = op.results[0]
+        shape = self.global_shape(value)
+        found: ShardingAttr | None = None
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, CHOICE_OPS) or not user.results:
+                return None
+            rule = factor_rule(user, self.global_shape)
+            if rule is None or rule.reduction_factors or use.index >= len(rule.operand_dims):
+                return None
+            factors: list[Axes] = [
+                () if axes is None or f in rule.unsplittable_factors else axes
+                for f, axes in enumerate(
+                    factor_axes_from(rule, rule.result_dims, self.wanted(user.results[0]))
+                )
+            ]
+            factors = self.settle(user, rule, factors)  # `choose_factors` without reductions
+            dims = rule.operand_dims[use.index]
+            need = project(self.mesh_name, dims, factors, shape, self.mesh, pads_safely(user))
+            if found is not None and need != found:
+                return None
+            found = need
+        return found
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
