@@ -38,10 +38,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 CHOICE_OPS = (hlo.DotOp, hlo.ConvolutionOp, hlo.ReduceOp, hlo.ReshapeOp, hlo.GatherOp)
 """The ops whose factors `spmd-partition` chooses by cost (every other op: as today)."""
 
-RELATIVE_TIE = 0.01
-"""A candidate must beat today's choice by more than this fraction to replace it: the
-estimate prices each reshard on its own, while the scheduled step can hide a little of
-one operand's reshard behind the other's local slicing (a near-tie is not worth a change)."""
+RELATIVE_TIE = 0.05
+"""A candidate must beat today's choice by more than this fraction to replace it. The
+estimate sees the op alone: in the program, a reshard of an operand that is ready early (an
+argument) can hide behind earlier compute, which only today's plan might profit from; a
+near-tie is not worth a change (the generated programs of tests/e2e/test_partition_cost.py
+find 1% differences of that kind)."""
 
 Move = tuple[str, str, Axes]
 """(what moves: `lhs`, `operand 1`, `result`; collective kind; its mesh axes)."""

@@ -559,8 +559,9 @@ def gather_contracting(a: Any, w: Any) -> Any:
 
 
 def _adam(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
+    """Adam's update (|v|: the inputs are drawn from a normal distribution)."""
     m = 0.9 * m + 0.1 * g
-    v = 0.999 * v + 0.001 * g * g
+    v = 0.999 * jnp.abs(v) + 0.001 * g * g
     return p - 1e-3 * m / (jnp.sqrt(v) + 1e-8), m, v
 
 

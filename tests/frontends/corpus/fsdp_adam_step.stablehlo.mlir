@@ -36,47 +36,49 @@ module @jit_fsdp_adam_step attributes {mhlo.num_partitions = 8 : i32, mhlo.num_r
     %24 = stablehlo.broadcast_in_dim %cst_6, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
     %25 = stablehlo.multiply %24, %21 : tensor<32x64xf32>
     %26 = stablehlo.add %23, %25 : tensor<32x64xf32>
+    %27 = stablehlo.abs %arg4 : tensor<32x64xf32>
     %cst_7 = stablehlo.constant dense<9.990000e-01> : tensor<f32>
-    %27 = stablehlo.broadcast_in_dim %cst_7, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
-    %28 = stablehlo.multiply %27, %arg4 : tensor<32x64xf32>
+    %28 = stablehlo.broadcast_in_dim %cst_7, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
+    %29 = stablehlo.multiply %28, %27 : tensor<32x64xf32>
     %cst_8 = stablehlo.constant dense<1.000000e-03> : tensor<f32>
-    %29 = stablehlo.broadcast_in_dim %cst_8, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
-    %30 = stablehlo.multiply %29, %21 : tensor<32x64xf32>
+    %30 = stablehlo.broadcast_in_dim %cst_8, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
     %31 = stablehlo.multiply %30, %21 : tensor<32x64xf32>
-    %32 = stablehlo.add %28, %31 : tensor<32x64xf32>
+    %32 = stablehlo.multiply %31, %21 : tensor<32x64xf32>
+    %33 = stablehlo.add %29, %32 : tensor<32x64xf32>
     %cst_9 = stablehlo.constant dense<1.000000e-03> : tensor<f32>
-    %33 = stablehlo.broadcast_in_dim %cst_9, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
-    %34 = stablehlo.multiply %33, %26 : tensor<32x64xf32>
-    %35 = stablehlo.sqrt %32 : tensor<32x64xf32>
+    %34 = stablehlo.broadcast_in_dim %cst_9, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
+    %35 = stablehlo.multiply %34, %26 : tensor<32x64xf32>
+    %36 = stablehlo.sqrt %33 : tensor<32x64xf32>
     %cst_10 = stablehlo.constant dense<9.99999993E-9> : tensor<f32>
-    %36 = stablehlo.broadcast_in_dim %cst_10, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
-    %37 = stablehlo.add %35, %36 : tensor<32x64xf32>
-    %38 = stablehlo.divide %34, %37 : tensor<32x64xf32>
-    %39 = stablehlo.subtract %arg0, %38 : tensor<32x64xf32>
+    %37 = stablehlo.broadcast_in_dim %cst_10, dims = [] : (tensor<f32>) -> tensor<32x64xf32>
+    %38 = stablehlo.add %36, %37 : tensor<32x64xf32>
+    %39 = stablehlo.divide %35, %38 : tensor<32x64xf32>
+    %40 = stablehlo.subtract %arg0, %39 : tensor<32x64xf32>
     %cst_11 = stablehlo.constant dense<0.899999976> : tensor<f32>
-    %40 = stablehlo.broadcast_in_dim %cst_11, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
-    %41 = stablehlo.multiply %40, %arg3 : tensor<64x16xf32>
+    %41 = stablehlo.broadcast_in_dim %cst_11, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
+    %42 = stablehlo.multiply %41, %arg3 : tensor<64x16xf32>
     %cst_12 = stablehlo.constant dense<1.000000e-01> : tensor<f32>
-    %42 = stablehlo.broadcast_in_dim %cst_12, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
-    %43 = stablehlo.multiply %42, %15 : tensor<64x16xf32>
-    %44 = stablehlo.add %41, %43 : tensor<64x16xf32>
+    %43 = stablehlo.broadcast_in_dim %cst_12, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
+    %44 = stablehlo.multiply %43, %15 : tensor<64x16xf32>
+    %45 = stablehlo.add %42, %44 : tensor<64x16xf32>
+    %46 = stablehlo.abs %arg5 : tensor<64x16xf32>
     %cst_13 = stablehlo.constant dense<9.990000e-01> : tensor<f32>
-    %45 = stablehlo.broadcast_in_dim %cst_13, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
-    %46 = stablehlo.multiply %45, %arg5 : tensor<64x16xf32>
+    %47 = stablehlo.broadcast_in_dim %cst_13, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
+    %48 = stablehlo.multiply %47, %46 : tensor<64x16xf32>
     %cst_14 = stablehlo.constant dense<1.000000e-03> : tensor<f32>
-    %47 = stablehlo.broadcast_in_dim %cst_14, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
-    %48 = stablehlo.multiply %47, %15 : tensor<64x16xf32>
-    %49 = stablehlo.multiply %48, %15 : tensor<64x16xf32>
-    %50 = stablehlo.add %46, %49 : tensor<64x16xf32>
+    %49 = stablehlo.broadcast_in_dim %cst_14, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
+    %50 = stablehlo.multiply %49, %15 : tensor<64x16xf32>
+    %51 = stablehlo.multiply %50, %15 : tensor<64x16xf32>
+    %52 = stablehlo.add %48, %51 : tensor<64x16xf32>
     %cst_15 = stablehlo.constant dense<1.000000e-03> : tensor<f32>
-    %51 = stablehlo.broadcast_in_dim %cst_15, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
-    %52 = stablehlo.multiply %51, %44 : tensor<64x16xf32>
-    %53 = stablehlo.sqrt %50 : tensor<64x16xf32>
+    %53 = stablehlo.broadcast_in_dim %cst_15, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
+    %54 = stablehlo.multiply %53, %45 : tensor<64x16xf32>
+    %55 = stablehlo.sqrt %52 : tensor<64x16xf32>
     %cst_16 = stablehlo.constant dense<9.99999993E-9> : tensor<f32>
-    %54 = stablehlo.broadcast_in_dim %cst_16, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
-    %55 = stablehlo.add %53, %54 : tensor<64x16xf32>
-    %56 = stablehlo.divide %52, %55 : tensor<64x16xf32>
-    %57 = stablehlo.subtract %arg1, %56 : tensor<64x16xf32>
-    return %10, %39, %57, %26, %44, %32, %50 : tensor<f32>, tensor<32x64xf32>, tensor<64x16xf32>, tensor<32x64xf32>, tensor<64x16xf32>, tensor<32x64xf32>, tensor<64x16xf32>
+    %56 = stablehlo.broadcast_in_dim %cst_16, dims = [] : (tensor<f32>) -> tensor<64x16xf32>
+    %57 = stablehlo.add %55, %56 : tensor<64x16xf32>
+    %58 = stablehlo.divide %54, %57 : tensor<64x16xf32>
+    %59 = stablehlo.subtract %arg1, %58 : tensor<64x16xf32>
+    return %10, %40, %59, %26, %45, %33, %52 : tensor<f32>, tensor<32x64xf32>, tensor<64x16xf32>, tensor<32x64xf32>, tensor<64x16xf32>, tensor<32x64xf32>, tensor<64x16xf32>
   }
 }
