@@ -285,6 +285,55 @@ def corpus_timing_table(chip: str = "v5e") -> list[str]:
     return rows
 
 
+ISSUE_EXAMPLE = """
+spmd.mesh @mesh = <["X"=2, "Y"=4]>
+func.func @main(%a: tensor<1024x2048xT> {spmd.sharding = #spmd.sharding<@mesh, [{"X"}, {"Y"}]>},
+                %w: tensor<2048x8192xT> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"Y"}]>})
+    -> (tensor<1024x8192xT> {spmd.sharding = #spmd.sharding<@mesh, [{"X"}, {"Y"}]>}) {
+  %o = hlo.dot %a, %w, contracting_dims = [1] x [0] : (tensor<1024x2048xT>, tensor<2048x8192xT>) -> tensor<1024x8192xT>
+  func.return %o : tensor<1024x8192xT>
+}
+"""
+
+
+def issue_example_rows(chip: str = "v5e") -> list[str]:
+    """
+    Issue 14's A[B_X, D_Y] x W[D, F_Y] (B 1024, D 2048, F 8192, 2x4): the step and bytes
+    per device of `spmd-partition` keeping A's contracting split (`cost-based=false`) and
+    choosing by cost, after the rest of `spmd-pipeline`'s partitioning steps.
+    """
+    from shardc.dialects import spmd
+    from shardc.hardware.chips import CHIPS
+    from shardc.hardware.cost import CostModel
+    from shardc.passes.spmd_partition import SpmdPartitionPass
+    from shardc.passes.step_estimate import module_step_time
+
+    rows = [
+        f"| issue 14 example ({chip}) | keep the contracting split | cost-based | speedup |",
+        "|---|---|---|---|",
+    ]
+    for dtype in ("bf16", "f32"):
+        cells = []
+        for cost_based in (False, True):
+            ctx = make_context()
+            module = parse_and_verify(ctx, ISSUE_EXAMPLE.replace("xT>", f"x{dtype}>"), "issue")
+            for p in SpmdPipelinePass(chip=chip).partitioning_passes():
+                if isinstance(p, SpmdPartitionPass):
+                    p = SpmdPartitionPass(chip=chip, cost_based=cost_based)
+                p.apply(ctx, module)
+            mesh = spmd.module_mesh(module)
+            assert mesh is not None
+            step = module_step_time(module, CostModel(CHIPS[chip], mesh[1]))
+            stats = CollectiveStats.of(module)
+            cells.append((step, sum(stats.bytes.values()), describe(stats.counts)))
+        (old, old_bytes, old_kinds), (new, new_bytes, new_kinds) = cells
+        rows.append(
+            f"| {dtype} | {old * 1e6:.1f} us, {old_bytes / 2**20:.1f} MiB ({old_kinds}) | "
+            f"{new * 1e6:.1f} us, {new_bytes / 2**20:.1f} MiB ({new_kinds}) | {old / new:.1f}x |"
+        )
+    return rows
+
+
 STEP_TOLERANCE = 1e-3
 """Steps within 0.1% count as equal: the two programs' compute differs by how each frontend
 spells constants and broadcasts (a few ns on microseconds of collectives), not by their
@@ -322,6 +371,8 @@ def main() -> None:
     print("\n".join(corpus_census()))
     print()
     print("\n".join(corpus_timing_table()))
+    print()
+    print("\n".join(issue_example_rows()))
 
 
 if __name__ == "__main__":

@@ -507,6 +507,12 @@ class FunctionPartitioner:
             user = use.operation
             if isinstance(user, CHOICE_OPS) or not user.results:
                 return None
+            if isinstance(user, spmd.ConstraintOp):  # resharded to its own sharding
+                need = without_unreduced(user.sharding)
+                if found is not None and need != found:
+                    return None
+                found = need
+                continue
             rule = factor_rule(user, self.global_shape)
             if rule is None or rule.reduction_factors or use.index >= len(rule.operand_dims):
                 return None
