@@ -6,17 +6,18 @@ several ways: keep each operand's split of a contracting (reduced) factor and re
 partial result (all_reduce, or reduce_scatter into the wanted split); gather the
 contracting factor of an operand instead; move an operand's axis into the result's split
 (all_to_all); compute on the operands' own splits and reshard the result; or replicate.
-XLA's dot handler weighs such strategies by their cost; so does this: each candidate is
-the factor assignment it implies, costed with the cost model (`CostModel`) as the time of
-the reshards of its operands (what the resharder would insert, built in a scratch block
-and priced op by op, so the estimate is the plan), the local op's roofline, and the
-reshard of its result to the sharding its users want. The cheapest wins; a tie keeps
-candidate 0, today's `choose_factors`, so programs whose choice is already cheapest
-partition as before.
+XLA's dot handler weighs such strategies by their cost; so does this: each candidate (a
+factor assignment, and the sharding its result is resharded to: the one propagation chose,
+or the one all its users need) is built in a scratch function exactly as the partitioner
+would build it (the resharder's ops for each operand, the op on local types, the result's
+reshard) and timed by the scheduled-step estimate (`step_estimate.scheduled_time`), the
+number the pipeline's other cost gates use. The cheapest wins; candidate 0 is today's
+`choose_factors` and is kept unless another is clearly (`RELATIVE_TIE`) faster, so
+programs whose choice is already cheapest partition as before.
 
 The search is per op (a handful of candidates, each a few reshards): linear in the
-program's size. Reshard costs are memoized by (type, source, target, global shape), so a
-program of many alike ops builds each scratch reshard once.
+program's size. Plans are memoized by (rule, types, shardings, factors, target), so a
+program of many alike ops builds each plan once.
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ class OpPlanner:
             if isinstance(o := resharder.inserted[k], collective.CollectiveOp)
         ]
         scratch.detach()
+        scratch.erase(safe_erase=False)  # drops the uses its ops hold (on no program value)
         return Plan(tuple(factors), time, _merged(moves))
 
 
