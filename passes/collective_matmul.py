@@ -12,7 +12,9 @@ into its place of the result (a zero buffer of the result's type), while a
 `collective.permute` (shift 1) passes the block on to the next device; after G - 1
 permutes every block was seen. The other operand is used whole (free `g`), or sliced to
 the same block (batch `g`). Every element of the result comes from the same dot on the
-same numbers as before: results are identical.
+same numbers as before: results are identical. A contracting `g` (the scaling book's
+algorithm) multiplies each block by the same block of the other operand and sums the
+products in ring order (integers identical, floats up to summation order).
 
 dot + reduce_scatter. `reduce_scatter(dot(a, b), dim = d)` where `d` is a result dimension
 from a free (or batch) dimension: each device computes, per step, the partial dot for
@@ -37,8 +39,7 @@ modulo as a compare/select (`hlo` has no remainder).
 Only collectives over exactly one mesh axis are rewritten: a ring over several axes (or
 explicit groups) has no single `axis_index` to count steps with, so those are left as they
 are, as are `_start` forms (run before `async-split`), an
-all_gather or dot result with other users (the collective would stay), gathering a
-contracting dimension, and collectives whose operand (all_gather result, reduce_scatter
+all_gather or dot result with other users (the collective would stay), and collectives whose operand (all_gather result, reduce_scatter
 input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum). One operand
 of a variadic (combined) collective is taken out of it; the others stay combined.
 
@@ -264,6 +265,11 @@ class GatherIntoDot(RewritePattern):
             if layout is not None:
                 _rewrite_gather(dot, side, ag, value.index, ring, layout, self.options, rewriter)
                 return
+            partner = _contracting_partner(dot, side, ag.dim.value.data)
+            if partner is not None:
+                args = (dot, side, ag, value.index, ring, partner, self.options, rewriter)
+                _rewrite_gather_contracting(*args)
+                return
 
 
 def _gather_layout(dot: hlo.DotOp, side: int, g: int) -> tuple[int, int | None] | None:
@@ -347,6 +353,58 @@ def _gather_ring(
             place(cw, -s)  # after s shifts by +1: block rank - s
         if s <= k2:
             place(ccw, s)  # after s shifts by -1: block rank + s
+
+
+# all_gather of a contracting dimension + dot (the scaling book's collective matmul) -------
+
+
+def _contracting_partner(dot: hlo.DotOp, side: int, g: int) -> int | None:
+    """The other operand's dimension contracted with dimension `g` of operand `side`."""
+    contracting = dot.contracting
+    if g not in contracting[side]:
+        return None
+    return contracting[1 - side][contracting[side].index(g)]
+
+
+def _rewrite_gather_contracting(
+    dot: hlo.DotOp,
+    side: int,
+    ag: collective.AllGatherOp,
+    k: int,
+    ring: tuple[str, str, int],
+    partner: int,
+    options: RingOptions,
+    rewriter: PatternRewriter,
+) -> None:
+    """
+    `dot(all_gather(x, dim = g), w)` with `g` contracting (How to Scale Your Model's
+    all-gather collective matmul): device r holds block r of the contracted dimension; each
+    step multiplies the block it holds by the same block of `w` (a `dynamic_slice` of the
+    dimension contracted with `g`) and adds the product to a running sum while a permute
+    passes the block on. The sum is in the dot's result type and in ring order: integers are
+    identical, floats agree up to summation order (bf16 rounds at every step, as XLA's
+    windowed einsum accumulating in the output type does).
+    """
+    mesh, axis, n = ring
+    x = ag.operands[k]
+    block = tensor_type(x).get_shape()[ag.dim.value.data]
+    other = dot.operands[1 - side]
+    out_type = tensor_type(dot.result)
+    b = RingBuilder(dot, rewriter, mesh, axis, n)
+    total: SSAValue | None = None
+
+    def place(cur: SSAValue, c: int) -> None:
+        nonlocal total
+        o = b.slice_block(other, partner, c, block)
+        lhs, rhs = (cur, o) if side == 0 else (o, cur)
+        part = b.emit(hlo.DotOp(lhs, rhs, dot.contracting, dot.batching, out_type))
+        total = part if total is None else b.emit(hlo.AddOp(total, part))
+
+    _gather_ring(b, x, place, *options.steps(n))
+    assert total is not None
+    b.finish(dot.result, total)
+    rewriter.erase(dot)
+    peel(ag, k, rewriter)
 
 
 # dot + reduce_scatter -----------------------------------------------------------------

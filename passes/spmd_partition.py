@@ -8,6 +8,11 @@ split by (a local partial result, `unreduced`), the other factors take the axes 
 result's sharding. Operands are resharded to what the op needs, the op is rewritten to
 local types, and its result is resharded once to the sharding propagation chose for it, so
 a partial sum becomes an all_reduce, or a reduce_scatter when the result is wanted split.
+For a dot, convolution, reduce, reshape or gather that rule is only candidate 0: the
+alternatives (gather a contracting dimension instead, all_to_all an operand into the
+result's split, compute on the operands' splits and reshard the result, replicate) are
+built and timed with the cost model of `chip` and the cheapest is taken
+(`partition_cost`; `explain=true` prints each choice and the runners-up).
 
 Two ops need more than local types. A `pad` computes its padded dimensions whole (their
 factors are unsplittable: the operand is all-gathered along them first, GSPMD's simple
@@ -45,7 +50,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from shardc.diagnostics import OpPassError
+from shardc.diagnostics import OpPassError, op_position
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import (
     GLOBAL_SHAPE_ATTR_NAME,
@@ -55,10 +60,21 @@ from shardc.dialects.spmd import (
     ShardingAttr,
 )
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
+from shardc.hardware.chips import CHIPS
+from shardc.hardware.cost import CostModel
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.padding_masks import identity, mask_padding
+from shardc.passes.partition_cost import (
+    CHOICE_OPS,
+    OpPlanner,
+    PlanCoster,
+    candidate_factors,
+    choose,
+    explain_line,
+)
 from shardc.passes.partition_gather import combine_scattered, mask_gather, shift_scatter
 from shardc.passes.resharding import Layout, Resharder, layout, local_type
+from shardc.passes.rewrite_utils import check_option
 from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,
@@ -125,6 +141,10 @@ class FunctionPartitioner:
     resharded: dict[tuple[SSAValue, Layout], SSAValue] = field(
         default_factory=dict[tuple[SSAValue, Layout], SSAValue]
     )
+    coster: PlanCoster | None = None
+    """Prices the candidates of the ops with a choice (None: `choose_factors` as it is)."""
+    explain: bool = False
+    """Print each choice with its estimated time and the runners-up (stderr)."""
 
     def __post_init__(self) -> None:
         self.resharder = Resharder(self.mesh_name, self.mesh)
@@ -320,6 +340,8 @@ class FunctionPartitioner:
         result = op.results[0]
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
+        if self.coster is not None and isinstance(op, CHOICE_OPS):
+            factors, want = self.choose_by_cost(op, rule, want, factors)
         uneven = pads_safely(op)
         for i, (dims, operand) in enumerate(
             zip(rule.operand_dims, list(op.operands), strict=False)
@@ -417,11 +439,96 @@ class FunctionPartitioner:
                 kept = tuple(a for a in axes if a not in used)
                 factors[f] = kept
                 used.update(kept)
+        return self.settle(op, rule, factors)
+
+    def settle(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
+        """Factors fitted to the tensors' sizes, windowed ones aligned for halo exchange."""
         factors = self.fit(op, rule, factors)
         if not rule.halo_factors:
             return factors
         shape = self.global_shape(op.operands[0])
         return aligned_halo_factors(op, rule, factors, self.mesh, shape)
+
+    def choose_by_cost(
+        self, op: Operation, rule: FactorRule, want: ShardingAttr, today: list[Axes]
+    ) -> tuple[list[Axes], ShardingAttr]:
+        """
+        The cheapest of the op's candidate factor assignments (`partition_cost`), today's
+        `choose_factors` first so that a tie keeps it, and the sharding its result is
+        resharded to: `want`, or the one all its users need when they agree on another
+        (`users_target`). With `explain`, one line on stderr.
+        """
+        assert self.coster is not None
+        actual = [self.actual[o] for o in op.operands]
+        options: list[tuple[list[Axes], ShardingAttr]] = [(today, want)]
+        targets = [want]
+        if (theirs := self.users_target(op)) is not None and theirs != want:
+            targets.append(theirs)
+        for target in targets:
+            for f in candidate_factors(rule, actual, target, today):
+                if (settled := (self.settle(op, rule, f), target)) not in options:
+                    options.append(settled)
+        if len(options) == 1:
+            return today, want
+        uneven = pads_safely(op)
+        planner = OpPlanner(
+            self.coster,
+            op,
+            rule,
+            self.global_shape,
+            actual,
+            lambda i, target: (op.operands[i], layout(target)) in self.resharded,
+            lambda dims, factors, shape: project(
+                self.mesh_name, dims, factors, shape, self.mesh, uneven
+            ),
+            lambda pending: _kept_pending(op, pending),
+        )
+        plans = [planner.plan(f, target) for f, target in options]
+        chosen = choose(plans)
+        if self.explain:
+            line = explain_line(op_position(op) or "<unknown>", op, plans, chosen)
+            print(line, file=sys.stderr)
+        return list(plans[chosen].factors), options[chosen][1]
+
+    def users_target(self, op: Operation) -> ShardingAttr | None:
+        """
+        The sharding every user of `op`'s one result will reshard it to, when all users
+        are ops without a choice of their own (no reduced factor, not `CHOICE_OPS`: their
+        operand sharding follows from their result's, `choose_factors`) and agree: the op
+        may produce that sharding directly instead of `want` (a partial sum
+        reduce-scattered into it rather than all-reduced and sliced again).
+        """
+        if len(op.results) != 1 or not op.results[0].uses:
+            return None
+        value = op.results[0]
+        shape = self.global_shape(value)
+        found: ShardingAttr | None = None
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, CHOICE_OPS) or not user.results:
+                return None
+            if isinstance(user, spmd.ConstraintOp):  # resharded to its own sharding
+                need = without_unreduced(user.sharding)
+                if found is not None and need != found:
+                    return None
+                found = need
+                continue
+            rule = factor_rule(user, self.global_shape)
+            if rule is None or rule.reduction_factors or use.index >= len(rule.operand_dims):
+                return None
+            factors: list[Axes] = [
+                () if axes is None or f in rule.unsplittable_factors else axes
+                for f, axes in enumerate(
+                    factor_axes_from(rule, rule.result_dims, self.wanted(user.results[0]))
+                )
+            ]
+            factors = self.settle(user, rule, factors)  # `choose_factors` without reductions
+            dims = rule.operand_dims[use.index]
+            need = project(self.mesh_name, dims, factors, shape, self.mesh, pads_safely(user))
+            if found is not None and need != found:
+                return None
+            found = need
+        return found
 
     def fit(self, op: Operation, rule: FactorRule, factors: list[Axes]) -> list[Axes]:
         tensors = [(rule.result_dims, r) for r in op.results] + list(
@@ -648,6 +755,13 @@ def _pending_unreduced(op: Operation, axes: list[str]) -> list[str]:
     return axes
 
 
+def _kept_pending(op: Operation, axes: list[str]) -> list[str]:
+    """`_pending_unreduced`, and none for a reduce with a body (combined at once)."""
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        return []
+    return _pending_unreduced(op, axes)
+
+
 def _tensor(value: SSAValue) -> TensorType:
     ty = value.type
     assert isinstance(ty, TensorType)
@@ -697,15 +811,31 @@ class SpmdPartitionPass(ModulePass):
 
     stats: bool = False
     """Print the collectives inserted (per kind, bytes per device) and resharding steps."""
+    chip: str = "v5e"
+    """The chip whose cost model prices the candidates of a dot, convolution, reduce,
+    reshape or gather (`partition_cost`)."""
+    explain: bool = False
+    """For each op with a choice, print (stderr) the plan chosen and the runners-up, with
+    their estimated times."""
+    cost_based: bool = True
+    """Choose by cost (false: each op keeps the contracting splits its operands have)."""
+
+    def __post_init__(self) -> None:
+        check_option(
+            self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'"
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         mesh = spmd.module_mesh(op)
         if mesh is None:
             return
         steps = 0
+        coster = None
+        if self.cost_based:
+            coster = PlanCoster(*mesh, CostModel(CHIPS[self.chip], mesh[1]))
         for function in global_functions(op):
             refuse_open_shardings(function)
-            partitioner = FunctionPartitioner(function, *mesh)
+            partitioner = FunctionPartitioner(function, *mesh, coster=coster, explain=self.explain)
             partitioner.run()
             steps += partitioner.resharder.steps
         if self.stats:

@@ -85,7 +85,7 @@ class SpmdPipelinePass(ModulePass):
         """Steps 1-4: the collectives partitioning decides, cleaned up and combined."""
         return [
             SpmdPropagatePass(),
-            SpmdPartitionPass(),
+            SpmdPartitionPass(chip=self.chip),
             CanonicalizePass(),
             CommonSubexpressionElimination(),
             ReduceScatterCreatePass(),

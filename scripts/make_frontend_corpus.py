@@ -550,6 +550,52 @@ PROGRAMS += [
 ]
 
 
+# Issue 14 item 2: dots where the cheapest partitioning gathers a contracting dimension.
+
+
+def gather_contracting(a: Any, w: Any) -> Any:
+    """A[B_X, D_Y] x W[D, F_Y] -> O[B_X, F_Y]: XLA all-gathers A over Y (scaling book)."""
+    return a @ w
+
+
+def _adam(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
+    """Adam's update (|v|: the inputs are drawn from a normal distribution)."""
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * jnp.abs(v) + 0.001 * g * g
+    return p - 1e-3 * m / (jnp.sqrt(v) + 1e-8), m, v
+
+
+def fsdp_adam_step(w1: Any, w2: Any, m1: Any, m2: Any, v1: Any, v2: Any, x: Any, y: Any) -> Any:
+    """An FSDP Adam step: parameters and moments split over every device, batch too."""
+    loss, (g1, g2) = jax.value_and_grad(_loss)((w1, w2), x, y)
+    p1, m1, v1 = _adam(w1, g1, m1, v1)
+    p2, m2, v2 = _adam(w2, g2, m2, v2)
+    return loss, p1, p2, m1, m2, v1, v2
+
+
+FSDP = ns(MESH_2x4, ("data", "model"))
+PROGRAMS += [
+    Program(
+        "gather_contracting",
+        "A[B_data, D_model] x W[D, F_model] -> O[B_data, F_model] (issue 14's example, small)",
+        gather_contracting,
+        [(16, 32), (32, 64)],
+        [ns(MESH_2x4, "data", "model"), ns(MESH_2x4, None, "model")],
+        ns(MESH_2x4, "data", "model"),
+        MESH_2x4,
+    ),
+    Program(
+        "fsdp_adam_step",
+        "FSDP Adam step of a 2-layer MLP: parameters, moments and batch split over all 8",
+        fsdp_adam_step,
+        [(32, 64), (64, 16), (32, 64), (64, 16), (32, 64), (64, 16), (64, 32), (64, 16)],
+        [FSDP] * 8,
+        (ns(MESH_2x4), *[FSDP] * 6),
+        MESH_2x4,
+    ),
+]
+
+
 def make_args(program: Program, rng: np.random.Generator) -> list[np.ndarray]:
     """The program's inputs: normal f32, or integers in [0, high) of their dtype."""
     dtypes = program.dtypes or [np.float32] * len(program.shapes)

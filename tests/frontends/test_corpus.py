@@ -93,6 +93,9 @@ EXPECT_STABLEHLO = {
     "everyday": {"reduce with a body", "reduce_window add", "stablehlo.sort"},
 }
 EXPECT_STABLEHLO["dropout_rbg"] = {"stablehlo.rng_bit_generator", "rng_bit_generator DEFAULT"}
+# issue 14 item 2: dots whose cheapest partitioning gathers a contracting dimension
+EXPECT_STABLEHLO["gather_contracting"] = {"stablehlo.dot_general"}
+EXPECT_STABLEHLO["fsdp_adam_step"] = {"stablehlo.dot_general", "stablehlo.sqrt"}
 EXPECT_HLO = {
     "megatron_mlp": {"all-reduce", "fusion"},
     "attention": {"all-gather"},
@@ -273,7 +276,22 @@ def test_corpus_is_small() -> None:
     assert total < 2 * 1024 * 1024, f"the corpus is {total} bytes"
 
 
-@pytest.mark.parametrize("name", list(MANIFEST))
+FEWER_THAN_XLA_XFAIL = {
+    "fsdp_adam_step": "spmd-propagate gives the backward activations the hidden-dimension "
+    "split of the annotated weight where XLA keeps the batch split: one more all_gather "
+    "(tests/frontends/test_corpus_partition_cost.py says more)",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FEWER_THAN_XLA_XFAIL[n]))
+        if n in FEWER_THAN_XLA_XFAIL
+        else n
+        for n in MANIFEST
+    ],
+)
 def test_no_more_collectives_of_any_kind_than_xla(name: str) -> None:
     """Issue 13: partitioning each corpus program's StableHLO inserts, kind by kind, no more
     collectives than XLA's compiled program (its per-device HLO, from the same jit) holds;

@@ -156,26 +156,44 @@ func.func @scatter_bf16_max(%a: tensor<4x8xbf16>, %w: tensor<8x6xbf16>, %b: tens
 // -----
 
 // Left alone: groups over two mesh axes or explicit groups (no single axis_index to
-// count ring steps with), an all_gather or dot result with another user, a gathered
-// contracting dimension.
+// count ring steps with), an all_gather or dot result with another user.
 spmd.mesh @mesh = <["a"=2, "b"=2]>
-func.func @no_change(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %k: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>) attributes {spmd.partitioned, spmd.per_device_io} {
+func.func @no_change(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>) attributes {spmd.partitioned, spmd.per_device_io} {
   %g0 = collective.all_gather %x on @mesh["a", "b"], dim = 0 : (tensor<2x8xf32>) -> tensor<8x8xf32>
   %y0 = hlo.dot %g0, %w, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   %g1 = collective.all_gather %x on groups [[0, 3], [1, 2]], dim = 0 : (tensor<2x8xf32>) -> tensor<4x8xf32>
   %y1 = hlo.dot %g1, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %g2 = collective.all_gather %x on @mesh["a"], dim = 0 : (tensor<2x8xf32>) -> tensor<4x8xf32>
   %y2 = hlo.dot %g2, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
-  %g3 = collective.all_gather %x on @mesh["a"], dim = 1 : (tensor<2x8xf32>) -> tensor<2x16xf32>
-  %y3 = hlo.dot %g3, %k, contracting_dims = [1] x [0] : (tensor<2x16xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
   %y6 = hlo.dot %g2, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %r6 = collective.reduce_scatter add %y6 on @mesh["a", "b"], dim = 0 : (tensor<4x4xf32>) -> tensor<1x4xf32>
   %r7 = collective.reduce_scatter add %y2 on @mesh["b"], dim = 0 : (tensor<4x4xf32>) -> tensor<2x4xf32>
-  func.return %y0, %y1, %y2, %y3, %r7, %y2 : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>
+  func.return %y0, %y1, %y2, %r7, %y2 : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>
 }
 // UNI-LABEL: func.func @no_change
 // UNI-NOT:     collective.permute
 // UNI:         func.return
+
+// -----
+
+// A gathered contracting dimension (the scaling book's all-gather collective matmul): each
+// step multiplies the block it holds by the same rows of %k and adds the product to the
+// running sum while the permute passes the block on.
+spmd.mesh @mesh = <["a"=2]>
+func.func @contracting(%x: tensor<2x8xf32>, %k: tensor<16x4xf32>) -> tensor<2x4xf32> attributes {spmd.partitioned, spmd.per_device_io} {
+  %g3 = collective.all_gather %x on @mesh["a"], dim = 1 : (tensor<2x8xf32>) -> tensor<2x16xf32>
+  %y3 = hlo.dot %g3, %k, contracting_dims = [1] x [0] : (tensor<2x16xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
+  func.return %y3 : tensor<2x4xf32>
+}
+// UNI-LABEL: func.func @contracting
+// UNI-NOT:     collective.all_gather
+// UNI:         %[[NEXT:.*]] = collective.permute %x on @mesh["a"], shift = 1
+// UNI:         %[[K0:.*]] = hlo.dynamic_slice %k [{{.*}}] sizes = [8, 4]
+// UNI:         %[[P0:.*]] = hlo.dot %x, %[[K0]], contracting_dims = [1] x [0] : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+// UNI:         %[[K1:.*]] = hlo.dynamic_slice %k [{{.*}}] sizes = [8, 4]
+// UNI:         %[[P1:.*]] = hlo.dot %[[NEXT]], %[[K1]], contracting_dims = [1] x [0]
+// UNI:         %[[SUM:.*]] = hlo.add %[[P0]], %[[P1]] : tensor<2x4xf32>
+// UNI:         func.return %[[SUM]] : tensor<2x4xf32>
 
 // -----
 
