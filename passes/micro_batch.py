@@ -74,7 +74,7 @@ from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import scheduled_time
+from shardc.passes.step_estimate import cached, scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -610,7 +610,7 @@ class MicroBatchPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
-            model = CostModel(get_chip(self.chip), find_mesh(op))
+            model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         except UnknownChipError as e:
             raise PassFailedException(f"micro-batch: {e}") from None
         for index, block in enumerate(_function_blocks(op)):
@@ -642,7 +642,10 @@ class MicroBatchPass(ModulePass):
         return best[1]
 
     def estimate(self, module: ModuleOp, index: int, plan: Plan | None, model: CostModel) -> float:
-        """The scheduler's time for function `index` (split by `plan`), on a copy."""
+        """The scheduler's time for function `index` (split by `plan`, on a copy)."""
+        if plan is None:  # the estimate leaves the block as it was
+            block = _function_blocks(module)[index]
+            return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
         copy = module.clone()
         block = _function_blocks(copy)[index]
         if plan is not None:

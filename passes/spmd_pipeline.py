@@ -47,6 +47,7 @@ off (`schedule=false` leaves the collectives synchronous: no `async-split` eithe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from shardc.dialects.spmd import find_mesh
@@ -64,7 +65,7 @@ from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.passes.step_estimate import module_step_time, program_order_time
+from shardc.passes.step_estimate import cached, module_step_time, program_order_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -140,18 +141,32 @@ class SpmdPipelinePass(ModulePass):
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.run(ctx, op)
+
+    def run(
+        self, ctx: Context, op: ModuleOp, after: Callable[[ModulePass], None] | None = None
+    ) -> None:
+        """`apply`, calling `after(p)` when each pass `p` is done (bench/partition_speed.py
+        times them)."""
         gate = Gate(CostModel(get_chip(self.chip), find_mesh(op)), self.memory_limit)
         for p in self.passes():
-            if isinstance(p, CollectiveMatmulPass):
-                # the pipeline's gate instead of the pass's own (one estimate, not two)
-                gate.run(replace(p, chip=None), ctx, op, strict=True)
-            elif isinstance(p, GATED):
-                gate.run(p, ctx, op, strict=False)
-            elif isinstance(p, SchedulePass):
-                gate.schedule(p, ctx, op)
-            else:
-                p.apply(ctx, op)
-                gate.forget()
+            self.run_one(p, gate, ctx, op)
+            if after is not None:
+                after(p)
+
+    @staticmethod
+    def run_one(p: ModulePass, gate: Gate, ctx: Context, op: ModuleOp) -> None:
+        """One pass of the pipeline, behind its gate if it has one."""
+        if isinstance(p, CollectiveMatmulPass):
+            # the pipeline's gate instead of the pass's own (one estimate, not two)
+            gate.run(replace(p, chip=None), ctx, op, strict=True)
+        elif isinstance(p, GATED):
+            gate.run(p, ctx, op, strict=False)
+        elif isinstance(p, SchedulePass):
+            gate.schedule(p, ctx, op)
+        else:
+            p.apply(ctx, op)
+            gate.forget()
 
 
 GATED = (AllReduceReassociatePass, CollectiveCombinePass, MicroBatchPass)
@@ -167,7 +182,7 @@ class Gate:
     """
 
     def __init__(self, model: CostModel, memory_limit: int | None):
-        self.model = model
+        self.model = cached(model)
         self.memory_limit = memory_limit
         self.known: float | None = None
         """The estimate of the module as it is now; None after an ungated pass."""
@@ -184,6 +199,9 @@ class Gate:
         before = self.known if self.known is not None else self.estimate(op)
         candidate = op.clone()
         p.apply(ctx, candidate)
+        if _same_ops(op, candidate):
+            self.known = before  # nothing to gate: the pass changed nothing
+            return
         after = self.estimate(candidate)
         if after < before or (after == before and not strict):
             _take_body(op, candidate)
@@ -204,6 +222,15 @@ class Gate:
             if program_order_time(block.ops, self.model) > program_order_time(order, self.model):
                 set_order(block, order)
         self.forget()
+
+
+def _same_ops(a: ModuleOp, b: ModuleOp) -> bool:
+    """Whether the two modules have the same ops with the same result types, in order (a
+    pass that changed nothing; cheaper than an estimate)."""
+    for x, y in zip(a.walk(), b.walk(), strict=False):
+        if x.name != y.name or x.result_types != y.result_types:
+            return False
+    return sum(1 for _ in a.walk()) == sum(1 for _ in b.walk())
 
 
 def _take_body(module: ModuleOp, candidate: ModuleOp) -> None:
