@@ -22,7 +22,7 @@ from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import (
     control_predecessors,
     merge_control_attributes,
@@ -340,7 +340,7 @@ class CollectiveCombinePass(ModulePass):
                 "collective-combine: threshold-bytes must be >= 0 and max-count >= 1"
             )
         try:
-            model = CostModel(get_chip(self.chip), find_mesh(op))
+            model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         except UnknownChipError as e:
             raise PassFailedException(f"collective-combine: {e}") from None
         for function in op.walk():

@@ -71,10 +71,10 @@ from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import cached, scheduled_time
+from shardc.passes.step_estimate import scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -550,6 +550,18 @@ def _function_blocks(module: ModuleOp) -> list[Block]:
     return blocks
 
 
+def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candidate | None:
+    """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
+    it has no result to find it by."""
+    ops: set[Operation] = set()
+    for op in cand.split_ops:
+        if not op.results:
+            return None
+        ops.add(values[op.results[0]].owner)  # pyright: ignore[reportArgumentType]
+    dim_of = {values.get(v, v): d for v, d in cand.dim_of.items()}
+    return Candidate(cand.key, dim_of, ops, cand.size, cand.collectives)
+
+
 @dataclass(frozen=True)
 class Plan:
     key: tuple[int, int, int]
@@ -632,7 +644,7 @@ class MicroBatchPass(ModulePass):
             for k in self.counts(cand.size):
                 for chunk_major in (True, False):
                     plan = Plan(cand.key, k, chunk_major)
-                    t = self.estimate(module, index, plan, model)
+                    t = self.estimate(module, index, plan, model, cand)
                     if best is None or t < best[0]:
                         best = (t, plan)
         if best is None or best[0] == math.inf:
@@ -641,15 +653,26 @@ class MicroBatchPass(ModulePass):
             return None
         return best[1]
 
-    def estimate(self, module: ModuleOp, index: int, plan: Plan | None, model: CostModel) -> float:
-        """The scheduler's time for function `index` (split by `plan`, on a copy)."""
+    def estimate(
+        self,
+        module: ModuleOp,
+        index: int,
+        plan: Plan | None,
+        model: CostModel,
+        cand: Candidate | None = None,
+    ) -> float:
+        """The scheduler's time for function `index` (split by `plan`, of class `cand`, on a
+        copy: the class is carried to the copy through the clone's value map, not found
+        again)."""
         if plan is None:  # the estimate leaves the block as it was
             block = _function_blocks(module)[index]
             return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
-        copy = module.clone()
+        values: dict[SSAValue, SSAValue] = {}
+        copy = module.clone(value_mapper=values)
         block = _function_blocks(copy)[index]
-        if plan is not None:
-            cand = find_candidate(block, plan.key)
-            assert cand is not None
-            Splitter(block, cand, plan.k, plan.chunk_major).run()
+        copied = _copy_candidate(cand, values) if cand is not None else None
+        if copied is None:
+            copied = find_candidate(block, plan.key)
+            assert copied is not None
+        Splitter(block, copied, plan.k, plan.chunk_major).run()
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)

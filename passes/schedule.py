@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from shardc.dialects import collective, sizes
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import dependency_graph, set_order
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -286,7 +286,7 @@ class SchedulePass(ModulePass):
             chip = get_chip(self.chip)
         except UnknownChipError as e:
             raise PassFailedException(f"schedule: {e}") from None
-        model = CostModel(chip, find_mesh(op))
+        model = cached(CostModel(chip, find_mesh(op)))
         for function in op.ops:
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

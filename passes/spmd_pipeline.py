@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import CHIPS, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
 from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.async_split import AsyncSplitPass
@@ -65,7 +65,7 @@ from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.passes.step_estimate import cached, module_step_time, program_order_time
+from shardc.passes.step_estimate import module_step_time, program_order_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp

@@ -26,67 +26,16 @@ would be slower), summed over functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
 from shardc.dialects import collective, hlo
-from shardc.hardware.cost import CostModel, OpCost
+from shardc.hardware.cost import CostModel, cached
 from shardc.interpreter.timing import compute_cost
-from shardc.passes.async_split import join
-from shardc.passes.async_split import split as async_split
+from shardc.passes.async_split import TO_START
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter
-
-
-@dataclass
-class CachedCostModel(CostModel):
-    """
-    A `CostModel` that remembers each op's cost by what it depends on (op name, operand and
-    result types, properties and attributes), so that the copies of a module every
-    estimate works on, and the many identical ops of a real program, cost one computation
-    each. Ops with regions are costed each time (their cost depends on their regions).
-    """
-
-    _ops: dict[Hashable, OpCost] = field(default_factory=dict[Hashable, OpCost])
-    _collectives: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
-
-    @staticmethod
-    def key(op: Operation) -> Hashable | None:
-        if op.regions:
-            return None
-        types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
-        if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
-            return (op.name, types)
-        props = tuple(sorted(op.properties.items()))
-        return (op.name, types, props, tuple(sorted(op.attributes.items())))
-
-    def op_cost(self, op: Operation) -> OpCost:
-        key = self.key(op)
-        if key is None:
-            return super().op_cost(op)
-        cost = self._ops.get(key)
-        if cost is None:
-            cost = self._ops[key] = super().op_cost(op)
-        return cost
-
-    def collective_time(self, op: collective.CollectiveOp) -> float:
-        key = self.key(op)
-        if key is None:
-            return super().collective_time(op)
-        time = self._collectives.get(key)
-        if time is None:
-            time = self._collectives[key] = super().collective_time(op)
-        return time
-
-
-def cached(model: CostModel) -> CachedCostModel:
-    """`model` with its costs remembered (itself if it already is)."""
-    if isinstance(model, CachedCostModel):
-        return model
-    return CachedCostModel(model.chip, model.mesh)
 
 
 def op_time(op: Operation, model: CostModel) -> float:
@@ -115,20 +64,44 @@ def program_order_time(ops: Iterable[Operation], model: CostModel) -> float:
     return max(clock, engine)
 
 
-def split_sync(block: Block) -> list[collective.DoneOp]:
-    """`async-split` every sync collective of `block`; the `done`s made (for `join_back`)."""
-    return [
-        async_split(op, PatternRewriter(op))
-        for op in list(block.ops)
-        if isinstance(op, collective.SYNC_OPS)
-    ]
+def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
+    """
+    Each sync collective of `block` replaced, for the scheduler, by its `_start` and a
+    `done` right after it (as `async-split` does); the collective itself is kept aside for
+    `join_back`, so every other op and value of the block stays the same object (a pass
+    that holds on to them, as `micro-batch` does to its classes, can estimate in place).
+    """
+    pairs: list[tuple[Operation, collective.DoneOp]] = []
+    for op in list(block.ops):
+        start_type = TO_START.get(type(op))  # pyright: ignore[reportArgumentType]
+        if start_type is None:
+            continue
+        start = start_type.create(
+            operands=list(op.operands),
+            result_types=[collective.FutureType([r.type for r in op.results])],  # pyright: ignore
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        done = collective.DoneOp(start.results[0])
+        block.insert_ops_before([start, done], op)
+        for old, new in zip(op.results, done.results, strict=True):
+            old.replace_all_uses_with(new)
+        block.detach_op(op)
+        pairs.append((op, done))
+    return pairs
 
 
-def join_back(dones: list[collective.DoneOp]) -> None:
-    """Undo `split_sync` (each pair is still adjacent: the scheduler's order is not applied)."""
-    for done in dones:
-        joined = join(done, PatternRewriter(done))
-        assert joined is not None
+def join_back(pairs: list[tuple[Operation, collective.DoneOp]]) -> None:
+    """Undo `split_sync`: each collective back in its place, its uses back."""
+    for op, done in pairs:
+        start = done.future.owner
+        block = done.parent_block()
+        assert isinstance(start, Operation) and block is not None
+        block.insert_op_before(op, start)
+        for old, new in zip(op.results, done.results, strict=True):
+            new.replace_all_uses_with(old)
+        block.erase_op(done)
+        block.erase_op(start)
 
 
 def scheduled_time(
@@ -142,13 +115,13 @@ def scheduled_time(
     of the scheduler's order; inf if it cannot fit the memory limit. On the block itself,
     left as it was (split for the scheduler and joined back: no copy).
     """
-    dones = split_sync(block)
+    pairs = split_sync(block)
     try:
         order, _, _ = BlockScheduler(block, model, memory_limit, max_in_flight).run()
         time = program_order_time(order, model)
     except ScheduleStuck:
         time = math.inf
-    join_back(dones)
+    join_back(pairs)
     return time
 
 
