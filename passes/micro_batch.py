@@ -47,7 +47,10 @@ most 4, those covering the most collectives first) and each chunk count (`chunks
 every divisor of the class size from 2 to `max-chunks`), it splits a copy of the module,
 makes its collectives async and list-schedules the block with `schedule`'s scheduler
 and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
-keeps the fastest (of both block orders); the original is estimated the same way. It
+keeps the fastest (of both block orders); the original is estimated the same way. A
+plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
+split collective paying its latency per chunk) cannot beat the best so far, or the
+`min-gain` threshold, is not built (nor any larger count of that class). It
 fires only if the best estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
 collective but re-read the shared operands (weights) once per chunk and pay the
 collectives' latency per chunk: for small, memory-bound layers two chunks are the most
@@ -74,7 +77,7 @@ from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import scheduled_time
+from shardc.passes.step_estimate import op_time, scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -550,6 +553,42 @@ def _function_blocks(module: ModuleOp) -> list[Block]:
     return blocks
 
 
+@dataclass
+class SplitFloor:
+    """
+    A lower bound on the estimate of any split of a block, from its totals alone, so
+    that a plan that cannot be chosen is not built and scheduled (the estimates are what
+    the pass costs; with this bound `micro-batch` stays near linear in the program). A
+    step takes at least the collective engine's total (one collective at a time) and at
+    least the compute stream's total; splitting never lowers the compute total (each chunk
+    re-reads what is not split) and makes each collective of the class at least
+    `max(k * latency, time)`: k chunks each paying the latency, the bytes the same.
+    """
+
+    compute: float
+    engine: float
+    model: CostModel
+
+    @staticmethod
+    def of(block: Block, model: CostModel) -> SplitFloor:
+        compute = engine = 0.0
+        for op in block.ops:
+            if isinstance(op, collective.CollectiveOp):
+                engine += model.collective_time(op)
+            else:
+                compute += op_time(op, model)
+        return SplitFloor(compute, engine, model)
+
+    def bound(self, cand: Candidate, k: int) -> float:
+        """At most the estimate of splitting `cand` into `k` chunks (growing with `k`)."""
+        extra = 0.0
+        for op in cand.split_ops:
+            if isinstance(op, collective.SYNC_OPS) and not isinstance(op, collective.PermuteBase):
+                t = self.model.collective_time(op)
+                extra += max(k * self.model.collective_latency(op), t) - t
+        return max(self.compute, self.engine + extra)
+
+
 def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candidate | None:
     """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
     it has no result to find it by."""
@@ -639,9 +678,15 @@ class MicroBatchPass(ModulePass):
         if not found:
             return None
         base = self.estimate(module, index, None, model)
+        floor = SplitFloor.of(block, model)
         best: tuple[float, Plan] | None = None
         for cand in found:
             for k in self.counts(cand.size):
+                bound = floor.bound(cand, k)
+                if (best is not None and bound >= best[0]) or (
+                    not self.force and bound > base * (1 - self.min_gain)
+                ):
+                    break  # no split of this class into k or more chunks can be chosen
                 for chunk_major in (True, False):
                     plan = Plan(cand.key, k, chunk_major)
                     t = self.estimate(module, index, plan, model, cand)

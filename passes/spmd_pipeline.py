@@ -48,7 +48,7 @@ off (`schedule=false` leaves the collectives synchronous: no `async-split` eithe
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import CHIPS, get_chip
@@ -158,10 +158,12 @@ class SpmdPipelinePass(ModulePass):
     def run_one(p: ModulePass, gate: Gate, ctx: Context, op: ModuleOp) -> None:
         """One pass of the pipeline, behind its gate if it has one."""
         if isinstance(p, CollectiveMatmulPass):
-            # the pipeline's gate instead of the pass's own (one estimate, not two)
-            gate.run(replace(p, chip=None), ctx, op, strict=True)
+            # the pipeline's gate instead of the pass's own (one estimate, not two), and
+            # no copy at all where no site's ring may pay
+            if p.any_match(op, gate.model):
+                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True)
         elif isinstance(p, GATED):
-            gate.run(p, ctx, op, strict=False)
+            gate.run(lambda m: p.apply(ctx, m), op, strict=False)
         elif isinstance(p, SchedulePass):
             gate.schedule(p, ctx, op)
         else:
@@ -193,12 +195,12 @@ class Gate:
     def estimate(self, module: ModuleOp) -> float:
         return module_step_time(module, self.model, self.memory_limit)
 
-    def run(self, p: ModulePass, ctx: Context, op: ModuleOp, strict: bool) -> None:
-        """Apply `p` to a copy of `op`; keep the copy only if its step is no slower (with
-        `strict`: faster)."""
+    def run(self, transform: Callable[[ModuleOp], None], op: ModuleOp, strict: bool) -> None:
+        """Apply `transform` (a pass) to a copy of `op`; keep the copy only if its step is
+        no slower (with `strict`: faster)."""
         before = self.known if self.known is not None else self.estimate(op)
         candidate = op.clone()
-        p.apply(ctx, candidate)
+        transform(candidate)
         if _same_ops(op, candidate):
             self.known = before  # nothing to gate: the pass changed nothing
             return
