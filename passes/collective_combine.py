@@ -343,15 +343,28 @@ class CollectiveCombinePass(ModulePass):
             model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         except UnknownChipError as e:
             raise PassFailedException(f"collective-combine: {e}") from None
-        for function in op.walk():
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            for block in function.body.blocks:
-                guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
-                groups = plan_groups(
-                    block, self.threshold_bytes, self.max_count, guard, self.align_dims
-                )
-                for group in groups:
-                    combine(group)
-                if groups:
-                    topological_reorder(block)
+        for block in _blocks(op):
+            groups = self.groups(block, model)
+            for group in groups:
+                combine(group)
+            if groups:
+                topological_reorder(block)
+
+    def groups(self, block: Block, model: CostModel) -> list[list[collective.CollectiveOp]]:
+        guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
+        return plan_groups(block, self.threshold_bytes, self.max_count, guard, self.align_dims)
+
+    def any_match(self, op: ModuleOp) -> bool:
+        """Whether `apply` would merge anything (planned, not done: `spmd-pipeline`'s gate
+        copies the module only if so)."""
+        model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
+        return any(self.groups(block, model) for block in _blocks(op))
+
+
+def _blocks(op: ModuleOp) -> list[Block]:
+    return [
+        block
+        for function in op.walk()
+        if isinstance(function, func.FuncOp) and function.body.blocks
+        for block in function.body.blocks
+    ]

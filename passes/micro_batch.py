@@ -664,13 +664,24 @@ class MicroBatchPass(ModulePass):
             model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         except UnknownChipError as e:
             raise PassFailedException(f"micro-batch: {e}") from None
-        for index, block in enumerate(_function_blocks(op)):
-            plan = self.plan(op, index, block, model)
-            if plan is None:
-                continue
-            cand = find_candidate(block, plan.key)
+        self.split(op, self.plans(op, model))
+
+    def plans(self, module: ModuleOp, model: CostModel) -> list[tuple[int, Plan]]:
+        """(function index, its best split) for each function that has one."""
+        found: list[tuple[int, Plan]] = []
+        for index, block in enumerate(_function_blocks(module)):
+            plan = self.plan(module, index, block, model)
+            if plan is not None:
+                found.append((index, plan))
+        return found
+
+    def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
+        """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
+        blocks = _function_blocks(module)
+        for index, plan in plans:
+            cand = find_candidate(blocks[index], plan.key)
             assert cand is not None
-            Splitter(block, cand, plan.k, plan.chunk_major).run()
+            Splitter(blocks[index], cand, plan.k, plan.chunk_major).run()
 
     def plan(self, module: ModuleOp, index: int, block: Block, model: CostModel) -> Plan | None:
         """The best split of function `index` by the estimates, or None."""

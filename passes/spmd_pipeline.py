@@ -162,6 +162,14 @@ class SpmdPipelinePass(ModulePass):
             # no copy at all where no site's ring may pay
             if p.any_match(op, gate.model):
                 gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True)
+        elif isinstance(p, MicroBatchPass):
+            # planned on the module itself (its estimates leave it as it was); the copy
+            # only if a split is planned
+            if plans := p.plans(op, gate.model):
+                gate.run(lambda m: p.split(m, plans), op, strict=False)
+        elif isinstance(p, AllReduceReassociatePass | CollectiveCombinePass):
+            if p.any_match(op):  # else no copy, no estimate
+                gate.run(lambda m: p.apply(ctx, m), op, strict=False)
         elif isinstance(p, GATED):
             gate.run(lambda m: p.apply(ctx, m), op, strict=False)
         elif isinstance(p, SchedulePass):
@@ -198,12 +206,11 @@ class Gate:
     def run(self, transform: Callable[[ModuleOp], None], op: ModuleOp, strict: bool) -> None:
         """Apply `transform` (a pass) to a copy of `op`; keep the copy only if its step is
         no slower (with `strict`: faster)."""
-        before = self.known if self.known is not None else self.estimate(op)
         candidate = op.clone()
         transform(candidate)
         if _same_ops(op, candidate):
-            self.known = before  # nothing to gate: the pass changed nothing
-            return
+            return  # nothing to gate: the pass changed nothing (and `known` still holds)
+        before = self.known if self.known is not None else self.estimate(op)
         after = self.estimate(candidate)
         if after < before or (after == before and not strict):
             _take_body(op, candidate)
