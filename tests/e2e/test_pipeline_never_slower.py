@@ -23,12 +23,14 @@ from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.io import find_entry
 from shardc.parsing import parse_and_verify
+from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import Gate, SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.passes.step_estimate import program_order_time
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
+from shardc.tests.unit.strategies import collective_programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
@@ -204,3 +206,42 @@ def test_without_schedule_the_collectives_stay_synchronous() -> None:
     piped = after(module, [SpmdPipelinePass(schedule=False)])
     assert not any(op.name.endswith("_start") for op in piped.walk())
     assert step(piped) <= sync + SLACK
+
+
+def test_the_gate_refuses_a_combine_that_delays_a_collective() -> None:
+    """XLA's combiner policy (`overlap-aware=false`) merges an all_reduce that is ready at
+    once with one that waits for a dot: the first one's user then waits for that dot and
+    for both transfers. The gate keeps the two collectives."""
+    t = "tensor<1024x1024xf32>"
+    text = f"""spmd.mesh @mesh = <["data"=8]>
+func.func @main(%x: {t}, %w: {t}) -> ({t}, {t}) attributes {{spmd.partitioned, spmd.per_device_io}} {{
+  %a1 = collective.all_reduce add %x on @mesh["data"] : {t}
+  %c1 = hlo.dot %a1, %w, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
+  %y = hlo.dot %w, %w, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
+  %a2 = collective.all_reduce add %y on @mesh["data"] : {t}
+  func.return %c1, %a2 : {t}, {t}
+}}
+"""
+    module = parse_and_verify(CTX, text, "<test>")
+    xla_policy = CollectiveCombinePass(overlap_aware=False)
+    combined = after(module, [xla_policy])
+    gate = Gate(CostModel(get_chip("v5e"), find_mesh(module)), None)
+    assert gate.estimate(combined) > gate.estimate(module)
+    kept = module.clone()
+    gate.run(lambda m: xla_policy.apply(CTX, m), kept, strict=False)
+    assert [op.name for op in kept.walk()].count("collective.all_reduce") == 2
+    assert step(after(module, [SpmdPipelinePass()])) <= step(module) + SLACK
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(collective_programs())
+def test_the_estimate_is_the_timelines_step_on_generated_level_s_programs(text: str) -> None:
+    """`program_order_time` charges what the interpreter's timeline charges, on programs
+    with sync, variadic and `_start`/`done` collectives over mesh axes or groups; and the
+    pipeline on a level-S program is no slower than it."""
+    module = parse_and_verify(CTX, text, "<generated>")
+    model = CostModel(get_chip("v5e"), find_mesh(module))
+    block = find_entry(module, None, "<test>").body.block
+    assert program_order_time(block.ops, model) == pytest.approx(step(module), rel=1e-9, abs=SLACK)
+    piped = after(module, [SpmdPipelinePass()])
+    assert step(piped) <= step(module) + SLACK
