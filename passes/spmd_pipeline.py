@@ -38,7 +38,10 @@ only when it gets faster (more ops for nothing otherwise). `schedule` is gated p
 function: where the scheduled order is slower than the order as written, the written one
 (each collective's `done` right after its start: synchronous) is put back. The estimate
 is carried from one gated step to the next (`Gate`), so each costs one copy and one
-estimate of its result. The estimate charges what the interpreter's timeline charges
+estimate of its result, and nothing where the pass would change nothing (reassociate,
+combine and collective-matmul say so first: `any_match`; micro-batch plans on the module
+itself): compile time stays linear in the program (bench/partition_speed.py --pipeline).
+`collective-matmul` runs with the cost model, so it builds rings only where one may pay. The estimate charges what the interpreter's timeline charges
 (`interpreter.timing`), so the step the pipeline settles on is what `shardc-run
 --timing-only` reports (tests/e2e/test_pipeline_never_slower.py checks both, on generated
 programs, the examples and the JAX corpus). Each optional step has an option to switch it
