@@ -47,7 +47,9 @@ most 4, those covering the most collectives first) and each chunk count (`chunks
 every divisor of the class size from 2 to `max-chunks`), it splits a copy of the module,
 makes its collectives async and list-schedules the block with `schedule`'s scheduler
 and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
-keeps the fastest (of both block orders); the original is estimated the same way. A
+keeps the fastest (of both block orders); the original is estimated as the pipeline
+would leave it (the better of scheduled and written order: its written order's time,
+cheap, is tried first). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
 split collective paying its latency per chunk) cannot beat the best so far, or the
 `min-gain` threshold, is not built (nor any larger count of that class). It
@@ -77,7 +79,7 @@ from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import op_time, scheduled_time
+from shardc.passes.step_estimate import op_time, program_order_time, scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -589,6 +591,36 @@ class SplitFloor:
         return max(self.compute, self.engine + extra)
 
 
+@dataclass
+class Base:
+    """
+    The unsplit block's estimate, as the pipeline would leave it: the better of its
+    scheduled and its written order (`spmd-pipeline` keeps the written one where
+    scheduling is slower). The written order's time is cheap (no scheduling) and bounds
+    it from above, so the scheduled one is computed only for a split that could beat it.
+    """
+
+    owner: MicroBatchPass
+    module: ModuleOp
+    index: int
+    block: Block
+    model: CostModel
+    written: float = math.inf
+    scheduled: float | None = None
+
+    def __post_init__(self) -> None:
+        self.written = program_order_time(self.block.ops, self.model)
+
+    def beyond(self, t: float) -> bool:
+        """Whether `t` misses `min-gain` against the base."""
+        factor = 1 - self.owner.min_gain
+        if t > self.written * factor:
+            return True
+        if self.scheduled is None:
+            self.scheduled = self.owner.estimate(self.module, self.index, None, self.model)
+        return t > min(self.written, self.scheduled) * factor
+
+
 def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candidate | None:
     """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
     it has no result to find it by."""
@@ -688,14 +720,14 @@ class MicroBatchPass(ModulePass):
         found = candidates(block)
         if not found:
             return None
-        base = self.estimate(module, index, None, model)
+        base = Base(self, module, index, block, model)
         floor = SplitFloor.of(block, model)
         best: tuple[float, Plan] | None = None
         for cand in found:
             for k in self.counts(cand.size):
                 bound = floor.bound(cand, k)
                 if (best is not None and bound >= best[0]) or (
-                    not self.force and bound > base * (1 - self.min_gain)
+                    not self.force and base.beyond(bound)
                 ):
                     break  # no split of this class into k or more chunks can be chosen
                 for chunk_major in (True, False):
@@ -705,7 +737,7 @@ class MicroBatchPass(ModulePass):
                         best = (t, plan)
         if best is None or best[0] == math.inf:
             return None
-        if not self.force and best[0] > base * (1 - self.min_gain):
+        if not self.force and base.beyond(best[0]):
             return None
         return best[1]
 
