@@ -65,7 +65,7 @@ from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
-from shardc.passes.schedule import SchedulePass
+from shardc.passes.schedule import SchedulePass, sync_peak
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.passes.step_estimate import module_step_time, program_order_time
@@ -222,7 +222,8 @@ class Gate:
             self.known = before
 
     def schedule(self, p: SchedulePass, ctx: Context, op: ModuleOp) -> None:
-        """Schedule; a function whose scheduled order is slower gets its order back."""
+        """Schedule; a function whose scheduled order is slower gets its order back (if
+        that order fits the memory limit: the schedule's does)."""
         written = {
             f: list(f.body.block.ops)
             for f in op.body.block.ops
@@ -231,8 +232,11 @@ class Gate:
         p.apply(ctx, op)
         for f, order in written.items():
             block = f.body.block
-            if program_order_time(block.ops, self.model) > program_order_time(order, self.model):
+            scheduled = list(block.ops)
+            if program_order_time(scheduled, self.model) > program_order_time(order, self.model):
                 set_order(block, order)
+                if self.memory_limit is not None and sync_peak(block) > self.memory_limit:
+                    set_order(block, scheduled)
         self.forget()
 
 
