@@ -3,20 +3,30 @@ Propagate + partition cost against parsing the same file, for generated programs
 and 50k ops (chains of elementwise ops and dots with reshards between them), in one run.
 
     python bench/partition_speed.py [--sizes 10000 50000]
+    python bench/partition_speed.py --pipeline [--sizes 1000 10000 50000] [--no-micro-batch]
 
 Targets (issue 4): linear growth, and propagate + partition at most the cost of parsing.
 Times are CPU times (`time.process_time`), so other load on the machine does not count.
+
+`--pipeline` (issue 14 item 7) times the whole `spmd-pipeline` (its gates included) pass by
+pass on the same programs: each pass's time, the pipeline's against parsing (target: at
+most 3x), and the growth from one size to the next (target: at most 1.1x the growth in
+ops, 5.5x per 5x); missed targets are flagged with `!`.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import time
 
 from shardc.dialects import make_context
 from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_partition import SpmdPartitionPass
+from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
+from xdsl.passes import ModulePass
 
 T = "tensor<64x64xf32>"
 SHARDINGS = ['[{"x"}, {}]', '[{}, {"x"}]', '[{"x"}, {"y"}]', "[{}, {}]"]
@@ -60,10 +70,69 @@ def measure(n_ops: int) -> tuple[float, float, float]:
     return parsed - start, propagated - parsed, partitioned - propagated
 
 
+PIPELINE_TARGET = 3.0
+"""The whole pipeline at most this many times the parse (issue 14 item 7)."""
+GROWTH_SLACK = 1.1
+"""Growth at most this many times the growth in ops (5.5x for 5x)."""
+
+
+def measure_pipeline(n_ops: int, micro_batch: bool) -> tuple[float, dict[str, float]]:
+    """(parse s, pass name -> s) for `spmd-pipeline` on `program(n_ops)`."""
+    ctx = make_context()
+    text = program(n_ops)
+    start = time.process_time()
+    module = parse_and_verify(ctx, text, "bench")
+    parse = time.process_time() - start
+    times: dict[str, float] = {}
+    last = time.process_time()
+
+    def after(p: ModulePass) -> None:
+        nonlocal last
+        now = time.process_time()
+        times[p.name] = times.get(p.name, 0.0) + now - last
+        last = now
+
+    SpmdPipelinePass(micro_batch=micro_batch).run(ctx, module, after)
+    return parse, times
+
+
+def pipeline_table(sizes: list[int], micro_batch: bool) -> list[str]:
+    """The per-pass table and the growth of each pass from one size to the next."""
+    runs = [measure_pipeline(n, micro_batch) for n in sizes]
+    names = list(runs[0][1])
+    rows = [
+        "| ops | parse s | " + " | ".join(names) + " | pipeline s | pipeline / parse |",
+        "|---" * (len(names) + 4) + "|",
+    ]
+    for n, (parse, times) in zip(sizes, runs, strict=True):
+        total = sum(times.values())
+        flag = "" if total <= PIPELINE_TARGET * parse else " !"
+        cells = " | ".join(f"{times[k]:.2f}" for k in names)
+        rows.append(f"| {n} | {parse:.2f} | {cells} | {total:.2f} | {total / parse:.2f}{flag} |")
+    for (n0, (p0, t0)), (n1, (p1, t1)) in itertools.pairwise(zip(sizes, runs, strict=True)):
+        limit = GROWTH_SLACK * n1 / n0
+        growth = {k: t1[k] / t0[k] if t0[k] > 0 else math.inf for k in names}
+        growth["pipeline"] = sum(t1.values()) / sum(t0.values())
+        growth["parse"] = p1 / p0
+        cells = ", ".join(
+            f"{k} {g:.2f}x{' !' if g > limit and k in (*names, 'pipeline') else ''}"
+            for k, g in growth.items()
+        )
+        rows.append(f"\ngrowth {n0} -> {n1} ({n1 / n0:.0f}x ops, limit {limit:.1f}x): {cells}")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    parser.add_argument("--pipeline", action="store_true", help="time spmd-pipeline by pass")
+    parser.add_argument("--no-micro-batch", action="store_true", help="micro-batch=false")
     args = parser.parse_args()
+    if args.pipeline:
+        sizes = args.sizes or [1_000, 10_000, 50_000]
+        print("\n".join(pipeline_table(sizes, not args.no_micro_batch)))
+        return
+    args.sizes = args.sizes or [10_000, 50_000]
     rows = [
         "| ops | parse + verify s | propagate s | partition s | (propagate + partition) / parse |",
         "|---|---|---|---|---|",

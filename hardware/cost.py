@@ -22,6 +22,7 @@ groups are costed as one ring of the group's size.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from shardc.diagnostics import op_position
@@ -462,3 +463,54 @@ class CostModel:
         if not rings:
             return "none (group of one)"
         return " x ".join(f"{'bidirectional ' if wrap else ''}ring of {n}" for n, wrap in rings)
+
+
+# Remembered costs (issue 14 item 7: estimates stay linear) ------------------------------
+
+
+@dataclass
+class CachedCostModel(CostModel):
+    """
+    A `CostModel` that remembers each op's cost by what it depends on (op name, operand and
+    result types, properties and attributes), so that the copies of a module every
+    estimate works on, and the many identical ops of a real program, cost one computation
+    each. Ops with regions are costed each time (their cost depends on their regions).
+    """
+
+    _ops: dict[Hashable, OpCost] = field(default_factory=dict[Hashable, OpCost])
+    _collectives: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+
+    @staticmethod
+    def key(op: Operation) -> Hashable | None:
+        if op.regions:
+            return None
+        types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
+        if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
+            return (op.name, types)
+        props = tuple(sorted(op.properties.items()))
+        return (op.name, types, props, tuple(sorted(op.attributes.items())))
+
+    def op_cost(self, op: Operation) -> OpCost:
+        key = self.key(op)
+        if key is None:
+            return super().op_cost(op)
+        cost = self._ops.get(key)
+        if cost is None:
+            cost = self._ops[key] = super().op_cost(op)
+        return cost
+
+    def collective_time(self, op: collective.CollectiveOp) -> float:
+        key = self.key(op)
+        if key is None:
+            return super().collective_time(op)
+        time = self._collectives.get(key)
+        if time is None:
+            time = self._collectives[key] = super().collective_time(op)
+        return time
+
+
+def cached(model: CostModel) -> CachedCostModel:
+    """`model` with its costs remembered (itself if it already is)."""
+    if isinstance(model, CachedCostModel):
+        return model
+    return CachedCostModel(model.chip, model.mesh)

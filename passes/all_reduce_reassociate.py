@@ -230,3 +230,9 @@ class AllReduceReassociatePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pattern = ReassociateAllReduce(find_mesh(op), self.reassociate_converted)
         PatternRewriteWalker(pattern).rewrite_module(op)
+
+    def any_match(self, op: ModuleOp) -> bool:
+        """Whether `apply` would change anything (a walk, no copy: `spmd-pipeline`'s gate
+        copies the module only if so)."""
+        pattern = ReassociateAllReduce(find_mesh(op), self.reassociate_converted)
+        return any(pattern.match(inner) is not None for inner in op.walk())

@@ -22,7 +22,7 @@ from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import (
     control_predecessors,
     merge_control_attributes,
@@ -340,18 +340,31 @@ class CollectiveCombinePass(ModulePass):
                 "collective-combine: threshold-bytes must be >= 0 and max-count >= 1"
             )
         try:
-            model = CostModel(get_chip(self.chip), find_mesh(op))
+            model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         except UnknownChipError as e:
             raise PassFailedException(f"collective-combine: {e}") from None
-        for function in op.walk():
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            for block in function.body.blocks:
-                guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
-                groups = plan_groups(
-                    block, self.threshold_bytes, self.max_count, guard, self.align_dims
-                )
-                for group in groups:
-                    combine(group)
-                if groups:
-                    topological_reorder(block)
+        for block in _blocks(op):
+            groups = self.groups(block, model)
+            for group in groups:
+                combine(group)
+            if groups:
+                topological_reorder(block)
+
+    def groups(self, block: Block, model: CostModel) -> list[list[collective.CollectiveOp]]:
+        guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
+        return plan_groups(block, self.threshold_bytes, self.max_count, guard, self.align_dims)
+
+    def any_match(self, op: ModuleOp) -> bool:
+        """Whether `apply` would merge anything (planned, not done: `spmd-pipeline`'s gate
+        copies the module only if so)."""
+        model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
+        return any(self.groups(block, model) for block in _blocks(op))
+
+
+def _blocks(op: ModuleOp) -> list[Block]:
+    return [
+        block
+        for function in op.walk()
+        if isinstance(function, func.FuncOp) and function.body.blocks
+        for block in function.body.blocks
+    ]

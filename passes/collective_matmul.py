@@ -43,23 +43,26 @@ all_gather or dot result with other users (the collective would stay), and colle
 input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum). One operand
 of a variadic (combined) collective is taken out of it; the others stay combined.
 
-With `chip=` (as `spmd-pipeline` runs it) the rewrite is kept only if the cost model's
-scheduled step of the rewritten program (collectives split async and list-scheduled, as
-`micro-batch` estimates) is faster than the original's: a ring of G - 1 small permutes is
-slower than one collective when latency, not bandwidth, dominates.
+With `chip=` (as `spmd-pipeline` runs it) only sites whose ring may pay are rewritten (the
+ring's permutes one after another on the collective engine, or the dot, must take less
+than the dot and the collective: a ring of G - 1 small permutes is slower than one
+collective when latency, not bandwidth, dominates), and the rewrite is kept only if the
+cost model's scheduled step of the rewritten program (collectives split async and
+list-scheduled, as `micro-batch` estimates) is faster than the original's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import CHIPS, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.rewrite_utils import (
     SCALAR_I32,
     check_option,
@@ -205,21 +208,24 @@ class RingBuilder:
         )
 
     def permute(self, value: SSAValue, shift: int) -> SSAValue:
-        op = collective.PermuteOp.create(
-            operands=[value],
-            result_types=[value.type],
-            properties={
-                "shift": i64_attr(shift),
-                "mesh": SymbolRefAttr(self.mesh),
-                "mesh_axes": ArrayAttr([StringAttr(self.axis)]),
-            },
-        )
-        return self.emit(op)
+        return self.emit(_permute(value, self.mesh, self.axis, shift))
 
     def finish(self, old: SSAValue, new: SSAValue) -> None:
         insert_from(self.rewriter, self.anchor, self.ops)
         new.name_hint = old.name_hint
         self.rewriter.replace_all_uses_with(old, new)
+
+
+def _permute(value: SSAValue, mesh: str, axis: str, shift: int) -> collective.PermuteOp:
+    return collective.PermuteOp.create(
+        operands=[value],
+        result_types=[value.type],
+        properties={
+            "shift": i64_attr(shift),
+            "mesh": SymbolRefAttr(mesh),
+            "mesh_axes": ArrayAttr([StringAttr(axis)]),
+        },
+    )
 
 
 def _ring_steps(size: int, bidirectional: bool) -> tuple[int, int]:
@@ -237,11 +243,37 @@ class RingOptions:
     bidirectional: bool | None = None
     min_bytes: int = 0
     f32_accumulation: bool = False
+    model: CostModel | None = field(default=None, compare=False)
+    """With a cost model, a site whose ring cannot be faster is left (`may_pay`)."""
 
     def steps(self, size: int) -> tuple[int, int]:
         """Blocks handled by the +1 ring and by the -1 ring (module docstring)."""
         bidi = size % 2 == 0 if self.bidirectional is None else self.bidirectional
         return _ring_steps(size, bidi)
+
+    def may_pay(
+        self, coll: collective.CollectiveOp, dot: hlo.DotOp, block: SSAValue, ring: tuple
+    ) -> bool:
+        """
+        Whether the ring for `coll` and `dot` can beat them: the ring takes at least its
+        permutes of `block` one after another on the collective engine (the timeline runs
+        one collective at a time) and at least the dot's time; the pair takes the dot then
+        the collective. A site where that floor is not below the pair's time is left as
+        it is, so the gate's estimate (and the rewrite) only sees sites that may pay.
+        """
+        if self.model is None:
+            return True
+        mesh, axis, n = ring
+        step = _permute(block, mesh, axis, 1)
+        where = coll.parent_block()
+        assert where is not None
+        where.insert_op_before(step, coll)  # in the module, where its mesh resolves
+        try:
+            permutes = sum(self.steps(n)) * self.model.collective_time(step)
+        finally:
+            where.erase_op(step)
+        dot_time = self.model.op_cost(dot).time
+        return max(permutes, dot_time) < dot_time + self.model.collective_time(coll)
 
 
 @dataclass(frozen=True)
@@ -250,8 +282,9 @@ class GatherIntoDot(RewritePattern):
 
     options: RingOptions
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, dot: hlo.DotOp, rewriter: PatternRewriter) -> None:
+    def match(self, dot: hlo.DotOp) -> tuple[Any, ...] | None:
+        """The rewrite for `dot` (`_rewrite_gather` or `_rewrite_gather_contracting`) and
+        its arguments, or None."""
         for side in (0, 1):
             value = dot.operands[side]
             ag = value.owner
@@ -262,14 +295,21 @@ class GatherIntoDot(RewritePattern):
             if ring is None or _bytes(value) < self.options.min_bytes:
                 continue
             layout = _gather_layout(dot, side, ag.dim.value.data)
+            if not self.options.may_pay(ag, dot, ag.operands[value.index], ring):
+                continue
             if layout is not None:
-                _rewrite_gather(dot, side, ag, value.index, ring, layout, self.options, rewriter)
-                return
+                return _rewrite_gather, (dot, side, ag, value.index, ring, layout, self.options)
             partner = _contracting_partner(dot, side, ag.dim.value.data)
             if partner is not None:
-                args = (dot, side, ag, value.index, ring, partner, self.options, rewriter)
-                _rewrite_gather_contracting(*args)
-                return
+                args = (dot, side, ag, value.index, ring, partner, self.options)
+                return _rewrite_gather_contracting, args
+        return None
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, dot: hlo.DotOp, rewriter: PatternRewriter) -> None:
+        if (found := self.match(dot)) is not None:
+            rewrite, args = found
+            rewrite(*args, rewriter)
 
 
 def _gather_layout(dot: hlo.DotOp, side: int, g: int) -> tuple[int, int | None] | None:
@@ -416,20 +456,26 @@ class DotIntoScatter(RewritePattern):
 
     options: RingOptions
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, rs: collective.ReduceScatterOp, rewriter: PatternRewriter) -> None:
+    def match(self, rs: collective.ReduceScatterOp) -> tuple[Any, ...] | None:
+        """The arguments of `_rewrite_scatter` for `rs`, or None."""
         ring = ring_axis(rs)
         if ring is None:
-            return
+            return None
         for k, value in enumerate(rs.operands):
             dot = value.owner
             if (
                 isinstance(dot, hlo.DotOp)
                 and value.has_one_use()
                 and _bytes(value) >= self.options.min_bytes
+                and self.options.may_pay(rs, dot, rs.results[k], ring)
             ):
-                _rewrite_scatter(rs, k, dot, ring, self.options, rewriter)
-                return
+                return rs, k, dot, ring, self.options
+        return None
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, rs: collective.ReduceScatterOp, rewriter: PatternRewriter) -> None:
+        if (found := self.match(rs)) is not None:
+            _rewrite_scatter(*found, rewriter)
 
 
 def _scattered_operand_dims(dot: hlo.DotOp, d: int) -> tuple[int | None, int | None]:
@@ -536,20 +582,37 @@ class CollectiveMatmulPass(ModulePass):
                 self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", self.chip
             )
 
-    def rewrite(self, op: ModuleOp) -> None:
-        options = RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation)
+    def options(self, model: CostModel | None) -> RingOptions:
+        return RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation, model)
+
+    def rewrite(self, op: ModuleOp, model: CostModel | None = None) -> None:
+        """Rewrite every match (with `model`: every match whose ring may pay)."""
+        options = self.options(model)
         patterns = GreedyRewritePatternApplier(
             [GatherIntoDot(options), DotIntoScatter(options)], dce_enabled=False
         )
         PatternRewriteWalker(patterns).rewrite_module(op)
 
+    def any_match(self, op: ModuleOp, model: CostModel | None = None) -> bool:
+        """Whether `rewrite` would change anything (a walk, no copy: the gate's fast path)."""
+        options = self.options(model)
+        gather, scatter = GatherIntoDot(options), DotIntoScatter(options)
+        for inner in op.walk():
+            if isinstance(inner, hlo.DotOp) and gather.match(inner) is not None:
+                return True
+            if isinstance(inner, collective.ReduceScatterOp) and scatter.match(inner):
+                return True
+        return False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.chip is None:
             self.rewrite(op)
             return
-        model = CostModel(get_chip(self.chip), find_mesh(op))
+        model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
+        if not self.any_match(op, model):
+            return
         candidate = op.clone()
-        self.rewrite(candidate)
+        self.rewrite(candidate, model)
         if module_step_time(candidate, model) < module_step_time(op, model):
             # keep the rewritten copy (rewriting the original again would repeat the work)
             block = op.body.block

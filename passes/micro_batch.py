@@ -47,7 +47,12 @@ most 4, those covering the most collectives first) and each chunk count (`chunks
 every divisor of the class size from 2 to `max-chunks`), it splits a copy of the module,
 makes its collectives async and list-schedules the block with `schedule`'s scheduler
 and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
-keeps the fastest (of both block orders); the original is estimated the same way. It
+keeps the fastest (of both block orders); the original is estimated as the pipeline
+would leave it (the better of scheduled and written order: its written order's time,
+cheap, is tried first). A
+plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
+split collective paying its latency per chunk) cannot beat the best so far, or the
+`min-gain` threshold, is not built (nor any larger count of that class). It
 fires only if the best estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
 collective but re-read the shared operands (weights) once per chunk and pay the
 collectives' latency per chunk: for small, memory-bound layers two chunks are the most
@@ -71,10 +76,10 @@ from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import scheduled_time
+from shardc.passes.step_estimate import op_time, program_order_time, scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -550,6 +555,84 @@ def _function_blocks(module: ModuleOp) -> list[Block]:
     return blocks
 
 
+@dataclass
+class SplitFloor:
+    """
+    A lower bound on the estimate of any split of a block, from its totals alone, so
+    that a plan that cannot be chosen is not built and scheduled (the estimates are what
+    the pass costs; with this bound `micro-batch` stays near linear in the program). A
+    step takes at least the collective engine's total (one collective at a time) and at
+    least the compute stream's total; splitting never lowers the compute total (each chunk
+    re-reads what is not split) and makes each collective of the class at least
+    `max(k * latency, time)`: k chunks each paying the latency, the bytes the same.
+    """
+
+    compute: float
+    engine: float
+    model: CostModel
+
+    @staticmethod
+    def of(block: Block, model: CostModel) -> SplitFloor:
+        compute = engine = 0.0
+        for op in block.ops:
+            if isinstance(op, collective.CollectiveOp):
+                engine += model.collective_time(op)
+            else:
+                compute += op_time(op, model)
+        return SplitFloor(compute, engine, model)
+
+    def bound(self, cand: Candidate, k: int) -> float:
+        """At most the estimate of splitting `cand` into `k` chunks (growing with `k`)."""
+        extra = 0.0
+        for op in cand.split_ops:
+            if isinstance(op, collective.SYNC_OPS) and not isinstance(op, collective.PermuteBase):
+                t = self.model.collective_time(op)
+                extra += max(k * self.model.collective_latency(op), t) - t
+        return max(self.compute, self.engine + extra)
+
+
+@dataclass
+class Base:
+    """
+    The unsplit block's estimate, as the pipeline would leave it: the better of its
+    scheduled and its written order (`spmd-pipeline` keeps the written one where
+    scheduling is slower). The written order's time is cheap (no scheduling) and bounds
+    it from above, so the scheduled one is computed only for a split that could beat it.
+    """
+
+    owner: MicroBatchPass
+    module: ModuleOp
+    index: int
+    block: Block
+    model: CostModel
+    written: float = math.inf
+    scheduled: float | None = None
+
+    def __post_init__(self) -> None:
+        self.written = program_order_time(self.block.ops, self.model)
+
+    def beyond(self, t: float) -> bool:
+        """Whether `t` misses `min-gain` against the base."""
+        factor = 1 - self.owner.min_gain
+        if t > self.written * factor:
+            return True
+        if self.scheduled is None:
+            self.scheduled = self.owner.estimate(self.module, self.index, None, self.model)
+        return t > min(self.written, self.scheduled) * factor
+
+
+def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candidate | None:
+    """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
+    it has no result to find it by."""
+    ops: set[Operation] = set()
+    for op in cand.split_ops:
+        if not op.results:
+            return None
+        ops.add(values[op.results[0]].owner)  # pyright: ignore[reportArgumentType]
+    dim_of = {values.get(v, v): d for v, d in cand.dim_of.items()}
+    return Candidate(cand.key, dim_of, ops, cand.size, cand.collectives)
+
+
 @dataclass(frozen=True)
 class Plan:
     key: tuple[int, int, int]
@@ -610,43 +693,74 @@ class MicroBatchPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
-            model = CostModel(get_chip(self.chip), find_mesh(op))
+            model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         except UnknownChipError as e:
             raise PassFailedException(f"micro-batch: {e}") from None
-        for index, block in enumerate(_function_blocks(op)):
-            plan = self.plan(op, index, block, model)
-            if plan is None:
-                continue
-            cand = find_candidate(block, plan.key)
+        self.split(op, self.plans(op, model))
+
+    def plans(self, module: ModuleOp, model: CostModel) -> list[tuple[int, Plan]]:
+        """(function index, its best split) for each function that has one."""
+        found: list[tuple[int, Plan]] = []
+        for index, block in enumerate(_function_blocks(module)):
+            plan = self.plan(module, index, block, model)
+            if plan is not None:
+                found.append((index, plan))
+        return found
+
+    def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
+        """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
+        blocks = _function_blocks(module)
+        for index, plan in plans:
+            cand = find_candidate(blocks[index], plan.key)
             assert cand is not None
-            Splitter(block, cand, plan.k, plan.chunk_major).run()
+            Splitter(blocks[index], cand, plan.k, plan.chunk_major).run()
 
     def plan(self, module: ModuleOp, index: int, block: Block, model: CostModel) -> Plan | None:
         """The best split of function `index` by the estimates, or None."""
         found = candidates(block)
         if not found:
             return None
-        base = self.estimate(module, index, None, model)
+        base = Base(self, module, index, block, model)
+        floor = SplitFloor.of(block, model)
         best: tuple[float, Plan] | None = None
         for cand in found:
             for k in self.counts(cand.size):
+                bound = floor.bound(cand, k)
+                if (best is not None and bound >= best[0]) or (
+                    not self.force and base.beyond(bound)
+                ):
+                    break  # no split of this class into k or more chunks can be chosen
                 for chunk_major in (True, False):
                     plan = Plan(cand.key, k, chunk_major)
-                    t = self.estimate(module, index, plan, model)
+                    t = self.estimate(module, index, plan, model, cand)
                     if best is None or t < best[0]:
                         best = (t, plan)
         if best is None or best[0] == math.inf:
             return None
-        if not self.force and best[0] > base * (1 - self.min_gain):
+        if not self.force and base.beyond(best[0]):
             return None
         return best[1]
 
-    def estimate(self, module: ModuleOp, index: int, plan: Plan | None, model: CostModel) -> float:
-        """The scheduler's time for function `index` (split by `plan`), on a copy."""
-        copy = module.clone()
+    def estimate(
+        self,
+        module: ModuleOp,
+        index: int,
+        plan: Plan | None,
+        model: CostModel,
+        cand: Candidate | None = None,
+    ) -> float:
+        """The scheduler's time for function `index` (split by `plan`, of class `cand`, on a
+        copy: the class is carried to the copy through the clone's value map, not found
+        again)."""
+        if plan is None:  # the estimate leaves the block as it was
+            block = _function_blocks(module)[index]
+            return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
+        values: dict[SSAValue, SSAValue] = {}
+        copy = module.clone(value_mapper=values)
         block = _function_blocks(copy)[index]
-        if plan is not None:
-            cand = find_candidate(block, plan.key)
-            assert cand is not None
-            Splitter(block, cand, plan.k, plan.chunk_major).run()
+        copied = _copy_candidate(cand, values) if cand is not None else None
+        if copied is None:
+            copied = find_candidate(block, plan.key)
+            assert copied is not None
+        Splitter(block, copied, plan.k, plan.chunk_major).run()
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)

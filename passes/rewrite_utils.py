@@ -108,10 +108,12 @@ def erase_if_dead(values: Iterable[SSAValue], rewriter: PatternRewriter | None =
 
 def single_user(value: SSAValue) -> Operation | None:
     """The one op using `value` (possibly several times), or None."""
-    users = {use.operation for use in value.uses}
-    if len(users) != 1:
-        return None
-    return next(iter(users))
+    user: Operation | None = None
+    for use in value.uses:  # stop at a second user: a value with many stays O(1)
+        if user is not None and use.operation is not user:
+            return None
+        user = use.operation
+    return user
 
 
 def replay_data_movement(op: Operation, value: SSAValue) -> Operation:

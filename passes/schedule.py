@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from shardc.dialects import collective, sizes
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import dependency_graph, set_order
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -153,9 +153,12 @@ class BlockScheduler:
         self.start_of = pair_starts_and_dones(self.block)
         self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
         terminator = self.block.last_op
-        ready = sorted(
-            (op for op in ops if not waiting[op] and op is not terminator), key=self.position.get
-        )
+        # the ready ops by kind, each in original order: choosing is then O(1) per step
+        # (a scan of one list only while the memory limit refuses its first ops)
+        ready = Ready(self.position)
+        for op in ops:
+            if not waiting[op] and op is not terminator:
+                ready.add(op)
         order: list[Operation] = []
         while ready:
             step = self.choose(ready)
@@ -166,7 +169,7 @@ class BlockScheduler:
             for user in users[step]:
                 waiting[user] -= 1
                 if not waiting[user] and user is not terminator:
-                    bisect.insort(ready, user, key=self.position.get)
+                    ready.add(user)
         if terminator is not None:
             order.append(terminator)
         return order, self.memory.peak, self.clock
@@ -177,11 +180,10 @@ class BlockScheduler:
         during, _ = self.memory.delta(op, consumed_values(op, self.start_of))
         return during <= self.memory_limit
 
-    def choose(self, ready: list[Operation]) -> Operation:
+    def choose(self, ready: Ready) -> Operation:
         """The next op to place, by the module docstring's rules."""
         slot_free = len(self.in_flight) < self.max_in_flight
-        starts = [op for op in ready if _is_start(op)]
-        dones = [op for op in ready if isinstance(op, collective.DoneOp)]
+        starts, dones = ready.starts, ready.dones
         if slot_free:
             if (start := next((s for s in starts if self.fits(s)), None)) is not None:
                 return start
@@ -191,8 +193,7 @@ class BlockScheduler:
             finished = [d for d in dones if self.finish_of(self.start_of.get(d)) <= self.clock]
             if finished:
                 return finished[0]
-        computes = (op for op in ready if not _is_start(op) and op not in dones)
-        if (compute := next((c for c in computes if self.fits(c)), None)) is not None:
+        if (compute := next((c for c in ready.computes if self.fits(c)), None)) is not None:
             return compute
         if not dones:
             raise ScheduleStuck
@@ -228,6 +229,31 @@ class BlockScheduler:
             self.clock += self.model.op_cost(op).time
 
 
+class Ready:
+    """The ops ready to be placed: `_start`s, `done`s and the rest, each in original order."""
+
+    def __init__(self, position: dict[Operation, int]):
+        self.position = position
+        self.starts: list[Operation] = []
+        self.dones: list[Operation] = []
+        self.computes: list[Operation] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.starts or self.dones or self.computes)
+
+    def _list(self, op: Operation) -> list[Operation]:
+        if _is_start(op):
+            return self.starts
+        return self.dones if isinstance(op, collective.DoneOp) else self.computes
+
+    def add(self, op: Operation) -> None:
+        bisect.insort(self._list(op), op, key=self.position.get)
+
+    def remove(self, op: Operation) -> None:
+        ops = self._list(op)
+        del ops[bisect.bisect_left(ops, self.position[op], key=self.position.get)]
+
+
 def _is_start(op: Operation) -> bool:
     return isinstance(op, collective.CollectiveOp) and op.IS_START
 
@@ -260,7 +286,7 @@ class SchedulePass(ModulePass):
             chip = get_chip(self.chip)
         except UnknownChipError as e:
             raise PassFailedException(f"schedule: {e}") from None
-        model = CostModel(chip, find_mesh(op))
+        model = cached(CostModel(chip, find_mesh(op)))
         for function in op.ops:
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

@@ -1,6 +1,8 @@
 """
-`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch=true fusion=true}`: from a
-global program to the optimized, scheduled per-device program.
+`spmd-pipeline{chip= memory-limit= combine-threshold-bytes= collective-matmul=true
+combine=true reassociate=true micro-batch=true fusion=true schedule=true}`: from a global
+program to the optimized, scheduled per-device program, never slower than the partitioned
+program with plain sync collectives by the cost model.
 
 The order is the data flow, each pass needing what the one before made:
 
@@ -29,26 +31,50 @@ The order is the data flow, each pass needing what the one before made:
 
 `bench/overlap.py` measures the result against synchronous collectives and the roofline.
 On a level-S program (already partitioned) steps 1 skip it and the rest apply.
+
+Gates (issue 14 item 3, as XLA gates windowed einsum by size). Every optional step is
+applied to a copy of the module and kept only if the cost model's step estimate
+(`step_estimate.module_step_time`: per function, the better of the scheduled order and the
+order as written) of the copy is not above that of the module: `all-reduce-reassociate`,
+`collective-combine` and `micro-batch` when it does not get slower, `collective-matmul`
+only when it gets faster (more ops for nothing otherwise). `schedule` is gated per
+function: where the scheduled order is slower than the order as written, the written one
+(each collective's `done` right after its start: synchronous) is put back. The estimate
+is carried from one gated step to the next (`Gate`), so each costs one copy and one
+estimate of its result, and nothing where the pass would change nothing (reassociate,
+combine and collective-matmul say so first: `any_match`; micro-batch plans on the module
+itself): compile time stays linear in the program (bench/partition_speed.py --pipeline).
+`collective-matmul` runs with the cost model, so it builds rings only where one may pay. The estimate charges what the interpreter's timeline charges
+(`interpreter.timing`), so the step the pipeline settles on is what `shardc-run
+--timing-only` reports (tests/e2e/test_pipeline_never_slower.py checks both, on generated
+programs, the examples and the JAX corpus). Each optional step has an option to switch it
+off (`schedule=false` leaves the collectives synchronous: no `async-split` either).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from shardc.hardware.chips import CHIPS
+from shardc.dialects.spmd import find_mesh
+from shardc.hardware.chips import CHIPS, get_chip
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.all_gather_slice_simplify import AllGatherSliceSimplifyPass
 from shardc.passes.all_reduce_reassociate import AllReduceReassociatePass
 from shardc.passes.async_split import AsyncSplitPass
+from shardc.passes.block_order import set_order
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.fusion import FusionPass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
-from shardc.passes.schedule import SchedulePass
+from shardc.passes.schedule import SchedulePass, sync_peak
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
+from shardc.passes.step_estimate import module_step_time, program_order_time
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
@@ -69,6 +95,15 @@ class SpmdPipelinePass(ModulePass):
     """Passed to `collective-combine`."""
     micro_batch: bool = True
     """Run `micro-batch` (false: leave the program unsplit)."""
+    collective_matmul: bool = True
+    """Run `collective-matmul` (gated: kept only where the step gets faster)."""
+    combine: bool = True
+    """Run `collective-combine` (gated: kept only where the step does not get slower)."""
+    reassociate: bool = True
+    """Run `all-reduce-reassociate` (gated as `combine`)."""
+    schedule: bool = True
+    """Run `async-split` and `schedule` (gated per function: the program order is kept
+    where the scheduled order would be slower); false leaves collectives synchronous."""
     fusion: bool = True
     """Run `fusion` (false: every op its own kernel, as level T lowers them today)."""
 
@@ -90,24 +125,141 @@ class SpmdPipelinePass(ModulePass):
             CommonSubexpressionElimination(),
             ReduceScatterCreatePass(),
             AllGatherSliceSimplifyPass(),
-            AllReduceReassociatePass(),
-            CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes),
+            *([AllReduceReassociatePass()] if self.reassociate else []),
+            *(
+                [CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes)]
+                if self.combine
+                else []
+            ),
         ]
 
     def passes(self) -> list[ModulePass]:
         return [
             *self.partitioning_passes(),
-            CollectiveMatmulPass(chip=self.chip),
+            *([CollectiveMatmulPass(chip=self.chip)] if self.collective_matmul else []),
             *(
                 [MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)]
                 if self.micro_batch
                 else []
             ),
             *([FusionPass()] if self.fusion else []),
-            AsyncSplitPass(),
-            SchedulePass(memory_limit=self.memory_limit, chip=self.chip),
+            *(
+                [AsyncSplitPass(), SchedulePass(memory_limit=self.memory_limit, chip=self.chip)]
+                if self.schedule
+                else []
+            ),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.run(ctx, op)
+
+    def run(
+        self, ctx: Context, op: ModuleOp, after: Callable[[ModulePass], None] | None = None
+    ) -> None:
+        """`apply`, calling `after(p)` when each pass `p` is done (bench/partition_speed.py
+        times them)."""
+        gate = Gate(CostModel(get_chip(self.chip), find_mesh(op)), self.memory_limit)
         for p in self.passes():
+            self.run_one(p, gate, ctx, op)
+            if after is not None:
+                after(p)
+
+    @staticmethod
+    def run_one(p: ModulePass, gate: Gate, ctx: Context, op: ModuleOp) -> None:
+        """One pass of the pipeline, behind its gate if it has one."""
+        if isinstance(p, CollectiveMatmulPass):
+            # the pipeline's gate instead of the pass's own (one estimate, not two), and
+            # no copy at all where no site's ring may pay
+            if p.any_match(op, gate.model):
+                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True)
+        elif isinstance(p, MicroBatchPass):
+            # planned on the module itself (its estimates leave it as it was); the copy
+            # only if a split is planned
+            if plans := p.plans(op, gate.model):
+                gate.run(lambda m: p.split(m, plans), op, strict=False)
+        elif isinstance(p, AllReduceReassociatePass | CollectiveCombinePass):
+            if p.any_match(op):  # else no copy, no estimate
+                gate.run(lambda m: p.apply(ctx, m), op, strict=False)
+        elif isinstance(p, GATED):
+            gate.run(lambda m: p.apply(ctx, m), op, strict=False)
+        elif isinstance(p, SchedulePass):
+            gate.schedule(p, ctx, op)
+        else:
             p.apply(ctx, op)
+            gate.forget()
+
+
+GATED = (AllReduceReassociatePass, CollectiveCombinePass, MicroBatchPass, FusionPass)
+"""Passes `spmd-pipeline` keeps only where the step does not get slower (with
+`collective-matmul`: only where it gets faster, and `schedule`: per function)."""
+
+
+class Gate:
+    """
+    The estimate of the module as it stands (`step_estimate.module_step_time`), carried
+    from one gated pass to the next, so that each costs one estimate (of its result) and
+    one copy of the module: linear in the program, not one estimate per candidate.
+    """
+
+    def __init__(self, model: CostModel, memory_limit: int | None):
+        self.model = cached(model)
+        self.memory_limit = memory_limit
+        self.known: float | None = None
+        """The estimate of the module as it is now; None after an ungated pass."""
+
+    def forget(self) -> None:
+        self.known = None
+
+    def estimate(self, module: ModuleOp) -> float:
+        return module_step_time(module, self.model, self.memory_limit)
+
+    def run(self, transform: Callable[[ModuleOp], None], op: ModuleOp, strict: bool) -> None:
+        """Apply `transform` (a pass) to a copy of `op`; keep the copy only if its step is
+        no slower (with `strict`: faster)."""
+        candidate = op.clone()
+        transform(candidate)
+        if _same_ops(op, candidate):
+            return  # nothing to gate: the pass changed nothing (and `known` still holds)
+        before = self.known if self.known is not None else self.estimate(op)
+        after = self.estimate(candidate)
+        if after < before or (after == before and not strict):
+            _take_body(op, candidate)
+            self.known = after
+        else:
+            self.known = before
+
+    def schedule(self, p: SchedulePass, ctx: Context, op: ModuleOp) -> None:
+        """Schedule; a function whose scheduled order is slower gets its order back (if
+        that order fits the memory limit: the schedule's does)."""
+        written = {
+            f: list(f.body.block.ops)
+            for f in op.body.block.ops
+            if isinstance(f, func.FuncOp) and len(f.body.blocks) == 1
+        }
+        p.apply(ctx, op)
+        for f, order in written.items():
+            block = f.body.block
+            scheduled = list(block.ops)
+            if program_order_time(scheduled, self.model) > program_order_time(order, self.model):
+                set_order(block, order)
+                if self.memory_limit is not None and sync_peak(block) > self.memory_limit:
+                    set_order(block, scheduled)
+        self.forget()
+
+
+def _same_ops(a: ModuleOp, b: ModuleOp) -> bool:
+    """Whether the two modules have the same ops with the same result types, in order (a
+    pass that changed nothing; cheaper than an estimate)."""
+    for x, y in zip(a.walk(), b.walk(), strict=False):
+        if x.name != y.name or x.result_types != y.result_types:
+            return False
+    return sum(1 for _ in a.walk()) == sum(1 for _ in b.walk())
+
+
+def _take_body(module: ModuleOp, candidate: ModuleOp) -> None:
+    """Replace `module`'s ops by `candidate`'s (moved, not copied)."""
+    block = module.body.block
+    for old in list(block.ops):
+        block.detach_op(old).erase()
+    for new in list(candidate.body.block.ops):
+        block.add_op(candidate.body.block.detach_op(new))

@@ -1,22 +1,107 @@
 """
-The cost model's estimate of a per-device block's step: its collectives split into
-`_start`/`done` pairs and list-scheduled (`schedule`'s `BlockScheduler`), on the block as
-given (callers pass a copy). One definition for every pass that applies a transformation
-only where the estimate says the step gets faster (`micro-batch`, `collective-matmul`).
+The cost model's estimate of a per-device step, one definition for every pass and gate
+that applies a transformation only where the step gets faster (`micro-batch`,
+`collective-matmul`, `spmd-pipeline`'s gates).
+
+Two numbers, both by the interpreter's timing rules (`interpreter.timing`: a compute
+stream, one collective engine running one collective at a time in issue order, a sync
+collective or a `done` blocking the stream) and its per-op costs (`timing.compute_cost`),
+so that what a pass estimates is what `shardc-run --timing-only` reports for the program
+the pipeline returns:
+
+* `program_order_time`: the block run in the order it is written (what the user sees
+  for that program; one device stands for all, as every device of a level-S function runs
+  the same ops on the same types). A `while`/`case` costs its static estimate
+  (`CostModel.control_cost`, its collectives synchronous, as the interpreter runs them).
+* `scheduled_time`: the block as `async-split` + `schedule` would leave it, i.e.
+  `program_order_time` of the scheduler's order (computed on the block itself, its sync
+  collectives split for the scheduler and joined back: no copy, as an estimate must cost
+  about what `schedule` does for the gates to stay linear).
+
+`module_step_time` is the pipeline's objective: per function, the better of the scheduled
+order and the order as written (`spmd-pipeline` keeps the program order where scheduling
+would be slower), summed over functions.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
-from shardc.dialects import collective
-from shardc.hardware.cost import CostModel
-from shardc.passes.async_split import split as async_split
+from shardc.dialects import collective, hlo
+from shardc.hardware.cost import CostModel, cached
+from shardc.interpreter.timing import compute_cost
+from shardc.passes.async_split import TO_START
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.ir import Block, Operation, SSAValue
+
+
+def op_time(op: Operation, model: CostModel) -> float:
+    """An op's time on the compute stream, as the interpreter's timeline charges it."""
+    if isinstance(op, hlo.WhileOp | hlo.CaseOp):
+        return model.op_cost(op).time  # its regions' ops, run where it stands
+    cost = compute_cost(model, op)
+    return cost.time if cost is not None else 0.0
+
+
+def program_order_time(ops: Iterable[Operation], model: CostModel) -> float:
+    """The step of a block's `ops` in this order (the module docstring's rules)."""
+    clock = engine = 0.0
+    in_flight: dict[SSAValue, float] = {}
+    for op in ops:
+        if isinstance(op, collective.CollectiveOp):
+            engine = max(clock, engine) + model.collective_time(op)
+            if op.IS_START:
+                in_flight[op.results[0]] = engine
+            else:
+                clock = engine
+        elif isinstance(op, collective.DoneOp):
+            clock = max(clock, in_flight.pop(op.future, clock))
+        else:
+            clock += op_time(op, model)
+    return max(clock, engine)
+
+
+def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
+    """
+    Each sync collective of `block` replaced, for the scheduler, by its `_start` and a
+    `done` right after it (as `async-split` does); the collective itself is kept aside for
+    `join_back`, so every other op and value of the block stays the same object (a pass
+    that holds on to them, as `micro-batch` does to its classes, can estimate in place).
+    """
+    pairs: list[tuple[Operation, collective.DoneOp]] = []
+    for op in list(block.ops):
+        start_type = TO_START.get(type(op))  # pyright: ignore[reportArgumentType]
+        if start_type is None:
+            continue
+        start = start_type.create(
+            operands=list(op.operands),
+            result_types=[collective.FutureType([r.type for r in op.results])],  # pyright: ignore
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        done = collective.DoneOp(start.results[0])
+        block.insert_ops_before([start, done], op)
+        for old, new in zip(op.results, done.results, strict=True):
+            old.replace_all_uses_with(new)
+        block.detach_op(op)
+        pairs.append((op, done))
+    return pairs
+
+
+def join_back(pairs: list[tuple[Operation, collective.DoneOp]]) -> None:
+    """Undo `split_sync`: each collective back in its place, its uses back."""
+    for op, done in pairs:
+        start = done.future.owner
+        block = done.parent_block()
+        assert isinstance(start, Operation) and block is not None
+        block.insert_op_before(op, start)
+        for old, new in zip(op.results, done.results, strict=True):
+            new.replace_all_uses_with(old)
+        block.erase_op(done)
+        block.erase_op(start)
 
 
 def scheduled_time(
@@ -25,22 +110,35 @@ def scheduled_time(
     memory_limit: int | None = None,
     max_in_flight: int = 4,
 ) -> float:
-    """The scheduled step time of `block` (modified: pass a copy); inf if it cannot fit."""
-    for op in list(block.ops):
-        if isinstance(op, collective.SYNC_OPS):
-            async_split(op, PatternRewriter(op))
+    """
+    The step of `block` as `async-split` + `schedule` would leave it: `program_order_time`
+    of the scheduler's order; inf if it cannot fit the memory limit. On the block itself,
+    left as it was (split for the scheduler and joined back: no copy).
+    """
+    pairs = split_sync(block)
     try:
-        _, _, time = BlockScheduler(block, model, memory_limit, max_in_flight).run()
+        order, _, _ = BlockScheduler(block, model, memory_limit, max_in_flight).run()
+        time = program_order_time(order, model)
     except ScheduleStuck:
-        return math.inf
+        time = math.inf
+    join_back(pairs)
     return time
 
 
-def module_step_time(module: ModuleOp, model: CostModel) -> float:
-    """The summed scheduled time of every function of `module` (on a copy)."""
-    copy = module.clone()
-    return sum(
-        scheduled_time(f.body.block, model)
-        for f in copy.walk()
-        if isinstance(f, func.FuncOp) and f.body.blocks
-    )
+def _blocks(module: ModuleOp) -> list[Block]:
+    return [
+        f.body.block
+        for f in module.body.block.ops
+        if isinstance(f, func.FuncOp) and len(f.body.blocks) == 1
+    ]
+
+
+def module_step_time(module: ModuleOp, model: CostModel, memory_limit: int | None = None) -> float:
+    """Summed over functions: the better of scheduled and written order (the module is left
+    as it was)."""
+    model = cached(model)
+    total = 0.0
+    for block in _blocks(module):
+        written = program_order_time(block.ops, model)
+        total += min(written, scheduled_time(block, model, memory_limit))
+    return total
