@@ -271,7 +271,8 @@ def _scatter_rule(op: hlo.ScatterOp, shape: ShapeOf) -> FactorRule:
     scatters its updates into the identity and the partial results are combined with an
     all_reduce (add, mul, max, min; `replace` computes it whole); one per operand
     dimension (the result's too, and the updates' window dimension where it has one):
-    a window dimension is splittable when the window is the whole dimension, an inserted
+    a window dimension is splittable when the window is the whole dimension and no index
+    points into it (scatter skips a window out of bounds globally), an inserted
     dimension when it is the only indexed one (each device applies the updates that fall
     in its rows), every other one is computed whole.
     """
@@ -304,7 +305,12 @@ def _scatter_rule(op: hlo.ScatterOp, shape: ShapeOf) -> FactorRule:
         window = window_dims[kept.index(d)] if d in kept else None
         for tensor, dd in zip(dims, (d, None, window, d), strict=True):
             tensor.append(dd)
-        if not (sizes[d] == operand[d] if d in kept else scatter_owned_rows_dim(op, d)):
+        indexed = d in op.dims("scatter_dims_to_operand_dims")
+        # A whole-dimension window splits into local windows, unless the dimension is
+        # indexed: then a start index other than 0 puts the global window out of bounds
+        # (the update is skipped) while a device's local window could still be in bounds.
+        whole_window = sizes[d] == operand[d] and not indexed
+        if not (whole_window if d in kept else scatter_owned_rows_dim(op, d)):
             unsplittable.add(f)
     return FactorRule(
         tuple(tuple(t) for t in dims[:3]),

@@ -11,6 +11,7 @@ scatter) and duplicates.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
@@ -117,6 +118,26 @@ func.func @main(%a: {a} {{spmd.sharding = #spmd.sharding{s(cfg["operand"])}}}, %
 def test_general_gather_and_scatter_partition_exactly(case) -> None:
     text, inputs = case
     partition_and_compare(text, inputs=inputs, exact=True, note=text)
+
+
+INDEXED_WHOLE_WINDOW = """spmd.mesh @mesh = <["x"=2]>
+func.func @main(%a: tensor<2xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}, %i: tensor<1xi32> {spmd.sharding = #spmd.sharding<@mesh, [{}]>})
+    -> (tensor<2xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}, tensor<2xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}) {
+  %g = hlo.gather %a, %i, offset_dims = [0], collapsed_slice_dims = [], operand_batching_dims = [], start_indices_batching_dims = [], start_index_map = [0], index_vector_dim = 0, slice_sizes = [2] : (tensor<2xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %gc = spmd.constraint %g <@mesh, [{}]> : tensor<2xi32>
+  %s = hlo.scatter add %a, %i, %gc, update_window_dims = [0], inserted_window_dims = [], input_batching_dims = [], scatter_indices_batching_dims = [], scatter_dims_to_operand_dims = [0], index_vector_dim = 0 : (tensor<2xi32>, tensor<1xi32>, tensor<2xi32>) -> tensor<2xi32>
+  func.return %gc, %s : tensor<2xi32>, tensor<2xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("start", [0, 1, -1])
+def test_scatter_whole_window_on_an_indexed_split_dimension(start: int) -> None:
+    """A window as wide as its dimension, which an index points into: any start but 0 puts
+    it out of bounds and scatter skips it, although a device's local window would fit (found
+    by the generated test above: device 1 added its half)."""
+    inputs = {"in_0": np.array([32, 41], np.int32), "in_1": np.array([start], np.int32)}
+    partition_and_compare(INDEXED_WHOLE_WINDOW, inputs=inputs, exact=True)
 
 
 def census(text: str) -> dict[str, int]:
