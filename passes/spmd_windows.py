@@ -76,9 +76,9 @@ def exchange_halos(
     value, low, high = op.operand, list(op.low), list(op.high)
     for d in op.windowed_dims():
         axes = natural.dim_axes[d]
-        if not axes:
-            continue
         shards = math.prod(mesh.axis_size(a) for a in axes)
+        if shards == 1:  # not split (no axes, or axes of size 1): nothing to exchange
+            continue
         plan = halo_plan(op, d, shards, shape)
         assert plan is not None, "aligned_halo_factors admits only exchangeable splits"
         left, right = plan
