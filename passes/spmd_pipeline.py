@@ -36,7 +36,8 @@ Gates (issue 14 item 3, as XLA gates windowed einsum by size). Every optional st
 applied to a copy of the module and kept only if the cost model's step estimate
 (`step_estimate.module_step_time`: per function, the better of the scheduled order and the
 order as written) of the copy is not above that of the module: `all-reduce-reassociate`,
-`collective-combine` and `micro-batch` when it does not get slower, `collective-matmul`
+`collective-combine` (its own overlap-aware policy, then XLA's merge-what-is-independent on
+top of it, each gated) and `micro-batch` when it does not get slower, `collective-matmul`
 only when it gets faster (more ops for nothing otherwise). `schedule` is gated per
 function: where the scheduled order is slower than the order as written, the written one
 (each collective's `done` right after its start: synchronous) is put back. The estimate
@@ -54,7 +55,7 @@ off (`schedule=false` leaves the collectives synchronous: no `async-split` eithe
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import CHIPS, get_chip
@@ -127,7 +128,11 @@ class SpmdPipelinePass(ModulePass):
             AllGatherSliceSimplifyPass(),
             *([AllReduceReassociatePass()] if self.reassociate else []),
             *(
-                [CollectiveCombinePass(threshold_bytes=self.combine_threshold_bytes)]
+                [
+                    CollectiveCombinePass(
+                        threshold_bytes=self.combine_threshold_bytes, chip=self.chip
+                    )
+                ]
                 if self.combine
                 else []
             ),
@@ -177,6 +182,14 @@ class SpmdPipelinePass(ModulePass):
             # only if a split is planned
             if plans := p.plans(op, gate.model):
                 gate.run(lambda m: p.split(m, plans), op, strict=False)
+        elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
+            # its own policy first, then XLA's (merge whatever is independent) on top of
+            # it, each kept only where the step does not get slower: the gate, not the
+            # pass's guard, has the last word (a loss all_reduce merged with the gradient
+            # all_reduces saves a latency XLA saves too)
+            for variant in (p, replace(p, overlap_aware=False)):
+                if variant.any_match(op):
+                    gate.run(lambda m, v=variant: v.apply(ctx, m), op, strict=False)
         elif isinstance(p, AllReduceReassociatePass | CollectiveCombinePass):
             if p.any_match(op):  # else no copy, no estimate
                 gate.run(lambda m: p.apply(ctx, m), op, strict=False)

@@ -11,22 +11,16 @@ from __future__ import annotations
 import pytest
 from shardc.bench.partition_quality import STEP_TOLERANCE, corpus_names, corpus_timing
 
-COMBINER = (
-    "collective-combine's overlap guard keeps the loss all_reduce apart from the gradient "
-    "all_reduces (a member's result is used earlier in program order), where XLA's combiner "
-    "merges them: latency-bound all_reduces of 1 us each on the data axis; with "
-    "`overlap-aware=false` shardc is no slower. The gate belongs to issue 14 item 3 "
-    "(every optional transformation applied only where the step gets faster)."
-)
 PROPAGATION = (
     "spmd-propagate, not the per-op choice: the backward activations (the gradient of the "
     "hidden layer) take the hidden-dimension split of the annotated weight w2 where XLA keeps "
     "the batch split, and the weight gradients' dots, their transposes and the Adam update's "
     "0.1 * g are replicated up to the first split operand, so two more all_gathers and two "
-    "all_reduces instead of reduce_scatters (20484 vs 13828 bytes per device); and the "
-    "combiner keeps the three all_reduces apart (XLA merges them into one)."
+    "all_reduces instead of reduce_scatters: 20484 vs 13828 bytes per device (the step "
+    "itself is faster than XLA's by the same model: 16.2 vs 21.1 us, the combined all_reduces "
+    "costing one latency)."
 )
-LOSES = {"train_step": COMBINER, "embed_xent_step": COMBINER, "fsdp_adam_step": PROPAGATION}
+LOSES = {"fsdp_adam_step": PROPAGATION}
 
 
 @pytest.mark.parametrize(
