@@ -82,11 +82,13 @@ Checks (each an `InterpreterError` at the op's `file:line:col`, naming device an
 * out of bounds: `tpu.memref_slice`, `tpu.load`, `tpu.store` offsets outside their
   memref; a remote device id outside the mesh; `memref_reshape` of a non-contiguous view.
 
-Modelling differences from `CostModel.collective_time` (level S): the cost model charges
-a ring collective `max(latency, bytes / W)`; the simulation pays the per-hop latency on
-every step in addition to the transfer (`steps * (hops * T) + bytes / W`), plus the
-local copies the kernel does (at HBM bandwidth). For messages well above
-`W * T` (45 kB on v5e) per step both agree within a few per cent.
+Level S (`CostModel.collective_time`) costs the same rings on the same torus
+(`hardware.topology`: routes, hop latency per step, credits, link shares) in closed form,
+so the two agree within a few per cent per collective; they differ where the kernel runs
+things level S does not model: level S runs one collective at a time per device and
+lets a `_start` overlap compute until its `done` (the kernel runs a ring's steps after
+the first at the `done`), and costs compute at its roofline (the kernel's tiled loops
+add each op's first fetch and last write-back).
 """
 
 from __future__ import annotations
