@@ -21,10 +21,13 @@ https://cloud.google.com/tpu/docs/v5p, https://cloud.google.com/tpu/docs/v6e):
 
 Numbers are per chip. Where the table is silent this module decides, and says so:
 - f32 and f16 matmuls run at the bf16 peak (XLA:TPU's default precision is one bf16 pass);
-  f64 has no hardware path and is charged 1/8 of the peak; i32/i64 matmuls run at the bf16
-  peak; i8/ui8 (and i4/ui4, i2/ui2, which the MXU takes as int8) at `int8_factor` times
-  it (2 on v5e, v5p, v6e; 1 on v4, which has no faster int8 path); f8 at the bf16 peak (no
-  fp8 MXU before v7); a complex matmul is four real ones.
+  f64 has no hardware path and is charged 1/8 of the peak; i8/ui8 (and i4/ui4, i2/ui2,
+  which the MXU takes as int8) at `int8_factor` times it (2 on v5e, v5p, v6e; 1 on v4, which has no faster int8 path); f8 at the bf16 peak (no
+  fp8 MXU before v7); a complex matmul is four real ones; a wider integer matmul is
+  (bits / 8)^2 int8 passes (i16 1/2, i32 1/8, i64 1/32 of the bf16 peak with int8 at 2x):
+  integer matmuls do not run at the bf16 peak (the scaling book's int32 matmul of its
+  collective-matmul example, 4.3 GOP in 224 us on a v5e-8, ran at 1/10 of it;
+  bench/fidelity.py).
 - Elementwise and reduction FLOPs run on the VPU, about 1/16 of the MXU peak (v5p: 1.4e13
   VPU vs 4.59e14 MXU, scaling book Part 2); they are almost always HBM-bound anyway.
 """

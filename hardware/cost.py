@@ -41,12 +41,16 @@ MXU_DTYPE_FACTOR = {"f64": 1 / 8}
 def mxu_rate(chip: Chip, element_type: Attribute) -> float:
     """
     FLOP/s of the MXU multiplying operands of `element_type` (`chips` says why): integers
-    of 8 bits or fewer at the chip's int8 rate, complex at a quarter of its part's.
+    of 8 bits or fewer at the chip's int8 rate, wider ones in (bits/8)^2 int8 passes,
+    complex at a quarter of its part's.
     """
     if isinstance(element_type, ComplexType):
         return mxu_rate(chip, element_type.element_type) / 4
     if isinstance(element_type, IntegerType) and 1 < element_type.width.data <= 8:
         return chip.flops_bf16 * chip.int8_factor
+    if isinstance(element_type, IntegerType) and element_type.width.data > 8:
+        passes = (element_type.width.data // 8) ** 2  # int8 MXU passes (`chips`)
+        return chip.flops_bf16 * chip.int8_factor / passes
     return chip.flops_bf16 * MXU_DTYPE_FACTOR.get(str(element_type), 1.0)
 
 

@@ -218,3 +218,14 @@ func.func @f(%x: tensor<1024xf32>) -> tensor<1024xf32> attributes {spmd.partitio
     # An axis of 8 on v5e is a line: rank 5 sends to rank 0, 5 hops away, and the link
     # 3 -> 2 carries the messages of 5 -> 0, 6 -> 1 and 7 -> 2 at a third each.
     assert t == pytest.approx(5 * HOP + 3 * 4096 / W5E)
+
+
+def test_wide_integer_matmuls_are_int8_passes() -> None:
+    # (bits / 8)^2 int8 passes at twice the bf16 peak: i32 at 1/8 of it, i16 at 1/2.
+    from shardc.hardware.cost import mxu_rate
+    from xdsl.dialects.builtin import IntegerType
+
+    v5e = get_chip("v5e")
+    assert mxu_rate(v5e, IntegerType(32)) == pytest.approx(v5e.flops_bf16 / 8)
+    assert mxu_rate(v5e, IntegerType(16)) == pytest.approx(v5e.flops_bf16 / 2)
+    assert mxu_rate(v5e, IntegerType(8)) == pytest.approx(v5e.flops_bf16 * 2)
