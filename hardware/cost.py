@@ -403,9 +403,12 @@ class CostModel:
         return torus.wrap[min(names.index(axis), len(torus.lengths) - 1)]
 
     def _pod_local(self, groups: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
-        """Device ids within their pod (the DCN axes are the most major: id mod pod size)."""
+        """
+        Device ids within their pod (the DCN axes are the most major: id mod pod size),
+        each distinct group once: every pod runs the same rings on its own links.
+        """
         size = math.prod(n for _, n in self.local_axes()) or 1
-        return tuple(tuple(d % size for d in g) for g in groups)
+        return tuple(dict.fromkeys(tuple(d % size for d in g) for g in groups))
 
     def collective_latency(self, op: collective.CollectiveOp) -> float:
         """The collective's time without bytes: what combining two of them saves."""
@@ -422,29 +425,30 @@ class CostModel:
     def _collective_seconds(self, op: collective.CollectiveOp, sizes: list[int]) -> float:
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         types = op.input_types()
-        low = any(accumulation_type(t.element_type) != t.element_type for t in types)
-        # Partial sums travel in the accumulation type (bf16 / f16 in f32): wider rings.
-        wide = max(
-            element_bytes(accumulation_type(t.element_type)) / element_bytes(t.element_type)
-            for t in types
-        )
         pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
-        groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
+        explicit = op.explicit_groups
+        # The key names the groups by their spec (cheap); the device lists are built on
+        # a miss only (a 1024-chip mesh has 1024 ids per collective).
         key = (
             kind,
-            groups,
             tuple(op.axes),
-            op.explicit_groups is None,
-            low,
+            None if explicit is None else str(explicit),
             repr(pairs),
             tuple(sizes),
+            tuple((tuple(t.get_shape()), str(t.element_type)) for t in types),
         )
         found = self._collective_cache.get(key)
         if found is None:
-            shapes = [t.get_shape() for t in op.input_types()]
+            low = any(accumulation_type(t.element_type) != t.element_type for t in types)
+            # Partial sums travel in the accumulation type (bf16 / f16 in f32): wider rings.
+            wide = max(
+                element_bytes(accumulation_type(t.element_type)) / element_bytes(t.element_type)
+                for t in types
+            )
+            groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, shape, (low, wide))
-                for nbytes, shape in zip(sizes, shapes, strict=True)
+                self._one_collective(op, kind, groups, nbytes, t.get_shape(), (low, wide))
+                for nbytes, t in zip(sizes, types, strict=True)
             )
             found += self.dcn_time(op, kind, sum(sizes))
             self._collective_cache[key] = found

@@ -229,3 +229,17 @@ def test_wide_integer_matmuls_are_int8_passes() -> None:
     assert mxu_rate(v5e, IntegerType(32)) == pytest.approx(v5e.flops_bf16 / 8)
     assert mxu_rate(v5e, IntegerType(16)) == pytest.approx(v5e.flops_bf16 / 2)
     assert mxu_rate(v5e, IntegerType(8)) == pytest.approx(v5e.flops_bf16 * 2)
+
+
+def test_every_pod_runs_its_rings_on_its_own_links() -> None:
+    text = """
+spmd.mesh @m = <[MESH]>
+func.func @f(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> attributes {spmd.partitioned} {
+  %r = collective.permute %x on @m["X"], shift = 1 : tensor<1024x1024xf32>
+  func.return %r : tensor<1024x1024xf32>
+}"""
+    one = first(text.replace("MESH", '"X"=16, "Y"=16'), collective.PermuteOp)
+    four = first(text.replace("MESH", '"P"=4, "X"=16, "Y"=16'), collective.PermuteOp)
+    t1 = CostModel(get_chip("v5e"), one[1]).collective_time(one[0])  # pyright: ignore
+    t4 = CostModel(get_chip("v5e"), four[1]).collective_time(four[0])  # pyright: ignore
+    assert t4 == pytest.approx(t1)
