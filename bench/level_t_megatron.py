@@ -10,7 +10,8 @@ bias, relu, @ W2[4 hidden, hidden], on a v5e 2x4 slice (batch on "data", the FFN
 on "model"). It is compiled with `tpu-pipeline` and run on the level-T simulator with real
 values (every DMA moves its bytes, every MXU tile is multiplied), then compared with the
 level-S run of the same program before `lower-to-tpu`. Wall times are one run each (the
-machine is shared); the ratio to numpy is measured in the same run.
+machine is shared); the ratio to numpy is measured in the same run. A second table gives
+the level-S and level-T step times per chip (`--chips`, timing only) side by side.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--chip", default="v5e")
     parser.add_argument(
+        "--chips", nargs="+", default=["v5e", "v5p"], help="chips of the level S / T step table"
+    )
+    parser.add_argument(
         "--plot", metavar="PNG", help="also draw the level-T run's timeline (needs matplotlib)"
     )
     args = parser.parse_args()
@@ -123,9 +127,28 @@ def main() -> None:
         f"max relative difference {err:.2e}; level-T wall time target < 60 s: "
         f"{'met' if level_t_wall < 60 else 'MISSED'}"
     )
+    print()
+    print("\n".join(step_table(text, name, args.chips)))
     if args.plot:
         t_result.plot(args.plot)
         print(f"\nwrote {args.plot}")
+
+
+def step_table(text: str, name: str, chips: list[str]) -> list[str]:
+    """
+    Level S and level T step time of the layer per chip (`--timing-only`, issue 14 item
+    4: level T within 15% of level S; a miss is flagged): the program `lower-to-tpu`
+    receives in `tpu-pipeline` and the kernel it makes.
+    """
+    rows = ["| chip | level S step | level T step | T / S |", "|---|---|---|---|"]
+    for chip in chips:
+        level_s = shardc.compile(text, "spmd-pipeline", chip=chip, filename=name)
+        kernel = shardc.compile(text, "tpu-pipeline", chip=chip, filename=name)
+        s = shardc.run(level_s, timing_only=True, chip=chip).report["step_time_s"]
+        t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
+        flag = "" if 0.85 <= t / s <= 1.15 else " **(miss)**"
+        rows.append(f"| {chip} | {s * 1e3:.3f} ms | {t * 1e3:.3f} ms | {t / s:.2f}{flag} |")
+    return rows
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ max(compute, communication), per chip and size, in one run.
 
     python bench/overlap.py [--chips v5e v5p] [--ablation]
 
+Every row also shows level S and level T side by side (issue 14 item 4): the step time of
+the program `lower-to-tpu` receives in `tpu-pipeline` (level S) and of the kernel it makes,
+simulated DMA by DMA (level T, `--timing-only`); target: T within 15% of S (a miss is
+flagged; bench/RESULTS.md says why).
+
 Programs: `dp_grads` (8-way data-parallel gradients, level S), `megatron4` (the Megatron
 MLP stacked 4 layers on a 2x4 mesh, level G), `fsdp` (4 layers of all_gather + dot,
 level S). Targets (issue 6): >= 1.3x faster than (a) where communication is at least a third
@@ -27,8 +32,10 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import shardc
 from shardc.dialects import make_context
 from shardc.interpreter.testing import time_program
+from shardc.lowering.tpu_pipeline import TpuPipelinePass
 from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
@@ -176,13 +183,15 @@ class Case:
     name: str
     make: Callable[[], str]
     level_g: bool
+    level_t: bool = True
+    """False: too big to simulate at level T here (megatron4 large pages in > 4 GB)."""
 
 
 CASES = [
     Case("dp_grads small", lambda: dp_grads(256, 1024), False),
     Case("dp_grads large", lambda: dp_grads(2048, 4096), False),
     Case("megatron4 small", lambda: megatron4(512, 1024, 4096), True),
-    Case("megatron4 large", lambda: megatron4(8192, 4096, 16384), True),
+    Case("megatron4 large", lambda: megatron4(8192, 4096, 16384), True, level_t=False),
     Case("fsdp small", lambda: fsdp(1024, 2048), False),
     Case("fsdp large", lambda: fsdp(8192, 8192), False),
 ]
@@ -205,13 +214,31 @@ def _print(module: object) -> str:
     return out.getvalue()
 
 
-def measure(case: Case, chip: str) -> dict[str, float]:
+def level_s_and_t(text: str, chip: str) -> tuple[float, float]:
+    """
+    Step times of the program `lower-to-tpu` receives in `tpu-pipeline` (level S, the
+    passes before it: today `spmd-pipeline` as is; level T does not lower fusions yet)
+    and of the kernel it makes (level T, `--timing-only`), in the same run.
+    """
+    *before, lower = TpuPipelinePass(chip=chip).passes()
+    s_text = compile_text(text, before)
+    level_s = time_program(s_text, chip, abstract=True).report()["step_time_s"]
+    kernel = shardc.compile(s_text, "", chip=chip, filename="bench")
+    lower.apply(make_context(), kernel)
+    level_t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
+    return level_s, level_t
+
+
+def measure(case: Case, chip: str, with_level_t: bool = True) -> dict[str, float]:
     text = case.make()
     baseline_passes = [SpmdPropagatePass(), SpmdPartitionPass()] if case.level_g else []
     baseline = time_program(compile_text(text, baseline_passes), chip, abstract=True).report()
     full_text = compile_text(text, [SpmdPipelinePass(chip=chip)])
     full = time_program(full_text, chip, abstract=True).report()
+    s_lowered, level_t = level_s_and_t(text, chip) if with_level_t else (0.0, 0.0)
     return {
+        "level_s": s_lowered,
+        "level_t": level_t,
         "baseline": baseline["step_time_s"],
         "full": full["step_time_s"],
         "roofline": min(full["roofline_time_s"], baseline["roofline_time_s"]),
@@ -257,14 +284,17 @@ def main() -> None:
     parser.add_argument(
         "--ablation", action="store_true", help="also the tensor-parallel ablation table"
     )
+    parser.add_argument(
+        "--no-level-t", action="store_true", help="skip the level-T columns (the slow part)"
+    )
     args = parser.parse_args()
     rows = [
-        "| program | chip | (a) sync, unoptimized | full pipeline | speedup vs (a) | (b) roofline | full / (b) | comm share of (a) | target met |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| program | chip | (a) sync, unoptimized | full pipeline | speedup vs (a) | (b) roofline | full / (b) | comm share of (a) | target met | level S (lowered) | level T | T / S |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case in CASES:
         for chip in args.chips:
-            m = measure(case, chip)
+            m = measure(case, chip, case.level_t and not args.no_level_t)
             speedup = m["baseline"] / m["full"]
             to_roof = m["full"] / m["roofline"]
             checks = []
@@ -273,12 +303,20 @@ def main() -> None:
             if m["compute"] > m["comm"]:
                 checks.append(to_roof <= 1.15)
             met = "n/a" if not checks else ("yes" if all(checks) else "**no**")
+            ratio = m["level_t"] / m["level_s"] if m["level_s"] else 0.0
+            flag = "" if 0.85 <= ratio <= 1.15 else " **(miss)**"
+            level_t = (
+                f"{m['level_s'] * 1e6:.1f} us | {m['level_t'] * 1e6:.1f} us | {ratio:.2f}{flag} |"
+                if m["level_s"]
+                else "not simulated | | |"
+            )
             rows.append(
                 f"| {case.name} | {chip} | {m['baseline'] * 1e6:.1f} us | {m['full'] * 1e6:.1f} us | "
                 f"{speedup:.2f}x | {m['roofline'] * 1e6:.1f} us | {to_roof:.2f}x | "
-                f"{m['baseline_comm_share']:.0%} | {met} |"
+                f"{m['baseline_comm_share']:.0%} | {met} | {level_t}"
             )
-    print("\n".join(rows))
+            print("\n".join(rows), flush=True)  # row by row: the level-T runs take a while
+            rows = []
     if args.ablation:
         print()
         print("\n".join(ablation(args.chips)))

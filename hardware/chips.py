@@ -2,12 +2,32 @@
 TPU chip presets (DESIGN.md's table; sources: Google Cloud TPU docs, "How to Scale Your
 Model" Part 2).
 
+Checked against Google Cloud's TPU pages (issue 14 item 8; https://cloud.google.com/tpu/docs/v5e,
+https://cloud.google.com/tpu/docs/v5p, https://cloud.google.com/tpu/docs/v6e):
+- peak bf16 FLOP/s, HBM capacity: as published (v5e 197 T, 16 GB; v5p 459 T, 95 GiB;
+  v6e 918 T, 32 GB);
+- HBM bandwidth: v5p 2765 GB/s and v6e 1640 GB/s as published; v5e 810 GB/s here against
+  819 GB/s published (the scaling book's 8.1e11; 1% apart, kept);
+- ICI: Google Cloud gives the bidirectional bandwidth per chip (v5e 400 GB/s over 4 ports,
+  v5p 1200 GB/s over 6, v6e 800 GB/s over 4): 50 GB/s per link per direction on v5e and
+  100 GB/s on v5p and v6e. The table keeps the scaling book's 4.5e10 and 9e10 B/s per link
+  per direction (Part 2), what its worked examples (and bench/fidelity.py's rows taken
+  from them) use: 90% of Google Cloud's link peak, i.e. the rate a link sustains rather
+  than its signalling rate (with 50 / 100 every bandwidth-bound collective here would be
+  10% faster);
+- DCN per chip: v5e 6.4 Tb/s per 256-chip pod = 3.125e9 B/s; v5p 50 Gb/s = 6.25e9 B/s;
+  v6e 25.6 Tb/s per pod = 1.25e10 B/s: as published. v4 gives none;
+- pods (ICI domains, `pod_chips`): v5e and v6e 256 chips (16x16), v5p 8960, v4 4096.
+
 Numbers are per chip. Where the table is silent this module decides, and says so:
 - f32 and f16 matmuls run at the bf16 peak (XLA:TPU's default precision is one bf16 pass);
-  f64 has no hardware path and is charged 1/8 of the peak; i32/i64 matmuls run at the bf16
-  peak; i8/ui8 (and i4/ui4, i2/ui2, which the MXU takes as int8) at `int8_factor` times
-  it (2 on v5e, v5p, v6e; 1 on v4, which has no faster int8 path); f8 at the bf16 peak (no
-  fp8 MXU before v7); a complex matmul is four real ones.
+  f64 has no hardware path and is charged 1/8 of the peak; i8/ui8 (and i4/ui4, i2/ui2,
+  which the MXU takes as int8) at `int8_factor` times it (2 on v5e, v5p, v6e; 1 on v4, which has no faster int8 path); f8 at the bf16 peak (no
+  fp8 MXU before v7); a complex matmul is four real ones; a wider integer matmul is
+  (bits / 8)^2 int8 passes (i16 1/2, i32 1/8, i64 1/32 of the bf16 peak with int8 at 2x):
+  integer matmuls do not run at the bf16 peak (the scaling book's int32 matmul of its
+  collective-matmul example, 4.3 GOP in 224 us on a v5e-8, ran at 1/10 of it;
+  bench/fidelity.py).
 - Elementwise and reduction FLOPs run on the VPU, about 1/16 of the MXU peak (v5p: 1.4e13
   VPU vs 4.59e14 MXU, scaling book Part 2); they are almost always HBM-bound anyway.
 """
@@ -47,6 +67,11 @@ class Chip:
     """True if any axis length that is a multiple of `full_axis` has wraparound (v4, v5p)."""
     int8_factor: float = 2.0
     """MXU int8 peak as a multiple of the bf16 peak (v4: 1)."""
+    pod_chips: int = 256
+    """Chips of one ICI domain (pod): v5e/v6e 256 (16x16), v4 4096, v5p 8960; larger
+    meshes cross the data-center network (`topology.dcn_axes`)."""
+    dcn_latency: float = 1e-5
+    """Seconds per DCN message (an assumption: no published figure; 10x an ICI hop)."""
 
     @property
     def vpu_flops(self) -> float:
@@ -78,6 +103,7 @@ CHIPS: dict[str, Chip] = {
         full_axis=4,
         wrap_multiple=True,
         int8_factor=1.0,
+        pod_chips=4096,
     ),
     "v5e": Chip("v5e", 1.97e14, 16 * 10**9, 8.1e11, 4.5e10, 2, 128 * MiB, 3.125e9),
     "v5p": Chip(
@@ -91,6 +117,7 @@ CHIPS: dict[str, Chip] = {
         6.25e9,
         full_axis=4,
         wrap_multiple=True,
+        pod_chips=8960,
     ),
     "v6e": Chip("v6e", 9.18e14, 32 * 10**9, 1.64e12, 9e10, 2, 128 * MiB, 1.25e10),
 }

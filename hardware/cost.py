@@ -6,32 +6,33 @@ FLOPs (dots on the MXU, everything else on the VPU; see `chips`). Bytes are what
 reads and writes in HBM: a reshape is a bitcast and moves nothing, a slice reads only what
 it keeps, a dynamic_update_slice writes its update in place.
 
-Collectives over mesh axes (DESIGN.md "Hardware model", scaling book Part 3), V the bytes of
-the full (gathered) array, N the group size, W the axis bandwidth (both directions of a ring
-with wraparound, one without), T the per-hop latency:
-- all_gather = reduce_scatter = max(latency, V/W * (N-1)/N); all_reduce twice that;
-- all_to_all: a quarter of an all_gather on a bidirectional ring, half on a line;
-- latency: T * N/2 with wraparound, T * (N-1) without; over k axes at once the bandwidth
-  term is divided by k and the latencies add;
-- permute: the farthest pair's hops * T + its bytes over one link direction.
-Mesh axes map to torus axes in order; mesh axes beyond the torus's dimensions fold into
-its last axis (which then has their product as length for the wraparound rule). Explicit
-groups are costed as one ring of the group's size.
+Collectives (`collective_time`): as `lower-to-tpu` builds them, on the torus of
+`hardware/topology.py` (its module docstring has the model: placement, routes, ring steps
+with a hop latency each, the reduce-scatter's credits, link sharing, both directions on
+wrapped axes, one phase per mesh axis, all_reduce's parts over equal axes, all_to_all and
+permute as concurrent DMAs), so that level S and the level-T simulator cost one machine.
+bf16 / f16 reductions move f32 partial sums. A variadic collective runs its operands one
+after the other. Mesh axes that cross pods add the data-center network (`dcn_time`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from shardc.diagnostics import op_position
 from shardc.dialects import collective, hlo, spmd
-from shardc.dialects.sizes import tensor_bytes
+from shardc.dialects.hlo import accumulation_type
+from shardc.dialects.sizes import element_bytes, tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
+from shardc.hardware.topology import Ring, Torus, axis_groups, dcn_axes, ring_time, transfers_time
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+RS_CREDITS = 2
+"""Receive slots of a ring reduce-scatter (lowering/reduce_ring.py's double buffer)."""
 
 MXU_DTYPE_FACTOR = {"f64": 1 / 8}
 """Fraction of the bf16 MXU peak per element type (others: 1, see `chips`)."""
@@ -40,12 +41,16 @@ MXU_DTYPE_FACTOR = {"f64": 1 / 8}
 def mxu_rate(chip: Chip, element_type: Attribute) -> float:
     """
     FLOP/s of the MXU multiplying operands of `element_type` (`chips` says why): integers
-    of 8 bits or fewer at the chip's int8 rate, complex at a quarter of its part's.
+    of 8 bits or fewer at the chip's int8 rate, wider ones in (bits/8)^2 int8 passes,
+    complex at a quarter of its part's.
     """
     if isinstance(element_type, ComplexType):
         return mxu_rate(chip, element_type.element_type) / 4
     if isinstance(element_type, IntegerType) and 1 < element_type.width.data <= 8:
         return chip.flops_bf16 * chip.int8_factor
+    if isinstance(element_type, IntegerType) and element_type.width.data > 8:
+        passes = (element_type.width.data // 8) ** 2  # int8 MXU passes (`chips`)
+        return chip.flops_bf16 * chip.int8_factor / passes
     return chip.flops_bf16 * MXU_DTYPE_FACTOR.get(str(element_type), 1.0)
 
 
@@ -237,6 +242,10 @@ class CostModel:
     mesh: MeshAttr | None = None
     notes: list[str] = field(default_factory=list[str])
     """What the static estimates could not know (a while's trip count), once each."""
+    _torus: Torus | None = field(default=None, repr=False, compare=False)
+    _collective_cache: dict[object, float] = field(
+        default_factory=dict[object, float], repr=False, compare=False
+    )
 
     # Compute ---------------------------------------------------------------------
 
@@ -389,80 +398,259 @@ class CostModel:
         """Operand bytes one device contributes (DESIGN.md's `comm_bytes`)."""
         return sum(tensor_bytes(t) for t in op.input_types())
 
+    def torus(self) -> Torus:
+        """
+        The ICI torus of one pod of this model's mesh (`topology.Torus.of` over the mesh
+        axes that do not cross the data-center network, `local_axes`; no mesh: one chip).
+        """
+        if self._torus is None:
+            shape = [n for _, n in self.local_axes()] or [1]
+            self._torus = Torus.of(self.chip, shape)
+        return self._torus
+
+    def local_axes(self) -> list[tuple[str, int]]:
+        """(name, size) of the mesh axes within one pod (all but `topology.dcn_axes`)."""
+        if self.mesh is None:
+            return []
+        crossing = dcn_axes(self.chip, self.mesh.shape)
+        return [
+            (a, n)
+            for i, (a, n) in enumerate(zip(self.mesh.names, self.mesh.shape, strict=True))
+            if i not in crossing
+        ]
+
+    def torus_axis_lengths(self) -> list[int]:
+        return list(self.torus().lengths)
+
     def axis_rings(self, op: collective.CollectiveOp) -> list[tuple[int, bool]]:
         """(size, wraparound) of each ring the collective runs over."""
         if op.explicit_groups is not None or self.mesh is None:
-            size = op.group_size()
-            return [(size, self.chip.has_wraparound(size))]
-        torus = self.torus_axis_lengths()
-        rings: list[tuple[int, bool]] = []
-        for axis in op.axes:
-            i = self.mesh.names.index(axis)
-            length = torus[min(i, len(torus) - 1)]
-            rings.append((self.mesh.axis_size(axis), self.chip.has_wraparound(length)))
-        return rings
+            return [(op.group_size(), False)]
+        local = dict(self.local_axes())
+        return [(self.mesh.axis_size(a), a in local and self.axis_wraps(a)) for a in op.axes]
 
-    def torus_axis_lengths(self) -> list[int]:
-        assert self.mesh is not None
-        shape = list(self.mesh.shape)
-        dims = self.chip.torus_dims
-        if len(shape) <= dims:
-            return shape
-        return shape[: dims - 1] + [math.prod(shape[dims - 1 :])]
+    def axis_wraps(self, axis: str) -> bool:
+        """Whether mesh axis `axis`'s ring has wraparound links (its torus axis has them;
+        the lowering then runs its rings both ways)."""
+        names = [a for a, _ in self.local_axes()]
+        torus = self.torus()
+        return torus.wrap[min(names.index(axis), len(torus.lengths) - 1)]
+
+    def _pod_local(self, groups: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+        """
+        Device ids within their pod (the DCN axes are the most major: id mod pod size),
+        each distinct group once: every pod runs the same rings on its own links.
+        """
+        size = math.prod(n for _, n in self.local_axes()) or 1
+        return tuple(dict.fromkeys(tuple(d % size for d in g) for g in groups))
 
     def collective_latency(self, op: collective.CollectiveOp) -> float:
-        """The latency floor of a ring collective: T * N/2 with wraparound, T * (N-1) without."""
-        return sum(
-            self.chip.hop_latency * (n / 2 if wrap else n - 1)
-            for n, wrap in self.axis_rings(op)
-            if n > 1
-        )
+        """The collective's time without bytes: what combining two of them saves."""
+        return self._collective_seconds(op, [0] * len(op.operands))
 
     def collective_time(self, op: collective.CollectiveOp) -> float:
-        rings = [(n, wrap) for n, wrap in self.axis_rings(op) if n > 1]
-        if not rings:
-            return 0.0
-        n_total = math.prod(n for n, _ in rings)
-        latency = self.collective_latency(op)
-        bandwidth = min(self.chip.axis_bandwidth_for(wrap) for _, wrap in rings) * len(rings)
-        local = self.comm_bytes(op)
-        kind = op.name.removeprefix("collective.").removesuffix("_start")
-        if kind == "permute":
-            return self.permute_time(op, local)
-        full = local * n_total if kind in ("all_gather", "all_to_all") else local
-        gather = full / bandwidth * (n_total - 1) / n_total
-        if kind == "all_reduce":
-            transfer = 2 * gather
-        elif kind == "all_to_all":
-            transfer = gather / (4 if all(w for _, w in rings) else 2)
-        else:
-            transfer = gather
-        return max(latency, transfer)
+        """
+        Seconds of `op` as `lower-to-tpu` runs it on this torus (`topology`'s module
+        docstring gives the algorithms and the model): every operand of a variadic
+        collective one after the other. Cached per collective kind, groups and sizes.
+        """
+        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()])
 
-    def permute_time(self, op: collective.CollectiveOp, local: int) -> float:
-        assert isinstance(op, collective.PermuteBase)
-        size = op.group_size()
-        wrap = self.axis_rings(op)[0][1] if size > 1 else False
-        hops = 0
-        for src, dst in op.source_target_pairs:
-            d = abs(dst - src)
-            hops = max(hops, min(d, size - d) if wrap else d)
-        if hops == 0:
+    def _collective_seconds(self, op: collective.CollectiveOp, sizes: list[int]) -> float:
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        types = op.input_types()
+        pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
+        explicit = op.explicit_groups
+        # The key names the groups by their spec (cheap); the device lists are built on
+        # a miss only (a 1024-chip mesh has 1024 ids per collective).
+        key = (
+            kind,
+            tuple(op.axes),
+            None if explicit is None else str(explicit),
+            repr(pairs),
+            tuple(sizes),
+            tuple((tuple(t.get_shape()), str(t.element_type)) for t in types),
+        )
+        found = self._collective_cache.get(key)
+        if found is None:
+            low = any(accumulation_type(t.element_type) != t.element_type for t in types)
+            # Partial sums travel in the accumulation type (bf16 / f16 in f32): wider rings.
+            wide = max(
+                element_bytes(accumulation_type(t.element_type)) / element_bytes(t.element_type)
+                for t in types
+            )
+            groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
+            found = sum(
+                self._one_collective(op, kind, groups, nbytes, t.get_shape(), (low, wide))
+                for nbytes, t in zip(sizes, types, strict=True)
+            )
+            found += self.dcn_time(op, kind, sum(sizes))
+            self._collective_cache[key] = found
+        return found
+
+    def _axis_list(
+        self, op: collective.CollectiveOp
+    ) -> list[tuple[tuple[tuple[int, ...], ...], bool]]:
+        """(rings, both ways) of each mesh axis of `op` within a pod, in order; explicit
+        groups (and permutes / all_to_alls over several axes, which the lowering runs as
+        one group ring): one entry, one way."""
+        local = [a for a, _ in self.local_axes()]
+        axes = [a for a in op.axes if a in local]
+        if op.explicit_groups is None and self.mesh is not None and not axes:
+            return []  # only across pods: `dcn_time`
+        if op.explicit_groups is not None or self.mesh is None or len(op.axes) < 2:
+            wrap = len(axes) == 1 and op.explicit_groups is None and self.axis_wraps(axes[0])
+            return [(self._pod_local(op.device_groups()), wrap)]
+        shape = [n for _, n in self.local_axes()]
+        return [
+            (self._pod_local(axis_groups(shape, local.index(a))), self.axis_wraps(a)) for a in axes
+        ]
+
+    def _one_collective(
+        self,
+        op: collective.CollectiveOp,
+        kind: str,
+        groups: tuple[tuple[int, ...], ...],
+        nbytes: int,
+        shape: Sequence[int],
+        precision: tuple[bool, float],
+    ) -> float:
+        """Seconds of one operand of `op` (`nbytes` on each device); `precision`: whether
+        it accumulates in a wider type, and how many times wider its partial sums are."""
+        low, wide = precision
+        if not groups:
             return 0.0
-        return hops * self.chip.hop_latency + local / self.chip.ici_link_bw
+        torus = self.torus()
+        groups = self._pod_local(groups)
+        if kind == "permute":
+            pairs = op.source_target_pairs  # pyright: ignore[reportAttributeAccessIssue]
+            moves = [(g[s], g[t], nbytes) for g in groups for s, t in pairs if s != t]
+            return transfers_time(self.chip, torus, moves)
+        if kind == "all_to_all":
+            n = len(groups[0])
+            moves = [
+                (g[r], g[t], nbytes / n)
+                for g in groups
+                for r in range(n)
+                for t in range(n)
+                if r != t
+            ]
+            return transfers_time(self.chip, torus, moves) + nbytes / n / self.chip.hbm_bw
+        axes = self._axis_list(op)
+        if not axes:
+            return 0.0
+        copy = nbytes / self.chip.hbm_bw
+        if kind == "all_gather":
+            return self._gather_phases(axes, nbytes) + copy
+        n = math.prod(len(g[0]) for g, _ in axes)
+        if kind == "reduce_scatter":
+            return self._scatter_phases(axes, nbytes * wide, both_ways_all=False) + copy / n
+        return self._all_reduce(axes, nbytes, n, math.prod(shape), precision) + copy / n
+
+    def _gather_phases(
+        self, axes: list[tuple[tuple[tuple[int, ...], ...], bool]], block: float
+    ) -> float:
+        """all_gather of `block` bytes per device: one phase per axis, the most minor first."""
+        total = 0.0
+        for groups, wrap in reversed(axes):
+            ways = (1, -1) if wrap else (1,)
+            ring = Ring(groups, block / len(ways), ways)
+            total += ring_time(self.chip, self.torus(), [ring], None)
+            block *= len(groups[0])
+        return total
+
+    def _scatter_phases(
+        self,
+        axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
+        nbytes: float,
+        both_ways_all: bool,
+    ) -> float:
+        """reduce_scatter of `nbytes` per device: the most major axis first; only the last
+        phase (or, `both_ways_all`, every phase) runs both ways on a wrapped axis."""
+        total = 0.0
+        for j, (groups, wrap) in enumerate(axes):
+            nbytes /= len(groups[0])
+            ways = (1, -1) if wrap and (both_ways_all or j == len(axes) - 1) else (1,)
+            ring = Ring(groups, nbytes / len(ways), ways)
+            total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
+        return total
+
+    def _all_reduce(
+        self,
+        axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
+        nbytes: float,
+        n: int,
+        numel: int,
+        precision: tuple[bool, float],
+    ) -> float:
+        """reduce_scatter (partial sums `wide` times the bytes) + all_gather; over m axes of
+        one size, m parts at once, each over the axes rotated (lowering/all_reduce.py)."""
+        low, wide = precision
+        m = len(axes)
+        sizes = {len(g[0]) for g, _ in axes}
+        parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
+        if m > 1 and low:
+            scatter = self._scatter_phases(axes, nbytes * wide, False)
+            return scatter + self._gather_phases(axes, nbytes / n)
+        orders = [axes[i:] + axes[:i] for i in range(parts)]
+        total = 0.0
+        part = nbytes / parts
+        for phase in range(m):  # reduce-scatter phases, each part on its own axis
+            part /= len(axes[0][0][0]) if parts > 1 else len(orders[0][phase][0][0])
+            rings = []
+            for order in orders:
+                groups, wrap = order[phase]
+                ways = (1, -1) if wrap else (1,)
+                rings.append(Ring(groups, part * wide / len(ways), ways))
+            total += ring_time(self.chip, self.torus(), rings, RS_CREDITS)
+        for phase in reversed(range(m)):  # all-gather phases, blocks growing
+            rings = []
+            for order in orders:
+                groups, wrap = order[phase]
+                ways = (1, -1) if wrap else (1,)
+                rings.append(Ring(groups, part / len(ways), ways))
+            total += ring_time(self.chip, self.torus(), rings, None)
+            part *= len(orders[0][phase][0][0])
+        return total
+
+    def dcn_time(self, op: collective.CollectiveOp, kind: str, nbytes: int) -> float:
+        """
+        Extra seconds where `op`'s groups span pods (a mesh larger than `Chip.pod_chips`:
+        its most major axes cross the data-center network, `topology.dcn_axes`): the
+        group's DCN share of the data over the per-chip `dcn_bw`, as a ring over the
+        pods (all_reduce twice), plus `dcn_latency` per step.
+        """
+        if self.mesh is None or op.explicit_groups is not None or self.chip.dcn_bw is None:
+            return 0.0
+        crossing = dcn_axes(self.chip, self.mesh.shape)
+        pods = math.prod(self.mesh.shape[i] for i in crossing if self.mesh.names[i] in op.axes)
+        if pods <= 1:
+            return 0.0
+        n = op.group_size()
+        full = nbytes * n if kind in ("all_gather", "all_to_all") else nbytes
+        share = full * (pods - 1) / pods / self.chip.dcn_bw
+        steps = (pods - 1) * (2 if kind == "all_reduce" else 1)
+        factor = 2 if kind == "all_reduce" else 1
+        if kind == "permute":
+            share, steps, factor = nbytes / self.chip.dcn_bw, 1, 1
+        return factor * share + steps * self.chip.dcn_latency
 
     def collective_algorithm(self, op: collective.CollectiveOp) -> str:
         """
-        In words, the algorithm `collective_time` costs: a permute's direct transfer, else
-        one ring per mesh axis (both directions where the torus axis wraps around).
+        In words, the algorithm `collective_time` costs (`topology`'s model of what
+        `lower-to-tpu` runs): a permute's and an all_to_all's direct transfers, else one
+        ring phase per mesh axis, both ways where its torus axis wraps around; and the
+        data-center network where the group spans pods.
         """
         kind = op.name.removeprefix("collective.").removesuffix("_start")
-        if kind == "permute":
-            return "direct transfer"
         rings = [(n, wrap) for n, wrap in self.axis_rings(op) if n > 1]
         if not rings:
-            return "none (group of one)"
-        return " x ".join(f"{'bidirectional ' if wrap else ''}ring of {n}" for n, wrap in rings)
+            text = "none (group of one)"
+        elif kind in ("permute", "all_to_all"):
+            text = f"direct transfers in a group of {op.group_size()}"
+        else:
+            text = " then ".join(f"ring of {n}{' both ways' if wrap else ''}" for n, wrap in rings)
+        return text + (" (+ DCN across pods)" if self.dcn_time(op, kind, 1) > 0 else "")
 
 
 # Remembered costs (issue 14 item 7: estimates stay linear) ------------------------------

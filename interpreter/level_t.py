@@ -44,13 +44,13 @@ The machine
   so every effect happens at a consistent simulated time.
 * DMAs (`Flows`): a local DMA streams over the device's HBM at `chip.hbm_bw`; a remote
   DMA streams over the ICI links of its dimension-order route on the torus (mesh axes
-  map to torus axes in order, extra axes fold into the last, as `hardware.cost`;
+  map to torus axes in order, extra axes fold into the last, as `hardware.topology`;
   wraparound per `Chip.has_wraparound`; on a ring the shorter way round, ties going up)
   at `chip.ici_link_bw` per link per direction. Concurrent transfers on one directed link
   (or one HBM) share it equally; a transfer's rate is the smallest share along its path,
   recomputed whenever a transfer starts or ends. A remote DMA completes `hops *
   chip.hop_latency` after its last byte leaves (cut-through), so an uncontended transfer
-  takes `hops * T + bytes / W` as `CostModel.permute_time`.
+  takes `hops * T + bytes / W` as `topology.transfer_times`.
   When the last byte leaves, the source bytes are read and the send semaphore counts the
   bytes; at completion they are written to the target and the receive semaphore (on the
   target device) counts them.
@@ -82,11 +82,13 @@ Checks (each an `InterpreterError` at the op's `file:line:col`, naming device an
 * out of bounds: `tpu.memref_slice`, `tpu.load`, `tpu.store` offsets outside their
   memref; a remote device id outside the mesh; `memref_reshape` of a non-contiguous view.
 
-Modelling differences from `CostModel.collective_time` (level S): the cost model charges
-a ring collective `max(latency, bytes / W)`; the simulation pays the per-hop latency on
-every step in addition to the transfer (`steps * (hops * T) + bytes / W`), plus the
-local copies the kernel does (at HBM bandwidth). For messages well above
-`W * T` (45 kB on v5e) per step both agree within a few per cent.
+Level S (`CostModel.collective_time`) costs the same rings on the same torus
+(`hardware.topology`: routes, hop latency per step, credits, link shares) in closed form,
+so the two agree within a few per cent per collective; they differ where the kernel runs
+things level S does not model: level S runs one collective at a time per device and
+lets a `_start` overlap compute until its `done` (the kernel runs a ring's steps after
+the first at the `done`), and costs compute at its roofline (the kernel's tiled loops
+add each op's first fetch and last write-back).
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ def run_level_t(
     contents are ignored (None is fine) and the outputs list is empty.
 
     `torus` overrides the physical machine (default: the mesh's axes map to torus axes,
-    as `CostModel.torus_axis_lengths`): axis lengths whose product is the device count;
+    as `topology.torus_lengths`): axis lengths whose product is the device count;
     device d sits at coordinates `unravel(d, torus)`, wraparound per `Chip.has_wraparound`.
     How a program over one mesh shape runs on chips wired as another (a 1-D ring over the
     16 chips of a 4x4 torus).

@@ -7,7 +7,8 @@ state of N chips, with no behaviour beyond bookkeeping.
   array of them;
 * `Dma`, `Flows`: a transfer in flight and the shared resources it streams over (directed
   ICI links, each device's HBM), with their equal-share rates;
-* `Torus`: where each device sits and the dimension-order route between two of them;
+* `Torus` (from `hardware.topology`, the one machine model level S costs too): where
+  each device sits and the dimension-order route between two of them;
 * `DeviceState`: one device's clocks, counters, allocations and trace slices;
 * `Events`: the event queue and the global clock;
 * `Diagnostics`: an op's `file:line:col` and the `InterpreterError` raised at it;
@@ -17,13 +18,14 @@ state of N chips, with no behaviour beyond bookkeeping.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from shardc.diagnostics import InterpreterError, error_at, op_position
 from shardc.dialects.tpu import MemorySpace
+from shardc.hardware.topology import Torus
 from xdsl.ir import Operation
 
 # Memory ---------------------------------------------------------------------------------
@@ -190,43 +192,6 @@ class Flows:
 # Devices --------------------------------------------------------------------------------
 
 
-class Torus:
-    """
-    The physical machine: device d at coordinates `unravel(d, lengths)`, wraparound per
-    axis as the chip has it; routes are dimension-order (axis 0 first), on a ring the
-    shorter way round, ties going up.
-    """
-
-    def __init__(self, lengths: Sequence[int], wrap: Sequence[bool]):
-        self.lengths = list(lengths)
-        self.wrap = list(wrap)
-
-    def coords(self, device: int) -> tuple[int, ...]:
-        return tuple(int(c) for c in np.unravel_index(device, self.lengths))
-
-    def route(self, src: int, dst: int) -> list[tuple[str, int, int, int]]:
-        """Directed links (\"ici\", node, axis, direction) of the dimension-order route."""
-        here = list(self.coords(src))
-        goal = self.coords(dst)
-        links: list[tuple[str, int, int, int]] = []
-        for axis, length in enumerate(self.lengths):
-            d = goal[axis] - here[axis]
-            if d == 0:
-                continue
-            if self.wrap[axis]:
-                up = d % length
-                step = 1 if up <= length - up else -1
-                count = up if step == 1 else length - up
-            else:
-                step = 1 if d > 0 else -1
-                count = abs(d)
-            for _ in range(count):
-                node = int(np.ravel_multi_index(here, self.lengths))
-                links.append(("ici", node, axis, step))
-                here[axis] = (here[axis] + step) % length
-        return links
-
-
 @dataclass
 class DeviceState:
     """One device: its clocks, wait, vector clock, memory counters and trace slices."""
@@ -329,3 +294,17 @@ def uninitialized(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     if dtype == np.bool_:
         return np.zeros(shape, dtype=dtype)
     return np.full(shape, np.nan, dtype=dtype)
+
+
+__all__ = [
+    "Buffer",
+    "DeviceState",
+    "Diagnostics",
+    "Dma",
+    "Events",
+    "Flows",
+    "Ref",
+    "SemRef",
+    "Semaphore",
+    "Torus",
+]

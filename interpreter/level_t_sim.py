@@ -23,7 +23,7 @@ from shardc.diagnostics import InterpreterError
 from shardc.dialects import spmd, tpu
 from shardc.dialects.tpu import MemorySpace
 from shardc.hardware.chips import Chip, get_chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.topology import torus_lengths
 from shardc.interpreter import level_t_report
 from shardc.interpreter.level_t_dma import DmaEngine
 from shardc.interpreter.level_t_effects import EffectFunctions, effect_table
@@ -76,7 +76,9 @@ class Simulator:
         self.mesh: spmd.MeshAttr | None = spmd.find_mesh(module)
         self.n = self.mesh.device_count if self.mesh is not None else 1
         lengths = self._torus_lengths(torus)
-        self.torus = Torus(lengths, [self.chip.has_wraparound(length) for length in lengths])
+        self.torus = Torus(
+            tuple(lengths), tuple(self.chip.has_wraparound(length) for length in lengths)
+        )
         self.record_trace = trace
         self.devs = [DeviceState(d) for d in range(self.n)]
         self.args: list[list[Buffer]] = []
@@ -100,7 +102,7 @@ class Simulator:
                 )
             return list(torus)
         if self.mesh is not None:
-            return CostModel(self.chip, self.mesh).torus_axis_lengths()
+            return torus_lengths(self.chip, self.mesh.shape)
         return [1]
 
     # Messages and routing (for callers and tests) -----------------------------------

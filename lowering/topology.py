@@ -153,15 +153,12 @@ class Topology:
         return dev
 
     def wraparound(self, ax: Axis) -> bool:
-        """Whether the axis's ring has wraparound links (as `CostModel.axis_rings` decides;
-        a group ring's members may be anywhere: no)."""
+        """Whether the axis's ring has wraparound links (`CostModel.axis_wraps`, which
+        costs the ring as this lowering builds it; a group ring's members may be
+        anywhere: no)."""
         if ax.groups is not None:
             return False
-        model = CostModel(self.chip, self.mesh)
-        assert self.mesh is not None
-        torus = model.torus_axis_lengths()
-        i = list(self.mesh.names).index(ax.name)
-        return self.chip.has_wraparound(torus[min(i, len(torus) - 1)])
+        return CostModel(self.chip, self.mesh).axis_wraps(ax.name)
 
     def two_way(self, ax: Axis) -> bool:
         """

@@ -1,0 +1,223 @@
+"""
+The machine both timing levels run on: where each device sits on the ICI torus, which
+links a transfer crosses, and what a ring collective as `lower-to-tpu` builds it costs.
+Level S (`cost.CostModel.collective_time`) evaluates the formulas below; level T
+(`interpreter/level_t_*`) simulates the same torus, routes and latencies DMA by DMA, so
+the two describe one machine (issue 14 item 4) and differ only where level S sums up.
+
+Placement. Device d (row-major over the mesh axes) sits at torus coordinates
+`unravel(d, lengths)`: mesh axes map onto torus axes in order, mesh axes beyond the
+chip's torus dimensions fold into its last axis (`torus_lengths`), so mesh axes folded
+together share that torus axis's links. A torus axis has wraparound links per
+`Chip.has_wraparound` (v4/v5p: lengths that are multiples of 4; v5e/v6e: only a full 16).
+Meshes larger than one pod (`Chip.pod_chips`) span several pods: the most major mesh
+axes whose product is the pod count cross the data-center network (`dcn_axes`).
+
+Routing. Dimension order (torus axis 0 first); on an axis with wraparound the shorter
+way round (ties going up), else the direct way (`Torus.route`). A transfer of b bytes
+over h hops that shares its most crowded directed link with c - 1 other transfers takes
+`h * hop_latency + b * c / ici_link_bw` (cut-through, equal shares: `transfers_time`).
+
+Rings (`lower-to-tpu`'s algorithms, lowering/all_gather.py, reduce_ring.py,
+all_reduce.py): a ring over a group of n devices runs n - 1 steps; each step every
+device sends one block to its ring neighbour (coordinate + 1, and - 1 as well when the
+ring runs both ways: on axes with wraparound, each direction carrying half the block).
+An edge's step time is its transfer's (`transfers_time` over every edge of the step,
+so rings folded onto one torus axis share its links). On a line the ring's wrap edge
+crosses n - 1 hops (routed back along the line).
+- all_gather (N-buffered, no handshake): a block travels n - 1 consecutive edges, so a
+  ring takes the sum of its edges' step times less the cheapest edge (`ring_time`);
+- reduce_scatter (double-buffered receive slots, credits): the same chain, but a sender
+  may run only 2 steps ahead of its receiver, so also at least ceil((n-1)/2) times the
+  dearest edge's step time (a credit round trip crosses the wrap edge);
+- over several mesh axes: one phase per axis, all_gather the most minor first (blocks
+  growing), reduce_scatter the most major first (only the last phase both ways);
+  all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
+  into m parts whose phases run on the m axes at once (every phase both ways);
+- all_to_all: every block straight to its rank at once (`transfers_time`);
+- permute: every pair's DMA at once (`transfers_time`).
+Local copies (an all_gather's own block, a reduce_scatter's result) stream at HBM
+bandwidth. Per-DMA issue and semaphore signals cost nothing at either level.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shardc.hardware.chips import Chip
+
+Link = tuple[str, int, int, int]
+"""A directed ICI link: ("ici", node, torus axis, direction +-1)."""
+
+
+def torus_lengths(chip: Chip, mesh_shape: Sequence[int]) -> list[int]:
+    """Torus axis lengths for a mesh: its axes in order, the extra ones folded into the last."""
+    shape = list(mesh_shape) or [1]
+    dims = chip.torus_dims
+    if len(shape) <= dims:
+        return shape
+    return shape[: dims - 1] + [math.prod(shape[dims - 1 :])]
+
+
+@dataclass(frozen=True)
+class Torus:
+    """
+    The physical machine: device d at coordinates `unravel(d, lengths)`, wraparound per
+    axis; routes are dimension-order (axis 0 first), on a ring the shorter way round,
+    ties going up.
+    """
+
+    lengths: tuple[int, ...]
+    wrap: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, chip: Chip, mesh_shape: Sequence[int]) -> Torus:
+        """The torus a mesh of `mesh_shape` runs on (`torus_lengths`, `Chip.has_wraparound`)."""
+        lengths = torus_lengths(chip, mesh_shape)
+        return cls(tuple(lengths), tuple(chip.has_wraparound(n) for n in lengths))
+
+    def coords(self, device: int) -> tuple[int, ...]:
+        out: list[int] = []
+        for n in reversed(self.lengths):
+            out.append(device % n)
+            device //= n
+        return tuple(reversed(out))
+
+    def node(self, coords: Sequence[int]) -> int:
+        d = 0
+        for c, n in zip(coords, self.lengths, strict=True):
+            d = d * n + c
+        return d
+
+    def route(self, src: int, dst: int) -> list[Link]:
+        """Directed links ("ici", node, axis, direction) of the dimension-order route."""
+        here = list(self.coords(src))
+        goal = self.coords(dst)
+        links: list[Link] = []
+        for axis, length in enumerate(self.lengths):
+            d = goal[axis] - here[axis]
+            if d == 0:
+                continue
+            if self.wrap[axis]:
+                up = d % length
+                step = 1 if up <= length - up else -1
+                count = up if step == 1 else length - up
+            else:
+                step = 1 if d > 0 else -1
+                count = abs(d)
+            for _ in range(count):
+                links.append(("ici", self.node(here), axis, step))
+                here[axis] = (here[axis] + step) % length
+        return links
+
+    def hops(self, src: int, dst: int) -> int:
+        return len(self.route(src, dst))
+
+
+Transfer = tuple[int, int, float]
+"""(source device, target device, bytes) of one DMA."""
+
+
+def transfer_times(chip: Chip, torus: Torus, transfers: Sequence[Transfer]) -> list[float]:
+    """
+    Seconds each of `transfers` takes when all start at once: its hops' latency plus its
+    bytes at its share of its most crowded directed link (equal shares, as level T's
+    `Flows`, not re-rated as others finish: an upper bound within the larger share).
+    """
+    routes = [torus.route(s, t) for s, t, _ in transfers]
+    count: dict[Link, int] = {}
+    for r in routes:
+        for link in r:
+            count[link] = count.get(link, 0) + 1
+    out = []
+    for (_, _, nbytes), r in zip(transfers, routes, strict=True):
+        crowd = max((count[link] for link in r), default=0)
+        out.append(len(r) * chip.hop_latency + nbytes * crowd / chip.ici_link_bw if r else 0.0)
+    return out
+
+
+def transfers_time(chip: Chip, torus: Torus, transfers: Sequence[Transfer]) -> float:
+    """Seconds until the last of `transfers` (all started at once) has landed."""
+    return max(transfer_times(chip, torus, transfers), default=0.0)
+
+
+@dataclass(frozen=True)
+class Ring:
+    """
+    One ring phase: every group (device ids in ring order) sends `block` bytes per step
+    to its neighbour in each of `directions` (+1 and/or -1).
+    """
+
+    groups: tuple[tuple[int, ...], ...]
+    block: float
+    directions: tuple[int, ...] = (1,)
+
+
+def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
+    """(group index, direction, rank, peer device) of every edge of one step."""
+    out = []
+    for g, group in enumerate(ring.groups):
+        n = len(group)
+        for direction in ring.directions:
+            for r in range(n):
+                out.append((g, direction, r, group[(r + direction) % n]))
+    return out
+
+
+def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None) -> float:
+    """
+    Seconds of `rings` running their n - 1 steps at once (module docstring): per ring
+    and direction the chain of n - 1 consecutive edges; with `credits` (a
+    reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges.
+    """
+    edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
+    transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
+    times = transfer_times(chip, torus, transfers)
+    per_ring: dict[tuple[int, int, int], list[float]] = {}
+    for (i, (g, direction, _, _)), t in zip(edges, times, strict=True):
+        per_ring.setdefault((i, g, direction), []).append(t)
+    worst = 0.0
+    for ts in per_ring.values():
+        n = len(ts)
+        if n < 2:
+            continue
+        chain = sum(ts) - min(ts)
+        if credits is not None:
+            chain = max(chain, math.ceil((n - 1) / credits) * max(ts))
+        worst = max(worst, chain)
+    return worst
+
+
+def axis_groups(mesh_shape: Sequence[int], axis: int) -> list[list[int]]:
+    """
+    The rings of mesh axis `axis`: for every setting of the other coordinates, the device
+    ids along `axis` in coordinate order.
+    """
+    shape = list(mesh_shape)
+    stride = math.prod(shape[axis + 1 :])
+    n = shape[axis]
+    groups = []
+    for d in range(math.prod(shape)):
+        if (d // stride) % n == 0:
+            groups.append([d + k * stride for k in range(n)])
+    return groups
+
+
+def dcn_axes(chip: Chip, mesh_shape: Sequence[int]) -> list[int]:
+    """
+    The mesh axes that cross the data-center network: where the mesh has more devices
+    than one pod, the most major axes whose product is the number of pods it spans
+    (the rest of the mesh is one pod's ICI torus); none for a mesh within one pod.
+    """
+    total = math.prod(mesh_shape)
+    if total <= chip.pod_chips:
+        return []
+    out, across = [], 1
+    for i, n in enumerate(mesh_shape):
+        if total // (across * n) < 1 or across * chip.pod_chips >= total:
+            break
+        out.append(i)
+        across *= n
+    return out
