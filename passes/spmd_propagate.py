@@ -11,8 +11,11 @@ Conflict rules, in order (deterministic):
 1. a value the user annotated keeps its annotation;
 2. a value, once given a sharding, keeps it (later disagreement is resolved by the
    partitioner with a reshard);
-3. when neighbours disagree on a factor, the one from the bigger tensor wins (moving the
-   smaller one moves fewer bytes); ties go to results before operands, then operand order;
+3. when neighbours disagree on a factor, the one from the bigger tensor wins, annotated or
+   not (moving the smaller one moves fewer bytes; Shardy's aggressive strategy: an FSDP
+   weight's annotated split must not beat the bigger activations' batch split, which XLA
+   keeps too); ties go to a source with no open dimension, then results before operands,
+   then operand order (not to annotations: Shardy orders by tensor index);
 4. an axis goes to one factor only; a value no annotation reaches is replicated.
 
 Ops inside the regions of `hlo.while` and `hlo.case` propagate like top-level ops. A
@@ -288,11 +291,12 @@ class ShardingPropagation:
         sources = [(dims, v) for dims, v in out_of if v in self.known]
         if not targets or not sources:
             return False
-        # annotations first, but one with open dimensions ranks as a propagated value
+        # the bigger tensor first, annotated or not (conflict rule 3); among equals one
+        # with no open dimension (the others decide less), then in order
         sources.sort(
             key=lambda s: (
-                s[1] not in self.fixed or bool(self.open.get(s[1])),
                 -value_bytes(s[1].type),
+                bool(self.open.get(s[1])),
             )
         )
         factors, decided, source_of = self.choose_factors(rule, sources, only)
