@@ -34,10 +34,11 @@ def test_examples_partition_to_the_same_numbers(name: str) -> None:
     partition_and_compare((EXAMPLES / name).read_text())
 
 
-def partition_only(text: str) -> ModuleOp:
-    """Propagate and partition (sync collectives, before the collective optimizations)."""
+def partition_only(text: str, cost_based: bool = True) -> ModuleOp:
+    """Propagate and partition (sync collectives, before the collective optimizations);
+    `cost_based=False`: the partitioning rules as written, without the cost model's choice."""
     module = parse_and_verify(CTX, text, "m")
-    for p in (SpmdPropagatePass(), SpmdPartitionPass(), CanonicalizePass()):
+    for p in (SpmdPropagatePass(), SpmdPartitionPass(cost_based=cost_based), CanonicalizePass()):
         p.apply(CTX, module)
     return module
 
@@ -51,7 +52,11 @@ def test_megatron_mlp_needs_exactly_one_all_reduce_over_model() -> None:
 
 
 def test_contracting_sharded_matmul_uses_one_reduce_scatter() -> None:
-    module = partition_only((EXAMPLES / "matmul_reduce_scatter.mlir").read_text())
+    """The rule: a contracting-split dot wanted split by its result reduce-scatters. (At
+    16x64 the cost model prefers gathering the operands to a latency-bound 8-step ring:
+    tests/e2e/test_partition_cost.py covers that choice.)"""
+    text = (EXAMPLES / "matmul_reduce_scatter.mlir").read_text()
+    module = partition_only(text, cost_based=False)
     assert dict(CollectiveStats.of(module).counts) == {"reduce_scatter": 1}
 
 

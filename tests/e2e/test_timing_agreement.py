@@ -11,6 +11,9 @@ stated here with its reason (and in bench/RESULTS.md, "One timing truth"):
   device (interpreter/timing.py's engine FIFO), while in the kernel a device starts the
   next ring as soon as its part of the last one is done (latency-bound rings overlap
   across devices) and an all_to_all's DMAs all fly at once: level T is faster.
+- matmul_reduce_scatter.mlir: at 16x64 the cost-based partitioner all-gathers one operand
+  and all_to_all's the other (cheaper than the 8-step reduce_scatter ring); the two run back
+  to back, the same gap as collectives.mlir (v5e T / S 0.66).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from shardc.parsing import parse_and_verify
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.mlir"))
 
-KNOWN: dict[str, tuple[float, float]] = {"collectives.mlir": (0.6, 1.15)}
+KNOWN: dict[str, tuple[float, float]] = {
+    "collectives.mlir": (0.6, 1.15),
+    "matmul_reduce_scatter.mlir": (0.6, 1.15),
+}
 """Examples whose level-T / level-S ratio has a known reason to leave [0.85, 1.15]."""
 
 

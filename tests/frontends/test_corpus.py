@@ -292,7 +292,8 @@ FEWER_THAN_XLA_XFAIL: dict[str, str] = {}
 )
 def test_no_more_collectives_of_any_kind_than_xla(name: str) -> None:
     """Issue 13: partitioning each corpus program's StableHLO inserts, kind by kind, no more
-    collectives than XLA's compiled program (its per-device HLO, from the same jit) holds;
+    collectives than XLA's compiled program (its per-device HLO, from the same jit) holds
+    (or, where the cost model traded kinds, no more in all, no slower, no more bytes);
     bench/partition_quality.py prints the census side by side."""
     from shardc.passes.collective_stats import KINDS, CollectiveStats
     from shardc.passes.spmd_pipeline import SpmdPipelinePass
@@ -313,4 +314,14 @@ def test_no_more_collectives_of_any_kind_than_xla(name: str) -> None:
     worse = {
         k: (mine.counts[k], theirs.counts[k]) for k in KINDS if mine.counts[k] > theirs.counts[k]
     }
-    assert not worse, f"{name}: (shardc, XLA) collectives {worse}"
+    if worse:
+        # Issue 14: the cost-based partitioner may trade one kind for another (an
+        # all_gather of an operand for an all_reduce of a partial result) where the cost
+        # model says that is faster; then it must still insert no more collectives in all,
+        # and be no slower and move no more bytes than XLA's program
+        # (test_corpus_partition_cost.py times both).
+        from shardc.bench.partition_quality import corpus_timing
+
+        t = corpus_timing(name)
+        assert sum(mine.counts.values()) <= sum(theirs.counts.values()), (name, worse)
+        assert t.shardc_step <= t.xla_step and t.shardc_bytes <= t.xla_bytes, (name, worse, t)
