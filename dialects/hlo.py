@@ -24,6 +24,7 @@ from shardc.dialects.syntax import (
     i64_array,
     i64_attr,
     int_list_str,
+    parse_bound_operands,
     parse_i64,
     parse_int_list,
     parse_keyword_int,
@@ -3918,15 +3919,7 @@ class FusionOp(HloOp):
     @classmethod
     def parse(cls, parser: Parser) -> FusionOp:
         pos = parser.pos
-        names: list[Any] = []
-        operands: list[Any] = []
-
-        def parse_pair() -> None:
-            names.append(parser.parse_argument(expect_type=False))
-            parser.parse_punctuation("=")
-            operands.append(parser.parse_unresolved_operand())
-
-        parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
+        names, operands = parse_bound_operands(parser)
         parser.parse_keyword("kind")
         parser.parse_punctuation("=")
         kind = parser.parse_identifier()

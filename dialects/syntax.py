@@ -148,13 +148,9 @@ def splat_element(attr: DenseIntOrFPElementsAttr) -> Any:
     return next(iter(attr.get_element_type().iter_unpack(first)))
 
 
-def parse_while_header(parser: Any) -> tuple[list[Any], list[Any], list[Attribute], Any]:
-    """
-    A while loop's header as StableHLO prints it, `(%i = %c, %x = %a) : T, U` then an
-    optional `attributes {..}`: the block-argument names, the unresolved operands, their
-    types and the attribute dictionary (None if absent). Shared by `hlo.while` and the
-    StableHLO importer's `stablehlo.while`.
-    """
+def parse_bound_operands(parser: Any) -> tuple[list[Any], list[Any]]:
+    """`(%i = %c, %x = %a)`: the block-argument names and the unresolved operands they
+    stand for (a while loop's header, a fusion's operands)."""
     names: list[Any] = []
     operands: list[Any] = []
 
@@ -164,6 +160,17 @@ def parse_while_header(parser: Any) -> tuple[list[Any], list[Any], list[Attribut
         operands.append(parser.parse_unresolved_operand())
 
     parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_pair)
+    return names, operands
+
+
+def parse_while_header(parser: Any) -> tuple[list[Any], list[Any], list[Attribute], Any]:
+    """
+    A while loop's header as StableHLO prints it, `(%i = %c, %x = %a) : T, U` then an
+    optional `attributes {..}`: the block-argument names, the unresolved operands, their
+    types and the attribute dictionary (None if absent). Shared by `hlo.while` and the
+    StableHLO importer's `stablehlo.while`.
+    """
+    names, operands = parse_bound_operands(parser)
     types: list[Attribute] = []
     if operands:
         parser.parse_punctuation(":")
