@@ -71,7 +71,7 @@ from shardc.passes.rewrite_utils import (
     tensor_type,
     zeros,
 )
-from shardc.passes.step_estimate import module_step_time
+from shardc.passes.step_estimate import module_step_time, op_time
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -80,7 +80,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -252,14 +252,21 @@ class RingOptions:
         return _ring_steps(size, bidi)
 
     def may_pay(
-        self, coll: collective.CollectiveOp, dot: hlo.DotOp, block: SSAValue, ring: tuple
+        self,
+        coll: collective.CollectiveOp,
+        dot: hlo.DotOp,
+        block: SSAValue,
+        ring: tuple,
+        path: Callable[[CostModel], float] = lambda _: 0.0,
     ) -> bool:
         """
         Whether the ring for `coll` and `dot` can beat them: the ring takes at least its
         permutes of `block` one after another on the collective engine (the timeline runs
-        one collective at a time) and at least the dot's time; the pair takes the dot then
-        the collective. A site where that floor is not below the pair's time is left as
-        it is, so the gate's estimate (and the rewrite) only sees sites that may pay.
+        one collective at a time) plus `path(model)`, the compute that must run before
+        the first permute or after the last (the ring's steps are one after another), and
+        at least the dot's time; the pair takes the dot then the collective. A site where
+        that floor is not below the pair's time is left as it is, so the gate's estimate
+        (a copy and two whole-module estimates) only sees sites that may pay.
         """
         if self.model is None:
             return True
@@ -273,7 +280,10 @@ class RingOptions:
         finally:
             where.erase_op(step)
         dot_time = self.model.op_cost(dot).time
-        return max(permutes, dot_time) < dot_time + self.model.collective_time(coll)
+        pair = dot_time + self.model.collective_time(coll)
+        if max(permutes, dot_time) >= pair:
+            return False
+        return permutes + path(self.model) < pair
 
 
 @dataclass(frozen=True)
@@ -295,7 +305,12 @@ class GatherIntoDot(RewritePattern):
             if ring is None or _bytes(value) < self.options.min_bytes:
                 continue
             layout = _gather_layout(dot, side, ag.dim.value.data)
-            if not self.options.may_pay(ag, dot, ag.operands[value.index], ring):
+            block = ag.operands[value.index]
+            # after the last permute, at least the last block's partial dot: a 1/n share
+            # of the dot's time (a lower bound: a partial dot reads at least its share)
+            n = ring[2]
+            last = lambda model, d=dot, n=n: op_time(d, model) / n  # noqa: E731
+            if not self.options.may_pay(ag, dot, block, ring, last):
                 continue
             if layout is not None:
                 return _rewrite_gather, (dot, side, ag, value.index, ring, layout, self.options)
@@ -467,10 +482,42 @@ class DotIntoScatter(RewritePattern):
                 isinstance(dot, hlo.DotOp)
                 and value.has_one_use()
                 and _bytes(value) >= self.options.min_bytes
-                and self.options.may_pay(rs, dot, rs.results[k], ring)
+                and self.options.may_pay(
+                    rs, dot, rs.results[k], ring, lambda m, k=k: self.path(m, rs, k, ring[2])
+                )
             ):
                 return rs, k, dot, ring, self.options
         return None
+
+    def path(self, model: CostModel, rs: collective.ReduceScatterOp, k: int, n: int) -> float:
+        """
+        Compute on the ring's critical path besides its permutes: the first partial dot
+        (after its operand slices) before the first permute, and the combine of what
+        arrived after the last one. Costed on detached ops of the ring's types (nothing
+        is inserted in the module).
+        """
+        dot = rs.operands[k].owner
+        assert isinstance(dot, hlo.DotOp)
+        d = rs.dim.value.data
+        y_type = tensor_type(rs.operands[k])
+        block = y_type.get_shape()[d] // n
+        elem = y_type.element_type
+        part_elem = hlo.accumulation_type(elem) if self.options.f32_accumulation else elem
+        part_type = _with_dim(y_type, d, block, part_elem)
+        types = [tensor_type(dot.lhs), tensor_type(dot.rhs)]
+        scratch = Block(arg_types=[SCALAR_I32, *types])
+        index, *operands = scratch.args
+        ops: list[Operation] = []
+        for i, dim in enumerate(_scattered_operand_dims(dot, d)):
+            if dim is not None:
+                sizes = list(types[i].get_shape())
+                sizes[dim] = block
+                ops.append(hlo.DynamicSliceOp(operands[i], [index] * len(sizes), sizes))
+                operands[i] = ops[-1].results[0]
+        ops.append(hlo.DotOp(*operands, dot.contracting, dot.batching, part_type))
+        part = ops[-1].results[0]
+        ops.append(COMBINE[rs.kind.data](part, part))
+        return sum(op_time(op, model) for op in ops)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, rs: collective.ReduceScatterOp, rewriter: PatternRewriter) -> None:
