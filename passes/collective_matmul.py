@@ -53,7 +53,7 @@ list-scheduled, as `micro-batch` estimates) is faster than the original's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,7 @@ from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import CHIPS, get_chip
-from shardc.hardware.cost import CostModel, cached
+from shardc.hardware.cost import CachedCostModel, CostModel, cached
 from shardc.passes.rewrite_utils import (
     SCALAR_I32,
     check_option,
@@ -245,6 +245,8 @@ class RingOptions:
     f32_accumulation: bool = False
     model: CostModel | None = field(default=None, compare=False)
     """With a cost model, a site whose ring cannot be faster is left (`may_pay`)."""
+    answers: dict[Hashable, bool] = field(default_factory=dict[Hashable, bool], compare=False)
+    """`may_pay`'s answers by the site's ops' cost keys: a program repeats its layers."""
 
     def steps(self, size: int) -> tuple[int, int]:
         """Blocks handled by the +1 ring and by the -1 ring (module docstring)."""
@@ -258,6 +260,7 @@ class RingOptions:
         block: SSAValue,
         ring: tuple,
         path: Callable[[CostModel], float] = lambda _: 0.0,
+        site: Hashable = (),
     ) -> bool:
         """
         Whether the ring for `coll` and `dot` can beat them: the ring takes at least its
@@ -270,6 +273,24 @@ class RingOptions:
         """
         if self.model is None:
             return True
+        coll_key, dot_key = CachedCostModel.key(coll), CachedCostModel.key(dot)
+        if coll_key is None or dot_key is None:
+            return self._may_pay(coll, dot, block, ring, path)
+        key = (coll_key, dot_key, block.type, ring, site)
+        found = self.answers.get(key)
+        if found is None:
+            found = self.answers[key] = self._may_pay(coll, dot, block, ring, path)
+        return found
+
+    def _may_pay(
+        self,
+        coll: collective.CollectiveOp,
+        dot: hlo.DotOp,
+        block: SSAValue,
+        ring: tuple,
+        path: Callable[[CostModel], float],
+    ) -> bool:
+        assert self.model is not None
         mesh, axis, n = ring
         step = _permute(block, mesh, axis, 1)
         where = coll.parent_block()
@@ -310,7 +331,7 @@ class GatherIntoDot(RewritePattern):
             # of the dot's time (a lower bound: a partial dot reads at least its share)
             n = ring[2]
             last = lambda model, d=dot, n=n: op_time(d, model) / n  # noqa: E731
-            if not self.options.may_pay(ag, dot, block, ring, last):
+            if not self.options.may_pay(ag, dot, block, ring, last, ("gather", value.index)):
                 continue
             if layout is not None:
                 return _rewrite_gather, (dot, side, ag, value.index, ring, layout, self.options)
@@ -483,7 +504,12 @@ class DotIntoScatter(RewritePattern):
                 and value.has_one_use()
                 and _bytes(value) >= self.options.min_bytes
                 and self.options.may_pay(
-                    rs, dot, rs.results[k], ring, lambda m, k=k: self.path(m, rs, k, ring[2])
+                    rs,
+                    dot,
+                    rs.results[k],
+                    ring,
+                    lambda m, k=k: self.path(m, rs, k, ring[2]),
+                    ("scatter", k),
                 )
             ):
                 return rs, k, dot, ring, self.options
