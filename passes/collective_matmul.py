@@ -44,9 +44,10 @@ input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum). One op
 of a variadic (combined) collective is taken out of it; the others stay combined.
 
 With `chip=` (as `spmd-pipeline` runs it) only sites whose ring may pay are rewritten (the
-ring's permutes one after another on the collective engine, or the dot, must take less
-than the dot and the collective: a ring of G - 1 small permutes is slower than one
-collective when latency, not bandwidth, dominates), and the rewrite is kept only if the
+ring's permutes one after another on the collective engine, plus the compute on the ring's
+critical path besides them, and the dot must each take less than the dot and the
+collective: a ring of G - 1 small permutes is slower than one collective when latency, not
+bandwidth, dominates), and the rewrite is kept only if the
 cost model's scheduled step of the rewritten program (collectives split async and
 list-scheduled, as `micro-batch` estimates) is faster than the original's.
 """
