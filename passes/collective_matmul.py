@@ -274,7 +274,8 @@ class RingOptions:
         """
         if self.model is None:
             return True
-        coll_key, dot_key = CachedCostModel.key(coll), CachedCostModel.key(dot)
+        assert isinstance(self.model, CachedCostModel)  # `options` makes it one
+        coll_key, dot_key = self.model.key(coll), self.model.key(dot)
         if coll_key is None or dot_key is None:
             return self._may_pay(coll, dot, block, ring, path)
         key = (coll_key, dot_key, block.type, ring, site)
@@ -657,7 +658,8 @@ class CollectiveMatmulPass(ModulePass):
             )
 
     def options(self, model: CostModel | None) -> RingOptions:
-        return RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation, model)
+        keyed = None if model is None else cached(model)  # `may_pay` keys its answers by it
+        return RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation, keyed)
 
     def rewrite(self, op: ModuleOp, model: CostModel | None = None) -> None:
         """Rewrite every match (with `model`: every match whose ring may pay)."""
