@@ -669,11 +669,37 @@ class CachedCostModel(CostModel):
     _ops: dict[Hashable, OpCost] = field(default_factory=dict[Hashable, OpCost])
     _collectives: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
 
-    @classmethod
-    def key(cls, op: Operation) -> Hashable | None:
-        types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
+    _seen: dict[int, tuple[Attribute | None, int]] = field(
+        default_factory=dict[int, tuple[Attribute | None, int]], repr=False, compare=False
+    )
+    """`id(type)` -> (the type, kept alive so that its id is not reused; its number)."""
+    _numbers: dict[Attribute | None, int] = field(
+        default_factory=dict[Attribute | None, int], repr=False, compare=False
+    )
+    """Each distinct type (by equality) -> a small number."""
+
+    def _number(self, attr: Attribute | None) -> int:
+        n = self._numbers.setdefault(attr, len(self._numbers))
+        self._seen[id(attr)] = (attr, n)
+        return n
+
+    def key(self, op: Operation) -> Hashable | None:
+        """
+        What the op's cost depends on. Its operand and result types are numbered (equal
+        types, one number; this model's numbers only): hashing a tensor type walks its
+        shape on every lookup, while the copies of a module the gates estimate share their
+        type objects, so each object is hashed once and then found by its id.
+        """
+        seen, number = self._seen, self._number
+        types = tuple(
+            [
+                found[1] if (found := seen.get(id(t))) is not None else number(t)
+                # None between operands and results
+                for t in (*(v.type for v in op.operands), None, *(r.type for r in op.results))
+            ]
+        )
         if isinstance(op, hlo.FusionOp):  # its inner ops' keys: a fusion's cost is theirs
-            inner = tuple(cls.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
+            inner = tuple(self.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
             return None if None in inner else (op.name, types, inner)
         if op.regions:
             return None

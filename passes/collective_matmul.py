@@ -44,16 +44,17 @@ input) is smaller than `min-bytes` (XLA's threshold_for_windowed_einsum). One op
 of a variadic (combined) collective is taken out of it; the others stay combined.
 
 With `chip=` (as `spmd-pipeline` runs it) only sites whose ring may pay are rewritten (the
-ring's permutes one after another on the collective engine, or the dot, must take less
-than the dot and the collective: a ring of G - 1 small permutes is slower than one
-collective when latency, not bandwidth, dominates), and the rewrite is kept only if the
+ring's permutes one after another on the collective engine, plus the compute on the ring's
+critical path besides them, and the dot must each take less than the dot and the
+collective: a ring of G - 1 small permutes is slower than one collective when latency, not
+bandwidth, dominates), and the rewrite is kept only if the
 cost model's scheduled step of the rewritten program (collectives split async and
 list-scheduled, as `micro-batch` estimates) is faster than the original's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
 from shardc.dialects.syntax import i64_attr
 from shardc.hardware.chips import CHIPS, get_chip
-from shardc.hardware.cost import CostModel, cached
+from shardc.hardware.cost import CachedCostModel, CostModel, cached
 from shardc.passes.rewrite_utils import (
     SCALAR_I32,
     check_option,
@@ -71,7 +72,7 @@ from shardc.passes.rewrite_utils import (
     tensor_type,
     zeros,
 )
-from shardc.passes.step_estimate import module_step_time
+from shardc.passes.step_estimate import module_step_time, op_time
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -80,7 +81,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -245,6 +246,8 @@ class RingOptions:
     f32_accumulation: bool = False
     model: CostModel | None = field(default=None, compare=False)
     """With a cost model, a site whose ring cannot be faster is left (`may_pay`)."""
+    answers: dict[Hashable, bool] = field(default_factory=dict[Hashable, bool], compare=False)
+    """`may_pay`'s answers by the site's ops' cost keys: a program repeats its layers."""
 
     def steps(self, size: int) -> tuple[int, int]:
         """Blocks handled by the +1 ring and by the -1 ring (module docstring)."""
@@ -252,17 +255,44 @@ class RingOptions:
         return _ring_steps(size, bidi)
 
     def may_pay(
-        self, coll: collective.CollectiveOp, dot: hlo.DotOp, block: SSAValue, ring: tuple
+        self,
+        coll: collective.CollectiveOp,
+        dot: hlo.DotOp,
+        block: SSAValue,
+        ring: tuple,
+        path: Callable[[CostModel], float] = lambda _: 0.0,
+        site: Hashable = (),
     ) -> bool:
         """
         Whether the ring for `coll` and `dot` can beat them: the ring takes at least its
         permutes of `block` one after another on the collective engine (the timeline runs
-        one collective at a time) and at least the dot's time; the pair takes the dot then
-        the collective. A site where that floor is not below the pair's time is left as
-        it is, so the gate's estimate (and the rewrite) only sees sites that may pay.
+        one collective at a time) plus `path(model)`, the compute that must run before
+        the first permute or after the last (the ring's steps are one after another), and
+        at least the dot's time; the pair takes the dot then the collective. A site where
+        that floor is not below the pair's time is left as it is, so the gate's estimate
+        (a copy and two whole-module estimates) only sees sites that may pay.
         """
         if self.model is None:
             return True
+        assert isinstance(self.model, CachedCostModel)  # `options` makes it one
+        coll_key, dot_key = self.model.key(coll), self.model.key(dot)
+        if coll_key is None or dot_key is None:
+            return self._may_pay(coll, dot, block, ring, path)
+        key = (coll_key, dot_key, block.type, ring, site)
+        found = self.answers.get(key)
+        if found is None:
+            found = self.answers[key] = self._may_pay(coll, dot, block, ring, path)
+        return found
+
+    def _may_pay(
+        self,
+        coll: collective.CollectiveOp,
+        dot: hlo.DotOp,
+        block: SSAValue,
+        ring: tuple,
+        path: Callable[[CostModel], float],
+    ) -> bool:
+        assert self.model is not None
         mesh, axis, n = ring
         step = _permute(block, mesh, axis, 1)
         where = coll.parent_block()
@@ -273,7 +303,10 @@ class RingOptions:
         finally:
             where.erase_op(step)
         dot_time = self.model.op_cost(dot).time
-        return max(permutes, dot_time) < dot_time + self.model.collective_time(coll)
+        pair = dot_time + self.model.collective_time(coll)
+        if max(permutes, dot_time) >= pair:
+            return False
+        return permutes + path(self.model) < pair
 
 
 @dataclass(frozen=True)
@@ -295,7 +328,12 @@ class GatherIntoDot(RewritePattern):
             if ring is None or _bytes(value) < self.options.min_bytes:
                 continue
             layout = _gather_layout(dot, side, ag.dim.value.data)
-            if not self.options.may_pay(ag, dot, ag.operands[value.index], ring):
+            block = ag.operands[value.index]
+            # after the last permute, at least the last block's partial dot: a 1/n share
+            # of the dot's time (a lower bound: a partial dot reads at least its share)
+            n = ring[2]
+            last = lambda model, d=dot, n=n: op_time(d, model) / n  # noqa: E731
+            if not self.options.may_pay(ag, dot, block, ring, last, ("gather", value.index)):
                 continue
             if layout is not None:
                 return _rewrite_gather, (dot, side, ag, value.index, ring, layout, self.options)
@@ -467,10 +505,47 @@ class DotIntoScatter(RewritePattern):
                 isinstance(dot, hlo.DotOp)
                 and value.has_one_use()
                 and _bytes(value) >= self.options.min_bytes
-                and self.options.may_pay(rs, dot, rs.results[k], ring)
+                and self.options.may_pay(
+                    rs,
+                    dot,
+                    rs.results[k],
+                    ring,
+                    lambda m, k=k: self.path(m, rs, k, ring[2]),
+                    ("scatter", k),
+                )
             ):
                 return rs, k, dot, ring, self.options
         return None
+
+    def path(self, model: CostModel, rs: collective.ReduceScatterOp, k: int, n: int) -> float:
+        """
+        Compute on the ring's critical path besides its permutes: the first partial dot
+        (after its operand slices) before the first permute, and the combine of what
+        arrived after the last one. Costed on detached ops of the ring's types (nothing
+        is inserted in the module).
+        """
+        dot = rs.operands[k].owner
+        assert isinstance(dot, hlo.DotOp)
+        d = rs.dim.value.data
+        y_type = tensor_type(rs.operands[k])
+        block = y_type.get_shape()[d] // n
+        elem = y_type.element_type
+        part_elem = hlo.accumulation_type(elem) if self.options.f32_accumulation else elem
+        part_type = _with_dim(y_type, d, block, part_elem)
+        types = [tensor_type(dot.lhs), tensor_type(dot.rhs)]
+        scratch = Block(arg_types=[SCALAR_I32, *types])
+        index, *operands = scratch.args
+        ops: list[Operation] = []
+        for i, dim in enumerate(_scattered_operand_dims(dot, d)):
+            if dim is not None:
+                sizes = list(types[i].get_shape())
+                sizes[dim] = block
+                ops.append(hlo.DynamicSliceOp(operands[i], [index] * len(sizes), sizes))
+                operands[i] = ops[-1].results[0]
+        ops.append(hlo.DotOp(*operands, dot.contracting, dot.batching, part_type))
+        part = ops[-1].results[0]
+        ops.append(COMBINE[rs.kind.data](part, part))
+        return sum(op_time(op, model) for op in ops)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, rs: collective.ReduceScatterOp, rewriter: PatternRewriter) -> None:
@@ -583,7 +658,8 @@ class CollectiveMatmulPass(ModulePass):
             )
 
     def options(self, model: CostModel | None) -> RingOptions:
-        return RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation, model)
+        keyed = None if model is None else cached(model)  # `may_pay` keys its answers by it
+        return RingOptions(self.bidirectional, self.min_bytes, self.f32_accumulation, keyed)
 
     def rewrite(self, op: ModuleOp, model: CostModel | None = None) -> None:
         """Rewrite every match (with `model`: every match whose ring may pay)."""

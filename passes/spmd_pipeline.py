@@ -79,6 +79,7 @@ from shardc.passes.step_estimate import module_step_time, program_order_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
@@ -270,7 +271,9 @@ class Gate:
         for f, order in written.items():
             block = f.body.block
             scheduled = list(block.ops)
-            if program_order_time(scheduled, self.model) > program_order_time(order, self.model):
+            memo: dict[Operation, float] = {}  # the same ops in both orders: costed once
+            written_time = program_order_time(order, self.model, memo)
+            if program_order_time(scheduled, self.model, memo) > written_time:
                 set_order(block, order)
                 if self.memory_limit is not None and sync_peak(block) > self.memory_limit:
                     set_order(block, scheduled)

@@ -46,13 +46,24 @@ def op_time(op: Operation, model: CostModel) -> float:
     return cost.time if cost is not None else 0.0
 
 
-def program_order_time(ops: Iterable[Operation], model: CostModel) -> float:
-    """The step of a block's `ops` in this order (the module docstring's rules)."""
+def program_order_time(
+    ops: Iterable[Operation], model: CostModel, memo: dict[Operation, float] | None = None
+) -> float:
+    """
+    The step of a block's `ops` in this order (the module docstring's rules). `memo`, op ->
+    its time, shared by estimates of the same ops in two orders (written and scheduled),
+    costs each op once: the cost model's key for an op (its types and properties, hashed)
+    is most of an estimate's time.
+    """
+    memo = {} if memo is None else memo
     clock = engine = 0.0
     in_flight: dict[SSAValue, float] = {}
     for op in ops:
+        time = memo.get(op)
+        if time is None:
+            time = memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
-            engine = max(clock, engine) + model.collective_time(op)
+            engine = max(clock, engine) + time
             if op.IS_START:
                 in_flight[op.results[0]] = engine
             else:
@@ -60,8 +71,16 @@ def program_order_time(ops: Iterable[Operation], model: CostModel) -> float:
         elif isinstance(op, collective.DoneOp):
             clock = max(clock, in_flight.pop(op.future, clock))
         else:
-            clock += op_time(op, model)
+            clock += time
     return max(clock, engine)
+
+
+def _time(op: Operation, model: CostModel) -> float:
+    if isinstance(op, collective.CollectiveOp):
+        return model.collective_time(op)
+    if isinstance(op, collective.DoneOp):
+        return 0.0
+    return op_time(op, model)
 
 
 def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
@@ -109,6 +128,7 @@ def scheduled_time(
     model: CostModel,
     memory_limit: int | None = None,
     max_in_flight: int = 4,
+    memo: dict[Operation, float] | None = None,
 ) -> float:
     """
     The step of `block` as `async-split` + `schedule` would leave it: `program_order_time`
@@ -118,7 +138,7 @@ def scheduled_time(
     pairs = split_sync(block)
     try:
         order, _, _ = BlockScheduler(block, model, memory_limit, max_in_flight).run()
-        time = program_order_time(order, model)
+        time = program_order_time(order, model, memo)
     except ScheduleStuck:
         time = math.inf
     join_back(pairs)
@@ -139,6 +159,7 @@ def module_step_time(module: ModuleOp, model: CostModel, memory_limit: int | Non
     model = cached(model)
     total = 0.0
     for block in _blocks(module):
-        written = program_order_time(block.ops, model)
-        total += min(written, scheduled_time(block, model, memory_limit))
+        memo: dict[Operation, float] = {}  # the same ops in both orders: costed once
+        written = program_order_time(block.ops, model, memo)
+        total += min(written, scheduled_time(block, model, memory_limit, memo=memo))
     return total
