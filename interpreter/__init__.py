@@ -26,7 +26,8 @@ Modules
   the Chrome/Perfetto trace (`Timeline.trace()`); costs come from `shardc.hardware.cost`.
 * `breakdown`: where the time goes, per op of the slowest device: the report's `ops`
   (ops and fusions, one row per program op) and `collective_ops` (hidden and exposed
-  time), and the text report's top-ops tables.
+  time), and the text report's top-ops tables; `level_t_breakdown` the same `ops` at level
+  T (the compute stream's union attributed to the program's ops).
 * `trace_events`: `TraceWriter`, the one Chrome/Perfetto trace writer (levels S and T).
 * `level_t`: the level-T simulator's entry points (`run_level_t`, `is_level_t`,
   `find_kernel`, `Simulator`) and what it models; split into `level_t_sim` (the event

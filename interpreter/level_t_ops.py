@@ -62,8 +62,8 @@ class Machine(Protocol):
     diag: Diagnostics
     memory: Memory
 
-    def charge(self, dev: DeviceState, op: Operation, seconds: float) -> None:
-        """`op` keeps `dev`'s compute busy for `seconds` (a compute slice)."""
+    def charge(self, dev: DeviceState, op: Operation, seconds: float, flops: float = 0.0) -> None:
+        """`op` keeps `dev`'s compute busy for `seconds` (a compute slice of `flops`)."""
         ...
 
 
@@ -91,6 +91,19 @@ def vector_cost(chip: Chip, op: Operation) -> float:
     return 0.0
 
 
+def vector_flops(op: Operation) -> float:
+    """FLOPs of a vector op (`vector_cost`'s: a matmul's 2mkn, one per element else)."""
+    if isinstance(op, tpu.MatmulOp):
+        m, k = op.lhs.type.get_shape()  # type: ignore[union-attr]
+        return 2.0 * m * k * op.rhs.type.get_shape()[1]  # type: ignore[union-attr]
+    if isinstance(op, tpu.ReduceOp | tpu.TransposeOp):
+        return float(math.prod(op.source.type.get_shape()))  # type: ignore[union-attr]
+    if isinstance(op, tpu.IotaOp | arith.ConstantOp):
+        return 0.0
+    res_ty = op.results[0].type if op.results else None
+    return float(math.prod(res_ty.get_shape())) if isinstance(res_ty, VectorType) else 0.0
+
+
 def placeholders(machine: Machine, dev: DeviceState, op: Operation) -> tuple[Any, ...]:
     """
     Timing mode: a vector op's results become zero-stride arrays of their shape (its
@@ -101,7 +114,7 @@ def placeholders(machine: Machine, dev: DeviceState, op: Operation) -> tuple[Any
         ty = r.type
         assert isinstance(ty, VectorType)
         out.append(placeholder(tuple(ty.get_shape()), dtype_of(ty.element_type)))
-    machine.charge(dev, op, vector_cost(machine.chip, op))
+    machine.charge(dev, op, vector_cost(machine.chip, op), vector_flops(op))
     return tuple(out)
 
 
@@ -220,7 +233,8 @@ class ValueFunctions(InterpreterFunctions):
         self.machine = machine
 
     def _charge(self, interpreter: Interpreter, op: Operation) -> None:
-        self.machine.charge(device_of(interpreter), op, vector_cost(self.machine.chip, op))
+        dev, chip = device_of(interpreter), self.machine.chip
+        self.machine.charge(dev, op, vector_cost(chip, op), vector_flops(op))
 
     @impl(tpu.MatmulOp)
     def run_matmul(self, interpreter: Interpreter, op: tpu.MatmulOp, args: PythonValues):

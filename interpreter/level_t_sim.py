@@ -212,11 +212,11 @@ class Simulator:
         except StopIteration:
             dev.done = True
 
-    def charge(self, dev: DeviceState, op: Operation, seconds: float) -> None:
-        """`op` keeps `dev`'s compute busy for `seconds` (a compute slice)."""
+    def charge(self, dev: DeviceState, op: Operation, seconds: float, flops: float = 0.0) -> None:
+        """`op` keeps `dev`'s compute busy for `seconds` (a compute slice of `flops`)."""
         if seconds > 0:
             if self.record_trace:
-                args = {"at": self.diag.where(op)}
+                args = {"at": self.diag.where(op), "flops": flops}
                 dev.trace.append(("compute", op.name, dev.clock, dev.clock + seconds, args))
             dev.clock += seconds
             dev.busy += seconds

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from shardc.interpreter import level_t_breakdown
 from shardc.interpreter.level_t import Simulator
 from shardc.interpreter.timing import KINDS, format_bytes, format_seconds
 from shardc.interpreter.trace_events import trace_json
@@ -132,6 +133,7 @@ class LevelTTimeline:
             "hbm_buffer_bytes": max(hbm, default=0),
             "vector_compute_time_s": vector[slow] if n else 0.0,
             "level_s": {k: s[k] for k in LEVEL_S_KEYS} if s else None,
+            "ops": self._ops(slow) if n else [],
             "per_device": [
                 {
                     "device": d,
@@ -148,6 +150,13 @@ class LevelTTimeline:
                 for d in range(n)
             ],
         }
+
+    def _ops(self, device: int) -> list[dict[str, Any]]:
+        """The report's `ops` for `device` (interpreter/level_t_breakdown.py)."""
+        sim = self.sim
+        return level_t_breakdown.op_rows(
+            sim.devs[device].trace, sim.dmas, device, self._span, sim.diag.where, sim.chip.hbm_bw
+        )
 
     def _remote_spans(self, device: int) -> list[tuple[float, float]]:
         """When a DMA between `device` and another chip is in flight (either direction)."""

@@ -71,3 +71,36 @@ def test_imported_program_names_the_users_source(tmp_path: Path, capsys) -> None
     assert any("make_frontend_corpus.py" in (e["source"] or "") for e in r["ops"])
     text = capsys.readouterr().out
     assert "top ops" in text and "make_frontend_corpus.py" in text
+
+
+@pytest.mark.parametrize(
+    "name", ["transformer_layer.mlir", "megatron_mlp.mlir", "dp_grads.mlir", "reshard.mlir"]
+)
+def test_level_t_ops_sum_to_compute_time(tmp_path: Path, name: str) -> None:
+    """Level T's `ops` (interpreter/level_t_breakdown.py): each instant of the compute
+    stream's union goes to one op of the program, so the rows add up to compute_time_s;
+    the tiled loops reach at most their roofline."""
+    r = _report(tmp_path, ROOT / "examples" / name, "-p", "tpu-pipeline", "--timing-only")
+    assert r["level"] == "T"
+    ops = r["ops"]
+    assert ops
+    assert math.isclose(sum(e["time_s"] for e in ops), r["compute_time_s"], rel_tol=1e-9)
+    for e in ops:
+        assert {"op", "time_s", "flops", "bytes", "location"} <= e.keys()
+        assert 0 < e["roofline_fraction"] <= 1.0
+    named = {e["op"] for e in ops if e["location"]}
+    assert all(op.startswith(("hlo.", "collective.", "spmd.")) or op == "kernel" for op in named)
+    assert any(op.startswith("hlo.") for op in named)
+    if name != "reshard.mlir":
+        dots = [e for e in ops if e["op"] == "hlo.dot"]
+        assert dots and all(e["flops"] > 0 for e in dots)
+
+
+def test_op_name_at_reads_the_source_line() -> None:
+    from shardc.interpreter.level_t_breakdown import op_name_at
+
+    path = ROOT / "examples" / "megatron_mlp.mlir"
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "hlo.dot" in text)
+    assert op_name_at(f"{path}:{line}:3") == "hlo.dot"
+    assert op_name_at("nowhere.mlir:1:1") == "kernel"
+    assert op_name_at("") == "kernel"
