@@ -171,7 +171,8 @@ def summary_lines(report: dict[str, Any], top: int = TOP_OPS) -> list[str]:
         lines.append(f"  top collectives ({min(top, len(colls))} of {len(colls)}):")
         for e in colls[:top]:
             lines.append(
-                f"    {format_seconds(e['time_s']):>9}  {e['kind']} {format_bytes(e['bytes'])}"
+                f"    {format_seconds(e['time_s']):>9}  "
+                f"{e['kind'] if e['kind'] != 'collective' else e['op']} {format_bytes(e['bytes'])}"
                 f" ({e['algorithm']}), {format_seconds(e['hidden_s'])} hidden,"
                 f" {format_seconds(e['exposed_s'])} exposed  {_where(e)}".rstrip()
             )

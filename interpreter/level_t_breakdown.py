@@ -111,4 +111,67 @@ def op_rows(
     return rows
 
 
-__all__ = ["op_name_at", "op_rows"]
+def collective_rows(
+    trace: list[tuple[str, str, float, float, dict[str, Any]]],
+    dmas: list[Dma],
+    device: int,
+    span: Callable[[Dma], tuple[float, float]],
+    where: Callable[[Any], str],
+) -> list[dict[str, Any]]:
+    """
+    The `collective_ops` rows of `device`: per collective of the lowered program (its
+    ring's DMAs to or from other chips carry its location), `time_s` the union of those
+    DMAs' spans, `bytes` what it sent, `exposed_s` the time the device's compute stream
+    waited at that collective's semaphores (`tpu.wait` slices located there), `hidden_s`
+    the rest. Its `op` is the collective written at that location, or `collective of
+    hlo.dot` for one partitioning inserted there (its kind is then not known at level T).
+    """
+    spans: dict[str, list[tuple[float, float]]] = {}
+    sent: dict[str, int] = {}
+    for d in dmas:
+        if d.target != d.device and device in (d.device, d.target):
+            loc = where(d.op)
+            spans.setdefault(loc, []).append(span(d))
+            if d.device == device:
+                sent[loc] = sent.get(loc, 0) + d.nbytes
+    waited: dict[str, float] = {}
+    for stream, _, t0, t1, args in trace:
+        if stream == "wait" and args.get("at") in spans:
+            waited[args["at"]] = waited.get(args["at"], 0.0) + (t1 - t0)
+    rows = []
+    for loc, intervals in spans.items():
+        time = _union(intervals)
+        exposed = min(time, waited.get(loc, 0.0))
+        name = op_name_at(loc)
+        # A collective partitioning inserted is located at the op it came from (a dot's
+        # all_reduce at the dot): the kernel's DMAs do not say which kind ran.
+        coll = name.startswith("collective.")
+        rows.append(
+            {
+                "op": name if coll else f"collective of {name}",
+                "kind": name.removeprefix("collective.").removesuffix("_start")
+                if coll
+                else "collective",
+                "bytes": sent.get(loc, 0),
+                "algorithm": "lowered: remote DMAs and semaphores",
+                "time_s": time,
+                "exposed_s": exposed,
+                "hidden_s": time - exposed,
+                "location": loc or None,
+                "source": None,
+            }
+        )
+    rows.sort(key=lambda r: -r["time_s"])
+    return rows
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for s, e in sorted(intervals):
+        if e > end:
+            total += e - max(s, end)
+            end = e
+    return total
+
+
+__all__ = ["collective_rows", "op_name_at", "op_rows"]

@@ -204,7 +204,8 @@ class Simulator:
         now = self.events.now
         if dev.waiting is not None:
             if self.record_trace and now > dev.wait_since:
-                dev.trace.append(("wait", dev.waiting[0].name, dev.wait_since, now, {}))
+                at = {"at": self.diag.where(dev.waiting[0])}
+                dev.trace.append(("wait", dev.waiting[0].name, dev.wait_since, now, at))
             dev.waiting = None
         dev.clock = max(dev.clock, now)
         try:

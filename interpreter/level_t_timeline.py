@@ -134,6 +134,7 @@ class LevelTTimeline:
             "vector_compute_time_s": vector[slow] if n else 0.0,
             "level_s": {k: s[k] for k in LEVEL_S_KEYS} if s else None,
             "ops": self._ops(slow) if n else [],
+            "collective_ops": self._collective_ops(slow) if n else [],
             "per_device": [
                 {
                     "device": d,
@@ -156,6 +157,13 @@ class LevelTTimeline:
         sim = self.sim
         return level_t_breakdown.op_rows(
             sim.devs[device].trace, sim.dmas, device, self._span, sim.diag.where, sim.chip.hbm_bw
+        )
+
+    def _collective_ops(self, device: int) -> list[dict[str, Any]]:
+        """The report's `collective_ops` for `device` (interpreter/level_t_breakdown.py)."""
+        sim = self.sim
+        return level_t_breakdown.collective_rows(
+            sim.devs[device].trace, sim.dmas, device, self._span, sim.diag.where
         )
 
     def _remote_spans(self, device: int) -> list[tuple[float, float]]:

@@ -104,3 +104,26 @@ def test_op_name_at_reads_the_source_line() -> None:
     assert op_name_at(f"{path}:{line}:3") == "hlo.dot"
     assert op_name_at("nowhere.mlir:1:1") == "kernel"
     assert op_name_at("") == "kernel"
+
+
+def test_level_t_collective_ops_say_what_was_hidden(tmp_path: Path) -> None:
+    """Level T's `collective_ops`: each collective's ring (its remote DMAs), the time the
+    compute stream waited at its semaphores, and the rest hidden."""
+    path = ROOT / "examples" / "collectives.mlir"
+    r = _report(tmp_path, path, "-p", "tpu-pipeline", "--timing-only")
+    rows = r["collective_ops"]
+    assert {e["kind"] for e in rows} == {
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "all_to_all",
+        "permute",
+    }
+    for e in rows:
+        assert e["time_s"] > 0 and e["bytes"] > 0
+        assert math.isclose(e["hidden_s"] + e["exposed_s"], e["time_s"], rel_tol=1e-12)
+    megatron = _report(
+        tmp_path, ROOT / "examples" / "megatron_mlp.mlir", "-p", "tpu-pipeline", "--timing-only"
+    )
+    (row,) = megatron["collective_ops"]  # the row-parallel dot's all_reduce, at the dot
+    assert row["op"] == "collective of hlo.dot" and row["exposed_s"] > 0
