@@ -140,7 +140,7 @@ def collective_rows(
             waited[args["at"]] = waited.get(args["at"], 0.0) + (t1 - t0)
     rows = []
     for loc, intervals in spans.items():
-        time = _union(intervals)
+        time = covered(intervals)
         exposed = min(time, waited.get(loc, 0.0))
         name = op_name_at(loc)
         # A collective partitioning inserted is located at the op it came from (a dot's
@@ -165,13 +165,14 @@ def collective_rows(
     return rows
 
 
-def _union(intervals: list[tuple[float, float]]) -> float:
+def covered(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of intervals."""
     total, end = 0.0, float("-inf")
-    for s, e in sorted(intervals):
-        if e > end:
-            total += e - max(s, end)
-            end = e
+    for lo, hi in sorted(spans):
+        if hi > end:
+            total += hi - max(lo, end)
+            end = hi
     return total
 
 
-__all__ = ["collective_rows", "op_name_at", "op_rows"]
+__all__ = ["collective_rows", "covered", "op_name_at", "op_rows"]

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from shardc.interpreter import level_t_breakdown
 from shardc.interpreter.level_t import Simulator
+from shardc.interpreter.level_t_breakdown import covered
 from shardc.interpreter.timing import KINDS, format_bytes, format_seconds
 from shardc.interpreter.trace_events import trace_json
 
@@ -94,7 +95,7 @@ class LevelTTimeline:
         for d in self.sim.dmas:
             if d.device == device:
                 (compute if d.target == device else comm).append(self._span(d))
-        return _covered(compute), _covered(comm)
+        return covered(compute), covered(comm)
 
     def report(self) -> dict[str, Any]:
         base = self.sim.report()
@@ -212,16 +213,6 @@ class LevelTTimeline:
 def _overlaps(spans: list[tuple[float, float]], t0: float, t1: float) -> bool:
     """Whether any of the (sorted) spans overlaps [t0, t1]."""
     return any(lo < t1 and hi > t0 for lo, hi in spans if lo < t1)
-
-
-def _covered(spans: list[tuple[float, float]]) -> float:
-    """The length of the union of intervals."""
-    total, end = 0.0, float("-inf")
-    for lo, hi in sorted(spans):
-        if hi > end:
-            total += hi - max(lo, end)
-            end = hi
-    return total
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
