@@ -9,8 +9,6 @@ same way on whichever device holds it).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +17,7 @@ from shardc.interpreter import io
 from shardc.parsing import parse_and_verify
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
 from shardc.tests.e2e.differential import compile_and_compare, partition_and_compare
+from shardc.tests.unit.strategies import draw_mesh_dims
 
 CTX = make_context()
 
@@ -56,12 +55,7 @@ def ty(shape: tuple[int, ...], elem: str) -> str:
 
 def sharding(draw: st.DrawFn, mesh: tuple[tuple[str, int], ...], shape: tuple[int, ...]) -> str:
     """A random valid sharding: each axis at most once, products divide the sizes."""
-    dims: list[list[str]] = [[] for _ in shape]
-    sizes = dict(mesh)
-    for a in draw(st.permutations([a for a, _ in mesh])):
-        d = draw(st.integers(-1, len(shape) - 1))
-        if d >= 0 and shape[d] % (math.prod(sizes[x] for x in dims[d]) * sizes[a]) == 0:
-            dims[d].append(a)
+    dims = draw_mesh_dims(draw, mesh, shape)
     inner = ", ".join("{" + ", ".join(f'"{a}"' for a in d) + "}" for d in dims)
     return f"<@mesh, [{inner}]>"
 

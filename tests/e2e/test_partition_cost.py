@@ -7,7 +7,6 @@ the plan `choose_factors` alone makes (`cost-based=false`, also candidate 0 of t
 
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
@@ -24,6 +23,7 @@ from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.passes.step_estimate import module_step_time
 from shardc.tests.e2e.differential import partition_and_compare
 from shardc.tests.e2e.test_partition_differential import MESHES, sharding_str, ty
+from shardc.tests.unit.strategies import draw_mesh_dims
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
@@ -36,13 +36,7 @@ def random_sharding(
     draw: st.DrawFn, mesh: tuple[tuple[str, int], ...], shape: tuple[int, ...]
 ) -> list[list[str]]:
     """Each axis on at most one dimension, in a random order; products divide the sizes."""
-    sizes = dict(mesh)
-    dims: list[list[str]] = [[] for _ in shape]
-    for a in draw(st.permutations([a for a, _ in mesh])):
-        d = draw(st.integers(-1, len(shape) - 1))
-        if d >= 0 and shape[d] % (math.prod(sizes[x] for x in dims[d]) * sizes[a]) == 0:
-            dims[d].append(a)
-    return dims
+    return draw_mesh_dims(draw, mesh, shape)
 
 
 @st.composite

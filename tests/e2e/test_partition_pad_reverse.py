@@ -8,8 +8,6 @@ census checks the rules' communication: a reverse with matching shardings is one
 
 from __future__ import annotations
 
-import math
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.dialects import make_context
@@ -18,6 +16,7 @@ from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tests.e2e.differential import partition_and_compare
+from shardc.tests.unit.strategies import draw_mesh_dims
 
 CTX = make_context()
 MESHES = [
@@ -43,13 +42,7 @@ def sharding_str(dims: list[list[str]]) -> str:
 
 def draw_sharding(draw: st.DrawFn, mesh, shape: tuple[int, ...]) -> list[list[str]]:
     """Each axis on at most one dimension, the axes of a dimension dividing its size."""
-    sizes = dict(mesh)
-    dims: list[list[str]] = [[] for _ in shape]
-    for a in draw(st.permutations([a for a, _ in mesh])):
-        d = draw(st.integers(-1, len(shape) - 1))
-        if d >= 0 and shape[d] % (math.prod(sizes[x] for x in dims[d]) * sizes[a]) == 0:
-            dims[d].append(a)
-    return dims
+    return draw_mesh_dims(draw, mesh, shape)
 
 
 @st.composite

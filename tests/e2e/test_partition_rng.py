@@ -9,8 +9,6 @@ bits cost no communication: only a split state is gathered.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +19,7 @@ from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.tests.e2e.differential import partition_and_compare
 from shardc.tests.e2e.test_partition_pad_reverse import MESHES, sharding_str
+from shardc.tests.unit.strategies import draw_mesh_dims
 
 CTX = make_context()
 SIZES = [1, 2, 3, 4, 5, 6, 8, 12]
@@ -33,16 +32,7 @@ def ty(shape: tuple[int, ...], dtype: str) -> str:
 
 def draw_dims(draw: st.DrawFn, mesh, shape: tuple[int, ...], uneven: bool) -> list[list[str]]:
     """Each axis on at most one dimension; its axes divide it (or, `uneven`, fit in it)."""
-    sizes = dict(mesh)
-    dims: list[list[str]] = [[] for _ in shape]
-    for a in draw(st.permutations([a for a, _ in mesh])):
-        d = draw(st.integers(-1, len(shape) - 1))
-        if d < 0:
-            continue
-        product = math.prod(sizes[x] for x in dims[d]) * sizes[a]
-        if shape[d] % product == 0 or (uneven and product <= shape[d]):
-            dims[d].append(a)
-    return dims
+    return draw_mesh_dims(draw, mesh, shape, uneven)
 
 
 @st.composite

@@ -1223,3 +1223,23 @@ if __name__ == "__main__":
     level = sys.argv[2] if len(sys.argv) > 2 else "G"
     build = build_collective_program if level == "S" else build_hlo_program
     print(build(RandomChooser(seed)))
+
+
+def draw_mesh_dims(
+    draw: st.DrawFn, mesh: Sequence[tuple[str, int]], shape: Sequence[int], uneven: bool = False
+) -> list[list[str]]:
+    """
+    A random sharding of `shape` over `mesh`, as the mesh axes of each dimension: each axis
+    on at most one dimension, in a random order; a dimension's axes divide its size (or,
+    `uneven`, fit in it). Shared by the differential tests' program generators.
+    """
+    sizes = dict(mesh)
+    dims: list[list[str]] = [[] for _ in shape]
+    for a in draw(st.permutations([a for a, _ in mesh])):
+        d = draw(st.integers(-1, len(shape) - 1))
+        if d < 0:
+            continue
+        product = math.prod(sizes[x] for x in dims[d]) * sizes[a]
+        if shape[d] % product == 0 or (uneven and product <= shape[d]):
+            dims[d].append(a)
+    return dims
