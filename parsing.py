@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult
 from xdsl.irdl import base
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
@@ -271,9 +271,11 @@ def verify_module(module: ModuleOp, note: str = "", filename: str = "<unknown>")
     module nothing of which is located.
     """
     suffix = f" ({note})" if note else ""
+    dominance = _Dominance()
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
+            dominance.check(op)
             for check in module_checks(op):
                 check(op)
         except VerifyException as e:
@@ -282,6 +284,55 @@ def verify_module(module: ModuleOp, note: str = "", filename: str = "<unknown>")
             raise error_at(op, f"is nested too deeply to verify{suffix}", filename) from None
         except Exception as e:  # a verifier that trips on malformed generic IR
             raise error_at(op, f"is malformed: {e}{suffix}", filename) from None
+
+
+class _Dominance:
+    """
+    MLIR's operand dominance for the single-block regions shardc's programs are made of:
+    a value is used below its definition in the same block, or inside an op nested below
+    it. xDSL's `verify()` does not check this, and a program that uses a value above its
+    definition would otherwise be reordered by passes or fail in the interpreter.
+    Regions of several blocks (CFG regions) and module bodies (graph regions) are not
+    checked. Op positions are numbered once per block, so a module is checked in linear
+    time.
+    """
+
+    def __init__(self) -> None:
+        self.positions: dict[Block, dict[Operation, int]] = {}
+
+    def position(self, op: Operation, block: Block) -> int:
+        table = self.positions.get(block)
+        if table is None:
+            table = self.positions[block] = {o: i for i, o in enumerate(block.ops)}
+        return table[op]
+
+    def check(self, op: Operation) -> None:
+        for index, value in enumerate(op.operands):
+            if isinstance(value, OpResult):
+                block = value.op.parent_block()
+                defining: Operation | None = value.op
+            elif isinstance(value, BlockArgument):
+                block, defining = value.block, None
+            else:
+                continue
+            if block is None or isinstance(block.parent_op(), ModuleOp):
+                continue
+            user: Operation | None = op
+            while user is not None and user.parent is not block:
+                user = user.parent_op()
+            if user is None:
+                region = block.parent
+                if region is not None and len(region.blocks) > 1:
+                    continue
+                raise VerifyException(
+                    f"operand #{index} is used outside the region that defines it"
+                )
+            if defining is not None and (
+                user is defining or self.position(defining, block) > self.position(user, block)
+            ):
+                raise VerifyException(
+                    f"operand #{index} does not dominate this use (it is defined below it)"
+                )
 
 
 def parse_and_verify(ctx: Context, text: str, filename: str, line_offset: int = 0) -> ModuleOp:

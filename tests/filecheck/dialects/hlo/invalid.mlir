@@ -1348,3 +1348,37 @@ func.func @fusion_uses_outer_value(%x: tensor<4xf32>) -> tensor<4xf32> {
   // CHECK: error:
   func.return %r : tensor<4xf32>
 }
+
+// -----
+
+// Operand dominance (MLIR's rule; xDSL's parser accepts the forward reference).
+func.func @use_before_definition(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c = hlo.exp %b : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.exp' op operand #0 does not dominate this use (it is defined below it)
+  %b = hlo.exp %a : tensor<4xf32>
+  func.return %c : tensor<4xf32>
+}
+
+// -----
+
+func.func @use_of_own_result(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c = hlo.add %a, %c : tensor<4xf32>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.add' op operand #1 does not dominate this use (it is defined below it)
+  func.return %c : tensor<4xf32>
+}
+
+// -----
+
+func.func @use_before_definition_in_region(%a: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
+  %r:2 = hlo.while (%x = %a, %i = %n) : tensor<4xf32>, tensor<i32>
+  cond {
+    %t = hlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    hlo.return %t : tensor<i1>
+  } do {
+    %y = hlo.add %x, %late : tensor<4xf32>
+    // CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'hlo.add' op operand #1 does not dominate this use (it is defined below it)
+    hlo.return %y, %i : tensor<4xf32>, tensor<i32>
+  }
+  %late = hlo.exp %a : tensor<4xf32>
+  func.return %r#0 : tensor<4xf32>
+}
