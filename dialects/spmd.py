@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -91,6 +92,33 @@ shape of an unevenly split value, whose local type is padded (absent: local x sp
 ################################################################################
 # Attributes                                                                   #
 ################################################################################
+
+
+MAX_DEVICES = 65536
+"""The most devices a mesh may have: seven full v5p pods (8,960 chips each) fit. Every loop
+over devices, groups or ring steps is bounded by it, so no mesh can make a tool run
+for hours or exhaust memory building device groups."""
+
+_AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.$-]*")
+"""A mesh axis name: an identifier (it names SSA values, semaphores and trace rows)."""
+
+
+def mesh_axis_problem(name: str, size: int) -> str | None:
+    """What is wrong with a mesh axis `name` of `size` devices, or None."""
+    if not _AXIS_NAME.fullmatch(name):
+        return (
+            f"mesh axis name {quote(name)} must be an identifier "
+            "(a letter or '_', then letters, digits, '_', '.', '$' or '-')"
+        )
+    if size < 1:
+        return f'mesh axis "{name}" must have a positive size, got {size}'
+    if size > MAX_DEVICES:
+        return f'mesh axis "{name}" has {size} devices; a mesh has at most {MAX_DEVICES}'
+    return None
+
+
+def _too_many_devices(count: int) -> str:
+    return f"the mesh has {count} devices; a mesh has at most {MAX_DEVICES}"
 
 
 @irdl_attr_definition
@@ -169,8 +197,9 @@ class MeshAttr(ParametrizedAttribute):
             name = parser.parse_str_literal(" (a mesh axis name)")
             parser.parse_punctuation("=")
             size = parser.parse_integer(allow_negative=False, allow_boolean=False)
-            if size < 1:
-                parser.raise_error(f'mesh axis "{name}" must have a positive size, got {size}', pos)
+            problem = mesh_axis_problem(name, size)
+            if problem is not None:
+                parser.raise_error(problem, pos)
             return name, size
 
         with parser.in_angle_brackets():
@@ -180,6 +209,9 @@ class MeshAttr(ParametrizedAttribute):
             for n in names:
                 if names.count(n) > 1:
                     parser.raise_error(f'mesh axis "{n}" is declared twice', start)
+            count = math.prod(s for _, s in axes)
+            if count > MAX_DEVICES:
+                parser.raise_error(_too_many_devices(count), start)
         return (
             ArrayAttr(StringAttr(n) for n, _ in axes),
             ArrayAttr(IntAttr(s) for _, s in axes),
@@ -194,8 +226,12 @@ class MeshAttr(ParametrizedAttribute):
             raise VerifyException("mesh axis names and sizes differ in number")
         if len(set(self.names)) != len(self.names):
             raise VerifyException("mesh axis declared twice")
-        if any(s < 1 for s in self.shape):
-            raise VerifyException("mesh axis sizes must be positive")
+        for name, size in zip(self.names, self.shape, strict=True):
+            problem = mesh_axis_problem(name, size)
+            if problem is not None:
+                raise VerifyException(problem)
+        if self.device_count > MAX_DEVICES:
+            raise VerifyException(_too_many_devices(self.device_count))
 
 
 @irdl_attr_definition

@@ -99,11 +99,12 @@ ELEMENTWISE_13_UNARY: dict[str, tuple[str, ...]] = {
 COMPARISONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("add", "mul", "max", "min")
 DIM_SIZES = (1, 2, 3, 4, 6, 8)
-AXIS_NAMES = ("x", "y", "z", "data", "model", "pipe", "a b", "k-1", 'q"t', "b\\s")
-"""Axis names, some of which need quoting or escaping. (Not non-ASCII ones: xDSL 0.74
+AXIS_NAMES = ("x", "y", "z", "data", "model", "pipe", "k-1", "p.q", "_r$")
+"""Axis names: identifiers, with the punctuation they may hold (`spmd.mesh_axis_problem`)."""
+MESH_NAMES = ("mesh", "m", "ring", "dp", "grid_2", "my mesh", 'q"t', "b\\s")
+"""Mesh names, some of which need quoting or escaping. (Not non-ASCII ones: xDSL 0.74
 prints a non-ASCII StringAttr as escaped bytes that it reads back as a bytes literal, so
 the generic form would not round-trip.)"""
-MESH_NAMES = ("mesh", "m", "ring", "dp", "grid_2", "my mesh")
 
 
 def tensor_type(shape: Sequence[int], dtype: str) -> str:

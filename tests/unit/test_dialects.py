@@ -591,8 +591,14 @@ def test_mesh_groups():
 def test_mesh_op_and_attr_print():
     op = spmd.MeshOp("mesh", MESH_2x4)
     assert str(op) == 'spmd.mesh @mesh = <["data"=2, "model"=4]>'
-    with pytest.raises(VerifyException, match="mesh axis sizes must be positive"):
+    with pytest.raises(VerifyException, match='mesh axis "a" must have a positive size'):
         spmd.MeshAttr([("a", 0)])
+    with pytest.raises(VerifyException, match="a mesh has at most 65536"):
+        spmd.MeshAttr([("a", 2**31 - 1)])
+    with pytest.raises(VerifyException, match="the mesh has 131072 devices"):
+        spmd.MeshAttr([("a", 512), ("b", 256)])
+    with pytest.raises(VerifyException, match="must be an identifier"):
+        spmd.MeshAttr([("", 2)])
     with pytest.raises(VerifyException, match="mesh axis declared twice"):
         spmd.MeshAttr([("a", 2), ("a", 2)])
 
@@ -1160,23 +1166,24 @@ func.func @main(%x: tensor<2x8xf32> {{spmd.sharding = #spmd.sharding{sharding}}}
 
 
 def test_names_that_need_quoting_round_trip():
-    """Mesh and axis names with spaces, quotes and backslashes print escaped, parse back."""
+    """Mesh names with spaces, quotes and backslashes print escaped and parse back; axis
+    names are identifiers (they name SSA values and semaphores at level T)."""
     from shardc.dialects.syntax import quote, symbol
 
     assert quote("data") == '"data"'
     assert quote('a"b\\c') == '"a\\22b\\\\c"'
     assert symbol("mesh") == "@mesh" and symbol("my mesh") == '@"my mesh"'
-    text = r"""spmd.mesh @"my mesh" = <["a\"b"=2, "c\\d"=2]>
-func.func @main(%x: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@"my mesh", [{"a\"b"}, {}]>}) -> tensor<4x4xf32> {
-  %0 = collective.all_reduce add %x on @"my mesh"["c\\d", "a\"b"] : tensor<4x4xf32>
-  %1 = spmd.axis_index @"my mesh"["a\"b"] : tensor<i32>
-  %2 = spmd.constraint %0 <@"my mesh", [{}, {"c\\d"}]> : tensor<4x4xf32>
+    text = r"""spmd.mesh @"my \"mesh\\" = <["a.b"=2, "c-d$"=2]>
+func.func @main(%x: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@"my \"mesh\\", [{"a.b"}, {}]>}) -> tensor<4x4xf32> {
+  %0 = collective.all_reduce add %x on @"my \"mesh\\"["c-d$", "a.b"] : tensor<4x4xf32>
+  %1 = spmd.axis_index @"my \"mesh\\"["a.b"] : tensor<i32>
+  %2 = spmd.constraint %0 <@"my \"mesh\\", [{}, {"c-d$"}]> : tensor<4x4xf32>
   func.return %2 : tensor<4x4xf32>
 }
 """
     module = parse(text)
     mesh = next(op for op in module.ops if isinstance(op, spmd.MeshOp))
-    assert mesh.sym_name.data == "my mesh" and mesh.mesh.names == ('a"b', "c\\d")
+    assert mesh.sym_name.data == 'my "mesh\\' and mesh.mesh.names == ("a.b", "c-d$")
     custom = print_module(module)
     assert print_module(parse(custom)) == custom
     assert print_module(parse(print_module(module, generic=True))) == custom

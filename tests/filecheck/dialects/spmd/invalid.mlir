@@ -397,3 +397,24 @@ func.func @bad_priority(%x: tensor<16xf32> {spmd.sharding = #spmd.sharding<@mesh
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: expected a priority `p<N>` after a dimension, got `q1`
   func.return
 }
+
+// -----
+
+// Sizes nobody can run and names that cannot name a value (issue 16).
+spmd.mesh @huge_axis = <["x"=2147483647]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:26: error: mesh axis "x" has 2147483647 devices; a mesh has at most 65536
+
+// -----
+
+spmd.mesh @huge_mesh = <["a"=1024, "b"=1024]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:25: error: the mesh has 1048576 devices; a mesh has at most 65536
+
+// -----
+
+spmd.mesh @empty_name = <[""=2]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:27: error: mesh axis name "" must be an identifier
+
+// -----
+
+spmd.mesh @spaced_name = <["a b"=2]>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:28: error: mesh axis name "a b" must be an identifier
