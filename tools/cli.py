@@ -31,6 +31,13 @@ def run_tool(prog: str, body: Callable[[], int]) -> int:
     except RecursionError:
         print(f"{prog}: error: the input nests too deeply", file=sys.stderr)
         return 1
+    except MemoryError:
+        print(
+            f"{prog}: error: out of memory: the program's values do not fit in this "
+            "machine's memory (use --timing-only for the step time without values)",
+            file=sys.stderr,
+        )
+        return 1
     except Exception as e:
         if os.environ.get("SHARDC_DEBUG"):
             traceback.print_exc()

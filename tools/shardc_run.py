@@ -51,6 +51,7 @@ from shardc.driver.files import load_inputs, read_text, write_atomically
 from shardc.driver.reporting import Report, make_report, program_title, specs_str, summary_text
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
+from shardc.interpreter.host_memory import check_fits
 from shardc.interpreter.timing import Timeline
 from shardc.interpreter.values import type_str
 from shardc.parsing import parse_and_verify
@@ -285,6 +286,7 @@ def run_with_values(
     original_sig: io.Signature,
 ) -> int:
     """A run that computes values: inputs, -p, the run, --check, then the outputs."""
+    check_fits(original_sig, filename)
     inputs, input_source, inputs_info = _inputs(args, original_sig)
     if args.check and args.passes is None and original_sig.level != "G":
         raise DiagnosticError(
@@ -295,6 +297,7 @@ def run_with_values(
     module, sig, changes = original, original_sig, []
     if args.passes is not None:
         module, sig, changes = _compiled(args, text, filename, original_sig)
+        check_fits(sig, filename)
     outputs, timeline = execute(module, sig, filename, chip, inputs, input_source)
     specs = [(n, v.shape, v.dtype) for n, v in outputs.items()]
     report = make_report(

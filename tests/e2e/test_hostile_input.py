@@ -1,0 +1,98 @@
+"""
+Issue 16: hostile input ends in one clear message and exit status 1, before any work that
+could exhaust memory; nothing is written. (Mesh limits and operand dominance are FileCheck
+cases in tests/filecheck/dialects/{spmd,hlo}/invalid.mlir.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from shardc.diagnostics import DiagnosticError
+from shardc.dialects import make_context
+from shardc.interpreter import host_memory
+from shardc.interpreter import io as interpreter_io
+from shardc.parsing import parse_and_verify
+from shardc.tools import shardc_run
+
+HUGE = """spmd.mesh @m = <["x"=8]>
+func.func @main(%a: tensor<100000x100000xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>}) -> tensor<100000x100000xf32> {
+  %b = hlo.exp %a : tensor<100000x100000xf32>
+  func.return %b : tensor<100000x100000xf32>
+}
+"""
+
+
+def run_main(main: Callable[[Sequence[str]], int], args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("passes", [[], ["-p", "spmd-pipeline"]])
+def test_valued_run_too_big_for_the_host_is_refused_before_allocating(
+    tmp_path: Path, passes: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    """37.3 GiB per array on a machine with 24 GiB: refused, nothing written."""
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 24 * 1024**3)
+    program = tmp_path / "huge.mlir"
+    program.write_text(HUGE)
+    outputs, report = tmp_path / "out.npz", tmp_path / "report.json"
+    args = [str(program), *passes, "--outputs", str(outputs), "--report-json", str(report)]
+    code, out, err = run_main(shardc_run.main, args)
+    assert code == 1, (out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert "needs at least 74.5 GiB for its arrays (in_0 37.3 GiB, out_0 37.3 GiB" in err, err
+    assert "this machine has 24 GiB available; use --timing-only" in err
+    assert not outputs.exists() and not report.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.mlir"]
+
+
+def test_the_same_program_runs_timing_only(tmp_path: Path):
+    program = tmp_path / "huge.mlir"
+    program.write_text(HUGE)
+    code, out, err = run_main(shardc_run.main, [str(program), "--timing-only", "--quiet"])
+    assert code == 0, err
+    assert "step" in out
+
+
+def test_level_s_counts_every_device_shard():
+    """At level S a valued run holds the global arrays and each device's shard."""
+    module = parse_and_verify(make_context(), HUGE, "huge.mlir")
+    from shardc.driver.compiling import compile_module
+
+    compile_module(module, "spmd-pipeline", "huge.mlir")
+    sig = interpreter_io.signature(module, interpreter_io.find_entry(module, None, "x"), "x")
+    parts = dict(host_memory.arrays_needed(sig))
+    global_bytes = 100000 * 100000 * 4
+    assert parts["in_0"] == global_bytes and parts["out_0"] == global_bytes
+    assert parts["in_0's shards on 8 devices"] == global_bytes  # split 8 ways
+    assert parts["out_0's shards on 8 devices"] == 8 * global_bytes  # replicated result
+    with pytest.raises(DiagnosticError, match="this machine has 1 KiB available"):
+        host_memory.check_fits(sig, "huge.mlir", available=1024)
+    host_memory.check_fits(sig, "huge.mlir", available=11 * global_bytes)
+
+
+def test_out_of_memory_during_a_run_is_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """What the estimate cannot see (intermediates) still ends in one clear message."""
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %b = hlo.exp %a : tensor<4xf32>\n  func.return %b : tensor<4xf32>\n}\n"
+    )
+
+    def exhausted(*args: object, **kwargs: object) -> None:
+        raise MemoryError("Unable to allocate 37.3 GiB")
+
+    monkeypatch.setattr(shardc_run, "execute", exhausted)
+    code, _, err = run_main(shardc_run.main, [str(program)])
+    assert code == 1
+    assert err.startswith("shardc-run: error: out of memory"), err
+    assert "internal error" not in err and "Traceback" not in err
