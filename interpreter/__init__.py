@@ -20,7 +20,8 @@ Modules
   generator), `rendezvous` (the scheduler meeting devices at collectives, and timing
   them) and `run_diagnostics` (locations, deadlock / mismatch / future messages).
 * `io`: the entry function's `Signature`, input validation, splitting global inputs by
-  sharding and assembling global outputs (what `shardc-run` uses).
+  sharding and assembling global outputs (what `shardc-run` uses); `host_memory` what a
+  valued run needs of the host's memory, refused up front when it cannot fit.
 * `timing`: the simulated machine's clocks (a compute stream and a collective engine per
   device), peak-memory accounting, the report (`Timeline.report()`, DESIGN.md's keys) and
   the Chrome/Perfetto trace (`Timeline.trace()`); costs come from `shardc.hardware.cost`.
