@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 REDUCTION_KINDS = ("add", "mul", "max", "min")
 
@@ -75,6 +76,21 @@ class ImportResult:
 # Converter tables --------------------------------------------------------------------------
 
 ConverterT = TypeVar("ConverterT", bound=Callable[..., Any])
+
+
+MALFORMED = (
+    IndexError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    OverflowError,
+    ZeroDivisionError,
+    VerifyException,
+)
+"""What a converter raises on an op malformed in a way no check foresaw (an operand list,
+an attribute of the wrong kind or out of range): the importers report it as a diagnostic
+at the op, never as an internal error (issue 16). The checks themselves raise located
+`ValueError`s."""
 
 
 class ConverterTable(dict[str, ConverterT]):

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from shardc.dialects.spmd import MAX_DEVICES
 
 AXIS_NAMES = "abcdefghijklmnopqrstuvwxyz"
 
@@ -45,6 +46,11 @@ def iota_tile_assignment(
 ) -> np.ndarray:
     """XLA's `[dims]<=[reshape]T(perm)`: iota, reshaped, transposed, reshaped to dims."""
     n = math.prod(reshape)
+    if any(d < 1 for d in [*dims, *reshape]) or n > MAX_DEVICES:
+        raise ShardingSyntaxError(
+            f"tile dimensions {list(dims)} <={list(reshape)}: each must be positive and "
+            f"they hold at most {MAX_DEVICES} devices"
+        )
     if math.prod(dims) != n:
         raise ShardingSyntaxError(
             f"tile dimensions {list(dims)} hold {math.prod(dims)} devices but "
@@ -101,8 +107,11 @@ class _Scanner:
         if not m:
             got = self.text[self.pos : self.pos + 12] or "the end"
             raise ShardingSyntaxError(f"expected an integer, got '{got}'", self.pos)
+        value = int(m.group())
+        if not -(2**31) <= value < 2**31:
+            raise ShardingSyntaxError(f"integer {m.group()} is out of range", self.pos)
         self.pos = m.end()
-        return int(m.group())
+        return value
 
     def int_list(self, open_: str, close: str) -> list[int]:
         self.expect(open_)
@@ -122,6 +131,12 @@ class _Scanner:
 
 def _parse_iota_or_list(s: _Scanner, dims: list[int]) -> np.ndarray:
     """After `[dims]`: `<=[reshape]T(perm)` or an explicit device list `0,1,2,3`."""
+    if any(d < 1 for d in dims) or math.prod(dims) > MAX_DEVICES:
+        raise ShardingSyntaxError(
+            f"tile dimensions {dims}: each must be positive and they hold at most "
+            f"{MAX_DEVICES} devices",
+            s.pos,
+        )
     if s.accept("<="):
         reshape = s.int_list("[", "]")
         perm = s.int_list("(", ")") if s.accept("T") else None

@@ -56,7 +56,7 @@ from lark.exceptions import UnexpectedInput
 from shardc.diagnostics import DiagnosticError
 from shardc.dialects import hlo, spmd
 from shardc.frontends import hlo_sharding as hs
-from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
+from shardc.frontends.common import MALFORMED, Emitter, ImportResult, ImportStats, make_function
 from shardc.frontends.hlo_text_collectives import (
     ASYNC_DONES,
     ASYNC_STARTS,
@@ -194,6 +194,13 @@ class HloTextImporter:
         self.src.partitions = self.header_int(header, "num_partitions")
         self.src.replicas = self.header_int(header, "replica_count")
         self.src.devices = self.src.partitions * self.src.replicas
+        if self.src.devices > spmd.MAX_DEVICES:
+            a = header.get("num_partitions") or header["replica_count"]
+            raise self.error(
+                a.pos,
+                f"replica_count x num_partitions = {self.src.devices} devices; "
+                f"shardc runs at most {spmd.MAX_DEVICES}",
+            )
         for c in comps:
             for i in c.instrs:
                 self.check_instruction(i)
@@ -325,7 +332,12 @@ class HloTextImporter:
         for instr in self.evaluation_order(comp, env):
             if instr.name in env:
                 continue
-            value = self.convert(instr, comp, env)
+            try:
+                value = self.convert(instr, comp, env)
+            except MALFORMED as e:  # what no check above foresaw: still located
+                raise self.error(
+                    instr.pos, f"malformed {instr.opcode} instruction ({type(e).__name__}: {e})"
+                ) from None
             if self.shardings is not None and "sharding" in instr.attrs and instr is not self.root:
                 leaves_ = self.flatten(value, instr)
                 value = self.shardings.constrain(instr, value, leaves_, self.emit)

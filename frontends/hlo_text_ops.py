@@ -52,6 +52,51 @@ UNARY = {
 LEAVES = frozenset({"constant", "iota", "partition-id", "replica-id"})
 """Instructions without operands (or whose operand is a literal)."""
 
+_FIXED_ARITY = {
+    **dict.fromkeys(BINARY, 2),
+    **dict.fromkeys(UNARY, 1),
+    **dict.fromkeys(
+        (
+            "atan2 complex remainder shift-left shift-right-arithmetic shift-right-logical "
+            "xor compare dot convolution pad"
+        ).split(),
+        2,
+    ),
+    **dict.fromkeys(
+        (
+            "bitcast bitcast-convert broadcast cbrt ceil convert copy count-leading-zeros "
+            "erf exponential-minus-one floor imag is-finite log-plus-one popcnt real "
+            "reshape reverse round-nearest-afz round-nearest-even sign slice tan "
+            "transpose"
+        ).split(),
+        1,
+    ),
+    **dict.fromkeys(("select", "clamp", "select-and-scatter"), 3),
+    "gather": 2,
+}
+"""Operand counts of the fixed-arity opcodes (XLA's HLO verifier checks the same), so a
+malformed operand list is a diagnostic at the instruction, not a converter's crash."""
+_MIN_ARITY = {
+    "concatenate": 1,
+    "dynamic-slice": 1,
+    "dynamic-update-slice": 2,
+    "scatter": 3,
+    "reduce": 2,
+    "reduce-window": 2,
+}
+"""Variadic opcodes: the fewest operands they take."""
+
+
+def check_operand_count(opcode: str, count: int) -> None:
+    """Raise `ValueError` if `opcode` cannot take `count` operands."""
+    fixed = _FIXED_ARITY.get(opcode)
+    if fixed is not None and count != fixed:
+        raise ValueError(f"{opcode} takes {fixed} operand{'s' * (fixed != 1)}, got {count}")
+    least = _MIN_ARITY.get(opcode)
+    if least is not None and count < least:
+        raise ValueError(f"{opcode} takes at least {least} operands, got {count}")
+
+
 ArrayConverter = Callable[[HloSource, Instr, list[SSAValue], TensorType], SSAValue]
 """(the module, the instruction, its converted operands, its result type) -> its value."""
 
@@ -62,6 +107,7 @@ ARRAY_OPS: ConverterTable[ArrayConverter] = ConverterTable()
 def convert_array(cx: HloSource, instr: Instr, xs: list[SSAValue]) -> SSAValue | TupleVal:
     """The converted value of an instruction on arrays (a tuple for sort and topk)."""
     op = instr.opcode
+    check_operand_count(op, len(xs))
     if op in TUPLE_OPS:
         return TUPLE_OPS[op](cx, instr, xs)
     if op == "reduce" and len(xs) != 2:

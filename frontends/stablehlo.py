@@ -103,7 +103,7 @@ from collections.abc import Sequence
 
 from shardc.diagnostics import DiagnosticError, SourceText, caret_location, located_op
 from shardc.dialects import hlo, spmd
-from shardc.frontends.common import Emitter, ImportResult, ImportStats, make_function
+from shardc.frontends.common import MALFORMED, Emitter, ImportResult, ImportStats, make_function
 from shardc.frontends.locations import (
     JaxLocations,
     scan_locations,
@@ -165,6 +165,12 @@ class StablehloImporter:
         attrs = module.attributes
         self.partitions = _module_int(attrs, "mhlo.num_partitions")
         self.replicas = _module_int(attrs, "mhlo.num_replicas")
+        if self.partitions * self.replicas > spmd.MAX_DEVICES:
+            raise DiagnosticError(
+                f"{self.filename}: error: mhlo.num_partitions x mhlo.num_replicas = "
+                f"{self.partitions * self.replicas} devices; shardc runs at most "
+                f"{spmd.MAX_DEVICES}"
+            )
         self.shardings = ShardingConverter(self.errors, self.stats, self.partitions * self.replicas)
         self.call_stack: list[str] = []
         self.block = Block()
@@ -359,7 +365,10 @@ class StablehloImporter:
                     return [env[v] for v in op.operands]
                 except KeyError:
                     raise self.error(op, "returns a value defined outside its body") from None
-            results = self.convert_op(op, env, local)
+            try:
+                results = self.convert_op(op, env, local)
+            except MALFORMED as e:  # what no converter check foresaw: still located
+                raise self.error(op, f"malformed {op.name} ({type(e).__name__}: {e})") from None
             for r, v in zip(op.results, results, strict=False):
                 env[r] = v
         raise self.error(None, "a block without a terminator")
