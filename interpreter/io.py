@@ -202,10 +202,11 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
     partitioned = spmd.PARTITIONED_ATTR_NAME in function.attributes
     per_device = spmd.PER_DEVICE_IO_ATTR_NAME in function.attributes
     level = "S" if partitioned or per_device else "G"
-    if kernel_io(function) is not None:
-        level, per_device = "T", not partitioned
     found = module_mesh(module)
     mesh = found[1] if found else None
+    if kernel_io(function) is not None:
+        # a kernel of a mesh-less program runs on one device: its arrays are the global ones
+        level, per_device = "T", not partitioned and mesh is not None
     if level == "S" and mesh is None:
         raise InterpreterError(
             f"{filename}: error: @{function.sym_name.data} is a per-device (level S) "
@@ -444,7 +445,7 @@ def assemble_outputs(
                 out[f"out_{spec.index}.{d}"] = v
             continue
         name = f"out_{spec.index}"
-        if sig.level == "G":
+        if sig.level == "G" or (spec.mesh or sig.mesh) is None:  # one device, no mesh
             out[name] = values[0]
             continue
         out[name] = _assemble(sig, spec, values, name, source)

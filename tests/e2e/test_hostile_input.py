@@ -96,3 +96,18 @@ def test_out_of_memory_during_a_run_is_a_message_not_a_traceback(
     assert code == 1
     assert err.startswith("shardc-run: error: out of memory"), err
     assert "internal error" not in err and "Traceback" not in err
+
+
+def test_mesh_less_program_runs_through_tpu_pipeline(tmp_path: Path):
+    """`shardc-opt -p tpu-pipeline` compiles a level-G program without a mesh; `shardc-run
+    -p tpu-pipeline` runs and checks it too (one device: the kernel's arrays are global)."""
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        "func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+        "  %b = hlo.exp %a : tensor<4x4xf32>\n  func.return %b : tensor<4x4xf32>\n}\n"
+    )
+    code, out, err = run_main(
+        shardc_run.main, [str(program), "-p", "tpu-pipeline", "--check", "--quiet"]
+    )
+    assert code == 0, err
+    assert "check against the level-G program before -p: pass" in out, out
