@@ -47,7 +47,7 @@ from shardc.driver import progress
 from shardc.driver.checking import Comparison, check_outputs, reference_outputs
 from shardc.driver.compiling import PassChange, compile_module, with_chip
 from shardc.driver.execution import execute
-from shardc.driver.files import load_inputs, read_text, write_atomically
+from shardc.driver.files import StagedWrites, load_inputs, read_text
 from shardc.driver.reporting import Report, make_report, program_title, specs_str, summary_text
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
@@ -311,19 +311,20 @@ def run_with_values(
         comparisons = check_outputs(report, filename, outputs, *reference)
     types = {n: type_str(v.shape, v.dtype) for n, v in outputs.items()}
     print(summary_text(report, types, comparisons))
-    write_report(args, report)
-    if report.check is not None and not report.check["passed"]:
-        print(f"{PROG}: check failed", file=sys.stderr)
-        return 1
-    write_trace(args, timeline)
-    write_plot(args, timeline, report)
-    if args.outputs is not None:
-        write_atomically(
-            args.outputs,
-            lambda f: np.savez(f, **{n: io.savable(a) for n, a in outputs.items()}),
-            binary=True,
-        )
-        print(f"wrote {args.outputs}")
+    with StagedWrites() as files:
+        stage_report(files, args, report)
+        if report.check is not None and not report.check["passed"]:
+            print(f"{PROG}: check failed", file=sys.stderr)
+            return 1  # the report says why; nothing else is written
+        stage_trace(files, args, timeline)
+        stage_plot(files, args, timeline, report)
+        if args.outputs is not None:
+            files.write(
+                args.outputs,
+                lambda f: np.savez(f, **{n: io.savable(a) for n, a in outputs.items()}),
+                binary=True,
+                announce=f"wrote {args.outputs}",
+            )
     return 0
 
 
@@ -356,9 +357,10 @@ def run_timing_only(
         passes=changes,
     )
     print(summary_text(report, {n: type_str(shape, dtype) for n, shape, dtype in specs}, []))
-    write_report(args, report)
-    write_trace(args, timeline)
-    write_plot(args, timeline, report)
+    with StagedWrites() as files:
+        stage_report(files, args, report)
+        stage_trace(files, args, timeline)
+        stage_plot(files, args, timeline, report)
     return 0
 
 
@@ -394,19 +396,20 @@ def run_level_t_cli(
         f"{report['dmas']} DMAs, {report['ici_bytes']} ICI bytes, "
         f"{report['local_dma_bytes']} local DMA bytes, peak VMEM {report['peak_vmem_bytes']} bytes"
     )
-    if args.report_json is not None:
-        write_atomically(args.report_json, lambda f: json.dump(report, f, indent=1), binary=False)
-    if args.trace is not None:
-        trace = sim.trace()
-        write_atomically(args.trace, lambda f: json.dump(trace, f), binary=False)
-    if args.outputs is not None:
-        arrays = {f"out_{k}.{d}": a for d, row in enumerate(outputs) for k, a in enumerate(row)}
-        write_atomically(
-            args.outputs,
-            lambda f: np.savez(f, **{n: io.savable(a) for n, a in arrays.items()}),
-            binary=True,
-        )
-        print(f"wrote {args.outputs}")
+    with StagedWrites() as files:
+        if args.report_json is not None:
+            files.write(args.report_json, lambda f: json.dump(report, f, indent=1), binary=False)
+        if args.trace is not None:
+            trace = sim.trace()
+            files.write(args.trace, lambda f: json.dump(trace, f), binary=False)
+        if args.outputs is not None:
+            arrays = {f"out_{k}.{d}": a for d, row in enumerate(outputs) for k, a in enumerate(row)}
+            files.write(
+                args.outputs,
+                lambda f: np.savez(f, **{n: io.savable(a) for n, a in arrays.items()}),
+                binary=True,
+                announce=f"wrote {args.outputs}",
+            )
     return 0
 
 
@@ -432,30 +435,39 @@ def _kernel_inputs(args: argparse.Namespace, entry: Any, devices: int) -> list[l
 # Writing ---------------------------------------------------------------------------------
 
 
-def write_report(args: argparse.Namespace, report: Report) -> None:
+def stage_report(files: StagedWrites, args: argparse.Namespace, report: Report) -> None:
     if args.report_json is not None:
-        write_atomically(
+        files.write(
             args.report_json,
             lambda f: f.write(json.dumps(report.as_json(), indent=2) + "\n"),
             binary=False,
         )
 
 
-def write_trace(args: argparse.Namespace, timeline: Timeline) -> None:
+def stage_trace(files: StagedWrites, args: argparse.Namespace, timeline: Timeline) -> None:
     if args.trace is not None:
-        write_atomically(args.trace, lambda f: f.write(timeline.trace_json()), binary=False)
-        print(f"wrote trace {args.trace} (open it in ui.perfetto.dev)")
-
-
-def write_plot(args: argparse.Namespace, timeline: Timeline, report: Report) -> None:
-    if args.plot is not None:
-        from shardc.interpreter.plot import plot_timeline
-
-        progress.step(f"drawing {args.plot}")
-        plot_timeline(
-            timeline, args.plot, program=program_title(report), what=f"{PROG}: error: --plot"
+        files.write(
+            args.trace,
+            lambda f: f.write(timeline.trace_json()),
+            binary=False,
+            announce=f"wrote trace {args.trace} (open it in ui.perfetto.dev)",
         )
-        print(f"wrote timeline {args.plot}")
+
+
+def stage_plot(
+    files: StagedWrites, args: argparse.Namespace, timeline: Timeline, report: Report
+) -> None:
+    if args.plot is not None:
+        from shardc.interpreter.plot import render_png, require_matplotlib
+
+        require_matplotlib(f"{PROG}: error: --plot")
+        progress.step(f"drawing {args.plot}")
+        files.write(
+            args.plot,
+            lambda f: render_png(timeline, f, program=program_title(report)),
+            binary=True,
+            announce=f"wrote timeline {args.plot}",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -111,3 +112,61 @@ def test_mesh_less_program_runs_through_tpu_pipeline(tmp_path: Path):
     )
     assert code == 0, err
     assert "check against the level-G program before -p: pass" in out, out
+
+
+SMALL = """spmd.mesh @m = <["x"=2]>
+func.func @main(%a: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}]>}) -> tensor<4x4xf32> {
+  %b = hlo.exp %a : tensor<4x4xf32>
+  func.return %b : tensor<4x4xf32>
+}
+"""
+
+
+def test_outputs_are_written_all_or_none(tmp_path: Path):
+    """An unwritable --outputs leaves the report and trace of an earlier run untouched,
+    no temporary behind, and the message names the target."""
+    program = tmp_path / "p.mlir"
+    program.write_text(SMALL)
+    report, trace = tmp_path / "report.json", tmp_path / "trace.json"
+    report.write_text("earlier report")
+    trace.write_text("earlier trace")
+    bad = tmp_path / "missing-dir" / "out.npz"
+    args = [str(program), "-p", "spmd-pipeline", "--quiet", "--report-json", str(report)]
+    args += ["--trace", str(trace), "--outputs", str(bad)]
+    code, out, err = run_main(shardc_run.main, args)
+    assert code == 1
+    assert f"shardc-run: error: cannot write '{bad}': No such file or directory" in err, err
+    assert f".tmp{os.getpid()}" not in err and "internal error" not in err
+    assert report.read_text() == "earlier report" and trace.read_text() == "earlier trace"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.mlir", "report.json", "trace.json"]
+    assert "wrote" not in out
+    # and with a writable path, all three are replaced
+    args[-1] = str(tmp_path / "out.npz")
+    code, out, err = run_main(shardc_run.main, args)
+    assert code == 0, err
+    assert report.read_text().startswith("{") and trace.read_text().startswith("{")
+    assert (tmp_path / "out.npz").exists() and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_ctrl_c_while_writing_leaves_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    program = tmp_path / "p.mlir"
+    program.write_text(SMALL)
+    report = tmp_path / "report.json"
+    report.write_text("earlier report")
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shardc_run.np, "savez", interrupted)
+    args = [
+        str(program),
+        "--quiet",
+        "--report-json",
+        str(report),
+        "--outputs",
+        str(tmp_path / "o.npz"),
+    ]
+    code, _, _ = run_main(shardc_run.main, args)
+    assert code == 130
+    assert report.read_text() == "earlier report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.mlir", "report.json"]
