@@ -7,7 +7,9 @@ prints.
   pass changed (`compile_module`, `with_chip`).
 * `execution`: running a (compiled) program at its level, G or S on the device
   interpreter and T on the level-T simulator, timed on a chip (`execute`).
-* `checking`: comparing outputs with a reference (`compare`, `TOLERANCES`).
+* `checking`: comparing outputs with a reference (`compare`, `reference_outputs`);
+  `tolerance` the tolerance per output element, from a rounding analysis of the
+  reference run (`RoundingBounds`).
 * `reporting`: the run's report and its summary text (`Report`, `make_report`).
 * `files`: reading programs and input arrays, writing outputs atomically.
 * `progress`: progress lines of long runs (a tool turns them on; a library call is quiet).

@@ -6,12 +6,14 @@ within a relative tolerance per float dtype for floats (`shardc-run --check`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from shardc.diagnostics import DiagnosticError
+from shardc.dialects.spmd import module_mesh
 from shardc.driver import progress
+from shardc.driver.tolerance import RoundingBounds, Sigma, reordered_sums
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.values import (
@@ -75,7 +77,12 @@ def _json_float(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
-def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
+def compare(
+    name: str, got: np.ndarray, ref: np.ndarray, tolerance: Sigma | None = None
+) -> Comparison:
+    """`got` against `ref`: integers exactly, floats within `tolerance` (absolute, from
+    `driver.tolerance`'s analysis of the reference run) or, without one, the dtype's
+    relative `TOLERANCES` at the reference's scale."""
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return Comparison(
@@ -106,8 +113,32 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray) -> Comparison:
     worst = float(diff.max())
     finite = np.abs(r[np.isfinite(r)])
     scale = float(finite.max()) if finite.size else 0.0
+    if tolerance is not None:
+        if ref.dtype in (C64, C128):
+            tolerance = np.hypot(tolerance, tolerance)
+        tol = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), diff.shape)
+        worst_at = np.unravel_index(int(np.argmax(diff)), diff.shape)
+        excess = diff - tol
+        if bool(np.all(excess <= 0)):
+            return Comparison(name, worst, float(tol[worst_at]), True, "tolerance per element")
+        at = np.unravel_index(int(np.argmax(excess)), diff.shape)
+        note = f"element {list(map(int, at))}: |diff| {diff[at]:.3g} > tolerance {tol[at]:.3g}"
+        return Comparison(name, worst, float(tol[worst_at]), False, note)
     tol = TOLERANCES[ref.dtype] * max(scale, 1e-30)
     return Comparison(name, worst, tol, worst <= tol)
+
+
+@dataclass
+class Reference:
+    """What --check compares a run with."""
+
+    outputs: dict[str, np.ndarray] | None
+    """None: nothing was compiled, the run is compared with itself."""
+    what: str
+    """How the report names it."""
+    tolerances: dict[str, Sigma] = field(default_factory=dict)
+    """Per output (per element, or one number): the absolute difference two correct
+    evaluations may show (`driver.tolerance`)."""
 
 
 def reference_outputs(
@@ -117,35 +148,45 @@ def reference_outputs(
     original_sig: io.Signature,
     inputs: Any,
     input_source: str,
-) -> tuple[dict[str, np.ndarray] | None, str]:
+    compiled_module: ModuleOp | None = None,
+) -> Reference:
     """
-    --check's reference: the outputs of the program as it was before `-p` (None when
-    nothing was `compiled`: the run is compared with itself) and how the report names it.
+    --check's reference: the outputs of the program as it was before `-p`, run with the
+    rounding analysis that gives each output its tolerance (`driver.tolerance`, which
+    needs to know how `compiled_module` accumulates).
     """
     if not compiled:
-        return None, "the program itself (no -p given)"
+        return Reference(None, "the program itself (no -p given)")
     progress.step(f"checking: running the level-{original_sig.level} program before -p")
-    outputs = io.run(Executor(original, filename), original_sig, inputs, input_source)
-    return outputs, f"the level-{original_sig.level} program before -p"
+    executor = Executor(original, filename)
+    reordered = reordered_sums(compiled_module, original) if compiled_module is not None else None
+    mesh = module_mesh(compiled_module) if compiled_module is not None else None
+    bounds = RoundingBounds(reordered, mesh[1].device_count if mesh else 1)
+    executor.observe = bounds
+    outputs = io.run(executor, original_sig, inputs, input_source)
+    names = [f"out_{s.index}" for s in original_sig.results]
+    tolerances: dict[str, Sigma] = {}
+    if not original_sig.per_device_io and original_sig.devices == 1:
+        tolerances = dict(zip(names, bounds.output_tolerances(original_sig.function), strict=True))
+    return Reference(outputs, f"the level-{original_sig.level} program before -p", tolerances)
 
 
 def check_outputs(
     report: Report,
     filename: str,
     outputs: dict[str, np.ndarray],
-    reference: dict[str, np.ndarray] | None,
-    ref_what: str,
+    ref: Reference,
 ) -> list[Comparison]:
     """Compare every output with the reference; the verdict goes into the report."""
-    if reference is None:
-        reference = outputs
+    reference = outputs if ref.outputs is None else ref.outputs
+    ref_what = ref.what
     names = list(reference)
     if list(outputs) != names:
         raise DiagnosticError(
             f"{filename}: error: --check: the compiled program has outputs "
             f"{list(outputs)} but the reference has {names}"
         )
-    comparisons = [compare(n, outputs[n], reference[n]) for n in names]
+    comparisons = [compare(n, outputs[n], reference[n], ref.tolerances.get(n)) for n in names]
     report.check = {
         "reference": ref_what,
         "passed": all(c.passed for c in comparisons),

@@ -25,7 +25,7 @@ from shardc.dialects.sizes import value_bytes
 from shardc.dialects.spmd import module_mesh
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import CostModel
-from shardc.interpreter.execution import Device, DeviceRunner, Future
+from shardc.interpreter.execution import Device, DeviceRunner, Future, Observer
 from shardc.interpreter.hlo_impls import DEVICE_KEY, DeviceInfo, HloFunctions
 from shardc.interpreter.plan import SMALL_ELEMENTS, ProgramPlan, is_level_s
 from shardc.interpreter.rendezvous import Rendezvous
@@ -78,6 +78,15 @@ class Executor:
         self.diagnostics = RunDiagnostics(self.filename)
         self.plan = ProgramPlan(module, self.diagnostics, self.cost_model, abstract)
         self._runner = DeviceRunner(self.plan, self.diagnostics, self.check_types)
+
+    @property
+    def observe(self) -> Observer | None:
+        """Called after every op a device runs (see `DeviceRunner.observe`)."""
+        return self._runner.observe
+
+    @observe.setter
+    def observe(self, observer: Observer | None) -> None:
+        self._runner.observe = observer
 
     def location(self, op: Operation) -> str | None:
         """`file:line:col` of an op, None for ops without a source location."""

@@ -15,7 +15,7 @@ table lookup by op type happened once, when the op was planned (`plan.py`).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,9 @@ from shardc.interpreter.run_diagnostics import RunDiagnostics
 from shardc.interpreter.timing import DeviceClock
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation
+
+Observer = Callable[[Operation, tuple[Any, ...], tuple[Any, ...], Any, Any, Any], None]
+"""(op, operand values, result values, its implementation, its functions object, device)."""
 
 DeviceRun = Generator[tuple[Operation, tuple[Any, ...]], Any, tuple[Any, ...]]
 """A device's run: yields `(collective op, operand values)`, receives the op's results,
@@ -94,6 +97,9 @@ class DeviceRunner:
         self.plan = plan
         self.diagnostics = diagnostics
         self.check_types = check_types
+        self.observe: Observer | None = None
+        """Called after every op (not terminators) with its operand and result values:
+        how `--check` bounds rounding errors (`driver.tolerance`); None costs nothing."""
 
     def run_block(
         self, dev: Device, block: Block, args: tuple[Any, ...], env: list[Any]
@@ -101,6 +107,7 @@ class DeviceRunner:
         for slot, value in zip(self.plan.block_args[block], args, strict=False):
             env[slot] = value
         check = self.check_types
+        observe = self.observe
         tm = dev.tm
         steps = self.plan.steps[block]
         for kind, op, fn, ft, operands, results, specs, cost, alloc, free in steps:
@@ -132,6 +139,8 @@ class DeviceRunner:
                 for v, spec in zip(out, specs, strict=False):
                     if spec is not None and (v.shape != spec[0] or v.dtype != spec[1]):
                         self.diagnostics.check_results(op, dev.index, out, specs)
+            if observe is not None:
+                observe(op, vals, out, fn, ft, dev)
             for r, v in zip(results, out, strict=False):
                 env[r] = v
         return ()

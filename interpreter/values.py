@@ -285,8 +285,10 @@ def f64_to_bf16(x: np.ndarray) -> np.ndarray:
         inexact = (back != x) & np.isfinite(x)
         away = inexact & (np.abs(back) > np.abs(x))
         r = np.where(away, np.nextafter(r, np.float32(0)), r).astype(np.float32)
-        bits = np.ascontiguousarray(r).view(np.uint32) | inexact.astype(np.uint32)
-    return bits.view(np.float32).astype(BF16)
+        # reshape(-1): a 0-d array cannot be viewed as another dtype; the shape comes back
+        flat = np.ascontiguousarray(r).reshape(-1).view(np.uint32)
+        bits = flat | inexact.astype(np.uint32).reshape(-1)
+    return bits.view(np.float32).astype(BF16).reshape(x.shape)
 
 
 def convert(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:

@@ -306,9 +306,15 @@ def run_with_values(
     comparisons: list[Comparison] = []
     if args.check:
         reference = reference_outputs(
-            args.passes is not None, filename, original, original_sig, inputs, input_source
+            args.passes is not None,
+            filename,
+            original,
+            original_sig,
+            inputs,
+            input_source,
+            compiled_module=module,
         )
-        comparisons = check_outputs(report, filename, outputs, *reference)
+        comparisons = check_outputs(report, filename, outputs, reference)
     types = {n: type_str(v.shape, v.dtype) for n, v in outputs.items()}
     print(summary_text(report, types, comparisons))
     with StagedWrites() as files:

@@ -417,3 +417,14 @@ def test_rank_0_results_keep_rank_0() -> None:
     assert all(v.shape == () for v in out.values())
     assert int(out["out_0"]) == 29 and int(out["out_1"]) == 2
     assert int(out["out_2"]) == int(f.view(np.int32)) and float(out["out_3"]) == 1.5
+
+
+def test_convert_to_bf16_keeps_a_scalar_a_scalar():
+    """int / f64 -> bf16 rounds through f32-to-odd; a 0-d value stays 0-d (a bf16 iota on
+    a sharded dimension converts its device offset, a tensor<i32>)."""
+    import ml_dtypes
+    from shardc.interpreter.values import convert
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    for x in (np.array(3, dtype=np.int32), np.float64(0.1), np.zeros((2, 0, 3))):
+        assert convert(np.asarray(x), bf16).shape == np.shape(x)
