@@ -15,6 +15,7 @@ Python traceback.
 from __future__ import annotations
 
 import gc
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     RankedStructure,
+    ShapedType,
     TensorType,
     UnknownLoc,
 )
@@ -53,6 +55,11 @@ _DENSE_LITERAL_TYPE = base(
 """xDSL 0.74 rebuilds this constraint for every `dense<...>` literal (~150 recursive calls
 each, most of the cost of parsing a constant); it never changes, so build it once."""
 
+
+MAX_ELEMENTS = 2**48
+"""The most elements a tensor, memref or vector type may have (and so any dimension):
+2^48 elements is 1 PiB of f32, beyond any pod; the bound keeps every size computation in
+i64 and numpy's index range, so no type can make a tool fail inside numpy."""
 
 _STATIC_TENSOR_TYPE = re.compile(r"tensor<(?:\d+x)*(?:bf16|f16|f32|f64|i1|i8|i16|i32|i64)>")
 """A ranked tensor type of static shape and a plain element type, and nothing else."""
@@ -114,11 +121,24 @@ class LocatedParser(Parser):
                 if cached is not None:
                     self._resume_from(found.end())
                     return cached
-                parsed = super().parse_optional_type()
+                parsed = self._checked_size(super().parse_optional_type(), token.span)
                 if isinstance(parsed, TensorType):
                     self._tensor_types[found.group()] = parsed
                 return parsed
-        return super().parse_optional_type()
+        return self._checked_size(super().parse_optional_type(), token.span)
+
+    def _checked_size(self, parsed: Any, at: Span) -> Any:
+        """A shaped type no machine could hold is an error where it is written."""
+        if isinstance(parsed, ShapedType):
+            shape = [d for d in parsed.get_shape() if d >= 0]
+            if any(d > MAX_ELEMENTS for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+                self.raise_error(
+                    f"{parsed} has {math.prod(shape)} elements; a shaped type has at most "
+                    f"2^48 ({MAX_ELEMENTS})",
+                    at.start,
+                    self.pos,
+                )
+        return parsed
 
     def _parse_dense_literal_type(self) -> Attribute:  # pyright: ignore[reportIncompatibleMethodOverride]
         # Same as xDSL's, with the type constraint built once (see _DENSE_LITERAL_TYPE).

@@ -288,6 +288,12 @@ def accumulation_type(element_type: Attribute) -> Attribute | None:
 ################################################################################
 
 
+MAX_SEMAPHORES = 65536
+"""The most semaphores one array may hold: one per step of a ring over the largest mesh
+(`spmd.MAX_DEVICES`); a real chip has far fewer, so the bound only keeps the simulator
+from allocating without limit."""
+
+
 class SemaphoreTypeBase(ParametrizedAttribute, TypeAttribute, ABC):
     """
     A semaphore (rank 0, written without parameters) or an array of them
@@ -316,6 +322,13 @@ class SemaphoreTypeBase(ParametrizedAttribute, TypeAttribute, ABC):
                 parser.raise_error(
                     "a semaphore array has static, positive dimensions", pos, parser.pos
                 )
+        if math.prod(dims) > MAX_SEMAPHORES:
+            parser.raise_error(
+                f"a semaphore array holds at most {MAX_SEMAPHORES} semaphores, got "
+                f"{math.prod(dims)}",
+                pos,
+                parser.pos,
+            )
         parser.parse_punctuation(">")
         return (ArrayAttr(IntAttr(d) for d in dims),)
 
@@ -328,6 +341,11 @@ class SemaphoreTypeBase(ParametrizedAttribute, TypeAttribute, ABC):
         if any(d < 1 for d in self.get_shape()):
             raise VerifyException(
                 f"a semaphore array has positive dimensions, got {list(self.get_shape())}"
+            )
+        if math.prod(self.get_shape()) > MAX_SEMAPHORES:
+            raise VerifyException(
+                f"a semaphore array holds at most {MAX_SEMAPHORES} semaphores, got "
+                f"{math.prod(self.get_shape())}"
             )
 
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 import os
 import resource
+from typing import Any
 
 from shardc.diagnostics import DiagnosticError
 from shardc.interpreter.io import Signature
 from shardc.interpreter.timing import format_bytes
+from shardc.interpreter.values import dtype_of
+from xdsl.dialects.builtin import MemRefType
 
 
 def available_bytes() -> int:
@@ -67,3 +70,26 @@ def check_fits(sig: Signature, filename: str, available: int | None = None) -> N
         f"{', ...' if len(parts) > len(largest) else ''}); this machine has "
         f"{format_bytes(have)} available; use --timing-only for the step time without values"
     )
+
+
+def check_kernel_fits(
+    function: Any, devices: int, filename: str, available: int | None = None
+) -> None:
+    """Refuse a valued run of a hand-written level-T kernel whose argument buffers (one
+    set per device) exceed the host's memory."""
+    parts = [
+        (f"argument {i}", math.prod(t.get_shape()) * dtype_of(t.element_type).itemsize * devices)
+        for i, t in enumerate(function.function_type.inputs.data)
+        if isinstance(t, MemRefType)
+    ]
+    needed = sum(b for _, b in parts)
+    have = available_bytes() if available is None else available
+    if needed > have:
+        largest = ", ".join(
+            f"{n} {format_bytes(b)}" for n, b in sorted(parts, key=lambda p: -p[1])[:3]
+        )
+        raise DiagnosticError(
+            f"{filename}: error: running @{function.sym_name.data} on {devices} devices needs "
+            f"at least {format_bytes(needed)} for its buffers ({largest}); this machine has "
+            f"{format_bytes(have)} available"
+        )

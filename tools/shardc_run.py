@@ -51,7 +51,7 @@ from shardc.driver.files import StagedWrites, load_inputs, read_text
 from shardc.driver.reporting import Report, make_report, program_title, specs_str, summary_text
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
-from shardc.interpreter.host_memory import check_fits
+from shardc.interpreter.host_memory import check_fits, check_kernel_fits
 from shardc.interpreter.timing import Timeline
 from shardc.interpreter.values import type_str
 from shardc.parsing import parse_and_verify
@@ -394,6 +394,7 @@ def run_level_t_cli(
             f"(@{entry.sym_name.data} uses tpu ops)"
         )
     sim = Simulator(module, chip, filename, trace=args.trace is not None)
+    check_kernel_fits(entry, sim.n, filename)
     inputs = _kernel_inputs(args, entry, sim.n)
     progress.step(f"running level T on {sim.n} devices")
     outputs, report = sim.run(entry, inputs)

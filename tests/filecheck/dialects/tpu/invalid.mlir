@@ -688,3 +688,19 @@ func.func @unknown_op(%a: memref<8xf32, #tpu.memory_space<hbm>>) {
   // CHECK: invalid.mlir:[[# @LINE - 1]]:{{[0-9]+}}: error: Operation tpu.enqueue_dma is not registered
   func.return
 }
+
+// -----
+
+// Sizes nobody can run (issue 16): a semaphore array or a buffer no machine could hold.
+func.func @huge_semaphore_array() attributes {tpu.kernel} {
+  %s = tpu.alloc : !tpu.dma_semaphore<1000000000000000000000000000000>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:39: error: a semaphore array holds at most 65536 semaphores, got 1000000000000000000000000000000
+  func.return
+}
+
+// -----
+
+func.func @huge_buffer(%a: memref<100000000x100000000xf32, #tpu.memory_space<hbm>>) attributes {tpu.kernel} {
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:28: error: memref<100000000x100000000xf32, #tpu.memory_space<hbm>> has 10000000000000000 elements; a shaped type has at most 2^48 (281474976710656)
+  func.return
+}
