@@ -214,7 +214,7 @@ def _defect(code: int | str, stderr: str) -> str | None:
         return "hang"
     if code == "exception":
         return "exception escaped"
-    if "Traceback" in stderr:
+    if "Traceback (most recent call last)" in stderr:
         return "traceback"
     if "internal error" in stderr:
         return "internal error"
