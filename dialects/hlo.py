@@ -20,6 +20,7 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from shardc.diagnostics import register_module_check
 from shardc.dialects.syntax import (
     i64_array,
     i64_attr,
@@ -46,6 +47,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -54,6 +56,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -3988,6 +3991,26 @@ class FusionOp(HloOp):
 FUSION_OPS_14 = (FusionOp,)
 """hlo.fusion of issue 14 (one block, so that merges stay simple)."""
 
+
+def verify_function_element_types(function: FuncOp) -> None:
+    """A function's tensor and buffer arguments have element types shardc supports. An
+    op's verifier checks the values it takes (its message is the more precise one), so
+    this checks the arguments no op takes: passed straight through to the results, or
+    unused, they would reach the runner and the lowering unchecked."""
+    if not function.body.blocks:
+        return
+    for i, arg in enumerate(function.body.block.args):
+        ty = arg.type
+        if not isinstance(ty, TensorType | MemRefType) or element_kind(ty.element_type):
+            continue
+        if all(use.operation is function.body.block.last_op for use in arg.uses):
+            raise VerifyException(
+                f"argument {i} of @{function.sym_name.data} has element type "
+                f"{ty.element_type}, which shardc does not support ({SUPPORTED_TYPES})"
+            )
+
+
+register_module_check(FuncOp, verify_function_element_types)  # type: ignore[arg-type]
 
 Hlo = Dialect(
     "hlo",

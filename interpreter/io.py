@@ -225,7 +225,12 @@ def signature(module: ModuleOp, function: func.FuncOp, filename: str) -> Signatu
                     f"{filename}: error: {what} {i} of @{function.sym_name.data} has type "
                     f"{ty}; the runner exchanges tensors only"
                 )
-            shape, dtype = tensor_spec(ty)
+            try:
+                shape, dtype = tensor_spec(ty)
+            except ValueError as e:
+                raise InterpreterError(
+                    f"{filename}: error: {what} {i} of @{function.sym_name.data}: {e}"
+                ) from None
             smesh = None
             global_shape = shape
             if sharding is not None and not per_device:

@@ -1382,3 +1382,11 @@ func.func @use_before_definition_in_region(%a: tensor<4xf32>, %n: tensor<i32>) -
   %late = hlo.exp %a : tensor<4xf32>
   func.return %r#0 : tensor<4xf32>
 }
+
+// -----
+
+// A value passed straight through is checked too (it reaches the runner and the lowering).
+func.func @unsupported_passthrough(%a: tensor<4xf8E4M3FNUZ>) -> tensor<4xf8E4M3FNUZ> {
+  func.return %a : tensor<4xf8E4M3FNUZ>
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'func.func' op argument 0 of @unsupported_passthrough has element type f8E4M3FNUZ, which shardc does not support
