@@ -121,6 +121,20 @@ def _too_many_devices(count: int) -> str:
     return f"the mesh has {count} devices; a mesh has at most {MAX_DEVICES}"
 
 
+def mesh_problem(axes: Sequence[tuple[str, int]]) -> str | None:
+    """What is wrong with a mesh of `axes` (name, size), or None: what `MeshAttr` verifies,
+    for code that builds one from foreign input (the importers) to report first."""
+    names = [n for n, _ in axes]
+    for name, size in axes:
+        problem = mesh_axis_problem(name, size)
+        if problem is not None:
+            return problem
+        if names.count(name) > 1:
+            return f'mesh axis "{name}" is declared twice'
+    count = math.prod(s for _, s in axes)
+    return _too_many_devices(count) if count > MAX_DEVICES else None
+
+
 @irdl_attr_definition
 class MeshAttr(ParametrizedAttribute):
     """

@@ -334,6 +334,8 @@ class HloTextImporter:
                 continue
             try:
                 value = self.convert(instr, comp, env)
+            except ValueError as e:  # the converters' own diagnostics (and numpy's)
+                raise self.error(instr.pos, str(e)) from None
             except MALFORMED as e:  # what no check above foresaw: still located
                 raise self.error(
                     instr.pos, f"malformed {instr.opcode} instruction ({type(e).__name__}: {e})"

@@ -327,6 +327,9 @@ def _mesh_axes(text: str) -> tuple[list[str], list[int]]:
             sizes.append(int(size))
         except ValueError:
             raise hs.ShardingSyntaxError(f"bad mesh axis '{part.strip()}'") from None
+    problem = spmd.mesh_problem(list(zip(names, sizes, strict=True)))
+    if problem is not None:
+        raise hs.ShardingSyntaxError(f"replica_groups mesh: {problem}")
     return names, sizes
 
 

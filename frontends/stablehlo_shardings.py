@@ -12,8 +12,6 @@ computations then ask it for each sharding.
 
 from __future__ import annotations
 
-import math
-
 from shardc.dialects import spmd
 from shardc.frontends import hlo_sharding as hs
 from shardc.frontends.common import ImportStats
@@ -112,15 +110,9 @@ class ShardingConverter:
             for k in attrs:
                 if k not in SDY_MESH_ATTRS:
                     raise error(m, f"unknown attribute '{k}' on sdy.mesh")
-        for name, size in zip(names, sizes, strict=False):
-            problem = spmd.mesh_axis_problem(name, size)
-            if problem is not None:
-                raise error(m, problem)
-        if math.prod(sizes) > spmd.MAX_DEVICES:
-            raise error(
-                m,
-                f"sdy.mesh has {math.prod(sizes)} devices; shardc runs at most {spmd.MAX_DEVICES}",
-            )
+        problem = spmd.mesh_problem(list(zip(names, sizes, strict=False)))
+        if problem is not None:
+            raise error(m, problem)
         self.mesh_name = m.properties["sym_name"].data  # pyright: ignore
         self.mesh = spmd.MeshAttr(list(zip(names, sizes, strict=False)))
         if self.devices > 1 and self.mesh.device_count != self.devices:

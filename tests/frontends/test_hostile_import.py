@@ -98,6 +98,7 @@ def test_hlo_module_with_more_devices_than_shardc_runs(tmp_path: Path):
             "%0 = stablehlo.add %arg0, %arg0 : tensor<8xf32>",
             "a mesh has at most 65536",
         ),
+        ("2", "%0 = stablehlo.add %arg0, %arg0 : tensor<8xf32>", None),
         (
             "2",
             "%0 = stablehlo.broadcast_in_dim %arg0, dims = [18446744073709551617] : (tensor<8xf32>) -> tensor<8xf32>",
@@ -105,7 +106,19 @@ def test_hlo_module_with_more_devices_than_shardc_runs(tmp_path: Path):
         ),
     ],
 )
-def test_malformed_stablehlo(tmp_path: Path, size: str, body: str, message: str):
+def test_malformed_stablehlo(tmp_path: Path, size: str, body: str, message: str | None):
     text = STABLEHLO.replace("SIZE", size).replace("BODY", body)
+    if message is None:  # an axis declared twice
+        text = text.replace('<["x"=2]>', '<["x"=2, "x"=1]>')
+        message = 'mesh axis "x" is declared twice'
     _, msg = import_error(tmp_path, text, ".mlir")
     assert message in msg, msg
+
+
+def test_replica_groups_mesh_with_a_negative_axis(tmp_path: Path):
+    body = (
+        "ROOT c = f32[4,8]{1,0} all-gather(a), channel_id=1, "
+        "replica_groups=mesh['x'=2,'y'=-1] {'y'}, dimensions={1}, use_global_device_ids=true"
+    )
+    line, msg = import_error(tmp_path, ELEMENTWISE.replace("BODY", body), ".hlo")
+    assert line == 6 and 'mesh axis "y" must have a positive size' in msg, msg
