@@ -188,6 +188,7 @@ class OverlapGuard:
                 default=len(position),
             )
             for op in block.ops
+            if isinstance(op, COMBINABLE)  # `allows` asks only for members of a group
         }
         return OverlapGuard(clock, first_use, position, model)
 
