@@ -27,7 +27,18 @@ Numbers are per chip. Where the table is silent this module decides, and says so
   (bits / 8)^2 int8 passes (i16 1/2, i32 1/8, i64 1/32 of the bf16 peak with int8 at 2x):
   integer matmuls do not run at the bf16 peak (the scaling book's int32 matmul of its
   collective-matmul example, 4.3 GOP in 224 us on a v5e-8, ran at 1/10 of it;
-  bench/fidelity.py).
+  bench/fidelity.py). Why wider integers are passes of 8 bits: the MXU takes no 32-bit
+  integer operands. JAX's own table of what each generation's MXU multiplies
+  (jax/_src/pallas/mosaic/tpu_info.py, `TpuInfo.is_matmul_supported`): v5e/v5p/v6e pairs
+  of f32/bf16/fp8, pairs of u8/s8 and pairs of u4/s4 (v5e: int8 3.94e14, int4 7.88e14
+  op/s), v4 f32/bf16 with an s8 right operand. So XLA:TPU must split an s32 dot into 8-bit
+  (or 4-bit) pieces and combine the partial products on the VPU. How many passes it runs
+  and at which rate is not published (XLA:TPU is closed source): because an s32 dot wraps
+  mod 2^32, only the 10 byte pairs (i, j) with i + j < 4 matter, which at the int8 rate is
+  a floor of 109 us for the book's example; all 16 pairs (what is charged here) give 174
+  us; the measured 224 us leaves 50-115 us to the splitting, the shifts and adds and the
+  extra VMEM traffic, for which no source gives a rate. The charge is kept at 16 passes
+  rather than fitted to that one measurement (bench/RESULTS.md, the fidelity section).
 - Elementwise and reduction FLOPs run on the VPU, about 1/16 of the MXU peak (v5p: 1.4e13
   VPU vs 4.59e14 MXU, scaling book Part 2); they are almost always HBM-bound anyway.
 """

@@ -124,4 +124,8 @@ class AsyncSplitPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pattern = JoinAdjacentPair() if self.inverse else SplitCollective(self.min_bytes)
-        PatternRewriteWalker(pattern).rewrite_module(op)
+        # one walk: neither pattern makes an op the other walk could match (a split leaves
+        # a start and a done, a join a sync collective: not a `done`, and not a free op
+        # that could let another pair join), so the fixpoint's second walk over the whole
+        # module would find nothing (issue 14 item 7)
+        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -140,10 +140,14 @@ def dependency_masks(block: Block, index: dict[Operation, int]) -> dict[Operatio
         mask = 0
         for value in used_values(op):
             owner = value.owner
-            if isinstance(owner, Operation) and owner in masks:
-                mask |= masks[owner]
+            if isinstance(owner, Operation) and (found := masks.get(owner)):
+                # `|` makes a new int even when one side is 0: reuse the one set instead,
+                # or every op of a long chain copies a mask as long as the chain's
+                # collectives (quadratic; issue 14 item 7)
+                mask = found if not mask or mask is found else mask | found
         for pred in control.get(op, ()):
-            mask |= masks.get(pred, 0)
+            if found := masks.get(pred, 0):
+                mask = found if not mask or mask is found else mask | found
         if op in index:
             mask |= 1 << index[op]
         masks[op] = mask
@@ -184,6 +188,7 @@ class OverlapGuard:
                 default=len(position),
             )
             for op in block.ops
+            if isinstance(op, COMBINABLE)  # `allows` asks only for members of a group
         }
         return OverlapGuard(clock, first_use, position, model)
 

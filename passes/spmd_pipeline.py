@@ -55,7 +55,8 @@ off (`schedule=false` leaves the collectives synchronous: no `async-split` eithe
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from shardc.dialects.spmd import find_mesh
@@ -171,17 +172,20 @@ class SpmdPipelinePass(ModulePass):
         """`apply`, calling `before(p)` and `after(p)` around each pass `p` (the driver
         verifies and reports each pass; bench/partition_speed.py times them)."""
         gate = Gate(cached(CostModel(get_chip(self.chip), find_mesh(op))), self.memory_limit)
-        for p in self.passes():
-            if before is not None:
-                before(p)
-            # Python's cyclic collector, left to itself, walks the whole (large) IR again
-            # and again while a pass allocates; once per pass is enough to free what the
-            # pass and its gate's discarded copies left, and keeps compile time linear.
-            with cyclic_gc_paused():
-                self.run_one(p, gate, ctx, op)
-            gc.collect(0)  # the young objects: what this pass made (the heap is not walked)
-            if after is not None:
-                after(p)
+        with _survivors_frozen() as freeze:
+            for p in self.passes():
+                if before is not None:
+                    before(p)
+                # Python's cyclic collector, left to itself, walks the whole (large) IR
+                # again and again while a pass allocates; once per pass is enough to free
+                # what the pass and its gate's discarded copies left, and keeps compile time
+                # linear.
+                with cyclic_gc_paused():
+                    self.run_one(p, gate, ctx, op)
+                gc.collect(0)  # the young objects: what this pass made (the heap is not walked)
+                freeze()
+                if after is not None:
+                    after(p)
 
     @staticmethod
     def run_one(p: ModulePass, gate: Gate, ctx: Context, op: ModuleOp) -> None:
@@ -278,6 +282,29 @@ class Gate:
                 if self.memory_limit is not None and sync_peak(block) > self.memory_limit:
                     set_order(block, scheduled)
         self.forget()
+
+
+@contextmanager
+def _survivors_frozen() -> Iterator[Callable[[], None]]:
+    """
+    Yields a function that moves every object the collector tracks out of its generations
+    (`gc.freeze`), called after each pass's young collection; all are given back to the
+    oldest generation at the end (`gc.unfreeze`). Without it, what each pass builds (the new
+    IR: millions of objects at 50k ops) survives its young collection into the middle
+    generation, and every tenth collection walks all of it again (at 50k ops about 5% of
+    the pipeline's time, in one pass or another: issue 14 item 7). What a later pass erases
+    of a frozen op is freed after the pipeline (with the caller's next full collection),
+    not during it. A caller that froze objects of its own, or runs without the collector,
+    gets the collections as they were.
+    """
+    if gc.get_freeze_count() or not gc.isenabled():
+        yield lambda: None
+        return
+    gc.freeze()  # the input module (parsed with the collector paused: all young)
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
 
 
 def _same_ops(a: ModuleOp, b: ModuleOp) -> bool:
