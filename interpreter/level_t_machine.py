@@ -229,6 +229,8 @@ class Events:
         self.now = 0.0
         self.queue: list[tuple[float, int, str, Any]] = []
         self.seq = 0
+        self.popped = 0
+        """Events simulated so far (bench/level_t_speed.py reports events per second)."""
 
     def push(self, t: float, kind: str, payload: Any) -> None:
         self.seq += 1
@@ -237,6 +239,7 @@ class Events:
     def pop(self) -> tuple[str, Any]:
         """The next event; the clock advances to its time."""
         t, _, kind, payload = heapq.heappop(self.queue)
+        self.popped += 1
         self.now = max(self.now, t)
         return kind, payload
 
@@ -274,13 +277,32 @@ class Diagnostics:
 # Arrays ---------------------------------------------------------------------------------
 
 
+_NO_BYTES = np.zeros(16, dtype=np.uint8)
+"""The one real allocation every shape-only buffer of the timing mode points into."""
+
+
 def unmaterialized(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     """
-    A buffer for the timing mode: `np.zeros` is calloc, whose pages the OS maps only when
-    touched, and the timing mode never touches them. The buffer still has real addresses,
-    so slices, remote views and the race detector's byte overlaps are exact.
+    A buffer for the timing mode: shape, dtype and C-order strides over no storage (issue
+    15 item 4: nothing proportional to tensor sizes is allocated, not even address space).
+    Slices, reshapes, remote views and the race detector's byte overlaps
+    (`np.shares_memory`, byte bounds) read only the array's metadata, so they stay exact;
+    its bytes are never read or written (read-only, and the timing mode reads no values:
+    `tpu.load` yields a placeholder, `memref.load` 0, DMAs move nothing). Every such
+    buffer starts at the same fake address: byte overlaps are only compared within one
+    buffer, and offsets are taken from a buffer's own start.
     """
-    return np.zeros(shape, dtype=dtype)
+    dtype = np.dtype(dtype)
+    strides = []
+    step = dtype.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    base = _NO_BYTES[: dtype.itemsize].view(dtype)
+    out = np.lib.stride_tricks.as_strided(
+        base, shape=shape, strides=tuple(reversed(strides)), writeable=False
+    )
+    return out
 
 
 def placeholder(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
