@@ -66,7 +66,7 @@ class Ref:
 
 
 class Semaphore:
-    __slots__ = ("device", "label", "dma", "value", "vc", "pending", "op")
+    __slots__ = ("device", "label", "dma", "value", "vc", "pending", "op", "unjoined")
 
     def __init__(self, device: int, label: str, dma: bool, op):
         self.device = device
@@ -77,6 +77,8 @@ class Semaphore:
         self.pending: list[list[Any]] = []
         """DMA semaphores: [dma, bytes not yet waited] in arrival order."""
         self.op = op
+        self.unjoined: list[Dma] = []
+        """DMAs that signalled since the owner's last wait (`level_t_races.acquire`)."""
 
     def describe(self) -> str:
         return f"semaphore '{self.label}' on device {self.device}"
@@ -119,6 +121,7 @@ class Dma:
         "data",
         "vc",
         "done",
+        "release",
     )
 
     def __init__(
@@ -155,6 +158,8 @@ class Dma:
         self.data: np.ndarray | None = None
         self.vc: dict[Any, int] = {}
         self.done = False
+        self.release: list[tuple[int, int]] = []
+        """(device, clock) of each wait that acquired its completion (`level_t_races.acquire`)."""
 
 
 class Flows:
