@@ -174,24 +174,33 @@ class Flows:
             f.remaining = max(0.0, f.remaining - f.rate * (now - f.last))
             f.last = now
 
-    def _rerate(self) -> None:
+    def _rerate(self) -> list[Dma]:
+        """New rates; the flows whose rate changed (their drain events are stale)."""
         count: dict[Any, int] = {}
         for f in self.active:
             for link in f.links:
                 count[link] = count.get(link, 0) + 1
+        changed = []
         for f in self.active:
-            f.rate = min(self.capacity[link[0]] / count[link] for link in f.links)
-            f.version += 1
+            rate = min(self.capacity[link[0]] / count[link] for link in f.links)
+            if rate != f.rate:
+                f.rate = rate
+                f.version += 1
+                changed.append(f)
+        return changed
 
     def change(self, now: float, add: Dma | None = None, remove: Dma | None = None) -> list[Dma]:
-        """Add/remove a flow at `now`; returns the flows whose drain time changed."""
+        """
+        Add/remove a flow at `now`; returns the flows whose drain time changed: those whose
+        rate changed (a flow at its old rate keeps its drain event, so a transfer on its
+        own resource costs no events when others start and end elsewhere).
+        """
         self._advance(now)
         if add is not None:
             self.active.append(add)
         if remove is not None:
             self.active.remove(remove)
-        self._rerate()
-        return list(self.active)
+        return self._rerate()
 
 
 # Devices --------------------------------------------------------------------------------
