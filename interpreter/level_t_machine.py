@@ -273,9 +273,14 @@ class Diagnostics:
 
     def __init__(self, filename: str | None):
         self.filename = filename or "<input>"
+        self._where: dict[Operation, str] = {}
 
     def where(self, op: Operation) -> str:
-        return op_position(op) or self.filename
+        """`file:line:col` of `op` (worked out once per op: every trace slice names one)."""
+        found = self._where.get(op)
+        if found is None:
+            found = self._where[op] = op_position(op) or self.filename
+        return found
 
     def error(self, op: Operation, device: int | None, message: str) -> InterpreterError:
         prefix = f"on device {device}: " if device is not None else ""
