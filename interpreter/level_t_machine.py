@@ -34,13 +34,15 @@ from xdsl.ir import Operation
 class Buffer:
     """One allocation on one device."""
 
-    __slots__ = ("device", "name", "space", "array", "accesses", "op")
+    __slots__ = ("device", "name", "space", "array", "accesses", "op", "address")
 
     def __init__(self, device: int, name: str, space: MemorySpace, array: np.ndarray, op):
         self.device = device
         self.name = name
         self.space = space
         self.array = array
+        self.address: int = array.__array_interface__["data"][0]
+        """Where `array` starts (views' offsets are taken from it)."""
         self.accesses: list[Any] = []
         """`level_t_races.Access`es not yet superseded."""
         self.op = op

@@ -201,7 +201,7 @@ class Memory:
             other_buf = self.args[target][self.args[d].index(buf)]
         else:
             other_buf = self.allocation_on(target, buf.op).buffer
-        offset = ref.view.__array_interface__["data"][0] - buf.array.__array_interface__["data"][0]
+        offset = ref.view.__array_interface__["data"][0] - buf.address
         view = np.lib.stride_tricks.as_strided(
             other_buf.array.reshape(-1)[offset // buf.array.itemsize :],
             shape=ref.view.shape,

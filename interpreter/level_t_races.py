@@ -77,7 +77,7 @@ def box_of(buf: Buffer, view: np.ndarray) -> tuple[tuple[int, int], ...] | None:
     the same stride.
     """
     base = buf.array
-    offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    offset = view.__array_interface__["data"][0] - buf.address
     if offset < 0 or not base.flags.c_contiguous:
         return None
     lo = []
