@@ -160,3 +160,39 @@ def test_timing_only_report_and_trace_equal_the_valued_run(name):
         if key not in ("inputs", "timing_only"):  # what the run was given
             assert timed.report[key] == value, key
     assert timed.timeline.trace() == valued.timeline.trace()
+
+
+# Cost per event, not per byte or per DMA so far ----------------------------------------------
+
+RING = "".join(
+    line
+    for line in (
+        Path(__file__).resolve().parents[1] / "filecheck/dialects/tpu/ring_all_gather.mlir"
+    )
+    .read_text()
+    .splitlines(True)
+    if not line.startswith("//")
+)
+
+
+def _ring(rows: int) -> str:
+    return RING.replace("4x8x128xf32", f"4x{rows}x128xf32").replace("8x128xf32", f"{rows}x128xf32")
+
+
+def test_the_timing_mode_costs_events_not_bytes():
+    """The same ring at 4 KiB and 512 MiB per shard: the same events; clocks stay O(devices)."""
+    from shardc.interpreter.level_t import find_kernel
+    from shardc.interpreter.level_t_sim import Simulator
+
+    runs = []
+    for rows in (8, 2**20):
+        module = parse(_ring(rows), "k.mlir")
+        sim = Simulator(module, "v5e", values=False)
+        sim.run(find_kernel(module), [[None, None]] * 4)
+        runs.append(sim)
+    small, big = runs
+    assert small.events.popped == big.events.popped
+    assert len(small.dmas) == len(big.dmas) == 16
+    assert big.report()["step_time_s"] > 1000 * small.report()["step_time_s"] / 2
+    clocks = [dev.vc for dev in big.devs] + [s.vc for s in big.sems] + [d.vc for d in big.dmas]
+    assert all(set(vc) <= {0, 1, 2, 3} for vc in clocks)
