@@ -29,7 +29,7 @@ from shardc.interpreter.level_t_machine import (
     Semaphore,
     Torus,
 )
-from shardc.interpreter.level_t_races import check_access, join, tick
+from shardc.interpreter.level_t_races import acquire, check_access, join, tick
 from xdsl.ir import Operation
 
 
@@ -78,19 +78,17 @@ class DmaEngine:
         dma = Dma(len(self.dmas), op, d, target, src, dst, send, recv, links, hops, now)
         self.dmas.append(dma)
         thread = ("dma", dma.id)
-        dma.vc = dict(dev.vc)
-        dma.vc[thread] = 1
+        dma.vc = dict(dev.vc)  # no component of its own: see `level_t_races`
         tick(dev.vc, d)
         label = (
             f"DMA ({self.diag.at(op)}) from device {d} '{src.label}' to device {target} "
             f"'{dst.label}'"
         )
-        check_access(
-            self.diag, op, src.buffer.device, src.buffer, src.view, False, thread, dma.vc, label
-        )
-        check_access(
-            self.diag, op, dst.buffer.device, dst.buffer, dst.view, True, thread, dma.vc, label
-        )
+        for ref, write in ((src, False), (dst, True)):
+            buf = ref.buffer
+            check_access(
+                self.diag, op, buf.device, buf, ref.view, write, thread, dma.vc, label, dma.release
+            )
         if target == d:
             dev.local_bytes += dma.nbytes
         else:
@@ -138,6 +136,7 @@ class DmaEngine:
         sem.value += dma.nbytes
         sem.pending.append([dma, dma.nbytes])
         join(sem.vc, dma.vc)
+        sem.unjoined.append(dma)
         wake_waiters(self.devs, self.events, sem)
 
     def take(self, dev: DeviceState, op: Operation, sem: Semaphore, amount: int) -> None:
@@ -162,7 +161,7 @@ class DmaEngine:
             need -= entry[1]
             sem.pending.pop(0)
         sem.value -= amount
-        join(dev.vc, sem.vc)
+        acquire(dev.vc, dev.index, sem)
 
 
 def wake_waiters(devs: Sequence[DeviceState], events: Events, sem: Semaphore) -> None:

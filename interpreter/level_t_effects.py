@@ -25,7 +25,7 @@ from shardc.dialects import spmd, tpu
 from shardc.interpreter.level_t_dma import DmaEngine, wake_waiters
 from shardc.interpreter.level_t_machine import DeviceState, Events, Ref, Semaphore
 from shardc.interpreter.level_t_memory import Memory
-from shardc.interpreter.level_t_races import join, tick
+from shardc.interpreter.level_t_races import acquire, join, tick
 from xdsl.ir import Operation, SSAValue
 
 Env = dict[SSAValue, Any]
@@ -111,7 +111,7 @@ class EffectFunctions:
         while sem.value < amount:
             yield from self._block_on(dev, op, "sem", (sem, amount))
         sem.value -= amount
-        join(dev.vc, sem.vc)
+        acquire(dev.vc, dev.index, sem)
 
     @effect(tpu.BarrierOp)
     def barrier(self, dev: DeviceState, op: tpu.BarrierOp, env: Env) -> Generator[None, None, None]:

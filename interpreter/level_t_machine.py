@@ -34,13 +34,15 @@ from xdsl.ir import Operation
 class Buffer:
     """One allocation on one device."""
 
-    __slots__ = ("device", "name", "space", "array", "accesses", "op")
+    __slots__ = ("device", "name", "space", "array", "accesses", "op", "address")
 
     def __init__(self, device: int, name: str, space: MemorySpace, array: np.ndarray, op):
         self.device = device
         self.name = name
         self.space = space
         self.array = array
+        self.address: int = array.__array_interface__["data"][0]
+        """Where `array` starts (views' offsets are taken from it)."""
         self.accesses: list[Any] = []
         """`level_t_races.Access`es not yet superseded."""
         self.op = op
@@ -66,7 +68,7 @@ class Ref:
 
 
 class Semaphore:
-    __slots__ = ("device", "label", "dma", "value", "vc", "pending", "op")
+    __slots__ = ("device", "label", "dma", "value", "vc", "pending", "op", "unjoined")
 
     def __init__(self, device: int, label: str, dma: bool, op):
         self.device = device
@@ -77,6 +79,8 @@ class Semaphore:
         self.pending: list[list[Any]] = []
         """DMA semaphores: [dma, bytes not yet waited] in arrival order."""
         self.op = op
+        self.unjoined: list[Dma] = []
+        """DMAs that signalled since the owner's last wait (`level_t_races.acquire`)."""
 
     def describe(self) -> str:
         return f"semaphore '{self.label}' on device {self.device}"
@@ -119,6 +123,7 @@ class Dma:
         "data",
         "vc",
         "done",
+        "release",
     )
 
     def __init__(
@@ -155,6 +160,8 @@ class Dma:
         self.data: np.ndarray | None = None
         self.vc: dict[Any, int] = {}
         self.done = False
+        self.release: list[tuple[int, int]] = []
+        """(device, clock) of each wait that acquired its completion (`level_t_races.acquire`)."""
 
 
 class Flows:
@@ -169,24 +176,33 @@ class Flows:
             f.remaining = max(0.0, f.remaining - f.rate * (now - f.last))
             f.last = now
 
-    def _rerate(self) -> None:
+    def _rerate(self) -> list[Dma]:
+        """New rates; the flows whose rate changed (their drain events are stale)."""
         count: dict[Any, int] = {}
         for f in self.active:
             for link in f.links:
                 count[link] = count.get(link, 0) + 1
+        changed = []
         for f in self.active:
-            f.rate = min(self.capacity[link[0]] / count[link] for link in f.links)
-            f.version += 1
+            rate = min(self.capacity[link[0]] / count[link] for link in f.links)
+            if rate != f.rate:
+                f.rate = rate
+                f.version += 1
+                changed.append(f)
+        return changed
 
     def change(self, now: float, add: Dma | None = None, remove: Dma | None = None) -> list[Dma]:
-        """Add/remove a flow at `now`; returns the flows whose drain time changed."""
+        """
+        Add/remove a flow at `now`; returns the flows whose drain time changed: those whose
+        rate changed (a flow at its old rate keeps its drain event, so a transfer on its
+        own resource costs no events when others start and end elsewhere).
+        """
         self._advance(now)
         if add is not None:
             self.active.append(add)
         if remove is not None:
             self.active.remove(remove)
-        self._rerate()
-        return list(self.active)
+        return self._rerate()
 
 
 # Devices --------------------------------------------------------------------------------
@@ -229,6 +245,8 @@ class Events:
         self.now = 0.0
         self.queue: list[tuple[float, int, str, Any]] = []
         self.seq = 0
+        self.popped = 0
+        """Events simulated so far (bench/level_t_speed.py reports events per second)."""
 
     def push(self, t: float, kind: str, payload: Any) -> None:
         self.seq += 1
@@ -237,6 +255,7 @@ class Events:
     def pop(self) -> tuple[str, Any]:
         """The next event; the clock advances to its time."""
         t, _, kind, payload = heapq.heappop(self.queue)
+        self.popped += 1
         self.now = max(self.now, t)
         return kind, payload
 
@@ -256,9 +275,14 @@ class Diagnostics:
 
     def __init__(self, filename: str | None):
         self.filename = filename or "<input>"
+        self._where: dict[Operation, str] = {}
 
     def where(self, op: Operation) -> str:
-        return op_position(op) or self.filename
+        """`file:line:col` of `op` (worked out once per op: every trace slice names one)."""
+        found = self._where.get(op)
+        if found is None:
+            found = self._where[op] = op_position(op) or self.filename
+        return found
 
     def error(self, op: Operation, device: int | None, message: str) -> InterpreterError:
         prefix = f"on device {device}: " if device is not None else ""
@@ -274,13 +298,32 @@ class Diagnostics:
 # Arrays ---------------------------------------------------------------------------------
 
 
+_NO_BYTES = np.zeros(16, dtype=np.uint8)
+"""The one real allocation every shape-only buffer of the timing mode points into."""
+
+
 def unmaterialized(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     """
-    A buffer for the timing mode: `np.zeros` is calloc, whose pages the OS maps only when
-    touched, and the timing mode never touches them. The buffer still has real addresses,
-    so slices, remote views and the race detector's byte overlaps are exact.
+    A buffer for the timing mode: shape, dtype and C-order strides over no storage (issue
+    15 item 4: nothing proportional to tensor sizes is allocated, not even address space).
+    Slices, reshapes, remote views and the race detector's byte overlaps
+    (`np.shares_memory`, byte bounds) read only the array's metadata, so they stay exact;
+    its bytes are never read or written (read-only, and the timing mode reads no values:
+    `tpu.load` yields a placeholder, `memref.load` 0, DMAs move nothing). Every such
+    buffer starts at the same fake address: byte overlaps are only compared within one
+    buffer, and offsets are taken from a buffer's own start.
     """
-    return np.zeros(shape, dtype=dtype)
+    dtype = np.dtype(dtype)
+    strides = []
+    step = dtype.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    base = _NO_BYTES[: dtype.itemsize].view(dtype)
+    out = np.lib.stride_tricks.as_strided(
+        base, shape=shape, strides=tuple(reversed(strides)), writeable=False
+    )
+    return out
 
 
 def placeholder(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:

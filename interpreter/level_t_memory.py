@@ -123,14 +123,7 @@ class Memory:
             count = math.prod(shape)
             dma = isinstance(ty, tpu.DMASemaphoreType)
             sems = tuple(
-                Semaphore(
-                    dev.index,
-                    name
-                    if not shape
-                    else f"{name}[{', '.join(map(str, np.unravel_index(i, shape)))}]",
-                    dma,
-                    op,
-                )
+                Semaphore(dev.index, name if not shape else f"{name}[{_index(i, shape)}]", dma, op)
                 for i in range(count)
             )
             self.sems.extend(sems)
@@ -208,7 +201,7 @@ class Memory:
             other_buf = self.args[target][self.args[d].index(buf)]
         else:
             other_buf = self.allocation_on(target, buf.op).buffer
-        offset = ref.view.__array_interface__["data"][0] - buf.array.__array_interface__["data"][0]
+        offset = ref.view.__array_interface__["data"][0] - buf.address
         view = np.lib.stride_tricks.as_strided(
             other_buf.array.reshape(-1)[offset // buf.array.itemsize :],
             shape=ref.view.shape,
@@ -233,3 +226,12 @@ class Memory:
             sem.device,
             f"{sem.describe()} is {sem.value} at exit (semaphores must end at zero)",
         )
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    """ "i, j" of element `flat` of a C-order array of `shape` (as `np.unravel_index`)."""
+    out = []
+    for n in reversed(shape):
+        flat, i = divmod(flat, n)
+        out.append(str(i))
+    return ", ".join(reversed(out))

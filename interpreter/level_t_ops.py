@@ -10,7 +10,7 @@ devices, `level_t_effects`), as xDSL interpreter functions: `@register_impls` cl
 * `ValueFunctions`: vector and scalar values: `tpu.matmul`, `tpu.reduce`,
   `tpu.transpose`, `tpu.iota`, `arith.constant` and every op of `level_t_arith.ELEMENTWISE`.
   In the timing mode an op of these (or an unknown op) with vector results is not run:
-  its results are shape-only placeholders and only its cost counts (`placeholders`).
+  its results are shape-only placeholders and only its cost counts (`placeholder_values`).
 
 Each device has its own xDSL `Interpreter`, whose `get_data(MemoryFunctions, DEVICE_KEY)`
 is the device's `DeviceState` (as `hlo_impls.DeviceInfo` for level S). The simulator's
@@ -104,17 +104,17 @@ def vector_flops(op: Operation) -> float:
     return float(math.prod(res_ty.get_shape())) if isinstance(res_ty, VectorType) else 0.0
 
 
-def placeholders(machine: Machine, dev: DeviceState, op: Operation) -> tuple[Any, ...]:
+def placeholder_values(op: Operation) -> tuple[Any, ...]:
     """
-    Timing mode: a vector op's results become zero-stride arrays of their shape (its
-    semantics are not consulted, so an op the valued mode does not know passes here).
+    Timing mode: a vector op's results as zero-stride arrays of their shape (its
+    semantics are not consulted, so an op the valued mode does not know passes here);
+    the simulator charges its cost (`vector_cost`).
     """
     out = []
     for r in op.results:
         ty = r.type
         assert isinstance(ty, VectorType)
         out.append(placeholder(tuple(ty.get_shape()), dtype_of(ty.element_type)))
-    machine.charge(dev, op, vector_cost(machine.chip, op), vector_flops(op))
     return tuple(out)
 
 
@@ -165,6 +165,8 @@ class MemoryFunctions(InterpreterFunctions):
         dev = device_of(interpreter)
         ref, view = self._view(op, dev, args, "load", None)
         self._access(op, dev, ref, view, write=False)
+        if not self.machine.values:  # a shape-only buffer has no bytes to read
+            return (view.dtype.type(0).item(),)
         return (view.reshape(()).item(),)
 
     @impl(memref.StoreOp)
@@ -255,6 +257,7 @@ class ValueFunctions(InterpreterFunctions):
 
     @impl(tpu.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: tpu.TransposeOp, args: PythonValues):
+        self._charge(interpreter, op)  # one VPU op per element, as the timing mode charges
         return (np.transpose(args[0], op.dims),)
 
     @impl(tpu.IotaOp)
@@ -316,6 +319,7 @@ __all__ = [
     "ValueFunctions",
     "device_of",
     "impl_table",
-    "placeholders",
+    "placeholder_values",
+    "vector_flops",
     "vector_cost",
 ]

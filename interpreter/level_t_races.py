@@ -7,6 +7,18 @@ to a buffer. A DMA's clock starts from its issuer's; its completion is released 
 the semaphores it signals, a wait acquires the semaphore's clock and a barrier joins its
 members' clocks (`tick`, `join`, done by the effects). Two accesses to overlapping bytes
 of one buffer, at least one a write, neither happening before the other, are a race.
+
+Cost per event, not per DMA so far (issue 15 item 4): a DMA is not a component of the
+vector clocks (every clock would grow by one per DMA and every copy and join with it,
+quadratic in the DMAs of a run). A DMA's completion reaches other threads only through
+the semaphores it signals, whose clocks only their owner device acquires (a wait names
+a local semaphore). So when the owner acquires a semaphore (`acquire`), it ticks and
+every DMA that signalled it since its last acquire records (owner, that clock) in its
+`release`: a thread has seen the DMA complete iff its clock reaches one of those (the
+owner ticks after every copy of its clock, so only copies made after the acquire reach
+it). The clocks have one component per device: copies and joins cost O(devices).
+Overlaps compare boxes (a view as index intervals of its buffer's shape), not
+bytes, with `np.shares_memory` only for views that are not boxes (reshaped ones).
 """
 
 from __future__ import annotations
@@ -30,17 +42,77 @@ class Access:
     view: np.ndarray
     what: str
     """e.g. "tpu.store at f:3:4 on device 1"."""
+    release: list[tuple[Any, int]] | None = None
+    """A DMA's access: the (device, clock) pairs its completion was acquired at so far
+    (`acquire`); a thread whose clock reaches one has seen the access."""
+    box: tuple[tuple[int, int], ...] | None = None
+    """The view as [lo, hi) index intervals of its buffer's shape (None: not a box)."""
+
+    def seen_by(self, thread: Any, vc: Mapping[Any, int]) -> bool:
+        """Whether `thread`, at `vc`, happens after this access."""
+        if self.release is None:
+            return vc.get(self.thread, 0) >= self.clock
+        return thread == self.thread or any(vc.get(t, 0) >= c for t, c in self.release)
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    return np.shares_memory(a, b)
+def acquire(vc: dict[Any, int], thread: Any, sem: Any) -> None:
+    """
+    `thread` (at `vc`) waits on `sem`, which it owns: it happens after every signal so
+    far, and the DMAs that signalled since its last wait are seen from its next clock on.
+    """
+    assert sem.device == thread, "a wait acquires a semaphore of its own device"
+    join(vc, sem.vc)
+    tick(vc, thread)
+    seen = (thread, vc[thread])
+    for dma in sem.unjoined:
+        dma.release.append(seen)
+    sem.unjoined.clear()
 
 
-def _contains(outer: np.ndarray, inner: np.ndarray) -> bool:
+def box_of(buf: Buffer, view: np.ndarray) -> tuple[tuple[int, int], ...] | None:
+    """
+    `view` as index intervals of `buf`'s (C-order) shape, or None if it is not such a box
+    (a reshape that merges or splits dimensions): its start offset split into buffer
+    coordinates, each view dimension longer than one matched to the buffer dimension of
+    the same stride.
+    """
+    base = buf.array
+    offset = view.__array_interface__["data"][0] - buf.address
+    if offset < 0 or not base.flags.c_contiguous:
+        return None
+    lo = []
+    for stride in base.strides:
+        q, offset = divmod(offset, stride) if stride else (0, offset)
+        lo.append(q)
+    hi = [x + 1 for x in lo]
+    for n, stride in zip(view.shape, view.strides, strict=True):
+        if n == 1:
+            continue
+        if n == 0:
+            return None  # empty: np.shares_memory says it overlaps nothing
+        try:
+            k = base.strides.index(stride)
+        except ValueError:
+            return None
+        if hi[k] != lo[k] + 1 or lo[k] + n > base.shape[k]:
+            return None
+        hi[k] = lo[k] + n
+    return tuple(zip(lo, hi, strict=True))
+
+
+def _overlap(a: Access, view: np.ndarray, box: tuple[tuple[int, int], ...] | None) -> bool:
+    if a.box is not None and box is not None:
+        return all(l0 < h1 and l1 < h0 for (l0, h0), (l1, h1) in zip(a.box, box, strict=True))
+    return np.shares_memory(a.view, view)
+
+
+def _contains(outer: np.ndarray, box: tuple[tuple[int, int], ...] | None, inner: Access) -> bool:
+    if box is not None and inner.box is not None:
+        return all(l0 <= l1 and h1 <= h0 for (l0, h0), (l1, h1) in zip(box, inner.box, strict=True))
     if not outer.flags.c_contiguous:
         return False
     lo, hi = np.lib.array_utils.byte_bounds(outer)
-    ilo, ihi = np.lib.array_utils.byte_bounds(inner)
+    ilo, ihi = np.lib.array_utils.byte_bounds(inner.view)
     return lo <= ilo and ihi <= hi
 
 
@@ -63,23 +135,26 @@ def record_access(
     thread: Any,
     vc: Mapping[Any, int],
     what: str,
+    dma_release: list[Any] | None = None,
 ) -> Access | None:
     """
-    Record an access of `view` of `buf` by `thread` at vector clock `vc`. Returns the
-    earlier access it races with (nothing is recorded then), else None. Earlier accesses
-    this one supersedes are dropped: whatever races with them also races with this one (it
-    happens after them, covers their bytes, and writes if they did).
+    Record an access of `view` of `buf` by `thread` at vector clock `vc` (a DMA's: its
+    `dma_release` list). Returns the earlier access it races with (nothing is recorded
+    then), else None. Earlier accesses this one supersedes are dropped: whatever races
+    with them also races with this one (it happens after them, covers their bytes, and
+    writes if they did).
     """
     mine = vc.get(thread, 0)
+    box = box_of(buf, view)
     keep: list[Access] = []
     for a in buf.accesses:
-        ordered = vc.get(a.thread, 0) >= a.clock
-        if not ordered and (write or a.write) and a.thread != thread and _overlap(a.view, view):
+        ordered = a.seen_by(thread, vc)
+        if not ordered and (write or a.write) and a.thread != thread and _overlap(a, view, box):
             return a
-        if ordered and (write or not a.write) and _contains(view, a.view):
+        if ordered and (write or not a.write) and _contains(view, box, a):
             continue
         keep.append(a)
-    keep.append(Access(thread, mine, write, view, what))
+    keep.append(Access(thread, mine, write, view, what, dma_release, box))
     buf.accesses = keep
     return None
 
@@ -94,10 +169,11 @@ def check_access(
     thread: Any,
     vc: Mapping[Any, int],
     what: str | None = None,
+    dma_release: list[Any] | None = None,
 ) -> None:
     """`record_access`, raising the data-race error at `op` (on `device`) if it races."""
     desc = what or f"{'store' if write else 'load'} ({diag.at(op)}) on device {buf.device}"
-    a = record_access(buf, view, write, thread, vc, desc)
+    a = record_access(buf, view, write, thread, vc, desc, dma_release)
     if a is not None:
         raise diag.error(
             op,
@@ -109,4 +185,4 @@ def check_access(
         )
 
 
-__all__ = ["Access", "check_access", "join", "record_access", "tick"]
+__all__ = ["Access", "acquire", "box_of", "check_access", "join", "record_access", "tick"]

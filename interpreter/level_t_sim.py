@@ -44,7 +44,9 @@ from shardc.interpreter.level_t_ops import (
     DEVICE_KEY,
     MemoryFunctions,
     impl_table,
-    placeholders,
+    placeholder_values,
+    vector_cost,
+    vector_flops,
 )
 from shardc.interpreter.values import dtype_of
 from xdsl.dialects import func, scf
@@ -53,6 +55,9 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, SSAValue
 
 Env = dict[SSAValue, Any]
+
+_FOR, _IF, _END, _EFFECT, _LOCAL, _PLACEHOLDER = range(6)
+"""How an op of a block runs (`Simulator._plan`)."""
 
 
 class Simulator:
@@ -92,6 +97,7 @@ class Simulator:
         self._effects = effect_table(self.effects)
         self._impls = impl_table(self)
         self._gens: list[Generator[None, None, None]] = []
+        self._plans: dict[Block, list[tuple[int, Operation, Any]]] = {}
 
     def _torus_lengths(self, torus: Sequence[int] | None) -> list[int]:
         if torus is not None:
@@ -234,30 +240,69 @@ class Simulator:
         }
         yield from self._run_block(dev, interp, function.body.block, env)
 
+    def _plan(self, block: Block) -> list[tuple[int, Operation, Any]]:
+        """
+        `block`'s ops with how each runs, worked out once per block (not per op executed):
+        the kind (`_FOR`, ...) and its implementation: an effect, a local op's `Impl`, or
+        for a placeholder op of the timing mode its results, cost and FLOPs (placeholders
+        are read-only zero-stride arrays, so one set serves every execution).
+        """
+        plan = self._plans.get(block)
+        if plan is not None:
+            return plan
+        plan = []
+        for op in block.ops:
+            if isinstance(op, scf.ForOp):
+                plan.append((_FOR, op, None))
+            elif isinstance(op, scf.IfOp):
+                plan.append((_IF, op, None))
+            elif isinstance(op, scf.YieldOp | func.ReturnOp):
+                plan.append((_END, op, None))
+            elif (effect := self._effects.get(type(op))) is not None:
+                plan.append((_EFFECT, op, effect))
+            else:
+                entry = self._impls.get(type(op))
+                if (
+                    (entry is None or entry.value)
+                    and not self.values
+                    and any(isinstance(r.type, VectorType) for r in op.results)
+                ):
+                    cost = (vector_cost(self.chip, op), vector_flops(op))
+                    plan.append((_PLACEHOLDER, op, (placeholder_values(op), cost)))
+                else:
+                    plan.append((_LOCAL, op, entry))
+        self._plans[block] = plan
+        return plan
+
     def _run_block(
         self, dev: DeviceState, interp: Interpreter, block: Block, env: Env
     ) -> Generator[None, None, Any]:
-        for op in block.ops:
-            if isinstance(op, scf.ForOp):
+        for kind, op, how in self._plan(block):
+            if kind == _PLACEHOLDER:
+                values, (seconds, flops) = how
+                self.charge(dev, op, seconds, flops)
+                for r, v in zip(op.results, values, strict=False):
+                    env[r] = v
+            elif kind == _LOCAL:
+                self._local(dev, interp, op, how, env)
+            elif kind == _EFFECT:
+                # Effects on the shared machine happen at a consistent global time.
+                if dev.clock > self.events.now:
+                    dev.waiting = None
+                    self.events.schedule(dev, dev.clock)
+                    yield
+                yield from how(dev, op, env)
+            elif kind == _FOR:
                 yield from self._run_for(dev, interp, op, env)
-            elif isinstance(op, scf.IfOp):
+            elif kind == _IF:
                 region = op.true_region if bool(env[op.cond]) else op.false_region
                 vals = []
                 if region.blocks:
                     vals = yield from self._run_block(dev, interp, region.block, env)
                 for r, v in zip(op.results, vals, strict=False):
                     env[r] = v
-            elif isinstance(op, scf.YieldOp | func.ReturnOp):
-                return [env[v] for v in op.operands]
-            elif (effect := self._effects.get(type(op))) is not None:
-                # Effects on the shared machine happen at a consistent global time.
-                if dev.clock > self.events.now:
-                    dev.waiting = None
-                    self.events.schedule(dev, dev.clock)
-                    yield
-                yield from effect(dev, op, env)
             else:
-                self._local(dev, interp, op, env)
+                return [env[v] for v in op.operands]
         return []
 
     def _run_for(
@@ -276,20 +321,14 @@ class Simulator:
         for r, v in zip(op.results, carried, strict=False):
             env[r] = v
 
-    def _local(self, dev: DeviceState, interp: Interpreter, op: Operation, env: Env) -> None:
-        """A local op: its `level_t_ops` implementation (placeholders in the timing mode)."""
-        entry = self._impls.get(type(op))
-        if (
-            (entry is None or entry.value)
-            and not self.values
-            and any(isinstance(r.type, VectorType) for r in op.results)
-        ):
-            outs = placeholders(self, dev, op)
-        elif entry is None:
+    def _local(
+        self, dev: DeviceState, interp: Interpreter, op: Operation, entry: Any, env: Env
+    ) -> None:
+        """A local op: its `level_t_ops` implementation."""
+        if entry is None:
             raise self.diag.error(op, dev.index, "is not supported by the level-T simulator")
-        else:
-            args = tuple(env[v] for v in op.operands)
-            outs = entry.run(entry.functions, interp, op, args).values
+        args = tuple(env[v] for v in op.operands)
+        outs = entry.run(entry.functions, interp, op, args).values
         for r, v in zip(op.results, outs, strict=False):
             env[r] = v
 
