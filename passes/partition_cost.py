@@ -59,6 +59,17 @@ class Plan:
     moves: tuple[Move, ...]
     bytes: int = 0
     """Operand bytes of the collectives it inserts, per device."""
+    early: float = 0.0
+    """Time of the collectives on operands that are the function's arguments: ready at
+    the start of the step, they may run under the compute before this op."""
+    compute: float = 0.0
+    """Time of its compute (what later ops' early collectives may hide under)."""
+
+    def finish(self, hideable: float) -> float:
+        """Its time in the program, where `hideable` seconds of earlier compute have no
+        collective under them yet: its early collectives hide under that compute (the
+        links are free there), the rest runs as the estimate says."""
+        return max(self.early - hideable, 0.0) + self.time - self.early
 
     def describe(self) -> str:
         """`all-gather lhs over "Y" + reduce-scatter result over "X"` (`local`: none)."""
@@ -182,6 +193,8 @@ class OpPlanner:
     project: Callable[[Sequence[int | None], Sequence[Axes], tuple[int, ...]], ShardingAttr]
     pending_kept: Callable[[list[str]], list[str]]
     """The reduced axes left pending (`unreduced`) by the op (the rest all-reduced now)."""
+    is_argument: Callable[[int], bool] = lambda i: False
+    """Whether operand i is an argument of the function (ready when the step starts)."""
 
     def plan(self, factors: list[Axes], want: ShardingAttr) -> Plan:
         op, rule = self.op, self.rule
@@ -200,6 +213,7 @@ class OpPlanner:
             tuple(factors),
             layout(want),
             reused,
+            tuple(self.is_argument(i) for i in range(len(op.operands))),
         )
         if (found := self.coster.known(key)) is not None:
             return found
@@ -258,9 +272,16 @@ class OpPlanner:
         ]
         moves = [(w, o.name.removeprefix("collective."), tuple(o.axes)) for w, o in inserted]
         nbytes = sum(coster.model.comm_bytes(o) for _, o in inserted)
+        early_names = {_operand_name(op, i) for i in range(len(op.operands)) if self.is_argument(i)}
+        early = sum(coster.model.collective_time(o) for w, o in inserted if w in early_names)
+        compute = sum(
+            coster.model.op_cost(o).time
+            for o in scratch.body.block.ops
+            if not isinstance(o, collective.CollectiveOp | hlo.ReturnOp)
+        )
         scratch.detach()
         scratch.erase(safe_erase=False)  # drops the uses its ops hold (on no program value)
-        return Plan(tuple(factors), time, _merged(moves), nbytes)
+        return Plan(tuple(factors), time, _merged(moves), nbytes, min(early, time), compute)
 
 
 def _merged(moves: list[Move]) -> tuple[Move, ...]:
@@ -286,29 +307,39 @@ def _operand_name(op: Operation, index: int) -> str:
     return "operand" if index == 0 and len(op.operands) == 1 else f"operand {index}"
 
 
-def choose(plans: list[Plan]) -> int:
+def choose(plans: list[Plan], hideable: float = 0.0) -> int:
     """
-    The cheapest plan's index (the first of equals) among those that move no more bytes
-    than plan 0 (today's); plan 0 unless that one beats it by more than `RELATIVE_TIE`.
+    The cheapest plan's index (the first of equals; by `Plan.finish` with `hideable`)
+    among those that move no more bytes than plan 0 (today's); plan 0 unless that one
+    beats it by more than `RELATIVE_TIE`.
     Fewer collectives of more bytes win only where latency dominates (tiny tensors), and
     there the partitioner keeps what XLA does: a Megatron row-parallel dot's all_reduce,
     not all-gathered weights (issue 14 asks for no more bytes than XLA's partitioning too).
     """
     fits = [i for i in range(len(plans)) if plans[i].bytes <= plans[0].bytes]
-    best = min(fits, key=lambda i: (plans[i].time, i))
-    return best if plans[best].time < plans[0].time * (1 - RELATIVE_TIE) else 0
+    cost = [p.finish(hideable) for p in plans]
+    best = min(fits, key=lambda i: (cost[i], i))
+    return best if cost[best] < cost[0] * (1 - RELATIVE_TIE) else 0
 
 
-def explain_line(position: str, op: Operation, plans: list[Plan], chosen: int) -> str:
-    """`file:line:col: spmd-partition: hlo.dot: <chosen> (57.1 us) chosen over <others> (...)`."""
-    others = sorted((p for i, p in enumerate(plans) if i != chosen), key=lambda p: p.time)
+def explain_line(
+    position: str, op: Operation, plans: list[Plan], chosen: int, hideable: float = 0.0
+) -> str:
+    """`file:line:col: spmd-partition: hlo.dot: <chosen> (57.1 us) chosen over <others> (...)`
+    (times: `Plan.finish` with `hideable`)."""
+    others = sorted(
+        (p for i, p in enumerate(plans) if i != chosen), key=lambda p: p.finish(hideable)
+    )
     seen: set[str] = {plans[chosen].describe()}
     rest: list[str] = []
     for p in others:
         if (d := p.describe()) not in seen:
             seen.add(d)
-            rest.append(f"{d} ({_us(p.time)})")
-    head = f"{position}: spmd-partition: {op.name}: {plans[chosen].describe()} ({_us(plans[chosen].time)})"
+            rest.append(f"{d} ({_us(p.finish(hideable))})")
+    best = plans[chosen]
+    head = (
+        f"{position}: spmd-partition: {op.name}: {best.describe()} ({_us(best.finish(hideable))})"
+    )
     return f"{head} chosen over {', '.join(rest)}" if rest else f"{head} (the only plan)"
 
 

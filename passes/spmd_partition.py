@@ -142,6 +142,9 @@ class FunctionPartitioner:
         default_factory=dict[tuple[SSAValue, Layout], SSAValue]
     )
     coster: PlanCoster | None = None
+    hideable: float = 0.0
+    """Compute of the ops partitioned so far with no collective under it yet: what a later
+    reshard of a function argument may hide behind (`Plan.finish`)."""
     """Prices the candidates of the ops with a choice (None: `choose_factors` as it is)."""
     explain: bool = False
     """Print each choice with its estimated time and the runners-up (stderr)."""
@@ -482,12 +485,15 @@ class FunctionPartitioner:
                 self.mesh_name, dims, factors, shape, self.mesh, uneven
             ),
             lambda pending: _kept_pending(op, pending),
+            lambda i: _is_argument(op.operands[i]),
         )
         plans = [planner.plan(f, target) for f, target in options]
-        chosen = choose(plans)
+        chosen = choose(plans, self.hideable)
         if self.explain:
-            line = explain_line(op_position(op) or "<unknown>", op, plans, chosen)
+            line = explain_line(op_position(op) or "<unknown>", op, plans, chosen, self.hideable)
             print(line, file=sys.stderr)
+        best = plans[chosen]
+        self.hideable += best.compute - min(best.early, self.hideable)
         return list(plans[chosen].factors), options[chosen][1]
 
     def users_target(self, op: Operation) -> ShardingAttr | None:
@@ -842,3 +848,8 @@ class SpmdPartitionPass(ModulePass):
             summary = CollectiveStats.of(op)
             summary.reshard_steps = steps
             print(summary.format(), file=sys.stderr)
+
+
+def _is_argument(value: SSAValue) -> bool:
+    """A function argument: ready when the step starts."""
+    return isinstance(value, BlockArgument) and isinstance(value.owner.parent_op(), func.FuncOp)
