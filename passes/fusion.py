@@ -9,7 +9,9 @@ someone still needs becomes the root of a group, which then takes in its produce
 first:
 
 - **loop** fusion: elementwise ops (compare, select, convert, clamp...), broadcast,
-  reshape, transpose, iota and splat constants;
+  reshape, transpose, iota, splat constants, static slices and concatenate (XLA fuses
+  both: a concatenate of fusible operands, micro-batch's reassembly of its chunks, is a
+  loop fusion's root and its operands are never materialized);
 - **input** fusion: a `reduce` (without a body) as the root, with such producers;
 - **output** fusion: a `dot` or `convolution` with its elementwise consumers (its
   epilogue: bias add, activation, convert) and, as XLA on TPU fuses them into the MXU's
@@ -20,7 +22,11 @@ A producer is taken into the group when every user it has is in the group. A pro
 users elsewhere is duplicated into the group only if recomputing it is cheap (elementwise,
 broadcast, iota, splat constant) and what the copy reads from HBM is no more than the
 producer's own bytes (reading `a` and `b` to recompute `a * b` would cost more than reading
-`a * b`); otherwise it stays outside, materialized. Once every user of an original has a
+`a * b`); otherwise it stays outside, materialized. A static slice is always duplicated:
+a fused slice reads only its part of its operand (`hardware.cost.fusion_input_bytes`), so
+its copy costs no bytes and saves the slice's own round trip (micro-batch's chunks of an
+argument); it is a leaf, its producer is not pulled in after it (that would compute the
+whole operand for a part of it). Once every user of an original has a
 copy, the original is dead and erased. Only ops of the block itself are fused: collectives,
 region ops (while, case, manual computations), spmd ops and everything else stay outside,
 so no fusion crosses a collective. Taking only producers whose users are all in the group
@@ -61,10 +67,19 @@ CHEAP = (
 """Ops whose recomputation is cheap (a VPU op per element at most): duplicated into each
 fusion that needs them. Splat constants too (`_is_cheap`)."""
 
-LOOP = (*CHEAP, hlo.ReshapeOp, hlo.TransposeOp)
-"""Ops a loop fusion takes (reshape and transpose only when all their users are in it)."""
+LOOP = (*CHEAP, hlo.ReshapeOp, hlo.TransposeOp, hlo.SliceOp, hlo.ConcatenateOp)
+"""Ops a loop fusion takes (reshape, transpose and concatenate only when all their users
+are in it; a slice also as a copy: `_take`)."""
 
-MOVES = (hlo.BroadcastOp, hlo.ConvertOp, hlo.ReshapeOp, hlo.TransposeOp, hlo.IotaOp)
+MOVES = (
+    hlo.BroadcastOp,
+    hlo.ConvertOp,
+    hlo.ReshapeOp,
+    hlo.TransposeOp,
+    hlo.IotaOp,
+    hlo.SliceOp,
+    hlo.ConcatenateOp,
+)
 """Ops that only move or retype data: a fusion is named after what it computes."""
 
 XLA_NAMES = {
@@ -173,8 +188,8 @@ class _BlockFuser:
             p = self.ops[index]
             if p in group.owned or p in group.copies or p in self.owner:
                 continue
-            if self._take(group, p):
-                self._push_producers(p, heap)
+            if self._take(group, p) and not isinstance(p, hlo.SliceOp):
+                self._push_producers(p, heap)  # a slice is a leaf: it reads its part
         return group
 
     def _take(self, group: _Group, p: Operation) -> bool:
@@ -193,6 +208,9 @@ class _BlockFuser:
         if _is_cheap(p) and self._operand_bytes(p, FRONTIER_DEPTH) <= value_bytes(
             p.results[0].type
         ):
+            group.copies.add(p)
+            return True
+        if isinstance(p, hlo.SliceOp):  # its copy reads the sliced part: the bytes it saves
             group.copies.add(p)
             return True
         return False

@@ -141,3 +141,42 @@ def test_trace_names_the_fusion() -> None:
     result = shardc.run(shardc.compile(FUSED, "fusion"), timing_only=True)
     names = [e["name"] for e in result.timeline.trace()["traceEvents"] if e.get("ph") == "X"]
     assert names == ["dot_tanh_fusion"]
+
+
+SLICED = """
+func.func @main(%x: tensor<4x256x512xbf16>, %y: tensor<4x256x512xbf16>) -> (tensor<1x256xf32>, tensor<4x256x512xbf16>, tensor<1x256xbf16>) {
+  %x0 = hlo.slice %x [0:1, 0:256, 0:512] : (tensor<4x256x512xbf16>) -> tensor<1x256x512xbf16>
+  %x1 = hlo.slice %x [1:2, 0:256, 0:512] : (tensor<4x256x512xbf16>) -> tensor<1x256x512xbf16>
+  %x0f = hlo.convert %x0 : (tensor<1x256x512xbf16>) -> tensor<1x256x512xf32>
+  %r = hlo.reduce add %x0f, dims = [2] : (tensor<1x256x512xf32>) -> tensor<1x256xf32>
+  %e = hlo.exp %y : tensor<4x256x512xbf16>
+  %a = hlo.add %x0, %x1 : tensor<1x256x512xbf16>
+  %r2 = hlo.reduce add %a, dims = [2] : (tensor<1x256x512xbf16>) -> tensor<1x256xbf16>
+  func.return %r, %e, %r2 : tensor<1x256xf32>, tensor<4x256x512xbf16>, tensor<1x256xbf16>
+}
+"""
+
+
+def test_a_fusion_reading_an_operand_through_slices_is_charged_the_slices() -> None:
+    """Micro-batch's chunks: the slices fused into their readers, each fusion charged for
+    the part of %x it reads (one or two of its four chunks), not all of it; the cached
+    model (keyed by inner ops) agrees with the plain one."""
+    from shardc.dialects import hlo
+    from shardc.hardware.chips import CHIPS
+    from shardc.hardware.cost import CostModel, cached
+
+    module = shardc.compile(SLICED, "fusion")
+    ops = list(module.walk())
+    assert not any(
+        isinstance(op, hlo.SliceOp)
+        and op.parent_op() is not None
+        and not isinstance(op.parent_op(), hlo.FusionOp)
+        for op in ops
+    )
+    fusions = {op.label: op for op in ops if isinstance(op, hlo.FusionOp)}
+    chunk = 256 * 512 * 2
+    model, memo = CostModel(CHIPS["v5e"]), cached(CostModel(CHIPS["v5e"]))
+    expected = {"reduce_fusion": chunk + 256 * 4, "reduce_fusion.1": 2 * chunk + 256 * 2}
+    for name, nbytes in expected.items():
+        assert model.op_cost(fusions[name]).bytes == nbytes, name
+        assert memo.op_cost(fusions[name]).bytes == nbytes, name

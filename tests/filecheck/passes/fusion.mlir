@@ -108,3 +108,63 @@ func.func @collective(%x: tensor<8x16xbf16>, %w: tensor<16x16xbf16>) -> tensor<8
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %r = collective.all_reduce add %d
 // CHECK-NEXT:    %t = hlo.fusion(%0 = %r, %1 = %x) kind = loop, name = "add_tanh_fusion"
+
+// -----
+
+// Micro-batch's chunks (issue 14 item 1.2): a slice joins every fusion that reads it, as a
+// copy where others read it too (the fused slice reads only its part of %x, so the copy
+// costs nothing), and the dead original goes; the concatenate of the chunks is a loop
+// fusion's root that takes the chunks' elementwise ops, so neither the slices nor the
+// chunks' results are materialized.
+func.func @chunks(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<2xf32>) {
+  %x0 = hlo.slice %x [0:2, 0:16] : (tensor<4x16xf32>) -> tensor<2x16xf32>
+  %x1 = hlo.slice %x [2:4, 0:16] : (tensor<4x16xf32>) -> tensor<2x16xf32>
+  %y0 = hlo.slice %y [0:2, 0:16] : (tensor<4x16xf32>) -> tensor<2x16xf32>
+  %y1 = hlo.slice %y [2:4, 0:16] : (tensor<4x16xf32>) -> tensor<2x16xf32>
+  %r0 = hlo.reduce add %x0, dims = [1] : (tensor<2x16xf32>) -> tensor<2xf32>
+  %e0 = hlo.exp %x0 : tensor<2x16xf32>
+  %e1 = hlo.exp %x1 : tensor<2x16xf32>
+  %a0 = hlo.add %e0, %y0 : tensor<2x16xf32>
+  %a1 = hlo.add %e1, %y1 : tensor<2x16xf32>
+  %c = hlo.concatenate %a0, %a1, dim = 0 : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<4x16xf32>
+  func.return %c, %r0 : tensor<4x16xf32>, tensor<2xf32>
+}
+// CHECK-LABEL: func.func @chunks
+// CHECK-NEXT:    %r0 = hlo.fusion(%0 = %x) kind = input, name = "reduce_fusion" : (tensor<4x16xf32>) -> tensor<2xf32> {
+// CHECK-NEXT:      %x0 = hlo.slice %0 [0:2, 0:16]
+// CHECK-NEXT:      %r0_1 = hlo.reduce add %x0, dims = [1]
+// CHECK-NEXT:      hlo.return %r0_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %c = hlo.fusion(%0 = %x, %1 = %y) kind = loop, name = "exponential_concatenate_fusion" : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32> {
+// CHECK-NEXT:      %x0 = hlo.slice %0 [0:2, 0:16]
+// CHECK-NEXT:      %x1 = hlo.slice %0 [2:4, 0:16]
+// CHECK-NEXT:      %y0 = hlo.slice %1 [0:2, 0:16]
+// CHECK-NEXT:      %y1 = hlo.slice %1 [2:4, 0:16]
+// CHECK-NEXT:      %e0 = hlo.exp %x0
+// CHECK-NEXT:      %e1 = hlo.exp %x1
+// CHECK-NEXT:      %a0 = hlo.add %e0, %y0
+// CHECK-NEXT:      %a1 = hlo.add %e1, %y1
+// CHECK-NEXT:      %c_1 = hlo.concatenate %a0, %a1, dim = 0
+// CHECK-NEXT:      hlo.return %c_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %c, %r0
+
+// -----
+
+// A slice is a fusion's leaf: it does not pull its (cheap, but whole) producer in after
+// it, which would compute all of %w for a part of it; %w stays materialized for the slice.
+func.func @slice_of_computed(%x: tensor<4x16xbf16>) -> (tensor<2x16xf32>, tensor<4x16xf32>) {
+  %w = hlo.convert %x : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+  %s = hlo.slice %w [0:2, 0:16] : (tensor<4x16xf32>) -> tensor<2x16xf32>
+  %e = hlo.exp %s : tensor<2x16xf32>
+  %t = hlo.tanh %w : tensor<4x16xf32>
+  func.return %e, %t : tensor<2x16xf32>, tensor<4x16xf32>
+}
+// CHECK-LABEL: func.func @slice_of_computed
+// CHECK-NEXT:    %w = hlo.convert %x
+// CHECK-NEXT:    %e = hlo.fusion(%0 = %w) kind = loop, name = "exponential_fusion"
+// CHECK-NEXT:      %s = hlo.slice %0
+// CHECK-NEXT:      %e_1 = hlo.exp %s
+// CHECK-NEXT:      hlo.return %e_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %t = hlo.fusion(%0 = %x) kind = loop, name = "tanh_fusion"
