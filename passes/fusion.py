@@ -306,7 +306,12 @@ def _fusion_name(group: _Group, pos: dict[Operation, int], names: dict[str, int]
 def fuse_function(function: func.FuncOp) -> None:
     """Fuse the top-level block of `function` (region ops' bodies stay as they are)."""
     if function.body.blocks:
-        _BlockFuser(function.body.block).run()
+        fuse_block(function.body.block)
+
+
+def fuse_block(block: Block) -> None:
+    """Fuse the ops of `block` (micro-batch estimates its splits as fusion leaves them)."""
+    _BlockFuser(block).run()
 
 
 @dataclass(frozen=True)
