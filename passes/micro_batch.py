@@ -729,7 +729,7 @@ class MicroBatchPass(ModulePass):
         found = candidates(block)
         if not found:
             return None
-        view, view_block = self._fused_view(module, index) if self.fused else (module, block)
+        view, view_block = self._fused_view(module, index, model) if self.fused else (module, block)
         base = Base(self, view, index, view_block, model)
         floor = SplitFloor.of(view_block, model)
         best: tuple[float, Plan] | None = None
@@ -774,14 +774,14 @@ class MicroBatchPass(ModulePass):
             assert copied is not None
         Splitter(block, copied, plan.k, plan.chunk_major).run()
         if self.fused:
-            fuse_block(block)
+            fuse_block(block, model)
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
 
     @staticmethod
-    def _fused_view(module: ModuleOp, index: int) -> tuple[ModuleOp, Block]:
+    def _fused_view(module: ModuleOp, index: int, model: CostModel) -> tuple[ModuleOp, Block]:
         """A copy of `module` with function `index` fused, and that function's block: what
         the unsplit estimates (`Base`, `SplitFloor`) see when `fused`."""
         view = module.clone()
         block = _function_blocks(view)[index]
-        fuse_block(block)
+        fuse_block(block, model)
         return view, block

@@ -150,7 +150,7 @@ class SpmdPipelinePass(ModulePass):
                 if self.micro_batch
                 else []
             ),
-            *([FusionPass()] if self.fusion else []),
+            *([FusionPass(chip=self.chip)] if self.fusion else []),
             *(
                 [AsyncSplitPass(), SchedulePass(memory_limit=self.memory_limit, chip=self.chip)]
                 if self.schedule
@@ -196,7 +196,7 @@ class SpmdPipelinePass(ModulePass):
             # only if a split is planned
             if plans := p.plans(op, gate.model):
                 # with `fused`, both sides judged as fusion will leave them (issue 14)
-                view = fused_copy if p.fused else None
+                view = (lambda m: fused_copy(m, gate.model)) if p.fused else None
                 gate.run(lambda m: p.split(m, plans), op, strict=False, view=view)
         elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
             # its own policy first, then XLA's (merge whatever is independent) on top of
@@ -296,12 +296,12 @@ class Gate:
         self.forget()
 
 
-def fused_copy(module: ModuleOp) -> ModuleOp:
+def fused_copy(module: ModuleOp, model: CostModel) -> ModuleOp:
     """A copy of `module` as `fusion` leaves it (micro-batch's gate judges by it)."""
     copy = module.clone()
     for function in list(copy.walk()):
         if isinstance(function, func.FuncOp):
-            fuse_function(function)
+            fuse_function(function, model)
     return copy
 
 
