@@ -360,7 +360,7 @@ def _kept(producer: Operation, consumer: Operation) -> list[SSAValue]:
     return [r for r in producer.results if any(u.operation is not consumer for u in r.uses)]
 
 
-def _merge(producer: Operation, consumer: Operation) -> hlo.FusionOp:
+def _merge(producer: Operation, consumer: Operation, taken: set[str]) -> hlo.FusionOp:
     """`producer` (a dot, convolution or output fusion) and `consumer` (a loop fusion or
     op reading its results) as one fusion (detached) with the producer's results others
     read (`_kept`) and the consumer's."""
@@ -372,17 +372,15 @@ def _merge(producer: Operation, consumer: Operation) -> hlo.FusionOp:
     ret = hlo.ReturnOp(outputs)
     ret.location = producer.location
     inliner.body.add_op(ret)
-    label = producer.label if isinstance(producer, hlo.FusionOp) else _unused_label(producer)
+    label = producer.label if isinstance(producer, hlo.FusionOp) else _unused_label(producer, taken)
     types = [*(r.type for r in kept), *consumer.result_types]
     merged = hlo.FusionOp(inliner.inputs, types, Region(inliner.body), "output", label)
     merged.location = producer.location
     return merged
 
 
-def _unused_label(op: Operation) -> str:
-    """`dot_fusion` (`.N` when a fusion of the block has that name) for a lone op."""
-    block = op.parent_block()
-    taken = {o.label for o in block.ops if isinstance(o, hlo.FusionOp)} if block else set[str]()
+def _unused_label(op: Operation, taken: set[str]) -> str:
+    """`dot_fusion` (`.N` when a fusion of the block, `taken`, has that name) for a lone op."""
     base = f"{_xla_name(op)}_fusion"
     n = 0
     while (name := base if n == 0 else f"{base}.{n}") in taken:
@@ -421,33 +419,48 @@ def multi_output(block: Block, model: CostModel) -> None:
     delay a collective; what the compute stream runs after `c`'s old place starts
     earlier).
     """
+    order = {op: i for i, op in enumerate(block.ops)}
+    taken = {op.label for op in order if isinstance(op, hlo.FusionOp)}
     for c in list(block.ops):
         if not _is_loop(c):
             continue
-        order = {op: i for i, op in enumerate(block.ops)}
         producers = [v.owner for v in c.operands if v.owner in order and _is_mxu(v.owner)]  # pyright: ignore[reportArgumentType]
         for f in dict.fromkeys(producers):
-            at = order[f]  # pyright: ignore[reportArgumentType]
-            if any(
-                v.owner in order and v.owner is not f and order[v.owner] > at for v in c.operands
-            ):  # pyright: ignore[reportArgumentType]
-                continue
-            merged = _merge(f, c)  # pyright: ignore[reportArgumentType]
-            whole, alone, rest = model.op_cost(merged), model.op_cost(f), model.op_cost(c)  # pyright: ignore[reportArgumentType]
-            if (
-                whole.time < alone.time + rest.time
-                and whole.bytes < alone.bytes + rest.bytes
-                and not _feeds_collective(f)  # pyright: ignore[reportArgumentType]
-            ):
-                block.insert_op_before(merged, f)  # pyright: ignore[reportArgumentType]
-                olds = [*_kept(f, c), *c.results]  # pyright: ignore[reportArgumentType]
-                for old, new in zip(olds, merged.results, strict=True):
-                    new.name_hint = old.name_hint
-                    old.replace_all_uses_with(new)
-                block.erase_op(c)
-                block.erase_op(f)  # pyright: ignore[reportArgumentType]
+            if _try_merge(block, f, c, model, order, taken):  # pyright: ignore[reportArgumentType]
                 break
-            merged.erase()
+
+
+def _try_merge(
+    block: Block,
+    f: Operation,
+    c: Operation,
+    model: CostModel,
+    order: dict[Operation, int],
+    taken: set[str],
+) -> bool:
+    """Merge `c` into `f` (`multi_output`'s conditions); `order` and `taken` (the block's
+    fusion names) are kept up to date."""
+    at = order[f]
+    if any(v.owner in order and v.owner is not f and order[v.owner] > at for v in c.operands):  # pyright: ignore[reportArgumentType]
+        return False
+    merged = _merge(f, c, taken)
+    whole, alone, rest = model.op_cost(merged), model.op_cost(f), model.op_cost(c)
+    if (
+        whole.time >= alone.time + rest.time
+        or whole.bytes >= alone.bytes + rest.bytes
+        or _feeds_collective(f)
+    ):
+        merged.erase()
+        return False
+    block.insert_op_before(merged, f)
+    for old, new in zip([*_kept(f, c), *c.results], merged.results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    block.erase_op(c)
+    block.erase_op(f)
+    order[merged] = at  # where f was: the relative order of the rest is unchanged
+    taken.add(merged.label)
+    return True
 
 
 def fuse_function(function: func.FuncOp, model: CostModel) -> None:
