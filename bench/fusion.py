@@ -5,7 +5,8 @@ real-size transformer layer (batch 8, sequence 2048, model 4096, FFN 16384, bf16
 the simulated step time, compute time and HBM bytes of the slowest device after
 `spmd-pipeline{fusion=false}` and after `spmd-pipeline` (fusion on), timing only, on v5e, in
 one run. The layer's line also gives its fused compute over its matmul time (the unfused
-dots' time), against issue 14's target of 1.3x.
+dots' time), against issue 14's target of 1.3x, and the fused run's compute time by kernel
+kind (what is left above the matmuls).
 
     python bench/fusion.py [--chip v5e]
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import shardc
 from shardc.diagnostics import DiagnosticError
+from shardc.dialects import hlo
 from shardc.frontends.stablehlo import import_stablehlo
 from shardc.interpreter.timing import format_bytes, format_seconds
 
@@ -37,6 +39,8 @@ class Timing:
     compute: float
     hbm_bytes: int
     matmuls: float
+    kernels: dict[str, float]
+    """Compute time per kernel kind (a fusion's name without `.N`, else the op's name)."""
 
 
 def _time(text: str, fusion: bool, chip: str, options: str = "") -> Timing:
@@ -45,12 +49,24 @@ def _time(text: str, fusion: bool, chip: str, options: str = "") -> Timing:
     report = result.report
     slow = report["slowest_device"]
     compute = [s for s in result.timeline.slices() if s.device == slow and s.stream == "compute"]
+    kernels: dict[str, float] = {}
+    for s in compute:
+        kind = s.op.label.split(".")[0] if isinstance(s.op, hlo.FusionOp) else s.op.name
+        kernels[kind] = kernels.get(kind, 0.0) + s.end - s.start
     return Timing(
         report["step_time_s"],
         report["compute_time_s"],
         sum(s.bytes for s in compute),
         sum(s.end - s.start for s in compute if s.op.name == "hlo.dot"),
+        kernels,
     )
+
+
+def _above_matmuls(t: Timing) -> str:
+    """Where a fused run's compute time goes: each kernel kind's total, largest first (the
+    dots' kernels and `hlo.dot` against the matmul time, the rest is what is above it)."""
+    rows = sorted(t.kernels.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {_us(v)}" for k, v in rows)
 
 
 def programs() -> list[tuple[str, str]]:
@@ -109,6 +125,7 @@ def main() -> None:
                 f"{_us(a.step)} -> {_us(b.step)}; matmuls {_us(a.matmuls)}; fused compute / "
                 f"matmul time = **{ratio:.2f}x**: {miss}"
             )
+            print(f"  - fused kernels by kind (slowest device): {_above_matmuls(b)}")
 
 
 if __name__ == "__main__":

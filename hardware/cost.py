@@ -29,7 +29,7 @@ from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
 from shardc.hardware.topology import Ring, Torus, axis_groups, dcn_axes, ring_time, transfers_time
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 RS_CREDITS = 2
 """Receive slots of a ring reduce-scatter (lowering/reduce_ring.py's double buffer)."""
@@ -82,6 +82,35 @@ def _elements(ty: TensorType) -> int:
 
 def _tensor_types(values: object) -> list[TensorType]:
     return [v.type for v in values if isinstance(v.type, TensorType)]  # pyright: ignore
+
+
+def fusion_input_bytes(arg: SSAValue, whole: int) -> int:
+    """
+    What a fusion reads of one operand (`arg`: its block argument; `whole`: the operand's
+    bytes): the operand once, or, when only static slices read it inside (micro-batch's
+    chunks, a window), only the sliced parts, as XLA's fused slice indexes into its operand
+    instead of copying it (overlapping slices are read once each, at most the whole).
+    """
+    users = {u.operation for u in arg.uses}
+    if not users or not all(isinstance(u, hlo.SliceOp) for u in users):
+        return whole
+    sliced = sum(tensor_bytes(u.results[0].type) for u in users)  # pyright: ignore[reportArgumentType]
+    return min(whole, sliced)
+
+
+def fusion_boundary_bytes(op: hlo.FusionOp) -> int:
+    """
+    The HBM bytes of a fused kernel: what crosses its boundary (each operand once, or its
+    sliced parts: `fusion_input_bytes`; every result once), since the values inside stay
+    in VMEM and vector registers.
+    """
+    args = op.body.block.args if op.body.blocks else ()
+    read = sum(
+        fusion_input_bytes(arg, tensor_bytes(value.type))  # pyright: ignore[reportArgumentType]
+        for value, arg in zip(op.inputs, args, strict=True)
+        if isinstance(value.type, TensorType)
+    )
+    return read + sum(tensor_bytes(t) for t in _tensor_types(op.outputs))
 
 
 def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
@@ -287,14 +316,14 @@ class CostModel:
         """
         A fused kernel: `max(flops / peak, boundary bytes / HBM bandwidth)`. The compute
         term is the MXU time of its dot or convolution (at its dtype's rate) plus the VPU
-        time of everything else; the bytes are only what crosses the boundary, each operand
-        once and every result, since the values inside stay in VMEM and vector registers.
+        time of everything else; the bytes are only what crosses the boundary
+        (`fusion_boundary_bytes`: each operand once, an operand read only through slices
+        by its sliced parts, every result once), since the values inside stay in VMEM and
+        vector registers.
         """
         flops = sum(self.flops(i)[0] for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
         compute = self.compute_seconds(op)
-        nbytes = sum(tensor_bytes(t) for t in _tensor_types(op.inputs)) + sum(
-            tensor_bytes(t) for t in _tensor_types(op.outputs)
-        )
+        nbytes = fusion_boundary_bytes(op)
         return OpCost(flops, nbytes, max(compute, nbytes / self.chip.hbm_bw))
 
     def compute_seconds(self, op: Operation) -> float:
@@ -700,7 +729,7 @@ class CachedCostModel(CostModel):
         )
         if isinstance(op, hlo.FusionOp):  # its inner ops' keys: a fusion's cost is theirs
             inner = tuple(self.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
-            return None if None in inner else (op.name, types, inner)
+            return None if None in inner else (op.name, types, inner, _fusion_wiring(op))
         if op.regions:
             return None
         if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
@@ -725,6 +754,15 @@ class CachedCostModel(CostModel):
         if time is None:
             time = self._collectives[key] = super().collective_time(op)
         return time
+
+
+def _fusion_wiring(op: hlo.FusionOp) -> tuple[tuple[int, ...], ...]:
+    """Which block argument each inner op reads (-1: a value made inside): what a fusion
+    reads through slices only (`fusion_input_bytes`) depends on it, not only on types."""
+    return tuple(
+        tuple(v.index if isinstance(v, BlockArgument) else -1 for v in inner.operands)
+        for inner in op.body.block.ops
+    )
 
 
 def cached(model: CostModel) -> CachedCostModel:

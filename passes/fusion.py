@@ -1,5 +1,5 @@
 """
-`fusion`: group hlo ops into `hlo.fusion` ops, as XLA's instruction fusion does, so that the
+`fusion{chip=v5e}`: group hlo ops into `hlo.fusion` ops, as XLA's instruction fusion does, so that the
 cost model charges each group once for the bytes crossing its boundary instead of an HBM
 round trip per op.
 
@@ -9,22 +9,42 @@ someone still needs becomes the root of a group, which then takes in its produce
 first:
 
 - **loop** fusion: elementwise ops (compare, select, convert, clamp...), broadcast,
-  reshape, transpose, iota and splat constants;
+  reshape, transpose, iota, splat constants, static slices and concatenate (XLA fuses
+  both: a concatenate of fusible operands, micro-batch's reassembly of its chunks, is a
+  loop fusion's root and its operands are never materialized);
 - **input** fusion: a `reduce` (without a body) as the root, with such producers;
 - **output** fusion: a `dot` or `convolution` with its elementwise consumers (its
   epilogue: bias add, activation, convert) and, as XLA on TPU fuses them into the MXU's
-  operand fetch, elementwise producers of its operands. One dot or convolution per fusion,
-  never a reduce together with one, and a reduce only as a root.
+  operand fetch, elementwise producers of its operands (the softmax's normalization into
+  the P x V dot, a layer norm into the next matmul). One dot or convolution per fusion,
+  never a reduce together with one, and a reduce only as a root. A producer with no other
+  user never costs more inside: level S's roofline reads each operand once and adds the
+  producer's VPU time to the kernel's, so with `a, b` the compute and `c, d, e` the bytes
+  over the bandwidth, the fused `max(a + b, c)` is at most the apart `max(a, d) + max(b,
+  e)` whenever `c <= d + e`, which holds as the fused kernel reads the producer's inputs
+  instead of writing and reading its result (and a copy only where it reads no more than
+  the value it replaces). Recomputing it per tile of the other operand is level T's
+  business (lower-to-tpu does not lower fusions yet).
 
 A producer is taken into the group when every user it has is in the group. A producer with
 users elsewhere is duplicated into the group only if recomputing it is cheap (elementwise,
 broadcast, iota, splat constant) and what the copy reads from HBM is no more than the
 producer's own bytes (reading `a` and `b` to recompute `a * b` would cost more than reading
-`a * b`); otherwise it stays outside, materialized. Once every user of an original has a
+`a * b`); otherwise it stays outside, materialized. A static slice is always duplicated:
+a fused slice reads only its part of its operand (`hardware.cost.fusion_input_bytes`), so
+its copy costs no bytes and saves the slice's own round trip (micro-batch's chunks of an
+argument); it is a leaf, its producer is not pulled in after it (that would compute the
+whole operand for a part of it). Once every user of an original has a
 copy, the original is dead and erased. Only ops of the block itself are fused: collectives,
 region ops (while, case, manual computations), spmd ops and everything else stay outside,
 so no fusion crosses a collective. Taking only producers whose users are all in the group
 (and copies, which add no edges out of it) keeps the graph of fusions acyclic.
+
+Then **multi-output** fusion (`multi_output`), XLA's producer-consumer kind: a loop
+fusion reading the result of a dot's kernel that others read too joins that kernel as a
+further output where the cost model (`chip`) says the merged kernel is faster and moves
+fewer bytes, so the dot's result is not read back from HBM (a dot with two activations of
+its result; an output nobody else reads is dropped).
 
 Fusion works on level G and level S programs alike, but partitioning has no rule for a
 fusion: fuse after `spmd-partition` (as `spmd-pipeline` does). The ops inside keep their order, so a fused program computes bit-exactly what the unfused
@@ -41,6 +61,9 @@ from dataclasses import dataclass, field
 from shardc.dialects import hlo
 from shardc.dialects.sizes import value_bytes
 from shardc.dialects.syntax import splat_element
+from shardc.hardware.chips import CHIPS, get_chip
+from shardc.hardware.cost import CostModel, cached
+from shardc.passes.rewrite_utils import check_option
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -61,10 +84,19 @@ CHEAP = (
 """Ops whose recomputation is cheap (a VPU op per element at most): duplicated into each
 fusion that needs them. Splat constants too (`_is_cheap`)."""
 
-LOOP = (*CHEAP, hlo.ReshapeOp, hlo.TransposeOp)
-"""Ops a loop fusion takes (reshape and transpose only when all their users are in it)."""
+LOOP = (*CHEAP, hlo.ReshapeOp, hlo.TransposeOp, hlo.SliceOp, hlo.ConcatenateOp)
+"""Ops a loop fusion takes (reshape, transpose and concatenate only when all their users
+are in it; a slice also as a copy: `_take`)."""
 
-MOVES = (hlo.BroadcastOp, hlo.ConvertOp, hlo.ReshapeOp, hlo.TransposeOp, hlo.IotaOp)
+MOVES = (
+    hlo.BroadcastOp,
+    hlo.ConvertOp,
+    hlo.ReshapeOp,
+    hlo.TransposeOp,
+    hlo.IotaOp,
+    hlo.SliceOp,
+    hlo.ConcatenateOp,
+)
 """Ops that only move or retype data: a fusion is named after what it computes."""
 
 XLA_NAMES = {
@@ -173,8 +205,8 @@ class _BlockFuser:
             p = self.ops[index]
             if p in group.owned or p in group.copies or p in self.owner:
                 continue
-            if self._take(group, p):
-                self._push_producers(p, heap)
+            if self._take(group, p) and not isinstance(p, hlo.SliceOp):
+                self._push_producers(p, heap)  # a slice is a leaf: it reads its part
         return group
 
     def _take(self, group: _Group, p: Operation) -> bool:
@@ -193,6 +225,9 @@ class _BlockFuser:
         if _is_cheap(p) and self._operand_bytes(p, FRONTIER_DEPTH) <= value_bytes(
             p.results[0].type
         ):
+            group.copies.add(p)
+            return True
+        if isinstance(p, hlo.SliceOp):  # its copy reads the sliced part: the bytes it saves
             group.copies.add(p)
             return True
         return False
@@ -285,10 +320,159 @@ def _fusion_name(group: _Group, pos: dict[Operation, int], names: dict[str, int]
     return base if n == 0 else f"{base}.{n}"
 
 
-def fuse_function(function: func.FuncOp) -> None:
+class _Inliner:
+    """The body of a multi-output fusion being built from whole ops and fusions."""
+
+    def __init__(self) -> None:
+        self.inputs: list[SSAValue] = []
+        self.body = Block()
+        self.inside: dict[SSAValue, SSAValue] = {}
+
+    def value(self, outer: SSAValue) -> SSAValue:
+        """`outer` as seen inside: a value made inside, or a (new) block argument."""
+        if outer not in self.inside:
+            self.inputs.append(outer)
+            self.inside[outer] = self.body.insert_arg(outer.type, len(self.body.args))
+        return self.inside[outer]
+
+    def add(self, op: Operation) -> list[SSAValue]:
+        """Inline `op` (a fusion's body, or the op itself); its results as seen inside."""
+        if not isinstance(op, hlo.FusionOp):
+            clone = op.clone(value_mapper={v: self.value(v) for v in op.operands})
+            self.body.add_op(clone)
+            return list(clone.results)
+        local: dict[SSAValue, SSAValue] = {
+            arg: self.value(v) for arg, v in zip(op.body.block.args, op.inputs, strict=True)
+        }
+        for inner in op.body.block.ops:
+            if isinstance(inner, hlo.ReturnOp):
+                return [local[v] for v in inner.values]
+            clone = inner.clone(value_mapper=dict(local))
+            self.body.add_op(clone)
+            for old, new in zip(inner.results, clone.results, strict=True):
+                local[old] = new
+                new.name_hint = old.name_hint
+        raise AssertionError("a fusion's body ends with hlo.return")
+
+
+def _kept(producer: Operation, consumer: Operation) -> list[SSAValue]:
+    """The results of `producer` someone besides `consumer` reads: the merged outputs."""
+    return [r for r in producer.results if any(u.operation is not consumer for u in r.uses)]
+
+
+def _merge(producer: Operation, consumer: Operation, taken: set[str]) -> hlo.FusionOp:
+    """`producer` (a dot, convolution or output fusion) and `consumer` (a loop fusion or
+    op reading its results) as one fusion (detached) with the producer's results others
+    read (`_kept`) and the consumer's."""
+    inliner = _Inliner()
+    inside = inliner.add(producer)
+    inliner.inside.update(zip(producer.results, inside, strict=True))
+    kept = _kept(producer, consumer)
+    outputs = [inliner.inside[r] for r in kept] + inliner.add(consumer)
+    ret = hlo.ReturnOp(outputs)
+    ret.location = producer.location
+    inliner.body.add_op(ret)
+    label = producer.label if isinstance(producer, hlo.FusionOp) else _unused_label(producer, taken)
+    types = [*(r.type for r in kept), *consumer.result_types]
+    merged = hlo.FusionOp(inliner.inputs, types, Region(inliner.body), "output", label)
+    merged.location = producer.location
+    return merged
+
+
+def _unused_label(op: Operation, taken: set[str]) -> str:
+    """`dot_fusion` (`.N` when a fusion of the block, `taken`, has that name) for a lone op."""
+    base = f"{_xla_name(op)}_fusion"
+    n = 0
+    while (name := base if n == 0 else f"{base}.{n}") in taken:
+        n += 1
+    return name
+
+
+def _is_mxu(op: Operation) -> bool:
+    if isinstance(op, hlo.FusionOp):
+        return op.kind.data == "output"
+    return isinstance(op, hlo.DotOp | hlo.ConvolutionOp)
+
+
+def _is_loop(op: Operation) -> bool:
+    if isinstance(op, hlo.FusionOp):
+        return op.kind.data == "loop"
+    return _role(op) == "loop"
+
+
+def _feeds_collective(op: Operation) -> bool:
+    return any(
+        u.operation.dialect_name() != "hlo" and not isinstance(u.operation, func.ReturnOp)
+        for r in op.results
+        for u in r.uses
+    )
+
+
+def multi_output(block: Block, model: CostModel) -> None:
+    """
+    Producer-consumer multi-output fusion: a loop fusion (or loop op) `c` that reads a
+    result of a dot's kernel `f` (a dot, a convolution or an output fusion) whose result
+    is needed outside too joins `f` as a second output, so the dot's result is not read
+    back from HBM: where the merged kernel is faster and moves fewer bytes than the two
+    (`hardware.cost`), `c`'s other operands exist before `f`, and no collective reads
+    `f`'s results (the merged kernel ends later than `f` by `c`'s VPU time, which must not
+    delay a collective; what the compute stream runs after `c`'s old place starts
+    earlier).
+    """
+    order = {op: i for i, op in enumerate(block.ops)}
+    taken = {op.label for op in order if isinstance(op, hlo.FusionOp)}
+    for c in list(block.ops):
+        if not _is_loop(c):
+            continue
+        producers = [v.owner for v in c.operands if v.owner in order and _is_mxu(v.owner)]  # pyright: ignore[reportArgumentType]
+        for f in dict.fromkeys(producers):
+            if _try_merge(block, f, c, model, order, taken):  # pyright: ignore[reportArgumentType]
+                break
+
+
+def _try_merge(
+    block: Block,
+    f: Operation,
+    c: Operation,
+    model: CostModel,
+    order: dict[Operation, int],
+    taken: set[str],
+) -> bool:
+    """Merge `c` into `f` (`multi_output`'s conditions); `order` and `taken` (the block's
+    fusion names) are kept up to date."""
+    at = order[f]
+    if any(v.owner in order and v.owner is not f and order[v.owner] > at for v in c.operands):  # pyright: ignore[reportArgumentType]
+        return False
+    merged = _merge(f, c, taken)
+    whole, alone, rest = model.op_cost(merged), model.op_cost(f), model.op_cost(c)
+    if (
+        whole.time >= alone.time + rest.time
+        or whole.bytes >= alone.bytes + rest.bytes
+        or _feeds_collective(f)
+    ):
+        merged.erase()
+        return False
+    block.insert_op_before(merged, f)
+    for old, new in zip([*_kept(f, c), *c.results], merged.results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    block.erase_op(c)
+    block.erase_op(f)
+    order[merged] = at  # where f was: the relative order of the rest is unchanged
+    taken.add(merged.label)
+    return True
+
+
+def fuse_function(function: func.FuncOp, model: CostModel) -> None:
     """Fuse the top-level block of `function` (region ops' bodies stay as they are)."""
     if function.body.blocks:
-        _BlockFuser(function.body.block).run()
+        fuse_block(function.body.block, model)
+
+
+def fuse_block(block: Block, model: CostModel) -> None:
+    """Fuse the ops of `block` (micro-batch estimates its splits as fusion leaves them)."""
+    _BlockFuser(block).run()
+    multi_output(block, model)
 
 
 @dataclass(frozen=True)
@@ -297,7 +481,16 @@ class FusionPass(ModulePass):
 
     name = "fusion"
 
+    chip: str = "v5e"
+    """The chip whose cost model decides multi-output fusion."""
+
+    def __post_init__(self) -> None:
+        check_option(
+            self.name, "chip", self.chip in CHIPS, f"one of {', '.join(CHIPS)}", f"'{self.chip}'"
+        )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        model = cached(CostModel(get_chip(self.chip)))
         for function in list(op.walk()):
             if isinstance(function, func.FuncOp):
-                fuse_function(function)
+                fuse_function(function, model)

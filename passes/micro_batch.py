@@ -1,5 +1,5 @@
 """
-`micro-batch{chunks=0 max-chunks=8 chip=v5e min-gain=0.02 force=false memory-limit= max-in-flight=4}`:
+`micro-batch{chunks=0 max-chunks=8 chip=v5e min-gain=0.02 force=false memory-limit= max-in-flight=4 fused=false}`:
 split a per-device program into independent chunks along a dimension that flows through
 its collectives (the batch, usually), so that the collective of one chunk overlaps the
 compute of the next. Tensor parallelism needs this: the all_reduce after a row-parallel
@@ -49,7 +49,10 @@ makes its collectives async and list-schedules the block with `schedule`'s sched
 and `hardware.cost` for `chip` (the same model the interpreter's timing uses), and
 keeps the fastest (of both block orders); the original is estimated as the pipeline
 would leave it (the better of scheduled and written order: its written order's time,
-cheap, is tried first). A
+cheap, is tried first). With `fused=true` (spmd-pipeline sets it when `fusion` runs after)
+the original and every split are estimated as `fusion` will leave them, so a split is not
+charged for the slices, concatenate and per-chunk kernels fusion removes, nor the original
+for kernels fusion merges (the floor below is then the fused block's). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
 split collective paying its latency per chunk) cannot beat the best so far, or the
 `min-gain` threshold, is not built (nor any larger count of that class). It
@@ -78,6 +81,7 @@ from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
+from shardc.passes.fusion import fuse_block
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
 from shardc.passes.step_estimate import op_time, program_order_time, scheduled_time
 from xdsl.context import Context
@@ -661,6 +665,11 @@ class MicroBatchPass(ModulePass):
     """`schedule`'s memory limit, for the estimates."""
     max_in_flight: int = 4
     """`schedule`'s bound on collectives in flight, for the estimates."""
+    fused: bool = False
+    """Estimate the unsplit block and every split as `fusion` will leave them (spmd-pipeline
+    sets it when fusion runs after): fusion takes the chunks' slices and concatenate into
+    their readers and writers, so an unfused estimate charges a split for ops it will not
+    have, and the unsplit block for kernels fusion merges."""
 
     def __post_init__(self) -> None:
         check_option(
@@ -720,8 +729,9 @@ class MicroBatchPass(ModulePass):
         found = candidates(block)
         if not found:
             return None
-        base = Base(self, module, index, block, model)
-        floor = SplitFloor.of(block, model)
+        view, view_block = self._fused_view(module, index, model) if self.fused else (module, block)
+        base = Base(self, view, index, view_block, model)
+        floor = SplitFloor.of(view_block, model)
         best: tuple[float, Plan] | None = None
         for cand in found:
             for k in self.counts(cand.size):
@@ -763,4 +773,15 @@ class MicroBatchPass(ModulePass):
             copied = find_candidate(block, plan.key)
             assert copied is not None
         Splitter(block, copied, plan.k, plan.chunk_major).run()
+        if self.fused:
+            fuse_block(block, model)
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
+
+    @staticmethod
+    def _fused_view(module: ModuleOp, index: int, model: CostModel) -> tuple[ModuleOp, Block]:
+        """A copy of `module` with function `index` fused, and that function's block: what
+        the unsplit estimates (`Base`, `SplitFloor`) see when `fused`."""
+        view = module.clone()
+        block = _function_blocks(view)[index]
+        fuse_block(block, model)
+        return view, block

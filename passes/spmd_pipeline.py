@@ -69,7 +69,7 @@ from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.block_order import set_order
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
-from shardc.passes.fusion import FusionPass
+from shardc.passes.fusion import FusionPass, fuse_function
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
@@ -147,11 +147,11 @@ class SpmdPipelinePass(ModulePass):
             *self.partitioning_passes(),
             *([CollectiveMatmulPass(chip=self.chip)] if self.collective_matmul else []),
             *(
-                [MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit)]
+                [MicroBatchPass(chip=self.chip, memory_limit=self.memory_limit, fused=self.fusion)]
                 if self.micro_batch
                 else []
             ),
-            *([FusionPass()] if self.fusion else []),
+            *([FusionPass(chip=self.chip)] if self.fusion else []),
             *(
                 [AsyncSplitPass(), SchedulePass(memory_limit=self.memory_limit, chip=self.chip)]
                 if self.schedule
@@ -199,7 +199,9 @@ class SpmdPipelinePass(ModulePass):
             # planned on the module itself (its estimates leave it as it was); the copy
             # only if a split is planned
             if plans := p.plans(op, gate.model):
-                gate.run(lambda m: p.split(m, plans), op, strict=False)
+                # with `fused`, both sides judged as fusion will leave them (issue 14)
+                view = (lambda m: fused_copy(m, gate.model)) if p.fused else None
+                gate.run(lambda m: p.split(m, plans), op, strict=False, view=view)
         elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
             # its own policy first, then XLA's (merge whatever is independent) on top of
             # it, each kept only where the step does not get slower: the gate, not the
@@ -248,13 +250,27 @@ class Gate:
     def estimate(self, module: ModuleOp) -> float:
         return module_step_time(module, self.model, self.memory_limit)
 
-    def run(self, transform: Callable[[ModuleOp], None], op: ModuleOp, strict: bool) -> None:
+    def run(
+        self,
+        transform: Callable[[ModuleOp], None],
+        op: ModuleOp,
+        strict: bool,
+        view: Callable[[ModuleOp], ModuleOp] | None = None,
+    ) -> None:
         """Apply `transform` (a pass) to a copy of `op`; keep the copy only if its step is
-        no slower (with `strict`: faster)."""
+        no slower (with `strict`: faster). With `view`, both are judged by the estimates of
+        `view(op)` and `view(copy)` (micro-batch: as fusion will leave them), and what is
+        known is forgotten (it is the view's)."""
         candidate = op.clone()
         transform(candidate)
         if _same_ops(op, candidate):
             return  # nothing to gate: the pass changed nothing (and `known` still holds)
+        if view is not None:
+            keep = self.estimate(view(candidate)) <= self.estimate(view(op))
+            if keep:
+                _take_body(op, candidate)
+            self.forget()
+            return
         before = self.known if self.known is not None else self.estimate(op)
         after = self.estimate(candidate)
         if after < before or (after == before and not strict):
@@ -305,6 +321,15 @@ def _survivors_frozen() -> Iterator[Callable[[], None]]:
         yield gc.freeze
     finally:
         gc.unfreeze()
+
+
+def fused_copy(module: ModuleOp, model: CostModel) -> ModuleOp:
+    """A copy of `module` as `fusion` leaves it (micro-batch's gate judges by it)."""
+    copy = module.clone()
+    for function in list(copy.walk()):
+        if isinstance(function, func.FuncOp):
+            fuse_function(function, model)
+    return copy
 
 
 def _same_ops(a: ModuleOp, b: ModuleOp) -> bool:
