@@ -34,7 +34,7 @@ from xdsl.ir import Operation
 class Buffer:
     """One allocation on one device."""
 
-    __slots__ = ("device", "name", "space", "array", "accesses", "op", "address")
+    __slots__ = ("device", "name", "space", "array", "accesses", "op", "address", "freed")
 
     def __init__(self, device: int, name: str, space: MemorySpace, array: np.ndarray, op):
         self.device = device
@@ -46,6 +46,8 @@ class Buffer:
         self.accesses: list[Any] = []
         """`level_t_races.Access`es not yet superseded."""
         self.op = op
+        self.freed: Operation | None = None
+        """The `tpu.dealloc` that freed it (any later access is a use after free)."""
 
     def __repr__(self) -> str:
         return f"{self.name} ({self.space.value}) on device {self.device}"

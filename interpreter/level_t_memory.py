@@ -28,6 +28,7 @@ from shardc.interpreter.level_t_machine import (
     uninitialized,
     unmaterialized,
 )
+from shardc.interpreter.level_t_races import record_access
 from shardc.interpreter.values import dtype_of
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation
@@ -168,7 +169,19 @@ class Memory:
             for s in ref.sems:
                 self.check_sem_zero(s, op)
             return
-        size = ref.buffer.array.nbytes
+        buf = ref.buffer
+        what = f"tpu.dealloc ({self.diag.at(op)}) on device {dev.index}"
+        conflict = record_access(buf, buf.array, True, dev.index, dev.vc, what)
+        if conflict is not None:
+            raise self.diag.error(
+                op,
+                dev.index,
+                f"use after free: buffer '{buf.name}' ({buf.space.value}) is freed while the "
+                f"{conflict.what} may still {'write' if conflict.write else 'read'} it (no "
+                "wait on its semaphore orders the free after it)",
+            )
+        buf.freed = op
+        size = buf.array.nbytes
         if ref.buffer.space is MemorySpace.VMEM:
             dev.vmem -= size
         else:

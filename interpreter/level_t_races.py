@@ -173,6 +173,14 @@ def check_access(
 ) -> None:
     """`record_access`, raising the data-race error at `op` (on `device`) if it races."""
     desc = what or f"{'store' if write else 'load'} ({diag.at(op)}) on device {buf.device}"
+    if buf.freed is not None:
+        raise diag.error(
+            op,
+            device,
+            f"use after free: the {desc} {'writes' if write else 'reads'} buffer "
+            f"'{buf.name}' ({buf.space.value}) of device {buf.device}, freed by the "
+            f"{diag.at(buf.freed)}",
+        )
     a = record_access(buf, view, write, thread, vc, desc, dma_release)
     if a is not None:
         raise diag.error(

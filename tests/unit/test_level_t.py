@@ -614,3 +614,31 @@ def test_timing_mode_reports_what_the_valued_run_reports(old, new):
     with pytest.raises(InterpreterError) as info:
         run(text, [[None, None]] * 4, values=False)
     assert str(info.value) == valued
+
+
+# Use after free (issue 16): freeing a buffer a DMA may still write, or touching it after.
+
+DEALLOC = f"  tpu.dealloc %buf : memref<16x128xf32, {VMEM}>\n"
+
+
+@pytest.mark.parametrize("values", [True, False])
+def test_freeing_a_buffer_a_dma_is_writing_is_a_use_after_free(values: bool):
+    with pytest.raises(InterpreterError) as info:
+        run(one(COPY_IN + DEALLOC + WAIT_IN), [[shards(1, (16, 128))[0], None]], values=values)
+    message = str(info.value)
+    assert message.startswith("k.mlir:"), message
+    assert "'tpu.dealloc' op" in message and "use after free: buffer 'buf' (vmem)" in message
+    assert "DMA (tpu.dma_start at k.mlir:" in message and "no wait on its semaphore" in message
+
+
+def test_a_buffer_freed_after_the_wait_is_fine_and_later_access_is_not():
+    x = shards(1, (16, 128))[0]
+    run(one(COPY_IN + WAIT_IN + DEALLOC), [[x, None]])
+    load = f"  %v = tpu.load %buf[%c0, %c0] : memref<16x128xf32, {VMEM}>, vector<16x128xf32>\n"
+    fails(
+        one(COPY_IN + WAIT_IN + DEALLOC + load),
+        [[x, None]],
+        "use after free: the load",
+        "'tpu.load' op",
+        "freed by the tpu.dealloc at k.mlir:",
+    )
