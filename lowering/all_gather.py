@@ -130,7 +130,13 @@ def run_ag_rings(
 def _steps_loop(
     e: Emitter, lo: int, hi: int, step: Callable[[Emitter, SSAValue], list[Operation]]
 ) -> None:
-    """Steps lo .. hi - 1 as an `scf.for`, each step's waits at the end of its body."""
+    """Steps lo .. hi - 1 as an `scf.for` (`e.unroll`: one after the other), each
+    step's waits at the end of its body."""
+    if e.unroll:
+        for k in range(lo, hi):
+            for w in step(e, e.index(k)):
+                e.op(w)
+        return
     b, s = for_steps(e, lo, hi)
     for w in step(b, s):
         b.op(w)

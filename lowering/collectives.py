@@ -10,15 +10,23 @@ writes into a buffer a neighbour still reads for another purpose. Several mesh a
 (`on groups [[..]]`), and permute / all_to_all over several mesh axes, are a ring over
 each group in rank order (one way: its members need not be torus neighbours).
 
-A `_start` emits what its algorithm may issue early and hands the rest (its waits, later
-ring steps) to the matching `done`; multi-axis `_start`s run whole at the `_start`.
+A `_start` (with `interleave`, the default) is emitted whole, its ring steps unrolled, and
+cut into chunks (`ring_steps`): the first DMAs start at the `_start`, the later steps are
+interleaved into the tiled loops of the compute before the `done` where the cost model
+says their transfers have finished, the rest run at the `done`; multi-axis and
+bidirectional collectives alike. Without `interleave` (the pass option `interleave=false`,
+what came before) a `_start` emits what its algorithm may issue early and hands the rest
+(its waits, later ring steps) to the matching `done`; multi-axis `_start`s run whole at
+the `_start`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import collective
+from shardc.hardware.cost import CostModel
 from shardc.lowering.all_gather import multi_all_gather
 from shardc.lowering.all_reduce import all_reduce
 from shardc.lowering.all_to_all import all_to_all
@@ -26,18 +34,23 @@ from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter, local_copy
 from shardc.lowering.permute import permute
 from shardc.lowering.reduce_scatter import multi_reduce_scatter
+from shardc.lowering.ring_steps import Overlap, chunk_times, split_steps
+from shardc.lowering.tile_plan import vmem_in_use
 from shardc.lowering.topology import Axis, Topology
 from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 
 class CollectiveLowering:
     """The collectives of one kernel, emitted by `e` over `topology`."""
 
-    def __init__(self, e: Emitter, topology: Topology, target: Target):
+    def __init__(self, e: Emitter, topology: Topology, target: Target, interleave: bool = True):
         self.e = e
         self.topology = topology
         self.target = target
+        self.overlap: Overlap | None = Overlap() if interleave else None
+        """The `_start`s' pending ring steps (None: the old split at the `done`)."""
+        self.cost = CostModel(target.chip, topology.mesh)
         self.pending: dict[SSAValue, list[Operation]] = {}
         """future -> ops to emit at its `done`."""
         self.start_results: dict[Operation, list[SSAValue]] = {}
@@ -58,11 +71,58 @@ class CollectiveLowering:
             axes = [self.topology.group_axis(op)]
         else:
             axes = [self.topology.axis(op, a) for a in op.axes]
+        if op.IS_START and self.overlap is not None:
+            self._interleaved(op, axes, ins, outs, self.overlap)
+            return
         deferred: list[Operation] | None = [] if op.IS_START else None
         for x, out in zip(ins, outs, strict=True):
-            self._operand(op, axes, x, out, deferred)
+            self._operand(op, axes, x, out, deferred, self.e)
         if deferred is not None:
             self.pending[op.results[0]] = deferred
+
+    def _interleaved(
+        self,
+        op: collective.CollectiveOp,
+        axes: list[Axis],
+        ins: list[SSAValue],
+        outs: list[SSAValue],
+        overlap: Overlap,
+    ) -> None:
+        """
+        A `_start` emitted whole, steps unrolled, cut into chunks for `overlap`. Its
+        VMEM is held until the `done`, across the compute in between, and several may
+        be in flight: collectives in flight keep to half the VMEM, each taking half of
+        what is left of that half (its reduce-scatter pieces shrink to fit), or if that
+        is too little for it, all of it as without interleaving.
+        """
+        vmem = self.target.vmem_bytes
+        budget = max(vmem // 64, (vmem // 2 - vmem_in_use(self.e.block)) // 2)
+        try:
+            body = self._whole(op, axes, ins, outs, Target(self.target.chip, budget))
+        except OpPassError:
+            body = self._whole(op, axes, ins, outs, self.target)
+        steps = split_steps(body)
+        times = chunk_times(self.target.chip, steps.chunks, self.cost.collective_time(op))
+        overlap.start(op.results[0], self.e, steps, times)
+
+    def _whole(
+        self,
+        op: collective.CollectiveOp,
+        axes: list[Axis],
+        ins: list[SSAValue],
+        outs: list[SSAValue],
+        target: Target,
+    ) -> list[Operation]:
+        """The ops of `op` (every step unrolled) in a detached block, for `target`."""
+        body = Emitter(Block())
+        body.unroll = True
+        outer, self.target = self.target, target
+        try:
+            for x, out in zip(ins, outs, strict=True):
+                self._operand(op, axes, x, out, None, body)
+        finally:
+            self.target = outer
+        return body.detach_all()
 
     def done(self, op: collective.DoneOp, buffers: Mapping[SSAValue, SSAValue]) -> None:
         """The rest of the `_start` whose future `op` waits for."""
@@ -70,6 +130,8 @@ class CollectiveLowering:
         assert isinstance(start, Operation)
         for later in self.pending.pop(op.future, []):
             self.e.op(later)
+        if self.overlap is not None:
+            self.overlap.done(op.future, self.e)
         for r, v in zip(op.results, self.start_results[start], strict=True):
             if buffers[r] is not v:
                 # The _start wrote into its own buffers (not the done's): copy.
@@ -82,19 +144,20 @@ class CollectiveLowering:
         x: SSAValue,
         out: SSAValue,
         deferred: list[Operation] | None,
+        e: Emitter,
     ) -> None:
         """
-        Lower one operand of `op`. `deferred` (for a `_start`): ops to emit at the `done`
-        instead of here (the waits, and for all_gather every step after the first).
-        Several axes: one ring phase per axis (axes of size 1 are skipped).
+        Lower one operand of `op` with `e`. `deferred` (for a `_start`): ops to emit at
+        the `done` instead of here (the waits, and for all_gather every step after the
+        first). Several axes: one ring phase per axis (axes of size 1 are skipped).
         """
         axes = [a for a in all_axes if a.size > 1]
         if not axes:
-            local_copy(self.e, x, out, "copy")
+            local_copy(e, x, out, "copy")
             return
         if len(axes) > 1:
             deferred = None  # multi-phase collectives run whole at their _start
-        topo, target, e = self.topology, self.target, self.e
+        topo, target = self.topology, self.target
         if isinstance(op, collective.AllGatherBase):
             dim = op.dim.value.data
             xt = x.type

@@ -16,6 +16,7 @@ from typing import Protocol
 from shardc.diagnostics import OpPassError
 from shardc.hardware.chips import Chip
 from shardc.lowering.emit import Emitter
+from shardc.lowering.ring_steps import Overlap
 from xdsl.ir import Operation, SSAValue
 
 
@@ -53,4 +54,9 @@ class LoweringContext(Protocol):
     @property
     def buffers(self) -> Mapping[SSAValue, SSAValue]:
         """The HBM buffer (a kernel argument) of every level-S value."""
+        ...
+
+    @property
+    def overlap(self) -> Overlap | None:
+        """The `_start`s whose ring steps a tiled loop may take (None: none)."""
         ...

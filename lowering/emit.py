@@ -115,6 +115,10 @@ def for_steps(e: Emitter, lo: int, hi: int, hint: str = "s") -> tuple[Emitter, S
 class Emitter:
     """Appends ops to a block; small helpers for index and i32 arithmetic."""
 
+    unroll = False
+    """Ring steps as one op sequence per step instead of an `scf.for` (a `_start`'s, so
+    that `ring_steps` can interleave them with compute)."""
+
     def __init__(self, block: Block):
         self.block = block
 

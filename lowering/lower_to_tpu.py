@@ -12,7 +12,9 @@ the function's ops in order. Where each part lives:
 
 * `abi`: the calling convention (inputs, outputs, scratch buffers in HBM; `tpu.io`).
 * `topology`: mesh axes and device groups as rings, neighbours, lookup tables.
-* `collectives`: which algorithm lowers a collective, and `_start` / `done` pairs;
+* `collectives`: which algorithm lowers a collective, and `_start` / `done` pairs
+  (a `_start`'s ring steps interleaved into the compute loops before its `done`:
+  `ring_steps`);
   the algorithms in `all_gather`, `reduce_scatter` (+ `reduce_ring`, the ring steps),
   `all_reduce`, `all_to_all`, `permute`.
 * `compute` (hlo compute ops: elementwise, compare, select, convert, constant, iota,
@@ -32,9 +34,9 @@ next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) v
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
-HBM, and waits for its last write-back before the next starts); overlapping more than
-one ring step of a `_start` (or any of a multi-axis one) with compute, so a level-T step
-can expose communication the level-S schedule hid.
+HBM, and waits for its last write-back before the next starts); ring steps of a `_start`
+overlap only the tiled compute loops before its `done` (`ring_steps`: not movement ops,
+and steps whose transfers the compute in between cannot cover run at the `done`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter
 from shardc.lowering.level_s_summary import record_level_s
+from shardc.lowering.ring_steps import Overlap
 from shardc.lowering.topology import Topology
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -103,7 +106,13 @@ class KernelLowering:
     collectives' state (`CollectiveLowering`, if there are collectives).
     """
 
-    def __init__(self, function: func.FuncOp, target: Target, bidirectional: bool | None):
+    def __init__(
+        self,
+        function: func.FuncOp,
+        target: Target,
+        bidirectional: bool | None,
+        interleave: bool = True,
+    ):
         self.abi = KernelAbi.of(function)
         self._target = target
         self._emitter = Emitter(self.abi.block)
@@ -112,7 +121,7 @@ class KernelLowering:
             dev = self._emitter.op(tpu.DeviceIdOp(), "dev")
             self._emitter.op(tpu.BarrierOp())
             topology = Topology(dev, target.chip, spmd.find_mesh(function), bidirectional)
-            self.collectives = CollectiveLowering(self._emitter, topology, target)
+            self.collectives = CollectiveLowering(self._emitter, topology, target, interleave)
 
     @property
     def target(self) -> Target:
@@ -125,6 +134,10 @@ class KernelLowering:
     @property
     def buffers(self) -> Mapping[SSAValue, SSAValue]:
         return self.abi.buffers
+
+    @property
+    def overlap(self) -> Overlap | None:
+        return None if self.collectives is None else self.collectives.overlap
 
     def run(self) -> func.FuncOp:
         """
@@ -217,6 +230,11 @@ class LowerToTpuPass(ModulePass):
     """Ring collectives both ways round (true), one way (false), or (default) both ways
     exactly on axes with wraparound links; how bench/collectives.py compares the two."""
 
+    interleave: bool = True
+    """Interleave the ring steps of a `_start` into the tiled loops of the compute before
+    its `done` (lowering/ring_steps.py); false: its first step only overlaps, the rest
+    runs at the `done` (how bench/overlap.py shows the difference)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             chip = get_chip(self.chip)
@@ -238,5 +256,5 @@ class LowerToTpuPass(ModulePass):
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
             check_function(function, target)
-            new = KernelLowering(function, target, self.bidirectional).run()
+            new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             Rewriter.replace_op(function, new, [])

@@ -162,16 +162,27 @@ def run_rs_rings(
         if later is not None and p == 0:
             e = later
         if run.n > 2:
-            b, s = for_steps(e, 1, run.n - 1)
-            for o in _step(run, b, s, p, rings, state, [st.acc for st in state], []):
-                b.op(o)
-            b.op(scf.YieldOp())
+            _later_steps(run, e, p, rings, state)
         if p < len(pieces) - 1:
             pending = _piece_out(e, run, rings, state)
     result = _finish(e, run, pieces[-1], state)
     if deferred is not None and later is not None:
         deferred += later.detach_all()
     return result
+
+
+def _later_steps(run: _Run, e: Emitter, p: int, rings: list[Ring], state: list[_RingState]) -> None:
+    """Steps 1 .. N-2 of piece `p`: an `scf.for`, or (`e.unroll`) one after the other."""
+    accs = [st.acc for st in state]
+    if e.unroll:
+        for k in range(1, run.n - 1):
+            for o in _step(run, e, e.index(k), p, rings, state, accs, []):
+                e.op(o)
+        return
+    b, s = for_steps(e, 1, run.n - 1)
+    for o in _step(run, b, s, p, rings, state, accs, []):
+        b.op(o)
+    b.op(scf.YieldOp())
 
 
 def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring]]) -> _Run:

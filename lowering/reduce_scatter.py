@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 from shardc.dialects import tpu
+from shardc.dialects.hlo import accumulation_type
 from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter, nbytes
 from shardc.lowering.reduce_ring import run_rs_rings
@@ -142,12 +143,13 @@ def rs_plan(
     """
     How a ring reduce-scatter of chunks of `shape` splits them: (split dim, pieces,
     ways). Each piece (run one after the other) must fit its 4 VMEM blocks per ring
-    (receive double buffer, own chunk, accumulator), for `concurrent` phases at once,
+    (receive double buffer, own chunk, accumulator: counted in the accumulation type,
+    f32 for bf16/f16, as `reduce_ring` allocates them), for `concurrent` phases at once,
     into the kernel's VMEM; bidirectional halves each piece (ways = 2). Pieces and
     halves cut the same dimension, the first one they divide; if none does, one
     piece, one way (and `Target.check_vmem` says if that does not fit).
     """
-    total = nbytes(shape, elem) * concurrent
+    total = nbytes(shape, accumulation_type(elem)) * concurrent  # bf16 partials are f32
     for ways in (2, 1) if bidirectional else (1,):
         pieces = 1
         while 4 * total // pieces > target.vmem_bytes:

@@ -26,7 +26,7 @@ from shardc.lowering.tile_index import (
     ix_rem,
     ix_value,
 )
-from shardc.lowering.tile_plan import Plan, Tiled, plan_blocks, vmem_in_use
+from shardc.lowering.tile_plan import Plan, Tiled, plan_blocks, plan_time, vmem_in_use
 from shardc.lowering.vector_ops import load_block, store_block, zero_indices
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import MemRefType, VectorType
@@ -104,11 +104,21 @@ def tile(ctx: LoweringContext, t: Tiled) -> None:
     """Plan the blocks of `t` and emit its loop (see the module docstring)."""
     if math.prod(tensor_type(t.result.type).get_shape()) == 0:
         return  # an empty result: nothing to write
-    _emit(ctx, t, plan_blocks(ctx.target, t, vmem_in_use(ctx.emitter.block)))
+    in_use = vmem_in_use(ctx.emitter.block)
+    plan = plan_blocks(ctx.target, t, in_use)
+    overlap = ctx.overlap
+    if overlap is not None and overlap.rings:
+        # Ring steps of pending collectives go at block boundaries: enough blocks for
+        # those whose transfers fit under this loop.
+        want = overlap.wanted_steps(plan_time(ctx.target.chip, t, plan))
+        if want > math.prod(plan.grid):
+            plan = plan_blocks(ctx.target, t, in_use, want)
+    _emit(ctx, t, plan)
 
 
 def _emit(ctx: LoweringContext, t: Tiled, plan: Plan) -> None:
-    """The loop of the module docstring: prologue, one `scf.for` step, epilogue."""
+    """The loop of the module docstring: prologue, one `scf.for` step (the pending
+    ring steps `ring_steps.Overlap` places first in its body), epilogue."""
     top = ctx.emitter.block
     loop = _Loop(ctx.buffers, t, plan, TileEmitter(top, TileConstants(top)))
     loop.prologue()
@@ -116,6 +126,8 @@ def _emit(ctx: LoweringContext, t: Tiled, plan: Plan) -> None:
         b, step = loop.e, 0
     else:
         b, step = loop.e.loop(loop.steps, "t")
+    if ctx.overlap is not None and ctx.overlap.rings:
+        ctx.overlap.place(b, step, loop.steps, plan_time(ctx.target.chip, t, plan) / loop.steps)
     views = loop.arrive(b, step)
     loop.prefetch(b, step)
     loop.compute(b, step, views)

@@ -204,10 +204,12 @@ def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) 
     return sum(sizes) / hbm + total + out / hbm
 
 
-def plan_blocks(target: Target, t: Tiled, in_use: int) -> Plan:
+def plan_blocks(target: Target, t: Tiled, in_use: int, min_steps: int = 1) -> Plan:
     """
     The blocks (see the module docstring), or an OpPassError if none fits the VMEM
-    left over by the `in_use` bytes collectives in flight hold.
+    left over by the `in_use` bytes collectives in flight hold. `min_steps`: prefer
+    plans of at least that many blocks (block boundaries where ring steps of a pending
+    collective go, `ring_steps`), if any fits.
     """
     align = _alignment(t)
     options = [[n] if t.whole else _choices(n, a) for n, a in zip(t.sizes, align, strict=False)]
@@ -215,7 +217,7 @@ def plan_blocks(target: Target, t: Tiled, in_use: int) -> Plan:
         longest = max(options, key=len)
         del longest[len(longest) // 2]
     budget = target.vmem_bytes - in_use
-    best: tuple[tuple[float, int, tuple[int, ...]], Plan] | None = None
+    best: tuple[tuple[bool, float, int, tuple[int, ...]], Plan] | None = None
     for blocks in itertools.product(*options):
         grid = tuple(n // b for n, b in zip(t.sizes, blocks, strict=False))
         size, separate = _vmem(t, blocks, grid)
@@ -224,7 +226,7 @@ def plan_blocks(target: Target, t: Tiled, in_use: int) -> Plan:
         steps = math.prod(grid)
         cost = _estimate(target.chip, t, blocks, grid) + steps * STEP_OVERHEAD
         # Ties: larger trailing blocks (whole rows make contiguous DMAs).
-        key = (cost, steps, tuple(-b for b in reversed(blocks)))
+        key = (steps < min_steps, cost, steps, tuple(-b for b in reversed(blocks)))
         if best is None or key < best[0]:
             best = (key, Plan(blocks, grid, size, separate))
     if best is None:
@@ -258,3 +260,9 @@ def vmem_in_use(kernel: Block) -> int:
         elif isinstance(o, tpu.DeallocOp):
             live.pop(o.ref, None)
     return sum(live.values())
+
+
+def plan_time(chip: Chip, t: Tiled, plan: Plan) -> float:
+    """Estimated seconds of `plan`'s loop (the pipeline model plus the grid steps)."""
+    steps = math.prod(plan.grid)
+    return _estimate(chip, t, plan.blocks, plan.grid) + steps * STEP_OVERHEAD

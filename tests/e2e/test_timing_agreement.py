@@ -1,9 +1,11 @@
 """
 One timing truth (issue 14 item 4): on every example, on v5e and v5p, level T's step time
-(the program through `tpu-pipeline`, simulated DMA by DMA) is within 15% of level S's (the
+(the program through `tpu-pipeline`, simulated DMA by DMA) is within 10% of level S's (the
 same program after the same `spmd-pipeline` passes, `--timing-only`), because both cost
 the same machine (hardware/topology.py: torus, routes, per-hop latency, ring steps,
-credits, link sharing).
+credits, link sharing). 10% (issue 15), was 15%: with a `_start`'s ring steps interleaved
+into the compute before its `done` (lowering/ring_steps.py) dp_grads and dp_train_step on
+v5p went from 0.94 / 0.93 to 1.00; every example outside `KNOWN` is within [0.95, 1.01].
 
 Where the lowered kernel does what level S does not model, the bound is the known gap,
 stated here with its reason (and in bench/RESULTS.md, "One timing truth"):
@@ -32,7 +34,7 @@ KNOWN: dict[str, tuple[float, float]] = {
     "collectives.mlir": (0.6, 1.15),
     "matmul_reduce_scatter.mlir": (0.6, 1.15),
 }
-"""Examples whose level-T / level-S ratio has a known reason to leave [0.85, 1.15]."""
+"""Examples whose level-T / level-S ratio has a known reason to leave [0.9, 1.1]."""
 
 
 def level_s_and_t(text: str, chip: str, name: str) -> tuple[float, float]:
@@ -53,9 +55,9 @@ def level_s_and_t(text: str, chip: str, name: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_level_t_step_is_within_15_percent_of_level_s(path: Path, chip: str) -> None:
+def test_level_t_step_is_within_10_percent_of_level_s(path: Path, chip: str) -> None:
     s, t = level_s_and_t(path.read_text(), chip, path.name)
-    low, high = KNOWN.get(path.name, (0.85, 1.15))
+    low, high = KNOWN.get(path.name, (0.9, 1.1))
     assert low <= t / s <= high, (
         f"{path.name} on {chip}: level S {s * 1e6:.2f} us, level T {t * 1e6:.2f} us"
     )

@@ -1,0 +1,247 @@
+"""
+Overlap in the kernel: the ring steps of a `_start` interleaved into the tiled loops of
+the compute between it and its `done`, as a hand-written Pallas collective matmul does.
+
+At a `_start` the whole collective is emitted (its ring steps unrolled, `Emitter.unroll`)
+into a detached block, and `split_steps` cuts it into:
+
+* the address arithmetic, views and allocations (pure: `arith`, `tpu.memref_slice`,
+  `tpu.memref_reshape`, `tpu.alloc`, ... whose operands are available), hoisted to the
+  `_start`, so that every later piece sees them (they dominate the rest of the kernel);
+* chunks: the side-effecting ops cut before every wait that follows a DMA start, so a
+  chunk is "wait for step k-1's DMAs, reduce, start step k's DMAs" (chunk 0: the first
+  starts, emitted at the `_start`); a chunk that would use a value another chunk defines
+  (a load in one, its use in the next) is merged with it, and one that starts no remote
+  DMA (a local copy) with the next;
+* the `tpu.dealloc`s, moved to the `done` (a buffer lives at least as long as before, and
+  the VMEM the compute in between may use stays what `tile_plan.vmem_in_use` counts).
+
+`Overlap` places the chunks: each tiled compute loop lowered while a ring is pending
+calls `Overlap.place` with its step count and block time (the tile plan's estimate);
+chunk k+1 of a ring goes before the block boundary nearest to where chunk k's transfer
+(the cost model's time for the collective, `CostModel.collective_time`, over its remote
+chunks; local DMAs at HBM bandwidth) finishes (at most half a block early: the wait
+stalls the compute that little, and the link is not left idle for up to a block), one
+chunk per ring per block. A chunk placed at block j runs under `scf.if %t == j` at the
+top of the loop body (predication, not peeling: the body stays one loop whatever the
+placement, each chunk appears once, and the loop's blocks, double-buffering and
+write-backs are untouched). `Overlap.wanted_steps` tells the tile plan how many blocks a
+loop needs for the chunks that fit under it (two per chunk, so a chunk lands within half
+a transfer of its time). Chunks not placed run at the `done`, in
+order, as before.
+
+Buffer lifetimes: a chunk only touches the collective's own buffers, semaphores and
+VMEM, and every level-S value has its own HBM buffer, so the compute in between reads
+nothing a step writes; the done's results are read only after the `done`, where the last
+chunk (every wait) has run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from shardc.dialects import tpu
+from shardc.hardware.chips import Chip
+from shardc.lowering.emit import Emitter, nbytes
+from shardc.lowering.tile_index import Ix, TileEmitter, emit_if, ix_cmp
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Operation, SSAValue
+
+_PURE = (
+    tpu.MemRefSliceOp,
+    tpu.MemRefReshapeOp,
+    tpu.AllocOp,
+    tpu.AxisIndexOp,
+    tpu.DeviceIdOp,
+)
+
+
+def _pure(op: Operation) -> bool:
+    """No effect but its results: safe to emit earlier than written."""
+    if op.regions:
+        return False
+    return isinstance(op, _PURE) or op.name.startswith("arith.")
+
+
+def _kind(op: Operation) -> str:
+    """'wait' (waits for a DMA or semaphore), 'start' (starts DMAs), or 'other'."""
+    inner = list(op.walk())
+    if any(isinstance(o, tpu.DMAWaitOp | tpu.SemWaitOp) for o in inner):
+        return "wait"
+    if any(isinstance(o, tpu.DMAStartOp) for o in inner):
+        return "start"
+    return "other"
+
+
+@dataclass
+class RingSteps:
+    """A collective cut for interleaving (see the module docstring)."""
+
+    hoisted: list[Operation]
+    chunks: list[list[Operation]]
+    frees: list[Operation]
+
+
+def split_steps(ops: Sequence[Operation]) -> RingSteps:
+    """Cut the ops of one collective (detached, in order) as the module docstring says."""
+    hoisted: list[Operation] = []
+    frees: list[Operation] = []
+    kept: list[Operation] = []
+    local: set[SSAValue] = set()
+    """Results of kept (not hoisted) ops."""
+    for op in ops:
+        if isinstance(op, tpu.DeallocOp):
+            frees.append(op)
+        elif _pure(op) and not any(v in local for v in op.operands):
+            hoisted.append(op)
+        else:
+            kept.append(op)
+            local.update(op.results)
+    chunks: list[list[Operation]] = [[]]
+    prev = "other"
+    for op in kept:
+        kind = _kind(op)
+        if kind == "wait" and prev == "start":
+            chunks.append([])
+        chunks[-1].append(op)
+        if kind != "other":
+            prev = kind
+    return RingSteps(hoisted, _merge_local(_merge_dependent(chunks)), frees)
+
+
+def _merge_local(chunks: list[list[Operation]]) -> list[list[Operation]]:
+    """A chunk that starts no remote DMA (a local copy, a reduction) goes with the next
+    one: waiting for a local DMA costs little, and the remote transfer starts sooner."""
+    merged: list[list[Operation]] = []
+    carry: list[Operation] = []
+    for c in chunks:
+        carry = carry + c
+        if _starts(c, remote=True):
+            merged.append(carry)
+            carry = []
+    if carry:
+        merged.append(carry)
+    return merged
+
+
+def _merge_dependent(chunks: list[list[Operation]]) -> list[list[Operation]]:
+    """Merge runs of chunks where one uses a value defined in an earlier one (a chunk
+    is emitted in its own `scf.if`, whose results do not reach the others)."""
+    owner: dict[SSAValue, int] = {}
+    for c, chunk in enumerate(chunks):
+        for op in chunk:
+            for inner in op.walk():
+                owner.update(dict.fromkeys(inner.results, c))
+    lo = list(range(len(chunks)))
+    for c, chunk in enumerate(chunks):
+        for op in chunk:
+            for inner in op.walk():
+                for v in inner.operands:
+                    d = owner.get(v)
+                    if d is not None and d < c:
+                        lo[c] = min(lo[c], d)
+    merged: list[list[Operation]] = []
+    c = len(chunks) - 1
+    while c >= 0:
+        start, j = lo[c], c
+        while j >= start:
+            start = min(start, lo[j])
+            j -= 1
+        merged.append([op for chunk in chunks[start : c + 1] for op in chunk])
+        c = start - 1
+    merged.reverse()
+    return [m for m in merged if m] or [[]]
+
+
+def chunk_times(chip: Chip, chunks: list[list[Operation]], remote_total: float) -> list[float]:
+    """Seconds the DMAs each chunk starts take: its remote ones a share of the
+    collective's time (`remote_total`), its local ones their bytes at HBM bandwidth."""
+    remote = [any(_starts(c, remote=True)) for c in chunks]
+    share = remote_total / max(1, sum(remote))
+    times = []
+    for c, is_remote in zip(chunks, remote, strict=True):
+        local = sum(_bytes(d.dst) for d in _starts(c, remote=False))
+        times.append((share if is_remote else 0.0) + local / chip.hbm_bw)
+    return times
+
+
+def _starts(chunk: list[Operation], remote: bool) -> list[tpu.DMAStartOp]:
+    return [
+        o
+        for op in chunk
+        for o in op.walk()
+        if isinstance(o, tpu.DMAStartOp) and (o.device is not None) == remote
+    ]
+
+
+def _bytes(ref: SSAValue) -> int:
+    t = ref.type
+    assert isinstance(t, MemRefType)
+    return nbytes(t.get_shape(), t.element_type)
+
+
+@dataclass
+class _Pending:
+    """A `_start`'s chunks not placed yet."""
+
+    chunks: list[list[Operation]]
+    times: list[float]
+    frees: list[Operation]
+    ready: float
+    """Overlap clock at which the DMAs of the last chunk placed are done."""
+
+
+@dataclass
+class Overlap:
+    """The pending rings of one kernel and where their chunks go (module docstring)."""
+
+    clock: float = 0.0
+    """Estimated seconds of compute lowered so far (tile-plan estimates)."""
+    rings: dict[SSAValue, _Pending] = field(default_factory=dict[SSAValue, _Pending])
+
+    def start(self, future: SSAValue, e: Emitter, steps: RingSteps, times: list[float]) -> None:
+        """Emit the hoisted ops and chunk 0 at the `_start`; keep the rest for later."""
+        for op in [*steps.hoisted, *steps.chunks[0]]:
+            e.op(op)
+        self.rings[future] = _Pending(
+            steps.chunks[1:], times[1:], steps.frees, self.clock + times[0]
+        )
+
+    def done(self, future: SSAValue, e: Emitter) -> None:
+        """The chunks of `future`'s ring not placed, in order, then its deallocs."""
+        ring = self.rings.pop(future, None)
+        if ring is None:
+            return
+        for op in [*(o for c in ring.chunks for o in c), *ring.frees]:
+            e.op(op)
+        self.clock = max(self.clock, ring.ready + sum(ring.times))
+
+    def wanted_steps(self, op_time: float) -> int:
+        """Blocks a loop of `op_time` seconds needs to take every chunk that fits under it."""
+        want = 1
+        for ring in self.rings.values():
+            if ring.times:
+                each = max(sum(ring.times) / len(ring.times), 1e-9)
+                want = max(want, 2 * min(len(ring.times), int(op_time / each)) + 1)
+        return min(want, 64)
+
+    def place(self, b: TileEmitter, step: Ix, steps: int, block_time: float) -> None:
+        """Put pending chunks at the top of the loop body `b` (block `step` of `steps`)."""
+        at: dict[int, list[Operation]] = {}
+        for ring in self.rings.values():
+            for j in range(steps):
+                if not ring.chunks:
+                    break
+                t = self.clock + j * block_time
+                if ring.ready <= t + 0.5 * block_time:
+                    at.setdefault(j, []).extend(ring.chunks.pop(0))
+                    ring.ready = t + ring.times.pop(0)
+        self.clock += steps * block_time
+        for j, ops in sorted(at.items()):
+
+            def emit(w: TileEmitter, ops: list[Operation] = ops) -> None:
+                for op in ops:
+                    w.op(op)
+
+            emit_if(b, ix_cmp(b, step, "eq", j), emit)
