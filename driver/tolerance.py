@@ -18,7 +18,9 @@ standard deviation of the difference two correct evaluations of it may show
   partitioning chooses, so it is charged `3 + R` roundings (the reference's, a partial
   sum per device, their combination, and R = the longest ring of permutes in the
   compiled program, in which each step may round a running sum: collective matmul);
-  one it does not split still gets 2 (numpy picks its matmul kernel by shape) at `max(|result|, sqrt(sum of squared terms))` (a partial sum of
+  one it does not split still gets 2 (numpy picks its matmul kernel by shape); against a
+  level-T kernel, whose vector code computes every op its own way (its erf, exp, tanh),
+  every rounding op gets a unit in the last place of its own, at `max(|result|, sqrt(sum of squared terms))` (a partial sum of
   random-signed terms grows like the root of their squares even where the whole sum
   cancels), plus its accumulator's reordering (`sqrt(2n) u(accumulator)` for n terms);
 * what it inherits from its operands, element by element: sums add variances, products
@@ -252,6 +254,8 @@ class RoundingBounds:
         with np.errstate(all="ignore"):
             terms = _sum_terms(op, vals, v)
             if terms is None:
+                if self.reordered is None:  # a kernel: its own vector code for every op
+                    return 2 * u * _real(v)
                 return 0.0 if _zero(inherited) else np.where(inherited > 0, u * _real(v), 0.0)
             root_squares, n = terms
             acc = UNIT_ROUNDOFF[ACCUMULATOR.get(v.dtype, v.dtype)]
