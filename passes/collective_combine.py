@@ -362,8 +362,29 @@ class CollectiveCombinePass(ModulePass):
     def any_match(self, op: ModuleOp) -> bool:
         """Whether `apply` would merge anything (planned, not done: `spmd-pipeline`'s gate
         copies the module only if so)."""
+        return bool(self.plan(op))
+
+    def plan(self, op: ModuleOp) -> list[tuple[Block, list[list[collective.CollectiveOp]]]]:
+        """What `apply` would merge, block by block (nothing is changed)."""
         model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
-        return any(self.groups(block, model) for block in _blocks(op))
+        planned = [(block, self.groups(block, model)) for block in _blocks(op)]
+        return [(block, groups) for block, groups in planned if groups]
+
+    @staticmethod
+    def apply_plan(
+        plan: list[tuple[Block, list[list[collective.CollectiveOp]]]],
+        planned_on: ModuleOp,
+        target: ModuleOp,
+    ) -> None:
+        """Merge `plan`'s groups, planned on `planned_on`, in `target`, a copy of it (its
+        ops matched by their position: a clone walks in the same order), so that
+        `spmd-pipeline`'s gate plans once, not once to ask and once to apply."""
+        twin = dict(zip(planned_on.walk(), target.walk(), strict=True))
+        for block, groups in plan:
+            for group in groups:
+                combine([twin[o] for o in group])  # pyright: ignore[reportArgumentType]
+            owner = twin[block.parent_op()]  # pyright: ignore[reportArgumentType]
+            topological_reorder(_twin_block(owner, block))
 
 
 def _blocks(op: ModuleOp) -> list[Block]:
@@ -373,3 +394,14 @@ def _blocks(op: ModuleOp) -> list[Block]:
         if isinstance(function, func.FuncOp) and function.body.blocks
         for block in function.body.blocks
     ]
+
+
+def _twin_block(owner: Operation, block: Block) -> Block:
+    """The block of `owner` (a clone of `block`'s parent op) at `block`'s position."""
+    parent = block.parent_op()
+    assert parent is not None
+    for region, twin_region in zip(parent.regions, owner.regions, strict=True):
+        for b, twin in zip(region.blocks, twin_region.blocks, strict=True):
+            if b is block:
+                return twin
+    raise AssertionError("the block is not in its parent")

@@ -208,8 +208,8 @@ class SpmdPipelinePass(ModulePass):
             # pass's guard, has the last word (a loss all_reduce merged with the gradient
             # all_reduces saves a latency XLA saves too)
             for variant in (p, replace(p, overlap_aware=False)):
-                if variant.any_match(op):
-                    gate.run(lambda m, v=variant: v.apply(ctx, m), op, strict=False)
+                if plan := variant.plan(op):  # planned once: applied to the gate's copy
+                    gate.run(lambda m, pl=plan: p.apply_plan(pl, op, m), op, strict=False)
         elif isinstance(p, AllReduceReassociatePass | CollectiveCombinePass):
             if p.any_match(op):  # else no copy, no estimate
                 gate.run(lambda m: p.apply(ctx, m), op, strict=False)
