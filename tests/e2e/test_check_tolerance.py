@@ -57,6 +57,12 @@ def cancelling_inputs(seed: int) -> dict[str, np.ndarray]:
     }
 
 
+def random_inputs(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    shapes = ((16, 32), (32, 128), (128, 32))
+    return {f"in_{i}": rng.normal(size=s).astype(BF16) for i, s in enumerate(shapes)}
+
+
 def checked(text: str, inputs: dict[str, np.ndarray]) -> tuple[dict, dict, object]:
     """(compiled outputs, reference outputs, the reference with its tolerances)."""
     original = parse_and_verify(make_context(), text, "p.mlir")
@@ -94,12 +100,7 @@ def test_cancelling_bf16_mlp_passes_with_a_derived_tolerance(tmp_path: Path):
 
 def test_a_wrong_result_still_fails():
     """Half a device's partial sum lost: far outside the derived tolerance."""
-    rng = np.random.default_rng(1)
-    inputs = {
-        "in_0": rng.normal(size=(16, 32)).astype(BF16),
-        "in_1": rng.normal(size=(32, 128)).astype(BF16),
-        "in_2": rng.normal(size=(128, 32)).astype(BF16),
-    }
+    inputs = random_inputs(1)
     got, want, ref = checked(MLP, inputs)
     tol = ref.tolerances["out_0"]
     assert compare("out_0", got["out_0"], want["out_0"], tol).passed
@@ -115,12 +116,7 @@ def test_data_movement_must_match_bit_for_bit():
         "  %t = hlo.transpose %x, dims = [0, 1] : (tensor<16x32xbf16>) -> tensor<16x32xbf16>\n"
         "  func.return %t : tensor<16x32xbf16>",
     )
-    rng = np.random.default_rng(2)
-    inputs = {
-        "in_0": rng.normal(size=(16, 32)).astype(BF16),
-        "in_1": rng.normal(size=(32, 128)).astype(BF16),
-        "in_2": rng.normal(size=(128, 32)).astype(BF16),
-    }
+    inputs = random_inputs(2)
     got, want, ref = checked(text, inputs)
     assert float(np.max(ref.tolerances["out_0"])) == 0.0
     assert compare("out_0", got["out_0"], want["out_0"], ref.tolerances["out_0"]).passed

@@ -154,16 +154,18 @@ def mutated(kind: str, rng: random.Random) -> tuple[str, str]:
     return text, suffix
 
 
-class _Hang(Exception):
-    pass
+class Hang(BaseException):
+    """Raised by the alarm; a BaseException so that no `except Exception` swallows it."""
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    def alarm(signum: int, frame: object) -> None:
-        raise _Hang
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise `Hang` in the block after `seconds` of wall time."""
 
-    previous = signal.signal(signal.SIGALRM, alarm)
+    def on_alarm(signum: int, frame: object) -> None:
+        raise Hang(f"no answer after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
@@ -194,12 +196,12 @@ def run_tool(tool: str, text: str, suffix: str = ".mlir", limit_s: float = 30.0)
         out, err = io.StringIO(), io.StringIO()
         try:
             with (
-                _time_limit(limit_s),
+                time_limit(limit_s),
                 contextlib.redirect_stdout(out),
                 contextlib.redirect_stderr(err),
             ):
                 code: int | str = _main(tool)(args)
-        except _Hang:
+        except Hang:
             code = "hang"
         except BaseException as e:  # noqa: BLE001 - an escaping exception is the defect
             code = "exception"

@@ -18,9 +18,8 @@ import contextlib
 import io
 import os
 import re
-import signal
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.diagnostics import DiagnosticError
 from shardc.parsing import parse_and_verify
+from shardc.tests.fuzz.harness import time_limit
 from shardc.tests.unit.strategies import (
     collective_programs,
     context,
@@ -101,24 +101,6 @@ INSERTS = (
     "tensor<" * 200,
     '"' + "a" * 200,
 )
-
-
-class Hang(BaseException):
-    """Raised by the alarm; a BaseException so that no `except Exception` swallows it."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise Hang(f"no answer after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def mutate(text: str, draw: Callable[[st.SearchStrategy[Any]], Any]) -> str:

@@ -70,21 +70,8 @@ def test_timing_mode_allocates_nothing_proportional_to_tensor_sizes():
 
 # Every check fires in the timing mode, with the valued run's message -------------------------
 
-ONE_DEVICE = f"""
-spmd.mesh @one = <["x"=1]>
-func.func @k(%in: memref<16x128xf32, {HBM}>, %out: memref<16x128xf32, {HBM}>) {{
-  %c0 = arith.constant 0 : index
-  %c8 = arith.constant 8 : index
-  %sem = tpu.alloc : !tpu.dma_semaphore
-  %buf = tpu.alloc : memref<16x128xf32, {VMEM}>
-BODY
-  func.return
-}}
-"""
-COPY_IN = (
-    f"  tpu.dma_start %in, %buf, %sem : memref<16x128xf32, {HBM}> to memref<16x128xf32, {VMEM}>\n"
-)
-WAIT_IN = f"  tpu.dma_wait %sem, %buf : memref<16x128xf32, {VMEM}>\n"
+from shardc.tests.unit.test_level_t import COPY_IN, ONE_DEVICE, WAIT_IN  # noqa: E402
+
 HALF = f"  %half = tpu.memref_slice %buf[%c0, %c0] : memref<16x128xf32, {VMEM}> -> memref<8x128xf32, {VMEM}>\n"
 STORE_Z = (
     "  %z = arith.constant dense<0.0> : vector<8x128xf32>\n"
