@@ -46,6 +46,28 @@ from xdsl.ir import Block, Operation
 Observer = Callable[[Operation, tuple[Any, ...], tuple[Any, ...], Any, Any, Any], None]
 """(op, operand values, result values, its implementation, its functions object, device)."""
 
+MAX_LOOP_ITERATIONS = 1_000_000
+"""The most iterations the simulators run of one loop (`hlo.while`, `scf.for`), so that no
+program can make a run hang: a million iterations take seconds; a longer loop (a scan
+over more steps than any model has layers or micro-batches) is an error saying so."""
+
+
+def too_many_iterations(what: str) -> str:
+    return (
+        f"{what} {MAX_LOOP_ITERATIONS:,} iterations: shardc simulates at most that many "
+        "iterations of one loop"
+    )
+
+
+def loop_bounds_problem(lb: int, ub: int, step: int) -> str | None:
+    """What is wrong with an `scf.for`'s bounds, or None."""
+    if step <= 0:
+        return f"the loop's step is {step}; it must be positive"
+    if (ub - lb + step - 1) // step > MAX_LOOP_ITERATIONS:
+        return too_many_iterations(f"the loop runs {(ub - lb + step - 1) // step:,} iterations,")
+    return None
+
+
 DeviceRun = Generator[tuple[Operation, tuple[Any, ...]], Any, tuple[Any, ...]]
 """A device's run: yields `(collective op, operand values)`, receives the op's results,
 returns the function's results."""
@@ -163,6 +185,9 @@ class DeviceRunner:
             lb, ub, step, *carried = vals
             if lb is None or ub is None or step is None:
                 raise self.diagnostics.unknown_control(op, dev.index, "loop bounds")
+            problem = loop_bounds_problem(int(lb), int(ub), int(step))
+            if problem is not None:
+                raise self.diagnostics.error_at(op, f"on device {dev.index}: {problem}")
             body = op.regions[0].block
             carried = tuple(carried)
             for i in range(int(lb), int(ub), int(step)):
@@ -191,13 +216,16 @@ class DeviceRunner:
         assert kind == WHILE
         cond, body = op.regions[0].block, op.regions[1].block
         carried = vals
-        while True:
+        for _ in range(MAX_LOOP_ITERATIONS + 1):
             (pred,) = yield from self.run_block(dev, cond, carried, env)
             if pred is None:
                 raise self.diagnostics.unknown_control(op, dev.index, "loop condition")
             if not bool(pred):
                 return carried
             carried = yield from self.run_block(dev, body, carried, env)
+        raise self.diagnostics.error_at(
+            op, f"on device {dev.index}: {too_many_iterations('still running after')}"
+        )
 
     def _run_leaf(
         self, dev: Device, kind: int, op: Operation, fn: Any, ft: Any, vals: tuple, n: int

@@ -25,6 +25,7 @@ from shardc.dialects.tpu import MemorySpace
 from shardc.hardware.chips import Chip, get_chip
 from shardc.hardware.topology import torus_lengths
 from shardc.interpreter import level_t_report
+from shardc.interpreter.execution import loop_bounds_problem
 from shardc.interpreter.level_t_dma import DmaEngine
 from shardc.interpreter.level_t_effects import EffectFunctions, effect_table
 from shardc.interpreter.level_t_machine import (
@@ -309,6 +310,9 @@ class Simulator:
         self, dev: DeviceState, interp: Interpreter, op: scf.ForOp, env: Env
     ) -> Generator[None, None, None]:
         lb, ub, st = (int(env[v]) for v in (op.lb, op.ub, op.step))
+        problem = loop_bounds_problem(lb, ub, st)
+        if problem is not None:
+            raise self.diag.error(op, dev.index, problem)
         carried = [env[v] for v in op.iter_args]
         body = op.body.block
         i = lb

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from shardc.diagnostics import DiagnosticError
 from shardc.dialects import make_context
@@ -170,3 +171,48 @@ def test_ctrl_c_while_writing_leaves_no_temporary(tmp_path: Path, monkeypatch: p
     assert code == 130
     assert report.read_text() == "earlier report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.mlir", "report.json"]
+
+
+LOOP = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = hlo.constant dense<0> : tensor<i32>
+  %r:2 = hlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32> cond {
+    %n = hlo.constant dense<2147483647> : tensor<i32>
+    %p = hlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    hlo.return %p : tensor<i1>
+  } do {
+    %one = hlo.constant dense<1> : tensor<i32>
+    %i1 = hlo.add %i, %one : tensor<i32>
+    %x1 = hlo.tanh %x : tensor<4xf32>
+    hlo.return %i1, %x1 : tensor<i32>, tensor<4xf32>
+  }
+  func.return %r#1 : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [["--timing-only"], []])
+def test_a_loop_of_two_billion_iterations_is_an_error_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str]
+):
+    """Every simulated loop is bounded (`execution.MAX_LOOP_ITERATIONS`, a million; 100
+    here to keep the test fast)."""
+    from shardc.interpreter import execution
+
+    monkeypatch.setattr(execution, "MAX_LOOP_ITERATIONS", 100)
+    program = tmp_path / "loop.mlir"
+    program.write_text(LOOP)
+    code, _, err = run_main(shardc_run.main, [str(program), "--quiet", *flags])
+    assert code == 1
+    assert "loop.mlir:3:3: error: 'hlo.while' op on device 0: still running after 100" in err
+    assert "internal error" not in err
+
+
+def test_a_kernel_loop_of_step_zero_is_an_error_not_a_hang():
+    from shardc.diagnostics import InterpreterError
+    from shardc.interpreter.level_t import run_level_t
+    from shardc.tests.unit.test_level_t import ONE_DEVICE
+
+    body = "  %c1 = arith.constant 1 : index\n  scf.for %k = %c0 to %c8 step %c0 {\n  }\n"
+    module = parse_and_verify(make_context(), ONE_DEVICE.replace("BODY", body), "k.mlir")
+    with pytest.raises(InterpreterError, match="the loop's step is 0; it must be positive"):
+        run_level_t(module, [[np.zeros((16, 128), np.float32), None]], chip="v5e")
