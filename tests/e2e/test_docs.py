@@ -273,14 +273,15 @@ def test_readme_code_block_runs(block: Block, tmp_path: Path) -> None:
 
 
 def test_readme_main_job_command_runs(tmp_path: Path) -> None:
-    """The two shardc-run lines `scripts/main.sh` runs (after its setup step), in a sandbox:
-    the small transformer layer checked at level T, the real-size one costed at level S."""
+    """The three shardc-run lines `scripts/main.sh` runs (after its setup step), in a
+    sandbox: the small transformer layer checked at level T, the real-size one costed at
+    level S, and lowered and simulated at level T."""
     script = (ROOT / "scripts" / "main.sh").read_text()
     found = re.findall(r"^(?:exec )?(\.venv/bin/shardc-run .*?[^\\])$", script, re.M | re.S)
-    assert len(found) == 2, "scripts/main.sh no longer runs .venv/bin/shardc-run twice"
+    assert len(found) == 3, "scripts/main.sh no longer runs .venv/bin/shardc-run three times"
     cwd = _load_make_docs().sandbox(tmp_path)
     (cwd / "build").mkdir()
-    small, real = (c.replace("\\\n", " ").replace('"$@"', "") for c in found)
+    small, real, lowered = (c.replace("\\\n", " ").replace('"$@"', "") for c in found)
     stdout, _ = _load_make_docs().run_block(small, cwd)
     assert "check against the level-G program before -p: pass" in stdout, stdout
     assert (cwd / "build" / "transformer_layer.trace.json").stat().st_size > 0
@@ -288,3 +289,6 @@ def test_readme_main_job_command_runs(tmp_path: Path) -> None:
     stdout, _ = _load_make_docs().run_block(real, cwd)
     assert "out_0  tensor<8x2048x4096xbf16>" in stdout and "top ops" in stdout, stdout
     assert (cwd / "build" / "transformer_layer_real_size.trace.json").stat().st_size > 0
+    stdout, _ = _load_make_docs().run_block(lowered, cwd)
+    assert "level T" in stdout and "ICI" in stdout, stdout
+    assert (cwd / "build" / "transformer_layer_real_size.level_t.png").stat().st_size > 0
