@@ -571,7 +571,12 @@ def import_hlo_text(
     `per_device`: True reads the module per device, False at level G; None decides from
     the module (`hlo_text_global.reads_as_global`).
     """
-    return HloTextImporter(text, filename, per_device).run()
+    try:
+        return HloTextImporter(text, filename, per_device).run()
+    except MALFORMED as e:  # outside any instruction's conversion (those are located)
+        raise DiagnosticError(
+            f"{filename}: error: cannot import this module ({type(e).__name__}: {e})"
+        ) from None
 
 
 def looks_like_hlo_text(text: str) -> bool:

@@ -99,7 +99,7 @@ JAX's `loc(...)` debug locations `locations`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shardc.diagnostics import DiagnosticError, SourceText, caret_location, located_op
 from shardc.dialects import hlo, spmd
@@ -463,7 +463,9 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
         raise DiagnosticError(_reword(str(e))) from None
     source = SourceText(filename, scanned.text)
     try:
-        return StablehloImporter(module, source, JaxLocations(scanned)).run()
+        return _unforeseen_as_diagnostic(
+            filename, lambda: StablehloImporter(module, source, JaxLocations(scanned)).run()
+        )
     except DiagnosticError:
         if not any(
             op.name == "sdy.manual_computation"
@@ -476,7 +478,7 @@ def import_stablehlo(text: str, filename: str = "<stablehlo>") -> ImportResult:
         # too, the level-S error stands.
         retry = StablehloImporter(module, source, JaxLocations(scanned), manual_level_g=True)
         try:
-            return retry.run()
+            return _unforeseen_as_diagnostic(filename, retry.run)
         except DiagnosticError:
             pass
         raise
@@ -524,3 +526,15 @@ def _already_shardc(kind: str, name: str) -> str:
 
 
 __all__ = ["import_stablehlo", "strip_locations", "StablehloImporter"]
+
+
+def _unforeseen_as_diagnostic(filename: str, run: Callable[[], ImportResult]) -> ImportResult:
+    """`run()`, where what a converter trips on outside any op's conversion (a module or
+    function attribute no check foresaw) is one diagnostic naming the file, not an
+    internal error; the per-op ones are located at their op."""
+    try:
+        return run()
+    except MALFORMED as e:
+        raise DiagnosticError(
+            f"{filename}: error: cannot import this module ({type(e).__name__}: {e})"
+        ) from None

@@ -19,6 +19,7 @@ from shardc.frontends.stablehlo_dialect import SdyMeshAttr, SdyShardingAttr
 from shardc.frontends.stablehlo_source import SourceErrors, all_attr_dicts, ints
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import VerifyException
 
 SDY_MESH_ATTRS = ("sym_name", "axis_names", "axis_sizes", "device_ids", "stablehlo.mesh")
 
@@ -180,14 +181,18 @@ class ShardingConverter:
             self.stats.constructs["sdy open dimension"] += 1
         if any(p is not None for p in attr.dim_priorities):
             self.stats.constructs["sdy user priority"] += 1
-        if keep_open:
-            opens = [i for i, o in enumerate(attr.open_dims) if o]
-            return spmd.ShardingAttr(  # pyright: ignore
-                self.mesh_name, dims, attr.unreduced_axes, opens, attr.dim_priorities
-            )
         if all(attr.open_dims) and not any(dims) and not attr.unreduced_axes and rank:
-            return None
-        return spmd.ShardingAttr(self.mesh_name, dims, attr.unreduced_axes)  # pyright: ignore
+            if not keep_open:
+                return None
+        try:  # what ShardingAttr verifies (an axis used twice, ...) is the input's fault
+            if keep_open:
+                opens = [i for i, o in enumerate(attr.open_dims) if o]
+                return spmd.ShardingAttr(  # pyright: ignore
+                    self.mesh_name, dims, attr.unreduced_axes, opens, attr.dim_priorities
+                )
+            return spmd.ShardingAttr(self.mesh_name, dims, attr.unreduced_axes)  # pyright: ignore
+        except VerifyException as e:
+            raise self.errors.error(op, f"{what}: {e}") from None
 
     def fully_open(self, rank: int) -> spmd.ShardingAttr | None:
         """

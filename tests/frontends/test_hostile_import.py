@@ -115,6 +115,22 @@ def test_malformed_stablehlo(tmp_path: Path, size: str, body: str, message: str 
     assert message in msg, msg
 
 
+def test_a_boundary_sharding_using_an_axis_twice(tmp_path: Path):
+    """Found by bench/fuzz.py at 10,000 inputs: the function's own sharding attributes."""
+    text = STABLEHLO.replace("SIZE", "2").replace(
+        "BODY", "%0 = stablehlo.add %arg0, %arg0 : tensor<8xf32>"
+    )
+    text = text.replace(
+        'func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>})',
+        'func.func public @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"x"}]>})',
+    ).replace("%arg0, %arg0 : tensor<8xf32>", "%arg0, %arg0 : tensor<8x8xf32>")
+    text = text.replace("-> (tensor<8xf32>)", "-> (tensor<8x8xf32>)").replace(
+        "return %0 : tensor<8xf32>", "return %0 : tensor<8x8xf32>"
+    )
+    _, msg = import_error(tmp_path, text, ".mlir")
+    assert "argument 0: a mesh axis appears more than once in a sharding" in msg, msg
+
+
 def test_replica_groups_mesh_with_a_negative_axis(tmp_path: Path):
     body = (
         "ROOT c = f32[4,8]{1,0} all-gather(a), channel_id=1, "
