@@ -145,13 +145,18 @@ class BlockScheduler:
     position: dict[Operation, int] = field(default_factory=dict[Operation, int])
     start_of: dict[Operation, Operation] = field(default_factory=dict[Operation, Operation])
     memory: MemoryTracker = field(default_factory=lambda: MemoryTracker({}))
+    peak: bool = True
+    """Whether `run` reports the peak (false: live bytes are tracked only if a memory limit
+    needs them, and the peak reported is 0; the step estimates want only the order)."""
 
     def run(self) -> tuple[list[Operation], int, float]:
         ops = list(self.block.ops)
         self.position = {op: i for i, op in enumerate(ops)}
         users, waiting = dependency_graph(self.block)
         self.start_of = pair_starts_and_dones(self.block)
-        self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
+        track = self.peak or self.memory_limit is not None
+        if track:
+            self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
         terminator = self.block.last_op
         # the ready ops by kind, each in original order: choosing is then O(1) per step
         # (a scan of one list only while the memory limit refuses its first ops)
@@ -164,7 +169,8 @@ class BlockScheduler:
             step = self.choose(ready)
             ready.remove(step)
             self.advance(step)
-            self.memory.place(step, consumed_values(step, self.start_of))
+            if track:
+                self.memory.place(step, consumed_values(step, self.start_of))
             order.append(step)
             for user in users[step]:
                 waiting[user] -= 1

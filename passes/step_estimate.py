@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any, cast
 
 from shardc.dialects import collective, hlo
-from shardc.hardware.cost import CostModel, cached
+from shardc.hardware.cost import CostModel, OpCost, cached
 from shardc.interpreter.timing import compute_cost
 from shardc.passes.async_split import TO_START
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
@@ -123,6 +124,42 @@ def join_back(pairs: list[tuple[Operation, collective.DoneOp]]) -> None:
         block.erase_op(start)
 
 
+class OpCosts:
+    """
+    One estimate's costs remembered by op (the object, not its key): the written order, the
+    scheduler and the scheduled order each ask for every op's cost, and the cost model's key
+    of an op (its types and properties, hashed) is most of the price of an answer. Valid
+    while the ops do not change, i.e. for one estimate; `split_sync` only re-points uses at
+    values of the same types, which the costs do not depend on. Answers as `model` does
+    (`op_cost`, `collective_time`; anything else is `model`'s).
+    """
+
+    def __init__(self, model: CostModel):
+        self.model = model
+        self._ops: dict[Operation, OpCost] = {}
+        self._collectives: dict[Operation, float] = {}
+
+    def op_cost(self, op: Operation) -> OpCost:
+        cost = self._ops.get(op)
+        if cost is None:
+            cost = self._ops[op] = self.model.op_cost(op)
+        return cost
+
+    def collective_time(self, op: collective.CollectiveOp) -> float:
+        time = self._collectives.get(op)
+        if time is None:
+            time = self._collectives[op] = self.model.collective_time(op)
+        return time
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
+def per_op(model: CostModel) -> CostModel:
+    """`model` with one estimate's costs remembered by op (`OpCosts`; itself if it is)."""
+    return model if isinstance(model, OpCosts) else cast(CostModel, OpCosts(model))
+
+
 def scheduled_time(
     block: Block,
     model: CostModel,
@@ -135,9 +172,11 @@ def scheduled_time(
     of the scheduler's order; inf if it cannot fit the memory limit. On the block itself,
     left as it was (split for the scheduler and joined back: no copy).
     """
+    model = per_op(model)
     pairs = split_sync(block)
     try:
-        order, _, _ = BlockScheduler(block, model, memory_limit, max_in_flight).run()
+        scheduler = BlockScheduler(block, model, memory_limit, max_in_flight, peak=False)
+        order, _, _ = scheduler.run()
         time = program_order_time(order, model, memo)
     except ScheduleStuck:
         time = math.inf
@@ -160,6 +199,7 @@ def module_step_time(module: ModuleOp, model: CostModel, memory_limit: int | Non
     total = 0.0
     for block in _blocks(module):
         memo: dict[Operation, float] = {}  # the same ops in both orders: costed once
-        written = program_order_time(block.ops, model, memo)
-        total += min(written, scheduled_time(block, model, memory_limit, memo=memo))
+        costs = per_op(model)  # and once more for the scheduler: one key per op
+        written = program_order_time(block.ops, costs, memo)
+        total += min(written, scheduled_time(block, costs, memory_limit, memo=memo))
     return total
