@@ -207,9 +207,10 @@ class BlockScheduler:
 
     def advance(self, op: Operation) -> None:
         """Move the simulated clocks past `op`."""
-        if _is_start(op):
+        kind = _kind(op)
+        if kind == START:
             self.issue(op)
-        elif isinstance(op, collective.DoneOp):
+        elif kind == DONE:
             self.retire(self.start_of.get(op))
         else:
             self.run_compute(op)
@@ -248,9 +249,10 @@ class Ready:
         return bool(self.starts or self.dones or self.computes)
 
     def _list(self, op: Operation) -> list[Operation]:
-        if _is_start(op):
+        kind = _kind(op)
+        if kind == START:
             return self.starts
-        return self.dones if isinstance(op, collective.DoneOp) else self.computes
+        return self.dones if kind == DONE else self.computes
 
     def add(self, op: Operation) -> None:
         bisect.insort(self._list(op), op, key=self.position.get)
@@ -260,8 +262,25 @@ class Ready:
         del ops[bisect.bisect_left(ops, self.position[op], key=self.position.get)]
 
 
+START, DONE, COMPUTE = 0, 1, 2
+_KINDS: dict[type[Operation], int] = {}
+"""Op class -> its kind for the scheduler (`_kind`): the isinstance checks against the
+dialect's abstract classes, done once per class rather than per op and step."""
+
+
+def _kind(op: Operation) -> int:
+    kind = _KINDS.get(type(op))
+    if kind is None:
+        if isinstance(op, collective.CollectiveOp) and op.IS_START:
+            kind = START
+        else:
+            kind = DONE if isinstance(op, collective.DoneOp) else COMPUTE
+        kind = _KINDS[type(op)] = kind
+    return kind
+
+
 def _is_start(op: Operation) -> bool:
-    return isinstance(op, collective.CollectiveOp) and op.IS_START
+    return _kind(op) == START
 
 
 @dataclass(frozen=True)

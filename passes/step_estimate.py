@@ -36,7 +36,7 @@ from shardc.passes.async_split import TO_START
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 
 def op_time(op: Operation, model: CostModel) -> float:
@@ -92,17 +92,23 @@ def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
     that holds on to them, as `micro-batch` does to its classes, can estimate in place).
     """
     pairs: list[tuple[Operation, collective.DoneOp]] = []
+    futures: dict[tuple[Attribute, ...], collective.FutureType] = {}  # one per result types
     for op in list(block.ops):
         start_type = TO_START.get(type(op))  # pyright: ignore[reportArgumentType]
         if start_type is None:
             continue
+        types = tuple(op.result_types)
+        future = futures.get(types)
+        if future is None:
+            future = futures[types] = collective.FutureType(types)  # pyright: ignore
         start = start_type.create(
             operands=list(op.operands),
-            result_types=[collective.FutureType([r.type for r in op.results])],  # pyright: ignore
+            result_types=[future],
             properties=dict(op.properties),
             attributes=dict(op.attributes),
         )
-        done = collective.DoneOp(start.results[0])
+        # what `DoneOp(start.results[0])` builds, without its checks (estimates only)
+        done = collective.DoneOp.create(operands=start.results, result_types=types)
         block.insert_ops_before([start, done], op)
         for old, new in zip(op.results, done.results, strict=True):
             old.replace_all_uses_with(new)
