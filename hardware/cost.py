@@ -737,17 +737,25 @@ class CachedCostModel(CostModel):
             return (op.name, types)
         # properties and attributes numbered as the types are (the copies share their
         # objects too): hashing a key then hashes small ints, not attribute trees
-        props = tuple(
-            sorted(
-                (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
-                for k, v in op.properties.items()
+        props = (
+            tuple(
+                sorted(
+                    (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
+                    for k, v in op.properties.items()
+                )
             )
+            if op.properties
+            else ()
         )
-        attrs = tuple(
-            sorted(
-                (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
-                for k, v in op.attributes.items()
+        attrs = (
+            tuple(
+                sorted(
+                    (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
+                    for k, v in op.attributes.items()
+                )
             )
+            if op.attributes
+            else ()
         )
         return (op.name, types, props, attrs)
 

@@ -157,6 +157,13 @@ class OpCosts:
             time = self._collectives[op] = self.model.collective_time(op)
         return time
 
+    def same_as(self, start: Operation, sync: Operation) -> None:
+        """`start` (made by `split_sync` from `sync`) costs what `sync` costs: a collective's
+        time is its kind's, operands' and groups' (`CostModel.collective_time`), the same
+        for both forms."""
+        if sync in self._collectives:
+            self._collectives[start] = self._collectives[sync]
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
@@ -180,6 +187,9 @@ def scheduled_time(
     """
     model = per_op(model)
     pairs = split_sync(block)
+    if isinstance(model, OpCosts):
+        for sync, done in pairs:
+            model.same_as(done.future.owner, sync)  # pyright: ignore[reportArgumentType]
     try:
         scheduler = BlockScheduler(block, model, memory_limit, max_in_flight, peak=False)
         order, _, _ = scheduler.run()
