@@ -701,11 +701,12 @@ class CachedCostModel(CostModel):
     _seen: dict[int, tuple[Attribute | None, int]] = field(
         default_factory=dict[int, tuple[Attribute | None, int]], repr=False, compare=False
     )
-    """`id(type)` -> (the type, kept alive so that its id is not reused; its number)."""
+    """`id(type)` (or of a property or attribute value) -> (the object, kept alive so that
+    its id is not reused; its number)."""
     _numbers: dict[Attribute | None, int] = field(
         default_factory=dict[Attribute | None, int], repr=False, compare=False
     )
-    """Each distinct type (by equality) -> a small number."""
+    """Each distinct type or attribute value (by equality) -> a small number."""
 
     def _number(self, attr: Attribute | None) -> int:
         n = self._numbers.setdefault(attr, len(self._numbers))
@@ -734,8 +735,29 @@ class CachedCostModel(CostModel):
             return None
         if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
             return (op.name, types)
-        props = tuple(sorted(op.properties.items()))
-        return (op.name, types, props, tuple(sorted(op.attributes.items())))
+        # properties and attributes numbered as the types are (the copies share their
+        # objects too): hashing a key then hashes small ints, not attribute trees
+        props = (
+            tuple(
+                sorted(
+                    (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
+                    for k, v in op.properties.items()
+                )
+            )
+            if op.properties
+            else ()
+        )
+        attrs = (
+            tuple(
+                sorted(
+                    (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
+                    for k, v in op.attributes.items()
+                )
+            )
+            if op.attributes
+            else ()
+        )
+        return (op.name, types, props, attrs)
 
     def op_cost(self, op: Operation) -> OpCost:
         key = self.key(op)

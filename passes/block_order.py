@@ -31,11 +31,12 @@ def names(op: Operation, key: str) -> list[str]:
 def control_predecessors(block: Block) -> dict[Operation, set[Operation]]:
     """For each op of `block` with `spmd.control_after`, the ops of `block` it names."""
     by_name: dict[str, list[Operation]] = {}
-    for op in block.ops:
+    named = [op for op in block.ops if op.attributes]  # most ops have no attribute at all
+    for op in named:
         for name in names(op, CONTROL_ID_ATTR_NAME):
             by_name.setdefault(name, []).append(op)
     out: dict[Operation, set[Operation]] = {}
-    for op in block.ops:
+    for op in named:
         after = names(op, CONTROL_AFTER_ATTR_NAME)
         if after:
             out[op] = {p for n in after for p in by_name.get(n, ()) if p is not op}
@@ -53,17 +54,17 @@ def merge_control_attributes(ops: Sequence[Operation], into: Operation) -> None:
 def block_dependencies(block: Block) -> dict[Operation, set[Operation]]:
     """For each op of `block`, the ops of `block` whose results it (or its regions) uses,
     and its control predecessors (`spmd.control_after`)."""
-    ops = set(block.ops)
     control = control_predecessors(block)
-    return {
-        op: {
-            v.owner
-            for v in used_values(op)
-            if isinstance(v.owner, Operation) and v.owner in ops and v.owner is not op
-        }
-        | control.get(op, set())
-        for op in block.ops
-    }
+    deps: dict[Operation, set[Operation]] = {}
+    for op in block.ops:
+        # an op of `block` is an owner whose parent is `block` (a block argument's owner
+        # is a block, whose parent is a region): no set of the ops, no isinstance
+        values = used_values(op) if op.regions else op.operands
+        found = {v.owner for v in values if v.owner.parent is block and v.owner is not op}
+        if op in control:
+            found |= control[op]
+        deps[op] = found  # pyright: ignore[reportArgumentType]
+    return deps
 
 
 def set_order(block: Block, order: Sequence[Operation]) -> None:

@@ -81,7 +81,7 @@ from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
-from shardc.passes.fusion import fuse_block
+from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
 from shardc.passes.step_estimate import op_time, program_order_time, scheduled_time
 from xdsl.context import Context
@@ -709,12 +709,22 @@ class MicroBatchPass(ModulePass):
 
     def plans(self, module: ModuleOp, model: CostModel) -> list[tuple[int, Plan]]:
         """(function index, its best split) for each function that has one."""
+        return self.plans_and_view(module, model)[0]
+
+    def plans_and_view(
+        self, module: ModuleOp, model: CostModel
+    ) -> tuple[list[tuple[int, Plan]], ModuleOp | None]:
+        """`plans`, and with `fused` the copy of `module` the unsplit estimates judged (every
+        function fused, as `fusion` leaves the module with `model`'s costs), or None if
+        no function had a candidate: `spmd-pipeline` takes it for `fusion`'s result when
+        nothing is split, instead of fusing the module a second time."""
         found: list[tuple[int, Plan]] = []
+        view = _LazyView(module, model) if self.fused else None
         for index, block in enumerate(_function_blocks(module)):
-            plan = self.plan(module, index, block, model)
+            plan = self.plan(module, index, block, model, view)
             if plan is not None:
                 found.append((index, plan))
-        return found
+        return found, view.module if view is not None else None
 
     def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
         """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
@@ -724,12 +734,24 @@ class MicroBatchPass(ModulePass):
             assert cand is not None
             Splitter(blocks[index], cand, plan.k, plan.chunk_major).run()
 
-    def plan(self, module: ModuleOp, index: int, block: Block, model: CostModel) -> Plan | None:
-        """The best split of function `index` by the estimates, or None."""
+    def plan(
+        self,
+        module: ModuleOp,
+        index: int,
+        block: Block,
+        model: CostModel,
+        fused: _LazyView | None = None,
+    ) -> Plan | None:
+        """The best split of function `index` by the estimates, or None (`fused`: the
+        fused copy to judge by, shared by the functions; built here if not given)."""
         found = candidates(block)
         if not found:
             return None
-        view, view_block = self._fused_view(module, index, model) if self.fused else (module, block)
+        if self.fused:
+            fused = fused if fused is not None else _LazyView(module, model)
+            view, view_block = fused.get(), _function_blocks(fused.get())[index]
+        else:
+            view, view_block = module, block
         base = Base(self, view, index, view_block, model)
         floor = SplitFloor.of(view_block, model)
         best: tuple[float, Plan] | None = None
@@ -777,11 +799,25 @@ class MicroBatchPass(ModulePass):
             fuse_block(block, model)
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
 
-    @staticmethod
-    def _fused_view(module: ModuleOp, index: int, model: CostModel) -> tuple[ModuleOp, Block]:
-        """A copy of `module` with function `index` fused, and that function's block: what
-        the unsplit estimates (`Base`, `SplitFloor`) see when `fused`."""
-        view = module.clone()
-        block = _function_blocks(view)[index]
-        fuse_block(block, model)
-        return view, block
+
+class _LazyView:
+    """
+    A copy of a module with every function fused (`fusion`'s loop, with the estimates'
+    model), built when a function first needs it: what the unsplit estimates (`Base`,
+    `SplitFloor`) see when `fused`. One copy for all functions (fusing one function's
+    block leaves the others as they are, so each function's view is the same as if it
+    alone had been fused).
+    """
+
+    def __init__(self, module: ModuleOp, model: CostModel):
+        self.source = module
+        self.model = model
+        self.module: ModuleOp | None = None
+
+    def get(self) -> ModuleOp:
+        if self.module is None:
+            self.module = self.source.clone()
+            for function in list(self.module.walk()):
+                if isinstance(function, func.FuncOp):
+                    fuse_function(function, self.model)
+        return self.module

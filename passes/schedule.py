@@ -145,13 +145,18 @@ class BlockScheduler:
     position: dict[Operation, int] = field(default_factory=dict[Operation, int])
     start_of: dict[Operation, Operation] = field(default_factory=dict[Operation, Operation])
     memory: MemoryTracker = field(default_factory=lambda: MemoryTracker({}))
+    peak: bool = True
+    """Whether `run` reports the peak (false: live bytes are tracked only if a memory limit
+    needs them, and the peak reported is 0; the step estimates want only the order)."""
 
     def run(self) -> tuple[list[Operation], int, float]:
         ops = list(self.block.ops)
         self.position = {op: i for i, op in enumerate(ops)}
         users, waiting = dependency_graph(self.block)
         self.start_of = pair_starts_and_dones(self.block)
-        self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
+        track = self.peak or self.memory_limit is not None
+        if track:
+            self.memory = MemoryTracker.for_block(self.block, use_counts(self.block, self.start_of))
         terminator = self.block.last_op
         # the ready ops by kind, each in original order: choosing is then O(1) per step
         # (a scan of one list only while the memory limit refuses its first ops)
@@ -164,7 +169,8 @@ class BlockScheduler:
             step = self.choose(ready)
             ready.remove(step)
             self.advance(step)
-            self.memory.place(step, consumed_values(step, self.start_of))
+            if track:
+                self.memory.place(step, consumed_values(step, self.start_of))
             order.append(step)
             for user in users[step]:
                 waiting[user] -= 1
@@ -201,9 +207,10 @@ class BlockScheduler:
 
     def advance(self, op: Operation) -> None:
         """Move the simulated clocks past `op`."""
-        if _is_start(op):
+        kind = _kind(op)
+        if kind == START:
             self.issue(op)
-        elif isinstance(op, collective.DoneOp):
+        elif kind == DONE:
             self.retire(self.start_of.get(op))
         else:
             self.run_compute(op)
@@ -242,9 +249,10 @@ class Ready:
         return bool(self.starts or self.dones or self.computes)
 
     def _list(self, op: Operation) -> list[Operation]:
-        if _is_start(op):
+        kind = _kind(op)
+        if kind == START:
             return self.starts
-        return self.dones if isinstance(op, collective.DoneOp) else self.computes
+        return self.dones if kind == DONE else self.computes
 
     def add(self, op: Operation) -> None:
         bisect.insort(self._list(op), op, key=self.position.get)
@@ -254,8 +262,25 @@ class Ready:
         del ops[bisect.bisect_left(ops, self.position[op], key=self.position.get)]
 
 
+START, DONE, COMPUTE = 0, 1, 2
+_KINDS: dict[type[Operation], int] = {}
+"""Op class -> its kind for the scheduler (`_kind`): the isinstance checks against the
+dialect's abstract classes, done once per class rather than per op and step."""
+
+
+def _kind(op: Operation) -> int:
+    kind = _KINDS.get(type(op))
+    if kind is None:
+        if isinstance(op, collective.CollectiveOp) and op.IS_START:
+            kind = START
+        else:
+            kind = DONE if isinstance(op, collective.DoneOp) else COMPUTE
+        kind = _KINDS[type(op)] = kind
+    return kind
+
+
 def _is_start(op: Operation) -> bool:
-    return isinstance(op, collective.CollectiveOp) and op.IS_START
+    return _kind(op) == START
 
 
 @dataclass(frozen=True)

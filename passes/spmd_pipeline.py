@@ -198,10 +198,19 @@ class SpmdPipelinePass(ModulePass):
         elif isinstance(p, MicroBatchPass):
             # planned on the module itself (its estimates leave it as it was); the copy
             # only if a split is planned
-            if plans := p.plans(op, gate.model):
+            plans, fused = p.plans_and_view(op, gate.model)
+            if plans:
                 # with `fused`, both sides judged as fusion will leave them (issue 14)
                 view = (lambda m: fused_copy(m, gate.model)) if p.fused else None
                 gate.run(lambda m: p.split(m, plans), op, strict=False, view=view)
+            else:
+                gate.fused = fused  # the module unchanged: its fused copy is fusion's result
+        elif isinstance(p, FusionPass) and gate.fused is not None:
+            # what `fusion` would make of the module, made already (micro-batch's view,
+            # fused with the estimates' model: fusion's choices are compute costs, which
+            # the mesh does not change); tests/e2e/test_micro_batch.py pins it
+            _take_body(op, gate.fused)
+            gate.forget()
         elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
             # its own policy first, then XLA's (merge whatever is independent) on top of
             # it, each kept only where the step does not get slower: the gate, not the
@@ -243,9 +252,13 @@ class Gate:
         self.memory_limit = memory_limit
         self.known: float | None = None
         """The estimate of the module as it is now; None after an ungated pass."""
+        self.fused: ModuleOp | None = None
+        """A copy of the module as it is now as `fusion` would leave it, if one was made
+        (by `micro-batch`, for its estimates, when it split nothing)."""
 
     def forget(self) -> None:
         self.known = None
+        self.fused = None
 
     def estimate(self, module: ModuleOp) -> float:
         return module_step_time(module, self.model, self.memory_limit)
@@ -261,6 +274,7 @@ class Gate:
         no slower (with `strict`: faster). With `view`, both are judged by the estimates of
         `view(op)` and `view(copy)` (micro-batch: as fusion will leave them), and what is
         known is forgotten (it is the view's)."""
+        self.fused = None
         candidate = op.clone()
         transform(candidate)
         if _same_ops(op, candidate):

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any, cast
 
 from shardc.dialects import collective, hlo
-from shardc.hardware.cost import CostModel, cached
+from shardc.hardware.cost import CostModel, OpCost, cached
 from shardc.interpreter.timing import compute_cost
 from shardc.passes.async_split import TO_START
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 
 def op_time(op: Operation, model: CostModel) -> float:
@@ -91,17 +92,23 @@ def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
     that holds on to them, as `micro-batch` does to its classes, can estimate in place).
     """
     pairs: list[tuple[Operation, collective.DoneOp]] = []
+    futures: dict[tuple[Attribute, ...], collective.FutureType] = {}  # one per result types
     for op in list(block.ops):
         start_type = TO_START.get(type(op))  # pyright: ignore[reportArgumentType]
         if start_type is None:
             continue
+        types = tuple(op.result_types)
+        future = futures.get(types)
+        if future is None:
+            future = futures[types] = collective.FutureType(types)  # pyright: ignore
         start = start_type.create(
             operands=list(op.operands),
-            result_types=[collective.FutureType([r.type for r in op.results])],  # pyright: ignore
+            result_types=[future],
             properties=dict(op.properties),
             attributes=dict(op.attributes),
         )
-        done = collective.DoneOp(start.results[0])
+        # what `DoneOp(start.results[0])` builds, without its checks (estimates only)
+        done = collective.DoneOp.create(operands=start.results, result_types=types)
         block.insert_ops_before([start, done], op)
         for old, new in zip(op.results, done.results, strict=True):
             old.replace_all_uses_with(new)
@@ -123,6 +130,49 @@ def join_back(pairs: list[tuple[Operation, collective.DoneOp]]) -> None:
         block.erase_op(start)
 
 
+class OpCosts:
+    """
+    One estimate's costs remembered by op (the object, not its key): the written order, the
+    scheduler and the scheduled order each ask for every op's cost, and the cost model's key
+    of an op (its types and properties, hashed) is most of the price of an answer. Valid
+    while the ops do not change, i.e. for one estimate; `split_sync` only re-points uses at
+    values of the same types, which the costs do not depend on. Answers as `model` does
+    (`op_cost`, `collective_time`; anything else is `model`'s).
+    """
+
+    def __init__(self, model: CostModel):
+        self.model = model
+        self._ops: dict[Operation, OpCost] = {}
+        self._collectives: dict[Operation, float] = {}
+
+    def op_cost(self, op: Operation) -> OpCost:
+        cost = self._ops.get(op)
+        if cost is None:
+            cost = self._ops[op] = self.model.op_cost(op)
+        return cost
+
+    def collective_time(self, op: collective.CollectiveOp) -> float:
+        time = self._collectives.get(op)
+        if time is None:
+            time = self._collectives[op] = self.model.collective_time(op)
+        return time
+
+    def same_as(self, start: Operation, sync: Operation) -> None:
+        """`start` (made by `split_sync` from `sync`) costs what `sync` costs: a collective's
+        time is its kind's, operands' and groups' (`CostModel.collective_time`), the same
+        for both forms."""
+        if sync in self._collectives:
+            self._collectives[start] = self._collectives[sync]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
+def per_op(model: CostModel) -> CostModel:
+    """`model` with one estimate's costs remembered by op (`OpCosts`; itself if it is)."""
+    return model if isinstance(model, OpCosts) else cast(CostModel, OpCosts(model))
+
+
 def scheduled_time(
     block: Block,
     model: CostModel,
@@ -135,9 +185,14 @@ def scheduled_time(
     of the scheduler's order; inf if it cannot fit the memory limit. On the block itself,
     left as it was (split for the scheduler and joined back: no copy).
     """
+    model = per_op(model)
     pairs = split_sync(block)
+    if isinstance(model, OpCosts):
+        for sync, done in pairs:
+            model.same_as(done.future.owner, sync)  # pyright: ignore[reportArgumentType]
     try:
-        order, _, _ = BlockScheduler(block, model, memory_limit, max_in_flight).run()
+        scheduler = BlockScheduler(block, model, memory_limit, max_in_flight, peak=False)
+        order, _, _ = scheduler.run()
         time = program_order_time(order, model, memo)
     except ScheduleStuck:
         time = math.inf
@@ -160,6 +215,7 @@ def module_step_time(module: ModuleOp, model: CostModel, memory_limit: int | Non
     total = 0.0
     for block in _blocks(module):
         memo: dict[Operation, float] = {}  # the same ops in both orders: costed once
-        written = program_order_time(block.ops, model, memo)
-        total += min(written, scheduled_time(block, model, memory_limit, memo=memo))
+        costs = per_op(model)  # and once more for the scheduler: one key per op
+        written = program_order_time(block.ops, costs, memo)
+        total += min(written, scheduled_time(block, costs, memory_limit, memo=memo))
     return total

@@ -1,0 +1,105 @@
+"""
+What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it outputs:
+
+* `micro-batch`'s fused copy of the module (fused with the estimates' model, which knows
+  the mesh), taken as `fusion`'s result when nothing is split, is the module `fusion`
+  makes (with its own model, without the mesh): the pipeline's output is the same with
+  the copy taken and without;
+* one estimate's costs remembered by op (`step_estimate.OpCosts`) are the model's;
+* the scheduler without live-byte tracking (`peak=False`, for the estimates) places the
+  ops in the same order as with it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from shardc.bench.partition_speed import program as bench_program
+from shardc.dialects import collective, make_context
+from shardc.dialects.spmd import find_mesh
+from shardc.hardware.chips import get_chip
+from shardc.hardware.cost import CostModel, cached
+from shardc.parsing import parse_and_verify
+from shardc.passes.micro_batch import MicroBatchPass
+from shardc.passes.schedule import BlockScheduler
+from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.passes.step_estimate import OpCosts, split_sync
+from shardc.tests.e2e.test_partition_differential import partitionable_programs
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+ROOT = Path(__file__).parents[2]
+EXAMPLES = sorted((ROOT / "examples").rglob("*.mlir"))
+CTX = make_context()
+
+
+def _pipeline(text: str, reuse: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, bool]:
+    """(the pipeline's output, whether micro-batch made a fused copy fusion could take)."""
+    original = MicroBatchPass.plans_and_view
+    made: list[bool] = []
+
+    def plans_and_view(self: MicroBatchPass, module: ModuleOp, model: CostModel):  # type: ignore[no-untyped-def]
+        plans, view = original(self, module, model)
+        made.append(view is not None and not plans)
+        return plans, (view if reuse else None)
+
+    with monkeypatch.context() as m:
+        m.setattr(MicroBatchPass, "plans_and_view", plans_and_view)
+        module = parse_and_verify(CTX, text, "test")
+        SpmdPipelinePass().apply(CTX, module)
+    return str(module), any(made)
+
+
+def _check_same(text: str, monkeypatch: pytest.MonkeyPatch) -> bool:
+    taken, made = _pipeline(text, True, monkeypatch)
+    fused_again, _ = _pipeline(text, False, monkeypatch)
+    assert taken == fused_again
+    return made
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_fused_copy_is_fusions_result_on_examples(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _check_same(path.read_text(), monkeypatch)
+
+
+def test_fused_copy_is_taken_on_the_bench_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the chain has micro-batch candidates and no split pays: the copy is taken (the test
+    # would otherwise compare nothing)
+    assert _check_same(bench_program(300), monkeypatch)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=partitionable_programs())
+def test_fused_copy_is_fusions_result_on_generated(text: str) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _check_same(text, monkeypatch)
+
+
+def _partitioned(text: str) -> ModuleOp:
+    module = parse_and_verify(CTX, text, "test")
+    SpmdPipelinePass(micro_batch=False, fusion=False, schedule=False).apply(CTX, module)
+    return module
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_op_costs_and_scheduler_without_peak(path: Path) -> None:
+    module = _partitioned(path.read_text())
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    costs = OpCosts(model)
+    for f in module.body.block.ops:
+        if not isinstance(f, func.FuncOp) or len(f.body.blocks) != 1:
+            continue
+        block = f.body.block
+        split_sync(block)  # the block as the estimates schedule it
+        for op in block.ops:
+            if isinstance(op, collective.CollectiveOp):
+                assert costs.collective_time(op) == model.collective_time(op)
+            elif not isinstance(op, collective.DoneOp):
+                assert costs.op_cost(op) == model.op_cost(op)
+        with_peak = BlockScheduler(block, model, None, 4).run()[0]
+        without = BlockScheduler(block, costs, None, 4, peak=False).run()[0]  # pyright: ignore[reportArgumentType]
+        assert with_peak == without
