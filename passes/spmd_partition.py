@@ -142,6 +142,8 @@ class FunctionPartitioner:
         default_factory=dict[tuple[SSAValue, Layout], SSAValue]
     )
     coster: PlanCoster | None = None
+    costed: bool = False
+    """Whether the op being partitioned had its plans costed (its compute counted)."""
     hideable: float = 0.0
     """Compute of the ops partitioned so far with no collective under it yet: what a later
     reshard of a function argument may hide behind (`Plan.finish`)."""
@@ -343,6 +345,7 @@ class FunctionPartitioner:
         result = op.results[0]
         want = self.wanted(result)
         factors = self.choose_factors(op, rule, want)
+        self.costed = False
         if self.coster is not None and isinstance(op, CHOICE_OPS):
             factors, want = self.choose_by_cost(op, rule, want, factors)
         uneven = pads_safely(op)
@@ -363,6 +366,8 @@ class FunctionPartitioner:
         pending = [a for f in sorted(rule.reduction_factors) for a in factors[f]]
         shape = _shape(result)
         result = self.localize(op, natural)
+        if self.coster is not None and not self.costed:  # its compute: see `hideable`
+            self.hideable += self.coster.model.op_cost(op).time
         if pending:
             result = self.finish_reduction(op, result, pending)
             natural = make_sharding(
@@ -494,6 +499,7 @@ class FunctionPartitioner:
             print(line, file=sys.stderr)
         best = plans[chosen]
         self.hideable += best.compute - min(best.early, self.hideable)
+        self.costed = True
         return list(plans[chosen].factors), options[chosen][1]
 
     def users_target(self, op: Operation) -> ShardingAttr | None:
