@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from shardc.diagnostics import DiagnosticError
 from shardc.driver import progress
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
@@ -90,4 +91,8 @@ def execute_level_t(
         if timing_only
         else io.assemble_outputs(sig, [tuple(b[k : k + m]) for b in buffers], filename)
     )
-    return outputs, LevelTTimeline(sim, level_s_report(module, sig.name))
+    try:
+        summary = level_s_report(module, sig.name)
+    except ValueError as e:
+        raise DiagnosticError(f"{filename}: error: {e}") from None
+    return outputs, LevelTTimeline(sim, summary)

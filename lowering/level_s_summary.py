@@ -91,25 +91,46 @@ def _as_attr(report: dict[str, Any], chip: Chip) -> DictionaryAttr:
 
 
 def level_s_report(module: ModuleOp, name: str) -> dict[str, Any] | None:
-    """What `record_level_s` kept for function `name`, as a report dict (None if nothing)."""
+    """What `record_level_s` kept for function `name`, as a report dict (None if nothing);
+    a `ValueError` saying what is wrong if the attribute is not what it writes (a kernel
+    edited by hand, or any other text)."""
     table = module.attributes.get(LEVEL_S_ATTR)
     if not isinstance(table, DictionaryAttr) or name not in table.data:
         return None
-    entry = table.data[name]
+    try:
+        return _report(table.data[name])
+    except (KeyError, AttributeError, TypeError, AssertionError) as e:
+        raise ValueError(
+            f"the module attribute {LEVEL_S_ATTR} for @{name} is malformed ({type(e).__name__}: "
+            f"{e}); it holds what lower-to-tpu records: collectives, comm_bytes, "
+            f"comm_bytes_by_kind, {', '.join(TIMES)}"
+        ) from None
+
+
+def _report(entry: Attribute) -> dict[str, Any]:
     assert isinstance(entry, DictionaryAttr)
     d = entry.data
+
+    def number(key: str) -> Any:
+        value = d[key]
+        assert isinstance(value, IntegerAttr | FloatAttr)
+        return value.value.data
 
     def ints(key: str) -> dict[str, int]:
         kinds = d[key]
         assert isinstance(kinds, DictionaryAttr)
-        return {k: v.value.data for k, v in kinds.data.items()}  # pyright: ignore
+        out: dict[str, int] = {}
+        for k, v in kinds.data.items():
+            assert isinstance(v, IntegerAttr)
+            out[k] = v.value.data
+        return out
 
     report: dict[str, Any] = {
         "collectives": ints("collectives"),
-        "comm_bytes": d["comm_bytes"].value.data,  # pyright: ignore
+        "comm_bytes": number("comm_bytes"),
         "comm_bytes_by_kind": ints("comm_bytes_by_kind"),
     }
-    report.update({k: d[k].value.data for k in TIMES})  # pyright: ignore
+    report.update({k: number(k) for k in TIMES})
     return report
 
 

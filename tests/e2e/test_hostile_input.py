@@ -216,3 +216,22 @@ def test_a_kernel_loop_of_step_zero_is_an_error_not_a_hang():
     module = parse_and_verify(make_context(), ONE_DEVICE.replace("BODY", body), "k.mlir")
     with pytest.raises(InterpreterError, match="the loop's step is 0; it must be positive"):
         run_level_t(module, [[np.zeros((16, 128), np.float32), None]], chip="v5e")
+
+
+def test_a_kernel_with_a_malformed_level_s_summary(tmp_path: Path):
+    """Found by bench/fuzz.py at 10,000 inputs: the `shardc.level_s` record a lowered
+    kernel carries, edited, is a message naming it, not an internal error."""
+    import re
+
+    from shardc.driver.compiling import compile_module
+
+    text = (Path(__file__).parents[2] / "examples" / "megatron_mlp.mlir").read_text()
+    module = parse_and_verify(make_context(), text, "m.mlir")
+    compile_module(module, "tpu-pipeline", "m.mlir")
+    kernel = re.sub(r"comm_bytes = \d+ : i64, ", "", str(module), count=1)
+    program = tmp_path / "kernel.mlir"
+    program.write_text(kernel)
+    code, _, err = run_main(shardc_run.main, [str(program), "--quiet"])
+    assert code == 1, err
+    assert "the module attribute shardc.level_s for @main is malformed" in err, err
+    assert "internal error" not in err
