@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+from collections.abc import Callable
 from typing import Any
 
 from shardc.diagnostics import DiagnosticError
@@ -57,18 +58,14 @@ def arrays_needed(sig: Signature) -> list[tuple[str, int]]:
 
 def check_fits(sig: Signature, filename: str, available: int | None = None) -> None:
     """Refuse a valued run of `sig` whose arrays alone exceed the host's memory."""
-    parts = arrays_needed(sig)
-    needed = sum(b for _, b in parts)
-    have = available_bytes() if available is None else available
-    if needed <= have:
-        return
-    largest = sorted(parts, key=lambda p: -p[1])[:3]
-    listed = ", ".join(f"{name} {format_bytes(b)}" for name, b in largest)
-    raise DiagnosticError(
-        f"{filename}: error: running @{sig.name} with values needs at least "
-        f"{format_bytes(needed)} for its arrays ({listed}"
-        f"{', ...' if len(parts) > len(largest) else ''}); this machine has "
-        f"{format_bytes(have)} available; use --timing-only for the step time without values"
+    _refuse_if_over(
+        arrays_needed(sig),
+        available,
+        lambda total: (
+            f"{filename}: error: running @{sig.name} with values needs at least {total} "
+            "for its arrays"
+        ),
+        "; use --timing-only for the step time without values",
     )
 
 
@@ -76,20 +73,36 @@ def check_kernel_fits(
     function: Any, devices: int, filename: str, available: int | None = None
 ) -> None:
     """Refuse a valued run of a hand-written level-T kernel whose argument buffers (one
-    set per device) exceed the host's memory."""
+    set per device, as numpy holds them) exceed the host's memory."""
     parts = [
         (f"argument {i}", math.prod(t.get_shape()) * dtype_of(t.element_type).itemsize * devices)
         for i, t in enumerate(function.function_type.inputs.data)
         if isinstance(t, MemRefType)
     ]
+    _refuse_if_over(
+        parts,
+        available,
+        lambda total: (
+            f"{filename}: error: running @{function.sym_name.data} on {devices} devices "
+            f"needs at least {total} for its buffers"
+        ),
+        "",
+    )
+
+
+def _refuse_if_over(
+    parts: list[tuple[str, int]], available: int | None, head: Callable[[str], str], tail: str
+) -> None:
+    """A `DiagnosticError` if `parts` (what, bytes) need more than the host has: `head` of
+    the total, the three largest parts, what the host has, then `tail`."""
     needed = sum(b for _, b in parts)
     have = available_bytes() if available is None else available
-    if needed > have:
-        largest = ", ".join(
-            f"{n} {format_bytes(b)}" for n, b in sorted(parts, key=lambda p: -p[1])[:3]
-        )
-        raise DiagnosticError(
-            f"{filename}: error: running @{function.sym_name.data} on {devices} devices needs "
-            f"at least {format_bytes(needed)} for its buffers ({largest}); this machine has "
-            f"{format_bytes(have)} available"
-        )
+    if needed <= have:
+        return
+    largest = sorted(parts, key=lambda p: -p[1])[:3]
+    listed = ", ".join(f"{name} {format_bytes(b)}" for name, b in largest)
+    more = ", ..." if len(parts) > len(largest) else ""
+    raise DiagnosticError(
+        f"{head(format_bytes(needed))} ({listed}{more}); this machine has "
+        f"{format_bytes(have)} available{tail}"
+    )
