@@ -14,6 +14,7 @@ from shardc.diagnostics import DiagnosticError
 from shardc.driver import progress
 from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
+from shardc.interpreter.mpi import running_under_mpi
 from shardc.interpreter.timing import Timeline
 from shardc.lowering.level_s_summary import level_s_report
 from xdsl.dialects.builtin import ModuleOp
@@ -41,11 +42,15 @@ def execute(
         f"running level {sig.level} on {sig.devices} device{'s' if sig.devices != 1 else ''}"
         + (" (timing only)" if timing_only else "")
     )
+    if running_under_mpi() and not _mpi_runs_here(sig):
+        return {}, None  # pyright: ignore[reportReturnType]  # rank 0 runs this level alone
     if sig.level == "T":
         return execute_level_t(
             module, sig, filename, chip, inputs, input_source, timing_only=timing_only
         )
     executor = Executor(module, filename, chip=chip, abstract=timing_only)
+    if running_under_mpi() and sig.level == "S":  # mpirun -n K: devices over the ranks
+        return _execute_mpi(executor, sig, None if timing_only else inputs, input_source)
     if timing_only:
         n_args = len(sig.function.body.block.args)
         executor.run(sig.function, [[None] * n_args for _ in range(sig.devices)])
@@ -55,6 +60,34 @@ def execute(
     timeline = executor.timeline
     assert timeline is not None
     return outputs, timeline
+
+
+def _mpi_runs_here(sig: io.Signature) -> bool:
+    """
+    Under mpirun, a level-S program's devices are spread over the ranks
+    (`interpreter.mpi_run`), so every rank runs it; a level-G or T program runs on rank 0
+    alone (False elsewhere: that rank has nothing to run or print). Either way the ranks
+    first agree that their setup succeeded (`World.agree`).
+    """
+    from shardc.interpreter import mpi
+
+    if sig.level == "S":
+        return True
+    world = mpi.world()
+    if not world.started:
+        world.agree(None)
+    return world.is_root
+
+
+def _execute_mpi(
+    executor: Executor, sig: io.Signature, inputs: Any, input_source: str
+) -> tuple[dict[str, np.ndarray], Timeline]:
+    """`execute` of a level-S program under mpirun: rank 0 gets the outputs and timeline,
+    every other rank `({}, None)`."""
+    from shardc.interpreter import mpi, mpi_run
+
+    outputs, timeline = mpi_run.run(executor, sig, inputs, input_source, mpi.world())
+    return outputs or {}, timeline  # pyright: ignore[reportReturnType]
 
 
 def execute_level_t(

@@ -114,7 +114,7 @@ class Executor:
         level_s = is_level_s(function)
         self._check_arguments(function, level_s, per_device_args)
         self.timeline = None
-        devices = self._devices(function, level_s, len(per_device_args))
+        devices = self._devices(function, level_s, range(len(per_device_args)))
         size = self.plan.frame_size[function]
         gens = [
             self._runner.run_block(dev, function.body.block, tuple(args), [None] * size)
@@ -127,16 +127,45 @@ class Executor:
             results = rendezvous.run(gens, devices)
         self._check_futures(devices)
         if self.chip is not None:
-            self.timeline = Timeline(
-                self.chip,
-                "S" if level_s else "G",
-                [dev.tm for dev in devices],  # pyright: ignore[reportArgumentType]
-                self.plan.op_costs,
-                self.plan.collective_costs,
-                self.location,
-                self.cost_model,
-            )
+            self.timeline = self.make_timeline(level_s, [dev.tm for dev in devices])  # pyright: ignore
         return results
+
+    def run_local(
+        self, function: func.FuncOp, local_args: dict[int, Sequence[Any]], rendezvous: Any
+    ) -> tuple[dict[int, tuple[Any, ...]], list[Device]]:
+        """
+        Run a level-S `function` on the devices `local_args` names only, a slice of the
+        mesh whose other devices run in other processes (`interpreter.mpi`): `rendezvous`
+        meets them (`DistributedRendezvous.run_local`). Each local device's results, and
+        the devices (their clocks make the timeline once every process's are together).
+        """
+        self.prepare(function)
+        self.timeline = None
+        devices = self._devices(function, True, sorted(local_args))
+        size = self.plan.frame_size[function]
+        gens = {
+            dev.index: self._runner.run_block(
+                dev, function.body.block, tuple(local_args[dev.index]), [None] * size
+            )
+            for dev in devices
+        }
+        with np.errstate(all="ignore"):
+            results = rendezvous.run_local(gens, devices)
+        self._check_futures(devices)
+        return results, devices
+
+    def make_timeline(self, level_s: bool, clocks: list[DeviceClock]) -> Timeline:
+        """The timeline of a run from every device's clock (in device order)."""
+        assert self.chip is not None
+        return Timeline(
+            self.chip,
+            "S" if level_s else "G",
+            clocks,
+            self.plan.op_costs,
+            self.plan.collective_costs,
+            self.location,
+            self.cost_model,
+        )
 
     def _check_arguments(
         self, function: func.FuncOp, level_s: bool, per_device_args: Sequence[Sequence[Any]]
@@ -166,13 +195,15 @@ class Executor:
                     f"arguments, device {d} was given {len(args)}"
                 )
 
-    def _devices(self, function: func.FuncOp, level_s: bool, n: int) -> list[Device]:
-        """A fresh interpreter (and, with a chip, clock) for each of the `n` devices."""
+    def _devices(
+        self, function: func.FuncOp, level_s: bool, indices: Sequence[int]
+    ) -> list[Device]:
+        """A fresh interpreter (and, with a chip, clock) for each device of `indices`."""
         arg_bytes = 0
         if self.cost_model is not None:
             arg_bytes = sum(value_bytes(a.type) for a in function.body.block.args)
         devices: list[Device] = []
-        for d in range(n):
+        for d in indices:
             interp = Interpreter(self.module)
             for ft in (*self.plan.functions, *self.plan.fallback_functions):
                 interp.register_implementations(ft)

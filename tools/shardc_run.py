@@ -52,6 +52,7 @@ from shardc.driver.reporting import Report, make_report, program_title, specs_st
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.interpreter import io
 from shardc.interpreter.host_memory import check_fits, check_kernel_fits
+from shardc.interpreter.mpi import running_under_mpi
 from shardc.interpreter.timing import Timeline
 from shardc.interpreter.values import type_str
 from shardc.parsing import parse_and_verify
@@ -299,6 +300,8 @@ def run_with_values(
         module, sig, changes = _compiled(args, text, filename, original_sig)
         check_fits(sig, filename)
     outputs, timeline = execute(module, sig, filename, chip, inputs, input_source)
+    if timeline is None:
+        return 0  # under mpirun, a rank other than 0: rank 0 reports and writes
     specs = [(n, v.shape, v.dtype) for n, v in outputs.items()]
     report = make_report(
         filename, module, sig, args.passes, inputs_info, specs, timeline, passes=changes
@@ -349,6 +352,8 @@ def run_timing_only(
         function = io.find_entry(module, original_sig.name, filename)
         sig = io.signature(module, function, filename)
     _, timeline = execute(module, sig, filename, chip, None, "", timing_only=True)
+    if timeline is None:
+        return 0  # under mpirun, a rank other than 0: rank 0 reports and writes
     specs = sig.output_specs()
     inputs_info = {"source": "none (--timing-only)"}
     report = make_report(
@@ -478,12 +483,38 @@ def stage_plot(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    root = True
+    if running_under_mpi():
+        from shardc.interpreter.mpi import world
+
+        root = world().is_root
+
     def body() -> int:
         args = build_arg_parser().parse_args(argv)
-        with progress.reporting(PROG, enabled=not args.quiet):
+        with progress.reporting(PROG, enabled=not args.quiet and root):
             return run(args)
 
-    return run_tool(PROG, body)
+    return run_tool(PROG, _mpi_guard(body) if running_under_mpi() else body)
+
+
+def _mpi_guard(body: Any) -> Any:
+    """
+    Under mpirun every rank parses, reads inputs and compiles alike, so an error there is
+    every rank's: the ranks agree (`World.agree`) and rank 0 alone reports it. Errors
+    once the distributed run has started are the run's (`interpreter.mpi_run`).
+    """
+    from shardc.interpreter.mpi import world
+
+    def guarded() -> int:
+        try:
+            return body()
+        except DiagnosticError as e:
+            if world().started:
+                raise
+            world().agree(e)
+            raise
+
+    return guarded
 
 
 __all__ = ["main"]

@@ -1,0 +1,242 @@
+"""
+The collective rendezvous of a level-S run spread over MPI ranks (`interpreter.mpi`): each
+rank runs its contiguous devices as `rendezvous.Rendezvous` does, and a group whose
+members live on several ranks meets through messages.
+
+Why every member's operands go to every rank of the group (not `MPI_Allreduce`): the
+result must be bit-identical to the in-process run, whose reductions combine in the
+group's rank order (`collectives.combine_in_order`, f32 accumulation for bf16/f16). MPI
+leaves the order of its reductions unspecified, so each rank of the group receives the
+other ranks' contributions and runs the very same `collectives` function on all members'
+operands in group order. Every member also sends its arrival time and engine-free time, so
+the collective is timed exactly as in process (`rendezvous._time_collective`).
+
+Messages of one group travel on the communicator of the group's ranks with the group's
+tag; MPI keeps messages between two ranks on one communicator and tag in order, so the
+k-th message of a group from a rank is its k-th meeting of that group (several may be in
+flight: a device runs on after a `_start` whose results it needs only at the `done`).
+
+No progress for `timeout` seconds while devices wait is reported as a deadlock, naming
+every local device that waits, the op and the members (and their ranks) it waits for.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from shardc.diagnostics import InterpreterError
+from shardc.interpreter.execution import Device, DeviceRun, Future
+from shardc.interpreter.plan import CollectiveInfo
+from shardc.interpreter.rendezvous import Rendezvous, Wait
+from shardc.interpreter.run_diagnostics import RunDiagnostics, devices_str
+from shardc.interpreter.timing import DeviceClock
+from xdsl.ir import Operation
+
+Group = tuple[int, ...]
+
+
+class Transport(Protocol):
+    """What the rendezvous needs of MPI (`mpi.World` is the implementation)."""
+
+    rank: int
+
+    def rank_of(self, device: int) -> int: ...
+
+    def send(self, group: Group, payload: Any) -> None: ...
+
+    def receive(self, group: Group, source: int) -> Any | None: ...
+
+
+@dataclass
+class Meeting:
+    """One meeting of a group that spans ranks: what has arrived so far."""
+
+    group: Group
+    members: dict[int, Wait] = field(default_factory=dict[int, Wait])
+    engines: dict[int, float] = field(default_factory=dict[int, float])
+    missing: set[int] = field(default_factory=set[int])
+    """Ranks whose contributions have not arrived."""
+
+
+class DeadlockError(InterpreterError):
+    """No progress for the timeout: reported by every rank that waits, not an abort."""
+
+
+class DistributedRendezvous(Rendezvous):
+    """Runs this rank's devices to completion, meeting local and remote group members."""
+
+    def __init__(
+        self,
+        collectives: dict[Operation, CollectiveInfo],
+        diagnostics: RunDiagnostics,
+        timed: bool,
+        abstract: bool,
+        transport: Transport,
+        ops: Sequence[Operation],
+        timeout: float,
+    ):
+        super().__init__(collectives, diagnostics, timed, abstract)
+        self.transport = transport
+        self.ops = ops
+        self.op_index = {op: i for i, op in enumerate(ops)}
+        self.timeout = timeout
+        self.meetings: dict[Group, deque[Meeting]] = {}
+        self.waiting: dict[int, Wait] = {}
+        self.finished: dict[int, tuple[Any, ...]] = {}
+
+    def run_local(
+        self, gens: dict[int, DeviceRun], devices: Sequence[Device]
+    ) -> dict[int, tuple[Any, ...]]:
+        """Every local device's results, by device."""
+        self.clocks = {dev.index: dev.tm for dev in devices}
+        self.local = set(gens)
+        self.inbox: dict[int, Any] = dict.fromkeys(gens)
+        self.runnable = deque(sorted(gens))
+        self.arrived: dict[Group, int] = {}
+        idle_since = time.monotonic()
+        pause = 1e-5
+        while True:
+            progressed = bool(self.runnable)
+            while self.runnable:
+                self._step(gens, self.runnable.popleft())
+            progressed = self._receive() or progressed
+            if not self.waiting and not self.runnable:
+                return self.finished
+            if progressed:
+                idle_since, pause = time.monotonic(), 1e-5
+                continue
+            if time.monotonic() - idle_since > self.timeout:
+                raise self.deadlock_report()
+            time.sleep(pause)
+            pause = min(pause * 2, 2e-3)
+
+    def _step(self, gens: dict[int, DeviceRun], d: int) -> None:
+        """Run device `d` to its next collective (or its end)."""
+        try:
+            op, values = gens[d].send(self.inbox[d])
+        except StopIteration as stop:
+            self.finished[d] = stop.value
+            return
+        self.inbox[d] = None
+        info = self.collectives[op]
+        member = info.member_of.get(d)
+        if member is None:
+            raise self.diagnostics.error_at(op, f"has no group containing device {d}")
+        group, rank = member
+        tm = self.clocks[d]
+        arrival = tm.clock if self.timed else 0.0  # pyright: ignore[reportOptionalMemberAccess]
+        self.waiting[d] = Wait(d, op, values, group, rank, info, arrival)  # pyright: ignore
+        local = [m for m in group if m in self.local]
+        count = self.arrived.get(group, 0) + 1
+        if count < len(local):
+            self.arrived[group] = count
+            return
+        self.arrived[group] = 0
+        if len(local) == len(group):
+            self._deliver(self._fire([self.waiting.pop(m) for m in group], self.clocks))  # pyright: ignore
+            return
+        self._post(group, local)
+
+    def _post(self, group: Group, local: list[int]) -> None:
+        """Send the local members' contributions to the group's other ranks."""
+        meeting = Meeting(group)
+        meeting.missing = {self.transport.rank_of(m) for m in group} - {self.transport.rank}
+        contributions = []
+        for m in local:
+            w = self.waiting[m]
+            tm = self.clocks[m]
+            engine = tm.engine if tm is not None else 0.0
+            meeting.members[m] = w
+            meeting.engines[m] = engine
+            contributions.append((m, self.op_index[w.op], w.values, w.arrival, engine))
+        self.transport.send(group, contributions)
+        self.meetings.setdefault(group, deque()).append(meeting)
+
+    def _receive(self) -> bool:
+        """Take what has arrived; fire every meeting that is complete. True if any was."""
+        progressed = False
+        for group, queue in self.meetings.items():
+            for source in {r for m in queue for r in m.missing}:
+                payload = self.transport.receive(group, source)
+                if payload is None:
+                    continue
+                progressed = True
+                meeting = next(m for m in queue if source in m.missing)
+                meeting.missing.discard(source)
+                for device, index, values, arrival, engine in payload:
+                    op = self.ops[index]
+                    info = self.collectives[op]
+                    rank = info.member_of[device][1]
+                    meeting.members[device] = Wait(
+                        device,
+                        op,
+                        values,
+                        group,
+                        rank,
+                        info,
+                        arrival,  # pyright: ignore
+                    )
+                    meeting.engines[device] = engine
+            while queue and not queue[0].missing:
+                self._fire_meeting(queue.popleft())
+        return progressed
+
+    def _fire_meeting(self, meeting: Meeting) -> None:
+        members = [meeting.members[m] for m in meeting.group]
+        clocks: dict[int, Any] = {}
+        for m in meeting.group:
+            if m in self.local:
+                clocks[m] = self.clocks[m]
+                del self.waiting[m]
+            elif self.timed:  # a stand-in: _time_collective reads its engine
+                stand_in = clocks[m] = DeviceClock(m)
+                stand_in.engine = meeting.engines[m]
+        outputs = self._fire(members, clocks)  # pyright: ignore[reportArgumentType]
+        self._deliver([(d, out) for d, out in outputs if d in self.local])
+
+    def _deliver(self, outputs: list[tuple[int, Any]]) -> None:
+        for device, out in outputs:
+            self.inbox[device] = out
+            self.runnable.append(device)
+
+    def deadlock_report(self) -> DeadlockError:
+        """Every local waiting device, the op it waits at and who it waits for."""
+        first = self.waiting[min(self.waiting)].op
+        head = self.diagnostics.error_at(
+            first,
+            f"deadlock: no progress for {self.timeout:g} s on rank {self.transport.rank}; "
+            "its devices wait for group members that never arrive:",
+        )
+        lines = [self._waits_for(d) for d in sorted(self.waiting)]
+        return DeadlockError(str(head) + "\n" + "\n".join(lines))
+
+    def _waits_for(self, d: int) -> str:
+        w = self.waiting[d]
+        posted = any(d in m.members for q in self.meetings.values() for m in q)
+        why: list[str] = []
+        for m in w.group:
+            if m == d:
+                continue
+            if m in self.finished:
+                why.append(f"device {m} finished")
+            elif m in self.waiting and self.waiting[m].group != w.group:
+                other = self.waiting[m]
+                where = self.diagnostics.where(other.op)
+                why.append(
+                    f"device {m} waits at {other.summary} ({where}) over {list(other.group)}"
+                )
+            elif m not in self.local and posted:
+                meeting = next(x for q in self.meetings.values() for x in q if d in x.members)
+                if m not in meeting.members:
+                    why.append(f"device {m} (rank {self.transport.rank_of(m)}) has not arrived")
+        return (
+            f"  {devices_str([d])} waits at {w.summary} ({self.diagnostics.where(w.op)}) "
+            f"over group {list(w.group)}; " + "; ".join(why or ["(no reason found)"])
+        )
+
+
+__all__ = ["DeadlockError", "DistributedRendezvous", "Future", "Transport"]
