@@ -95,6 +95,12 @@ class World:
         self._group_comm: dict[tuple[int, ...], tuple[Any, int, list[int]]] = {}
         self._sends: list[tuple[Any, bytes]] = []
 
+    def reset(self) -> None:
+        """Ready for the next run in this process (a test runs many in one job)."""
+        self.started = False
+        self.devices = 0
+        self._group_comm = {}
+
     @property
     def is_root(self) -> bool:
         return self.rank == 0

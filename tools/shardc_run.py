@@ -506,6 +506,7 @@ def _mpi_guard(body: Any) -> Any:
     from shardc.interpreter.mpi import world
 
     def guarded() -> int:
+        world().reset()
         try:
             return body()
         except DiagnosticError as e:

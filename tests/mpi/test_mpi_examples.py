@@ -1,0 +1,113 @@
+"""
+Issue 17: `mpirun -n K shardc-run` gives bit-identical outputs and the same timing report
+as the in-process run, for every example and a few JAX corpus programs (imported from
+their StableHLO, and XLA's per-device HLO text), at K = 2 and 4 ranks.
+
+One MPI job per K runs every program (`jobs.py`); the in-process runs are the reference.
+A program whose device count K does not divide is left out at that K.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shardc.tests.mpi.launch import mpirun, requires_mpi
+from shardc.tools.shardc_import import main as shardc_import
+from shardc.tools.shardc_run import main as shardc_run
+
+pytestmark = requires_mpi
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "frontends" / "corpus"
+EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))  # overlap/, real_size/: bench
+CORPUS_STABLEHLO = ["train_step", "embed_xent_step", "moe_top2"]
+CORPUS_HLO = ["megatron_mlp", "shard_map_all_to_all", "shard_map_ppermute"]
+RANKS = (2, 4)
+
+
+def _quiet(tool, args: list[str]) -> int:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return tool(args)
+
+
+def _is_level_g(path: Path) -> bool:
+    text = path.read_text()
+    return "spmd.partitioned" not in text and "spmd.per_device_io" not in text
+
+
+def _programs(tmp: Path) -> dict[str, list[str]]:
+    """name -> shardc-run arguments (the file and -p, without outputs)."""
+    programs: dict[str, list[str]] = {}
+    for path in EXAMPLES:
+        extra = ["-p", "spmd-pipeline"] if _is_level_g(path) else []
+        programs[f"examples/{path.name}"] = [str(path), *extra]
+    for name in CORPUS_STABLEHLO:
+        out = tmp / f"{name}.stablehlo.mlir"
+        assert _quiet(shardc_import, [str(CORPUS / f"{name}.stablehlo.mlir"), "-o", str(out)]) == 0
+        programs[f"corpus/{name}.stablehlo"] = [str(out), "-p", "spmd-pipeline"]
+    for name in CORPUS_HLO:
+        out = tmp / f"{name}.hlo.mlir"
+        assert _quiet(shardc_import, [str(CORPUS / f"{name}.hlo.txt"), "-o", str(out)]) == 0
+        programs[f"corpus/{name}.hlo"] = [str(out)]
+    return programs
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Every program run in process and under mpirun -n 2 and -n 4."""
+    tmp = tmp_path_factory.mktemp("mpi")
+    programs = _programs(tmp)
+    devices: dict[str, int] = {}
+    for i, (name, args) in enumerate(programs.items()):
+        outs = [f"--outputs={tmp / f'{i}.ref.npz'}", f"--report-json={tmp / f'{i}.ref.json'}"]
+        assert _quiet(shardc_run, [*args, *outs, "-q"]) == 0, name
+        devices[name] = json.loads((tmp / f"{i}.ref.json").read_text())["devices"]
+    logs: dict[int, str] = {}
+    for k in RANKS:
+        jobs = [
+            [*args, f"--outputs={tmp / f'{i}.{k}.npz'}", f"--report-json={tmp / f'{i}.{k}.json'}"]
+            + ["-q"]
+            for i, (name, args) in enumerate(programs.items())
+            if devices[name] % k == 0
+        ]
+        (tmp / f"jobs{k}.json").write_text(json.dumps(jobs))
+        done = mpirun(
+            k, [sys.executable, "-m", "shardc.tests.mpi.jobs", str(tmp / f"jobs{k}.json")]
+        )
+        logs[k] = done.stdout[-2000:] + done.stderr[-4000:]
+        assert done.returncode == 0, logs[k]
+    return {"tmp": tmp, "programs": list(programs), "devices": devices, "logs": logs}
+
+
+def test_programs_cover_examples_and_corpus(runs) -> None:
+    names = runs["programs"]
+    assert sum(n.startswith("examples/") for n in names) >= 10
+    assert sum(n.startswith("corpus/") for n in names) >= 6
+    # the examples that would be skipped at K = 4 are few
+    assert sum(runs["devices"][n] % 4 == 0 for n in names) >= len(names) - 2
+
+
+@pytest.mark.parametrize("k", RANKS)
+def test_outputs_and_report_identical(runs, k: int) -> None:
+    tmp: Path = runs["tmp"]
+    compared = 0
+    for i, name in enumerate(runs["programs"]):
+        if runs["devices"][name] % k:
+            continue
+        ref, got = np.load(tmp / f"{i}.ref.npz"), np.load(tmp / f"{i}.{k}.npz")
+        assert sorted(ref) == sorted(got), name
+        for key in ref:
+            a, b = ref[key], got[key]
+            assert a.dtype == b.dtype and a.shape == b.shape, (name, key)
+            assert a.tobytes() == b.tobytes(), f"{name}: {key} differs under mpirun -n {k}"
+        ref_report = json.loads((tmp / f"{i}.ref.json").read_text())
+        got_report = json.loads((tmp / f"{i}.{k}.json").read_text())
+        assert got_report == ref_report, f"{name}: the report differs under mpirun -n {k}"
+        compared += 1
+    assert compared >= 10
