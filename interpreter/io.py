@@ -24,7 +24,7 @@ what each input and output array is:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -379,36 +379,53 @@ def _divisibility_hint(sig: Signature, name: str, shape: tuple[int, ...]) -> str
 
 def split_inputs(sig: Signature, inputs: Mapping[str, np.ndarray]) -> list[list[np.ndarray]]:
     """Every device's argument values, from validated input arrays."""
-    per_device: list[list[np.ndarray]] = [[] for _ in range(sig.devices)]
+    rows = split_inputs_for(sig, inputs, range(sig.devices))
+    return [rows[d] for d in range(sig.devices)]
+
+
+def split_inputs_for(
+    sig: Signature, inputs: Mapping[str, np.ndarray], devices: Sequence[int]
+) -> dict[int, list[np.ndarray]]:
+    """The argument values of `devices` only (a rank under mpirun holds its own)."""
+    per_device: dict[int, list[np.ndarray]] = {d: [] for d in devices}
     for spec in sig.args:
-        if sig.per_device_io:
-            for d in range(sig.devices):
-                per_device[d].append(inputs[f"in_{spec.index}.{d}"])
-            continue
-        value = inputs[f"in_{spec.index}"]
-        if sig.level == "G" or spec.sharding is None or spec.mesh is None:
-            for d in range(sig.devices):
-                per_device[d].append(value)
-            continue
-        sharding, mesh = spec.sharding, spec.mesh
         zeros: np.ndarray | None = None
-        unreduced = [mesh.names.index(a) for a in sharding.unreduced_axes]
-        for d in range(sig.devices):
-            coords = mesh.coords(d)
-            if any(coords[i] for i in unreduced):
+        for d in devices:
+            if sig.per_device_io:
+                per_device[d].append(inputs[f"in_{spec.index}.{d}"])
+                continue
+            index = input_block(sig, spec, d)
+            if index is None:
                 if zeros is None:
                     zeros = frozen(np.zeros(spec.local_shape, dtype=spec.dtype))
                 per_device[d].append(zeros)
                 continue
-            index = tuple(
-                slice(b * n, (b + 1) * n)
-                for b, n in (
-                    (sharding.shard_index(i, mesh, coords), n)
-                    for i, n in enumerate(spec.local_shape)
-                )
-            )
+            value = inputs[f"in_{spec.index}"]
             per_device[d].append(_padded_block(value[index], spec.local_shape))
     return per_device
+
+
+def input_block(sig: Signature, spec: ValueSpec, d: int) -> tuple[slice, ...] | None:
+    """
+    The part of global input `spec` that device `d` holds (the whole array when it is
+    replicated, or at level G), or None where the device holds zeros (a non-first
+    coordinate of an unreduced axis). Clipped to the array: an uneven split's last
+    block is padded afterwards (`_padded_block`).
+    """
+    whole = tuple(slice(0, n) for n in spec.global_shape)
+    if sig.level == "G" or spec.sharding is None or spec.mesh is None:
+        return whole
+    sharding, mesh = spec.sharding, spec.mesh
+    coords = mesh.coords(d)
+    if any(coords[mesh.names.index(a)] for a in sharding.unreduced_axes):
+        return None
+    return tuple(
+        slice(min(b * n, g), min((b + 1) * n, g))
+        for b, n, g in (
+            (sharding.shard_index(i, mesh, coords), n, g)
+            for i, (n, g) in enumerate(zip(spec.local_shape, spec.global_shape, strict=True))
+        )
+    )
 
 
 def padding_value(dtype: np.dtype[Any]) -> Any:
