@@ -9,6 +9,8 @@ one array may be shared by several SSA values and several devices.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -240,19 +242,48 @@ def random_array(
     or more, [0, 16) for unsigned ones, their whole range for i4/ui4/i2/ui2, fair bools,
     complex numbers with standard normal real and imaginary parts.
     """
+    streams, finish = random_streams(dtype)
+    n = math.prod(shape)
+    return finish([draw(rng, n).reshape(shape) for draw in streams])
+
+
+RandomDraw = Callable[[np.random.Generator, int], np.ndarray]
+
+
+def random_streams(
+    dtype: np.dtype[Any],
+) -> tuple[list[RandomDraw], Callable[[list[np.ndarray]], np.ndarray]]:
+    """
+    How `random_array` draws an array of `dtype`: the flat streams it draws one after the
+    other (two for complex numbers) and how it makes the array from them, elementwise.
+    Drawing a stream in consecutive pieces gives the same values as drawing it whole (bools
+    in pieces of a multiple of 4: numpy draws them 4 per 32-bit word), so a process can
+    keep only its devices' blocks of a huge input (`interpreter.shard_inputs`).
+    """
     if dtype == BOOL:
-        return rng.integers(0, 2, size=shape, dtype=np.int8).astype(bool)
+        return [lambda rng, n: rng.integers(0, 2, size=n, dtype=np.int8)], (
+            lambda parts: parts[0].astype(bool)
+        )
     if dtype in INT_DTYPES:
         info = int_info(dtype)
         lo, hi = max(int(info.min), -8), min(int(info.max) + 1, 16 if info.min == 0 else 8)
-        return rng.integers(lo, hi, size=shape, dtype=np.int64).astype(dtype)
+        return [lambda rng, n: rng.integers(lo, hi, size=n, dtype=np.int64)], (
+            lambda parts: parts[0].astype(dtype)
+        )
     if dtype in COMPLEX_DTYPES:
         part = np.float64 if dtype == C128 else np.float32
-        re = rng.standard_normal(size=shape, dtype=part)
-        return (re + 1j * rng.standard_normal(size=shape, dtype=part)).astype(dtype)
+
+        def normal(rng: np.random.Generator, n: int) -> np.ndarray:
+            return rng.standard_normal(size=n, dtype=part)
+
+        return [normal, normal], lambda parts: (parts[0] + 1j * parts[1]).astype(dtype)
     if dtype == F64:
-        return rng.standard_normal(size=shape, dtype=np.float64)
-    return rng.standard_normal(size=shape, dtype=np.float32).astype(dtype)
+        return [lambda rng, n: rng.standard_normal(size=n, dtype=np.float64)], (
+            lambda parts: parts[0]
+        )
+    return [lambda rng, n: rng.standard_normal(size=n, dtype=np.float32)], (
+        lambda parts: parts[0].astype(dtype)
+    )
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
