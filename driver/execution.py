@@ -44,6 +44,8 @@ def execute(
     )
     if running_under_mpi() and not _mpi_runs_here(sig):
         return {}, None  # pyright: ignore[reportReturnType]  # rank 0 runs this level alone
+    if running_under_mpi() and sig.level != "S":  # rank 0 alone: global arrays
+        inputs = _global_inputs(sig, inputs)
     if sig.level == "T":
         return execute_level_t(
             module, sig, filename, chip, inputs, input_source, timing_only=timing_only
@@ -77,6 +79,16 @@ def _mpi_runs_here(sig: io.Signature) -> bool:
     if not world.started:
         world.agree(None)
     return world.is_root
+
+
+def _global_inputs(sig: io.Signature, inputs: Any) -> Any:
+    """The global arrays for a level run on rank 0 alone (drawn here if each rank was
+    to draw its own blocks: `shard_inputs.SeededInputs`)."""
+    from shardc.interpreter.shard_inputs import SeededInputs
+
+    if isinstance(inputs, SeededInputs):
+        return io.random_inputs(sig, inputs.seed)
+    return inputs
 
 
 def _execute_mpi(

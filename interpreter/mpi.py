@@ -99,6 +99,7 @@ class World:
         """Ready for the next run in this process (a test runs many in one job)."""
         self.started = False
         self.devices = 0
+        self.bytes_sent = 0
         self._group_comm = {}
 
     @property

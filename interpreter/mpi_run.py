@@ -13,7 +13,12 @@ compiled the same text with the same pipeline).
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import sys
+import time
+import tracemalloc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +28,7 @@ from shardc.interpreter import io
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.mpi import World
 from shardc.interpreter.mpi_rendezvous import DeadlockError, DistributedRendezvous
+from shardc.interpreter.shard_inputs import SeededInputs, random_blocks
 from shardc.interpreter.timing import DeviceClock, Timeline
 from xdsl.ir import Operation
 
@@ -118,24 +124,59 @@ def _run_or_fail(
 def run(
     executor: Executor,
     sig: io.Signature,
-    inputs: Mapping[str, np.ndarray] | None,
+    inputs: Mapping[str, np.ndarray] | SeededInputs | None,
     source: str,
     world: World,
 ) -> tuple[dict[str, np.ndarray] | None, Timeline | None]:
     """`io.run` over MPI: the outputs and timeline on rank 0, (None, None) elsewhere."""
     local = world.set_devices(sig.devices, executor.filename)
+    baseline = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
+    if tracemalloc.is_tracing():
+        tracemalloc.reset_peak()
     if inputs is None:  # timing only
         n_args = len(sig.function.body.block.args)
         local_args = {d: [None] * n_args for d in local}
-    else:
-        rows = io.split_inputs(sig, io.check_inputs(sig, inputs, source))
-        local_args = {d: rows[d] for d in local}
+    elif isinstance(inputs, SeededInputs):  # each rank draws its blocks only
+        local_args = random_blocks(sig, inputs.seed, list(local))
+    else:  # arrays mapped from the file (`shard_inputs.load_lazily`): blocks read only
+        local_args = io.split_inputs_for(sig, io.check_inputs(sig, inputs, source), local)
+    inputs_peak = _traced_peak(baseline)
     world.agree(None)
+    start = time.perf_counter()
     results, timeline = run_level_s(executor, sig, local_args, world)
+    _write_stats(world, local, inputs_peak, time.perf_counter() - start)
     if results is None:
         return None, None
     outputs = {} if inputs is None else io.assemble_outputs(sig, results, executor.filename)
     return outputs, timeline
+
+
+def _traced_peak(baseline: int) -> int | None:
+    """Peak bytes allocated (over `baseline`) while this rank made its inputs, when
+    tracemalloc traces (`PYTHONTRACEMALLOC=1`)."""
+    return tracemalloc.get_traced_memory()[1] - baseline if tracemalloc.is_tracing() else None
+
+
+def _write_stats(world: World, local: range, inputs_peak: int | None, wall: float) -> None:
+    """
+    With `SHARDC_MPI_STATS=PATH` (containing `{rank}`), each rank writes what it did as
+    JSON: its devices, bytes sent, peak memory (RSS; traced peak while making the inputs
+    under `PYTHONTRACEMALLOC`) and the run's wall time (bench/mpi_scaling.py, tests).
+    """
+    path = os.environ.get("SHARDC_MPI_STATS")
+    if not path:
+        return
+    stats = {
+        "rank": world.rank,
+        "ranks": world.size,
+        "devices": [local.start, local.stop],
+        "bytes_sent": world.bytes_sent,
+        "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "inputs_traced_peak_bytes": inputs_peak,
+        "run_wall_s": wall,
+    }
+    with open(path.format(rank=world.rank), "w") as f:
+        json.dump(stats, f)
 
 
 __all__ = ["clock_from_state", "clock_state", "run", "run_level_s"]

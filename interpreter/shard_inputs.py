@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,13 @@ from shardc.interpreter.values import frozen, random_streams
 
 PIECE_BYTES = 1 << 20
 """About how much of a stream is drawn at a time."""
+
+
+@dataclass(frozen=True)
+class SeededInputs:
+    """`--seed N` under mpirun: each rank draws its own blocks (`random_blocks`)."""
+
+    seed: int
 
 
 def random_blocks(sig: Signature, seed: int, devices: Sequence[int]) -> dict[int, list[Any]]:
@@ -124,4 +132,4 @@ def load_lazily(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-__all__ = ["load_lazily", "random_blocks"]
+__all__ = ["SeededInputs", "load_lazily", "random_blocks"]

@@ -268,7 +268,7 @@ def random_streams(
         info = int_info(dtype)
         lo, hi = max(int(info.min), -8), min(int(info.max) + 1, 16 if info.min == 0 else 8)
         return [lambda rng, n: rng.integers(lo, hi, size=n, dtype=np.int64)], (
-            lambda parts: parts[0].astype(dtype)
+            lambda parts: parts[0].astype(dtype, copy=False)
         )
     if dtype in COMPLEX_DTYPES:
         part = np.float64 if dtype == C128 else np.float32
@@ -282,7 +282,7 @@ def random_streams(
             lambda parts: parts[0]
         )
     return [lambda rng, n: rng.standard_normal(size=n, dtype=np.float32)], (
-        lambda parts: parts[0].astype(dtype)
+        lambda parts: parts[0].astype(dtype, copy=False)
     )
 
 

@@ -249,6 +249,8 @@ def _check_flags(args: argparse.Namespace) -> Any:
 def _inputs(args: argparse.Namespace, sig: io.Signature) -> tuple[Any, str, dict[str, Any]]:
     """The input arrays (checked against the program as written), their source, and how
     the report describes them."""
+    if running_under_mpi():
+        return _mpi_inputs(args, sig)
     if args.inputs is not None:
         inputs: Any = load_inputs(args.inputs)
         source = args.inputs
@@ -259,6 +261,21 @@ def _inputs(args: argparse.Namespace, sig: io.Signature) -> tuple[Any, str, dict
         info = {"source": "random", "seed": args.seed}
     # validate against the program as written (bad inputs are reported before compiling)
     return io.check_inputs(sig, inputs, source), source, info
+
+
+def _mpi_inputs(args: argparse.Namespace, sig: io.Signature) -> tuple[Any, str, dict[str, Any]]:
+    """`_inputs` under mpirun: no rank holds a global input (`interpreter.shard_inputs`):
+    the file's arrays are mapped, not read; random ones are drawn by each rank."""
+    from shardc.interpreter.shard_inputs import SeededInputs, load_lazily
+
+    if args.inputs is None:
+        seeded = SeededInputs(args.seed)
+        return seeded, f"random inputs (seed {args.seed})", {"source": "random", "seed": args.seed}
+    try:
+        arrays = load_lazily(args.inputs)
+    except Exception as e:
+        raise DiagnosticError(f"{PROG}: error: cannot read inputs '{args.inputs}': {e}") from None
+    return io.check_inputs(sig, arrays, args.inputs), args.inputs, {"source": args.inputs}
 
 
 def _compiled(
@@ -307,6 +324,8 @@ def run_with_values(
         filename, module, sig, args.passes, inputs_info, specs, timeline, passes=changes
     )
     comparisons: list[Comparison] = []
+    if args.check and not isinstance(inputs, dict):  # under mpirun: rank 0's reference
+        inputs = io.random_inputs(original_sig, inputs.seed)
     if args.check:
         reference = reference_outputs(
             args.passes is not None,
