@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 from shardc.interpreter.io import Signature, _padded_block, input_block
-from shardc.interpreter.values import frozen, random_streams
+from shardc.interpreter.values import frozen, random_array, random_streams
 
 PIECE_BYTES = 1 << 20
 """About how much of a stream is drawn at a time."""
@@ -41,6 +41,13 @@ def random_blocks(sig: Signature, seed: int, devices: Sequence[int]) -> dict[int
     the global arrays."""
     rng = np.random.default_rng(seed)
     rows: dict[int, list[Any]] = {d: [] for d in devices}
+    if sig.per_device_io:  # in_K.D, per spec then device: keep this rank's own
+        for spec in sig.args:
+            for d in range(sig.devices):
+                a = random_array(rng, spec.local_shape, spec.dtype)
+                if d in rows:
+                    rows[d].append(frozen(a))
+        return rows
     for spec in sig.args:
         indices = [input_block(sig, spec, d) for d in devices]
         wanted = list({_key(ix): ix for ix in indices if ix is not None}.values())

@@ -1,6 +1,6 @@
 """
 Issue 17: `mpirun -n K shardc-run` gives bit-identical outputs and the same timing report
-as the in-process run, for every example and a few JAX corpus programs (imported from
+and trace as the in-process run (timing is a property of the program), for every example and a few JAX corpus programs (imported from
 their StableHLO, and XLA's per-device HLO text), at K = 2 and 4 ranks.
 
 One MPI job per K runs every program (`jobs.py`); the in-process runs are the reference.
@@ -66,13 +66,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     devices: dict[str, int] = {}
     for i, (name, args) in enumerate(programs.items()):
         outs = [f"--outputs={tmp / f'{i}.ref.npz'}", f"--report-json={tmp / f'{i}.ref.json'}"]
+        outs.append(f"--trace={tmp / f'{i}.ref.trace'}")
         assert _quiet(shardc_run, [*args, *outs, "-q"]) == 0, name
         devices[name] = json.loads((tmp / f"{i}.ref.json").read_text())["devices"]
     logs: dict[int, str] = {}
     for k in RANKS:
         jobs = [
             [*args, f"--outputs={tmp / f'{i}.{k}.npz'}", f"--report-json={tmp / f'{i}.{k}.json'}"]
-            + ["-q"]
+            + [f"--trace={tmp / f'{i}.{k}.trace'}", "-q"]
             for i, (name, args) in enumerate(programs.items())
             if devices[name] % k == 0
         ]
@@ -109,5 +110,7 @@ def test_outputs_and_report_identical(runs, k: int) -> None:
         ref_report = json.loads((tmp / f"{i}.ref.json").read_text())
         got_report = json.loads((tmp / f"{i}.{k}.json").read_text())
         assert got_report == ref_report, f"{name}: the report differs under mpirun -n {k}"
+        trace = (tmp / f"{i}.{k}.trace").read_bytes()
+        assert trace == (tmp / f"{i}.ref.trace").read_bytes(), f"{name}: the trace differs"
         compared += 1
     assert compared >= 10

@@ -79,3 +79,20 @@ def test_npz_maps_lazily(tmp_path: Path) -> None:
     np.savez_compressed(path, **arrays)
     for name, a in shard_inputs.load_lazily(str(path)).items():
         assert _same(a, arrays[name]), name
+
+
+PER_DEVICE = """spmd.mesh @m = <["x"=4]>
+func.func @main(%a: tensor<3x2xf32>, %b: tensor<2xi1>) -> tensor<3x2xf32>
+    attributes {spmd.per_device_io} {
+  func.return %a : tensor<3x2xf32>
+}
+"""
+
+
+def test_per_device_inputs_match() -> None:
+    module = parse_and_verify(make_context(), PER_DEVICE, "<test>")
+    sig = io.signature(module, io.find_entry(module, None, "<test>"), "<test>")
+    expected = io.split_inputs(sig, io.random_inputs(sig, 2))
+    got = shard_inputs.random_blocks(sig, 2, [2, 3])
+    for d in (2, 3):
+        assert all(_same(a, b) for a, b in zip(expected[d], got[d], strict=True))
