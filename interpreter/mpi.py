@@ -207,6 +207,9 @@ class World:
             if waited > 2 * self.timeout:
                 self.abort()
             time.sleep(1e-3)
+        if out[0] == 0:  # every meeting completed, so every send was received
+            self.MPI.Request.Waitall([q for q, _ in self._sends])
+            self._sends = []
         return int(out[0]) == 0
 
     def abort(self, message: str | None = None) -> None:
