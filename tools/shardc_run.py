@@ -528,10 +528,10 @@ def _mpi_guard(body: Any) -> Any:
         world().reset()
         try:
             return body()
-        except DiagnosticError as e:
+        except Exception as e:  # a user error, or a bug, before the run: agree, then report
             if world().started:
                 raise
-            world().agree(e)
+            world().agree(e if isinstance(e, DiagnosticError) else RuntimeError(f"{PROG}: {e!r}"))
             raise
 
     return guarded
