@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 from shardc.tests.mpi.launch import mpirun, requires_mpi
 from shardc.tools.shardc_import import main as shardc_import
 from shardc.tools.shardc_run import main as shardc_run
@@ -58,48 +57,51 @@ def _programs(tmp: Path) -> dict[str, list[str]]:
     return programs
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """Every program run in process and under mpirun -n 2 and -n 4."""
-    tmp = tmp_path_factory.mktemp("mpi")
-    programs = _programs(tmp)
+def test_examples_and_corpus_are_identical_under_mpirun(tmp_path: Path) -> None:
+    """One test (not a module fixture shared by several): pytest-xdist would run a shared
+    fixture once per worker, launching every MPI job twice."""
+    programs = _programs(tmp_path)
+    devices = _reference_runs(programs, tmp_path)
+    names = list(programs)
+    assert sum(n.startswith("examples/") for n in names) >= 10
+    assert sum(n.startswith("corpus/") for n in names) >= 6
+    # the programs that K = 4 cannot split are few
+    assert sum(devices[n] % 4 == 0 for n in names) >= len(names) - 2
+    for k in RANKS:
+        _run_under_mpirun(programs, devices, tmp_path, k)
+        _compare(names, devices, tmp_path, k)
+
+
+def _reference_runs(programs: dict[str, list[str]], tmp: Path) -> dict[str, int]:
+    """Each program run in process; its device count."""
     devices: dict[str, int] = {}
     for i, (name, args) in enumerate(programs.items()):
         outs = [f"--outputs={tmp / f'{i}.ref.npz'}", f"--report-json={tmp / f'{i}.ref.json'}"]
         outs.append(f"--trace={tmp / f'{i}.ref.trace'}")
         assert _quiet(shardc_run, [*args, *outs, "-q"]) == 0, name
         devices[name] = json.loads((tmp / f"{i}.ref.json").read_text())["devices"]
-    logs: dict[int, str] = {}
-    for k in RANKS:
-        jobs = [
-            [*args, f"--outputs={tmp / f'{i}.{k}.npz'}", f"--report-json={tmp / f'{i}.{k}.json'}"]
-            + [f"--trace={tmp / f'{i}.{k}.trace'}", "-q"]
-            for i, (name, args) in enumerate(programs.items())
-            if devices[name] % k == 0
-        ]
-        (tmp / f"jobs{k}.json").write_text(json.dumps(jobs))
-        done = mpirun(
-            k, [sys.executable, "-m", "shardc.tests.mpi.jobs", str(tmp / f"jobs{k}.json")]
-        )
-        logs[k] = done.stdout[-2000:] + done.stderr[-4000:]
-        assert done.returncode == 0, logs[k]
-    return {"tmp": tmp, "programs": list(programs), "devices": devices, "logs": logs}
+    return devices
 
 
-def test_programs_cover_examples_and_corpus(runs) -> None:
-    names = runs["programs"]
-    assert sum(n.startswith("examples/") for n in names) >= 10
-    assert sum(n.startswith("corpus/") for n in names) >= 6
-    # the examples that would be skipped at K = 4 are few
-    assert sum(runs["devices"][n] % 4 == 0 for n in names) >= len(names) - 2
+def _run_under_mpirun(
+    programs: dict[str, list[str]], devices: dict[str, int], tmp: Path, k: int
+) -> None:
+    """Every program K divides, in one MPI job of K ranks."""
+    jobs = [
+        [*args, f"--outputs={tmp / f'{i}.{k}.npz'}", f"--report-json={tmp / f'{i}.{k}.json'}"]
+        + [f"--trace={tmp / f'{i}.{k}.trace'}", "-q"]
+        for i, (name, args) in enumerate(programs.items())
+        if devices[name] % k == 0
+    ]
+    (tmp / f"jobs{k}.json").write_text(json.dumps(jobs))
+    done = mpirun(k, [sys.executable, "-m", "shardc.tests.mpi.jobs", str(tmp / f"jobs{k}.json")])
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
 
 
-@pytest.mark.parametrize("k", RANKS)
-def test_outputs_and_report_identical(runs, k: int) -> None:
-    tmp: Path = runs["tmp"]
+def _compare(names: list[str], devices: dict[str, int], tmp: Path, k: int) -> None:
     compared = 0
-    for i, name in enumerate(runs["programs"]):
-        if runs["devices"][name] % k:
+    for i, name in enumerate(names):
+        if devices[name] % k:
             continue
         ref, got = np.load(tmp / f"{i}.ref.npz"), np.load(tmp / f"{i}.{k}.npz")
         assert sorted(ref) == sorted(got), name
