@@ -48,6 +48,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import control_flow as tpu_control
 from shardc.lowering import movement as tpu_movement
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
@@ -70,15 +71,17 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     Raise an `OpPassError` at the first op of `function` that cannot be lowered: first an
     op level T has no lowering for at all (whatever its types), then element types.
     """
-    ops = list(function.body.block.ops)
+    ops = [o for o in function.body.walk() if not isinstance(o, hlo.ReturnOp)]
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
+        passive = passive or tpu_control.handles(op)
         if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
         _check_element_type(function, arg.type, "an argument")
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
+        passive = passive or tpu_control.handles(op)
         for value in (*op.operands, *op.results):
             _check_element_type(op, value.type, op.name)
         if passive:
@@ -117,7 +120,7 @@ class KernelLowering:
         self._target = target
         self._emitter = Emitter(self.abi.block)
         self.collectives: CollectiveLowering | None = None
-        if any(isinstance(op, collective.CollectiveOp) for op in function.body.block.ops):
+        if any(isinstance(op, collective.CollectiveOp) for op in function.body.walk()):
             dev = self._emitter.op(tpu.DeviceIdOp(), "dev")
             self._emitter.op(tpu.BarrierOp())
             topology = Topology(dev, target.chip, spmd.find_mesh(function), bidirectional)
@@ -171,8 +174,17 @@ class KernelLowering:
             tpu_compute.lower(self, op)
         elif tpu_movement.handles(op):
             tpu_movement.lower(self, op)
+        elif tpu_control.handles(op):
+            tpu_control.lower(self, op)
         else:
             raise AssertionError(op.name)
+
+    def lower_located(self, op: Operation) -> None:
+        """`lower` where the emitter is now (a region's block: control_flow), the new ops
+        taking `op`'s location."""
+        last = self._emitter.block.last_op
+        self.lower(op)
+        _locate_after(self._emitter.block, last, op.location)
 
 
 def _locate_after(block: Block, last: Operation | None, location: LocationAttr) -> None:
