@@ -43,7 +43,7 @@ from collections.abc import Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
-from shardc.dialects import hlo, tpu
+from shardc.dialects import collective, hlo, tpu
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.hardware.cost import while_trip_count
 from shardc.lowering.context import Target
@@ -117,11 +117,22 @@ def _inside(k: RegionLowering, block: Block) -> Iterator[Emitter]:
             overlap.rings = pending | overlap.rings
 
 
-def _lower_block(k: RegionLowering, block: Block) -> None:
-    """Lower the ops of a region's block, not its `hlo.return`."""
+def _lower_block(k: RegionLowering, block: Block, loop: bool = False) -> None:
+    """
+    Lower the ops of a region's block, not its `hlo.return`. In a loop body (`loop`), a
+    `tpu.barrier` over all devices goes before the first op with a collective: a device
+    done with an iteration must not push the next iteration's ring into a neighbour
+    still reading its buffers in this one (the kernel's first barrier orders only the
+    first iteration).
+    """
+    barrier = loop
     for op in block.ops:
-        if not isinstance(op, hlo.ReturnOp):
-            k.lower_located(op)
+        if isinstance(op, hlo.ReturnOp):
+            continue
+        if barrier and any(isinstance(o, collective.CollectiveOp) for o in op.walk()):
+            k.emitter.op(tpu.BarrierOp())
+            barrier = False
+        k.lower_located(op)
 
 
 def _returned(block: Block) -> list[SSAValue]:
@@ -168,7 +179,7 @@ def _lower_while(k: RegionLowering, op: hlo.WhileOp) -> None:
         return
     before, after = Block(), Block()
     with _inside(k, before) as b:
-        _lower_block(k, op.cond.block)
+        _lower_block(k, op.cond.block, loop=True)
         (p,) = _returned(op.cond.block)
         b.op(scf.ConditionOp(_scalar(b, k.buffers[p], "while_pred")))
     _loop_body(k, op, after, carried, in_place)
@@ -203,7 +214,7 @@ def _loop_body(
     """The body's ops into `block`, then its new carried values into their buffers."""
     body = op.body.block
     with _inside(k, block) as e:
-        _lower_block(k, body)
+        _lower_block(k, body, loop=True)
         returned = _returned(body)
         swaps = [
             (i, v) for i, v in enumerate(returned) if v in body.args and k.buffers[v] != carried[i]
