@@ -11,7 +11,8 @@ while
   first (all in flight, then waited), and both regions' block arguments are those buffers.
 * A carried value the body makes (at its top level) and returns once is computed straight
   into its carried buffer when nothing in the body reads the old value after (or while)
-  the new one is written: no copy per iteration. Otherwise it has its own buffer and is
+  the new one is written (an elementwise op making it may read it: it reads each block
+  before writing that block): no copy per iteration. Otherwise it has its own buffer and is
   DMA'd into the carried one at the end of the body, after every read of the old value.
   A block argument returned at another position (a swap) is staged through VMEM first
   (read out before any carried buffer is overwritten); too large for VMEM is an error
@@ -55,6 +56,14 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 _OPS = (hlo.WhileOp, hlo.CaseOp)
+_MAPS = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.ConvertOp,
+)
+"""Ops `compute` lowers as maps: every operand block is the result's."""
 
 
 class RegionLowering(Protocol):
@@ -141,15 +150,16 @@ def _returned(block: Block) -> list[SSAValue]:
     return list(ret.values)
 
 
-def _reads_after(block: Block, value: SSAValue, owner: Operation) -> bool:
-    """Whether `value` is read by `owner` or an op after it in `block` (nested uses too)."""
+def _reads_after(block: Block, value: SSAValue, first: Operation, position: int) -> bool:
+    """Whether `value` is read by `first` or an op after it in `block` (nested uses too),
+    counting the block's `hlo.return` unless it returns `value` at `position` (its own
+    place: no read)."""
     for use in value.uses:
         user = block.find_ancestor_op_in_block(use.operation)
-        if user is not None and user is not owner and user.is_before_in_block(owner):
+        if user is None or (isinstance(user, hlo.ReturnOp) and use.index == position):
             continue
-        if isinstance(user, hlo.ReturnOp):
-            continue
-        return True
+        if user is first or not user.is_before_in_block(first):
+            return True
     return False
 
 
@@ -198,7 +208,12 @@ def _in_place(op: hlo.WhileOp) -> dict[int, SSAValue]:
             continue
         if returned.count(v) != 1:
             continue
-        if _reads_after(body, body.args[i], owner):
+        later = owner.next_op
+        assert later is not None
+        # An elementwise op reads each block before writing the same block: in place is
+        # safe even when it reads the old value itself.
+        first = later if isinstance(owner, _MAPS) else owner
+        if _reads_after(body, body.args[i], first, i):
             continue
         out[i] = v
     return out
