@@ -50,6 +50,7 @@ from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import control_flow as tpu_control
 from shardc.lowering import movement as tpu_movement
+from shardc.lowering import windows as tpu_windows
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
@@ -75,7 +76,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
         passive = passive or tpu_control.handles(op)
-        if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
+        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or tpu_windows.handles(op)
+        if not (passive or lowered):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
         _check_element_type(function, arg.type, "an argument")
@@ -88,6 +90,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
+        elif tpu_windows.handles(op):
+            tpu_windows.check(target, op)
         else:
             tpu_movement.check(target, op)
 
@@ -176,6 +180,8 @@ class KernelLowering:
             tpu_movement.lower(self, op)
         elif tpu_control.handles(op):
             tpu_control.lower(self, op)
+        elif tpu_windows.handles(op):
+            tpu_windows.lower(self, op)
         else:
             raise AssertionError(op.name)
 
