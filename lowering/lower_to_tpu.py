@@ -273,6 +273,7 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
+            tpu_windows.expand(function)  # reduce_window as level-S ops that lower
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             Rewriter.replace_op(function, new, [])

@@ -1,5 +1,5 @@
 """
-`hlo.pad` and `hlo.reverse` lowered to tpu (part of `lower-to-tpu`, see
+`hlo.pad`, `hlo.reverse` and `hlo.reduce_window` lowered to tpu (part of `lower-to-tpu`, see
 lowering/lower_to_tpu.py): both only place bytes, so, as `movement`, they are DMA programs
 between HBM buffers, plus for pad a fill of the padding value written by a tiled loop
 (`compute`'s core: one VMEM block of the value, broadcast once per block, DMA'd out).
@@ -22,6 +22,19 @@ that when no dimension has interior padding:
   whole result) and the elements go to one column, one DMA; otherwise one DMA per kept
   element along it (an `scf.for`, all in flight before the first wait).
 
+reduce_window
+-------------
+Before the kernel is built (`expand`, an xDSL rewrite of the level-S function, so that
+every intermediate gets its HBM buffer from the ABI), a reduce_window becomes what level
+S computes, op for op: the operand (converted to the accumulation type: f32 for bf16/f16)
+padded with the init value (base dilation as interior padding), the init broadcast to the
+result, then per window offset (row-major, level S's order) one strided `hlo.slice` of
+the padded operand combined into the accumulator (`add`/`mul`/`max`/`min`; `or`/`and`
+for i1), and one conversion back. Every one of those lowers as above and in `compute`
+and `movement`, bit-exact with level S. It moves (window size) x (result) bytes more
+than one tiled loop reading each operand block once would: that kernel (a halo block
+per step, the offsets as shifted VMEM loads) is not written yet.
+
 reverse
 -------
 There is no DMA with a negative stride: one DMA per index of the reversed dimensions
@@ -34,11 +47,13 @@ vector registers instead (the tpu dialect has none).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shardc.dialects import hlo, tpu
+from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.hardware.cost import vpu_time
 from shardc.lowering.context import LoweringContext, Target
@@ -56,8 +71,14 @@ from shardc.lowering.tile_index import Ix, TileEmitter
 from shardc.lowering.tile_loop import tile
 from shardc.lowering.tile_plan import Stream, Tiled
 from shardc.lowering.vector_ops import broadcast_to, load_block, store_block
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 _OPS = (hlo.PadOp, hlo.ReverseOp)
 
@@ -300,3 +321,55 @@ def _lower_reverse(ctx: LoweringContext, op: hlo.ReverseOp) -> None:
     trips = [shape[d] for d in rdims]
     loop_nest(e, trips, start)
     loop_nest(e, trips, wait)
+
+
+# reduce_window ----------------------------------------------------------------------------
+
+_COMBINE = {"add": hlo.AddOp, "mul": hlo.MulOp, "max": hlo.MaxOp, "min": hlo.MinOp}
+_COMBINE_BOOL = {"add": hlo.OrOp, "mul": hlo.AndOp, "max": hlo.OrOp, "min": hlo.AndOp}
+
+
+class ReduceWindowToSlices(RewritePattern):
+    """`hlo.reduce_window` as pad, strided slices and elementwise combines (see the
+    module docstring), each new op at the reduce_window's location."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.ReduceWindowOp, rewriter: PatternRewriter) -> None:
+        res = tensor_type(op.result.type)
+        elem = res.element_type
+        acc = accumulation_type(elem)
+        new: list[Operation] = []
+
+        def add(o: Operation) -> SSAValue:
+            o.location = op.location
+            new.append(o)
+            return o.results[0]
+
+        def cast(v: SSAValue) -> SSAValue:
+            ty = tensor_type(v.type)
+            if ty.element_type == acc:
+                return v
+            return add(hlo.ConvertOp(v, TensorType(acc, ty.get_shape())))
+
+        x, init = cast(op.operand), cast(op.init_value)
+        interior = [b - 1 for b in op.base_dilation]
+        if any((*op.low, *op.high, *interior)):
+            x = add(hlo.PadOp(x, init, op.low, op.high, interior))
+        out = res.get_shape()
+        total = add(hlo.BroadcastOp(init, [], TensorType(acc, out)))
+        combine = (_COMBINE_BOOL if element_kind(elem) == BOOL else _COMBINE)[op.kind.data]
+        for offset in itertools.product(*(range(w) for w in op.window)):
+            start = [k * wd for k, wd in zip(offset, op.window_dilation, strict=True)]
+            limit = [a + s * (n - 1) + 1 for a, s, n in zip(start, op.strides, out, strict=True)]
+            part = add(hlo.SliceOp(x, start, limit, list(op.strides)))
+            total = add(combine(total, part))
+        if acc != elem:
+            total = add(hlo.ConvertOp(total, res))
+        rewriter.replace_op(op, new, [total])
+
+
+def expand(function: Operation) -> None:
+    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window)."""
+    walker = PatternRewriteWalker(ReduceWindowToSlices(), apply_recursively=False)
+    for region in function.regions:
+        walker.rewrite_region(region)

@@ -72,3 +72,50 @@ def test_reverse_equals_level_s(shape: list[int], dtype: str, data) -> None:
     body = f"%r0 = hlo.reverse %a0, dims = {dims} : {tensor(shape, dtype)}"
     text = program([tensor(shape, dtype)], [tensor(shape, dtype)], body)
     check(text, [[a] for a in randoms(shape, dtype, 1)])
+
+
+def window_program(shape, dtype, kind, window, strides, padding, base, wdil) -> str:
+    out = []
+    for n, w, s, (lo, hi), b, d in zip(shape, window, strides, padding, base, wdil, strict=True):
+        out.append(max(0, ((n - 1) * b + 1 + lo + hi - ((w - 1) * d + 1)) // s + 1))
+    body = (
+        f"%r0 = hlo.reduce_window {kind} %a0, %a1, window = {window}, strides = {strides}, "
+        f"base_dilations = {base}, window_dilations = {wdil}, padding = {padding} : "
+        f"({tensor(shape, dtype)}, tensor<{dtype}>) -> {tensor(out, dtype)}"
+    )
+    return program([tensor(shape, dtype), f"tensor<{dtype}>"], [tensor(out, dtype)], body)
+
+
+@st.composite
+def windows(draw):
+    rank = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 7)) for _ in range(rank)]
+    if draw(st.booleans()):
+        shape[-1] = 128
+    window, strides, padding, base, wdil = [], [], [], [], []
+    for n in shape:
+        b = draw(st.sampled_from([1, 1, 2]))
+        lo, hi = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+        d = draw(st.sampled_from([1, 1, 2]))
+        span = (n - 1) * b + 1 + lo + hi
+        w = draw(st.integers(1, max(1, min(3, (span - 1) // d + 1))))
+        window.append(w)
+        strides.append(draw(st.integers(1, 3)))
+        padding.append([lo, hi])
+        base.append(b)
+        wdil.append(d)
+    kind = draw(st.sampled_from(["add", "mul", "max", "min"]))
+    return shape, draw(st.sampled_from(DTYPES)), kind, window, strides, padding, base, wdil
+
+
+@SETTINGS
+@given(windows())
+def test_reduce_window_equals_level_s(case) -> None:
+    """Every kind, element type, window, stride, padding and dilation: bit-exact (level
+    S's order of combination, bf16/f16 accumulated in f32 and rounded once)."""
+    shape, dtype = case[0], case[1]
+    text = window_program(*case)
+    values = [np.asarray(v).reshape(()) for v in randoms([1], dtype, 2)]
+    inputs = [[a, v] for a, v in zip(randoms(shape, dtype, 1), values, strict=True)]
+    kernel = check(text, inputs)
+    assert "hlo." not in kernel.split("}}}", 1)[-1]

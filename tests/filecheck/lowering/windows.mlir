@@ -77,3 +77,28 @@ func.func @reverse(%a: tensor<4x128xf32>) -> tensor<4x128xf32> {
 // CHECK-NEXT:      tpu.dma_start %reverse_src, %reverse_dst, %reverse_sem
 // CHECK:         scf.for
 // CHECK:           tpu.dma_wait %reverse_sem
+
+// -----
+
+// reduce_window (a 2x2 max pool, stride 2): the init broadcast into an accumulator, then
+// per window offset, row-major, a strided slice of the operand (one DMA of a view of the
+// operand as [4, 2, 128, 2]) and a max into the accumulator.
+
+func.func @max_pool(%a: tensor<8x256xf32>, %init: tensor<f32>) -> tensor<4x128xf32> {
+  %r = hlo.reduce_window max %a, %init, window = [2, 2], strides = [2, 2] : (tensor<8x256xf32>, tensor<f32>) -> tensor<4x128xf32>
+  func.return %r : tensor<4x128xf32>
+}
+
+// CHECK-LABEL: func.func @max_pool(
+// CHECK:         %broadcast_out = tpu.alloc : memref<4x128xf32, #tpu.memory_space<vmem>>
+// CHECK:         %slice_src = tpu.memref_reshape %a : memref<8x256xf32, #tpu.memory_space<hbm>> -> memref<4x2x128x2xf32, #tpu.memory_space<hbm>>
+// CHECK:         tpu.dma_start %slice_block
+// CHECK:         arith.maximumf
+// CHECK:         %slice_src_1 = tpu.memref_reshape %a
+// CHECK:         arith.maximumf
+// CHECK:         %slice_src_2 = tpu.memref_reshape %a
+// CHECK:         arith.maximumf
+// CHECK:         %slice_src_3 = tpu.memref_reshape %a
+// CHECK:         arith.maximumf
+// CHECK-NOT:     arith.maximumf
+// CHECK:         func.return
