@@ -49,6 +49,7 @@ from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import control_flow as tpu_control
+from shardc.lowering import convolution as tpu_convolution
 from shardc.lowering import movement as tpu_movement
 from shardc.lowering import windows as tpu_windows
 from shardc.lowering.abi import KernelAbi
@@ -274,6 +275,7 @@ class LowerToTpuPass(ModulePass):
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
             tpu_windows.expand(function)  # reduce_window as level-S ops that lower
+            tpu_convolution.expand(function)  # convolution as dots over kernel taps
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             Rewriter.replace_op(function, new, [])
