@@ -33,7 +33,9 @@ import math
 
 from shardc.dialects import hlo
 from shardc.dialects.hlo import accumulation_type
+from shardc.lowering.context import Target
 from shardc.lowering.emit import tensor_type
+from shardc.lowering.windows import check_expansion
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -68,6 +70,9 @@ class _Builder:
 class ConvolutionToDots(RewritePattern):
     """`hlo.convolution` as pad, slices and dots (see the module docstring)."""
 
+    def __init__(self, target: Target | None = None):
+        self.target = target
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: hlo.ConvolutionOp, rewriter: PatternRewriter) -> None:
         res = tensor_type(op.result.type)
@@ -96,6 +101,7 @@ class ConvolutionToDots(RewritePattern):
             total = b.add(hlo.TransposeOp(total, perm))
         if tensor_type(total.type).element_type != res.element_type:
             total = b.add(hlo.ConvertOp(total, res))
+        check_expansion(self.target, op, b.ops, "as dots over its kernel taps")
         rewriter.replace_op(op, b.ops, [total])
 
 
@@ -163,8 +169,9 @@ def _out_perm(op: hlo.ConvolutionOp) -> list[int]:
     return [layout.index(want[p]) for p in range(len(op.out_dims_))]
 
 
-def expand(function: Operation) -> None:
-    """Rewrite every convolution of `function` (nested ones too) as dots."""
-    walker = PatternRewriteWalker(ConvolutionToDots(), apply_recursively=False)
+def expand(function: Operation, target: Target | None = None) -> None:
+    """Rewrite every convolution of `function` (nested ones too) as dots; with a
+    `target`, refuse (at the convolution) one whose dots do not fit its VMEM."""
+    walker = PatternRewriteWalker(ConvolutionToDots(target), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)

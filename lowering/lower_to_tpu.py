@@ -274,8 +274,8 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
-            tpu_windows.expand(function)  # reduce_window as level-S ops that lower
-            tpu_convolution.expand(function)  # convolution as dots over kernel taps
+            tpu_windows.expand(function, target)  # reduce_window as level-S ops
+            tpu_convolution.expand(function, target)  # convolution as dots over taps
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             Rewriter.replace_op(function, new, [])

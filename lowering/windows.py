@@ -52,10 +52,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.hardware.cost import vpu_time
+from shardc.lowering import compute as tpu_compute
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -333,6 +335,9 @@ class ReduceWindowToSlices(RewritePattern):
     """`hlo.reduce_window` as pad, strided slices and elementwise combines (see the
     module docstring), each new op at the reduce_window's location."""
 
+    def __init__(self, target: Target | None = None):
+        self.target = target
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: hlo.ReduceWindowOp, rewriter: PatternRewriter) -> None:
         res = tensor_type(op.result.type)
@@ -365,11 +370,30 @@ class ReduceWindowToSlices(RewritePattern):
             total = add(combine(total, part))
         if acc != elem:
             total = add(hlo.ConvertOp(total, res))
+        check_expansion(self.target, op, new, "as strided slices and combines")
         rewriter.replace_op(op, new, [total])
 
 
-def expand(function: Operation) -> None:
-    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window)."""
-    walker = PatternRewriteWalker(ReduceWindowToSlices(), apply_recursively=False)
+def check_expansion(target: Target | None, op: Operation, new: Sequence[Operation], how: str):
+    """
+    Raise an `OpPassError` at `op` if one of the ops it is rewritten into (`new`, `how`)
+    cannot be lowered on `target` (its smallest blocks over VMEM): the message names
+    `op`, then what does not fit (the blocks, the bytes, the capacity).
+    """
+    if target is None:
+        return
+    for o in new:
+        try:
+            if tpu_compute.handles(o):
+                tpu_compute.check(target, o)
+        except OpPassError as err:
+            detail = err.message.removeprefix("lower-to-tpu: ")
+            raise OpPassError(op, f"lower-to-tpu: {op.name} ({how}): {detail}") from None
+
+
+def expand(function: Operation, target: Target | None = None) -> None:
+    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window);
+    with a `target`, refuse (at the op) one whose parts do not fit its VMEM."""
+    walker = PatternRewriteWalker(ReduceWindowToSlices(target), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)

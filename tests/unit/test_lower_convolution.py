@@ -10,9 +10,11 @@ MXU (`tpu.matmul`); a conv layer partitioned and lowered with `tpu-pipeline`.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import shardc
-from hypothesis import given
+from hypothesis import given, reject
 from hypothesis import strategies as st
+from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, make_context
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
@@ -92,8 +94,6 @@ def test_convolution_equals_level_s(case) -> None:
     try:
         text = conv_program(*case)
     except Exception:  # an empty result or a window larger than the input: not a program
-        from hypothesis import reject
-
         reject()
     inputs = [[a, w] for a, w in zip(randoms(lhs, dtype, 1), randoms(rhs, dtype, 2), strict=True)]
     got, want, kernel = run_both(text, inputs)
@@ -130,3 +130,19 @@ def test_a_conv_layer_through_tpu_pipeline() -> None:
     for name, ref in want.outputs.items():
         g, w = got.outputs[name].astype(np.float64), ref.astype(np.float64)
         assert float(np.max(np.abs(g - w))) <= 1e-2 * max(float(np.max(np.abs(w))), 1.0)
+
+
+def test_a_convolution_too_large_for_vmem_names_op_blocks_and_capacity() -> None:
+    """A 1-D convolution whose tap dots' smallest blocks exceed a tiny VMEM: refused at
+    the convolution, naming it, the dot's blocks, the bytes and the capacity."""
+    text = conv_program(
+        [8, 16, 256], [3, 256, 256], "f32", "[b, 0, f]x[0, i, o]->[b, 0, f]", "{}", 1, 1
+    )
+    with pytest.raises(OpPassError) as info:
+        LowerToTpuPass(vmem_limit=100_000).apply(make_context(), parse(text))
+    message = str(info.value)
+    assert info.value.op.name == "hlo.convolution"
+    assert message.startswith(
+        "lower-to-tpu: hlo.convolution (as dots over its kernel taps): hlo.dot"
+    )
+    assert "smallest blocks (result" in message and "100000 bytes available on v5e" in message
