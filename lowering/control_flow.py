@@ -28,7 +28,8 @@ while
 
 case
 ----
-The index (a rank-0 i32 in HBM) is DMA'd into SMEM and read; an index out of [0, n) takes
+A constant index (an `hlo.constant`) picks its branch at compile time: only that branch
+is lowered. Otherwise the index (a rank-0 i32 in HBM) is DMA'd into SMEM and read; an index out of [0, n) takes
 the last branch (StableHLO), as one unsigned compare and select. Then an `scf.if` chain
 over the branches; each branch computes a value it makes and returns into the case's
 result buffer directly, and copies one it does not make (an outer value, or one returned
@@ -45,6 +46,7 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from shardc.dialects import collective, hlo, tpu
+from shardc.dialects.syntax import splat_element
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.hardware.cost import while_trip_count
 from shardc.lowering.context import Target
@@ -290,8 +292,11 @@ def _lower_case(k: RegionLowering, op: hlo.CaseOp) -> None:
     e = k.emitter
     n = len(op.branches)
     results = [k.buffers[r] for r in op.outputs]
-    if n == 1:
-        _branch(k, op.branches[0].block, results, e.block)
+    known = _constant_index(op)
+    if n == 1 or known is not None:
+        # One branch can run: lowered alone, no index read (and right in timing mode).
+        chosen = n - 1 if known is None or not 0 <= known < n else known
+        _branch(k, op.branches[chosen].block, results, e.block)
         return
     index = _scalar(e, k.buffers[op.index], "case_index")
     last = e.op(arith.ConstantOp(IntegerAttr(n - 1, i32)))
@@ -299,6 +304,15 @@ def _lower_case(k: RegionLowering, op: hlo.CaseOp) -> None:
     inside = e.op(arith.CmpiOp(index, last, "ult"))
     chosen = e.op(arith.SelectOp(inside, index, last), "case_branch")
     _chain(k, op, chosen, 0, e.block, results)
+
+
+def _constant_index(op: hlo.CaseOp) -> int | None:
+    """The case's index if it is an `hlo.constant` (a jit-time branch choice)."""
+    owner = op.index.owner
+    if isinstance(owner, hlo.ConstantOp):
+        value = splat_element(owner.value)
+        return None if value is None else int(value)
+    return None
 
 
 def _chain(

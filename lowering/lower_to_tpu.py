@@ -24,6 +24,9 @@ the function's ops in order. Where each part lives:
   while this one computes), result blocks DMA'd back.
 * `movement` (reshape, slice, concatenate, dynamic_slice, dynamic_update_slice,
   axis_index): DMAs between HBM buffers.
+* `control_flow` (while, case: `scf.for` / `scf.while` / `scf.if` around their regions'
+  ops), `windows` (pad, reverse as DMA programs; reduce_window rewritten into level-S
+  ops first, `expand`), `convolution` (rewritten into MXU dots over the kernel's taps).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for

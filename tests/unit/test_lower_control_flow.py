@@ -249,3 +249,16 @@ def test_partitioned_scan_with_a_collective_in_its_body() -> None:
     assert got.report["level"] == "T"
     for name, ref in want.outputs.items():
         np.testing.assert_allclose(got.outputs[name], ref, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("index", [0, 1, 7, -2])
+def test_a_constant_case_index_lowers_only_its_branch(index: int) -> None:
+    """A jit-time branch choice: no index read, no scf.if, one branch's ops (also what
+    keeps timing-only runs right, which read no values)."""
+    text = CASE.replace("%a: tensor<16x128xf32>, %k: tensor<i32>", "%a: tensor<16x128xf32>")
+    text = text.replace(
+        "  %r:2 = hlo.case %k",
+        f"  %k = hlo.constant dense<{index}> : tensor<i32>\n  %r:2 = hlo.case %k",
+    )
+    kernel = check(text, [[a] for a in randoms([16, 128], "f32")])
+    assert "scf.if" not in kernel and "case_index" not in kernel
