@@ -9,6 +9,8 @@ while
 -----
 * Loop-carried values live in the while's result buffers (HBM): the inputs are DMA'd there
   first (all in flight, then waited), and both regions' block arguments are those buffers.
+  A value the body returns unchanged at its place (a scan's stacked weights) stays in its
+  input's buffer, read there; its result is a copy made only if something uses it.
 * A carried value the body makes (at its top level) and returns once is computed straight
   into its carried buffer when nothing in the body reads the old value after (or while)
   the new one is written (an elementwise op making it may read it: it reads each block
@@ -170,12 +172,20 @@ def _reads_after(block: Block, value: SSAValue, first: Operation, position: int)
 
 def _lower_while(k: RegionLowering, op: hlo.WhileOp) -> None:
     e = k.emitter
-    carried = [k.buffers[r] for r in op.outputs]
-    copies(
-        e,
-        [(k.buffers[v], c) for v, c in zip(op.inputs, carried, strict=True) if k.buffers[v] != c],
-        "while_init",
-    )
+    results = [k.buffers[r] for r in op.outputs]
+    # A value the body passes through unchanged (a scan's stacked weights) is read in
+    # place from its input's buffer; its result is copied only if something uses it.
+    body_args, returned = op.body.block.args, _returned(op.body.block)
+    carried = [
+        k.buffers[v] if returned[i] is body_args[i] else r
+        for i, (v, r) in enumerate(zip(op.inputs, results, strict=True))
+    ]
+    needed = [
+        (k.buffers[v], r)
+        for v, r, c, out in zip(op.inputs, results, carried, op.outputs, strict=True)
+        if k.buffers[v] != r and (c == r or out.uses)
+    ]
+    copies(e, needed, "while_init")
     for region in (op.cond, op.body):
         for a, c in zip(region.block.args, carried, strict=True):
             k.buffers[a] = c

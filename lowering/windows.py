@@ -38,11 +38,12 @@ per step, the offsets as shifted VMEM loads) is not written yet.
 reverse
 -------
 There is no DMA with a negative stride: one DMA per index of the reversed dimensions
-(an `scf.for` nest), each moving the slab of the other dimensions from index j to index
-n - 1 - j, all of one size on one semaphore and all in flight before the first wait. The
-bytes are level S's (read the operand, write the result); reversing the lane (last)
-dimension makes those DMAs strided columns, which on the chip would be a lane permute in
-vector registers instead (the tpu dialect has none).
+(one flat `scf.for` over them), each moving the slab of the other dimensions from index
+j to index n - 1 - j, all of one size on one semaphore, `IN_FLIGHT` at a time (DMA j
+waits for DMA j - IN_FLIGHT before it starts). The bytes are level S's (read the operand,
+write the result); reversing the lane (last) dimension makes those DMAs strided columns,
+which on the chip would be a lane permute in vector registers instead (the tpu dialect
+has none).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
     Emitter,
+    for_steps,
     memref_shape,
     reshape_view,
     tensor_type,
@@ -73,6 +75,7 @@ from shardc.lowering.tile_index import Ix, TileEmitter
 from shardc.lowering.tile_loop import tile
 from shardc.lowering.tile_plan import Stream, Tiled
 from shardc.lowering.vector_ops import broadcast_to, load_block, store_block
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -321,8 +324,39 @@ def _lower_reverse(ctx: LoweringContext, op: hlo.ReverseOp) -> None:
         b.op(tpu.DMAWaitOp(sem, _view(b, dst, at(b, ivs, True), box, "reverse_dst")))
 
     trips = [shape[d] for d in rdims]
-    loop_nest(e, trips, start)
-    loop_nest(e, trips, wait)
+    _windowed(e, trips, start, wait)
+
+
+IN_FLIGHT = 16
+"""DMAs of a reverse in flight at once: enough to keep the DMA engines busy (each moves
+a whole slab), few enough that the simulator's cost stays linear in their number."""
+
+
+def _windowed(e: Emitter, trips: Sequence[int], start, wait) -> None:
+    """`start` every index of the nest `trips` (row-major, one flat `scf.for`), at most
+    `IN_FLIGHT` of them in flight: index j waits for index j - IN_FLIGHT first."""
+    total = math.prod(trips)
+    window = min(IN_FLIGHT, total)
+
+    def indices(b: Emitter, flat: SSAValue) -> list[SSAValue]:
+        out, inner = [], total
+        for t in trips:
+            inner //= t
+            q = b.op(arith.DivSIOp(flat, b.index(inner))) if inner > 1 else flat
+            out.append(b.rem(q, b.index(t)) if out else q)
+        return out
+
+    b, j = for_steps(e, 0, window, "j")
+    start(b, indices(b, j))
+    b.op(scf.YieldOp())
+    if total > window:
+        b, j = for_steps(e, window, total, "j")
+        wait(b, indices(b, b.sub(j, b.index(window))))
+        start(b, indices(b, j))
+        b.op(scf.YieldOp())
+    b, j = for_steps(e, total - window, total, "j")
+    wait(b, indices(b, j))
+    b.op(scf.YieldOp())
 
 
 # reduce_window ----------------------------------------------------------------------------

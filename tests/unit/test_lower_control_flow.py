@@ -10,6 +10,8 @@ swapped values too large; `--timing-only` refusing a dynamic loop.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import shardc
@@ -245,6 +247,9 @@ def test_partitioned_scan_with_a_collective_in_its_body() -> None:
     kernel = shardc.compile(SCAN, "tpu-pipeline")
     text = str(kernel)
     assert "scf.for %trip" in text and "tpu.barrier" in text.split("scf.for %trip", 1)[1]
+    # the stacked weights pass through the body unchanged and their result is unused:
+    # read in place, never copied (only the counter and the activations are)
+    assert len(re.findall(r"%while_init_sem(_\d+)? = tpu.alloc", text)) == 2
     got = shardc.run(kernel)
     assert got.report["level"] == "T"
     for name, ref in want.outputs.items():

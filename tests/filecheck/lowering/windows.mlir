@@ -59,24 +59,31 @@ func.func @pad_loop(%a: tensor<3x128xi32>, %v: tensor<i32>) -> tensor<7x128xi32>
 
 // -----
 
-// reverse: one DMA per index of the reversed dimension, row j to row n - 1 - j.
+// reverse: one DMA per index of the reversed dimension, row j to row n - 1 - j, 16 in
+// flight: the first 16 started, then each later one after the wait of the one 16 before,
+// then the last 16 waits.
 
-func.func @reverse(%a: tensor<4x128xf32>) -> tensor<4x128xf32> {
-  %r = hlo.reverse %a, dims = [0] : tensor<4x128xf32>
-  func.return %r : tensor<4x128xf32>
+func.func @reverse(%a: tensor<32x128xf32>) -> tensor<32x128xf32> {
+  %r = hlo.reverse %a, dims = [0] : tensor<32x128xf32>
+  func.return %r : tensor<32x128xf32>
 }
 
 // CHECK-LABEL: func.func @reverse(
 // CHECK:         %reverse_sem = tpu.alloc : !tpu.dma_semaphore
-// CHECK:         scf.for %i = %{{.*}} to %{{.*}} step
-// CHECK-NEXT:      %[[J:.*]] = arith.constant 0 : index
-// CHECK-NEXT:      %reverse_src = tpu.memref_slice %a[%i, %[[J]]] : memref<4x128xf32, #tpu.memory_space<hbm>> -> memref<1x128xf32, #tpu.memory_space<hbm>>
-// CHECK-NEXT:      %[[LAST:.*]] = arith.constant 3 : index
-// CHECK-NEXT:      %[[FLIP:.*]] = arith.subi %[[LAST]], %i : index
+// CHECK:         %[[SIXTEEN:.*]] = arith.constant 16 : index
+// CHECK:         scf.for %j = %{{.*}} to %[[SIXTEEN]] step
+// CHECK:           %reverse_src = tpu.memref_slice %a[%j, %{{.*}}] : memref<32x128xf32, #tpu.memory_space<hbm>> -> memref<1x128xf32, #tpu.memory_space<hbm>>
+// CHECK-NEXT:      %[[LAST:.*]] = arith.constant 31 : index
+// CHECK-NEXT:      %[[FLIP:.*]] = arith.subi %[[LAST]], %j : index
 // CHECK:           %reverse_dst = tpu.memref_slice %out0[%[[FLIP]], %{{.*}}]
 // CHECK-NEXT:      tpu.dma_start %reverse_src, %reverse_dst, %reverse_sem
+// CHECK:         scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           tpu.dma_wait %reverse_sem
+// CHECK:           tpu.dma_start
 // CHECK:         scf.for
 // CHECK:           tpu.dma_wait %reverse_sem
+// CHECK-NOT:       tpu.dma_start
+// CHECK:         func.return
 
 // -----
 
