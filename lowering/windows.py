@@ -211,28 +211,7 @@ def _place(ctx: LoweringContext, op: hlo.PadOp, dims: Sequence[_PadDim]) -> Call
     )
 
     def views(b: Emitter, ivs: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
-        src_at: list[SSAValue | int] = []
-        dst_at: list[SSAValue | int] = []
-        box: list[int] = []
-        it = iter(ivs)
-        for d in dims:
-            if d.kind == "block":
-                src_at.append(d.first)
-                dst_at.append(d.at)
-                box.append(d.count)
-            elif d.kind == "split":
-                src_at += [d.first, 0]
-                dst_at += [d.at // d.every, d.at % d.every]
-                box += [d.count, 1]
-            else:
-                i = next(it)
-                src_at.append(b.add(i, b.index(d.first)) if d.first else i)
-                dst_at.append(b.add(b.mul(i, b.index(d.every)), b.index(d.at)))
-                box.append(1)
-        return (
-            _view(b, src_v, src_at, box, "pad_block"),
-            _view(b, dst_v, dst_at, box, "pad_place"),
-        )
+        return _place_views(b, dims, src_v, dst_v, ivs)
 
     loops = [d for d in dims if d.kind == "loop"]
     if not loops:
@@ -254,6 +233,32 @@ def _place(ctx: LoweringContext, op: hlo.PadOp, dims: Sequence[_PadDim]) -> Call
 
     loop_nest(e, trips, start)
     return lambda: loop_nest(e, trips, wait)
+
+
+def _place_views(
+    b: Emitter, dims: Sequence[_PadDim], src_v: SSAValue, dst_v: SSAValue, ivs: list[SSAValue]
+) -> tuple[SSAValue, SSAValue]:
+    """The operand box and its place in the result (the split views `src_v`, `dst_v`) at
+    the loop indices `ivs` of the "loop" dimensions."""
+    src_at: list[SSAValue | int] = []
+    dst_at: list[SSAValue | int] = []
+    box: list[int] = []
+    it = iter(ivs)
+    for d in dims:
+        if d.kind == "block":
+            src_at.append(d.first)
+            dst_at.append(d.at)
+            box.append(d.count)
+        elif d.kind == "split":
+            src_at += [d.first, 0]
+            dst_at += [d.at // d.every, d.at % d.every]
+            box += [d.count, 1]
+        else:
+            i = next(it)
+            src_at.append(b.add(i, b.index(d.first)) if d.first else i)
+            dst_at.append(b.add(b.mul(i, b.index(d.every)), b.index(d.at)))
+            box.append(1)
+    return _view(b, src_v, src_at, box, "pad_block"), _view(b, dst_v, dst_at, box, "pad_place")
 
 
 def _fill(ctx: LoweringContext, op: hlo.PadOp, into: SSAValue) -> None:
