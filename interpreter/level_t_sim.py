@@ -5,8 +5,8 @@ The level-T simulator's event loop (`level_t`'s module docstring says what it mo
 the kernel on every device as a Python generator walking its blocks, and hands the
 finished machine to `level_t_report` (report, trace, deadlock and exit checks).
 
-A device walks its ops in order: structured control flow (`scf.for`, `scf.if`) runs its
-regions with `yield from`; a local op runs its `level_t_ops` implementation and advances
+A device walks its ops in order: structured control flow (`scf.for`, `scf.if`,
+`scf.while`) runs its regions with `yield from`; a local op runs its `level_t_ops` implementation and advances
 the device's own clock by its cost (`charge`); before an op with an effect on other
 devices (`level_t_effects`) the device yields to the event loop, which resumes it when
 global time reaches its clock, so every effect happens at a consistent simulated time.
@@ -57,7 +57,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 Env = dict[SSAValue, Any]
 
-_FOR, _IF, _END, _EFFECT, _LOCAL, _PLACEHOLDER = range(6)
+_FOR, _IF, _END, _EFFECT, _LOCAL, _PLACEHOLDER, _WHILE = range(7)
 """How an op of a block runs (`Simulator._plan`)."""
 
 
@@ -257,7 +257,9 @@ class Simulator:
                 plan.append((_FOR, op, None))
             elif isinstance(op, scf.IfOp):
                 plan.append((_IF, op, None))
-            elif isinstance(op, scf.YieldOp | func.ReturnOp):
+            elif isinstance(op, scf.WhileOp):
+                plan.append((_WHILE, op, None))
+            elif isinstance(op, scf.YieldOp | scf.ConditionOp | func.ReturnOp):
                 plan.append((_END, op, None))
             elif (effect := self._effects.get(type(op))) is not None:
                 plan.append((_EFFECT, op, effect))
@@ -295,6 +297,8 @@ class Simulator:
                 yield from how(dev, op, env)
             elif kind == _FOR:
                 yield from self._run_for(dev, interp, op, env)
+            elif kind == _WHILE:
+                yield from self._run_while(dev, interp, op, env)
             elif kind == _IF:
                 region = op.true_region if bool(env[op.cond]) else op.false_region
                 vals = []
@@ -323,6 +327,29 @@ class Simulator:
             carried = yield from self._run_block(dev, interp, body, env)
             i += st
         for r, v in zip(op.results, carried, strict=False):
+            env[r] = v
+
+    def _run_while(
+        self, dev: DeviceState, interp: Interpreter, op: scf.WhileOp, env: Env
+    ) -> Generator[None, None, None]:
+        """`before` (ending in `scf.condition`), then while its flag holds `after` and
+        `before` again. The timing mode reads no values, so it cannot know the flag."""
+        if not self.values:
+            raise self.diag.error(
+                op, dev.index, "the loop condition depends on values: run without --timing-only"
+            )
+        carried = [env[v] for v in op.arguments]
+        before, after = op.before_region.block, op.after_region.block
+        while True:
+            for a, v in zip(before.args, carried, strict=False):
+                env[a] = v
+            flag, *passed = yield from self._run_block(dev, interp, before, env)
+            if not bool(flag):
+                break
+            for a, v in zip(after.args, passed, strict=False):
+                env[a] = v
+            carried = yield from self._run_block(dev, interp, after, env)
+        for r, v in zip(op.results, passed, strict=False):
             env[r] = v
 
     def _local(

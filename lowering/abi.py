@@ -70,7 +70,9 @@ class KernelAbi:
             if v not in direct and not isinstance(v.owner, Block):
                 direct[v] = i
         scratch_values: list[SSAValue] = []
-        for op in old.ops:
+        # Values made inside an hlo.while / hlo.case region get buffers too (the region
+        # is lowered into scf loops and branches of the same kernel: control_flow).
+        for op in old.walk():
             if isinstance(op, func.ReturnOp):
                 continue
             for r in op.results:

@@ -24,6 +24,9 @@ the function's ops in order. Where each part lives:
   while this one computes), result blocks DMA'd back.
 * `movement` (reshape, slice, concatenate, dynamic_slice, dynamic_update_slice,
   axis_index): DMAs between HBM buffers.
+* `control_flow` (while, case: `scf.for` / `scf.while` / `scf.if` around their regions'
+  ops), `windows` (pad, reverse as DMA programs; reduce_window rewritten into level-S
+  ops first, `expand`), `convolution` (rewritten into MXU dots over the kernel's taps).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
@@ -48,7 +51,10 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import control_flow as tpu_control
+from shardc.lowering import convolution as tpu_convolution
 from shardc.lowering import movement as tpu_movement
+from shardc.lowering import windows as tpu_windows
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
@@ -70,21 +76,26 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     Raise an `OpPassError` at the first op of `function` that cannot be lowered: first an
     op level T has no lowering for at all (whatever its types), then element types.
     """
-    ops = list(function.body.block.ops)
+    ops = [o for o in function.body.walk() if not isinstance(o, hlo.ReturnOp)]
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
-        if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
+        passive = passive or tpu_control.handles(op)
+        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or tpu_windows.handles(op)
+        if not (passive or lowered):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
         _check_element_type(function, arg.type, "an argument")
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
+        passive = passive or tpu_control.handles(op)
         for value in (*op.operands, *op.results):
             _check_element_type(op, value.type, op.name)
         if passive:
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
+        elif tpu_windows.handles(op):
+            tpu_windows.check(target, op)
         else:
             tpu_movement.check(target, op)
 
@@ -117,7 +128,7 @@ class KernelLowering:
         self._target = target
         self._emitter = Emitter(self.abi.block)
         self.collectives: CollectiveLowering | None = None
-        if any(isinstance(op, collective.CollectiveOp) for op in function.body.block.ops):
+        if any(isinstance(op, collective.CollectiveOp) for op in function.body.walk()):
             dev = self._emitter.op(tpu.DeviceIdOp(), "dev")
             self._emitter.op(tpu.BarrierOp())
             topology = Topology(dev, target.chip, spmd.find_mesh(function), bidirectional)
@@ -171,8 +182,19 @@ class KernelLowering:
             tpu_compute.lower(self, op)
         elif tpu_movement.handles(op):
             tpu_movement.lower(self, op)
+        elif tpu_control.handles(op):
+            tpu_control.lower(self, op)
+        elif tpu_windows.handles(op):
+            tpu_windows.lower(self, op)
         else:
             raise AssertionError(op.name)
+
+    def lower_located(self, op: Operation) -> None:
+        """`lower` where the emitter is now (a region's block: control_flow), the new ops
+        taking `op`'s location."""
+        last = self._emitter.block.last_op
+        self.lower(op)
+        _locate_after(self._emitter.block, last, op.location)
 
 
 def _locate_after(block: Block, last: Operation | None, location: LocationAttr) -> None:
@@ -255,6 +277,8 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
+            tpu_windows.expand(function, target)  # reduce_window as level-S ops
+            tpu_convolution.expand(function, target)  # convolution as dots over taps
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             Rewriter.replace_op(function, new, [])

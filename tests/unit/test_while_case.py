@@ -3,7 +3,7 @@
 (exact) of hypothesis-drawn trip counts and directions, every case index in and out of range), the
 builders and verifier, the cost model's static trip count (and its note when it cannot find
 one), the timing run summing the loop's iterations, --timing-only's counter and its
-"unknown control" error, and `lower-to-tpu`'s located refusal.
+"unknown control" error, and `lower-to-tpu` lowering both (and refusing an op inside).
 """
 
 from __future__ import annotations
@@ -184,7 +184,9 @@ def test_timing_only_runs_a_counted_loop_and_refuses_an_unknown_predicate() -> N
 
 
 @pytest.mark.parametrize("name", ["hlo.while", "hlo.case"])
-def test_lower_to_tpu_refuses_at_the_op(name: str) -> None:
+def test_lower_to_tpu_lowers_them(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 15 item 3: both lower now (tests/unit/test_lower_control_flow.py checks the
+    values); an op inside a region is checked like one outside."""
     text = """spmd.mesh @mesh = <["x"=2]>
 func.func @main(%a: tensor<4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}) -> (tensor<4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]>}) attributes {spmd.partitioned} {
   %k = hlo.constant dense<1> : tensor<i32>
@@ -198,7 +200,17 @@ func.func @main(%a: tensor<4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}]
             "-> tensor<4xf32> {", "-> tensor<4xf32> attributes {spmd.partitioned} {", 1
         )
     module = parse(text, "wc.mlir")
+    LowerToTpuPass(chip="v5e").apply(make_context(), module)
+    assert ("scf.while" if name == "hlo.while" else "case_result") in str(module)
+    # An op in a region level T cannot lower is refused at that op (here: hlo.tanh, as
+    # if `compute` had no lowering for it).
+    from shardc.lowering import compute
+
+    handles = compute.handles
+    monkeypatch.setattr(compute, "handles", lambda op: op.name != "hlo.tanh" and handles(op))
+    tanh = "%s = hlo.tanh %a : tensor<4xf32>\n    hlo.return %s :"
+    inner = parse(text.replace("hlo.return %a :", tanh, 1), "wc.mlir")
     with pytest.raises(OpPassError) as info:
-        LowerToTpuPass(chip="v5e").apply(make_context(), module)
-    assert f"lower-to-tpu: {name} is not supported yet" in str(info.value)
-    assert info.value.op.name == name
+        LowerToTpuPass(chip="v5e").apply(make_context(), inner)
+    assert info.value.op.name == "hlo.tanh"
+    assert info.value.op.parent_op().name == name  # pyright: ignore
