@@ -48,6 +48,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import fusion as tpu_fusion
 from shardc.lowering import movement as tpu_movement
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
@@ -73,6 +74,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     ops = list(function.body.block.ops)
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
+        if tpu_fusion.handles(op):
+            continue  # one loop (`fusion.prepare` inlined the ones that cannot be)
         if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
@@ -81,7 +84,7 @@ def check_function(function: func.FuncOp, target: Target) -> None:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
         for value in (*op.operands, *op.results):
             _check_element_type(op, value.type, op.name)
-        if passive:
+        if passive or tpu_fusion.handles(op):
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
@@ -167,6 +170,8 @@ class KernelLowering:
         elif isinstance(op, collective.CollectiveOp):
             assert self.collectives is not None
             self.collectives.lower(op, self.buffers)
+        elif tpu_fusion.handles(op):
+            tpu_fusion.lower(self, op)
         elif tpu_compute.handles(op):
             tpu_compute.lower(self, op)
         elif tpu_movement.handles(op):
@@ -255,6 +260,8 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
+            remarks = tpu_fusion.prepare(function, target)
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
+            tpu_fusion.mark(new, remarks)
             Rewriter.replace_op(function, new, [])

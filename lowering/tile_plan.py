@@ -44,9 +44,14 @@ class Stream:
     """Transpose the block into this order (staged through VMEM scratch)."""
     view: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
     """The shape the body reads the (transposed) block as; default: as it is."""
+    window: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    """(start, shape): only this part of the operand is read (a fused static slice), its
+    blocks offset by `start`; default: all of it."""
 
     @property
     def shape(self) -> tuple[int, ...]:
+        if self.window is not None:
+            return self.window[1]
         return tensor_type(self.value.type).get_shape()
 
     @property
@@ -87,11 +92,27 @@ class Acc:
     elem: Attribute
     init: Callable[[TileEmitter, VectorType], SSAValue]
     finish: Callable[[TileEmitter, SSAValue], SSAValue]
+    epilogue: Epilogue | None = None
+    """Applied to the rounded accumulator before the write-back (a fused dot's epilogue);
+    the accumulator is then a VMEM buffer of its own."""
 
 
 Body = Callable[[TileEmitter, list[SSAValue], list[Ix], SSAValue], None]
-"""(emitter, the operands' VMEM blocks, the block index per iteration dimension, the
-VMEM block to write: the result's, or the accumulator) -> None."""
+"""(emitter, the operands' VMEM blocks (then the `Tiled.scratch` buffers), the block index
+per iteration dimension, the VMEM block to write: the result's, or the accumulator; a
+list of the results' blocks for a multi-output op without accumulator) -> None."""
+
+Epilogue = Callable[[TileEmitter, SSAValue, list[SSAValue], list[Ix]], list[SSAValue]]
+"""(emitter, the rounded accumulator, the operands' VMEM blocks (and scratch), the block
+index) -> one vector per result: a fused dot's epilogue, applied once per result block."""
+
+
+@dataclass
+class Scratch:
+    """A VMEM buffer a fused body keeps an intermediate in (one, reused every step)."""
+
+    shape: Callable[[Sequence[int]], tuple[int, ...]]
+    elem: Attribute
 
 
 @dataclass
@@ -108,10 +129,21 @@ class Tiled:
     """Extra alignment per iteration dimension (the MXU's)."""
     whole: bool = False
     """One block only (a dense constant)."""
+    outputs: tuple[SSAValue, ...] = ()
+    """The results written (a multi-output fusion's, all of the iteration space's output
+    shape); default: the op's first."""
+    scratch: list[Scratch] = field(default_factory=list)
+    """VMEM buffers of the body's own (a fusion's staged intermediates)."""
+    on_plan: Callable[[tuple[int, ...]], None] | None = None
+    """Told the chosen blocks before the loop is emitted (a fused body's block shapes)."""
 
     @property
     def result(self) -> SSAValue:
-        return self.op.results[0]
+        return self.results[0]
+
+    @property
+    def results(self) -> tuple[SSAValue, ...]:
+        return self.outputs or (self.op.results[0],)
 
     @property
     def n_out(self) -> int:
@@ -160,15 +192,29 @@ def _vmem(t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, bo
         total += size * (2 if s.moves(grid) else 1)
         if s.perm is not None:
             total += size
-    ty = tensor_type(t.result.type)
-    out = nbytes(blocks[: t.n_out], ty.element_type)
+    for s in t.scratch:
+        total += nbytes(s.shape(blocks), s.elem)
+    out = _out_bytes(t, blocks)
     out_blocks = math.prod(grid[: t.n_out])
     total += out * (2 if out_blocks > 1 else 1)
-    separate = t.acc is not None and t.acc.elem != ty.element_type
+    separate = separate_acc(t)
     if separate:
         assert t.acc is not None
         total += nbytes(blocks[: t.n_out], t.acc.elem)
     return total, separate
+
+
+def separate_acc(t: Tiled) -> bool:
+    """Whether the accumulator is a VMEM buffer of its own (not the result slot)."""
+    if t.acc is None:
+        return False
+    own = t.acc.epilogue is not None or len(t.results) > 1
+    return own or t.acc.elem != tensor_type(t.result.type).element_type
+
+
+def _out_bytes(t: Tiled, blocks: Sequence[int]) -> int:
+    """Bytes of one block of every result."""
+    return sum(nbytes(blocks[: t.n_out], tensor_type(r.type).element_type) for r in t.results)
 
 
 def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
@@ -179,7 +225,7 @@ def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) 
     """
     hbm = chip.hbm_bw
     steps = math.prod(grid)
-    out = nbytes(blocks[: t.n_out], tensor_type(t.result.type).element_type)
+    out = _out_bytes(t, blocks)
     sizes = [nbytes(s.block(blocks), s.elem) for s in t.streams]
     # The body's loads and stores (operand blocks, result block read and written) at
     # VMEM bandwidth, then its compute.
