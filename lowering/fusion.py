@@ -112,9 +112,10 @@ def _check_op(op: Operation) -> None:
         return
     if isinstance(op, compute._ELEMENTWISE) and not compute.handles(op):
         raise Unfusable(f"{op.name} (not lowered yet)")
-    if isinstance(op, hlo.ReshapeOp | hlo.ConcatenateOp):
-        what = op.name.removeprefix("hlo.")
-        raise Unfusable(f"a {what} (its blocks need not map to blocks: not fused yet)")
+    if isinstance(op, hlo.ReshapeOp):
+        raise Unfusable("a reshape (its blocks need not map to blocks: not fused yet)")
+    if isinstance(op, hlo.ConcatenateOp):
+        raise Unfusable("a concatenate other than the root")
 
 
 @dataclass
@@ -168,17 +169,24 @@ class _Fused:
         return tuple(s if it is None else self.blocks[it] for s, it in zip(shape, m, strict=True))
 
 
-def _analyse(chip: Chip, op: hlo.FusionOp) -> _Fused:
-    ret = op.body.block.last_op
-    assert ret is not None
-    outputs = list(ret.operands)
-    if any(isinstance(v, BlockArgument) for v in outputs):
-        raise Unfusable("a parameter passed straight through")
+def _ancestors(outputs: Sequence[SSAValue]) -> list[Operation]:
+    """The fused ops the outputs depend on, in block order."""
+    seen: set[Operation] = set()
+    todo = [v.owner for v in outputs if isinstance(v.owner, Operation)]
+    while todo:
+        o = todo.pop()
+        if o not in seen:
+            seen.add(o)
+            todo += [v.owner for v in o.operands if isinstance(v.owner, Operation)]
+    return sorted(seen, key=lambda o: o.parent_block().get_operation_index(o))  # pyright: ignore
+
+
+def _analyse(chip: Chip, op: hlo.FusionOp, outputs: list[SSAValue]) -> _Fused:
     shapes = {tensor_type(v.type).get_shape() for v in outputs}
     if len(shapes) != 1:
         raise Unfusable("results of different shapes")
     f = _Fused(op, chip, outputs)
-    ops = [o for o in op.body.block.ops if o is not ret]
+    ops = _ancestors(outputs)
     for o in ops:
         _check_op(o)
     cores = [o for o in ops if isinstance(o, hlo.DotOp | hlo.ReduceOp)]
@@ -193,7 +201,10 @@ def _analyse(chip: Chip, op: hlo.FusionOp) -> _Fused:
         if f.core_t.n_out != n_out:
             raise Unfusable("results of another shape than the dot's or reduce's")
     for v in outputs:
-        f.assign(v, _identity(n_out))
+        if isinstance(v, BlockArgument):
+            f.stream(v, _identity(n_out), None)
+        else:
+            f.assign(v, _identity(n_out))
     for o in reversed(ops):
         _propagate(f, o)
     return f
@@ -242,6 +253,9 @@ class _Eval:
         return self.value(v)
 
     def value(self, v: SSAValue) -> SSAValue:
+        if isinstance(v, BlockArgument):  # a result that is a parameter
+            k = self.f.keys[(v, _identity(len(tensor_type(v.type).get_shape())), None, None)]
+            return load_block(self.b, self.views[k])
         if v not in self.env:
             o = v.owner
             assert isinstance(o, Operation)
@@ -318,12 +332,35 @@ def _elem(v: SSAValue) -> Attribute:
     return tensor_type(v.type).element_type
 
 
-def fused_tiled(chip: Chip, op: hlo.FusionOp) -> Tiled:
-    """The fusion as one `Tiled` (raises `Unfusable` with why not)."""
-    f = _analyse(chip, op)
+def fused_loops(chip: Chip, op: hlo.FusionOp) -> list[Tiled]:
+    """
+    The fusion as one `Tiled` (raises `Unfusable` with why not); a concatenate root as
+    one per operand, each computing its part and writing it once into the result.
+    """
+    ret = op.body.block.last_op
+    assert ret is not None
+    outputs = list(ret.operands)
+    root = outputs[0].owner
+    if len(outputs) > 1 or not isinstance(root, hlo.ConcatenateOp):
+        return [_loop(chip, op, outputs, None)]
+    dim = root.dimension.value.data
+    loops, start = [], 0
+    for v in root.inputs:
+        offset = [0] * len(tensor_type(v.type).get_shape())
+        offset[dim] = start
+        if math.prod(tensor_type(v.type).get_shape()):
+            loops.append(_loop(chip, op, [v], tuple(offset)))
+        start += tensor_type(v.type).get_shape()[dim]
+    return loops
+
+
+def _loop(
+    chip: Chip, op: hlo.FusionOp, outputs: list[SSAValue], offset: tuple[int, ...] | None
+) -> Tiled:
+    """One tiled loop computing `outputs` (written at `offset` in the result, if given)."""
+    f = _analyse(chip, op, outputs)
     _plan_scratch(f)
     core_t = f.core_t
-    n_out = len(tensor_type(f.outputs[0].type).get_shape())
     sizes = core_t.sizes if core_t is not None else tensor_type(f.outputs[0].type).get_shape()
     elementwise_ops = [v for v in f.maps if v.owner is not f.core]
 
@@ -356,9 +393,9 @@ def fused_tiled(chip: Chip, op: hlo.FusionOp) -> Tiled:
         dict(core_t.align) if core_t is not None else {},
         outputs=tuple(op.outputs),
         scratch=f.scratch,
+        out_offset=offset,
     )
     t.on_plan = lambda blocks: setattr(f, "blocks", tuple(blocks))
-    assert n_out == t.n_out
     return t
 
 
@@ -405,12 +442,10 @@ def handles(op: Operation) -> bool:
 def why_unfused(target: Target, op: hlo.FusionOp) -> str | None:
     """None if the fusion lowers as one loop, else why not."""
     try:
-        t = fused_tiled(target.chip, op)
-        if math.prod(tensor_type(t.result.type).get_shape()) == 0:
-            return "an empty result"
-        if any(0 in tensor_type(v.type).get_shape() for v in op.inputs):
-            return "an empty operand"
-        plan_blocks(target, t, 0)
+        if any(0 in tensor_type(v.type).get_shape() for v in (*op.inputs, *op.outputs)):
+            return "an empty operand or result"
+        for t in fused_loops(target.chip, op):
+            plan_blocks(target, t, 0)
     except Unfusable as err:
         return str(err)
     except OpPassError:
@@ -437,7 +472,7 @@ def _inline(op: hlo.FusionOp) -> None:
     ret = block.last_op
     assert ret is not None
     for arg, v in zip(block.args, op.inputs, strict=True):
-        arg.replace_by(v)
+        arg.replace_all_uses_with(v)
     results = list(ret.operands)
     for inner in list(block.ops):
         if inner is ret:
@@ -454,4 +489,5 @@ def mark(kernel: func.FuncOp, remarks: list[str]) -> None:
 
 def lower(ctx: LoweringContext, op: Operation) -> None:
     assert isinstance(op, hlo.FusionOp)
-    tile(ctx, fused_tiled(ctx.target.chip, op))
+    for t in fused_loops(ctx.target.chip, op):
+        tile(ctx, t)

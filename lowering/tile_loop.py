@@ -294,6 +294,8 @@ class _Loop:
                 self.round_once(w, refs, views, idx)
             oidx = _decode(w, o, self.out_grid)
             offsets = [ix_mul(w, i, k) for i, k in zip(oidx, self.out_block, strict=False)]
+            if t.out_offset is not None:
+                offsets = [ix_add(w, x, k) for x, k in zip(offsets, t.out_offset, strict=True)]
             for k, (res, (ref, sem)) in enumerate(zip(t.results, slots, strict=True)):
                 hint = f"{self.tag}_out{k}_block" if k else f"{self.tag}_out_block"
                 dst = _hbm_block(w, self.buffers[res], self.out_block, offsets, hint)

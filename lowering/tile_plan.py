@@ -134,6 +134,9 @@ class Tiled:
     shape); default: the op's first."""
     scratch: list[Scratch] = field(default_factory=list)
     """VMEM buffers of the body's own (a fusion's staged intermediates)."""
+    out_offset: tuple[int, ...] | None = None
+    """Where the iteration space's blocks go in the results (a part of a fused
+    concatenate); default: at the origin, the results of the iteration space's shape."""
     on_plan: Callable[[tuple[int, ...]], None] | None = None
     """Told the chosen blocks before the loop is emitted (a fused body's block shapes)."""
 
