@@ -54,7 +54,7 @@ from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter
-from shardc.lowering.level_s_summary import record_level_s
+from shardc.lowering.level_s_summary import record_level_s, record_unfused
 from shardc.lowering.ring_steps import Overlap
 from shardc.lowering.topology import Topology
 from xdsl.context import Context
@@ -264,4 +264,5 @@ class LowerToTpuPass(ModulePass):
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             tpu_fusion.mark(new, remarks)
+            record_unfused(op, function.sym_name.data, remarks)
             Rewriter.replace_op(function, new, [])
