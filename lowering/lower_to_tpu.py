@@ -15,6 +15,8 @@ the function's ops in order. Where each part lives:
 * `collectives`: which algorithm lowers a collective, and `_start` / `done` pairs
   (a `_start`'s ring steps interleaved into the compute loops before its `done`:
   `ring_steps`);
+  `fusion` (`hlo.fusion`: one tiled loop of compute's core; `prepare` inlines, and names,
+  the ones that cannot be);
   the algorithms in `all_gather`, `reduce_scatter` (+ `reduce_ring`, the ring steps),
   `all_reduce`, `all_to_all`, `permute`.
 * `compute` (hlo compute ops: elementwise, compare, select, convert, constant, iota,
@@ -33,8 +35,9 @@ the size and the capacity); overlapping a reduce_scatter piece's last step with 
 next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) vreg
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
-non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
-HBM, and waits for its last write-back before the next starts); ring steps of a `_start`
+non-splat constants larger than VMEM; fusing compute ops that the `fusion` pass did not
+group (an `hlo.fusion` is one loop, `fusion`; other ops are each their own loop through
+HBM, and wait for their last write-back before the next starts); ring steps of a `_start`
 overlap only the tiled compute loops before its `done` (`ring_steps`: not movement ops,
 and steps whose transfers the compute in between cannot cover run at the `done`).
 """
