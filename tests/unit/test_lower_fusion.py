@@ -454,3 +454,22 @@ def test_waiting_on_the_wrong_semaphore_in_a_fused_loop_is_caught():
     last.operands[0] = other
     msg = _fails(kernel)
     assert any(k in msg for k in ("deadlock", "not zero", "non-zero", "data race")), msg
+
+
+# Every example ---------------------------------------------------------------------------
+
+
+def _examples() -> list:
+    from shardc.tests.e2e.test_examples import EXAMPLES
+
+    real = EXAMPLES[0].parent / "real_size" / "transformer_layer.mlir"
+    return [*EXAMPLES, real]
+
+
+@pytest.mark.parametrize("path", _examples(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_example_through_tpu_pipeline_fuses_every_fusion_into_one_loop(path):
+    """With fusion on (tpu-pipeline's default), no example has a fusion lowered op by op
+    (tests/e2e/test_level_t_examples.py runs them against level S)."""
+    kernel = shardc.compile(path.read_text(), "tpu-pipeline", filename=str(path))
+    for f in kernel.body.block.ops:
+        assert UNFUSED_ATTR not in f.attributes, f.attributes.get(UNFUSED_ATTR)
