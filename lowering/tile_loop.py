@@ -30,7 +30,7 @@ from shardc.lowering.tile_plan import Plan, Tiled, plan_blocks, plan_time, vmem_
 from shardc.lowering.vector_ops import load_block, store_block, zero_indices
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import MemRefType, VectorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 
 @dataclass
@@ -113,17 +113,35 @@ def tile(ctx: LoweringContext, t: Tiled) -> None:
         want = overlap.wanted_steps(plan_time(ctx.target.chip, t, plan))
         if want > math.prod(plan.grid):
             plan = plan_blocks(ctx.target, t, in_use, want)
-    _emit(ctx, t, plan)
+    _emit(ctx, t, plan, in_use)
 
 
-def _emit(ctx: LoweringContext, t: Tiled, plan: Plan) -> None:
+def _emit(ctx: LoweringContext, t: Tiled, plan: Plan, in_use: int) -> None:
     """The loop of the module docstring: prologue, one `scf.for` step (the pending
-    ring steps `ring_steps.Overlap` places first in its body), epilogue."""
+    ring steps `ring_steps.Overlap` places first in its body), epilogue. The first blocks
+    of operands that are ready before the previous loop starts are fetched while it runs
+    (`_early`)."""
     if t.on_plan is not None:
         t.on_plan(plan.blocks)
     top = ctx.emitter.block
-    loop = _Loop(ctx.buffers, t, plan, TileEmitter(top, TileConstants(top)))
-    loop.prologue()
+    mark = top.last_op
+    consts = TileConstants(top)
+    early = _early(ctx, t, plan)
+    if early:
+        before, streams = early
+        consts = TileConstants(Block())
+        loop = _Loop(ctx.buffers, t, plan, TileEmitter(consts.block, consts))
+        loop.fetch(loop.e, 0, streams)
+        for o in loop.e.detach_all():
+            top.insert_op_before(o, before)
+            for inner in o.walk():
+                inner.location = t.op.location
+        consts.block = top
+        loop.e = TileEmitter(top, consts, loop.e.memo)
+    else:
+        streams = []
+        loop = _Loop(ctx.buffers, t, plan, TileEmitter(top, consts))
+    loop.prologue(streams)
     if loop.steps == 1:
         b, step = loop.e, 0
     else:
@@ -136,6 +154,60 @@ def _emit(ctx: LoweringContext, t: Tiled, plan: Plan) -> None:
     if loop.steps > 1:
         b.op(scf.YieldOp())
     loop.epilogue()
+    start = top.first_op if mark is None else mark.next_op
+    assert start is not None
+    _LAST[:] = [_Emitted(top, start, t.op, in_use + plan.vmem, top.last_op)]
+
+
+@dataclass
+class _Emitted:
+    """The last tiled loop emitted into a kernel block: its first op, the op it lowers,
+    the VMEM it held at most (with what was in use), and the block's last op after it."""
+
+    block: Block
+    start: Operation
+    op: Operation
+    vmem: int
+    end: Operation | None
+
+
+_LAST: list[_Emitted] = []
+"""The last loop emitted (one, whatever the kernel: `_early` checks it is the block's)."""
+
+
+def _early(ctx: LoweringContext, t: Tiled, plan: Plan) -> tuple[Operation, list[int]] | None:
+    """
+    Where to start the first-block DMAs of which streams of `t` early: before the
+    previous loop, if it was the last thing emitted and lowers the op just before this one
+    (or this op: a concatenate's pieces), for the streams whose values were complete
+    before that op (function arguments, results of earlier ops: every earlier loop and
+    movement waited for its DMAs, a collective's result is read only after its `done`),
+    if both loops' VMEM fit at once. Their fetch then runs under the previous loop's
+    compute instead of before this loop (a loop's fill is otherwise exposed).
+    """
+    prev = _LAST[0] if _LAST else None
+    if prev is None or prev.block is not ctx.emitter.block:
+        return None
+    if prev.end is not ctx.emitter.block.last_op:
+        return None
+    if not (t.op is prev.op or t.op.prev_op is prev.op):
+        return None
+    if prev.vmem + plan.vmem > ctx.target.vmem_bytes:
+        return None
+    ready = [i for i, s in enumerate(t.streams) if _ready_before(s.value, prev.op)]
+    return (prev.start, ready) if ready else None
+
+
+def _ready_before(value: SSAValue, op: Operation) -> bool:
+    """Whether `value` is complete before `op` runs: an argument of its block, or the
+    result of an op before it in that block."""
+    block = op.parent_block()
+    if isinstance(value, BlockArgument):
+        return value.block is block
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner.parent_block() is not block or owner is op:
+        return False
+    return block.get_operation_index(owner) < block.get_operation_index(op)  # pyright: ignore
 
 
 class _Loop:
@@ -215,9 +287,10 @@ class _Loop:
             ref, sem = self.slot(b, i, step)
             b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
 
-    def prologue(self) -> None:
-        """Every operand's first block; the fixed ones are all they will ever need."""
-        self.fetch(self.e, 0, range(len(self.t.streams)))
+    def prologue(self, started: Sequence[int] = ()) -> None:
+        """Every operand's first block (but those `started` early); the fixed ones are
+        all they will ever need."""
+        self.fetch(self.e, 0, [i for i in range(len(self.t.streams)) if i not in started])
         for i, s in enumerate(self.t.streams):
             if not s.moves(self.grid):
                 self.e.op(tpu.DMAWaitOp(self.ins[i].sems, self.ins[i].buf))

@@ -473,3 +473,38 @@ def test_every_example_through_tpu_pipeline_fuses_every_fusion_into_one_loop(pat
     kernel = shardc.compile(path.read_text(), "tpu-pipeline", filename=str(path))
     for f in kernel.body.block.ops:
         assert UNFUSED_ATTR not in f.attributes, f.attributes.get(UNFUSED_ATTR)
+
+
+TWO_LOOPS = """
+func.func @main(%x: tensor<64x512xf32>, %y: tensor<64x512xf32>) -> (tensor<64x512xf32>, tensor<64x512xf32>) {
+  %a = hlo.fusion(%p0 = %x) kind = loop, name = "exp_fusion" : (tensor<64x512xf32>) -> tensor<64x512xf32> {
+    %e = hlo.exp %p0 : tensor<64x512xf32>
+    hlo.return %e : tensor<64x512xf32>
+  }
+  %b = hlo.fusion(%p0 = %a, %p1 = %y) kind = loop, name = "add_fusion" : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32> {
+    %s = hlo.add %p0, %p1 : tensor<64x512xf32>
+    hlo.return %s : tensor<64x512xf32>
+  }
+  func.return %a, %b : tensor<64x512xf32>, tensor<64x512xf32>
+}
+"""
+
+
+def test_a_loops_ready_operands_are_fetched_during_the_previous_loop():
+    """The second loop's first block of %y (an argument) is fetched before the first loop
+    starts (before its fetch of %x), so it arrives under that loop; its block of %a (the
+    first loop's result) only after the first loop's last write-back."""
+    kernel = check(TWO_LOOPS)
+    ops = list(_kernel(kernel).body.block.ops)
+
+    def source(o: Operation) -> str:
+        src = o.src.owner.operands[0] if isinstance(o.src.owner, tpu.MemRefSliceOp) else o.src
+        return src.name_hint or ""
+
+    starts = {source(o): i for i, o in enumerate(ops) if isinstance(o, tpu.DMAStartOp)}
+    writes_a = [
+        i
+        for i, o in enumerate(ops)
+        if isinstance(o, tpu.DMAStartOp) and "out0" in (o.dst.name_hint or "")
+    ]
+    assert starts["y"] < starts["x"] < writes_a[0] < starts["out0"], starts
