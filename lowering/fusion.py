@@ -49,7 +49,7 @@ from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
 from shardc.lowering.tile_loop import tile
-from shardc.lowering.tile_plan import Acc, Scratch, Stream, Tiled, plan_blocks
+from shardc.lowering.tile_plan import Acc, Scratch, Stream, Tiled, check_fits
 from shardc.lowering.vector_ops import (
     broadcast_to,
     convert_vector,
@@ -445,7 +445,7 @@ def why_unfused(target: Target, op: hlo.FusionOp) -> str | None:
         if any(0 in tensor_type(v.type).get_shape() for v in (*op.inputs, *op.outputs)):
             return "an empty operand or result"
         for t in fused_loops(target.chip, op):
-            plan_blocks(target, t, 0)
+            check_fits(target, t)
     except Unfusable as err:
         return str(err)
     except OpPassError:

@@ -301,14 +301,41 @@ def _blocks_str(t: Tiled, blocks: Sequence[int]) -> str:
 
 
 def vmem_in_use(kernel: Block) -> int:
-    """VMEM allocated so far in the kernel and not yet deallocated (in-flight collectives)."""
-    live: dict[SSAValue, int] = {}
-    for o in kernel.walk():
-        if isinstance(o, tpu.AllocOp) and tpu.memory_space_of(o.result.type) is VMEM:
-            live[o.result] = tpu.ref_bytes(o.result.type)
-        elif isinstance(o, tpu.DeallocOp):
-            live.pop(o.ref, None)
+    """VMEM allocated so far in the kernel and not yet deallocated (in-flight collectives).
+    Incremental (`_SEEN`): ops are appended, so only those after the last call's last op
+    are walked (ops inserted earlier, `tile_loop._early`'s, are deallocated before the
+    next call: not counting their allocations nor their deallocations is exact)."""
+    seen = _SEEN[0] if _SEEN else None
+    if seen is not None and seen[0] is kernel and seen[1].parent is kernel:
+        live, op = dict(seen[2]), seen[1].next_op
+    else:
+        live, op = {}, kernel.first_op
+    while op is not None:
+        for o in op.walk():
+            if isinstance(o, tpu.AllocOp) and tpu.memory_space_of(o.result.type) is VMEM:
+                live[o.result] = tpu.ref_bytes(o.result.type)
+            elif isinstance(o, tpu.DeallocOp):
+                live.pop(o.ref, None)
+        op = op.next_op
+    if kernel.last_op is not None:
+        _SEEN[:] = [(kernel, kernel.last_op, live)]
     return sum(live.values())
+
+
+_SEEN: list[tuple[Block, Operation, dict[SSAValue, int]]] = []
+"""`vmem_in_use`'s last call: (its block, the block's last op then, the live buffers)."""
+
+
+def check_fits(target: Target, t: Tiled) -> None:
+    """Raise `plan_blocks`'s error if even `t`'s smallest legal blocks exceed the VMEM
+    (without comparing every plan: what `lower-to-tpu`'s checks need)."""
+    align = _alignment(t)
+    smallest = tuple(
+        n if t.whole else _choices(n, a)[-1] for n, a in zip(t.sizes, align, strict=False)
+    )
+    grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
+    if _vmem(t, smallest, grid)[0] > target.vmem_bytes:
+        plan_blocks(target, t, 0)  # the error, or a plan with fewer slots that fits
 
 
 def plan_time(chip: Chip, t: Tiled, plan: Plan) -> float:
