@@ -133,7 +133,9 @@ class LevelTTimeline:
             "peak_vmem_bytes": base["peak_vmem_bytes"],
             "hbm_buffer_bytes": max(hbm, default=0),
             "vector_compute_time_s": vector[slow] if n else 0.0,
-            "level_s": {k: s[k] for k in LEVEL_S_KEYS} if s else None,
+            "level_s": {k: s[k] for k in LEVEL_S_KEYS} | {"unfused": s.get("unfused", [])}
+            if s
+            else None,
             "ops": self._ops(slow) if n else [],
             "collective_ops": self._collective_ops(slow) if n else [],
             "per_device": [
@@ -228,8 +230,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if s:
         lines.append(
             f"  level-S model        step {format_seconds(s['step_time_s'])}, roofline "
-            f"{format_seconds(s['roofline_time_s'])} (the program before lower-to-tpu, unfused: "
-            "level T does not lower fusions yet)"
+            f"{format_seconds(s['roofline_time_s'])} (the program before lower-to-tpu; "
+            + (
+                f"fusions lowered op by op: {'; '.join(s['unfused'])})"
+                if s.get("unfused")
+                else "each fusion one loop at level T)"
+            )
         )
     if not report.get("collectives_known", True):
         lines.append(

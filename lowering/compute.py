@@ -68,7 +68,7 @@ from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
 from shardc.lowering.tile_loop import tile
-from shardc.lowering.tile_plan import LANES, SUBLANES, Acc, Stream, Tiled, plan_blocks
+from shardc.lowering.tile_plan import LANES, SUBLANES, Acc, Stream, Tiled, check_fits
 from shardc.lowering.vector_ops import (
     broadcast_to,
     convert_vector,
@@ -387,7 +387,7 @@ def check(target: Target, op: Operation) -> None:
             f"lower-to-tpu: {op.name} of an empty operand into a non-empty "
             "result is not supported yet",
         )
-    plan_blocks(target, build(target.chip, op), 0)
+    check_fits(target, build(target.chip, op))
 
 
 def lower(ctx: LoweringContext, op: Operation) -> None:

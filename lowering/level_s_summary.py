@@ -26,6 +26,7 @@ from shardc.interpreter.devices import Executor
 from shardc.interpreter.timing import KINDS
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -90,6 +91,20 @@ def _as_attr(report: dict[str, Any], chip: Chip) -> DictionaryAttr:
     return DictionaryAttr(entry)
 
 
+def record_unfused(module: ModuleOp, name: str, remarks: list[str]) -> None:
+    """Add to function `name`'s entry the fusions its kernel lowers op by op (`name: why`,
+    `lowering/fusion.py`), which its report's level-S line names: level T is then slower
+    than the fused level-S model there for a reason the report shows."""
+    table = module.attributes.get(LEVEL_S_ATTR)
+    if not remarks or not isinstance(table, DictionaryAttr) or name not in table.data:
+        return
+    entry = table.data[name]
+    assert isinstance(entry, DictionaryAttr)
+    unfused = ArrayAttr([StringAttr(r) for r in remarks])
+    new = DictionaryAttr({**table.data, name: DictionaryAttr({**entry.data, "unfused": unfused})})
+    module.attributes[LEVEL_S_ATTR] = new
+
+
 def level_s_report(module: ModuleOp, name: str) -> dict[str, Any] | None:
     """What `record_level_s` kept for function `name`, as a report dict (None if nothing);
     a `ValueError` saying what is wrong if the attribute is not what it writes (a kernel
@@ -131,7 +146,11 @@ def _report(entry: Attribute) -> dict[str, Any]:
         "comm_bytes_by_kind": ints("comm_bytes_by_kind"),
     }
     report.update({k: number(k) for k in TIMES})
+    unfused = d.get("unfused")
+    if unfused is not None:
+        assert isinstance(unfused, ArrayAttr)
+        report["unfused"] = [r.data for r in unfused.data if isinstance(r, StringAttr)]
     return report
 
 
-__all__ = ["LEVEL_S_ATTR", "level_s_report", "record_level_s"]
+__all__ = ["LEVEL_S_ATTR", "level_s_report", "record_level_s", "record_unfused"]

@@ -15,6 +15,8 @@ the function's ops in order. Where each part lives:
 * `collectives`: which algorithm lowers a collective, and `_start` / `done` pairs
   (a `_start`'s ring steps interleaved into the compute loops before its `done`:
   `ring_steps`);
+  `fusion` (`hlo.fusion`: one tiled loop of compute's core; `prepare` inlines, and names,
+  the ones that cannot be);
   the algorithms in `all_gather`, `reduce_scatter` (+ `reduce_ring`, the ring steps),
   `all_reduce`, `all_to_all`, `permute`.
 * `compute` (hlo compute ops: elementwise, compare, select, convert, constant, iota,
@@ -36,15 +38,16 @@ the size and the capacity); overlapping a reduce_scatter piece's last step with 
 next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) vreg
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
-non-splat constants larger than VMEM; fusing compute ops (each is its own loop through
-HBM, and waits for its last write-back before the next starts); ring steps of a `_start`
+non-splat constants larger than VMEM; fusing compute ops that the `fusion` pass did not
+group (an `hlo.fusion` is one loop, `fusion`; other ops are each their own loop through
+HBM, and wait for their last write-back before the next starts); ring steps of a `_start`
 overlap only the tiled compute loops before its `done` (`ring_steps`: not movement ops,
 and steps whose transfers the compute in between cannot cover run at the `done`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from shardc.diagnostics import OpPassError
@@ -53,13 +56,14 @@ from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import control_flow as tpu_control
 from shardc.lowering import convolution as tpu_convolution
+from shardc.lowering import fusion as tpu_fusion
 from shardc.lowering import movement as tpu_movement
 from shardc.lowering import windows as tpu_windows
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter
-from shardc.lowering.level_s_summary import record_level_s
+from shardc.lowering.level_s_summary import record_level_s, record_unfused
 from shardc.lowering.ring_steps import Overlap
 from shardc.lowering.topology import Topology
 from xdsl.context import Context
@@ -76,10 +80,12 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     Raise an `OpPassError` at the first op of `function` that cannot be lowered: first an
     op level T has no lowering for at all (whatever its types), then element types.
     """
-    ops = [o for o in function.body.walk() if not isinstance(o, hlo.ReturnOp)]
+    ops = list(_lowered_ops(function.body.block))
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
         passive = passive or tpu_control.handles(op)
+        if tpu_fusion.handles(op):
+            continue  # one loop (`fusion.prepare` inlined the ones that cannot be)
         lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or tpu_windows.handles(op)
         if not (passive or lowered):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
@@ -90,7 +96,7 @@ def check_function(function: func.FuncOp, target: Target) -> None:
         passive = passive or tpu_control.handles(op)
         for value in (*op.operands, *op.results):
             _check_element_type(op, value.type, op.name)
-        if passive:
+        if passive or tpu_fusion.handles(op):
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
@@ -98,6 +104,22 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             tpu_windows.check(target, op)
         else:
             tpu_movement.check(target, op)
+
+
+def _lowered_ops(block: Block) -> Iterator[Operation]:
+    """
+    The ops `check_function` checks: the block's and, inside control flow, its regions'
+    (not a fusion's: `fusion` lowers its inner ops itself, as one loop).
+    """
+    for op in block.ops:
+        if isinstance(op, hlo.ReturnOp):
+            continue
+        yield op
+        if tpu_fusion.handles(op):
+            continue
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from _lowered_ops(inner)
 
 
 def _check_element_type(at: Operation, ty: object, what: str) -> None:
@@ -178,6 +200,8 @@ class KernelLowering:
         elif isinstance(op, collective.CollectiveOp):
             assert self.collectives is not None
             self.collectives.lower(op, self.buffers)
+        elif tpu_fusion.handles(op):
+            tpu_fusion.lower(self, op)
         elif tpu_compute.handles(op):
             tpu_compute.lower(self, op)
         elif tpu_movement.handles(op):
@@ -277,8 +301,11 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
+            remarks = tpu_fusion.prepare(function, target)  # first: it may inline a conv
             tpu_windows.expand(function, target)  # reduce_window as level-S ops
             tpu_convolution.expand(function, target)  # convolution as dots over taps
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
+            tpu_fusion.mark(new, remarks)
+            record_unfused(op, function.sym_name.data, remarks)
             Rewriter.replace_op(function, new, [])

@@ -30,7 +30,7 @@ from shardc.lowering.tile_plan import Plan, Tiled, plan_blocks, plan_time, vmem_
 from shardc.lowering.vector_ops import load_block, store_block, zero_indices
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import MemRefType, VectorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 
 @dataclass
@@ -113,15 +113,35 @@ def tile(ctx: LoweringContext, t: Tiled) -> None:
         want = overlap.wanted_steps(plan_time(ctx.target.chip, t, plan))
         if want > math.prod(plan.grid):
             plan = plan_blocks(ctx.target, t, in_use, want)
-    _emit(ctx, t, plan)
+    _emit(ctx, t, plan, in_use)
 
 
-def _emit(ctx: LoweringContext, t: Tiled, plan: Plan) -> None:
+def _emit(ctx: LoweringContext, t: Tiled, plan: Plan, in_use: int) -> None:
     """The loop of the module docstring: prologue, one `scf.for` step (the pending
-    ring steps `ring_steps.Overlap` places first in its body), epilogue."""
+    ring steps `ring_steps.Overlap` places first in its body), epilogue. The first blocks
+    of operands that are ready before the previous loop starts are fetched while it runs
+    (`_early`)."""
+    if t.on_plan is not None:
+        t.on_plan(plan.blocks)
     top = ctx.emitter.block
-    loop = _Loop(ctx.buffers, t, plan, TileEmitter(top, TileConstants(top)))
-    loop.prologue()
+    mark = top.last_op
+    consts = TileConstants(top)
+    early = _early(ctx, t, plan)
+    if early:
+        before, streams = early
+        consts = TileConstants(Block())
+        loop = _Loop(ctx.buffers, t, plan, TileEmitter(consts.block, consts))
+        loop.fetch(loop.e, 0, streams)
+        for o in loop.e.detach_all():
+            top.insert_op_before(o, before)
+            for inner in o.walk():
+                inner.location = t.op.location
+        consts.block = top
+        loop.e = TileEmitter(top, consts, loop.e.memo)
+    else:
+        streams = []
+        loop = _Loop(ctx.buffers, t, plan, TileEmitter(top, consts))
+    loop.prologue(streams)
     if loop.steps == 1:
         b, step = loop.e, 0
     else:
@@ -134,6 +154,60 @@ def _emit(ctx: LoweringContext, t: Tiled, plan: Plan) -> None:
     if loop.steps > 1:
         b.op(scf.YieldOp())
     loop.epilogue()
+    start = top.first_op if mark is None else mark.next_op
+    assert start is not None
+    _LAST[:] = [_Emitted(top, start, t.op, in_use + plan.vmem, top.last_op)]
+
+
+@dataclass
+class _Emitted:
+    """The last tiled loop emitted into a kernel block: its first op, the op it lowers,
+    the VMEM it held at most (with what was in use), and the block's last op after it."""
+
+    block: Block
+    start: Operation
+    op: Operation
+    vmem: int
+    end: Operation | None
+
+
+_LAST: list[_Emitted] = []
+"""The last loop emitted (one, whatever the kernel: `_early` checks it is the block's)."""
+
+
+def _early(ctx: LoweringContext, t: Tiled, plan: Plan) -> tuple[Operation, list[int]] | None:
+    """
+    Where to start the first-block DMAs of which streams of `t` early: before the
+    previous loop, if it was the last thing emitted and lowers the op just before this one
+    (or this op: a concatenate's pieces), for the streams whose values were complete
+    before that op (function arguments, results of earlier ops: every earlier loop and
+    movement waited for its DMAs, a collective's result is read only after its `done`),
+    if both loops' VMEM fit at once. Their fetch then runs under the previous loop's
+    compute instead of before this loop (a loop's fill is otherwise exposed).
+    """
+    prev = _LAST[0] if _LAST else None
+    if prev is None or prev.block is not ctx.emitter.block:
+        return None
+    if prev.end is not ctx.emitter.block.last_op:
+        return None
+    if not (t.op is prev.op or t.op.prev_op is prev.op):
+        return None
+    if prev.vmem + plan.vmem > ctx.target.vmem_bytes:
+        return None
+    ready = [i for i, s in enumerate(t.streams) if _ready_before(s.value, prev.op)]
+    return (prev.start, ready) if ready else None
+
+
+def _ready_before(value: SSAValue, op: Operation) -> bool:
+    """Whether `value` is complete before `op` runs: an argument of its block, or the
+    result of an op before it in that block."""
+    block = op.parent_block()
+    if isinstance(value, BlockArgument):
+        return value.block is block
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner.parent_block() is not block or owner is op:
+        return False
+    return block.get_operation_index(owner) < block.get_operation_index(op)  # pyright: ignore
 
 
 class _Loop:
@@ -161,11 +235,23 @@ class _Loop:
             else None
             for i, s in enumerate(t.streams)
         ]
+        self.scratch += [
+            e.op(tpu.AllocOp(memref_type(x.shape(self.blocks), x.elem, VMEM)), f"{self.tag}_tmp{i}")
+            for i, x in enumerate(t.scratch)
+        ]
+        self.n_streams = len(t.streams)
         self.out_block = tuple(self.blocks[: t.n_out])
-        res_elem = tensor_type(t.result.type).element_type
-        self.out = _Buffers.alloc(
-            e, self.out_block, res_elem, 2 if self.n_blocks > 1 else 1, f"{self.tag}_out"
-        )
+        slots = 2 if self.n_blocks > 1 else 1
+        self.outs = [
+            _Buffers.alloc(
+                e,
+                self.out_block,
+                tensor_type(r.type).element_type,
+                slots,
+                f"{self.tag}_out{i}" if i else f"{self.tag}_out",
+            )
+            for i, r in enumerate(t.results)
+        ]
         self.acc = None
         if plan.separate_acc:
             assert t.acc is not None
@@ -189,6 +275,8 @@ class _Loop:
         for i in streams:
             s = self.t.streams[i]
             offsets = [0 if it is None else ix_mul(b, idx[it], self.blocks[it]) for it in s.dims]
+            if s.window is not None:
+                offsets = [ix_add(b, x, k) for x, k in zip(offsets, s.window[0], strict=True)]
             src = _hbm_block(
                 b,
                 self.buffers[s.value],
@@ -199,9 +287,10 @@ class _Loop:
             ref, sem = self.slot(b, i, step)
             b.op(tpu.DMAStartOp(src, ref, recv_sem=sem))
 
-    def prologue(self) -> None:
-        """Every operand's first block; the fixed ones are all they will ever need."""
-        self.fetch(self.e, 0, range(len(self.t.streams)))
+    def prologue(self, started: Sequence[int] = ()) -> None:
+        """Every operand's first block (but those `started` early); the fixed ones are
+        all they will ever need."""
+        self.fetch(self.e, 0, [i for i in range(len(self.t.streams)) if i not in started])
         for i, s in enumerate(self.t.streams):
             if not s.moves(self.grid):
                 self.e.op(tpu.DMAWaitOp(self.ins[i].sems, self.ins[i].buf))
@@ -226,7 +315,8 @@ class _Loop:
             views.append(
                 reshape_view(b, ref if stage is None else stage, s.view_shape(self.blocks))
             )
-        return views
+        extra = self.scratch[len(self.t.streams) :]
+        return views + [x for x in extra if x is not None]
 
     def prefetch(self, b: TileEmitter, step: Ix) -> None:
         """Start the DMAs of the blocks that are new at the next step, into the other
@@ -245,35 +335,44 @@ class _Loop:
     # The result ------------------------------------------------------------------------
 
     def compute(self, b: TileEmitter, step: Ix, views: list[SSAValue]) -> None:
-        """The body on this step's blocks, into the result slot or the accumulator; at a
+        """The body on this step's blocks, into the result slots or the accumulator; at a
         result block's last reduced block, its write-back."""
         t = self.t
         o = 0 if self.n_blocks == 1 else ix_div(b, step, self.n_red)
         r = step if self.n_blocks == 1 else ix_rem(b, step, self.n_red)
-        out_ref, out_sem = self.out.slot(b, ix_rem(b, o, 2))
+        slots = [out.slot(b, ix_rem(b, o, 2)) for out in self.outs]
 
         def reuse(w: TileEmitter) -> None:
-            """The result slot's previous block (two blocks ago) has left for HBM."""
-            emit_if(w, ix_cmp(w, o, "sge", 2), lambda x: x.op(tpu.DMAWaitOp(out_sem, out_ref)))
+            """The result slots' previous blocks (two blocks ago) have left for HBM."""
+            for ref, sem in slots:
+                emit_if(
+                    w,
+                    ix_cmp(w, o, "sge", 2),
+                    lambda x, ref=ref, sem=sem: x.op(tpu.DMAWaitOp(sem, ref)),
+                )
 
-        target = out_ref if self.acc is None else self.acc
+        refs = [ref for ref, _ in slots]
+        target = (refs[0] if len(refs) == 1 else refs) if self.acc is None else self.acc
         if t.acc is not None:
             emit_if(b, ix_cmp(b, r, "eq", 0), lambda w: self.init(w, target, reuse))
         else:
             reuse(b)
-        t.body(b, views, _decode(b, step, self.grid), target)
+        idx = _decode(b, step, self.grid)
+        t.body(b, views, idx, target)  # pyright: ignore[reportArgumentType]
 
         def finish(w: TileEmitter) -> None:
-            """The result block is complete: rounded from the accumulator, sent to HBM."""
+            """The result blocks are complete: rounded from the accumulator, sent to HBM."""
             if self.acc is not None:
                 reuse(w)
-                self.round_once(w, out_ref)
+                self.round_once(w, refs, views, idx)
             oidx = _decode(w, o, self.out_grid)
             offsets = [ix_mul(w, i, k) for i, k in zip(oidx, self.out_block, strict=False)]
-            dst = _hbm_block(
-                w, self.buffers[t.result], self.out_block, offsets, f"{self.tag}_out_block"
-            )
-            w.op(tpu.DMAStartOp(out_ref, dst, recv_sem=out_sem))
+            if t.out_offset is not None:
+                offsets = [ix_add(w, x, k) for x, k in zip(offsets, t.out_offset, strict=True)]
+            for k, (res, (ref, sem)) in enumerate(zip(t.results, slots, strict=True)):
+                hint = f"{self.tag}_out{k}_block" if k else f"{self.tag}_out_block"
+                dst = _hbm_block(w, self.buffers[res], self.out_block, offsets, hint)
+                w.op(tpu.DMAStartOp(ref, dst, recv_sem=sem))
 
         emit_if(b, ix_cmp(b, r, "eq", self.n_red - 1), finish)
 
@@ -289,18 +388,30 @@ class _Loop:
             )
         )
 
-    def round_once(self, w: TileEmitter, out_ref: SSAValue) -> None:
-        """The accumulator, rounded to the result type, into the result slot."""
+    def round_once(
+        self, w: TileEmitter, refs: list[SSAValue], views: list[SSAValue], idx: list[Ix]
+    ) -> None:
+        """The accumulator, rounded to the result type (then a fused epilogue), into the
+        result slots."""
         a = self.t.acc
         assert a is not None and self.acc is not None
-        store_block(w, a.finish(w, load_block(w, self.acc)), out_ref)
+        v = a.finish(w, load_block(w, self.acc))
+        vals = [v] if a.epilogue is None else a.epilogue(w, v, views, idx)
+        for val, ref in zip(vals, refs, strict=True):
+            store_block(w, val, ref)
 
     def epilogue(self) -> None:
         """Wait for the last result blocks' DMAs; free the VMEM."""
         e = self.e
         for k in range(max(0, self.n_blocks - 2), self.n_blocks):
-            ref, sem = self.out.slot(e, k % 2)
-            e.op(tpu.DMAWaitOp(sem, ref))
-        for buf in [*(x.buf for x in self.ins), *self.scratch, self.out.buf, self.acc]:
+            for out in self.outs:
+                ref, sem = out.slot(e, k % 2)
+                e.op(tpu.DMAWaitOp(sem, ref))
+        for buf in [
+            *(x.buf for x in self.ins),
+            *self.scratch,
+            *(x.buf for x in self.outs),
+            self.acc,
+        ]:
             if buf is not None:
                 e.op(tpu.DeallocOp(buf))

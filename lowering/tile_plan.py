@@ -44,9 +44,14 @@ class Stream:
     """Transpose the block into this order (staged through VMEM scratch)."""
     view: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
     """The shape the body reads the (transposed) block as; default: as it is."""
+    window: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    """(start, shape): only this part of the operand is read (a fused static slice), its
+    blocks offset by `start`; default: all of it."""
 
     @property
     def shape(self) -> tuple[int, ...]:
+        if self.window is not None:
+            return self.window[1]
         return tensor_type(self.value.type).get_shape()
 
     @property
@@ -87,11 +92,27 @@ class Acc:
     elem: Attribute
     init: Callable[[TileEmitter, VectorType], SSAValue]
     finish: Callable[[TileEmitter, SSAValue], SSAValue]
+    epilogue: Epilogue | None = None
+    """Applied to the rounded accumulator before the write-back (a fused dot's epilogue);
+    the accumulator is then a VMEM buffer of its own."""
 
 
 Body = Callable[[TileEmitter, list[SSAValue], list[Ix], SSAValue], None]
-"""(emitter, the operands' VMEM blocks, the block index per iteration dimension, the
-VMEM block to write: the result's, or the accumulator) -> None."""
+"""(emitter, the operands' VMEM blocks (then the `Tiled.scratch` buffers), the block index
+per iteration dimension, the VMEM block to write: the result's, or the accumulator; a
+list of the results' blocks for a multi-output op without accumulator) -> None."""
+
+Epilogue = Callable[[TileEmitter, SSAValue, list[SSAValue], list[Ix]], list[SSAValue]]
+"""(emitter, the rounded accumulator, the operands' VMEM blocks (and scratch), the block
+index) -> one vector per result: a fused dot's epilogue, applied once per result block."""
+
+
+@dataclass
+class Scratch:
+    """A VMEM buffer a fused body keeps an intermediate in (one, reused every step)."""
+
+    shape: Callable[[Sequence[int]], tuple[int, ...]]
+    elem: Attribute
 
 
 @dataclass
@@ -108,10 +129,24 @@ class Tiled:
     """Extra alignment per iteration dimension (the MXU's)."""
     whole: bool = False
     """One block only (a dense constant)."""
+    outputs: tuple[SSAValue, ...] = ()
+    """The results written (a multi-output fusion's, all of the iteration space's output
+    shape); default: the op's first."""
+    scratch: list[Scratch] = field(default_factory=list)
+    """VMEM buffers of the body's own (a fusion's staged intermediates)."""
+    out_offset: tuple[int, ...] | None = None
+    """Where the iteration space's blocks go in the results (a part of a fused
+    concatenate); default: at the origin, the results of the iteration space's shape."""
+    on_plan: Callable[[tuple[int, ...]], None] | None = None
+    """Told the chosen blocks before the loop is emitted (a fused body's block shapes)."""
 
     @property
     def result(self) -> SSAValue:
-        return self.op.results[0]
+        return self.results[0]
+
+    @property
+    def results(self) -> tuple[SSAValue, ...]:
+        return self.outputs or (self.op.results[0],)
 
     @property
     def n_out(self) -> int:
@@ -160,15 +195,29 @@ def _vmem(t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, bo
         total += size * (2 if s.moves(grid) else 1)
         if s.perm is not None:
             total += size
-    ty = tensor_type(t.result.type)
-    out = nbytes(blocks[: t.n_out], ty.element_type)
+    for s in t.scratch:
+        total += nbytes(s.shape(blocks), s.elem)
+    out = _out_bytes(t, blocks)
     out_blocks = math.prod(grid[: t.n_out])
     total += out * (2 if out_blocks > 1 else 1)
-    separate = t.acc is not None and t.acc.elem != ty.element_type
+    separate = separate_acc(t)
     if separate:
         assert t.acc is not None
         total += nbytes(blocks[: t.n_out], t.acc.elem)
     return total, separate
+
+
+def separate_acc(t: Tiled) -> bool:
+    """Whether the accumulator is a VMEM buffer of its own (not the result slot)."""
+    if t.acc is None:
+        return False
+    own = t.acc.epilogue is not None or len(t.results) > 1
+    return own or t.acc.elem != tensor_type(t.result.type).element_type
+
+
+def _out_bytes(t: Tiled, blocks: Sequence[int]) -> int:
+    """Bytes of one block of every result."""
+    return sum(nbytes(blocks[: t.n_out], tensor_type(r.type).element_type) for r in t.results)
 
 
 def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
@@ -179,7 +228,7 @@ def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) 
     """
     hbm = chip.hbm_bw
     steps = math.prod(grid)
-    out = nbytes(blocks[: t.n_out], tensor_type(t.result.type).element_type)
+    out = _out_bytes(t, blocks)
     sizes = [nbytes(s.block(blocks), s.elem) for s in t.streams]
     # The body's loads and stores (operand blocks, result block read and written) at
     # VMEM bandwidth, then its compute.
@@ -252,14 +301,41 @@ def _blocks_str(t: Tiled, blocks: Sequence[int]) -> str:
 
 
 def vmem_in_use(kernel: Block) -> int:
-    """VMEM allocated so far in the kernel and not yet deallocated (in-flight collectives)."""
-    live: dict[SSAValue, int] = {}
-    for o in kernel.walk():
-        if isinstance(o, tpu.AllocOp) and tpu.memory_space_of(o.result.type) is VMEM:
-            live[o.result] = tpu.ref_bytes(o.result.type)
-        elif isinstance(o, tpu.DeallocOp):
-            live.pop(o.ref, None)
+    """VMEM allocated so far in the kernel and not yet deallocated (in-flight collectives).
+    Incremental (`_SEEN`): ops are appended, so only those after the last call's last op
+    are walked (ops inserted earlier, `tile_loop._early`'s, are deallocated before the
+    next call: not counting their allocations nor their deallocations is exact)."""
+    seen = _SEEN[0] if _SEEN else None
+    if seen is not None and seen[0] is kernel and seen[1].parent is kernel:
+        live, op = dict(seen[2]), seen[1].next_op
+    else:
+        live, op = {}, kernel.first_op
+    while op is not None:
+        for o in op.walk():
+            if isinstance(o, tpu.AllocOp) and tpu.memory_space_of(o.result.type) is VMEM:
+                live[o.result] = tpu.ref_bytes(o.result.type)
+            elif isinstance(o, tpu.DeallocOp):
+                live.pop(o.ref, None)
+        op = op.next_op
+    if kernel.last_op is not None:
+        _SEEN[:] = [(kernel, kernel.last_op, live)]
     return sum(live.values())
+
+
+_SEEN: list[tuple[Block, Operation, dict[SSAValue, int]]] = []
+"""`vmem_in_use`'s last call: (its block, the block's last op then, the live buffers)."""
+
+
+def check_fits(target: Target, t: Tiled) -> None:
+    """Raise `plan_blocks`'s error if even `t`'s smallest legal blocks exceed the VMEM
+    (without comparing every plan: what `lower-to-tpu`'s checks need)."""
+    align = _alignment(t)
+    smallest = tuple(
+        n if t.whole else _choices(n, a)[-1] for n, a in zip(t.sizes, align, strict=False)
+    )
+    grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
+    if _vmem(t, smallest, grid)[0] > target.vmem_bytes:
+        plan_blocks(target, t, 0)  # the error, or a plan with fewer slots that fits
 
 
 def plan_time(chip: Chip, t: Tiled, plan: Plan) -> float:

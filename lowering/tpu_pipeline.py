@@ -6,7 +6,7 @@ layers import downward only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
 from shardc.passes.rewrite_utils import check_option
@@ -20,10 +20,10 @@ class TpuPipelinePass(SpmdPipelinePass):
     `tpu-pipeline{chip= memory-limit= combine-threshold-bytes= micro-batch= vmem-limit=}`:
     `spmd-pipeline` then `lower-to-tpu`, both for the same chip (the cost model that
     schedules the collectives is the machine the kernel's blocks must fit), from level G
-    (or S) to level T. The options are spmd-pipeline's and lower-to-tpu's `vmem-limit`.
-    `lower-to-tpu` does not lower `hlo.fusion` yet (issue 15), so spmd-pipeline runs here
-    with `fusion=false` whatever the option says: the level-S program the kernel comes
-    from, and the level-S summary it carries, are the unfused ones.
+    (or S) to level T. The options are spmd-pipeline's (its `fusion` too: on by default,
+    each fusion then one tiled loop, lowering/fusion.py; a fusion that cannot be one loop
+    is lowered op by op and named in the kernel's `tpu.unfused` and the level-S summary
+    line) and lower-to-tpu's `vmem-limit`.
     """
 
     name = "tpu-pipeline"
@@ -37,8 +37,7 @@ class TpuPipelinePass(SpmdPipelinePass):
         super().__post_init__()
 
     def passes(self) -> list[ModulePass]:
-        unfused = replace(self, fusion=False) if self.fusion else self
         return [
-            *SpmdPipelinePass.passes(unfused),
+            *SpmdPipelinePass.passes(self),
             LowerToTpuPass(chip=self.chip, vmem_limit=self.vmem_limit),
         ]

@@ -24,7 +24,7 @@ first:
   e)` whenever `c <= d + e`, which holds as the fused kernel reads the producer's inputs
   instead of writing and reading its result (and a copy only where it reads no more than
   the value it replaces). Recomputing it per tile of the other operand is level T's
-  business (lower-to-tpu does not lower fusions yet).
+  business (lowering/fusion.py applies it to the operand block after its load).
 
 A producer is taken into the group when every user it has is in the group. A producer with
 users elsewhere is duplicated into the group only if recomputing it is cheap (elementwise,
