@@ -21,9 +21,10 @@ copied there at the end.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from shardc.dialects import spmd, tpu
+from shardc.dialects import hlo, spmd, tpu
 from shardc.lowering.emit import Emitter, hbm_type, tensor_type
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -35,7 +36,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 
 @dataclass
@@ -70,11 +71,7 @@ class KernelAbi:
             if v not in direct and not isinstance(v.owner, Block):
                 direct[v] = i
         scratch_values: list[SSAValue] = []
-        # Values made inside an hlo.while / hlo.case region get buffers too (the region
-        # is lowered into scf loops and branches of the same kernel: control_flow).
-        for op in old.walk():
-            if isinstance(op, func.ReturnOp):
-                continue
+        for op in _ops_with_buffers(old):
             for r in op.results:
                 if isinstance(r.type, TensorType) and r not in direct:
                     scratch_values.append(r)
@@ -143,3 +140,20 @@ class KernelAbi:
                 ]
             )
         return new
+
+
+def _ops_with_buffers(block: Block) -> Iterator[Operation]:
+    """
+    The ops whose tensor results get HBM buffers: the block's and, inside an hlo.while /
+    hlo.case region, the region's (lowered into scf loops and branches of the same kernel:
+    control_flow), but not a fusion's inner ops, whose values stay in VMEM (fusion).
+    """
+    for op in block.ops:
+        if isinstance(op, func.ReturnOp):
+            continue
+        yield op
+        if isinstance(op, hlo.FusionOp):
+            continue
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from _ops_with_buffers(inner)

@@ -4,7 +4,8 @@
 // A counted loop (JAX's fori_loop): the carried values are DMA'd into the result
 // buffers, then one scf.for over the 5 trips; the condition is never run. %i1 and %x1
 // are elementwise ops after every other read of the old values: both are computed straight
-// into the carried buffers (no copy per iteration).
+// into the carried buffers (no copy per iteration). %mul's operand is fetched early, while
+// %add's loop runs (lowering/fusion.py's early fetch: %x is ready before it).
 
 func.func @counted(%a: tensor<8x128xf32>) -> (tensor<8x128xf32>, tensor<i32>) {
   %c0 = hlo.constant dense<0> : tensor<i32>
@@ -27,9 +28,9 @@ func.func @counted(%a: tensor<8x128xf32>) -> (tensor<8x128xf32>, tensor<i32>) {
 // CHECK:         scf.for %trip = %{{.*}} to %[[FIVE]] step
 // CHECK-NOT:       cmp
 // CHECK-NOT:       while_carry
-// CHECK:           tpu.dma_start %add_out, %out1
-// CHECK-NOT:       while_carry
 // CHECK:           tpu.dma_start %out0, %mul_in0
+// CHECK-NOT:       while_carry
+// CHECK:           tpu.dma_start %add_out, %out1
 // CHECK:           tpu.dma_start %mul_out, %out0
 // CHECK-NOT:       while_carry
 // CHECK:         }
