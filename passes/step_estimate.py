@@ -25,6 +25,7 @@ would be slower), summed over functions.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable
 from typing import Any, cast
@@ -33,6 +34,7 @@ from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CostModel, OpCost, cached
 from shardc.interpreter.timing import compute_cost
 from shardc.passes.async_split import TO_START
+from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -186,6 +188,22 @@ def scheduled_time(
     left as it was (split for the scheduler and joined back: no copy).
     """
     model = per_op(model)
+    if memory_limit is None:  # no live bytes to track: the scheduler over ints (`_Nodes`)
+        return _Nodes(block, model, memo).scheduled_time(max_in_flight)
+    return split_scheduled_time(block, model, memory_limit, max_in_flight, memo)
+
+
+def split_scheduled_time(
+    block: Block,
+    model: CostModel,
+    memory_limit: int | None = None,
+    max_in_flight: int = 4,
+    memo: dict[Operation, float] | None = None,
+) -> float:
+    """`scheduled_time` by the ops themselves: the block split (`split_sync`), scheduled by
+    `BlockScheduler` (which tracks live bytes for a memory limit) and joined back. The
+    definition `_Nodes` follows (tests/e2e/test_pipeline_reuse.py holds them equal)."""
+    model = per_op(model)
     pairs = split_sync(block)
     if isinstance(model, OpCosts):
         for sync, done in pairs:
@@ -198,6 +216,176 @@ def scheduled_time(
         time = math.inf
     join_back(pairs)
     return time
+
+
+_START, _DONE, _COMPUTE, _SYNC = 0, 1, 2, 3
+"""`_Nodes` kinds: a `_start`, a `done`, a compute op, a collective run synchronously (one
+with no `_start` form: it blocks the stream, as `BlockScheduler.run_compute` runs it)."""
+
+
+class _Nodes:
+    """
+    A block as `BlockScheduler` sees it after `split_sync` (each sync collective a `_start`
+    node and a `done` node right after it), as lists of ints and floats: the same order,
+    dependencies and costs, without building or erasing an op. `scheduled_time` runs
+    `BlockScheduler`'s rules (no memory limit: every step fits) and `program_order_time`'s
+    clocks on it, so it returns what `split_sync` + `BlockScheduler.run` +
+    `program_order_time` + `join_back` return, at a fraction of the price (issue 14 item
+    7: the gates estimate the whole module several times per pass).
+    """
+
+    def __init__(self, block: Block, model: CostModel, memo: dict[Operation, float] | None):
+        self.model, self.memo = model, {} if memo is None else memo
+        self.kind: list[int] = []
+        self.cost: list[float] = []
+        """What the scheduler charges (`BlockScheduler.advance`)."""
+        self.time: list[float] = []
+        """What `program_order_time` charges."""
+        self.start: list[int] = []
+        """A done's start node (-1: none in the block)."""
+        self.result_node: dict[Operation, int] = {}
+        self.first_node: dict[Operation, int] = {}
+        for op in block.ops:
+            self._add(op)
+        self.users: list[list[int]] = [[] for _ in self.kind]
+        self.waiting = [0] * len(self.kind)
+        self._link(block)
+
+    def _node(self, kind: int, cost: float, time: float, start: int = -1) -> int:
+        self.kind.append(kind)
+        self.cost.append(cost)
+        self.time.append(time)
+        self.start.append(start)
+        return len(self.kind) - 1
+
+    def _add(self, op: Operation) -> None:
+        model = self.model
+        if type(op) in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
+            t = cast(collective.CollectiveOp, op)
+            time = self.memo.get(op)
+            if time is None:
+                time = self.memo[op] = model.collective_time(t)
+            self.first_node[op] = s = self._node(_START, model.collective_time(t), time)
+            self.result_node[op] = self._node(_DONE, 0.0, 0.0, s)
+            return
+        time = self.memo.get(op)
+        if time is None:
+            time = self.memo[op] = _time(op, model)
+        if isinstance(op, collective.CollectiveOp):
+            kind = _START if op.IS_START else _SYNC
+            n = self._node(kind, model.collective_time(op), time)
+        elif isinstance(op, collective.DoneOp):
+            owner = op.future.owner
+            n = self._node(_DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
+        else:
+            n = self._node(_COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
+        self.first_node[op] = self.result_node[op] = n
+
+    def _link(self, block: Block) -> None:
+        """`block_order.dependency_graph` of the split block, by node."""
+        control = control_predecessors(block)
+        first, result = self.first_node, self.result_node
+        for op in block.ops:
+            n = first[op]
+            values = used_values(op) if op.regions else op.operands
+            deps = {
+                result[v.owner] for v in values if v.owner.parent is block and v.owner is not op
+            }  # pyright: ignore
+            deps.update(first[p] for p in control.get(op, ()))
+            if n != result[op]:  # a split collective: its done waits for its start
+                self.users[n].append(result[op])
+                self.waiting[result[op]] = 1
+            for d in deps:
+                self.users[d].append(n)
+            self.waiting[n] = len(deps)
+
+    def order(self, max_in_flight: int) -> list[int]:
+        """`BlockScheduler.run`'s order (no memory limit), by node."""
+        kind, cost, start_of, users = self.kind, self.cost, self.start, self.users
+        waiting = list(self.waiting)
+        last = len(kind) - 1
+        ready: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        for n in range(last):
+            if not waiting[n]:
+                ready[kind[n]].append(n)
+        starts, dones, computes, syncs = ready
+        in_flight: dict[int, float] = {}
+        clock = engine = 0.0
+        order: list[int] = []
+        while starts or dones or computes or syncs:
+            n = self._choose(ready, in_flight, clock, max_in_flight)
+            k = kind[n]
+            lst = ready[k]
+            del lst[bisect.bisect_left(lst, n)]
+            if k == _START:
+                engine = max(clock, engine) + cost[n]
+                in_flight[n] = engine
+            elif k == _DONE:
+                s = start_of[n]
+                if s in in_flight:
+                    clock = max(clock, in_flight.pop(s))
+            elif k == _SYNC:
+                clock = engine = max(clock, engine) + cost[n]
+            else:
+                clock += cost[n]
+            order.append(n)
+            for u in users[n]:
+                waiting[u] -= 1
+                if not waiting[u] and u != last:
+                    bisect.insort(ready[kind[u]], u)
+        order.append(last)
+        return order
+
+    def _choose(
+        self,
+        ready: tuple[list[int], list[int], list[int], list[int]],
+        in_flight: dict[int, float],
+        clock: float,
+        max_in_flight: int,
+    ) -> int:
+        """`BlockScheduler.choose`: a start if a slot is free, else a done that has
+        finished (a start is waiting), else the first compute, else the done that finishes
+        first. A sync collective is a compute op there (one list, in original order)."""
+        starts, dones, computes, syncs = ready
+        start_of = self.start
+        if len(in_flight) < max_in_flight:
+            if starts:
+                return starts[0]
+        elif starts:
+            for d in dones:
+                if in_flight.get(start_of[d], clock) <= clock:
+                    return d
+        if computes or syncs:
+            if not syncs:
+                return computes[0]
+            return syncs[0] if not computes or syncs[0] < computes[0] else computes[0]
+        if not dones:
+            raise ScheduleStuck
+        return min(dones, key=lambda d: (in_flight.get(start_of[d], clock), d))
+
+    def scheduled_time(self, max_in_flight: int) -> float:
+        """`program_order_time` of `order`; inf if the scheduler is stuck."""
+        if not self.kind:
+            return 0.0
+        try:
+            order = self.order(max_in_flight)
+        except ScheduleStuck:
+            return math.inf
+        kind, time, start_of = self.kind, self.time, self.start
+        clock = engine = 0.0
+        in_flight: dict[int, float] = {}
+        for n in order:
+            k = kind[n]
+            if k == _START:
+                engine = max(clock, engine) + time[n]
+                in_flight[n] = engine
+            elif k == _SYNC:
+                clock = engine = max(clock, engine) + time[n]
+            elif k == _DONE:
+                clock = max(clock, in_flight.pop(start_of[n], clock))
+            else:
+                clock += time[n]
+        return max(clock, engine)
 
 
 def _blocks(module: ModuleOp) -> list[Block]:

@@ -7,7 +7,9 @@ What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it ou
   the copy taken and without;
 * one estimate's costs remembered by op (`step_estimate.OpCosts`) are the model's;
 * the scheduler without live-byte tracking (`peak=False`, for the estimates) places the
-  ops in the same order as with it.
+  ops in the same order as with it;
+* the estimates' scheduler over a lightweight graph of the block (`step_estimate._Nodes`:
+  no split, no join) gives the time splitting, scheduling and joining back give.
 """
 
 from __future__ import annotations
@@ -25,10 +27,16 @@ from shardc.parsing import parse_and_verify
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import BlockScheduler
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
-from shardc.passes.step_estimate import OpCosts, split_sync
+from shardc.passes.step_estimate import (
+    OpCosts,
+    scheduled_time,
+    split_scheduled_time,
+    split_sync,
+)
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").rglob("*.mlir"))
@@ -103,3 +111,45 @@ def test_op_costs_and_scheduler_without_peak(path: Path) -> None:
         with_peak = BlockScheduler(block, model, None, 4).run()[0]
         without = BlockScheduler(block, costs, None, 4, peak=False).run()[0]  # pyright: ignore[reportArgumentType]
         assert with_peak == without
+
+
+def _blocks_of(module: ModuleOp) -> list[Block]:
+    return [
+        f.body.block
+        for f in module.walk()
+        if isinstance(f, func.FuncOp) and len(f.body.blocks) == 1
+    ]
+
+
+def _check_nodes(module: ModuleOp) -> None:
+    """`scheduled_time` (the scheduler over `_Nodes`) is what splitting, `BlockScheduler`
+    and joining back give, float for float, at every max-in-flight; the block is left as
+    it was."""
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    for block in _blocks_of(module):
+        before = [(op, tuple(op.operands)) for op in block.ops]
+        for k in (1, 2, 4):
+            fast = scheduled_time(block, model, None, k)
+            assert fast == split_scheduled_time(block, model, None, k)
+        assert [(op, tuple(op.operands)) for op in block.ops] == before
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_scheduler_over_nodes_on_examples(path: Path) -> None:
+    text = path.read_text()
+    _check_nodes(_partitioned(text))  # sync collectives, as the gates see them
+    module = parse_and_verify(CTX, text, "test")
+    SpmdPipelinePass().apply(CTX, module)  # async ones, scheduled, some put back in order
+    _check_nodes(module)
+
+
+def test_scheduler_over_nodes_on_the_bench_chain() -> None:
+    module = parse_and_verify(CTX, bench_program(600), "test")
+    SpmdPipelinePass(micro_batch=False, schedule=False).apply(CTX, module)
+    _check_nodes(module)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=partitionable_programs())
+def test_scheduler_over_nodes_on_generated(text: str) -> None:
+    _check_nodes(_partitioned(text))
