@@ -146,6 +146,27 @@ class OpCosts:
         self.model = model
         self._ops: dict[Operation, OpCost] = {}
         self._collectives: dict[Operation, float] = {}
+        self.times: dict[Operation, float] = {}
+        """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
+
+    def moved(self, twins: Iterable[tuple[Operation, Operation]]) -> OpCosts:
+        """
+        These costs for a copy (`twins`: (op, its copy) pairs, e.g. the walks of a module
+        and of its clone), for a pass that adds and erases ops but changes none it keeps (a
+        use re-pointed at a value of the same type changes no cost): `spmd-pipeline`
+        carries one module's costs to the copy its gate estimates instead of costing every
+        op again (issue 14 item 7).
+        """
+        copy = OpCosts(self.model)
+        ops, collectives, times = self._ops, self._collectives, self.times
+        for op, twin in twins:
+            if (cost := ops.get(op)) is not None:
+                copy._ops[twin] = cost
+            if (time := collectives.get(op)) is not None:
+                copy._collectives[twin] = time
+            if (time := times.get(op)) is not None:
+                copy.times[twin] = time
+        return copy
 
     def op_cost(self, op: Operation) -> OpCost:
         cost = self._ops.get(op)
@@ -396,14 +417,18 @@ def _blocks(module: ModuleOp) -> list[Block]:
     ]
 
 
-def module_step_time(module: ModuleOp, model: CostModel, memory_limit: int | None = None) -> float:
+def module_step_time(
+    module: ModuleOp, model: CostModel | OpCosts, memory_limit: int | None = None
+) -> float:
     """Summed over functions: the better of scheduled and written order (the module is left
-    as it was)."""
-    model = cached(model)
+    as it was). `model` may be an `OpCosts` of the module's ops, kept by the caller (valid
+    while they do not change)."""
+    # costs by op, the same ops in both orders and for the scheduler: one key per op (or
+    # none, for the ops of a caller's `OpCosts` that knows them already)
+    costs = model if isinstance(model, OpCosts) else OpCosts(cached(model))
+    memo, by_op = costs.times, cast(CostModel, costs)
     total = 0.0
     for block in _blocks(module):
-        memo: dict[Operation, float] = {}  # the same ops in both orders: costed once
-        costs = per_op(model)  # and once more for the scheduler: one key per op
-        written = program_order_time(block.ops, costs, memo)
-        total += min(written, scheduled_time(block, costs, memory_limit, memo=memo))
+        written = program_order_time(block.ops, by_op, memo)
+        total += min(written, scheduled_time(block, by_op, memory_limit, memo=memo))
     return total

@@ -9,7 +9,10 @@ What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it ou
 * the scheduler without live-byte tracking (`peak=False`, for the estimates) places the
   ops in the same order as with it;
 * the estimates' scheduler over a lightweight graph of the block (`step_estimate._Nodes`:
-  no split, no join) gives the time splitting, scheduling and joining back give.
+  no split, no join) gives the time splitting, scheduling and joining back give;
+* the costs the gate carries from the module to its copy for `collective-combine`
+  (`OpCosts.moved`) and lends to its plans are what costing afresh gives, and a plan the
+  gate refused is not worth trying again.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.parsing import parse_and_verify
+from shardc.passes import spmd_pipeline
+from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import BlockScheduler
-from shardc.passes.spmd_pipeline import SpmdPipelinePass
+from shardc.passes.spmd_pipeline import Gate, SpmdPipelinePass
 from shardc.passes.step_estimate import (
     OpCosts,
     scheduled_time,
@@ -153,3 +158,64 @@ def test_scheduler_over_nodes_on_the_bench_chain() -> None:
 @given(text=partitionable_programs())
 def test_scheduler_over_nodes_on_generated(text: str) -> None:
     _check_nodes(_partitioned(text))
+
+
+def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, retry: bool) -> str:
+    """The pipeline's output, every estimate of its gate made with the costs it carries
+    from one copy to the next (`OpCosts.moved`) checked against one costing every op
+    afresh, and every plan of `collective-combine` made with the gate's costs against one
+    made with the pass's own model; with `retry`, a plan the gate refused is tried again."""
+    estimate, plan = Gate.estimate, CollectiveCombinePass.plan
+
+    def checked_estimate(self: Gate, module: ModuleOp, costs: OpCosts | None = None) -> float:
+        got = estimate(self, module, costs)
+        assert got == estimate(self, module, None)
+        return got
+
+    def checked_plan(self: CollectiveCombinePass, op: ModuleOp, model: CostModel | None = None):  # type: ignore[no-untyped-def]
+        got = plan(self, op, model)
+        assert got == plan(self, op)
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(Gate, "estimate", checked_estimate)
+        m.setattr(CollectiveCombinePass, "plan", checked_plan)
+        if retry:
+            m.setattr(spmd_pipeline, "_same_plan", lambda *_: False)
+        module = parse_and_verify(CTX, text, "test")
+        SpmdPipelinePass().apply(CTX, module)
+    return str(module)
+
+
+def _check_carried(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _checked_pipeline(text, monkeypatch, False) == _checked_pipeline(text, monkeypatch, True)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_carried_costs_on_examples(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_carried(path.read_text(), monkeypatch)
+
+
+def test_carried_costs_on_the_bench_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the chain's one combinable pair is refused by the first variant's gate and planned
+    # again by XLA's: the second plan is skipped (the output the same as with it tried)
+    refused: list[bool] = []
+    same_plan = spmd_pipeline._same_plan  # pyright: ignore[reportPrivateUsage]
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        refused.append(same := same_plan(*args))
+        return same
+
+    monkeypatch.setattr(spmd_pipeline, "_same_plan", spy)
+    module = parse_and_verify(CTX, bench_program(300), "test")
+    SpmdPipelinePass().apply(CTX, module)
+    assert refused == [False, True]
+    monkeypatch.undo()
+    _check_carried(bench_program(300), monkeypatch)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=partitionable_programs())
+def test_carried_costs_on_generated(text: str) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _check_carried(text, monkeypatch)
