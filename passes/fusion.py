@@ -216,8 +216,10 @@ class _BlockFuser:
             return False
         if role == "dot" and (group.has_dot or isinstance(group.root, hlo.ReduceOp)):
             return False
-        users = {u.operation for r in p.results for u in r.uses}
-        if users <= group.owned and p not in self.needed:  # nobody else reads it
+        # nobody else reads it (stops at the first other reader: a value read by thousands
+        # of ops, offered to each of their groups, is not walked whole each time)
+        owned = group.owned
+        if p not in self.needed and all(u.operation in owned for r in p.results for u in r.uses):
             group.owned.add(p)
             self.owner[p] = group
             group.has_dot |= role == "dot"
