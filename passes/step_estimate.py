@@ -209,8 +209,8 @@ def scheduled_time(
     left as it was (split for the scheduler and joined back: no copy).
     """
     model = per_op(model)
-    if memory_limit is None:  # no live bytes to track: the scheduler over ints (`_Nodes`)
-        return _Nodes(block, model, memo).scheduled_time(max_in_flight)
+    if memory_limit is None:  # no live bytes to track: the scheduler over ints (`StepGraph`)
+        return StepGraph(block, model, memo).scheduled_time(max_in_flight)
     return split_scheduled_time(block, model, memory_limit, max_in_flight, memo)
 
 
@@ -223,7 +223,7 @@ def split_scheduled_time(
 ) -> float:
     """`scheduled_time` by the ops themselves: the block split (`split_sync`), scheduled by
     `BlockScheduler` (which tracks live bytes for a memory limit) and joined back. The
-    definition `_Nodes` follows (tests/e2e/test_pipeline_reuse.py holds them equal)."""
+    definition `StepGraph` follows (tests/e2e/test_pipeline_reuse.py holds them equal)."""
     model = per_op(model)
     pairs = split_sync(block)
     if isinstance(model, OpCosts):
@@ -240,11 +240,11 @@ def split_scheduled_time(
 
 
 _START, _DONE, _COMPUTE, _SYNC = 0, 1, 2, 3
-"""`_Nodes` kinds: a `_start`, a `done`, a compute op, a collective run synchronously (one
+"""`StepGraph` kinds: a `_start`, a `done`, a compute op, a collective run synchronously (one
 with no `_start` form: it blocks the stream, as `BlockScheduler.run_compute` runs it)."""
 
 
-class _Nodes:
+class StepGraph:
     """
     A block as `BlockScheduler` sees it after `split_sync` (each sync collective a `_start`
     node and a `done` node right after it), as lists of ints and floats: the same order,
@@ -264,6 +264,11 @@ class _Nodes:
         """What `program_order_time` charges."""
         self.start: list[int] = []
         """A done's start node (-1: none in the block)."""
+        self.ops: list[Operation] = []
+        """Each node's op (a split collective's for both of its nodes)."""
+        self.split = False
+        """Whether a sync collective stands as two nodes (then an order of the nodes is no
+        order of the ops)."""
         self.result_node: dict[Operation, int] = {}
         self.first_node: dict[Operation, int] = {}
         for op in block.ops:
@@ -272,7 +277,8 @@ class _Nodes:
         self.waiting = [0] * len(self.kind)
         self._link(block)
 
-    def _node(self, kind: int, cost: float, time: float, start: int = -1) -> int:
+    def _node(self, op: Operation, kind: int, cost: float, time: float, start: int = -1) -> int:
+        self.ops.append(op)
         self.kind.append(kind)
         self.cost.append(cost)
         self.time.append(time)
@@ -286,20 +292,21 @@ class _Nodes:
             time = self.memo.get(op)
             if time is None:
                 time = self.memo[op] = model.collective_time(t)
-            self.first_node[op] = s = self._node(_START, model.collective_time(t), time)
-            self.result_node[op] = self._node(_DONE, 0.0, 0.0, s)
+            self.first_node[op] = s = self._node(op, _START, model.collective_time(t), time)
+            self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
+            self.split = True
             return
         time = self.memo.get(op)
         if time is None:
             time = self.memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
             kind = _START if op.IS_START else _SYNC
-            n = self._node(kind, model.collective_time(op), time)
+            n = self._node(op, kind, model.collective_time(op), time)
         elif isinstance(op, collective.DoneOp):
             owner = op.future.owner
-            n = self._node(_DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
+            n = self._node(op, _DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
         else:
-            n = self._node(_COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
+            n = self._node(op, _COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
         self.first_node[op] = self.result_node[op] = n
 
     def _link(self, block: Block) -> None:
@@ -392,6 +399,14 @@ class _Nodes:
             order = self.order(max_in_flight)
         except ScheduleStuck:
             return math.inf
+        return self.program_time(order)
+
+    def written_time(self) -> float:
+        """`program_order_time` of the block as it is."""
+        return self.program_time(range(len(self.kind)))
+
+    def program_time(self, order: Iterable[int]) -> float:
+        """`program_order_time` of the nodes in `order`."""
         kind, time, start_of = self.kind, self.time, self.start
         clock = engine = 0.0
         in_flight: dict[int, float] = {}

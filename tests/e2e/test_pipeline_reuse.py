@@ -8,11 +8,12 @@ What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it ou
 * one estimate's costs remembered by op (`step_estimate.OpCosts`) are the model's;
 * the scheduler without live-byte tracking (`peak=False`, for the estimates) places the
   ops in the same order as with it;
-* the estimates' scheduler over a lightweight graph of the block (`step_estimate._Nodes`:
+* the estimates' scheduler over a lightweight graph of the block (`step_estimate.StepGraph`:
   no split, no join) gives the time splitting, scheduling and joining back give;
 * the costs the gate carries from the module to its copy for `collective-combine`
   (`OpCosts.moved`) and lends to its plans are what costing afresh gives, and a plan the
-  gate refused is not worth trying again.
+  gate refused is not worth trying again;
+* the pipeline's `schedule` over `StepGraph`s (no memory limit) orders as the pass does.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def _blocks_of(module: ModuleOp) -> list[Block]:
 
 
 def _check_nodes(module: ModuleOp) -> None:
-    """`scheduled_time` (the scheduler over `_Nodes`) is what splitting, `BlockScheduler`
+    """`scheduled_time` (the scheduler over `StepGraph`) is what splitting, `BlockScheduler`
     and joining back give, float for float, at every max-in-flight; the block is left as
     it was."""
     model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
@@ -160,11 +161,12 @@ def test_scheduler_over_nodes_on_generated(text: str) -> None:
     _check_nodes(_partitioned(text))
 
 
-def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, retry: bool) -> str:
+def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, plain: bool) -> str:
     """The pipeline's output, every estimate of its gate made with the costs it carries
     from one copy to the next (`OpCosts.moved`) checked against one costing every op
     afresh, and every plan of `collective-combine` made with the gate's costs against one
-    made with the pass's own model; with `retry`, a plan the gate refused is tried again."""
+    made with the pass's own model; with `plain`, a plan the gate refused is tried again
+    and `schedule` runs as a pass (not over `StepGraph`s)."""
     estimate, plan = Gate.estimate, CollectiveCombinePass.plan
 
     def checked_estimate(self: Gate, module: ModuleOp, costs: OpCosts | None = None) -> float:
@@ -180,8 +182,9 @@ def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, retry: bool) -
     with monkeypatch.context() as m:
         m.setattr(Gate, "estimate", checked_estimate)
         m.setattr(CollectiveCombinePass, "plan", checked_plan)
-        if retry:
+        if plain:  # and `schedule` by the pass itself
             m.setattr(spmd_pipeline, "_same_plan", lambda *_: False)
+            m.setattr(Gate, "_schedule_by_graph", lambda *_: False)
         module = parse_and_verify(CTX, text, "test")
         SpmdPipelinePass().apply(CTX, module)
     return str(module)
