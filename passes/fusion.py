@@ -189,10 +189,11 @@ class _BlockFuser:
 
     def _need_operands_of(self, op: Operation, group: _Group | None = None) -> None:
         """Mark the producers `op` reads (nested regions included) as needed."""
+        members = group.members() if group is not None else ()
         for inner in op.walk():
             for value in inner.operands:
                 producer = value.owner
-                if producer in self.pos and (group is None or producer not in group.members()):
+                if producer in self.pos and producer not in members:
                     self.needed.add(producer)  # pyright: ignore[reportArgumentType]
 
     def _grow(self, root: Operation) -> _Group:
