@@ -14,9 +14,12 @@ the pipeline returns:
   the same ops on the same types). A `while`/`case` costs its static estimate
   (`CostModel.control_cost`, its collectives synchronous, as the interpreter runs them).
 * `scheduled_time`: the block as `async-split` + `schedule` would leave it, i.e.
-  `program_order_time` of the scheduler's order (computed on the block itself, its sync
-  collectives split for the scheduler and joined back: no copy, as an estimate must cost
-  about what `schedule` does for the gates to stay linear).
+  `program_order_time` of the scheduler's order, computed without touching the block:
+  without a memory limit on a `StepGraph` (the block as ints, each sync collective a
+  start node and a done node, the scheduler's rules run on them), with one on the block
+  itself (its sync collectives split for `BlockScheduler` and joined back). No copy
+  either way, as an estimate must cost about what `schedule` does for the gates to stay
+  linear.
 
 `module_step_time` is the pipeline's objective: per function, the better of the scheduled
 order and the order as written (`spmd-pipeline` keeps the program order where scheduling
@@ -137,7 +140,8 @@ class OpCosts:
     One estimate's costs remembered by op (the object, not its key): the written order, the
     scheduler and the scheduled order each ask for every op's cost, and the cost model's key
     of an op (its types and properties, hashed) is most of the price of an answer. Valid
-    while the ops do not change, i.e. for one estimate; `split_sync` only re-points uses at
+    while the ops do not change: one estimate, or (`spmd-pipeline`'s gate) the plans and
+    estimates of one pass until it changes the module; `split_sync` only re-points uses at
     values of the same types, which the costs do not depend on. Answers as `model` does
     (`op_cost`, `collective_time`; anything else is `model`'s).
     """
@@ -205,8 +209,8 @@ def scheduled_time(
 ) -> float:
     """
     The step of `block` as `async-split` + `schedule` would leave it: `program_order_time`
-    of the scheduler's order; inf if it cannot fit the memory limit. On the block itself,
-    left as it was (split for the scheduler and joined back: no copy).
+    of the scheduler's order; inf if it cannot fit the memory limit. The block is left as
+    it was (a `StepGraph` of it; with a memory limit, `split_scheduled_time`).
     """
     model = per_op(model)
     if memory_limit is None:  # no live bytes to track: the scheduler over ints (`StepGraph`)
