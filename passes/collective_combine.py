@@ -364,9 +364,13 @@ class CollectiveCombinePass(ModulePass):
         copies the module only if so)."""
         return bool(self.plan(op))
 
-    def plan(self, op: ModuleOp) -> list[tuple[Block, list[list[collective.CollectiveOp]]]]:
-        """What `apply` would merge, block by block (nothing is changed)."""
-        model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
+    def plan(
+        self, op: ModuleOp, model: CostModel | None = None
+    ) -> list[tuple[Block, list[list[collective.CollectiveOp]]]]:
+        """What `apply` would merge, block by block (nothing is changed). `model`: this
+        pass's cost model (`spmd-pipeline` passes its gate's, which remembers costs by op)."""
+        if model is None:
+            model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
         planned = [(block, self.groups(block, model)) for block in _blocks(op)]
         return [(block, groups) for block, groups in planned if groups]
 

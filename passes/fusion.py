@@ -189,10 +189,11 @@ class _BlockFuser:
 
     def _need_operands_of(self, op: Operation, group: _Group | None = None) -> None:
         """Mark the producers `op` reads (nested regions included) as needed."""
+        members = group.members() if group is not None else ()
         for inner in op.walk():
             for value in inner.operands:
                 producer = value.owner
-                if producer in self.pos and (group is None or producer not in group.members()):
+                if producer in self.pos and producer not in members:
                     self.needed.add(producer)  # pyright: ignore[reportArgumentType]
 
     def _grow(self, root: Operation) -> _Group:
@@ -216,8 +217,10 @@ class _BlockFuser:
             return False
         if role == "dot" and (group.has_dot or isinstance(group.root, hlo.ReduceOp)):
             return False
-        users = {u.operation for r in p.results for u in r.uses}
-        if users <= group.owned and p not in self.needed:  # nobody else reads it
+        # nobody else reads it (stops at the first other reader: a value read by thousands
+        # of ops, offered to each of their groups, is not walked whole each time)
+        owned = group.owned
+        if p not in self.needed and all(u.operation in owned for r in p.results for u in r.uses):
             group.owned.add(p)
             self.owner[p] = group
             group.has_dot |= role == "dot"

@@ -83,7 +83,7 @@ from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import op_time, program_order_time, scheduled_time
+from shardc.passes.step_estimate import op_time, per_op, program_order_time, scheduled_time
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -253,24 +253,6 @@ def _convolution_links(op: hlo.ConvolutionOp) -> Links:
 
 
 @dataclass
-class UnionFind:
-    parent: dict[Node, Node] = field(default_factory=dict[Node, Node])
-
-    def find(self, x: Node) -> Node:
-        root = x
-        while (p := self.parent.get(root, root)) != root:
-            root = p
-        while x != root:
-            self.parent[x], x = root, self.parent.get(x, x)
-        return root
-
-    def union(self, a: Node, b: Node) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-
-
-@dataclass
 class Candidate:
     """A dimension class to split on: the split dimension of each value in it."""
 
@@ -284,6 +266,66 @@ class Candidate:
     collectives: int
 
 
+class _DimClasses:
+    """
+    A union-find over the dimensions of `block`'s values joined by `links`, numbered: a
+    value's dimensions are consecutive ints (its first found by the value's id), so that
+    finding a class hashes and compares ints, not (value, dim) pairs (at 10k ops the pairs
+    were most of `candidates`, issue 14 item 7). The classes are the same.
+    """
+
+    def __init__(self, block: Block, links: dict[Operation, Links | None]):
+        self.first: dict[int, tuple[int, tuple[int, ...]]] = {}
+        """id(value) -> (its first dimension's number, its shape); the values are alive
+        while `block` is, so their ids stand for them."""
+        self.parent: list[int] = []
+        self.extra: dict[tuple[int, int], int] = {}
+        """(id(value), dim) of a dimension beyond the value's rank (none in valid links)."""
+        for v in _values(block):
+            self._first(v)
+        for op, ls in links.items():
+            if ls is None:
+                continue
+            for (k, d), sources in ls.items():
+                for i, e in sources:
+                    self.union(self.node(op.results[k], d), self.node(op.operands[i], e))
+
+    def _first(self, v: SSAValue) -> tuple[int, tuple[int, ...]]:
+        found = self.first.get(id(v))
+        if found is None:
+            shape = _shape(v)
+            found = self.first[id(v)] = (len(self.parent), shape)
+            self.parent.extend(range(len(self.parent), len(self.parent) + len(shape)))
+        return found
+
+    def shape(self, v: SSAValue) -> tuple[int, ...]:
+        return self._first(v)[1]
+
+    def node(self, v: SSAValue, d: int) -> int:
+        first, shape = self._first(v)
+        if d < len(shape):
+            return first + d
+        node = self.extra.get((id(v), d))
+        if node is None:
+            node = self.extra[(id(v), d)] = len(self.parent)
+            self.parent.append(node)
+        return node
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        root = x
+        while (p := parent[root]) != root:
+            root = p
+        while x != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
 def _values(block: Block) -> list[SSAValue]:
     values: list[SSAValue] = list(block.args)
     for op in block.ops:
@@ -295,26 +337,20 @@ def candidates(block: Block) -> list[Candidate]:
     """The qualifying classes of `block` (module docstring), most collectives first."""
     ops = list(block.ops)
     links = {op: op_links(op) for op in ops}
-    uf = UnionFind()
-    for op, ls in links.items():
-        if ls is None:
-            continue
-        for (k, d), sources in ls.items():
-            for i, e in sources:
-                uf.union((op.results[k], d), (op.operands[i], e))
-    members: dict[Node, list[Node]] = {}
+    uf = _DimClasses(block, links)
+    members: dict[int, list[Node]] = {}
     for v in _values(block):
-        for d, size in enumerate(_shape(v)):
+        for d, size in enumerate(uf.shape(v)):
             if size >= 2:
-                members.setdefault(uf.find((v, d)), []).append((v, d))
+                members.setdefault(uf.find(uf.node(v, d)), []).append((v, d))
     found: list[Candidate] = []
-    seen: set[Node] = set()
+    seen: set[int] = set()
     for pos, op in enumerate(ops):
         if not isinstance(op, collective.SYNC_OPS):
             continue
         for k, r in enumerate(op.results):
             for d in range(len(_shape(r))):
-                root = uf.find((r, d))
+                root = uf.find(uf.node(r, d))
                 if root in seen or root not in members:
                     continue
                 seen.add(root)
@@ -752,8 +788,9 @@ class MicroBatchPass(ModulePass):
             view, view_block = fused.get(), _function_blocks(fused.get())[index]
         else:
             view, view_block = module, block
-        base = Base(self, view, index, view_block, model)
-        floor = SplitFloor.of(view_block, model)
+        costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
+        base = Base(self, view, index, view_block, costs)
+        floor = SplitFloor.of(view_block, costs)
         best: tuple[float, Plan] | None = None
         for cand in found:
             for k in self.counts(cand.size):

@@ -560,6 +560,11 @@ def fit_axes(axes: Sequence[str], size: int, mesh: MeshAttr, uneven: bool = Fals
     The longest prefix of `axes` whose product divides `size`; with `uneven`, whose
     product is at most `size` (an uneven split, padded: the verifier's rule).
     """
+    if not axes:
+        return ()
+    memo = _fit_memo(mesh) if type(axes) is tuple else None
+    if memo is not None and (found := memo.get((axes, size, uneven))) is not None:
+        return found
     kept: list[str] = []
     product = 1
     for a in axes:
@@ -567,7 +572,26 @@ def fit_axes(axes: Sequence[str], size: int, mesh: MeshAttr, uneven: bool = Fals
         if size % product and not (uneven and product <= size):
             break
         kept.append(a)
+    if memo is not None:
+        memo[(axes, size, uneven)] = tuple(kept)
     return tuple(kept)
+
+
+_FIT_MEMOS: dict[int, tuple[MeshAttr, dict[tuple[Axes, int, bool], Axes]]] = {}
+"""id(mesh) -> (the mesh, kept alive so its id is not reused; (axes, size, uneven) -> what
+`fit_axes` returns): propagation and partitioning ask it a few hundred thousand times at
+10k ops (issue 14 item 7), for a handful of distinct questions."""
+
+
+def _fit_memo(mesh: MeshAttr) -> dict[tuple[Axes, int, bool], Axes]:
+    entry = _FIT_MEMOS.get(id(mesh))
+    if entry is None or entry[0] is not mesh:
+        if len(_FIT_MEMOS) > 256:
+            _FIT_MEMOS.clear()
+        entry = _FIT_MEMOS[id(mesh)] = (mesh, {})
+    elif len(entry[1]) > 65536:
+        entry[1].clear()
+    return entry[1]
 
 
 def pads_safely(op: Operation) -> bool:
@@ -580,11 +604,14 @@ def pads_safely(op: Operation) -> bool:
     Every other op (reshape, reverse, and any op not listed) has its operands split
     evenly first.
     """
+    found = _PADS_SAFELY.get(type(op))
+    if found is not None:
+        return found
     if isinstance(op, hlo.ReduceOp) and op.has_body:
         return False  # no identity to mask the padding with: a body is any computation
     if isinstance(op, hlo.ReduceOp | hlo.DotOp):
         return isinstance(_element(op.operands[0]), IntegerType | AnyFloat)
-    return isinstance(
+    found = _PADS_SAFELY[type(op)] = isinstance(
         op,
         hlo.BinaryElementwiseOp
         | hlo.UnaryElementwiseOp
@@ -606,6 +633,12 @@ def pads_safely(op: Operation) -> bool:
         | hlo.SortOp
         | hlo.TopKOp,
     )
+    return found
+
+
+_PADS_SAFELY: dict[type[Operation], bool] = {}
+"""`pads_safely` by op class, for the classes whose answer is the class's (all but reduce
+and dot): asked for every op several times by propagation and partitioning."""
 
 
 def _element(value: SSAValue) -> Attribute:

@@ -58,7 +58,9 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import cast
 
+from shardc.dialects import collective
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import CHIPS, get_chip
 from shardc.hardware.cost import CostModel, cached
@@ -73,14 +75,19 @@ from shardc.passes.fusion import FusionPass, fuse_function
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
-from shardc.passes.schedule import SchedulePass, sync_peak
+from shardc.passes.schedule import SchedulePass, ScheduleStuck, sync_peak
 from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
-from shardc.passes.step_estimate import module_step_time, program_order_time
+from shardc.passes.step_estimate import (
+    OpCosts,
+    StepGraph,
+    module_step_time,
+    program_order_time,
+)
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
@@ -216,9 +223,21 @@ class SpmdPipelinePass(ModulePass):
             # it, each kept only where the step does not get slower: the gate, not the
             # pass's guard, has the last word (a loss all_reduce merged with the gradient
             # all_reduces saves a latency XLA saves too)
+            # A plan the gate refused is not tried again: XLA's variant often plans the
+            # very groups the first one did (the module unchanged, the same copy, the same
+            # estimate, refused again: at 10k ops a third of the pass, issue 14 item 7).
+            # The plans cost ops as the gate does, by op (the gate's model is the pass's
+            # when the module's mesh is the one the pipeline started with).
+            refused: list[tuple[Block, list[list[Operation]]]] | None = None
+            costs = gate.costs() if find_mesh(op) == gate.model.mesh else None
             for variant in (p, replace(p, overlap_aware=False)):
-                if plan := variant.plan(op):  # planned once: applied to the gate's copy
-                    gate.run(lambda m, pl=plan: p.apply_plan(pl, op, m), op, strict=False)
+                plan = variant.plan(op, costs)  # planned once: applied to the gate's copy
+                if plan and not _same_plan(plan, refused):
+                    kept = gate.run(
+                        lambda m, pl=plan: p.apply_plan(pl, op, m), op, strict=False, keeps_ops=True
+                    )
+                    refused = None if kept else plan  # pyright: ignore[reportAssignmentType]
+                    costs = gate.costs() if costs is not None else None  # the module's now
         elif isinstance(p, AllReduceReassociatePass | CollectiveCombinePass):
             if p.any_match(op):  # else no copy, no estimate
                 gate.run(lambda m: p.apply(ctx, m), op, strict=False)
@@ -255,13 +274,23 @@ class Gate:
         self.fused: ModuleOp | None = None
         """A copy of the module as it is now as `fusion` would leave it, if one was made
         (by `micro-batch`, for its estimates, when it split nothing)."""
+        self._costs: OpCosts | None = None
+        """The costs of the module's ops as they are now, by op (`step_estimate.OpCosts`):
+        a pass's plans and estimates cost each op once; None after a pass changed ops."""
 
     def forget(self) -> None:
         self.known = None
         self.fused = None
+        self._costs = None
 
-    def estimate(self, module: ModuleOp) -> float:
-        return module_step_time(module, self.model, self.memory_limit)
+    def costs(self) -> CostModel:
+        """The gate's model with the costs of the module's ops as they are now remembered."""
+        if self._costs is None:
+            self._costs = OpCosts(self.model)
+        return cast(CostModel, self._costs)
+
+    def estimate(self, module: ModuleOp, costs: OpCosts | None = None) -> float:
+        return module_step_time(module, costs or self.model, self.memory_limit)
 
     def run(
         self,
@@ -269,33 +298,84 @@ class Gate:
         op: ModuleOp,
         strict: bool,
         view: Callable[[ModuleOp], ModuleOp] | None = None,
-    ) -> None:
+        keeps_ops: bool = False,
+    ) -> bool:
         """Apply `transform` (a pass) to a copy of `op`; keep the copy only if its step is
-        no slower (with `strict`: faster). With `view`, both are judged by the estimates of
-        `view(op)` and `view(copy)` (micro-batch: as fusion will leave them), and what is
-        known is forgotten (it is the view's)."""
+        no slower (with `strict`: faster); whether it was kept. With `view`, both are judged
+        by the estimates of `view(op)` and `view(copy)` (micro-batch: as fusion will leave
+        them), and what is known is forgotten (it is the view's). With `keeps_ops` (the
+        transform adds and erases ops but changes none it keeps: `collective-combine`), the
+        copy's ops are costed as `op`'s were (`OpCosts.moved`), not again."""
         self.fused = None
         candidate = op.clone()
+        moved = None
+        if keeps_ops and view is None:
+            moved = cast(OpCosts, self.costs()).moved(zip(op.walk(), candidate.walk(), strict=True))
         transform(candidate)
         if _same_ops(op, candidate):
-            return  # nothing to gate: the pass changed nothing (and `known` still holds)
+            return False  # nothing to gate: the pass changed nothing (`known` still holds)
         if view is not None:
             keep = self.estimate(view(candidate)) <= self.estimate(view(op))
             if keep:
                 _take_body(op, candidate)
             self.forget()
-            return
-        before = self.known if self.known is not None else self.estimate(op)
-        after = self.estimate(candidate)
+            return keep
+        before = self.known if self.known is not None else self.estimate(op, self._costs)
+        after = self.estimate(candidate, moved)
         if after < before or (after == before and not strict):
             _take_body(op, candidate)
-            self.known = after
-        else:
-            self.known = before
+            self.known, self._costs = after, moved  # the candidate's ops are the module's
+            return True
+        self.known = before
+        return False
 
     def schedule(self, p: SchedulePass, ctx: Context, op: ModuleOp) -> None:
         """Schedule; a function whose scheduled order is slower gets its order back (if
         that order fits the memory limit: the schedule's does)."""
+        if not self._schedule_by_graph(p, op):
+            self._schedule_ops(p, ctx, op)
+        self.forget()
+
+    def _schedule_by_graph(self, p: SchedulePass, op: ModuleOp) -> bool:
+        """
+        `_schedule_ops` without a memory limit: the scheduler's order and both orders'
+        times from one `StepGraph` per block (the ops costed once, no live bytes tracked:
+        at 10k ops a third of `schedule`'s time, issue 14 item 7), the same orders (the
+        pass's own model is the gate's when the mesh is the one the pipeline started
+        with). False, changing nothing, where it cannot (a memory limit, a report, a
+        block with a sync collective or on which the scheduler is stuck).
+        """
+        if p.memory_limit is not None or p.report or p.max_in_flight < 1:
+            return False
+        if find_mesh(op) != self.model.mesh:
+            return False
+        costs = OpCosts(self.model)
+        planned: list[tuple[Block, list[Operation] | None]] = []
+        for f in op.body.block.ops:
+            if not isinstance(f, func.FuncOp):
+                continue
+            for block in f.body.blocks:
+                graph = StepGraph(block, cast(CostModel, costs), costs.times)
+                if graph.split:
+                    return False
+                try:
+                    order = graph.order(p.max_in_flight) if graph.kind else []
+                except ScheduleStuck:
+                    return False
+                # a single-block function keeps its order where the schedule is slower
+                slower = (
+                    len(f.body.blocks) == 1
+                    and bool(order)
+                    and graph.program_time(order) > graph.written_time()
+                )
+                planned.append((block, None if slower else [graph.ops[n] for n in order]))
+        for block, order in planned:
+            if order is not None:
+                set_order(block, order)
+        return True
+
+    def _schedule_ops(self, p: SchedulePass, ctx: Context, op: ModuleOp) -> None:
+        """`schedule` by the pass itself, then the written order back where it is faster."""
         written = {
             f: list(f.body.block.ops)
             for f in op.body.block.ops
@@ -311,7 +391,6 @@ class Gate:
                 set_order(block, order)
                 if self.memory_limit is not None and sync_peak(block) > self.memory_limit:
                     set_order(block, scheduled)
-        self.forget()
 
 
 @contextmanager
@@ -344,6 +423,23 @@ def fused_copy(module: ModuleOp, model: CostModel) -> ModuleOp:
         if isinstance(function, func.FuncOp):
             fuse_function(function, model)
     return copy
+
+
+def _same_plan(
+    plan: list[tuple[Block, list[list[collective.CollectiveOp]]]],
+    other: list[tuple[Block, list[list[Operation]]]] | None,
+) -> bool:
+    """Whether `plan` merges the very groups `other` did (the same op objects, in order)."""
+    if other is None or len(plan) != len(other):
+        return False
+    return all(
+        b is c and len(gs) == len(hs) and all(map(_same_list, gs, hs))
+        for (b, gs), (c, hs) in zip(plan, other, strict=True)
+    )
+
+
+def _same_list(a: list[collective.CollectiveOp], b: list[Operation]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _same_ops(a: ModuleOp, b: ModuleOp) -> bool:

@@ -14,9 +14,12 @@ the pipeline returns:
   the same ops on the same types). A `while`/`case` costs its static estimate
   (`CostModel.control_cost`, its collectives synchronous, as the interpreter runs them).
 * `scheduled_time`: the block as `async-split` + `schedule` would leave it, i.e.
-  `program_order_time` of the scheduler's order (computed on the block itself, its sync
-  collectives split for the scheduler and joined back: no copy, as an estimate must cost
-  about what `schedule` does for the gates to stay linear).
+  `program_order_time` of the scheduler's order, computed without touching the block:
+  without a memory limit on a `StepGraph` (the block as ints, each sync collective a
+  start node and a done node, the scheduler's rules run on them), with one on the block
+  itself (its sync collectives split for `BlockScheduler` and joined back). No copy
+  either way, as an estimate must cost about what `schedule` does for the gates to stay
+  linear.
 
 `module_step_time` is the pipeline's objective: per function, the better of the scheduled
 order and the order as written (`spmd-pipeline` keeps the program order where scheduling
@@ -25,6 +28,7 @@ would be slower), summed over functions.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable
 from typing import Any, cast
@@ -33,6 +37,7 @@ from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CostModel, OpCost, cached
 from shardc.interpreter.timing import compute_cost
 from shardc.passes.async_split import TO_START
+from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -135,7 +140,8 @@ class OpCosts:
     One estimate's costs remembered by op (the object, not its key): the written order, the
     scheduler and the scheduled order each ask for every op's cost, and the cost model's key
     of an op (its types and properties, hashed) is most of the price of an answer. Valid
-    while the ops do not change, i.e. for one estimate; `split_sync` only re-points uses at
+    while the ops do not change: one estimate, or (`spmd-pipeline`'s gate) the plans and
+    estimates of one pass until it changes the module; `split_sync` only re-points uses at
     values of the same types, which the costs do not depend on. Answers as `model` does
     (`op_cost`, `collective_time`; anything else is `model`'s).
     """
@@ -144,6 +150,27 @@ class OpCosts:
         self.model = model
         self._ops: dict[Operation, OpCost] = {}
         self._collectives: dict[Operation, float] = {}
+        self.times: dict[Operation, float] = {}
+        """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
+
+    def moved(self, twins: Iterable[tuple[Operation, Operation]]) -> OpCosts:
+        """
+        These costs for a copy (`twins`: (op, its copy) pairs, e.g. the walks of a module
+        and of its clone), for a pass that adds and erases ops but changes none it keeps (a
+        use re-pointed at a value of the same type changes no cost): `spmd-pipeline`
+        carries one module's costs to the copy its gate estimates instead of costing every
+        op again (issue 14 item 7).
+        """
+        copy = OpCosts(self.model)
+        ops, collectives, times = self._ops, self._collectives, self.times
+        for op, twin in twins:
+            if (cost := ops.get(op)) is not None:
+                copy._ops[twin] = cost
+            if (time := collectives.get(op)) is not None:
+                copy._collectives[twin] = time
+            if (time := times.get(op)) is not None:
+                copy.times[twin] = time
+        return copy
 
     def op_cost(self, op: Operation) -> OpCost:
         cost = self._ops.get(op)
@@ -182,9 +209,25 @@ def scheduled_time(
 ) -> float:
     """
     The step of `block` as `async-split` + `schedule` would leave it: `program_order_time`
-    of the scheduler's order; inf if it cannot fit the memory limit. On the block itself,
-    left as it was (split for the scheduler and joined back: no copy).
+    of the scheduler's order; inf if it cannot fit the memory limit. The block is left as
+    it was (a `StepGraph` of it; with a memory limit, `split_scheduled_time`).
     """
+    model = per_op(model)
+    if memory_limit is None:  # no live bytes to track: the scheduler over ints (`StepGraph`)
+        return StepGraph(block, model, memo).scheduled_time(max_in_flight)
+    return split_scheduled_time(block, model, memory_limit, max_in_flight, memo)
+
+
+def split_scheduled_time(
+    block: Block,
+    model: CostModel,
+    memory_limit: int | None = None,
+    max_in_flight: int = 4,
+    memo: dict[Operation, float] | None = None,
+) -> float:
+    """`scheduled_time` by the ops themselves: the block split (`split_sync`), scheduled by
+    `BlockScheduler` (which tracks live bytes for a memory limit) and joined back. The
+    definition `StepGraph` follows (tests/e2e/test_pipeline_reuse.py holds them equal)."""
     model = per_op(model)
     pairs = split_sync(block)
     if isinstance(model, OpCosts):
@@ -200,6 +243,191 @@ def scheduled_time(
     return time
 
 
+_START, _DONE, _COMPUTE, _SYNC = 0, 1, 2, 3
+"""`StepGraph` kinds: a `_start`, a `done`, a compute op, a collective run synchronously (one
+with no `_start` form: it blocks the stream, as `BlockScheduler.run_compute` runs it)."""
+
+
+class StepGraph:
+    """
+    A block as `BlockScheduler` sees it after `split_sync` (each sync collective a `_start`
+    node and a `done` node right after it), as lists of ints and floats: the same order,
+    dependencies and costs, without building or erasing an op. `scheduled_time` runs
+    `BlockScheduler`'s rules (no memory limit: every step fits) and `program_order_time`'s
+    clocks on it, so it returns what `split_sync` + `BlockScheduler.run` +
+    `program_order_time` + `join_back` return, at a fraction of the price (issue 14 item
+    7: the gates estimate the whole module several times per pass).
+    """
+
+    def __init__(self, block: Block, model: CostModel, memo: dict[Operation, float] | None):
+        self.model, self.memo = model, {} if memo is None else memo
+        self.kind: list[int] = []
+        self.cost: list[float] = []
+        """What the scheduler charges (`BlockScheduler.advance`)."""
+        self.time: list[float] = []
+        """What `program_order_time` charges."""
+        self.start: list[int] = []
+        """A done's start node (-1: none in the block)."""
+        self.ops: list[Operation] = []
+        """Each node's op (a split collective's for both of its nodes)."""
+        self.split = False
+        """Whether a sync collective stands as two nodes (then an order of the nodes is no
+        order of the ops)."""
+        self.result_node: dict[Operation, int] = {}
+        self.first_node: dict[Operation, int] = {}
+        for op in block.ops:
+            self._add(op)
+        self.users: list[list[int]] = [[] for _ in self.kind]
+        self.waiting = [0] * len(self.kind)
+        self._link(block)
+
+    def _node(self, op: Operation, kind: int, cost: float, time: float, start: int = -1) -> int:
+        self.ops.append(op)
+        self.kind.append(kind)
+        self.cost.append(cost)
+        self.time.append(time)
+        self.start.append(start)
+        return len(self.kind) - 1
+
+    def _add(self, op: Operation) -> None:
+        model = self.model
+        if type(op) in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
+            t = cast(collective.CollectiveOp, op)
+            time = self.memo.get(op)
+            if time is None:
+                time = self.memo[op] = model.collective_time(t)
+            self.first_node[op] = s = self._node(op, _START, model.collective_time(t), time)
+            self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
+            self.split = True
+            return
+        time = self.memo.get(op)
+        if time is None:
+            time = self.memo[op] = _time(op, model)
+        if isinstance(op, collective.CollectiveOp):
+            kind = _START if op.IS_START else _SYNC
+            n = self._node(op, kind, model.collective_time(op), time)
+        elif isinstance(op, collective.DoneOp):
+            owner = op.future.owner
+            n = self._node(op, _DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
+        else:
+            n = self._node(op, _COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
+        self.first_node[op] = self.result_node[op] = n
+
+    def _link(self, block: Block) -> None:
+        """`block_order.dependency_graph` of the split block, by node."""
+        control = control_predecessors(block)
+        first, result = self.first_node, self.result_node
+        for op in block.ops:
+            n = first[op]
+            values = used_values(op) if op.regions else op.operands
+            deps = {
+                result[v.owner] for v in values if v.owner.parent is block and v.owner is not op
+            }  # pyright: ignore
+            deps.update(first[p] for p in control.get(op, ()))
+            if n != result[op]:  # a split collective: its done waits for its start
+                self.users[n].append(result[op])
+                self.waiting[result[op]] = 1
+            for d in deps:
+                self.users[d].append(n)
+            self.waiting[n] = len(deps)
+
+    def order(self, max_in_flight: int) -> list[int]:
+        """`BlockScheduler.run`'s order (no memory limit), by node."""
+        kind, cost, start_of, users = self.kind, self.cost, self.start, self.users
+        waiting = list(self.waiting)
+        last = len(kind) - 1
+        ready: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        for n in range(last):
+            if not waiting[n]:
+                ready[kind[n]].append(n)
+        starts, dones, computes, syncs = ready
+        in_flight: dict[int, float] = {}
+        clock = engine = 0.0
+        order: list[int] = []
+        while starts or dones or computes or syncs:
+            n = self._choose(ready, in_flight, clock, max_in_flight)
+            k = kind[n]
+            lst = ready[k]
+            del lst[bisect.bisect_left(lst, n)]
+            if k == _START:
+                engine = max(clock, engine) + cost[n]
+                in_flight[n] = engine
+            elif k == _DONE:
+                s = start_of[n]
+                if s in in_flight:
+                    clock = max(clock, in_flight.pop(s))
+            elif k == _SYNC:
+                clock = engine = max(clock, engine) + cost[n]
+            else:
+                clock += cost[n]
+            order.append(n)
+            for u in users[n]:
+                waiting[u] -= 1
+                if not waiting[u] and u != last:
+                    bisect.insort(ready[kind[u]], u)
+        order.append(last)
+        return order
+
+    def _choose(
+        self,
+        ready: tuple[list[int], list[int], list[int], list[int]],
+        in_flight: dict[int, float],
+        clock: float,
+        max_in_flight: int,
+    ) -> int:
+        """`BlockScheduler.choose`: a start if a slot is free, else a done that has
+        finished (a start is waiting), else the first compute, else the done that finishes
+        first. A sync collective is a compute op there (one list, in original order)."""
+        starts, dones, computes, syncs = ready
+        start_of = self.start
+        if len(in_flight) < max_in_flight:
+            if starts:
+                return starts[0]
+        elif starts:
+            for d in dones:
+                if in_flight.get(start_of[d], clock) <= clock:
+                    return d
+        if computes or syncs:
+            if not syncs:
+                return computes[0]
+            return syncs[0] if not computes or syncs[0] < computes[0] else computes[0]
+        if not dones:
+            raise ScheduleStuck
+        return min(dones, key=lambda d: (in_flight.get(start_of[d], clock), d))
+
+    def scheduled_time(self, max_in_flight: int) -> float:
+        """`program_order_time` of `order`; inf if the scheduler is stuck."""
+        if not self.kind:
+            return 0.0
+        try:
+            order = self.order(max_in_flight)
+        except ScheduleStuck:
+            return math.inf
+        return self.program_time(order)
+
+    def written_time(self) -> float:
+        """`program_order_time` of the block as it is."""
+        return self.program_time(range(len(self.kind)))
+
+    def program_time(self, order: Iterable[int]) -> float:
+        """`program_order_time` of the nodes in `order`."""
+        kind, time, start_of = self.kind, self.time, self.start
+        clock = engine = 0.0
+        in_flight: dict[int, float] = {}
+        for n in order:
+            k = kind[n]
+            if k == _START:
+                engine = max(clock, engine) + time[n]
+                in_flight[n] = engine
+            elif k == _SYNC:
+                clock = engine = max(clock, engine) + time[n]
+            elif k == _DONE:
+                clock = max(clock, in_flight.pop(start_of[n], clock))
+            else:
+                clock += time[n]
+        return max(clock, engine)
+
+
 def _blocks(module: ModuleOp) -> list[Block]:
     return [
         f.body.block
@@ -208,14 +436,18 @@ def _blocks(module: ModuleOp) -> list[Block]:
     ]
 
 
-def module_step_time(module: ModuleOp, model: CostModel, memory_limit: int | None = None) -> float:
+def module_step_time(
+    module: ModuleOp, model: CostModel | OpCosts, memory_limit: int | None = None
+) -> float:
     """Summed over functions: the better of scheduled and written order (the module is left
-    as it was)."""
-    model = cached(model)
+    as it was). `model` may be an `OpCosts` of the module's ops, kept by the caller (valid
+    while they do not change)."""
+    # costs by op, the same ops in both orders and for the scheduler: one key per op (or
+    # none, for the ops of a caller's `OpCosts` that knows them already)
+    costs = model if isinstance(model, OpCosts) else OpCosts(cached(model))
+    memo, by_op = costs.times, cast(CostModel, costs)
     total = 0.0
     for block in _blocks(module):
-        memo: dict[Operation, float] = {}  # the same ops in both orders: costed once
-        costs = per_op(model)  # and once more for the scheduler: one key per op
-        written = program_order_time(block.ops, costs, memo)
-        total += min(written, scheduled_time(block, costs, memory_limit, memo=memo))
+        written = program_order_time(block.ops, by_op, memo)
+        total += min(written, scheduled_time(block, by_op, memory_limit, memo=memo))
     return total

@@ -7,7 +7,13 @@ What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it ou
   the copy taken and without;
 * one estimate's costs remembered by op (`step_estimate.OpCosts`) are the model's;
 * the scheduler without live-byte tracking (`peak=False`, for the estimates) places the
-  ops in the same order as with it.
+  ops in the same order as with it;
+* the estimates' scheduler over a lightweight graph of the block (`step_estimate.StepGraph`:
+  no split, no join) gives the time splitting, scheduling and joining back give;
+* the costs the gate carries from the module to its copy for `collective-combine`
+  (`OpCosts.moved`) and lends to its plans are what costing afresh gives, and a plan the
+  gate refused is not worth trying again;
+* the pipeline's `schedule` over `StepGraph`s (no memory limit) orders as the pass does.
 """
 
 from __future__ import annotations
@@ -22,13 +28,21 @@ from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.parsing import parse_and_verify
+from shardc.passes import spmd_pipeline
+from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import BlockScheduler
-from shardc.passes.spmd_pipeline import SpmdPipelinePass
-from shardc.passes.step_estimate import OpCosts, split_sync
+from shardc.passes.spmd_pipeline import Gate, SpmdPipelinePass
+from shardc.passes.step_estimate import (
+    OpCosts,
+    scheduled_time,
+    split_scheduled_time,
+    split_sync,
+)
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").rglob("*.mlir"))
@@ -103,3 +117,108 @@ def test_op_costs_and_scheduler_without_peak(path: Path) -> None:
         with_peak = BlockScheduler(block, model, None, 4).run()[0]
         without = BlockScheduler(block, costs, None, 4, peak=False).run()[0]  # pyright: ignore[reportArgumentType]
         assert with_peak == without
+
+
+def _blocks_of(module: ModuleOp) -> list[Block]:
+    return [
+        f.body.block
+        for f in module.walk()
+        if isinstance(f, func.FuncOp) and len(f.body.blocks) == 1
+    ]
+
+
+def _check_nodes(module: ModuleOp) -> None:
+    """`scheduled_time` (the scheduler over `StepGraph`) is what splitting, `BlockScheduler`
+    and joining back give, float for float, at every max-in-flight; the block is left as
+    it was."""
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    for block in _blocks_of(module):
+        before = [(op, tuple(op.operands)) for op in block.ops]
+        for k in (1, 2, 4):
+            fast = scheduled_time(block, model, None, k)
+            assert fast == split_scheduled_time(block, model, None, k)
+        assert [(op, tuple(op.operands)) for op in block.ops] == before
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_scheduler_over_nodes_on_examples(path: Path) -> None:
+    text = path.read_text()
+    _check_nodes(_partitioned(text))  # sync collectives, as the gates see them
+    module = parse_and_verify(CTX, text, "test")
+    SpmdPipelinePass().apply(CTX, module)  # async ones, scheduled, some put back in order
+    _check_nodes(module)
+
+
+def test_scheduler_over_nodes_on_the_bench_chain() -> None:
+    module = parse_and_verify(CTX, bench_program(600), "test")
+    SpmdPipelinePass(micro_batch=False, schedule=False).apply(CTX, module)
+    _check_nodes(module)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=partitionable_programs())
+def test_scheduler_over_nodes_on_generated(text: str) -> None:
+    _check_nodes(_partitioned(text))
+
+
+def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, plain: bool) -> str:
+    """The pipeline's output, every estimate of its gate made with the costs it carries
+    from one copy to the next (`OpCosts.moved`) checked against one costing every op
+    afresh, and every plan of `collective-combine` made with the gate's costs against one
+    made with the pass's own model; with `plain`, a plan the gate refused is tried again
+    and `schedule` runs as a pass (not over `StepGraph`s)."""
+    estimate, plan = Gate.estimate, CollectiveCombinePass.plan
+
+    def checked_estimate(self: Gate, module: ModuleOp, costs: OpCosts | None = None) -> float:
+        got = estimate(self, module, costs)
+        assert got == estimate(self, module, None)
+        return got
+
+    def checked_plan(self: CollectiveCombinePass, op: ModuleOp, model: CostModel | None = None):  # type: ignore[no-untyped-def]
+        got = plan(self, op, model)
+        assert got == plan(self, op)
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(Gate, "estimate", checked_estimate)
+        m.setattr(CollectiveCombinePass, "plan", checked_plan)
+        if plain:  # and `schedule` by the pass itself
+            m.setattr(spmd_pipeline, "_same_plan", lambda *_: False)
+            m.setattr(Gate, "_schedule_by_graph", lambda *_: False)
+        module = parse_and_verify(CTX, text, "test")
+        SpmdPipelinePass().apply(CTX, module)
+    return str(module)
+
+
+def _check_carried(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _checked_pipeline(text, monkeypatch, False) == _checked_pipeline(text, monkeypatch, True)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_carried_costs_on_examples(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_carried(path.read_text(), monkeypatch)
+
+
+def test_carried_costs_on_the_bench_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the chain's one combinable pair is refused by the first variant's gate and planned
+    # again by XLA's: the second plan is skipped (the output the same as with it tried)
+    refused: list[bool] = []
+    same_plan = spmd_pipeline._same_plan  # pyright: ignore[reportPrivateUsage]
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        refused.append(same := same_plan(*args))
+        return same
+
+    monkeypatch.setattr(spmd_pipeline, "_same_plan", spy)
+    module = parse_and_verify(CTX, bench_program(300), "test")
+    SpmdPipelinePass().apply(CTX, module)
+    assert refused == [False, True]
+    monkeypatch.undo()
+    _check_carried(bench_program(300), monkeypatch)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=partitionable_programs())
+def test_carried_costs_on_generated(text: str) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _check_carried(text, monkeypatch)
