@@ -48,6 +48,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
@@ -73,7 +74,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     ops = list(function.body.block.ops)
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
-        if not (passive or tpu_compute.handles(op) or tpu_movement.handles(op)):
+        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or tpu_gather.handles(op)
+        if not (passive or lowered):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
         _check_element_type(function, arg.type, "an argument")
@@ -85,6 +87,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
+        elif tpu_gather.handles(op):
+            tpu_gather.check(target, op)
         else:
             tpu_movement.check(target, op)
 
@@ -171,6 +175,8 @@ class KernelLowering:
             tpu_compute.lower(self, op)
         elif tpu_movement.handles(op):
             tpu_movement.lower(self, op)
+        elif tpu_gather.handles(op):
+            tpu_gather.lower(self, op)
         else:
             raise AssertionError(op.name)
 
