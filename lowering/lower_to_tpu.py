@@ -48,6 +48,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import element_types
 from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
 from shardc.lowering.abi import KernelAbi
@@ -94,12 +95,12 @@ def check_function(function: func.FuncOp, target: Target) -> None:
 
 
 def _check_element_type(at: Operation, ty: object, what: str) -> None:
-    """Level T holds f32 bf16 f16 f64 i32 i64 i1 only (`tpu.element_kind`)."""
-    if isinstance(ty, TensorType) and tpu.element_kind(ty.element_type) is None:
+    """Level T holds every level-S element type; which ops compute in which: `element_types`."""
+    if isinstance(ty, TensorType) and not element_types.lowered(at, ty.element_type):
         raise OpPassError(
             at,
             f"lower-to-tpu: {what} with element type {ty.element_type} is not supported yet "
-            "(level T holds f32, bf16, f16, f64, i32, i64 and i1)",
+            f"(level T computes in {element_types.SUPPORTED_TEXT})",
         )
 
 
