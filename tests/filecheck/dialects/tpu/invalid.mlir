@@ -493,9 +493,9 @@ func.func @store_index_count(%a: memref<2x8x128xf32, #tpu.memory_space<vmem>>, %
 
 // -----
 
-func.func @store_element_type(%a: memref<8x128xi8, #tpu.memory_space<vmem>>, %v: vector<8x128xi8>, %i: index) {
-  tpu.store %v, %a[%i, %i] : memref<8x128xi8, #tpu.memory_space<vmem>>, vector<8x128xi8>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.store' op the store memref has unsupported element type i8 (expected f32, bf16, f16, f64, i32, i64 or i1)
+func.func @store_element_type(%a: memref<8x128xi7, #tpu.memory_space<vmem>>, %v: vector<8x128xi7>, %i: index) {
+  tpu.store %v, %a[%i, %i] : memref<8x128xi7, #tpu.memory_space<vmem>>, vector<8x128xi7>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.store' op the store memref has unsupported element type i7 (expected an hlo element type)
   func.return
 }
 
