@@ -322,6 +322,8 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     arith.DivUIOp: _int_binary(lambda a, b: _unsigned(_int_div, a, b)),
     arith.MaxUIOp: _int_binary(lambda a, b: _unsigned(np.maximum, a, b)),
     arith.MinUIOp: _int_binary(lambda a, b: _unsigned(np.minimum, a, b)),
+    # The same bits as another type of the width (sorting's float keys and moved values).
+    arith.BitcastOp: lambda op, args, ty: np.asarray(args[0]).view(dtype_of(ty.element_type)),
 }
 
 

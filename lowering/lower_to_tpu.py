@@ -51,6 +51,7 @@ from shardc.lowering import compute as tpu_compute
 from shardc.lowering import element_types
 from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
+from shardc.lowering import sorting as tpu_sorting
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
 from shardc.lowering.context import Target
@@ -75,7 +76,7 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     ops = list(function.body.block.ops)
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
-        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or tpu_gather.handles(op)
+        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or _lowered_op(op)
         if not (passive or lowered):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
@@ -90,8 +91,15 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             tpu_compute.check(target, op)
         elif tpu_gather.handles(op):
             tpu_gather.check(target, op)
+        elif tpu_sorting.handles(op):
+            tpu_sorting.check(target, op)
         else:
             tpu_movement.check(target, op)
+
+
+def _lowered_op(op: Operation) -> bool:
+    """gather / scatter (lowering/gather.py), sort / top_k (lowering/sorting.py)."""
+    return tpu_gather.handles(op) or tpu_sorting.handles(op)
 
 
 def _check_element_type(at: Operation, ty: object, what: str) -> None:
@@ -178,6 +186,8 @@ class KernelLowering:
             tpu_movement.lower(self, op)
         elif tpu_gather.handles(op):
             tpu_gather.lower(self, op)
+        elif tpu_sorting.handles(op):
+            tpu_sorting.lower(self, op)
         else:
             raise AssertionError(op.name)
 
