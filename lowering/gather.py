@@ -149,6 +149,12 @@ def _layout(op: hlo.GatherOp | hlo.ScatterOp) -> _Layout:
 # Indices in SMEM ------------------------------------------------------------------------
 
 
+IN_FLIGHT = 64
+"""Gathered slices in flight at once (a DMA queue's depth; each later one first waits for
+the oldest): enough to keep HBM busy with rows of a few KiB, and it bounds the
+simulator's work per DMA."""
+
+
 def smem_budget(chip: Chip) -> int:
     """SMEM bytes the indices may take at once: half, the rest for offsets and the like."""
     return chip.smem_bytes // 2
@@ -358,19 +364,31 @@ def _lower_gather(ctx: LoweringContext, op: hlo.GatherOp) -> None:
     def per_chunk(b: Emitter, smem: SSAValue, start: SSAValue | None, dim: int) -> None:
         trips, coords = _batch_points(lay, dim, chunk_size)
 
+        total = math.prod(trips)
+        window = min(total, IN_FLIGHT)
+
+        def wait_one(w: Emitter) -> None:
+            zero = [w.index(0)] * len(lay.block)
+            ty = memref_type(lay.block, _elem(op), HBM)
+            w.op(tpu.DMAWaitOp(sem, w.op(tpu.MemRefSliceOp(result_v, zero, ty), "waited")))
+
         def one(inner: Emitter, ivs: list[SSAValue]) -> None:
             offsets, _ = _starts(inner, lay, smem, ivs, (start, dim), clamp=True)
             src, dst = _blocks(inner, lay, operand_v, result_v, offsets, coords(inner, ivs, start))
+            if total > window:  # at most `window` slices in flight: wait for the oldest
+                lin = inner.index(0)
+                for iv, t in zip(ivs, trips, strict=True):
+                    lin = inner.add(inner.mul(lin, inner.index(t)), iv)
+                full = inner.op(arith.CmpiOp(lin, inner.index(window), "sge"))
+                then = Emitter(Block())
+                inner.op(scf.IfOp(full, [], Region(then.block)))
+                wait_one(then)
+                then.op(scf.YieldOp())
             inner.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
 
         _loop_nest(b, trips, one)
-        # Every slice in flight, then one wait per slice (all of one size).
-        waits, _ = for_steps(b, 0, math.prod(trips), "w")
-        zero = [waits.index(0)] * len(lay.block)
-        place = waits.op(
-            tpu.MemRefSliceOp(result_v, zero, memref_type(lay.block, _elem(op), HBM)), "waited"
-        )
-        waits.op(tpu.DMAWaitOp(sem, place))
+        waits, _ = for_steps(b, 0, window, "w")
+        wait_one(waits)
         waits.op(scf.YieldOp())
 
     _chunked(ctx, op, op.start_indices, per_chunk)

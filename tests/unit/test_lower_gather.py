@@ -180,3 +180,21 @@ def test_indices_larger_than_smem_go_in_chunks(monkeypatch) -> None:
     ]
     lowered = check(text, inputs)
     assert "memref<8xi32, #tpu.memory_space<smem>>" in lowered
+
+
+def test_at_most_in_flight_slices_then_the_oldest_is_waited(monkeypatch) -> None:
+    """A window of 4 DMAs in flight over 24 rows: each later start first waits one."""
+    from shardc.lowering import gather
+
+    monkeypatch.setattr(gather, "IN_FLIGHT", 4)
+    rng = np.random.default_rng(2)
+    text = EMBED.format(V=16, D=128, N=24)
+    inputs = [
+        [
+            rng.standard_normal((16, 128)).astype(np.float32),
+            rng.integers(-2, 18, 24).astype(np.int32),
+        ]
+        for _ in range(DEVICES)
+    ]
+    lowered = check(text, inputs)
+    assert "scf.if" in lowered and "arith.constant 4 : index" in lowered
