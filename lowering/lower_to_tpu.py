@@ -24,6 +24,9 @@ the function's ops in order. Where each part lives:
   while this one computes), result blocks DMA'd back.
 * `movement` (reshape, slice, concatenate, dynamic_slice, dynamic_update_slice,
   axis_index): DMAs between HBM buffers.
+* `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
+  top_k: a rank sort in VMEM); `element_types`: which op is lowered in which element
+  type (every level-S type is held; computing ops take most of them).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
