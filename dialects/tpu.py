@@ -113,16 +113,11 @@ from shardc.dialects.syntax import i64_array, i64_attr, int_list_str, parse_int_
 from shardc.xdsl_patches import patch_memref_memory_spaces
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DenseArrayBase,
     FlatSymbolRefAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     NoneAttr,
     StringAttr,
@@ -173,16 +168,11 @@ from xdsl.utils.str_enum import StrEnum
 
 def element_kind(ty: Attribute) -> str | None:
     """
-    The kind (`hlo.element_kind`) of the element types level T holds: f32, bf16, f16,
-    f64, i32, i64 and i1; None for the others (i8, unsigned, f8, complex, ...: hlo takes
-    them, `lower-to-tpu` refuses them at the op).
+    The kind (`hlo.element_kind`) of the element types level T holds: every type level S
+    runs (f64 f32 bf16 f16 f8E4M3FN f8E5M2, signless and unsigned integers of 2 to 64
+    bits, i1, complex<f32> and complex<f64>); None for the others. Which ops `lower-to-tpu`
+    lowers in which of them: lowering/element_types.py.
     """
-    if isinstance(ty, IntegerType) and (
-        ty.signedness.data.name != "SIGNLESS" or ty.width.data not in (1, 32, 64)
-    ):
-        return None
-    if not isinstance(ty, IntegerType | Float16Type | BFloat16Type | Float32Type | Float64Type):
-        return None
     return hlo_element_kind(ty)
 
 
@@ -410,8 +400,7 @@ def check_data_ref(ty: Attribute, what: str, spaces: Sequence[MemorySpace]) -> M
         raise VerifyException(f"{what} must have the identity layout, got {ty}")
     if element_kind(ty.element_type) is None:
         raise VerifyException(
-            f"{what} has unsupported element type {ty.element_type} (expected f32, bf16, "
-            "f16, f64, i32, i64 or i1)"
+            f"{what} has unsupported element type {ty.element_type} (expected an hlo element type)"
         )
     return ty
 
@@ -437,8 +426,7 @@ def _check_vector(ty: Attribute, what: str) -> VectorType:
         raise VerifyException(f"{what} must be a vector, got {ty}")
     if element_kind(ty.element_type) is None:
         raise VerifyException(
-            f"{what} has unsupported element type {ty.element_type} (expected f32, bf16, "
-            "f16, f64, i32, i64 or i1)"
+            f"{what} has unsupported element type {ty.element_type} (expected an hlo element type)"
         )
     if any(ty.get_scalable_dims()):
         raise VerifyException(f"{what} must not have scalable dimensions, got {ty}")

@@ -249,20 +249,33 @@ def _select(op, args, ty):
     return a if c else b
 
 
+def _signed(f):
+    """A signed op (`divsi`, `maxsi`, `minsi`) reads the bits of unsigned arrays as signed."""
+
+    def g(a, b):
+        if isinstance(a, np.ndarray) and a.dtype.kind == "u":
+            a = a.view(np.dtype(f"i{a.dtype.itemsize}"))
+        if isinstance(b, np.ndarray) and b.dtype.kind == "u":
+            b = b.view(np.dtype(f"i{b.dtype.itemsize}"))
+        return f(a, b)
+
+    return g
+
+
 ELEMENTWISE: dict[type[Operation], Elementwise] = {
     arith.AddiOp: _int_binary(lambda a, b: a + b),
     arith.SubiOp: _int_binary(lambda a, b: a - b),
     arith.MuliOp: _int_binary(lambda a, b: a * b),
     arith.DivSIOp: _int_binary(
-        lambda a, b: _int_div(a, b) if isinstance(a, np.ndarray) else _trunc_div(a, b)
+        _signed(lambda a, b: _int_div(a, b) if isinstance(a, np.ndarray) else _trunc_div(a, b))
     ),
     arith.RemSIOp: _int_binary(_trunc_rem),
     arith.FloorDivSIOp: _int_binary(lambda a, b: a // b),
     arith.MaxSIOp: _int_binary(
-        lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b)
+        _signed(lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b))
     ),
     arith.MinSIOp: _int_binary(
-        lambda a, b: np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b)
+        _signed(lambda a, b: np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b))
     ),
     arith.AndIOp: _int_binary(lambda a, b: a & b),
     arith.OrIOp: _int_binary(lambda a, b: a | b),
@@ -304,7 +317,21 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     tpu.CmpOp: lambda op, args, ty: _tpu_cmp(op, args),
     tpu.SelectOp: _select,
     tpu.ConvertOp: _convert,
+    # Unsigned integers (ui8 .. ui64 vectors hold numpy unsigned arrays; scalars are read
+    # as unsigned bits of their width).
+    arith.DivUIOp: _int_binary(lambda a, b: _unsigned(_int_div, a, b)),
+    arith.MaxUIOp: _int_binary(lambda a, b: _unsigned(np.maximum, a, b)),
+    arith.MinUIOp: _int_binary(lambda a, b: _unsigned(np.minimum, a, b)),
+    # The same bits as another type of the width (sorting's float keys and moved values).
+    arith.BitcastOp: lambda op, args, ty: np.asarray(args[0]).view(dtype_of(ty.element_type)),
 }
+
+
+def _unsigned(f, a, b):
+    """`f` on unsigned arrays as they are, on Python ints as their unsigned 64-bit bits."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return f(np.asarray(a), np.asarray(b))
+    return int(f(np.uint64(_as_unsigned(a, 64)), np.uint64(_as_unsigned(b, 64))))
 
 
 __all__ = ["ELEMENTWISE", "Elementwise", "constant"]

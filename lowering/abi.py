@@ -146,13 +146,14 @@ def _ops_with_buffers(block: Block) -> Iterator[Operation]:
     """
     The ops whose tensor results get HBM buffers: the block's and, inside an hlo.while /
     hlo.case region, the region's (lowered into scf loops and branches of the same kernel:
-    control_flow), but not a fusion's inner ops, whose values stay in VMEM (fusion).
+    control_flow), not a fusion's inner ops, whose values stay in VMEM (fusion), nor a
+    scatter's or sort's computation (scalars their lowerings evaluate).
     """
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             continue
         yield op
-        if isinstance(op, hlo.FusionOp):
+        if not isinstance(op, hlo.WhileOp | hlo.CaseOp):
             continue
         for region in op.regions:
             for inner in region.blocks:

@@ -57,7 +57,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, accumulation_type, element_kind
@@ -73,6 +72,7 @@ from shardc.lowering.vector_ops import (
     broadcast_to,
     convert_vector,
     elementwise,
+    int_bounds,
     load_block,
     splat_vector,
     store_block,
@@ -329,8 +329,8 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Tiled:
             return splat_vector(b, 0 if kind == "max" else 1, vty)
         if element_kind(acc_elem) == FLOAT:
             return splat_vector(b, -math.inf if kind == "max" else math.inf, vty)
-        info = np.iinfo(np.int64 if acc_elem == i64 else np.int32)
-        return splat_vector(b, int(info.min if kind == "max" else info.max), vty)
+        lo, hi = int_bounds(acc_elem)
+        return splat_vector(b, lo if kind == "max" else hi, vty)
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         v = convert_vector(b, load_block(b, views[0]), acc_elem)

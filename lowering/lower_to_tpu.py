@@ -29,6 +29,9 @@ the function's ops in order. Where each part lives:
 * `control_flow` (while, case: `scf.for` / `scf.while` / `scf.if` around their regions'
   ops), `windows` (pad, reverse as DMA programs; reduce_window rewritten into level-S
   ops first, `expand`), `convolution` (rewritten into MXU dots over the kernel's taps).
+* `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
+  top_k: a rank sort in VMEM); `element_types`: which op is lowered in which element
+  type (every level-S type is held; computing ops take most of them).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
@@ -56,8 +59,11 @@ from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import control_flow as tpu_control
 from shardc.lowering import convolution as tpu_convolution
+from shardc.lowering import element_types
 from shardc.lowering import fusion as tpu_fusion
+from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
+from shardc.lowering import sorting as tpu_sorting
 from shardc.lowering import windows as tpu_windows
 from shardc.lowering.abi import KernelAbi
 from shardc.lowering.collectives import CollectiveLowering
@@ -86,7 +92,7 @@ def check_function(function: func.FuncOp, target: Target) -> None:
         passive = passive or tpu_control.handles(op)
         if tpu_fusion.handles(op):
             continue  # one loop (`fusion.prepare` inlined the ones that cannot be)
-        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or tpu_windows.handles(op)
+        lowered = tpu_compute.handles(op) or tpu_movement.handles(op) or _lowered_op(op)
         if not (passive or lowered):
             raise OpPassError(op, f"lower-to-tpu: {op.name} is not supported yet")
     for arg in function.args:
@@ -94,41 +100,59 @@ def check_function(function: func.FuncOp, target: Target) -> None:
     for op in ops:
         passive = isinstance(op, collective.CollectiveOp | collective.DoneOp | func.ReturnOp)
         passive = passive or tpu_control.handles(op)
-        for value in (*op.operands, *op.results):
-            _check_element_type(op, value.type, op.name)
-        if passive or tpu_fusion.handles(op):
+        fused = tpu_fusion.handles(op)  # its inner ops compute: their types are checked
+        for typed in _inner_ops(op) if fused else (op,):
+            for value in (*typed.operands, *typed.results):
+                _check_element_type(typed, value.type, typed.name)
+        if passive or fused:
             continue
         if tpu_compute.handles(op):
             tpu_compute.check(target, op)
         elif tpu_windows.handles(op):
             tpu_windows.check(target, op)
+        elif tpu_gather.handles(op):
+            tpu_gather.check(target, op)
+        elif tpu_sorting.handles(op):
+            tpu_sorting.check(target, op)
         else:
             tpu_movement.check(target, op)
 
 
 def _lowered_ops(block: Block) -> Iterator[Operation]:
     """
-    The ops `check_function` checks: the block's and, inside control flow, its regions'
-    (not a fusion's: `fusion` lowers its inner ops itself, as one loop).
+    The ops `check_function` checks: the block's and, inside while / case, their regions'
+    (not a fusion's: `fusion` lowers its inner ops itself, as one loop; not a scatter's or
+    sort's computation, which their lowerings read).
     """
     for op in block.ops:
         if isinstance(op, hlo.ReturnOp):
             continue
         yield op
-        if tpu_fusion.handles(op):
+        if not tpu_control.handles(op):
             continue
         for region in op.regions:
             for inner in region.blocks:
                 yield from _lowered_ops(inner)
 
 
+def _inner_ops(fusion: Operation) -> list[Operation]:
+    """A fusion's ops (its region's one block, without the return)."""
+    return [o for o in fusion.regions[0].block.ops if not isinstance(o, hlo.ReturnOp)]
+
+
+def _lowered_op(op: Operation) -> bool:
+    """pad / reverse (lowering/windows.py), gather / scatter (lowering/gather.py), sort /
+    top_k (lowering/sorting.py)."""
+    return tpu_windows.handles(op) or tpu_gather.handles(op) or tpu_sorting.handles(op)
+
+
 def _check_element_type(at: Operation, ty: object, what: str) -> None:
-    """Level T holds f32 bf16 f16 f64 i32 i64 i1 only (`tpu.element_kind`)."""
-    if isinstance(ty, TensorType) and tpu.element_kind(ty.element_type) is None:
+    """Level T holds every level-S element type; which ops compute in which: `element_types`."""
+    if isinstance(ty, TensorType) and not element_types.lowered(at, ty.element_type):
         raise OpPassError(
             at,
             f"lower-to-tpu: {what} with element type {ty.element_type} is not supported yet "
-            "(level T holds f32, bf16, f16, f64, i32, i64 and i1)",
+            f"(level T computes in {element_types.SUPPORTED_TEXT})",
         )
 
 
@@ -210,6 +234,10 @@ class KernelLowering:
             tpu_control.lower(self, op)
         elif tpu_windows.handles(op):
             tpu_windows.lower(self, op)
+        elif tpu_gather.handles(op):
+            tpu_gather.lower(self, op)
+        elif tpu_sorting.handles(op):
+            tpu_sorting.lower(self, op)
         else:
             raise AssertionError(op.name)
 

@@ -17,6 +17,8 @@ from xdsl.dialects import arith, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     FloatAttr,
     IntegerAttr,
@@ -51,9 +53,26 @@ def splat_vector(b: TileEmitter, value: float | bool, vty: VectorType) -> SSAVal
     elem = vty.element_type
     if element_kind(elem) == FLOAT:
         c = arith.ConstantOp(FloatAttr(float(value), elem))  # pyright: ignore[reportArgumentType]
+    elif hlo.is_unsigned(elem):  # arith.constant is signless: the same bits, converted
+        assert isinstance(elem, IntegerType)
+        width = elem.width.data
+        bits = int(value) % (1 << width)
+        signed = bits - (1 << width) if bits >= 1 << (width - 1) else bits
+        signless = IntegerType(width)
+        v = splat_vector(b, signed, VectorType(signless, vty.get_shape()))
+        return b.op(tpu.ConvertOp(v, vty))
     else:
         c = arith.ConstantOp(IntegerAttr(int(value), elem))  # pyright: ignore[reportArgumentType]
     return b.op(vector.BroadcastOp(b.op(c), vty))
+
+
+def int_bounds(elem: Attribute) -> tuple[int, int]:
+    """The smallest and largest value of an integer type (signless: signed)."""
+    assert isinstance(elem, IntegerType)
+    width = elem.width.data
+    if hlo.is_unsigned(elem):
+        return 0, (1 << width) - 1
+    return -(1 << (width - 1)), (1 << (width - 1)) - 1
 
 
 def broadcast_to(b: TileEmitter, v: SSAValue, shape: Sequence[int]) -> SSAValue:
@@ -75,7 +94,8 @@ def with_element(v: SSAValue, elem: Attribute) -> VectorType:
 
 
 def _low_precision(elem: Attribute) -> bool:
-    return isinstance(elem, BFloat16Type | Float16Type)
+    """Floats computed in f32 and rounded once per op (level S: ml_dtypes / numpy)."""
+    return isinstance(elem, BFloat16Type | Float16Type | Float8E4M3FNType | Float8E5M2Type)
 
 
 def _width(elem: Attribute) -> int:
@@ -121,6 +141,12 @@ _INT_BINARY: dict[type[Operation], type[Operation]] = {
     hlo.AndOp: arith.AndIOp,
     hlo.OrOp: arith.OrIOp,
 }
+_UNSIGNED_BINARY: dict[type[Operation], type[Operation]] = _INT_BINARY | {
+    hlo.DivOp: arith.DivUIOp,
+    hlo.MaxOp: arith.MaxUIOp,
+    hlo.MinOp: arith.MinUIOp,
+}
+"""Unsigned integers: the same bits as signless ones but for division, max and min."""
 _BOOL_BINARY: dict[type[Operation], type[Operation]] = {
     hlo.AddOp: arith.OrIOp,
     hlo.MulOp: arith.AndIOp,
@@ -160,14 +186,19 @@ def _float_math(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
 
 
 def _int_math(b: TileEmitter, op: Operation, vals: list[SSAValue], boolean: bool) -> SSAValue:
+    """Integer ops wrap at the width (level S's numpy arithmetic); unsigned: `_UNSIGNED_BINARY`."""
     x = vals[0]
     if isinstance(op, hlo.NotOp):
         return b.op(arith.XOrIOp(x, splat_vector(b, -1, vector_type(x))))
     if isinstance(op, hlo.NegOp):
         return b.op(arith.SubiOp(splat_vector(b, 0, vector_type(x)), x))
     if isinstance(op, hlo.AbsOp):
+        if hlo.is_unsigned(vector_type(x).element_type):
+            return x  # |x| = x (math.absi takes signless integers only)
         return b.op(mathd.AbsIOp(x))
     table = _BOOL_BINARY if boolean else _INT_BINARY
+    if not boolean and hlo.is_unsigned(vector_type(x).element_type):
+        table = _UNSIGNED_BINARY
     return b.op(table[type(op)](*vals))  # pyright: ignore[reportCallIssue]
 
 
@@ -185,7 +216,8 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         d = op.comparison_direction.data
         if kind == FLOAT:
             return b.op(tpu.CmpOp(_FLOAT_CMP[d], vals[0], vals[1]))
-        return b.op(tpu.CmpOp((_BOOL_CMP if kind == BOOL else _INT_CMP)[d], vals[0], vals[1]))
+        unsigned = kind == BOOL or hlo.is_unsigned(elem)
+        return b.op(tpu.CmpOp((_BOOL_CMP if unsigned else _INT_CMP)[d], vals[0], vals[1]))
     if kind != FLOAT:
         return _int_math(b, op, vals, kind == BOOL)
     if not _low_precision(elem):

@@ -12,10 +12,8 @@ import math
 
 import ml_dtypes
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, make_context
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
@@ -173,21 +171,12 @@ def test_cost_model_counts_a_bitonic_network() -> None:
     assert top.bytes == (8 * 128 + 8 * 4 * 2) * 4
 
 
-@pytest.mark.parametrize("name", ["hlo.sort", "hlo.top_k"])
-def test_lower_to_tpu_refuses_at_the_op(name: str) -> None:
+def test_lower_to_tpu_lowers_both() -> None:
+    """tests/unit/test_lower_sorting.py compares their level-T values with level S's."""
     from shardc.passes.spmd_pipeline import SpmdPipelinePass
 
-    text = PROGRAM
-    if name == "hlo.top_k":
-        text = text.replace(
-            "hlo.sort %x, dim = 1, comparator = LT : (tensor<8x128xf32>) -> tensor<8x128xf32>",
-            "hlo.neg %x : tensor<8x128xf32>",
-        )
-    module = parse(text, "st.mlir")
+    module = parse(PROGRAM, "st.mlir")
     ctx = make_context()
     SpmdPipelinePass().apply(ctx, module)
-    with pytest.raises(OpPassError) as info:
-        LowerToTpuPass(chip="v5e").apply(ctx, module)
-    assert f"lower-to-tpu: {name} is not supported yet" in str(info.value)
-    assert info.value.op.name == name
-    assert "st.mlir" in str(info.value.op.location)
+    LowerToTpuPass(chip="v5e").apply(ctx, module)
+    assert "hlo." not in str(module)

@@ -20,6 +20,7 @@ from shardc.tests.unit.strategies import parse, print_module
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     IndexType,
+    IntegerType,
     MemRefType,
     ModuleOp,
     NoneAttr,
@@ -30,7 +31,6 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i1,
-    i8,
     i32,
     i64,
 )
@@ -308,8 +308,8 @@ VERIFIER_CASES: list[tuple[str, Callable[[], Operation], str]] = [
     ),
     (
         "element type",
-        lambda: tpu.DMAWaitOp(_sem(), val(ref(VMEM, 8, dtype=i8))),
-        "unsupported element type i8",
+        lambda: tpu.DMAWaitOp(_sem(), val(ref(VMEM, 8, dtype=IntegerType(7)))),
+        "unsupported element type i7",
     ),
     (
         "dma shapes",

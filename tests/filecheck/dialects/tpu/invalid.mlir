@@ -38,9 +38,9 @@ func.func @layout(%a: memref<8x128xf32, strided<[256, 1]>, #tpu.memory_space<vme
 
 // -----
 
-func.func @element_type(%a: memref<8x128xi8, #tpu.memory_space<hbm>>, %b: memref<8x128xi8, #tpu.memory_space<vmem>>, %sem: !tpu.dma_semaphore) {
-  tpu.dma_start %a, %b, %sem : memref<8x128xi8, #tpu.memory_space<hbm>> to memref<8x128xi8, #tpu.memory_space<vmem>>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.dma_start' op DMA source has unsupported element type i8 (expected f32, bf16, f16, f64, i32, i64 or i1)
+func.func @element_type(%a: memref<8x128xi7, #tpu.memory_space<hbm>>, %b: memref<8x128xi7, #tpu.memory_space<vmem>>, %sem: !tpu.dma_semaphore) {
+  tpu.dma_start %a, %b, %sem : memref<8x128xi7, #tpu.memory_space<hbm>> to memref<8x128xi7, #tpu.memory_space<vmem>>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.dma_start' op DMA source has unsupported element type i7 (expected an hlo element type)
   func.return
 }
 
@@ -493,9 +493,9 @@ func.func @store_index_count(%a: memref<2x8x128xf32, #tpu.memory_space<vmem>>, %
 
 // -----
 
-func.func @store_element_type(%a: memref<8x128xi8, #tpu.memory_space<vmem>>, %v: vector<8x128xi8>, %i: index) {
-  tpu.store %v, %a[%i, %i] : memref<8x128xi8, #tpu.memory_space<vmem>>, vector<8x128xi8>
-  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.store' op the store memref has unsupported element type i8 (expected f32, bf16, f16, f64, i32, i64 or i1)
+func.func @store_element_type(%a: memref<8x128xi7, #tpu.memory_space<vmem>>, %v: vector<8x128xi7>, %i: index) {
+  tpu.store %v, %a[%i, %i] : memref<8x128xi7, #tpu.memory_space<vmem>>, vector<8x128xi7>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.store' op the store memref has unsupported element type i7 (expected an hlo element type)
   func.return
 }
 

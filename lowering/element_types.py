@@ -1,0 +1,87 @@
+"""
+Which element types `lower-to-tpu` lowers for which op (issue 15 item 3): level T holds
+every element type level S runs (`tpu.element_kind` = `hlo.element_kind`: f64 f32 bf16
+f16 f8E4M3FN f8E5M2, signless and unsigned integers of 2 to 64 bits, i1, complex<f32>
+and complex<f64>), but not every op computes in every one of them yet.
+
+* Ops that only move bytes take every type: data movement (lowering/movement.py),
+  gather and scatter `replace` (lowering/gather.py), all_gather and all_to_all (DMAs of
+  whole blocks), and the function's arguments and results. A DMA copies bytes whatever
+  they mean; the simulator keeps them in the type's numpy dtype (ml_dtypes for bf16, f8
+  and sub-byte integers).
+* Ops that compute (lowering/compute.py, scatter's combiners, reducing collectives) take
+  `COMPUTED`: the original f32 bf16 f16 f64 i32 i64 i1, plus i8 i16 and the unsigned
+  ui8 ui16 ui32 ui64 (integer ops wrap at the width, as level S's numpy arithmetic;
+  unsigned division, max, min and comparisons are the unsigned `arith` / `tpu.cmp`
+  forms), plus f8E4M3FN and f8E5M2 in elementwise ops (computed in f32 and rounded once
+  per op, as ml_dtypes does at level S).
+* Not yet (an error at the op): sub-byte integers (i2 i4 ui2 ui4) and complex numbers in
+  any computing op, f8 in reductions (dot, reduce, reducing collectives: level S
+  accumulates f8 in f8, the tiled loop and the rings in another order), and permute of
+  complex (its zero fill for devices nobody sends to is an integer or float constant).
+"""
+
+from __future__ import annotations
+
+from shardc.dialects import collective, hlo
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+)
+from xdsl.ir import Attribute, Operation
+
+_BYTE_MOVERS = (
+    hlo.ReshapeOp,
+    hlo.SliceOp,
+    hlo.ConcatenateOp,
+    hlo.DynamicSliceOp,
+    hlo.DynamicUpdateSliceOp,
+    hlo.GatherOp,
+    collective.AllGatherBase,
+    collective.AllToAllBase,
+    collective.DoneOp,
+    func.ReturnOp,
+    func.FuncOp,
+)
+"""Ops that only copy bytes (the function itself: its arguments)."""
+_INT_WIDTHS = (1, 8, 16, 32, 64)
+"""Integer widths the computing ops take (i1 is only signless)."""
+_F8 = (Float8E4M3FNType, Float8E5M2Type)
+_REDUCING = (hlo.DotOp, hlo.ReduceOp, collective.AllReduceBase, collective.ReduceScatterBase)
+
+SUPPORTED_TEXT = "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i8, i16, i32, i64 and ui8 to ui64"
+
+
+def moves_bytes(op: Operation) -> bool:
+    """An op whose lowering only copies bytes (any element type)."""
+    if isinstance(op, hlo.ScatterOp):
+        return op.kind.data == "replace"
+    return isinstance(op, _BYTE_MOVERS)
+
+
+def computed(op: Operation, elem: Attribute) -> bool:
+    """Whether `op` (a computing op) is lowered for `elem` (see the module docstring)."""
+    if isinstance(elem, IntegerType):
+        width = elem.width.data
+        unsigned = elem.signedness.data.name == "UNSIGNED"
+        return width in _INT_WIDTHS and not (unsigned and width == 1)
+    if isinstance(elem, _F8):
+        return not isinstance(op, _REDUCING)
+    return isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type)
+
+
+def lowered(op: Operation, elem: Attribute) -> bool:
+    """Whether `lower-to-tpu` lowers `op` with a value of element type `elem`."""
+    if hlo.element_kind(elem) is None:
+        return False
+    if moves_bytes(op):
+        return True
+    if isinstance(op, collective.PermuteBase):
+        return hlo.element_kind(elem) != hlo.COMPLEX
+    return computed(op, elem)
