@@ -477,6 +477,28 @@ class CostModel:
         """The collective's time without bytes: what combining two of them saves."""
         return self._collective_seconds(op, [0] * len(op.operands))
 
+    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+        """
+        Seconds of `op` that may run while the collectives issued before it on the same
+        device are still running (the engine rule, `interpreter.timing.engine_window`).
+        Every DMA a device has started flies at once, sharing the links (ICI links carry
+        the bytes of every transfer crossing them: bandwidth terms add up, latencies
+        overlap), but a ring's steps are issued one after another, each after the last
+        step's data arrived, and the kernel issues them in program order (a `_start`'s
+        first step at the `_start`, the rest at its `done` or between compute blocks,
+        lowering/ring_steps.py). So an all_to_all or a permute (one round of DMAs, all
+        started at once) overlaps its whole latency with the collectives ahead of it; a
+        ring overlaps its first step's latency (its latency over its steps: every
+        operand's phases, an all_reduce's two passes); bytes never overlap.
+        """
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        latency = self.collective_latency(op)
+        if kind in ("all_to_all", "permute"):
+            return latency
+        steps = sum(n - 1 for n, _ in self.axis_rings(op) if n > 1)
+        steps *= (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
+        return latency / steps if steps else latency
+
     def collective_time(self, op: collective.CollectiveOp) -> float:
         """
         Seconds of `op` as `lower-to-tpu` runs it on this torus (`topology`'s module
@@ -776,6 +798,17 @@ class CachedCostModel(CostModel):
         if time is None:
             time = self._collectives[key] = super().collective_time(op)
         return time
+
+    _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+
+    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+        key = self.key(op)
+        if key is None:
+            return super().collective_overlap(op)
+        overlap = self._overlaps.get(key)
+        if overlap is None:
+            overlap = self._overlaps[key] = super().collective_overlap(op)
+        return overlap
 
 
 def _fusion_wiring(op: hlo.FusionOp) -> tuple[tuple[int, ...], ...]:
