@@ -256,7 +256,9 @@ class CollectiveCost:
     """What of `time` may run under the collectives ahead (`CostModel.collective_overlap`)."""
 
 
-def engine_window(issued: float, engine_free: float, time: float, overlap: float) -> tuple[float, float]:
+def engine_window(
+    issued: float, engine_free: float, time: float, overlap: float
+) -> tuple[float, float]:
     """
     (begin, end) of a collective issued at `issued` (its group's last arrival) on an engine
     busy until `engine_free` (its members' latest) with the collectives issued before it:
