@@ -7,7 +7,7 @@ v5p, all `--timing-only`. A row whose program does not lower yet says which op s
 (`does not lower: <op>`), so lowerings added later show up here without a change; a ratio
 outside [0.9, 1.1] is flagged.
 
-    python bench/agreement.py [--chips v5e v5p] [--only SUBSTRING] [--no-large]
+    python bench/agreement.py [--chips v5e v5p] [--only SUBSTRING] [--no-large | --large-only]
 
 Programs, by where they come from:
 - examples/*.mlir, examples/overlap/*.mlir, examples/real_size/*.mlir;
@@ -244,13 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chips", nargs="+", default=["v5e", "v5p"])
     parser.add_argument("--only", default="", help="programs whose source or name contains it")
     parser.add_argument("--no-large", action="store_true", help="skip the real-size programs")
+    parser.add_argument("--large-only", action="store_true", help="only the real-size programs")
     args = parser.parse_args(argv)
     start = time.monotonic()
     rows: list[tuple[Program, dict[str, Result]]] = []
     for program in all_programs():
         if args.only and args.only not in f"{program.group} {program.name}":
             continue
-        if args.no_large and program.large:
+        if (args.no_large and program.large) or (args.large_only and not program.large):
             continue
         t0 = time.monotonic()
         rows.append((program, {c: measure(program, c) for c in args.chips}))
