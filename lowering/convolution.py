@@ -33,6 +33,7 @@ import math
 
 from shardc.dialects import hlo
 from shardc.dialects.hlo import accumulation_type
+from shardc.dialects.syntax import splat_elements
 from shardc.lowering.context import Target
 from shardc.lowering.emit import tensor_type
 from shardc.lowering.windows import check_expansion
@@ -77,7 +78,10 @@ class ConvolutionToDots(RewritePattern):
     def match_and_rewrite(self, op: hlo.ConvolutionOp, rewriter: PatternRewriter) -> None:
         res = tensor_type(op.result.type)
         if math.prod(res.get_shape()) == 0 or 0 in tensor_type(op.rhs.type).get_shape():
-            return  # nothing to multiply: `check_function` refuses it
+            # Nothing to multiply: an empty result, or sums over an empty kernel (zeros).
+            zeros = hlo.ConstantOp(splat_elements(res, 0))
+            rewriter.replace_op(op, zeros, [zeros.result])
+            return
         b = _Builder(op)
         x = _padded(b, op)
         groups = op.feature_groups * op.batch_groups
