@@ -217,7 +217,7 @@ def _print(module: object) -> str:
 def level_s_and_t(text: str, chip: str) -> tuple[float, float, float]:
     """
     Step times of the program `lower-to-tpu` receives in `tpu-pipeline` (level S, the
-    passes before it: today `spmd-pipeline` as is; level T does not lower fusions yet)
+    passes before it: `spmd-pipeline` as is, fusions included; level T lowers each as one loop)
     and of the kernel it makes (level T, `--timing-only`), in the same run; and level
     T's exposed communication (its waits at the collectives' semaphores).
     """

@@ -487,6 +487,13 @@ class AllocatesResult(MemoryEffect):
         return {EffectInstance(MemoryEffectKind.ALLOC, op.results[0])}
 
 
+BRANCH_ON_VALUE = "tpu.branch_on_value"
+"""A unit attribute on an `scf.if` whose condition comes from a tensor's value (a dynamic
+`hlo.case` index read from SMEM, lowering/control_flow.py): the level-T simulator's timing
+mode reads no values, so it refuses such a branch instead of guessing it. (A scatter's
+in-bounds test is not marked: timing takes every window in bounds.)"""
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """

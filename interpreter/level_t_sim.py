@@ -58,6 +58,7 @@ from xdsl.ir import Block, Operation, SSAValue
 Env = dict[SSAValue, Any]
 
 _FOR, _IF, _END, _EFFECT, _LOCAL, _PLACEHOLDER, _WHILE = range(7)
+
 """How an op of a block runs (`Simulator._plan`)."""
 
 
@@ -256,7 +257,7 @@ class Simulator:
             if isinstance(op, scf.ForOp):
                 plan.append((_FOR, op, None))
             elif isinstance(op, scf.IfOp):
-                plan.append((_IF, op, None))
+                plan.append((_IF, op, tpu.BRANCH_ON_VALUE in op.attributes))
             elif isinstance(op, scf.WhileOp):
                 plan.append((_WHILE, op, None))
             elif isinstance(op, scf.YieldOp | scf.ConditionOp | func.ReturnOp):
@@ -300,6 +301,10 @@ class Simulator:
             elif kind == _WHILE:
                 yield from self._run_while(dev, interp, op, env)
             elif kind == _IF:
+                if how and not self.values:  # a dynamic case's index, say
+                    raise self.diag.error(
+                        op, dev.index, "the branch depends on values: run without --timing-only"
+                    )
                 region = op.true_region if bool(env[op.cond]) else op.false_region
                 vals = []
                 if region.blocks:

@@ -56,7 +56,7 @@ from shardc.lowering.emit import VMEM, Emitter, for_steps, memref_shape, nbytes
 from shardc.lowering.movement import _copies as copies
 from shardc.lowering.ring_steps import Overlap
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, UnitAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 _OPS = (hlo.WhileOp, hlo.CaseOp)
@@ -344,7 +344,9 @@ def _chain(
     then.add_op(scf.YieldOp())
     _chain(k, op, chosen, i + 1, other, results)
     other.add_op(scf.YieldOp())
-    e.op(scf.IfOp(is_i, [], Region(then), Region(other)))
+    branch = scf.IfOp(is_i, [], Region(then), Region(other))
+    branch.attributes[tpu.BRANCH_ON_VALUE] = UnitAttr()  # timing mode refuses to guess it
+    e.op(branch)
 
 
 def _branch(k: RegionLowering, branch: Block, results: Sequence[SSAValue], into: Block) -> None:

@@ -132,6 +132,6 @@ func.func @case(%a: tensor<8x128xf32>, %k: tensor<i32>) -> tensor<8x128xf32> {
 // CHECK:           } else {
 // CHECK:             arith.negf
 // CHECK:             tpu.dma_start %{{.*}}, %out0
-// CHECK:           }
-// CHECK:         }
+// CHECK:           }{tpu.branch_on_value}
+// CHECK:         }{tpu.branch_on_value}
 // CHECK-NEXT:    func.return
