@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
@@ -79,6 +80,18 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
+
+_OP_LOWERINGS: tuple[ModuleType, ...] = (
+    tpu_fusion,
+    tpu_compute,
+    tpu_movement,
+    tpu_control,
+    tpu_windows,
+    tpu_gather,
+    tpu_sorting,
+)
+"""The modules lowering non-collective ops, each with `handles(op)` and `lower(kernel, op)`,
+asked in this order (a fusion before its kind of op)."""
 
 
 def check_function(function: func.FuncOp, target: Target) -> None:
@@ -224,22 +237,11 @@ class KernelLowering:
         elif isinstance(op, collective.CollectiveOp):
             assert self.collectives is not None
             self.collectives.lower(op, self.buffers)
-        elif tpu_fusion.handles(op):
-            tpu_fusion.lower(self, op)
-        elif tpu_compute.handles(op):
-            tpu_compute.lower(self, op)
-        elif tpu_movement.handles(op):
-            tpu_movement.lower(self, op)
-        elif tpu_control.handles(op):
-            tpu_control.lower(self, op)
-        elif tpu_windows.handles(op):
-            tpu_windows.lower(self, op)
-        elif tpu_gather.handles(op):
-            tpu_gather.lower(self, op)
-        elif tpu_sorting.handles(op):
-            tpu_sorting.lower(self, op)
         else:
-            raise AssertionError(op.name)
+            lowering = next((m for m in _OP_LOWERINGS if m.handles(op)), None)
+            if lowering is None:
+                raise AssertionError(op.name)  # `check_function` refused it already
+            lowering.lower(self, op)
 
     def lower_located(self, op: Operation) -> None:
         """`lower` where the emitter is now (a region's block: control_flow), the new ops
