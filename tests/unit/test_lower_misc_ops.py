@@ -10,6 +10,7 @@ at level T on 2 devices and compared with level S bit for bit.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.tests.unit.test_lower_element_types import inputs_for, program, ty
@@ -120,3 +121,34 @@ def test_bitcast_convert_same_width(pair, flip: bool, shape: tuple[int, int], se
 
 
 assert DEVICES == 2
+
+
+OTHER_WIDTH = [
+    ("ui64", "ui32"),
+    ("f64", "f32"),
+    ("i64", "ui8"),
+    ("f32", "ui8"),
+    ("i32", "bf16"),
+    ("ui16", "i8"),
+]
+
+
+@SETTINGS
+@given(st.sampled_from(OTHER_WIDTH), st.booleans(), SHAPES, st.integers(0, 2**16))
+def test_bitcast_convert_between_widths(
+    pair, narrow: bool, shape: tuple[int, int], seed: int
+) -> None:
+    wide, small = pair
+    ratio = {"ui64": 8, "i64": 8, "f64": 8, "f32": 4, "ui32": 4, "i32": 4, "bf16": 2, "ui16": 2}
+    k = ratio[wide] // ratio.get(small, 1)
+    w, n = ty(shape, wide), ty((*shape, k), small)
+    src, dst = (w, n) if narrow else (n, w)
+    check(
+        program([src], dst, f"hlo.bitcast_convert %a0 : ({src}) -> {dst}"), inputs_for([src], seed)
+    )
+
+
+@pytest.mark.parametrize("dtype", ["i32", "ui32", "i64", "ui64", "i8", "ui16"])
+def test_partition_id(dtype: str) -> None:
+    t = ty((), dtype)
+    check(program([], t, f"hlo.partition_id : {t}"), [[] for _ in range(DEVICES)])
