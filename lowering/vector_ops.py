@@ -183,6 +183,7 @@ _LOWERED_13: tuple[type[Operation], ...] = (
     hlo.ErfcOp,
     hlo.XorOp,
     hlo.ClampOp,
+    hlo.RemainderOp,
     *_SHIFTS,
     *_BIT_COUNTS,
 )
@@ -190,10 +191,12 @@ _LOWERED_13: tuple[type[Operation], ...] = (
 
 
 def not_computed(op: Operation) -> bool:
-    """An elementwise op `elementwise` does not compute yet: issue 13's others, and
-    `bitcast_convert` between widths (its shape changes)."""
+    """An elementwise op `elementwise` does not compute yet: issue 13's others, float
+    `remainder`, and `bitcast_convert` between widths (lowering/movement.py)."""
     if isinstance(op, hlo.BitcastConvertOp):
         return op.extra_dim() != 0
+    if isinstance(op, hlo.RemainderOp):  # floats: xDSL 0.74's arith has no remf
+        return element_kind(tensor_type(op.results[0].type).element_type) == FLOAT
     return isinstance(op, hlo.ELEMENTWISE_OPS_13) and not isinstance(op, _LOWERED_13)
 
 
@@ -243,6 +246,9 @@ def _int_math(b: TileEmitter, op: Operation, vals: list[SSAValue], boolean: bool
     table = _BOOL_BINARY if boolean else _INT_BINARY
     if not boolean and hlo.is_unsigned(vector_type(x).element_type):
         table = _UNSIGNED_BINARY
+    if isinstance(op, hlo.RemainderOp):  # a - div(a, b) * b: x % 0 = x as level S
+        q = b.op(table[hlo.DivOp](*vals))  # pyright: ignore[reportCallIssue]
+        return b.op(arith.SubiOp(x, b.op(arith.MuliOp(q, vals[1]))))
     if isinstance(op, hlo.ClampOp):  # min(max(x, lo), hi)
         lo, x, hi = vals
         m = b.op(table[hlo.MaxOp](x, lo))  # pyright: ignore[reportCallIssue]

@@ -1,10 +1,10 @@
 """
 `lower-to-tpu` of the elementwise ops that kept corpus programs at level S (issue 15
 item 3): clamp (rank-0 or full bounds, NaN-propagating as level S), the bitwise ops
-(xor, and, or, not on i1 and integers), the shifts (amounts read as unsigned, past the
-width: 0 or the sign fill), popcnt and count_leading_zeros, bitcast_convert between
-types of one width, and partition_id; hypothesis-generated programs lowered, simulated
-at level T on 2 devices and compared with level S bit for bit.
+(xor, and, or, not on i1 and integers), integer remainder, the shifts (amounts read as
+unsigned, past the width: 0 or the sign fill), popcnt and count_leading_zeros,
+bitcast_convert (one width, and between widths) and partition_id; hypothesis-generated
+programs lowered, simulated at level T on 2 devices and compared with level S bit for bit.
 """
 
 from __future__ import annotations
@@ -152,3 +152,18 @@ def test_bitcast_convert_between_widths(
 def test_partition_id(dtype: str) -> None:
     t = ty((), dtype)
     check(program([], t, f"hlo.partition_id : {t}"), [[] for _ in range(DEVICES)])
+
+
+@SETTINGS
+@given(st.sampled_from(INTS), SHAPES, st.integers(0, 2**16))
+def test_integer_remainder(dtype: str, shape: tuple[int, int], seed: int) -> None:
+    t = ty(shape, dtype)
+    rows = []
+    for d, (a, b) in enumerate(inputs_for([t, t], seed)):
+        rng = np.random.default_rng(seed + d)
+        if b.dtype.kind in "iu":  # zeros (x % 0 = x) and -1 (INT_MIN % -1 = 0)
+            pick = rng.integers(0, 4, size=b.shape)
+            b = np.where(pick == 0, 0, np.where(pick == 1, np.array(-1).astype(b.dtype), b))
+            b = b.astype(a.dtype)
+        rows.append(_with_specials([a, b], seed + d))
+    check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), rows)
