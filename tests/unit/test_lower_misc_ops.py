@@ -167,3 +167,29 @@ def test_integer_remainder(dtype: str, shape: tuple[int, int], seed: int) -> Non
             b = b.astype(a.dtype)
         rows.append(_with_specials([a, b], seed + d))
     check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), rows)
+
+
+FUSED = """
+func.func @main(%x: tensor<16x256xf32>, %k: tensor<16x256xui32>, %lo: tensor<f32>, %hi: tensor<f32>) -> tensor<16x256xf32> {
+  %r = hlo.fusion(%p0 = %x, %p1 = %k, %p2 = %lo, %p3 = %hi) kind = loop, name = "dropout_fusion" : (tensor<16x256xf32>, tensor<16x256xui32>, tensor<f32>, tensor<f32>) -> tensor<16x256xf32> {
+    %c = hlo.clamp %p2, %p0, %p3 : (tensor<f32>, tensor<16x256xf32>, tensor<f32>) -> tensor<16x256xf32>
+    %n = hlo.constant dense<9> : tensor<16x256xui32>
+    %s = hlo.shift_right_logical %p1, %n : tensor<16x256xui32>
+    %o = hlo.constant dense<1065353216> : tensor<16x256xui32>
+    %m = hlo.or %s, %o : tensor<16x256xui32>
+    %y = hlo.xor %m, %p1 : tensor<16x256xui32>
+    %f = hlo.bitcast_convert %m : (tensor<16x256xui32>) -> tensor<16x256xf32>
+    %g = hlo.mul %c, %f : tensor<16x256xf32>
+    %b = hlo.bitcast_convert %y : (tensor<16x256xui32>) -> tensor<16x256xf32>
+    %z = hlo.add %g, %b : tensor<16x256xf32>
+    hlo.return %z : tensor<16x256xf32>
+  }
+  func.return %r : tensor<16x256xf32>
+}
+"""
+
+
+def test_the_ops_fuse_into_one_loop_equal_to_level_s() -> None:
+    from shardc.tests.unit.test_lower_fusion import check as check_fusion
+
+    check_fusion(FUSED)
