@@ -216,7 +216,6 @@ def test_timing_only_refuses_a_dynamic_loop() -> None:
         run_level_t(module, rows, values=False)
 
 
-
 def test_timing_only_refuses_a_dynamic_case_index() -> None:
     """The index is a tensor's value: the branch chain is marked `tpu.branch_on_value`
     and the timing mode, which reads no values, refuses it (it used to take branch 0)."""
@@ -228,6 +227,7 @@ def test_timing_only_refuses_a_dynamic_case_index() -> None:
     rows = [[None] * n for _ in range(2)]
     with pytest.raises(InterpreterError, match="branch depends on values"):
         run_level_t(module, rows, values=False)
+
 
 SCAN = """spmd.mesh @mesh = <["data"=2, "model"=4]>
 func.func @main(%0: tensor<16x256xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>}, %1: tensor<4x256x256xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}, {"model"}]>}) -> (tensor<16x256xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>}) {
