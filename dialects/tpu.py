@@ -1094,6 +1094,43 @@ class MemRefReshapeOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class MemRefBitcastOp(IRDLOperation):
+    """
+    The same bytes read as another element type (hlo.bitcast_convert of a whole buffer):
+    `%r = tpu.memref_bitcast %buf : memref<2x2xui32, #tpu.memory_space<hbm>> ->
+    memref<2xui64, #tpu.memory_space<hbm>>`. As hlo.bitcast_convert's shapes: one width
+    keeps the shape, a narrower type adds a last dimension of the ratio, a wider one drops
+    the source's last dimension (of the ratio). The source must be contiguous.
+    """
+
+    name = "tpu.memref_bitcast"
+
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue | Operation, result_type: MemRefType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        s = check_data_ref(self.source.type, "the bitcast memref", DATA_SPACES)
+        r = check_data_ref(self.result.type, "the bitcast", DATA_SPACES)
+        if s.memory_space != r.memory_space:
+            raise VerifyException(f"a bitcast stays in its source's memory space: {s}, {r}")
+        a, b = element_bytes(s.element_type), element_bytes(r.element_type)
+        shape = list(s.get_shape())
+        if a > b:
+            shape = [*shape, a // b]
+        elif a < b and shape and shape[-1] * a == b:
+            shape = shape[:-1]
+        if shape != list(r.get_shape()):
+            raise VerifyException(f"bitcast_convert's shapes: {s} cannot be read as {r}")
+
+
 ################################################################################
 # Vector loads and stores                                                      #
 ################################################################################
@@ -1666,6 +1703,7 @@ Tpu = Dialect(
         AxisIndexOp,
         MemRefSliceOp,
         MemRefReshapeOp,
+        MemRefBitcastOp,
         LoadOp,
         StoreOp,
         MatmulOp,

@@ -324,7 +324,50 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     arith.MinUIOp: _int_binary(lambda a, b: _unsigned(np.minimum, a, b)),
     # The same bits as another type of the width (sorting's float keys and moved values).
     arith.BitcastOp: lambda op, args, ty: np.asarray(args[0]).view(dtype_of(ty.element_type)),
+    # Shifts (amounts read as unsigned; one >= the width is poison: an error here) and
+    # bit counts, on the bits of the width.
+    arith.ShLIOp: lambda op, args, ty: _shift(op, args, ty, "left"),
+    arith.ShRUIOp: lambda op, args, ty: _shift(op, args, ty, "logical"),
+    arith.ShRSIOp: lambda op, args, ty: _shift(op, args, ty, "arithmetic"),
+    math.CtPopOp: lambda op, args, ty: _bit_count(args[0], ty, popcount=True),
+    math.CountLeadingZerosOp: lambda op, args, ty: _bit_count(args[0], ty, popcount=False),
 }
+
+
+def _shift(op, args, ty, kind: str):
+    a, s = args
+    width = _int_width(ty)
+    amount = _as_unsigned(s, width)
+    if np.any(np.asarray(amount) >= width):
+        raise ValueError(f"{op.name}: a shift amount >= the bit width {width} is poison")
+    if not isinstance(ty, VectorType):
+        x = _wrap_int(int(a), ty) if kind == "arithmetic" else _as_unsigned(a, width)
+        return _wrap_int(x << int(amount) if kind == "left" else x >> int(amount), ty)
+    dtype = dtype_of(ty.element_type)
+    n = dtype.itemsize
+    a = np.asarray(a).astype(dtype)
+    by = np.asarray(amount).astype(np.dtype(f"u{n}"))
+    if kind == "arithmetic":
+        signed = a.view(np.dtype(f"i{n}"))
+        return np.right_shift(signed, by.astype(signed.dtype)).view(dtype)
+    u = a.view(np.dtype(f"u{n}"))
+    moved = np.left_shift(u, by) if kind == "left" else np.right_shift(u, by)
+    return moved.view(dtype)
+
+
+def _bit_count(a, ty, popcount: bool):
+    """`math.ctpop` / `math.ctlz` of an integer vector (scalar) of its type's width."""
+    width = _int_width(ty)
+    u = np.asarray(_as_unsigned(np.asarray(a), width))
+    ones = np.bitwise_count(u)
+    if not popcount:
+        length = np.zeros(u.shape, dtype=np.int64)
+        for k in range(width):  # bit length = the number of k with u >> k != 0
+            length += np.right_shift(u, np.asarray(k, u.dtype)) != 0
+        ones = width - length
+    if isinstance(ty, VectorType):
+        return ones.astype(dtype_of(ty.element_type))
+    return _wrap_int(int(ones), ty)
 
 
 def _unsigned(f, a, b):

@@ -200,6 +200,20 @@ class MemoryFunctions(InterpreterFunctions):
             )
         return (Ref(src.buffer, src.view.reshape(op.result.type.get_shape()), src.label),)
 
+    @impl(tpu.MemRefBitcastOp)
+    def run_memref_bitcast(
+        self, interpreter: Interpreter, op: tpu.MemRefBitcastOp, args: PythonValues
+    ):
+        (src,) = args
+        if not src.view.flags.c_contiguous:
+            d = device_of(interpreter).index
+            raise self.machine.diag.error(
+                op, d, f"bitcast of {src.describe()}, which is not contiguous"
+            )
+        ty = op.result.type
+        view = src.view.view(dtype_of(ty.element_type)).reshape(ty.get_shape())
+        return (Ref(src.buffer, view, src.label),)
+
     @impl(tpu.AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: tpu.AllocOp, args: PythonValues):
         return (self.machine.memory.alloc(device_of(interpreter), op),)

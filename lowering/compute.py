@@ -74,6 +74,7 @@ from shardc.lowering.vector_ops import (
     elementwise,
     int_bounds,
     load_block,
+    not_computed,
     splat_vector,
     store_block,
 )
@@ -87,6 +88,8 @@ _ELEMENTWISE = (
     hlo.CompareOp,
     hlo.SelectOp,
     hlo.ConvertOp,
+    hlo.ClampOp,
+    hlo.BitcastConvertOp,
 )
 
 
@@ -358,9 +361,7 @@ _BUILDERS: list[tuple[type | tuple[type, ...], Callable[..., Tiled]]] = [
 
 
 def _builder(op: Operation) -> Callable[..., Tiled] | None:
-    if isinstance(op, hlo.CHLO_OPS_13):
-        return None  # not lowered yet: lower-to-tpu says so at the op
-    if isinstance(op, hlo.ELEMENTWISE_OPS_13) and not isinstance(op, hlo.ErfOp | hlo.ErfcOp):
+    if isinstance(op, hlo.CHLO_OPS_13) or not_computed(op):
         return None  # not lowered yet: lower-to-tpu says so at the op
     for cls, build in _BUILDERS:
         if isinstance(op, cls):

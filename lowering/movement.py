@@ -21,7 +21,11 @@ transfer and VMEM pressure.
   fetched, then the update is DMA'd into its clamped place (after the copy has landed:
   both DMAs write the same bytes).
 * spmd.axis_index (partitioning computes slice offsets from it): `tpu.axis_index`
-  stored into an SMEM scalar (`memref.store`), DMA'd to the value's HBM buffer.
+  stored into an SMEM scalar (`memref.store`), DMA'd to the value's HBM buffer;
+  hlo.partition_id likewise from `tpu.device_id` (level S's partition is the device id),
+  extended or truncated to the result's width (a `tpu.memref_bitcast` view for unsigned).
+* bitcast_convert between widths (one width is elementwise: lowering/compute.py): one DMA
+  from the operand, viewed as the result's type (`tpu.memref_bitcast`), into the result.
 
 Every DMA has its own semaphore (or, for the DMAs of one loop, one semaphore and DMAs of
 one size), every DMA is waited, so every semaphore ends at zero. A result with no
@@ -40,7 +44,7 @@ from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import HBM, Emitter, for_steps, memref_shape, reshape_view, tensor_type
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, i32
 from xdsl.ir import Operation, SSAValue
 
 _OPS = (
@@ -50,11 +54,14 @@ _OPS = (
     hlo.DynamicSliceOp,
     hlo.DynamicUpdateSliceOp,
     spmd.AxisIndexOp,
+    hlo.PartitionIdOp,
 )
 
 
 def handles(op: Operation) -> bool:
     """Whether this module lowers ops of this kind."""
+    if isinstance(op, hlo.BitcastConvertOp):
+        return op.extra_dim() != 0
     return isinstance(op, _OPS)
 
 
@@ -307,6 +314,35 @@ def _lower_axis_index(ctx: LoweringContext, op: spmd.AxisIndexOp) -> None:
     e.op(tpu.DeallocOp(smem))
 
 
+def _lower_partition_id(ctx: LoweringContext, op: hlo.PartitionIdOp) -> None:
+    e = ctx.emitter
+    elem = tensor_type(op.result.type).element_type
+    assert isinstance(elem, IntegerType)
+    width = elem.width.data
+    signless = IntegerType(width)
+    me = e.op(tpu.DeviceIdOp(), "partition_id")
+    if width > 32:
+        me = e.op(arith.ExtSIOp(me, signless), "partition_id_ext")
+    elif width < 32:
+        me = e.op(arith.TruncIOp(me, signless), "partition_id_trunc")
+    smem = e.op(tpu.AllocOp(memref_type([], signless, MemorySpace.SMEM)), "partition_id_smem")
+    e.op(memref.StoreOp.get(me, smem, []))
+    src = smem
+    if signless != elem:  # an unsigned result: the same bits
+        src = e.op(tpu.MemRefBitcastOp(smem, memref_type([], elem, MemorySpace.SMEM)), "pid")
+    _copies(e, [(src, ctx.buffers[op.result])], "partition_id")
+    e.op(tpu.DeallocOp(smem))
+
+
+def _lower_bitcast_convert(ctx: LoweringContext, op: hlo.BitcastConvertOp) -> None:
+    e = ctx.emitter
+    dst = ctx.buffers[op.result]
+    ty = tensor_type(op.result.type)
+    view = memref_type(ty.get_shape(), ty.element_type, MemorySpace.HBM)
+    src = e.op(tpu.MemRefBitcastOp(ctx.buffers[op.operand], view), "bitcast_view")
+    _copies(e, [(src, dst)], "bitcast")
+
+
 _LOWERINGS: dict[type[Operation], Callable[[LoweringContext, Operation], None]] = {
     hlo.ReshapeOp: _lower_reshape,  # pyright: ignore[reportAssignmentType]
     hlo.SliceOp: _lower_slice,  # pyright: ignore[reportAssignmentType]
@@ -314,4 +350,6 @@ _LOWERINGS: dict[type[Operation], Callable[[LoweringContext, Operation], None]] 
     hlo.DynamicSliceOp: _lower_dynamic_slice,  # pyright: ignore[reportAssignmentType]
     hlo.DynamicUpdateSliceOp: _lower_dynamic_update_slice,  # pyright: ignore[reportAssignmentType]
     spmd.AxisIndexOp: _lower_axis_index,  # pyright: ignore[reportAssignmentType]
+    hlo.PartitionIdOp: _lower_partition_id,  # pyright: ignore[reportAssignmentType]
+    hlo.BitcastConvertOp: _lower_bitcast_convert,  # pyright: ignore[reportAssignmentType]
 }

@@ -51,6 +51,7 @@ from xdsl.ir import Operation, SSAValue
 _PURE = (
     tpu.MemRefSliceOp,
     tpu.MemRefReshapeOp,
+    tpu.MemRefBitcastOp,
     tpu.AllocOp,
     tpu.AxisIndexOp,
     tpu.DeviceIdOp,

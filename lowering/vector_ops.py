@@ -140,6 +140,7 @@ _INT_BINARY: dict[type[Operation], type[Operation]] = {
     hlo.PowOp: mathd.IPowIOp,
     hlo.AndOp: arith.AndIOp,
     hlo.OrOp: arith.OrIOp,
+    hlo.XorOp: arith.XOrIOp,
 }
 _UNSIGNED_BINARY: dict[type[Operation], type[Operation]] = _INT_BINARY | {
     hlo.DivOp: arith.DivUIOp,
@@ -154,6 +155,7 @@ _BOOL_BINARY: dict[type[Operation], type[Operation]] = {
     hlo.MinOp: arith.AndIOp,
     hlo.AndOp: arith.AndIOp,
     hlo.OrOp: arith.OrIOp,
+    hlo.XorOp: arith.XOrIOp,
 }
 _FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
     hlo.NegOp: arith.NegfOp,
@@ -167,6 +169,37 @@ _FLOAT_UNARY: dict[type[Operation], type[Operation]] = {
     hlo.CosOp: mathd.CosOp,
     hlo.ErfOp: mathd.ErfOp,
 }
+_SHIFTS: dict[type[Operation], type[Operation]] = {
+    hlo.ShiftLeftOp: arith.ShLIOp,
+    hlo.ShiftRightLogicalOp: arith.ShRUIOp,
+    hlo.ShiftRightArithmeticOp: arith.ShRSIOp,
+}
+_BIT_COUNTS: dict[type[Operation], type[Operation]] = {
+    hlo.PopcntOp: mathd.CtPopOp,
+    hlo.CountLeadingZerosOp: mathd.CountLeadingZerosOp,
+}
+_LOWERED_13: tuple[type[Operation], ...] = (
+    hlo.ErfOp,
+    hlo.ErfcOp,
+    hlo.XorOp,
+    hlo.ClampOp,
+    hlo.RemainderOp,
+    *_SHIFTS,
+    *_BIT_COUNTS,
+)
+"""The ops of issue 13's `hlo.ELEMENTWISE_OPS_13` that `elementwise` computes."""
+
+
+def not_computed(op: Operation) -> bool:
+    """An elementwise op `elementwise` does not compute yet: issue 13's others, float
+    `remainder`, and `bitcast_convert` between widths (lowering/movement.py)."""
+    if isinstance(op, hlo.BitcastConvertOp):
+        return op.extra_dim() != 0
+    if isinstance(op, hlo.RemainderOp):  # floats: xDSL 0.74's arith has no remf
+        return element_kind(tensor_type(op.results[0].type).element_type) == FLOAT
+    return isinstance(op, hlo.ELEMENTWISE_OPS_13) and not isinstance(op, _LOWERED_13)
+
+
 _FLOAT_CMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
 _INT_CMP = {"EQ": "eq", "NE": "ne", "LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge"}
 _BOOL_CMP = {"EQ": "eq", "NE": "ne", "LT": "ult", "LE": "ule", "GT": "ugt", "GE": "uge"}
@@ -180,6 +213,13 @@ def _float_math(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
     if isinstance(op, hlo.ErfcOp):  # 1 - erf(x) in f32 (f64): no erfc in `math` yet
         one = splat_vector(b, 1.0, vector_type(vals[0]))
         return b.op(arith.SubfOp(one, b.op(mathd.ErfOp(vals[0]))))
+    if isinstance(op, hlo.ClampOp):  # min(max(x, lo), hi), NaN-propagating as level S
+        lo, x, hi = vals
+        # Of two equal values (0 and -0) numpy's f32/f64/bf16 maximum and minimum give
+        # the second, its f16 ones the first: level S's choice, whatever we compute in.
+        if isinstance(tensor_type(op.results[0].type).element_type, Float16Type):
+            return b.op(arith.MinimumfOp(hi, b.op(arith.MaximumfOp(lo, x))))
+        return b.op(arith.MinimumfOp(b.op(arith.MaximumfOp(x, lo)), hi))
     if len(vals) == 2:
         return b.op(_FLOAT_BINARY[type(op)](*vals))  # pyright: ignore[reportCallIssue]
     return b.op(_FLOAT_UNARY[type(op)](vals[0]))  # pyright: ignore[reportCallIssue]
@@ -196,10 +236,40 @@ def _int_math(b: TileEmitter, op: Operation, vals: list[SSAValue], boolean: bool
         if hlo.is_unsigned(vector_type(x).element_type):
             return x  # |x| = x (math.absi takes signless integers only)
         return b.op(mathd.AbsIOp(x))
+    if type(op) in _BIT_COUNTS:  # `math` takes signless integers: the same bits
+        elem = vector_type(x).element_type
+        signless = convert_vector(b, x, IntegerType(_width(elem)))
+        counted = b.op(_BIT_COUNTS[type(op)](signless))  # pyright: ignore[reportCallIssue]
+        return convert_vector(b, counted, elem)
+    if type(op) in _SHIFTS:
+        return _shift(b, op, x, vals[1])
     table = _BOOL_BINARY if boolean else _INT_BINARY
     if not boolean and hlo.is_unsigned(vector_type(x).element_type):
         table = _UNSIGNED_BINARY
+    if isinstance(op, hlo.RemainderOp):  # a - div(a, b) * b: x % 0 = x as level S
+        q = b.op(table[hlo.DivOp](*vals))  # pyright: ignore[reportCallIssue]
+        return b.op(arith.SubiOp(x, b.op(arith.MuliOp(q, vals[1]))))
+    if isinstance(op, hlo.ClampOp):  # min(max(x, lo), hi)
+        lo, x, hi = vals
+        m = b.op(table[hlo.MaxOp](x, lo))  # pyright: ignore[reportCallIssue]
+        return b.op(table[hlo.MinOp](m, hi))  # pyright: ignore[reportCallIssue]
     return b.op(table[type(op)](*vals))  # pyright: ignore[reportCallIssue]
+
+
+def _shift(b: TileEmitter, op: Operation, x: SSAValue, amount: SSAValue) -> SSAValue:
+    """
+    hlo shifts (level S's `_shift`): the amount is read as unsigned; one >= the bit width
+    gives 0 (left, logical) or the sign fill (arithmetic: a shift by width - 1). The
+    `arith` shift itself only sees amounts below the width (larger ones are poison).
+    """
+    vty = vector_type(x)
+    width = _width(vty.element_type)
+    inside = b.op(tpu.CmpOp("ult", amount, splat_vector(b, width, vty)))
+    clipped = b.op(tpu.SelectOp(inside, amount, splat_vector(b, width - 1, vty)))
+    moved = b.op(_SHIFTS[type(op)](x, clipped))  # pyright: ignore[reportCallIssue]
+    if isinstance(op, hlo.ShiftRightArithmeticOp):
+        return moved
+    return b.op(tpu.SelectOp(inside, moved, splat_vector(b, 0, vty)))
 
 
 def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue:
@@ -210,6 +280,10 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
     if isinstance(op, hlo.SelectOp):
         pred = broadcast_to(b, vals[0], vector_type(vals[1]).get_shape())
         return b.op(tpu.SelectOp(pred, vals[1], vals[2]))
+    if isinstance(op, hlo.BitcastConvertOp):  # one width: the same bits, another type
+        return b.op(arith.BitcastOp(vals[0], with_element(vals[0], res_elem)))
+    if isinstance(op, hlo.ClampOp):  # rank-0 bounds: broadcast to the operand's block
+        vals = [broadcast_to(b, v, vector_type(vals[1]).get_shape()) for v in vals]
     elem = vector_type(vals[0]).element_type
     kind = element_kind(elem)
     if isinstance(op, hlo.CompareOp):
