@@ -704,3 +704,19 @@ func.func @huge_buffer(%a: memref<100000000x100000000xf32, #tpu.memory_space<hbm
   // CHECK: invalid.mlir:[[# @LINE - 1]]:28: error: memref<100000000x100000000xf32, #tpu.memory_space<hbm>> has 10000000000000000 elements; a shaped type has at most 2^48 (281474976710656)
   func.return
 }
+
+// -----
+
+func.func @bitcast_shape(%a: memref<16x128xf32, #tpu.memory_space<hbm>>) {
+  %r = tpu.memref_bitcast %a : memref<16x128xf32, #tpu.memory_space<hbm>> -> memref<16x128xui8, #tpu.memory_space<hbm>>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.memref_bitcast' op bitcast_convert's shapes: memref<16x128xf32, #tpu.memory_space<hbm>> cannot be read as memref<16x128xui8, #tpu.memory_space<hbm>>
+  func.return
+}
+
+// -----
+
+func.func @bitcast_space(%a: memref<16x128xf32, #tpu.memory_space<hbm>>) {
+  %r = tpu.memref_bitcast %a : memref<16x128xf32, #tpu.memory_space<hbm>> -> memref<16x128xi32, #tpu.memory_space<vmem>>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'tpu.memref_bitcast' op a bitcast stays in its source's memory space: memref<16x128xf32, #tpu.memory_space<hbm>>, memref<16x128xi32, #tpu.memory_space<vmem>>
+  func.return
+}

@@ -19,6 +19,7 @@ func.func @memory(%hbm: memref<4x16x128xf32, #tpu.memory_space<hbm>>, %i: index)
   %one = tpu.memref_slice %sems[%i] : !tpu.dma_semaphore<7> -> !tpu.dma_semaphore
   %row = tpu.memref_slice %grid[%i, %c0] : !tpu.semaphore<2x3> -> !tpu.semaphore<3>
   %flat = tpu.memref_reshape %hbm : memref<4x16x128xf32, #tpu.memory_space<hbm>> -> memref<8192xf32, #tpu.memory_space<hbm>>
+  %bytes = tpu.memref_bitcast %hbm : memref<4x16x128xf32, #tpu.memory_space<hbm>> -> memref<4x16x128x4xui8, #tpu.memory_space<hbm>>
   tpu.dealloc %bf : memref<8x128xbf16, #tpu.memory_space<vmem>>
   tpu.dealloc %grid : !tpu.semaphore<2x3>
   func.return
@@ -38,6 +39,7 @@ func.func @memory(%hbm: memref<4x16x128xf32, #tpu.memory_space<hbm>>, %i: index)
 // CHECK-NEXT:   %one = tpu.memref_slice %sems[%i] : !tpu.dma_semaphore<7> -> !tpu.dma_semaphore
 // CHECK-NEXT:   %row = tpu.memref_slice %grid[%i, %c0] : !tpu.semaphore<2x3> -> !tpu.semaphore<3>
 // CHECK-NEXT:   %flat = tpu.memref_reshape %hbm : memref<4x16x128xf32, #tpu.memory_space<hbm>> -> memref<8192xf32, #tpu.memory_space<hbm>>
+// CHECK-NEXT:   %bytes = tpu.memref_bitcast %hbm : memref<4x16x128xf32, #tpu.memory_space<hbm>> -> memref<4x16x128x4xui8, #tpu.memory_space<hbm>>
 // CHECK-NEXT:   tpu.dealloc %bf : memref<8x128xbf16, #tpu.memory_space<vmem>>
 // CHECK-NEXT:   tpu.dealloc %grid : !tpu.semaphore<2x3>
 // CHECK-NEXT:   func.return
@@ -50,6 +52,7 @@ func.func @memory(%hbm: memref<4x16x128xf32, #tpu.memory_space<hbm>>, %i: index)
 // CHECK-GENERIC:      %blk = "tpu.memref_slice"(%hbm, %i, %c0, %c0) : (memref<4x16x128xf32, "hbm">, index, index, index) -> memref<8x128xf32, "hbm">
 // CHECK-GENERIC:      %one = "tpu.memref_slice"(%sems, %i) : (!tpu.dma_semaphore<7>, index) -> !tpu.dma_semaphore
 // CHECK-GENERIC:      %flat = "tpu.memref_reshape"(%hbm) : (memref<4x16x128xf32, "hbm">) -> memref<8192xf32, "hbm">
+// CHECK-GENERIC:      %bytes = "tpu.memref_bitcast"(%hbm) : (memref<4x16x128xf32, "hbm">) -> memref<4x16x128x4xui8, "hbm">
 // CHECK-GENERIC:      "tpu.dealloc"(%grid) : (!tpu.semaphore<2x3>) -> ()
 
 // -----
