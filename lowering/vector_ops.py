@@ -220,6 +220,10 @@ def _float_math(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         if isinstance(tensor_type(op.results[0].type).element_type, Float16Type):
             return b.op(arith.MinimumfOp(hi, b.op(arith.MaximumfOp(lo, x))))
         return b.op(arith.MinimumfOp(b.op(arith.MaximumfOp(x, lo)), hi))
+    if isinstance(op, hlo.MaxOp | hlo.MinOp) and isinstance(
+        tensor_type(op.results[0].type).element_type, Float16Type
+    ):  # numpy's f16 maximum / minimum give the first of two equal values (clamp above)
+        return b.op(_FLOAT_BINARY[type(op)](vals[1], vals[0]))  # pyright: ignore[reportCallIssue]
     if len(vals) == 2:
         return b.op(_FLOAT_BINARY[type(op)](*vals))  # pyright: ignore[reportCallIssue]
     return b.op(_FLOAT_UNARY[type(op)](vals[0]))  # pyright: ignore[reportCallIssue]
