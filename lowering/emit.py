@@ -7,7 +7,7 @@ loop and copy helpers they all need.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shardc.dialects import tpu
 from shardc.dialects.sizes import element_bytes
@@ -163,3 +163,22 @@ class Emitter:
 
     def eq(self, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
         return self.op(arith.CmpiOp(a, b, "eq"), hint)
+
+
+def loop_nest(
+    e: Emitter,
+    trips: Sequence[int],
+    body: Callable[[Emitter, list[SSAValue]], None],
+    hint: str = "i",
+) -> None:
+    """`scf.for` loops over `range(t)` for each trip count (induction variables named
+    `hint`), `body` in the innermost."""
+    ivs = []
+    bodies: list[Emitter] = []
+    for t in trips:
+        e, iv = for_steps(e, 0, t, hint)
+        bodies.append(e)
+        ivs.append(iv)
+    body(e, ivs)
+    for b in reversed(bodies):
+        b.op(scf.YieldOp())

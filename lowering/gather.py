@@ -57,6 +57,7 @@ from shardc.lowering.emit import (
     VMEM,
     Emitter,
     for_steps,
+    loop_nest,
     memref_shape,
     reshape_view,
     tensor_type,
@@ -200,20 +201,6 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
     else:
         assert isinstance(op, hlo.ScatterOp)
         _lower_scatter(ctx, op)
-
-
-def _loop_nest(
-    e: Emitter, trips: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
-) -> None:
-    """`scf.for` loops over `range(t)` for each trip count, `body` in the innermost."""
-    ivs, bodies = [], []
-    for t in trips:
-        e, iv = for_steps(e, 0, t, "b")
-        bodies.append(e)
-        ivs.append(iv)
-    body(e, ivs)
-    for b in reversed(bodies):
-        b.op(scf.YieldOp())
 
 
 def _chunked(
@@ -386,7 +373,7 @@ def _lower_gather(ctx: LoweringContext, op: hlo.GatherOp) -> None:
                 then.op(scf.YieldOp())
             inner.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
 
-        _loop_nest(b, trips, one)
+        loop_nest(b, trips, one, "b")
         waits, _ = for_steps(b, 0, window, "w")
         wait_one(waits)
         waits.op(scf.YieldOp())
@@ -454,7 +441,7 @@ def _lower_scatter(ctx: LoweringContext, op: hlo.ScatterOp) -> None:
             if fits is not None:
                 body.op(scf.YieldOp())
 
-        _loop_nest(b, trips, one)
+        loop_nest(b, trips, one, "b")
 
     _chunked(ctx, op, op.scatter_indices, per_chunk)
     for buf in vmem:

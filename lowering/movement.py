@@ -42,8 +42,15 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, spmd, tpu
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.lowering.context import LoweringContext, Target
-from shardc.lowering.emit import HBM, Emitter, for_steps, memref_shape, reshape_view, tensor_type
-from xdsl.dialects import arith, memref, scf
+from shardc.lowering.emit import (
+    HBM,
+    Emitter,
+    loop_nest,
+    memref_shape,
+    reshape_view,
+    tensor_type,
+)
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, i32
 from xdsl.ir import Operation, SSAValue
 
@@ -101,21 +108,6 @@ def _copies(e: Emitter, pairs: Sequence[tuple[SSAValue, SSAValue]], hint: str) -
         e.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
     for (_, dst), sem in zip(pairs, sems, strict=False):
         e.op(tpu.DMAWaitOp(sem, dst))
-
-
-def _loop_nest(
-    e: Emitter, trips: Sequence[int], body: Callable[[Emitter, list[SSAValue]], None]
-) -> None:
-    """`scf.for` loops over `range(t)` for each trip count, `body` in the innermost."""
-    ivs = []
-    bodies: list[Emitter] = []
-    for t in trips:
-        e, iv = for_steps(e, 0, t, "i")
-        bodies.append(e)
-        ivs.append(iv)
-    body(e, ivs)
-    for b in reversed(bodies):
-        b.op(scf.YieldOp())
 
 
 # reshape, concatenate -----------------------------------------------------------------
@@ -198,8 +190,8 @@ def _lower_slice(ctx: LoweringContext, op: hlo.SliceOp) -> None:
     def wait(b: Emitter, ivs: list[SSAValue]) -> None:
         b.op(tpu.DMAWaitOp(sem, _slice_views(b, dims, src_v, dst_v, ivs, src=False)[1]))
 
-    _loop_nest(e, trips, start)
-    _loop_nest(e, trips, wait)
+    loop_nest(e, trips, start)
+    loop_nest(e, trips, wait)
 
 
 def _slice_views(

@@ -64,12 +64,12 @@ from shardc.lowering.emit import (
     HBM,
     Emitter,
     for_steps,
+    loop_nest,
     memref_shape,
     reshape_view,
     tensor_type,
 )
 from shardc.lowering.movement import _copies as copies
-from shardc.lowering.movement import _loop_nest as loop_nest
 from shardc.lowering.ring_steps import Overlap
 from shardc.lowering.tile_index import Ix, TileEmitter
 from shardc.lowering.tile_loop import tile
