@@ -26,7 +26,8 @@ Numbers are per chip. Where the table is silent this module decides, and says so
   fp8 MXU before v7); a complex matmul is four real ones; a wider integer matmul is
   (bits / 8)^2 int8 passes (i16 1/2, i32 1/8, i64 1/32 of the bf16 peak with int8 at 2x):
   integer matmuls do not run at the bf16 peak (the scaling book's int32 matmul of its
-  collective-matmul example, 4.3 GOP in 224 us on a v5e-8, ran at 1/10 of it;
+  collective-matmul example, 4.3 GOP in 224 us on 8 devices the page does not name, a v5e-8
+  assumed, ran at 1/10 of it;
   bench/fidelity.py). Why wider integers are passes of 8 bits: the MXU takes no 32-bit
   integer operands. JAX's own table of what each generation's MXU multiplies
   (jax/_src/pallas/mosaic/tpu_info.py, `TpuInfo.is_matmul_supported`): v5e/v5p/v6e pairs
