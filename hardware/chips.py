@@ -14,7 +14,13 @@ https://cloud.google.com/tpu/docs/v5p, https://cloud.google.com/tpu/docs/v6e):
   per direction (Part 2), what its worked examples (and bench/fidelity.py's rows taken
   from them) use: 90% of Google Cloud's link peak, i.e. the rate a link sustains rather
   than its signalling rate (with 50 / 100 every bandwidth-bound collective here would be
-  10% faster);
+  10% faster). The book is not consistent on it (fid7): its Part 2 table as published now
+  (jax-ml/scaling-book tpus.md at 04d8de5) gives one-way 5e10 on v5e and 1e11 on v5p and
+  v6e (Google Cloud's figures; 4.5e10 is v4p's there), while its Part 3 worked answers in
+  the same version still use 4.5e10 / 9e10 for v5e. The two v5e profiles the book publishes
+  (bench/RESULTS.md, fidelity) sustain 3.6e10-3.7e10 B/s on a 4-long line, below both.
+  Kept at 4.5e10 / 9e10: no published figure gives a sustained link rate, and changing the
+  constant is the lead's decision (every collective everywhere moves with it);
 - DCN per chip: v5e 6.4 Tb/s per 256-chip pod = 3.125e9 B/s; v5p 50 Gb/s = 6.25e9 B/s;
   v6e 25.6 Tb/s per pod = 1.25e10 B/s: as published. v4 gives none;
 - pods (ICI domains, `pod_chips`): v5e and v6e 256 chips (16x16), v5p 8960, v4 4096.
