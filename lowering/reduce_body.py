@@ -35,7 +35,7 @@ from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import INDEX, memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, emit_if, ix_cmp
 from shardc.lowering.tile_loop import tile
-from shardc.lowering.tile_plan import Acc, Scratch, Stream, Tiled, check_fits
+from shardc.lowering.tile_plan import LANES, SUBLANES, Acc, Scratch, Stream, Tiled, check_fits
 from shardc.lowering.vector_ops import (
     broadcast_to,
     elementwise,
@@ -125,12 +125,20 @@ def tiled(chip: Chip, op: hlo.ReduceOp) -> Tiled:
         epilogue if n > 1 else None,
     )
     ops = _body_ops(op)
+
+    def work(blocks: Sequence[int]) -> float:
+        """The fold's vector ops: each on whole (8, 128) vregs of the kept block, so a
+        kept block under one vreg costs one (the planner keeps result blocks large:
+        fewer, longer folds, which also keeps the level-T simulation short)."""
+        vregs = -(-math.prod(blocks[:nk]) // (LANES * SUBLANES))
+        return vpu_time(chip, math.prod(blocks[nk:]) * vregs * LANES * SUBLANES, ops)
+
     return Tiled(
         op,
         sizes,
         streams,
         _fold(op, nk),
-        lambda blocks: vpu_time(chip, math.prod(blocks), ops),
+        work,
         acc,
         {nk + j: sizes[nk + j] for j in range(1, len(dims))},  # whole: the fold's order
         outputs=tuple(op.results) if n > 1 else (),
