@@ -363,6 +363,8 @@ _BUILDERS: list[tuple[type | tuple[type, ...], Callable[..., Tiled]]] = [
 def _builder(op: Operation) -> Callable[..., Tiled] | None:
     if isinstance(op, hlo.CHLO_OPS_13) or not_computed(op):
         return None  # not lowered yet: lower-to-tpu says so at the op
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        return None  # lowering/reduce_body.py
     for cls, build in _BUILDERS:
         if isinstance(op, cls):
             return build
@@ -378,8 +380,6 @@ def check(target: Target, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if it cannot be lowered (its blocks do not fit)."""
     build = _builder(op)
     assert build is not None
-    if isinstance(op, hlo.ReduceOp) and op.has_body:
-        raise OpPassError(op, "lower-to-tpu: hlo.reduce with a body is not supported yet")
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
     if any(0 in tensor_type(v.type).get_shape() for v in op.operands):
