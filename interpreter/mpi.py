@@ -94,6 +94,8 @@ class World:
         self.started = False
         self._group_comm: dict[tuple[int, ...], tuple[Any, int, list[int]]] = {}
         self._sends: list[tuple[Any, bytes]] = []
+        self.local_results: dict[int, tuple[Any, ...]] = {}
+        """This rank's devices' results of the last level-S run."""
 
     def reset(self) -> None:
         """Ready for the next run in this process (a test runs many in one job)."""
@@ -101,6 +103,7 @@ class World:
         self.devices = 0
         self.bytes_sent = 0
         self._group_comm = {}
+        self.local_results = {}
 
     @property
     def is_root(self) -> bool:
