@@ -142,7 +142,7 @@ class World:
             ranks = tuple(sorted({self.rank_of(d) for d in group}))
             if len(ranks) < 2 or self.rank not in ranks:
                 continue
-            self._group_comm[group] = (ranks, tag, [])
+            self._group_comm[group] = (ranks, 3 * tag, [])  # 3 channels (mpi_chain)
             rank_sets[ranks] = None
         for ranks in sorted({r for r, _, _ in self._group_comm.values()}):
             mpi_group = self.comm.Get_group().Incl(list(ranks))
@@ -150,25 +150,37 @@ class World:
         for group, (ranks, tag, _) in self._group_comm.items():
             self._group_comm[group] = (rank_sets[ranks], tag, list(ranks))
 
-    def send(self, group: tuple[int, ...], payload: Any) -> None:
+    def send(self, group: tuple[int, ...], payload: Any, channel: int = 0) -> None:
         """`payload` to every other rank of `group` (non-blocking)."""
+        self._send(
+            group, [r for r in self._group_comm[group][2] if r != self.rank], payload, channel
+        )
+
+    def send_to(self, group: tuple[int, ...], rank: int, payload: Any, channel: int) -> None:
+        """`payload` to rank `rank` of `group` only (a chained reduction's partial sum)."""
+        self._send(group, [rank], payload, channel)
+
+    def _send(self, group: tuple[int, ...], to: list[int], payload: Any, channel: int) -> None:
         comm, tag, ranks = self._group_comm[group]
         data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        for r in ranks:
-            if r != self.rank:
-                request = comm.Isend([data, self.MPI.BYTE], ranks.index(r), tag)
-                self._sends.append((request, data))
-                self.bytes_sent += len(data)
+        for r in to:
+            request = comm.Isend([data, self.MPI.BYTE], ranks.index(r), tag + channel)
+            self._sends.append((request, data))
+            self.bytes_sent += len(data)
         self._sends = [(q, d) for q, d in self._sends if not q.Test()]
 
-    def receive(self, group: tuple[int, ...], source: int) -> Any | None:
-        """The next message of `group` from rank `source`, None if none has arrived."""
+    def group_ranks(self, group: tuple[int, ...]) -> list[int]:
+        return self._group_comm[group][2]
+
+    def receive(self, group: tuple[int, ...], source: int, channel: int = 0) -> Any | None:
+        """The next message of `group` on `channel` from rank `source`, None if none has
+        arrived (messages of one channel from one rank arrive in order)."""
         comm, tag, ranks = self._group_comm[group]
         status = self.MPI.Status()
-        if not comm.Iprobe(ranks.index(source), tag, status):
+        if not comm.Iprobe(ranks.index(source), tag + channel, status):
             return None
         buffer = bytearray(status.Get_count(self.MPI.BYTE))
-        comm.Recv([buffer, self.MPI.BYTE], ranks.index(source), tag)
+        comm.Recv([buffer, self.MPI.BYTE], ranks.index(source), tag + channel)
         return pickle.loads(buffer)
 
     # Agreement, failure -------------------------------------------------------------
