@@ -32,14 +32,16 @@ from typing import Any
 import numpy as np
 from shardc.diagnostics import DiagnosticError
 from shardc.dialects import collective as coll
+from shardc.interpreter.mpi_liveness import Liveness
 from xdsl.ir import Operation
 
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 """Set by Open MPI's, MPICH's and PMIx launchers in each rank's environment."""
 
 DEFAULT_TIMEOUT = 300.0
-"""Seconds without progress before a waiting rank reports a deadlock
-(`SHARDC_MPI_TIMEOUT`): long, since another rank may be computing a large op."""
+"""Seconds without progress, while every other rank waits too, before a waiting rank
+reports a deadlock (`SHARDC_MPI_TIMEOUT`; a rank computing a long op is no deadlock:
+`mpi_liveness`)."""
 
 
 def running_under_mpi() -> bool:
@@ -96,6 +98,7 @@ class World:
         self._sends: list[tuple[Any, bytes]] = []
         self.local_results: dict[int, tuple[Any, ...]] = {}
         """This rank's devices' results of the last level-S run."""
+        self.liveness = Liveness(self.comm, MPI, self.rank, self.size, self.timeout)
 
     def reset(self) -> None:
         """Ready for the next run in this process (a test runs many in one job)."""
@@ -119,6 +122,7 @@ class World:
                 f"ranks cannot share evenly (mpirun -n K needs K to divide {n})"
             )
         self.devices = n
+        self.liveness.start_run()
         per = n // self.size
         return range(self.rank * per, (self.rank + 1) * per)
 
@@ -204,11 +208,14 @@ class World:
         After this rank's devices are done (or failed): True if every rank succeeded.
         Waits (polling) for the other ranks; a rank that cannot finish reports itself.
         """
+        self.liveness.finished()
         status = np.array([int(failed)], dtype=np.int32)
         out = np.zeros(1, dtype=np.int32)
         request: Any = self.comm.Iallreduce(status, out, op=self.MPI.MAX)
         start, reported = time.monotonic(), False
         while not request.Test():
+            if self.liveness.others_quiet() is None:  # another rank computes: no alarm
+                start = time.monotonic()
             waited = time.monotonic() - start
             if waited > self.timeout and not reported:
                 devs = self.devices_of(self.rank)
@@ -226,6 +233,13 @@ class World:
             self.MPI.Request.Waitall([q for q, _ in self._sends])
             self._sends = []
         return int(out[0]) == 0
+
+    def progressed(self) -> None:
+        self.liveness.progressed()
+
+    def stalled(self, idle: float) -> bool:
+        """True when this rank's waiting devices are deadlocked (`mpi_liveness`)."""
+        return self.liveness.stalled(idle)
 
     def abort(self, message: str | None = None) -> None:
         """Print `message` (this rank's failure) and end the whole job at once."""

@@ -19,12 +19,14 @@ keeps messages between two ranks on one communicator and tag in order, so the k-
 arrival message of a group from a rank is its k-th meeting of that group (several may be in
 flight: a device runs on after a `_start` whose results it needs only at the `done`).
 
-No progress for `timeout` seconds while devices wait is reported as a deadlock, naming
-every local device that waits, the op and the members (and their ranks) it waits for.
+No progress for `timeout` seconds while devices wait, with every other rank waiting too
+(not computing a long op: `mpi_liveness`), is reported as a deadlock, naming every local
+device that waits, the op and the members (and their ranks) it waits for.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -59,6 +61,10 @@ class Transport(Protocol):
     def group_ranks(self, group: Group) -> list[int]: ...
 
     def receive(self, group: Group, source: int, channel: int = 0) -> Any | None: ...
+
+    def progressed(self) -> None: ...
+
+    def stalled(self, idle: float) -> bool: ...
 
 
 @dataclass
@@ -107,6 +113,8 @@ class DistributedRendezvous(Rendezvous):
         """Meetings of each group posted so far (a meeting's number, `Chain.seq`)."""
         self.early: dict[tuple[Group, int], list[tuple[int, Any]]] = {}
         """Chain messages of meetings not posted yet."""
+        self.steps = 0
+        self.sleeps = _test_sleeps(transport.rank)
 
     def run_local(
         self, gens: dict[int, DeviceRun], devices: Sequence[Device]
@@ -128,14 +136,18 @@ class DistributedRendezvous(Rendezvous):
                 return self.finished
             if progressed:
                 idle_since, pause = time.monotonic(), 1e-5
+                self.transport.progressed()
                 continue
-            if time.monotonic() - idle_since > self.timeout:
+            if self.transport.stalled(time.monotonic() - idle_since):
                 raise self.deadlock_report()
             time.sleep(pause)
             pause = min(pause * 2, 2e-3)
 
     def _step(self, gens: dict[int, DeviceRun], d: int) -> None:
         """Run device `d` to its next collective (or its end)."""
+        self.steps += 1
+        if self.steps in self.sleeps:  # a test's stand-in for a long op
+            time.sleep(self.sleeps[self.steps])
         try:
             op, values = gens[d].send(self.inbox[d])
         except StopIteration as stop:
@@ -328,6 +340,19 @@ class DistributedRendezvous(Rendezvous):
             f"  {devices_str([d])} waits at {w.summary} ({self.diagnostics.where(w.op)}) "
             f"over group {list(w.group)}; " + "; ".join(why or ["(no reason found)"])
         )
+
+
+def _test_sleeps(rank: int) -> dict[int, float]:
+    """
+    SHARDC_MPI_TEST_SLEEP=RANK:STEP:SECONDS[,...] (tests only): rank RANK sleeps SECONDS
+    before its STEP-th device step (1-based), as if it computed a long op.
+    """
+    sleeps: dict[int, float] = {}
+    for item in filter(None, os.environ.get("SHARDC_MPI_TEST_SLEEP", "").split(",")):
+        r, step, seconds = item.split(":")
+        if int(r) == rank:
+            sleeps[int(step)] = float(seconds)
+    return sleeps
 
 
 __all__ = ["DeadlockError", "DistributedRendezvous", "Future", "Transport"]
