@@ -34,6 +34,7 @@ import math
 from shardc.dialects import hlo
 from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.syntax import splat_elements
+from shardc.lowering import conv_kernel
 from shardc.lowering.context import Target
 from shardc.lowering.emit import tensor_type
 from shardc.lowering.windows import check_expansion
@@ -76,6 +77,8 @@ class ConvolutionToDots(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: hlo.ConvolutionOp, rewriter: PatternRewriter) -> None:
+        if conv_kernel.takes(self.target, op):
+            return  # one kernel, the lhs read once (lowering/conv_kernel.py)
         res = tensor_type(op.result.type)
         if math.prod(res.get_shape()) == 0 or 0 in tensor_type(op.rhs.type).get_shape():
             # Nothing to multiply: an empty result, or sums over an empty kernel (zeros).

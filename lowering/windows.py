@@ -59,6 +59,7 @@ from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.hardware.cost import vpu_time
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import conv_kernel
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -85,23 +86,28 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-_OPS = (hlo.PadOp, hlo.ReverseOp)
+_OPS = (hlo.PadOp, hlo.ReverseOp, hlo.ConvolutionOp)
 
 
 def handles(op: Operation) -> bool:
-    """Whether this module lowers ops of this kind."""
+    """Whether this module lowers ops of this kind (a convolution: one that `expand` of
+    lowering/convolution.py left for lowering/conv_kernel.py)."""
     return isinstance(op, _OPS)
 
 
 def check(target: Target, op: Operation) -> None:
-    """Nothing to refuse: every pad and reverse lowers (a fill block is one (8, 128) tile
-    at least, which any VMEM holds)."""
+    """Every pad and reverse lowers (a fill block is one (8, 128) tile at least, which
+    any VMEM holds); a convolution kernel's blocks must fit."""
+    if isinstance(op, hlo.ConvolutionOp):
+        conv_kernel.check(target, op)
 
 
 def lower(ctx: LoweringContext, op: Operation) -> None:
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
-    if isinstance(op, hlo.PadOp):
+    if isinstance(op, hlo.ConvolutionOp):
+        conv_kernel.lower(ctx, op)
+    elif isinstance(op, hlo.PadOp):
         _lower_pad(ctx, op)
     else:
         assert isinstance(op, hlo.ReverseOp)
