@@ -22,8 +22,8 @@ Each dot is a tiled MXU loop (compute.py) of (batch x output positions) rows by
 Level S computes one matmul over (features x taps); the sum runs in another order, so
 floats agree to rounding (as tiled dots do), integers exactly. The bytes: each tap's
 strided slice is a copy of the lhs window positions (taps x output positions x
-features), where an im2col-free kernel would read the lhs once per block with halos
-(not written yet).
+features), so the channels-last convolutions lowering/conv_kernel.py takes (the lhs
+read once per image with its halo, taps as shifted VMEM loads) are left to it.
 """
 
 from __future__ import annotations

@@ -186,9 +186,9 @@ def test_channels_last_convolution_is_one_kernel_equal_to_level_s(case) -> None:
     got, want, kernel = run_both(text, inputs)
     if 0 in want[0].shape:
         reject()  # an empty result: nothing to compute
-    assert "%conv_xv = tpu.alloc" in kernel and "tpu.matmul" in kernel
+    assert "%halo_xv = tpu.alloc" in kernel and "tpu.matmul" in kernel
     assert "hlo.dot" not in kernel and "_slice_block" not in kernel
-    assert kernel.count("tpu.dma_start %x") == 0  # the lhs moves only by `conv_img` blocks
+    assert kernel.count("tpu.dma_start %x") == 0  # the lhs moves only by `halo_img` blocks
     for d in range(DEVICES):
         assert got[d].shape == want[d].shape and got[d].dtype == want[d].dtype
         if dtype == "i32":
@@ -212,6 +212,6 @@ def test_a_real_resnet_convolution_lowers_to_one_kernel_at_level_s_speed() -> No
     )
     s = shardc.run(text, timing_only=True).report["step_time_s"]
     kernel = shardc.compile(text, "lower-to-tpu")
-    assert "conv_xv" in str(kernel) and "hlo.dot" not in str(kernel)
+    assert "halo_xv" in str(kernel) and "hlo.dot" not in str(kernel)
     t = shardc.run(kernel, timing_only=True).report["step_time_s"]
     assert t <= 1.3 * s, (t, s)

@@ -14,24 +14,25 @@ func.func @conv1d(%x: tensor<8x16x128xf32>, %w: tensor<3x128x256xf32>) -> tensor
 
 // CHECK-LABEL: func.func @conv1d(
 // CHECK-NOT:     %scratch
-// CHECK:         %conv_xv = tpu.alloc : memref<2x1x18x128xf32, #tpu.memory_space<vmem>>
+// CHECK:         %halo_xv = tpu.alloc : memref<2x1x18x128xf32, #tpu.memory_space<vmem>>
 // CHECK:         tpu.dma_start %conv_w, %conv_wv, %conv_wsem
-// CHECK:         tpu.store %{{.*}}, %conv_xslot[%c0, %c0, %c0] : memref<1x18x128xf32, #tpu.memory_space<vmem>>, vector<1x18x128xf32>
-// CHECK:         %[[XIN:.*]] = tpu.memref_slice %conv_xslot_2[%c0, %c1, %c0] : memref<1x18x128xf32, #tpu.memory_space<vmem>> -> memref<1x16x128xf32, #tpu.memory_space<vmem>>
-// CHECK:         tpu.dma_start %conv_img, %[[XIN]]
+// CHECK:         tpu.store %{{.*}}, %halo_xslot[%c0, %c0, %c0] : memref<1x18x128xf32, #tpu.memory_space<vmem>>, vector<1x18x128xf32>
+// CHECK:         %[[XIN:.*]] = tpu.memref_slice %halo_xslot_2[%c0, %c1, %c0] : memref<1x18x128xf32, #tpu.memory_space<vmem>> -> memref<1x16x128xf32, #tpu.memory_space<vmem>>
+// CHECK:         tpu.dma_start %halo_img, %[[XIN]]
+// CHECK:         tpu.dma_wait %conv_wsem, %conv_wv
 // CHECK:         %[[T0:.*]] = tpu.load %conv_wv[%c0, %c0, %c0, %c0] : memref<1x3x128x256xf32, #tpu.memory_space<vmem>>, vector<128x256xf32>
 // CHECK:         scf.for %img = %c0 to %c8 step %c1 {
 // CHECK:           tpu.dma_wait
 // CHECK:           scf.if
-// CHECK:             tpu.dma_start %conv_img_1
-// CHECK:           %[[X0:.*]] = tpu.load %conv_xslot_3[%c0, %c0, %c0] : memref<1x18x128xf32, #tpu.memory_space<vmem>>, vector<16x128xf32>
+// CHECK:             tpu.dma_start %halo_img_1
+// CHECK:           %[[X0:.*]] = tpu.load %halo_xslot_3[%c0, %c0, %c0] : memref<1x18x128xf32, #tpu.memory_space<vmem>>, vector<16x128xf32>
 // CHECK-NEXT:      %[[A0:.*]] = tpu.matmul %[[X0]], %[[T0]], %{{.*}} : vector<16x128xf32>, vector<128x256xf32> -> vector<16x256xf32>
-// CHECK:           %[[X1:.*]] = tpu.load %conv_xslot_3[%c0, %c1, %c0]
+// CHECK:           %[[X1:.*]] = tpu.load %halo_xslot_3[%c0, %c1, %c0]
 // CHECK-NEXT:      %[[A1:.*]] = tpu.matmul %[[X1]], %{{.*}}, %[[A0]]
-// CHECK:           %[[X2:.*]] = tpu.load %conv_xslot_3[%c0, %c2, %c0]
+// CHECK:           %[[X2:.*]] = tpu.load %halo_xslot_3[%c0, %c2, %c0]
 // CHECK-NEXT:      %[[A2:.*]] = tpu.matmul %[[X2]], %{{.*}}, %[[A1]]
-// CHECK-NEXT:      tpu.store %[[A2]], %conv_oslot_1[%c0, %c0, %c0]
-// CHECK:           tpu.dma_start %conv_oslot_1, %conv_oimg
+// CHECK-NEXT:      tpu.store %[[A2]], %halo_oslot_1[%c0, %c0, %c0]
+// CHECK:           tpu.dma_start %halo_oslot_1, %halo_oimg
 // CHECK:         }
 // CHECK-NOT:     tpu.dma_start
 // CHECK:         func.return
@@ -51,5 +52,5 @@ func.func @conv1d_groups(%x: tensor<8x16x128xf32>, %w: tensor<3x64x256xf32>) -> 
 // CHECK:         %slice_block = tpu.memref_slice %scratch1{{.*}} -> memref<8x18x64xf32, #tpu.memory_space<hbm>>
 // CHECK:         tpu.matmul %{{.*}} : vector<128x64xf32>, vector<64x128xf32> -> vector<128x128xf32>
 // CHECK:         arith.addf %{{.*}} : vector<8x16x128xf32>
-// CHECK-NOT:     %conv_xv
+// CHECK-NOT:     %halo_xv
 // CHECK:         func.return
