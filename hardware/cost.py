@@ -287,7 +287,18 @@ class CostModel:
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
-        return OpCost(flops, nbytes, time)
+        return OpCost(flops, nbytes, self.tiled_time(op, time))
+
+    def tiled_time(self, op: Operation, roofline: float) -> float:
+        """
+        Seconds of `op` as the tiled loop `lower-to-tpu` makes of it (`hardware/kernel.py`:
+        the first blocks' fetch, per step the longer of compute and DMA, the last
+        write-back), from its types; `roofline` where it is not such a loop.
+        """
+        from shardc.hardware import kernel  # kernel.py builds on this module's rates
+
+        found = kernel.op_kernel_time(self.chip, op)
+        return roofline if found is None else found
 
     def control_cost(self, op: hlo.WhileOp | hlo.CaseOp) -> OpCost:
         """
@@ -324,7 +335,7 @@ class CostModel:
         flops = sum(self.flops(i)[0] for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
         compute = self.compute_seconds(op)
         nbytes = fusion_boundary_bytes(op)
-        return OpCost(flops, nbytes, max(compute, nbytes / self.chip.hbm_bw))
+        return OpCost(flops, nbytes, self.tiled_time(op, max(compute, nbytes / self.chip.hbm_bw)))
 
     def compute_seconds(self, op: Operation) -> float:
         """
