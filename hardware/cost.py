@@ -4,7 +4,10 @@ The cost of each op on a chip: one model for the scheduler and the interpreter's
 Compute ops: roofline `max(flops / peak, bytes / HBM bandwidth)`, with dtype-aware bytes and
 FLOPs (dots on the MXU, everything else on the VPU; see `chips`). Bytes are what the op
 reads and writes in HBM: a reshape is a bitcast and moves nothing, a slice reads only what
-it keeps, a dynamic_update_slice writes its update in place.
+it keeps, a dynamic_update_slice writes its update in place. An op or fusion that
+`lower-to-tpu` makes one tiled loop of is charged that loop's time instead
+(`hardware/kernel.py`, from its types: the first blocks' fetch, per step the longer of
+compute and DMA, the last write-back), which the roofline bounds from below.
 
 Collectives (`collective_time`): as `lower-to-tpu` builds them, on the torus of
 `hardware/topology.py` (its module docstring has the model: placement, routes, ring steps
