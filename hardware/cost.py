@@ -132,6 +132,17 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
     return float(sum(_elements(t) for t in types) * stages * (stages + 1) // 2)
 
 
+def reduce_body_ops(op: hlo.ReduceOp) -> int:
+    """
+    VPU ops per reduced element of a reduce: one combine, or its body's ops but the
+    return (an argmax's compares, ands, ors and selects each run once per element, on
+    every operand pair together).
+    """
+    if op.body is None:
+        return 1
+    return max(1, sum(1 for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)))
+
+
 RNG_OPS_PER_WORD = {"THREE_FRY": 64, "PHILOX": 26, "DEFAULT": 26}
 """
 Vector ops per generated 32-bit word of `hlo.rng_bit_generator`: Threefry-2x32 runs 20
@@ -381,9 +392,7 @@ class CostModel:
         if isinstance(op, hlo.ReduceOp):
             src = op.operand.type
             assert isinstance(src, TensorType)
-            # a body (argmax) runs its ops once per reduced element
-            per_element = len(op.body.block.ops) - 1 if op.body is not None else 1
-            return float(_elements(src) * per_element), self.chip.vpu_flops
+            return float(_elements(src) * reduce_body_ops(op)), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
             return sort_flops(op), self.chip.vpu_flops
         if isinstance(op, hlo.ConvolutionOp):

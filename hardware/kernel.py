@@ -13,7 +13,9 @@ when their last reduced block is done. Its time (`pipeline_time`) is
   + per step max(compute, the HBM traffic overlapping it): compute is the body's VPU or
     MXU work plus its VMEM loads and stores, the traffic the blocks prefetched for the next
     step and the previous result block's write-back
-  + drain (the last result block's write-back, nothing left to overlap it).
+  + drain (the last result block's write-back, nothing left to overlap it)
+  + staging (`staging_time`: blocks re-laid out in VMEM as they arrive, before the next
+    step's DMAs start, so nothing overlaps it).
 A roofline `max(flops / peak, bytes / bandwidth)` charges neither the fill nor the drain
 nor the VMEM loads and stores: on a small op or a loop of few large blocks (a big dot's
 few MiB blocks) they are 10-30% of the time, which is what level T showed over level S.
@@ -47,7 +49,7 @@ from shardc.dialects.hlo import BOOL, accumulation_type, dot_free_dims, element_
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import matmul_time, vmem_time, vpu_time
+from shardc.hardware.cost import matmul_time, reduce_body_ops, vmem_time, vpu_time
 from xdsl.dialects.builtin import TensorType, i32
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
@@ -196,7 +198,27 @@ def pipeline_time(chip: Chip, k: Kernel, blocks: Sequence[int], grid: Sequence[i
         total += count * max(work, moved / hbm)
         busy += count
     total += (steps - busy) * work
-    return sum(sizes) / hbm + total + out / hbm
+    return sum(sizes) / hbm + total + out / hbm + staging_time(chip, k, blocks, grid)
+
+
+def staging_time(chip: Chip, k: Kernel, blocks: Sequence[int], grid: Sequence[int]) -> float:
+    """
+    Seconds of re-laying out staged blocks (a transposed dot operand, a reduce's input
+    seen as [reduced, kept]): each new block loaded, transposed on the VPU and stored to
+    its scratch. lowering/tile_loop.py does it when the block arrives, before it starts
+    the next step's DMAs, so nothing overlaps it: it adds to the step (a 2048x32768 f32
+    argmax on v5e: 16 steps of two 16 MiB blocks, 70 us of level T's 740 us).
+    """
+    steps = math.prod(grid)
+    total = 0.0
+    for s in k.streams:
+        if s.staged:
+            shape = s.block(blocks)
+            once = 2 * vmem_time(chip, block_bytes(shape, s.elem)) + vpu_time(
+                chip, math.prod(shape)
+            )
+            total += once * (steps // s.period(grid))
+    return total
 
 
 def plan(chip: Chip, k: Kernel, budget: int, min_steps: int = 1) -> BlockPlan | None:
@@ -390,7 +412,7 @@ def _dot(chip: Chip, op: hlo.DotOp) -> Kernel:
 def _reduce(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
     """The kept dimensions, then the reduced ones; one VPU op per operand element."""
     if op.has_body:
-        return None
+        return _reduce_body(chip, op)
     shape, elem = _shape(op.operand), _elem(op.operand)
     rdims = sorted(op.dims)
     kept = [d for d in range(len(shape)) if d not in rdims]
@@ -401,6 +423,59 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
     res = _elem(op.results[0])
     return Kernel(
         sizes, [stream], len(kept), (res,), _vpu(chip, 1, len(sizes)), acc if acc != res else None
+    )
+
+
+def _reduce_body(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
+    """
+    A reduce with a body (argmax) as lowering/reduce_body.py's loop: the kept dimensions,
+    then the reduced ones in `dims`' order (all but the first whole), each input staged
+    as [reduced, kept] (transposed through VMEM if laid out otherwise), the inits read
+    once; per step the body's ops (`cost.reduce_body_ops`) once per reduced element of the block, each
+    on whole (8, 128) vregs of the kept block. Several results: an accumulator and a VMEM
+    buffer per further result. None where lower-to-tpu refuses it (its roofline stands).
+    """
+    if not reduce_body_lowers(op):
+        return None
+    shape, dims = _shape(op.inputs[0]), list(op.dims)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    nk = len(kept)
+    its = {d: i for i, d in enumerate(kept)} | {d: nk + j for j, d in enumerate(dims)}
+    sizes = (*(shape[d] for d in kept), *(shape[d] for d in dims))
+    staged = (*dims, *kept) != tuple(range(len(shape)))
+    follow = tuple(its[d] for d in range(len(shape)))
+    streams = [KernelStream(shape, _elem(x), follow, staged) for x in op.inputs]
+    streams += [KernelStream((), _elem(i), ()) for i in op.inits]
+    elems = tuple(_elem(r) for r in op.results)
+    scratch: list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]] = [
+        (lambda blocks: tuple(blocks[:nk]), e) for e in elems[1:]
+    ]
+    ops = reduce_body_ops(op)
+
+    def work(blocks: Sequence[int]) -> float:
+        vregs = -(-math.prod(blocks[:nk]) // (LANES * SUBLANES))
+        return vpu_time(chip, math.prod(blocks[nk:]) * vregs * LANES * SUBLANES, ops)
+
+    align = {nk + j: sizes[nk + j] for j in range(1, len(dims))}  # whole: the fold's order
+    acc = elems[0] if len(elems) > 1 else None
+    return Kernel(sizes, streams, nk, elems, work, acc, align, scratch=scratch)
+
+
+REDUCE_BODY_OPS = (*ELEMENTWISE, hlo.ConstantOp)
+"""What lowering/reduce_body.py evaluates in a body (a constant: a splat)."""
+
+
+def reduce_body_lowers(op: hlo.ReduceOp) -> bool:
+    """Whether lower-to-tpu makes a loop of this reduce with a body: each input of its
+    init's element type, the body of elementwise ops and splat constants."""
+    assert op.body is not None
+    if any(_elem(x) != _elem(i) for x, i in zip(op.inputs, op.inits, strict=True)):
+        return False
+    inner = [o for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)]
+    return all(
+        isinstance(o, REDUCE_BODY_OPS)
+        and (not isinstance(o, hlo.ConstantOp) or splat_element(o.value) is not None)
+        for o in inner
     )
 
 

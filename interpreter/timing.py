@@ -114,9 +114,11 @@ def is_timed(op: Operation) -> bool:
     """
     Ops that run on the compute stream (and appear on the timeline). Not `hlo.while` /
     `hlo.case` (the ops of their regions run, and take time, each time they run) nor
-    `hlo.return`.
+    `hlo.return`; a reduce with a body is one kernel (its body's ops are in its cost).
     """
     if isinstance(op, hlo.FusionOp):  # one kernel: its ops take no time of their own
+        return True
+    if isinstance(op, hlo.ReduceOp):  # a body (argmax) is its combiner, not ops that run
         return True
     if op.dialect_name() == "hlo":
         return not op.regions and not isinstance(op, hlo.ReturnOp)

@@ -17,7 +17,7 @@ from shardc.dialects import hlo
 from shardc.hardware import kernel
 from shardc.hardware.chips import CHIPS, Chip
 from shardc.hardware.cost import CostModel
-from shardc.lowering import compute, fusion, tile_plan
+from shardc.lowering import compute, fusion, reduce_body, tile_plan
 from shardc.lowering.context import Target
 from shardc.passes.fusion import FusionPass
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -36,11 +36,17 @@ def lowered_loops(chip: Chip, op: Operation) -> list[tile_plan.Tiled] | None:
         if fusion.why_unfused(target, op) is not None:
             return None
         loops = fusion.fused_loops(chip, op)
-    elif compute.handles(op) and not (isinstance(op, hlo.ReduceOp) and op.has_body):
+    elif compute.handles(op) or reduce_body.handles(op):
         shapes = [v.type.get_shape() for v in op.operands if isinstance(v.type, TensorType)]
         if any(0 in s for s in shapes) or not op.results:
             return None
-        loops = [compute._builder(op)(chip, op)]  # pyright: ignore[reportOptionalCall]
+        if reduce_body.handles(op):
+            assert isinstance(op, hlo.ReduceOp)
+            if reduce_body._refusal(op) is not None:  # pyright: ignore[reportPrivateUsage]
+                return None
+            loops = [reduce_body.tiled(chip, op)]
+        else:
+            loops = [compute._builder(op)(chip, op)]  # pyright: ignore[reportOptionalCall]
     else:
         return None
     return [t for t in loops if math.prod(tile_plan.tensor_type(t.result.type).get_shape())]
