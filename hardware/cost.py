@@ -346,10 +346,24 @@ class CostModel:
         by its sliced parts, every result once), since the values inside stay in VMEM and
         vector registers.
         """
+        from shardc.hardware import kernel  # kernel.py builds on this module's rates
+
+        if op.body.blocks and kernel.fusion_kernels(self.chip, op) is None:
+            return self.inlined_fusion_cost(op)
         flops = sum(self.flops(i)[0] for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
         compute = self.compute_seconds(op)
         nbytes = fusion_boundary_bytes(op)
         return OpCost(flops, nbytes, self.tiled_time(op, max(compute, nbytes / self.chip.hbm_bw)))
+
+    def inlined_fusion_cost(self, op: hlo.FusionOp) -> OpCost:
+        """
+        A fusion `lower-to-tpu` does not make one loop of (`kernel.fusion_kernels`: a
+        reshape, a dense constant, a reduce with a body inside...): it inlines it, each
+        inner op its own kernel through HBM, so it costs its ops one after another (XLA's
+        Philox expanded into one 240-op fusion, corpus `dropout_rbg`: 6 ns as one kernel,
+        418 ns as level T runs it).
+        """
+        return self.block_cost(op.body.block)
 
     def compute_seconds(self, op: Operation) -> float:
         """
