@@ -29,12 +29,13 @@ it (a loop step's scalar ops take no time there), so neither does the time level
 charges (`kernel_time`), else the two would disagree by it.
 
 Level S describes an op as its loop from types only (`op_kernel`: no lowering runs),
-following what lowering/compute.py and lowering/fusion.py build (elementwise ops,
-constants, iota, broadcast, transpose, dot, reduce; a fusion's parameters as streams
-through its elementwise ops, broadcasts, transposes and static slices, around at most one
-dot or reduce); tests/unit/test_hardware_kernel.py checks that both give the same kernel
-time. What it does not describe (movement, windows, gather, sort, control flow, a fusion
-`lower-to-tpu` would inline) keeps its roofline.
+following what lowering/compute.py, lowering/reduce_body.py and lowering/fusion.py build
+(elementwise ops, constants, iota, broadcast, transpose, dot, reduce, a reduce with a body;
+a fusion's parameters as streams through its elementwise ops, broadcasts, transposes and
+static slices, around at most one dot or reduce); tests/unit/test_hardware_kernel.py
+checks that both give the same kernel time. What it does not describe (movement, windows,
+gather, sort, control flow) keeps its roofline; a fusion `lower-to-tpu` would inline costs
+its ops one after another (`CostModel.inlined_fusion_cost`).
 """
 
 from __future__ import annotations
