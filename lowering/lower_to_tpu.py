@@ -350,6 +350,7 @@ class LowerToTpuPass(ModulePass):
             remarks = tpu_fusion.prepare(function, target)  # first: it may inline a conv
             tpu_windows.expand(function, target)  # reduce_window as level-S ops
             tpu_convolution.expand(function, target)  # convolution as dots over taps
+            tpu_gather.expand(function)  # bf16/f16 scatter add / mul in f32
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             tpu_fusion.mark(new, remarks)
