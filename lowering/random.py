@@ -12,12 +12,14 @@ a 64-bit (Philox: 128-bit) counter add carries by unsigned compares, Threefry's 
 are add / rotate (two shifts and an or) / xor, and Philox's 32x32->64 products are
 `arith.mului_extended` (low and high halves; the level-T simulator implements it).
 
-Every element computes its own counter's whole block cipher and keeps its word: an
-element of a Threefry 32-bit output is word `i % 2` of counter `i // 2` along the split
-dimension, of a Philox output word `f % 4` (64-bit: pair `f % 2`) of counter `f // 4`
-(`f // 2`) for the flat index `f`. So neighbouring elements repeat a counter's rounds
-(2x for Threefry 32-bit, 4x / 2x for Philox): no lane shuffle is needed to interleave
-words, at the price of that much more VPU work (the planner is told the real count).
+Elements sharing a counter (a Threefry 32-bit output's pairs along the split dimension,
+Philox's 4 words, 64-bit: 2, along the row-major order) are computed once per counter
+where they lie in whole groups along one dimension (`_groups`: Philox when the last
+dimension's size is a multiple, Threefry when the split dimension is even; its blocks are
+then kept even): the cipher runs on a block of counters and the words are interleaved
+through a VMEM scratch and a `tpu.transpose` (`_grouped`). Otherwise every element
+computes its own counter's whole cipher and keeps its word (`_threefry_bits`,
+`_philox_bits`: 2x / 4x the vector work, no interleave).
 
 Not lowered (an error at the op): outputs of 2^32 elements or more (counters are
 computed in 32 bits).
@@ -34,10 +36,10 @@ from shardc.hardware.chips import Chip
 from shardc.hardware.cost import vpu_time
 from shardc.interpreter.hlo_random import split_dim
 from shardc.lowering.context import LoweringContext, Target
-from shardc.lowering.emit import memref_shape, tensor_type
+from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
 from shardc.lowering.tile_loop import tile
-from shardc.lowering.tile_plan import Stream, Tiled, check_fits
+from shardc.lowering.tile_plan import Scratch, Stream, Tiled, check_fits
 from shardc.lowering.vector_ops import convert_vector, load_block, splat_vector, store_block
 from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import IntegerType, VectorType, i32, i64
@@ -224,43 +226,117 @@ def _threefry_bits(
     return o0 if which is None else v.select_word(which, [o0, o1])
 
 
-def _philox_bits(
-    v: _V, op: hlo.RngBitGeneratorOp, words: list[SSAValue], idx: list[Ix]
-) -> SSAValue:
-    shape = tensor_type(op.output.type).get_shape()
-    f = _linear(v, idx, _strides(shape), None) if shape else v.const(0)
-    per = 2 if _wide(op) else 4  # elements per counter
-    j, which = v.shr(f, per.bit_length() - 1), v.low_bits(f, per - 1)
+def _philox_counters(v: _V, words: list[SSAValue], j: SSAValue) -> list[SSAValue]:
+    """The four words of Philox-4x32 of the 128-bit counter state + j (carried)."""
     high = words[4:6] if len(words) > 4 else words[0:2]  # a state of 2: the key
     c0, carry = v.carry_add(words[2], j)
     c1, carry = v.carry_add(carry, words[3])
     c2, carry = v.carry_add(carry, high[0])
     c3 = v.add(high[1], carry)
-    x = philox(v, [c0, c1, c2, c3], words[0], words[1])
+    return philox(v, [c0, c1, c2, c3], words[0], words[1])
+
+
+def _philox_bits(
+    v: _V, op: hlo.RngBitGeneratorOp, words: list[SSAValue], idx: list[Ix]
+) -> SSAValue:
+    """Per element: its counter's whole cipher, its word kept (`_groups` is 1)."""
+    shape = tensor_type(op.output.type).get_shape()
+    f = _linear(v, idx, _strides(shape), None) if shape else v.const(0)
+    per = 2 if _wide(op) else 4  # elements per counter
+    j, which = v.shr(f, per.bit_length() - 1), v.low_bits(f, per - 1)
+    x = _philox_counters(v, words, j)
     if _wide(op):
         return _join(v, v.select_word(which, [x[0], x[2]]), v.select_word(which, [x[1], x[3]]))
     return v.select_word(which, x)
+
+
+def _groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
+    """
+    (dimension, elements per counter along it) when an output's elements sharing a counter
+    lie in whole groups along one dimension: Philox's 4 (64-bit: 2) along the last one if
+    its size is a multiple, Threefry 32-bit's 2 along the split dimension if even (its
+    blocks are kept even). Then the cipher runs once per counter (`_grouped`); None: once
+    per element (`_philox_bits`, `_threefry_bits`).
+    """
+    shape = tensor_type(op.output.type).get_shape()
+    if not shape or (_wide(op) and not _philox(op)):
+        return None  # a 64-bit Threefry element is one counter's two words already
+    if _philox(op):
+        per = 2 if _wide(op) else 4
+        return (len(shape) - 1, per) if shape[-1] % per == 0 else None
+    dim = split_dim(shape)
+    return (dim, 2) if shape[dim] % 2 == 0 else None
+
+
+def _grouped(
+    b: TileEmitter, op: hlo.RngBitGeneratorOp, views: list[SSAValue], idx: list[Ix], target
+) -> None:
+    """
+    The cipher on a block of counters (the result block with the grouped dimension
+    divided by `per`), then the words interleaved along it: each word's block stored at
+    its index of a VMEM scratch [per, counters...], transposed to put `per` right after
+    the grouped dimension, and stored through a view of the result block as that shape
+    (row-major: word w of counter c at c * per + w along the dimension).
+    """
+    groups = _groups(op)
+    assert groups is not None
+    dim, per = groups
+    shape = tensor_type(op.output.type).get_shape()
+    q = _divided(memref_shape(target), dim, per)
+    v = _V(b, q)
+    words = _state_words(v, views[0])
+    j = _linear(v, idx, _strides(_divided(shape, dim, per)), None)
+    if _philox(op):
+        x = _philox_counters(v, words, j)
+        outs = [_join(v, x[0], x[1]), _join(v, x[2], x[3])] if _wide(op) else x
+    else:
+        c0, carry = v.carry_add(words[2], j)
+        outs = list(threefry(v, c0, v.add(words[3], carry), words[0], words[1]))
+    elem = tensor_type(op.output.type).element_type
+    for w, out in enumerate(outs):
+        lifted = b.op(vector.BroadcastOp(convert_vector(b, out, elem), VectorType(elem, (1, *q))))
+        b.op(tpu.StoreOp(lifted, views[1], [b.index(w), *(b.index(0) for _ in q)]))
+    perm = (*range(1, dim + 2), 0, *range(dim + 2, len(q) + 1))
+    moved = b.op(tpu.TransposeOp(load_block(b, views[1]), perm))
+    store_block(b, moved, reshape_view(b, target, (*q[: dim + 1], per, *q[dim + 1 :])))
 
 
 def _bits(chip: Chip, op: hlo.RngBitGeneratorOp) -> Tiled:
     ty = tensor_type(op.output.type)
     shape, elem = ty.get_shape(), ty.element_type
     gen = _philox_bits if _philox(op) else _threefry_bits
+    groups = _groups(op)
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
+        if groups is not None:
+            _grouped(b, op, views, idx, target)
+            return
         v = _V(b, memref_shape(target))
         raw = gen(v, op, _state_words(v, views[0]), idx)
         store_block(b, convert_vector(b, raw, elem), target)  # the low bits, as level S
 
     ops = _OPS_PER_ELEMENT["PHILOX" if _philox(op) else "THREE_FRY"]
+    scratch, align = [], {}
+    if groups is not None:
+        dim, per = groups
+        ops = ops // per + 4  # the cipher per counter; the interleave per element
+        scratch = [Scratch(lambda blocks: (per, *_divided(blocks, dim, per)), elem)]
+        align = {dim: per}
     return Tiled(
         op,
         shape,
         [Stream(op.initial_state, (None,))],
         body,
         lambda blocks: vpu_time(chip, math.prod(blocks), ops),
+        align=align,
         outputs=(op.output,),
+        scratch=scratch,
     )
+
+
+def _divided(blocks: Sequence[int], dim: int, per: int) -> tuple[int, ...]:
+    """A block's shape with dimension `dim` divided by `per` (its counters)."""
+    return tuple(n // per if d == dim else n for d, n in enumerate(blocks))
 
 
 # The next state ----------------------------------------------------------------------------
