@@ -315,13 +315,19 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
 # fmod (level S: numpy's, exact) of f32, bf16, f16 and f8 without a `remf` (xDSL 0.74's arith
 # has none): a - trunc(a / b) * b is not exact, so the remainder is reduced in f64 in exact
 # steps. With r = |a| and B = |b| in f64, each step takes t = B * 2^k, k the exponent of
-# r / B less 28 (0 at least), q = trunc(r / t) < 2^29, and r -= q * t: q * t has at most
-# 29 + 24 bits, so it is exact in f64, and so is the difference (the true remainder, or it
-# less t if r / t rounded up to the next integer: then t is added back). A step divides
-# r / B by 2^28; f32 and bf16 need at most 11 (a ratio of 2^277), f16 and f8 2.
+# r / B less `bits` (0 at least), q = trunc(r / t) < 2^(bits + 1), and r -= q * t: q * t
+# has at most bits + 1 + m bits (m: the type's significand), 53 with bits = 52 - m, so it
+# is exact in f64, and so is the difference (the true remainder, or it less t if r / t
+# rounded up to the next integer: then t is added back). A step divides r / B by 2^bits.
 
-_REM_BITS = 28
-"""Quotient bits a step takes: q * t keeps to 29 + 24 <= 53 bits."""
+_REM_STEPS: dict[str, tuple[int, int]] = {
+    "f32": (28, 11),  # significand 24 bits; |a / b| < 2^128 / 2^-149 = 2^277
+    "bf16": (44, 7),  # 8 bits; < 2^128 / 2^-133
+    "f16": (41, 2),  # 11 bits; < 2^16 / 2^-24
+    "f8E4M3FN": (48, 2),  # 4 bits; < 2^9 / 2^-9
+    "f8E5M2": (49, 2),  # 3 bits; < 2^16 / 2^-16
+}
+"""(quotient bits per step, steps: ceil(log2 of the largest ratio / bits) + 1) per type."""
 
 
 def _f64_splat(b: TileEmitter, value: float | int, vty: VectorType) -> SSAValue:
@@ -330,7 +336,7 @@ def _f64_splat(b: TileEmitter, value: float | int, vty: VectorType) -> SSAValue:
     )
 
 
-def _rem_step(b: TileEmitter, r: SSAValue, big: SSAValue) -> SSAValue:
+def _rem_step(b: TileEmitter, r: SSAValue, big: SSAValue, step_bits: int) -> SSAValue:
     """One exact reduction step of r (f64, >= 0) by big = |b| (see above)."""
     vty = vector_type(r)
     ity = with_element(r, i64)
@@ -340,7 +346,7 @@ def _rem_step(b: TileEmitter, r: SSAValue, big: SSAValue) -> SSAValue:
     )
     k = b.op(
         arith.MaxSIOp(
-            b.op(arith.SubiOp(exp, _f64_splat(b, 1023 + _REM_BITS, vty))), _f64_splat(b, 0, vty)
+            b.op(arith.SubiOp(exp, _f64_splat(b, 1023 + step_bits, vty))), _f64_splat(b, 0, vty)
         )
     )
     scale = b.op(
@@ -371,9 +377,9 @@ def float_remainder(b: TileEmitter, x: SSAValue, y: SSAValue) -> SSAValue:
     odd = b.op(arith.OrIOp(b.op(arith.OrIOp(nan, invalid)), inf_d))
     r = b.op(tpu.SelectOp(odd, zero, r))  # the steps on finite values only
     big = b.op(tpu.SelectOp(odd, _f64_splat(b, 1.0, vty), big))
-    steps = 11 if isinstance(elem, BFloat16Type) or elem == f32 else 2
+    bits, steps = _REM_STEPS[str(elem)]
     for _ in range(steps):
-        r = _rem_step(b, r, big)
+        r = _rem_step(b, r, big, bits)
     sign = b.op(arith.BitcastOp(a, with_element(a, i64)))
     negative = b.op(tpu.CmpOp("slt", sign, _f64_splat(b, 0, vty)))
     r = b.op(tpu.SelectOp(negative, b.op(arith.NegfOp(r)), r))

@@ -68,6 +68,19 @@ def test_float_remainder_specials_and_extreme_ratios() -> None:
     check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), [[a, b]] * DEVICES)
 
 
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_the_largest_ratio_of_each_type(dtype: str) -> None:
+    """The largest finite value (and its neighbours) by the smallest subnormals: the most
+    steps the type's reduction takes (`vector_ops._REM_STEPS`)."""
+    info = ml_dtypes.finfo(DTYPES[dtype])
+    top = np.array([info.max, -info.max, info.max / 3], np.float32)
+    tiny = info.smallest_subnormal
+    low = np.array([tiny, 3 * tiny, 7 * tiny], np.float32)
+    a, b = (x.astype(DTYPES[dtype]) for x in np.meshgrid(top, low))
+    t = ty(a.shape, dtype)
+    check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), [[a, b], [b, a]])
+
+
 def test_f64_remainder_is_refused_at_the_op() -> None:
     t = ty((8, 128), "f64")
     module = parse(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), "rem.mlir")
