@@ -67,7 +67,7 @@ def threefry2x32(x0: np.ndarray, x1: np.ndarray, key: int) -> tuple[np.ndarray, 
     return x0, x1
 
 
-def _split_dim(shape: tuple[int, ...]) -> int:
+def split_dim(shape: tuple[int, ...]) -> int:
     """XLA's SplitShapeIntoHalves: the first even dimension, else the first largest."""
     for i, d in enumerate(shape):
         if d % 2 == 0:
@@ -80,7 +80,7 @@ def threefry_bits32(key: int, counter: int, shape: tuple[int, ...]) -> tuple[np.
     if not shape:
         o0, _ = threefry2x32(*_halves(np.array([counter], dtype=_U64)), key)
         return o0.reshape(()), 1
-    dim = _split_dim(shape)
+    dim = split_dim(shape)
     half = list(shape)
     half[dim] = -(-shape[dim] // 2)
     count = int(np.prod(half))

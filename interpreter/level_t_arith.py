@@ -65,9 +65,10 @@ def _wrap_int(x: int, ty: Any) -> int:
 def _int_binary(f):
     def impl(op, args, ty):
         a, b = args
-        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-            return f(a, b).astype(dtype_of(ty.element_type))
-        return _wrap_int(f(a, b), ty)
+        with np.errstate(over="ignore"):  # integers wrap (0-d vectors: numpy scalars)
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                return f(a, b).astype(dtype_of(ty.element_type))
+            return _wrap_int(f(a, b), ty)
 
     return impl
 
@@ -340,6 +341,8 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     math.CountLeadingZerosOp: lambda op, args, ty: _bit_count(args[0], ty, popcount=False),
     # A slice of a vector at static / dynamic positions (a reduce body's element).
     vector.ExtractOp: lambda op, args, ty: _vector_extract(op, args),
+    # The full product of unsigned integers as (low, high) halves (Philox's 32x32->64).
+    arith.MulUIExtendedOp: lambda op, args, ty: _mul_extended(args, ty),
 }
 
 
@@ -384,6 +387,21 @@ def _unsigned(f, a, b):
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return f(np.asarray(a), np.asarray(b))
     return int(f(np.uint64(_as_unsigned(a, 64)), np.uint64(_as_unsigned(b, 64))))
+
+
+def _mul_extended(args, ty) -> tuple[Any, Any]:
+    """`arith.mului_extended` of i32 (or narrower) vectors or scalars: the two halves of
+    the exact product of the bits read as unsigned (two results: a tuple)."""
+    width = _int_width(ty)
+    assert width <= 32, "mului_extended of more than 32 bits"
+    a, b = (np.asarray(_as_unsigned(np.asarray(x), width)).astype(np.uint64) for x in args)
+    prod = a * b
+    mask = np.uint64((1 << width) - 1)
+    low, high = prod & mask, prod >> np.uint64(width)
+    if isinstance(ty, VectorType):
+        dtype = dtype_of(ty.element_type)
+        return low.astype(dtype), high.astype(dtype)
+    return _wrap_int(int(low), ty), _wrap_int(int(high), ty)
 
 
 __all__ = ["ELEMENTWISE", "Elementwise", "constant"]

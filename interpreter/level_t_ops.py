@@ -293,7 +293,7 @@ def _elementwise_impl(op_type: type[Operation], fn: Elementwise) -> Callable[...
     def run(self: ValueFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         out = fn(op, list(args), op.results[0].type)
         self._charge(interpreter, op)
-        return (out,)
+        return out if len(op.results) > 1 else (out,)  # several: a tuple (mului_extended)
 
     run.__name__ = f"run_{op_type.name.replace('.', '_')}"
     return impl(op_type)(run)

@@ -36,8 +36,10 @@ level S's `ufunc.at` does), a window applied only when it lies wholly in bounds 
 skipped, XLA's rule): `replace` is one DMA of the update window into its place;
 `add`/`mul`/`max`/`min` read the result window and the update window into VMEM,
 combine them (`vector_ops.combine`) and write the window back, each step waited before
-the next (a later update may touch the same bytes). bf16/f16 `add`/`mul` would round
-after every update where level S rounds once: not lowered yet (an error at the op).
+the next (a later update may touch the same bytes). bf16/f16 `add`/`mul` accumulate as
+level S does, in f32 in update order and rounded once: `expand` rewrites them first into
+converts to f32, the f32 scatter and one convert back (`ScatterInF32`), so the
+accumulator is an f32 HBM buffer like any level-S intermediate.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
+from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.hardware.chips import Chip
@@ -63,8 +66,24 @@ from shardc.lowering.emit import (
     tensor_type,
 )
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, VectorType, i1, i64
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    TensorType,
+    VectorType,
+    i1,
+    i64,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 _OPS = (hlo.GatherOp, hlo.ScatterOp)
 
@@ -418,18 +437,10 @@ def _elem(op: Operation):
 
 # scatter --------------------------------------------------------------------------------
 
-_NARROW_FLOATS = ("bf16", "f16")
-
 
 def _check_scatter(target: Target, op: hlo.ScatterOp) -> None:
     elem = _elem(op)
     kind = op.kind.data
-    if kind in ("add", "mul") and str(elem) in _NARROW_FLOATS:
-        raise OpPassError(
-            op,
-            f"lower-to-tpu: {op.name} {kind} of {elem} is not supported yet (level S "
-            "accumulates every update in f32 and rounds once)",
-        )
     if kind != "replace":
         block = _layout(op).block
         size = 2 * math.prod(block) * element_bytes(elem)
@@ -519,3 +530,47 @@ def combine(b: Emitter, kind: str, x: SSAValue, y: SSAValue) -> SSAValue:
             "min": arith.MinimumfOp,
         }
     return b.op(ops[kind](x, y))
+
+
+# bf16 / f16 scatter add and mul: in f32 ----------------------------------------------------
+
+
+class ScatterInF32(RewritePattern):
+    """
+    A bf16/f16 scatter `add` / `mul` as level S computes it (interpreter/hlo_gather.py:
+    the operand and the updates in f32, every update applied in order, one rounding at
+    the end): converts to f32 (exact), the f32 scatter, a convert back; each new op at
+    the scatter's location.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.ScatterOp, rewriter: PatternRewriter) -> None:
+        ty = tensor_type(op.result.type)
+        acc = accumulation_type(ty.element_type)
+        if op.kind.data not in ("add", "mul") or acc == ty.element_type:
+            return
+        if not isinstance(ty.element_type, BFloat16Type | Float16Type):
+            return
+
+        def wide(v: SSAValue) -> hlo.ConvertOp:
+            return hlo.ConvertOp(v, TensorType(acc, tensor_type(v.type).get_shape()))
+
+        operand, updates = wide(op.operand), wide(op.updates)
+        scatter = hlo.ScatterOp.create(
+            operands=[operand.result, op.scatter_indices, updates.result],
+            result_types=[TensorType(acc, ty.get_shape())],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        back = hlo.ConvertOp(scatter.result, ty)
+        new = [operand, updates, scatter, back]
+        for o in new:
+            o.location = op.location
+        rewriter.replace_op(op, new, [back.result])
+
+
+def expand(function: Operation) -> None:
+    """Rewrite the scatters of `function` that lower as other level-S ops (`ScatterInF32`)."""
+    walker = PatternRewriteWalker(ScatterInF32(), apply_recursively=False)
+    for region in function.regions:
+        walker.rewrite_region(region)

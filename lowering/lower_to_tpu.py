@@ -31,7 +31,8 @@ the function's ops in order. Where each part lives:
   ops first, `expand`), `convolution` (rewritten into MXU dots over the kernel's taps).
 * `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
   top_k: a rank sort in VMEM); `reduce_body` (a reduce with a body, argmax: compute's
-  tiled loop folding the body in level S's order); `element_types`: which op is lowered in which element
+  tiled loop folding the body in level S's order); `random` (rng_bit_generator: compute's
+  tiled loop of 32-bit integer vector ops, Threefry / Philox bit for bit); `element_types`: which op is lowered in which element
   type (every level-S type is held; computing ops take most of them).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
@@ -65,6 +66,7 @@ from shardc.lowering import element_types
 from shardc.lowering import fusion as tpu_fusion
 from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
+from shardc.lowering import random as tpu_random
 from shardc.lowering import reduce_body as tpu_reduce_body
 from shardc.lowering import sorting as tpu_sorting
 from shardc.lowering import windows as tpu_windows
@@ -92,6 +94,7 @@ _OP_LOWERINGS: tuple[ModuleType, ...] = (
     tpu_gather,
     tpu_sorting,
     tpu_reduce_body,
+    tpu_random,
 )
 """The modules lowering non-collective ops, each with `handles(op)` and `lower(kernel, op)`,
 asked in this order (a fusion before its kind of op)."""
@@ -132,6 +135,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             tpu_sorting.check(target, op)
         elif tpu_reduce_body.handles(op):
             tpu_reduce_body.check(target, op)
+        elif tpu_random.handles(op):
+            tpu_random.check(target, op)
         else:
             tpu_movement.check(target, op)
 
@@ -160,12 +165,13 @@ def _inner_ops(fusion: Operation) -> list[Operation]:
 
 def _lowered_op(op: Operation) -> bool:
     """pad / reverse (lowering/windows.py), gather / scatter (lowering/gather.py), sort /
-    top_k (lowering/sorting.py)."""
+    top_k (lowering/sorting.py), rng_bit_generator (lowering/random.py)."""
     return (
         tpu_windows.handles(op)
         or tpu_gather.handles(op)
         or tpu_sorting.handles(op)
         or tpu_reduce_body.handles(op)
+        or tpu_random.handles(op)
     )
 
 
@@ -344,6 +350,7 @@ class LowerToTpuPass(ModulePass):
             remarks = tpu_fusion.prepare(function, target)  # first: it may inline a conv
             tpu_windows.expand(function, target)  # reduce_window as level-S ops
             tpu_convolution.expand(function, target)  # convolution as dots over taps
+            tpu_gather.expand(function)  # bf16/f16 scatter add / mul in f32
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             tpu_fusion.mark(new, remarks)

@@ -20,12 +20,15 @@ from xdsl.dialects.builtin import (
     Float8E4M3FNType,
     Float8E5M2Type,
     Float16Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
     VectorType,
     f32,
+    f64,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -191,12 +194,12 @@ _LOWERED_13: tuple[type[Operation], ...] = (
 
 
 def not_computed(op: Operation) -> bool:
-    """An elementwise op `elementwise` does not compute yet: issue 13's others, float
+    """An elementwise op `elementwise` does not compute yet: issue 13's others, f64
     `remainder`, and `bitcast_convert` between widths (lowering/movement.py)."""
     if isinstance(op, hlo.BitcastConvertOp):
         return op.extra_dim() != 0
-    if isinstance(op, hlo.RemainderOp):  # floats: xDSL 0.74's arith has no remf
-        return element_kind(tensor_type(op.results[0].type).element_type) == FLOAT
+    if isinstance(op, hlo.RemainderOp):  # f64: nothing wider to compute it exactly in
+        return isinstance(tensor_type(op.results[0].type).element_type, Float64Type)
     return isinstance(op, hlo.ELEMENTWISE_OPS_13) and not isinstance(op, _LOWERED_13)
 
 
@@ -298,8 +301,89 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         return b.op(tpu.CmpOp((_BOOL_CMP if unsigned else _INT_CMP)[d], vals[0], vals[1]))
     if kind != FLOAT:
         return _int_math(b, op, vals, kind == BOOL)
+    if isinstance(op, hlo.RemainderOp):
+        return float_remainder(b, vals[0], vals[1])
     if not _low_precision(elem):
         return _float_math(b, op, vals)
     wide = [b.op(arith.ExtFOp(v, with_element(v, f32))) for v in vals]
     r = _float_math(b, op, wide)
     return b.op(arith.TruncFOp(r, with_element(r, elem)))
+
+
+# Float remainder ---------------------------------------------------------------------------
+#
+# fmod (level S: numpy's, exact) of f32, bf16, f16 and f8 without a `remf` (xDSL 0.74's arith
+# has none): a - trunc(a / b) * b is not exact, so the remainder is reduced in f64 in exact
+# steps. With r = |a| and B = |b| in f64, each step takes t = B * 2^k, k the exponent of
+# r / B less `bits` (0 at least), q = trunc(r / t) < 2^(bits + 1), and r -= q * t: q * t
+# has at most bits + 1 + m bits (m: the type's significand), 53 with bits = 52 - m, so it
+# is exact in f64, and so is the difference (the true remainder, or it less t if r / t
+# rounded up to the next integer: then t is added back). A step divides r / B by 2^bits.
+
+_REM_STEPS: dict[str, tuple[int, int]] = {
+    "f32": (28, 11),  # significand 24 bits; |a / b| < 2^128 / 2^-149 = 2^277
+    "bf16": (44, 7),  # 8 bits; < 2^128 / 2^-133
+    "f16": (41, 2),  # 11 bits; < 2^16 / 2^-24
+    "f8E4M3FN": (48, 2),  # 4 bits; < 2^9 / 2^-9
+    "f8E5M2": (49, 2),  # 3 bits; < 2^16 / 2^-16
+}
+"""(quotient bits per step, steps: ceil(log2 of the largest ratio / bits) + 1) per type."""
+
+
+def _f64_splat(b: TileEmitter, value: float | int, vty: VectorType) -> SSAValue:
+    return splat_vector(
+        b, value, VectorType(f64 if isinstance(value, float) else i64, vty.get_shape())
+    )
+
+
+def _rem_step(b: TileEmitter, r: SSAValue, big: SSAValue, step_bits: int) -> SSAValue:
+    """One exact reduction step of r (f64, >= 0) by big = |b| (see above)."""
+    vty = vector_type(r)
+    ity = with_element(r, i64)
+    bits = b.op(arith.BitcastOp(b.op(arith.DivfOp(r, big)), ity))
+    exp = b.op(
+        arith.AndIOp(b.op(arith.ShRUIOp(bits, _f64_splat(b, 52, vty))), _f64_splat(b, 0x7FF, vty))
+    )
+    k = b.op(
+        arith.MaxSIOp(
+            b.op(arith.SubiOp(exp, _f64_splat(b, 1023 + step_bits, vty))), _f64_splat(b, 0, vty)
+        )
+    )
+    scale = b.op(
+        arith.ShLIOp(b.op(arith.AddiOp(k, _f64_splat(b, 1023, vty))), _f64_splat(b, 52, vty))
+    )
+    t = b.op(arith.MulfOp(big, b.op(arith.BitcastOp(scale, vty))))
+    q = b.op(tpu.ConvertOp(b.op(tpu.ConvertOp(b.op(arith.DivfOp(r, t)), ity)), vty))
+    r = b.op(arith.SubfOp(r, b.op(arith.MulfOp(q, t))))
+    under = b.op(tpu.CmpOp("olt", r, _f64_splat(b, 0.0, vty)))
+    return b.op(tpu.SelectOp(under, b.op(arith.AddfOp(r, t)), r))
+
+
+def float_remainder(b: TileEmitter, x: SSAValue, y: SSAValue) -> SSAValue:
+    """
+    fmod(x, y) of f32 / bf16 / f16 / f8 vectors, exactly (see above), with the sign of x;
+    x for an infinite y. NaNs as level S's fmod gives them: a NaN operand propagates (x's
+    first, quieted: what `x + y` gives), an infinite x or y = 0 is the default NaN (what
+    `inf - inf` gives).
+    """
+    elem = vector_type(x).element_type
+    a, d = (convert_vector(b, v, f64) for v in (x, y))
+    vty = vector_type(a)
+    zero, inf = _f64_splat(b, 0.0, vty), _f64_splat(b, float("inf"), vty)
+    r, big = b.op(mathd.AbsFOp(a)), b.op(mathd.AbsFOp(d))
+    nan = b.op(tpu.CmpOp("uno", a, d))
+    invalid = b.op(arith.OrIOp(b.op(tpu.CmpOp("oeq", r, inf)), b.op(tpu.CmpOp("oeq", d, zero))))
+    inf_d = b.op(tpu.CmpOp("oeq", big, inf))
+    odd = b.op(arith.OrIOp(b.op(arith.OrIOp(nan, invalid)), inf_d))
+    r = b.op(tpu.SelectOp(odd, zero, r))  # the steps on finite values only
+    big = b.op(tpu.SelectOp(odd, _f64_splat(b, 1.0, vty), big))
+    bits, steps = _REM_STEPS[str(elem)]
+    for _ in range(steps):
+        r = _rem_step(b, r, big, bits)
+    sign = b.op(arith.BitcastOp(a, with_element(a, i64)))
+    negative = b.op(tpu.CmpOp("slt", sign, _f64_splat(b, 0, vty)))
+    r = b.op(tpu.SelectOp(negative, b.op(arith.NegfOp(r)), r))
+    r = b.op(tpu.SelectOp(inf_d, a, r))
+    r = b.op(tpu.SelectOp(invalid, b.op(arith.SubfOp(inf, inf)), r))
+    r = b.op(tpu.SelectOp(nan, b.op(arith.AddfOp(a, d)), r))
+    return convert_vector(b, r, elem)

@@ -9,14 +9,12 @@ semaphore raise).
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shardc.diagnostics import OpPassError
-from shardc.dialects import make_context
-from shardc.interpreter.testing import parse
-from shardc.lowering.lower_to_tpu import LowerToTpuPass
+from shardc.interpreter.testing import run_per_device
 from shardc.tests.unit.test_gather_scatter import (
     batch_of,
     gather_text,
@@ -27,7 +25,14 @@ from shardc.tests.unit.test_gather_scatter import (
 from shardc.tests.unit.test_lower_movement import DEVICES, check
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NUMPY = {"f32": np.float32, "i32": np.int32, "f64": np.float64, "i64": np.int64}
+NUMPY = {
+    "f32": np.float32,
+    "i32": np.int32,
+    "f64": np.float64,
+    "i64": np.int64,
+    "bf16": ml_dtypes.bfloat16,
+    "f16": np.float16,
+}
 
 
 def per_device(text: str) -> str:
@@ -125,14 +130,50 @@ def test_embedding_lookup_is_one_dma_per_row_and_indices_in_smem() -> None:
     assert all("arith.constant" not in body.split("}")[0] for body in loops)
 
 
-def test_bf16_scatter_add_is_refused_at_the_op() -> None:
-    text = """spmd.mesh @m = <["x"=2]>
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["add", "mul"]), st.sampled_from(["bf16", "f16"]))
+def test_narrow_float_scatter_add_mul_accumulate_in_f32(seed: int, kind: str, dtype: str):
+    """bf16/f16 add / mul (lowering/gather.py `ScatterInF32`): level S's f32 accumulation
+    in update order, rounded once, bit for bit (duplicates included)."""
+    rng = np.random.default_rng(seed)
+    cfg = random_config(rng)
+    dropped = set(cfg["collapsed"]) | set(cfg["op_batching"])
+    window = [cfg["window"][d] for d in range(len(cfg["operand"])) if d not in dropped]
+    batch = batch_of(cfg["ivd"], cfg["idx_shape"])
+    rank = len(batch) + len(window)
+    window_dims = sorted(int(d) for d in rng.permutation(rank)[: len(window)])
+    b, w = iter(batch), iter(window)
+    upd_shape = [next(w) if d in window_dims else next(b) for d in range(rank)]
+    text = per_device(scatter_text(cfg, window_dims, upd_shape, kind, dtype))
+    inputs = [
+        [
+            values(rng, cfg["operand"], dtype),
+            random_indices(rng, cfg),
+            values(rng, upd_shape, dtype),
+        ]
+        for _ in range(DEVICES)
+    ]
+    check(text, inputs)
+
+
+BF16_ADD = """spmd.mesh @m = <["x"=2]>
 func.func @main(%t: tensor<8x4xbf16>, %i: tensor<3x1xi32>, %u: tensor<3x4xbf16>) -> tensor<8x4xbf16> attributes {spmd.per_device_io} {
   %r = hlo.scatter add %t, %i, %u, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : (tensor<8x4xbf16>, tensor<3x1xi32>, tensor<3x4xbf16>) -> tensor<8x4xbf16>
   func.return %r : tensor<8x4xbf16>
 }"""
-    with pytest.raises(OpPassError, match="hlo.scatter add of bf16 is not supported yet"):
-        LowerToTpuPass().apply(make_context(), parse(text))
+
+
+def test_bf16_scatter_add_rounds_once_as_level_s() -> None:
+    """Two updates of 2^-8 to a row of ones: rounded after each, 1 + 2^-8 would round
+    back to 1 (to even) every time; accumulated in f32 and rounded once (level S) they
+    give 1 + 2^-7. The scatter runs in f32 between two converts."""
+    t = np.ones((8, 4), ml_dtypes.bfloat16)
+    u = np.full((3, 4), 2.0**-8, ml_dtypes.bfloat16)
+    i = np.array([[2], [5], [2]], np.int32)
+    want = run_per_device(BF16_ADD, [[t, i, u]] * DEVICES)[0][0]
+    assert float(want[2, 0]) == 1.0 + 2.0**-7 and float(want[5, 0]) == 1.0
+    lowered = check(BF16_ADD, [[t, i, u]] * DEVICES)  # level T: the same bits
+    assert "memref<8x4xf32, #tpu.memory_space<hbm>>" in lowered  # the f32 accumulator
 
 
 PARTITIONED = """spmd.mesh @mesh = <["x"=2, "y"=2]>

@@ -14,12 +14,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from shardc.diagnostics import DiagnosticError, OpPassError
-from shardc.dialects import make_context
+from shardc.diagnostics import DiagnosticError
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import RNG_OPS_PER_WORD, CostModel
 from shardc.interpreter.testing import parse, run_global
-from shardc.lowering.lower_to_tpu import LowerToTpuPass
 
 DATA = np.load(Path(__file__).parent / "data" / "rng_bit_generator_xla_cpu.npz")
 KEYS = [(0x12345678ABCDEF01, 0x0FEDCBA987654321), (0, 0), (2**64 - 1, 2**64 - 2)]
@@ -157,8 +155,10 @@ def test_cost_counts_32_bit_words(algorithm: str) -> None:
     assert cost.bytes == 2 * 2 * 8 + 8 * 128 * 8
 
 
-def test_lower_to_tpu_refuses_at_the_op() -> None:
-    from shardc.passes.spmd_pipeline import SpmdPipelinePass
+def test_lower_to_tpu_lowers_it_as_level_s() -> None:
+    """Partitioned over 2 devices and lowered (lowering/random.py; its own tests are in
+    test_lower_rng.py), level T gives level S's bits."""
+    import shardc
 
     text = """spmd.mesh @mesh = <["x"=2]>
 func.func @main(%s: tensor<2xui64>) -> tensor<8x128xui32> {
@@ -166,11 +166,8 @@ func.func @main(%s: tensor<2xui64>) -> tensor<8x128xui32> {
   func.return %b : tensor<8x128xui32>
 }
 """
-    module = parse(text, "rng.mlir")
-    ctx = make_context()
-    SpmdPipelinePass().apply(ctx, module)
-    with pytest.raises(OpPassError) as info:
-        LowerToTpuPass(chip="v5e").apply(ctx, module)
-    assert "lower-to-tpu: hlo.rng_bit_generator is not supported yet" in str(info.value)
-    assert info.value.op.name == "hlo.rng_bit_generator"
-    assert "rng.mlir" in str(info.value.op.location)
+    level_s = shardc.run(shardc.compile(text, "spmd-pipeline"), seed=3)
+    level_t = shardc.run(shardc.compile(text, "tpu-pipeline"), seed=3)
+    assert level_t.report["level"] == "T"
+    for k, v in level_s.outputs.items():
+        assert np.asarray(v).tobytes() == np.asarray(level_t.outputs[k]).tobytes(), k

@@ -1,0 +1,89 @@
+"""
+`lower-to-tpu` of float `hlo.remainder` (lowering/vector_ops.py `float_remainder`, issue 15
+item 3): fmod reduced in exact f64 steps, bit for bit with level S (numpy's fmod, exact)
+for f32, bf16, f16 and the f8 types: hypothesis-drawn values over the whole exponent range
+(ratios |a / b| up to f32's 2^277, subnormals), and every special: signed zeros (the sign
+of a), infinities (x % inf = x, inf % y = NaN), NaN, y = 0 (NaN), |a| < |b|, a multiple of
+b (a signed zero). f64 is refused at the op (no wider type to compute it exactly in).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shardc.diagnostics import OpPassError
+from shardc.dialects import make_context
+from shardc.interpreter.testing import parse
+from shardc.lowering.lower_to_tpu import LowerToTpuPass
+from shardc.tests.unit.test_lower_element_types import program, ty
+from shardc.tests.unit.test_lower_movement import DEVICES, check
+
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DTYPES = {
+    "f32": np.dtype(np.float32),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f16": np.dtype(np.float16),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+}
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -7.5, 1e-45, 3e38]
+
+
+def values(rng: np.random.Generator, shape, dtype: np.dtype) -> np.ndarray:
+    """Random bit patterns (every exponent, subnormals, NaNs, infinities), some specials."""
+    width = dtype.itemsize
+    bits = rng.integers(0, 256**width, size=shape, dtype=np.uint64)
+    x = bits.astype(np.dtype(f"u{width}")).view(dtype)
+    pick = rng.random(size=shape)
+    special = np.array(SPECIALS, np.float32)[rng.integers(0, len(SPECIALS), size=shape)]
+    return np.where(pick < 0.25, special.astype(dtype), x).astype(dtype)
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(DTYPES)),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_float_remainder_is_level_s_bit_for_bit(dtype: str, shape, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    t = ty(shape, dtype)
+    rows = []
+    for _ in range(DEVICES):
+        a, b = values(rng, shape, DTYPES[dtype]), values(rng, shape, DTYPES[dtype])
+        if rng.random() < 0.3:  # exact multiples: a signed zero
+            a = (b.astype(np.float32) * np.float32(rng.integers(-4, 5))).astype(b.dtype)
+        rows.append([a, b])
+    check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), rows)
+
+
+def test_float_remainder_specials_and_extreme_ratios() -> None:
+    """Every pair of specials, and the largest f32 by the smallest subnormal (11 steps)."""
+    s = np.array([*SPECIALS, 3.4028235e38, 1.4e-45, -2.5e-40, 16777217.0], np.float32)
+    a, b = np.meshgrid(s, s)
+    t = ty(a.shape, "f32")
+    check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), [[a, b]] * DEVICES)
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_the_largest_ratio_of_each_type(dtype: str) -> None:
+    """The largest finite value (and its neighbours) by the smallest subnormals: the most
+    steps the type's reduction takes (`vector_ops._REM_STEPS`)."""
+    info = ml_dtypes.finfo(DTYPES[dtype])
+    top = np.array([info.max, -info.max, info.max / 3], np.float32)
+    tiny = info.smallest_subnormal
+    low = np.array([tiny, 3 * tiny, 7 * tiny], np.float32)
+    a, b = (x.astype(DTYPES[dtype]) for x in np.meshgrid(top, low))
+    t = ty(a.shape, dtype)
+    check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), [[a, b], [b, a]])
+
+
+def test_f64_remainder_is_refused_at_the_op() -> None:
+    t = ty((8, 128), "f64")
+    module = parse(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), "rem.mlir")
+    with pytest.raises(OpPassError) as info:
+        LowerToTpuPass().apply(make_context(), module)
+    assert "hlo.remainder" in str(info.value) and "rem.mlir" in str(info.value.op.location)
