@@ -17,7 +17,7 @@ of a 64-device data-parallel step, 64 copies of it on rank 0.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,8 @@ from shardc.interpreter.values import accumulation_dtype, reduce_ufunc
 
 OUTPUT_TAG = 17018
 """Point-to-point tag of output pieces on COMM_WORLD (the liveness states use 17017)."""
+CHECK_TAG = 17019
+"""... and of the partial sums a distributed --check sums (`summed_blocks`)."""
 
 
 @dataclass
@@ -166,45 +168,86 @@ def _gather_group(
     world: World, results: Mapping[int, Sequence[Any]], parts: list[Piece], stats: dict[str, int]
 ) -> np.ndarray | None:
     """The value of one region on rank 0 (its partials summed in order); owners send."""
+    return sum_in_order(_piece(world, results, p, 0, OUTPUT_TAG, stats) for p in parts)
+
+
+def sum_in_order(values: Iterable[np.ndarray | None]) -> np.ndarray | None:
+    """
+    The partials of one block (None where not here) summed in order, bit-identical to
+    `values.combine_in_order` (one partial: itself); pulled one at a time, so one is in
+    flight next to the accumulator.
+    """
     acc: np.ndarray | None = None
+    only: np.ndarray | None = None
     dtype: np.dtype[Any] | None = None
-    for piece in parts:
-        value = _piece(world, results, piece, stats)
+    for n, value in enumerate(values):
         if value is None:
             continue
-        if len(parts) == 1:
-            return value
-        if acc is None:
-            dtype, acc = value.dtype, np.array(value, dtype=accumulation_dtype(value.dtype))
-        else:
+        if n == 0:
+            only = value
+        elif only is not None:
+            dtype, acc, only = (
+                only.dtype,
+                np.array(only, dtype=accumulation_dtype(only.dtype)),
+                None,
+            )
+        if acc is not None:
             with np.errstate(all="ignore"):
                 reduce_ufunc("add", value.dtype)(acc, value.astype(acc.dtype, copy=False), out=acc)
         del value  # one piece in flight at a time
     if acc is None:
-        return None
+        return only
     assert dtype is not None
     return acc.astype(dtype, copy=False)
 
 
 def _piece(
-    world: World, results: Mapping[int, Sequence[Any]], piece: Piece, stats: dict[str, int]
+    world: World,
+    results: Mapping[int, Sequence[Any]],
+    piece: Piece,
+    to: int,
+    tag: int,
+    stats: dict[str, int],
 ) -> np.ndarray | None:
-    """Rank 0: the owner's copy of `piece`; the owner's rank: sends it; others: nothing."""
+    """Rank `to`: the owner's copy of `piece`; the owner's rank: sends it; others: nothing."""
     owner = piece.devices[0]
     holder = world.rank_of(owner)
     if world.rank == holder:
         value = np.asarray(results[owner][piece.spec.index])[piece.valid]
-        if world.is_root:
+        if world.rank == to:
             return value
-        world.send_block(0, value, OUTPUT_TAG)
+        world.send_block(to, value, tag)
         return None
-    if not world.is_root:
+    if world.rank != to:
         return None
     shape = tuple(s.stop - s.start for s in piece.region)
-    value = world.receive_block(holder, shape, piece.spec.dtype, OUTPUT_TAG)
+    value = world.receive_block(holder, shape, piece.spec.dtype, tag)
     stats["received"] += value.nbytes
     stats["largest_piece"] = max(stats["largest_piece"], value.nbytes)
     return value
+
+
+def summed_blocks(
+    sig: io.Signature, world: World, results: Mapping[int, Sequence[Any]]
+) -> dict[int, list[tuple[tuple[slice, ...], np.ndarray]]]:
+    """
+    Each partial-sum output's blocks that this rank checks (`driver.mpi_checking`): a
+    block's partials go to the rank of its checker (the lowest device holding its first
+    partial), one at a time in one global order, and are summed there in partial order,
+    as the assembly sums them. By output index: (region, summed block).
+    """
+    out: dict[int, list[tuple[tuple[slice, ...], np.ndarray]]] = {}
+    stats = {"received": 0, "largest_piece": 0}
+    for parts in pieces(sig):
+        spec = parts[0].spec
+        if spec.sharding is None or not spec.sharding.unreduced_axes or sig.per_device_io:
+            continue
+        to = world.rank_of(parts[0].devices[0])
+        value = sum_in_order(_piece(world, results, p, to, CHECK_TAG, stats) for p in parts)
+        if world.rank == to:
+            assert value is not None
+            out.setdefault(spec.index, []).append((parts[0].region, value))
+    return out
 
 
 def _report_mismatch(
@@ -246,4 +289,13 @@ def _report_mismatch(
     )
 
 
-__all__ = ["Piece", "digest", "first_mismatch", "gather_outputs", "local_digests", "pieces"]
+__all__ = [
+    "Piece",
+    "digest",
+    "first_mismatch",
+    "gather_outputs",
+    "local_digests",
+    "pieces",
+    "sum_in_order",
+    "summed_blocks",
+]
