@@ -124,3 +124,33 @@ def test_partial_sum_outputs_are_checked_distributed(tmp_path: Path) -> None:
             stats = json.loads((tmp_path / f"q{k}.{rank}.json").read_text())
             # the rows of %a its blocks need, never all of %a (nor the global dot)
             assert stats["check_largest_array_bytes"] <= A_BYTES // 2, stats
+
+
+# rows of x split 4 ways through reverse, concatenate, pad and a reshape splitting the rows
+SHAPES = f"""spmd.mesh @m = <["x"=4]>
+func.func @main(%x: tensor<{ROWS}x{COLS}xf32> {{spmd.sharding = #spmd.sharding<@m, [{{"x"}}, {{}}]>}},
+    %v: tensor<f32> {{spmd.sharding = #spmd.sharding<@m, []>}})
+    -> (tensor<4x{ROWS // 4}x{2 * COLS + 2}xf32> {{spmd.sharding = #spmd.sharding<@m, [{{"x"}}, {{}}, {{}}]>}}) {{
+  %r = hlo.reverse %x, dims = [1] : tensor<{ROWS}x{COLS}xf32>
+  %c = hlo.concatenate %r, %x, dim = 1 : (tensor<{ROWS}x{COLS}xf32>, tensor<{ROWS}x{COLS}xf32>) -> tensor<{ROWS}x{2 * COLS}xf32>
+  %p = hlo.pad %c, %v, low = [0, 1], high = [0, 1], interior = [0, 0] : (tensor<{ROWS}x{2 * COLS}xf32>, tensor<f32>) -> tensor<{ROWS}x{2 * COLS + 2}xf32>
+  %s = hlo.reshape %p : (tensor<{ROWS}x{2 * COLS + 2}xf32>) -> tensor<4x{ROWS // 4}x{2 * COLS + 2}xf32>
+  func.return %s : tensor<4x{ROWS // 4}x{2 * COLS + 2}xf32>
+}}
+"""
+
+
+def test_reshape_concatenate_pad_reverse_are_checked_on_boxes(tmp_path: Path) -> None:
+    """No op of the chain runs on whole operands: each rank holds its rows only."""
+    prog = tmp_path / "shapes.mlir"
+    prog.write_text(SHAPES)
+    jobs = [_job([str(prog), "-p", "spmd-pipeline", "--check", "-q"], tmp_path, "s")]
+    (tmp_path / "s.json").write_text(json.dumps(jobs))
+    done = mpirun(4, [sys.executable, "-m", "shardc.tests.mpi.jobs", str(tmp_path / "s.json")])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    line = "distributed over 4 ranks (each on its outputs' boxes): pass"
+    assert line in done.stdout, done.stdout  # no "whole operands for ..."
+    for rank in range(4):
+        stats = json.loads((tmp_path / f"s.{rank}.json").read_text())
+        # the rank's rows of the padded concatenation, never all of x's rows
+        assert stats["check_largest_array_bytes"] <= (2 * COLS + 2) * 4 * ROWS // 4, stats
