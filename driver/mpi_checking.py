@@ -1,14 +1,17 @@
 """
 `--check` under `mpirun -n K` (issue 17), computed distributed: each rank evaluates the
-level-G reference only on the boxes its own devices' output blocks cover
+level-G reference only on the boxes its own output blocks cover
 (`interpreter.level_g_boxes`: a backward demand pass, then the level-G kernels on boxes,
-inputs drawn or read for their boxes only), compares its devices' blocks with it locally
-(the same tolerances as in process: `driver.tolerance`'s rounding bounds, observed on the
-boxes), and sends rank 0 only its verdicts and worst differences. No communication beyond
-that, and no rank holds a global array that none of its outputs needs.
+inputs drawn or read for their boxes only), compares those blocks with it locally (the
+same tolerances as in process: `driver.tolerance`'s rounding bounds, observed on the
+boxes), and sends rank 0 only its verdicts and worst differences. A rank's blocks are its
+devices' blocks, except for an output that is a partial sum: each block's partials are
+summed, in partial order as the assembly sums them, on the rank of its first partial's
+lowest device, which alone checks it (`mpi_outputs.summed_blocks`: the only other
+communication). No rank holds a global array that none of its outputs needs.
 
 What the check line says: how many ranks, and the ops run on whole operands (no box rule:
-reshape, gather, sort, while, ...) where their results were needed only in part.
+gather, sort, while, ...) where their results were needed only in part.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import numpy as np
 from shardc.dialects.spmd import module_mesh
 from shardc.driver.checking import Comparison, Reference, compare
 from shardc.driver.tolerance import RoundingBounds, Sigma, reordered_sums
-from shardc.interpreter import io
+from shardc.interpreter import io, mpi_outputs
 from shardc.interpreter.devices import Executor
-from shardc.interpreter.level_g_boxes import Box, BoxedRun, BoxPlan, cut, plan_boxes
+from shardc.interpreter.level_g_boxes import Box, BoxedRun, BoxPlan, cut, plan_boxes, union
 from shardc.interpreter.mpi import World
 from shardc.interpreter.mpi_run import add_stats
 from shardc.interpreter.shard_inputs import SeededInputs, random_boxes
@@ -35,16 +38,16 @@ WHAT = "the level-G program before -p"
 
 
 def supported(sig: io.Signature, original_sig: io.Signature) -> bool:
-    """Outputs whose blocks are parts of the level-G outputs (not partial sums): the same
-    answer on every rank, so every rank takes the same path."""
+    """Outputs whose blocks (or sums of partial blocks) are parts of the level-G outputs:
+    the same answer on every rank, so every rank takes the same path."""
     if sig.level != "S" or sig.per_device_io or original_sig.level != "G":
         return False
-    for spec, ref in zip(sig.results, original_sig.results, strict=False):
-        if spec.global_shape != ref.global_shape or len(sig.results) != len(original_sig.results):
-            return False
-        if spec.sharding is not None and spec.sharding.unreduced_axes:
-            return False
-    return True
+    if len(sig.results) != len(original_sig.results):
+        return False
+    return all(
+        spec.global_shape == ref.global_shape
+        for spec, ref in zip(sig.results, original_sig.results, strict=True)
+    )
 
 
 class BoxedBounds(RoundingBounds):
@@ -94,13 +97,13 @@ def distributed_check(
     if tracemalloc.is_tracing():
         tracemalloc.reset_peak()
     try:
-        local = world.devices_of(world.rank)
-        boxes = _output_boxes(sig, local)
+        blocks = _my_blocks(sig, world)
+        boxes = [_bounding_box(b) for b in blocks]
         plan = plan_boxes(original_sig.function, boxes)
         refs, sigmas, largest = _reference_boxes(
             filename, original, original_sig, inputs, compiled_module, plan
         )
-        mine = _compare_local(sig, local, world.local_results, boxes, refs, sigmas)
+        mine = _compare_local(sig, blocks, boxes, refs, sigmas)
         peak = tracemalloc.get_traced_memory()[1] - baseline if tracemalloc.is_tracing() else None
         add_stats(world, {"check_largest_array_bytes": largest, "check_traced_peak_bytes": peak})
     except Exception as e:
@@ -112,20 +115,34 @@ def distributed_check(
     return _merge(gathered, world.size)
 
 
-def _output_boxes(sig: io.Signature, local: range) -> list[Box | None]:
-    """Each output's bounding box of this rank's devices' blocks."""
-    boxes: list[Box | None] = []
+def _my_blocks(sig: io.Signature, world: World) -> list[list[tuple[tuple[slice, ...], Any]]]:
+    """
+    Each output's blocks this rank compares, with their regions: its devices' blocks (no
+    padding), and for a partial-sum output the blocks it sums (`mpi_outputs.summed_blocks`:
+    the partials of each block summed in order on one rank, as the assembly does).
+    """
+    summed = mpi_outputs.summed_blocks(sig, world, world.local_results)
+    blocks: list[list[tuple[tuple[slice, ...], Any]]] = []
     for spec in sig.results:
-        box: Box | None = None
-        for d in local:
-            index = io.input_block(sig, spec, d)
-            assert index is not None  # no unreduced outputs (`supported`)
-            b = tuple((s.start, s.stop) for s in index)
-            box = b if box is None else tuple(
-                (min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(box, b, strict=True)
-            )  # fmt: skip
-        boxes.append(box)
-    return boxes
+        if spec.sharding is not None and spec.sharding.unreduced_axes:
+            blocks.append(summed.get(spec.index, []))
+            continue
+        mine = []
+        for d in world.devices_of(world.rank):
+            region = io.input_block(sig, spec, d)
+            assert region is not None  # not a partial sum
+            got = np.asarray(world.local_results[d][spec.index])
+            mine.append((region, got[tuple(slice(0, s.stop - s.start) for s in region)]))
+        blocks.append(mine)
+    return blocks
+
+
+def _bounding_box(blocks: list[tuple[tuple[slice, ...], Any]]) -> Box | None:
+    """The bounding box of an output's blocks (None: this rank checks none of it)."""
+    box: Box | None = None
+    for region, _ in blocks:
+        box = union(box, tuple((s.start, s.stop) for s in region))
+    return box
 
 
 def _reference_boxes(
@@ -157,7 +174,11 @@ def _reference_boxes(
     bounds.inner = run.inner
     values = run.run(args)
     largest = max([bounds.largest, *(getattr(a, "nbytes", 0) for a in args)])
-    return values, bounds.output_tolerances(function), largest
+    sigmas = [
+        s[c] if c is not None and isinstance(s, np.ndarray) and s.ndim else s
+        for s, c in zip(bounds.output_tolerances(function), plan.output_cuts(), strict=True)
+    ]  # an output whose op ran whole: its box
+    return values, sigmas, largest
 
 
 def _input(inputs: Mapping[str, np.ndarray], index: int) -> np.ndarray:
@@ -166,30 +187,25 @@ def _input(inputs: Mapping[str, np.ndarray], index: int) -> np.ndarray:
 
 def _compare_local(
     sig: io.Signature,
-    local: range,
-    results: Mapping[int, tuple[Any, ...]],
+    blocks: list[list[tuple[tuple[slice, ...], Any]]],
     boxes: Sequence[Box | None],
     refs: tuple[Any, ...],
     sigmas: list[Sigma],
-) -> list[Comparison]:
-    """Each output: this rank's devices' blocks against the level-G box (worst of them)."""
-    out: list[Comparison] = []
-    for spec, box, ref, sigma in zip(sig.results, boxes, refs, sigmas, strict=True):
-        assert box is not None
+) -> list[Comparison | None]:
+    """Each output: this rank's blocks against the level-G box (worst of them; None where
+    it has none)."""
+    out: list[Comparison | None] = []
+    for spec, mine, box, ref, sigma in zip(sig.results, blocks, boxes, refs, sigmas, strict=True):
         name = f"out_{spec.index}"
         worst: Comparison | None = None
-        for d in local:
-            region = io.input_block(sig, spec, d)
-            assert region is not None
-            got = np.asarray(results[d][spec.index])
-            got = got[tuple(slice(0, s.stop - s.start) for s in region)]  # no padding
+        for region, got in mine:
+            assert box is not None
             c = cut(box, tuple((s.start, s.stop) for s in region)) or ()
             s = sigma[c] if isinstance(sigma, np.ndarray) and sigma.ndim else sigma
             one = compare(name, got, np.asarray(ref)[c], s)
             if not one.passed:
                 one.note = _global_note(one.note, [r.start for r in region])
             worst = one if worst is None else _worse(worst, one)
-        assert worst is not None
         out.append(worst)
     return out
 
@@ -214,9 +230,11 @@ def _merge(gathered: list[Any], ranks: int) -> tuple[Reference, list[Comparison]
     """Rank 0: every rank's verdicts as one comparison per output; the check line."""
     comparisons: list[Comparison] = []
     for per_rank in zip(*(mine for mine, _ in gathered), strict=True):
-        worst = per_rank[0]
-        for c in per_rank[1:]:
-            worst = _worse(worst, c)
+        worst: Comparison | None = None
+        for c in per_rank:
+            if c is not None:
+                worst = c if worst is None else _worse(worst, c)
+        assert worst is not None  # every block has a checking rank
         comparisons.append(worst)
     whole: dict[str, int] = {}
     for _, full_ops in gathered:

@@ -6,10 +6,15 @@ so no rank materialises a global array that none of its outputs needs.
 * `plan_boxes`, a backward demand pass over the entry block: each output's box (the
   bounding box of the rank's blocks) becomes the box each op needs of its operands.
   Elementwise ops, convert, compare, select: the same box; broadcast_in_dim, transpose,
-  slice: mapped boxes; dot: its batch and free ranges and the full contracting range;
-  reduce: the full extent of the reduced dims. Any other op (reshape, gather, sort,
-  while, ...) takes its operands whole and computes its results whole (`full_ops` says
-  which, so the check can say it). An op no output needs is not run at all.
+  slice, reverse: mapped boxes; dot: its batch and free ranges and the full contracting
+  range; reduce: the full extent of the reduced dims; concatenate, pad: each operand's
+  part of the box (possibly empty: an operand or padding the box does not reach);
+  reshape: when each group of dims it splits or merges holds one contiguous flat range
+  that is a box of the operand's dims too (a split or merge where the box is whole in the
+  inner dims). Any other op (gather, sort, while, a reshape whose box is no box of its
+  operand, ...) takes its operands whole and computes its results whole (`full_ops` says
+  which, so the check can say it); `BoxedRun.run` cuts an output so computed to its box.
+  An op no output needs is not run at all.
 * `BoxedRun.run`, the forward pass: the ordinary level-G executor with the entry block's
   steps replaced, each box op by its kernel (the level-G implementation: these ops'
   kernels take any shape) on its operands cut to the boxes it needs, so nested regions,
@@ -21,6 +26,7 @@ its box exactly (`BoxPlan.box`), and a consumer that needs less cuts it (`BoxPla
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,9 +63,17 @@ def whole(shape: Sequence[int]) -> Box:
     return tuple((0, n) for n in shape)
 
 
+def empty(box: Box) -> bool:
+    """True for a box with no elements (a concatenate or pad operand none of whose
+    elements a result box holds)."""
+    return any(hi <= lo for lo, hi in box)
+
+
 def union(a: Box | None, b: Box) -> Box:
-    if a is None:
+    if a is None or empty(a):
         return b
+    if empty(b):
+        return a
     return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
 
 
@@ -84,12 +98,26 @@ class BoxPlan:
     dead: set[Operation] = field(default_factory=set[Operation])
     full_ops: dict[str, int] = field(default_factory=dict[str, int])
     """Ops run on whole operands where some of a result was not needed, by name: count."""
+    outputs: list[tuple[SSAValue, Box | None]] = field(
+        default_factory=list[tuple[SSAValue, Box | None]]
+    )
+    """The returned values and the boxes asked of them."""
+
+    def output_cuts(self) -> list[tuple[slice, ...] | None]:
+        """Each output's index from what its value holds (more, if its op ran whole) to
+        the box asked of it."""
+        return [None if b is None else cut(self.box[v], b) for v, b in self.outputs]
 
     def cuts(self, op: Operation) -> list[tuple[slice, ...] | None]:
-        return [cut(self.box[v], b) for v, b in zip(op.operands, self.needs[op], strict=True)]
+        """Each operand's index to its needed box (nothing of it, for an empty one)."""
+        return [
+            tuple(slice(0, 0) for _ in b) if empty(b) else cut(self.box[v], b)
+            for v, b in zip(op.operands, self.needs[op], strict=True)
+        ]
 
     def need(self, value: SSAValue, box: Box) -> None:
-        self.box[value] = union(self.box.get(value), box)
+        old = self.box.get(value)
+        self.box[value] = union(old, box) if old is not None else box
 
 
 def plan_boxes(function: func.FuncOp, outputs: Sequence[Box | None]) -> BoxPlan:
@@ -99,6 +127,7 @@ def plan_boxes(function: func.FuncOp, outputs: Sequence[Box | None]) -> BoxPlan:
     ret = block.last_op
     assert ret is not None
     for value, box in zip(ret.operands, outputs, strict=True):
+        plan.outputs.append((value, box))
         if box is not None:
             plan.need(value, box)
     for op in reversed(list(block.ops)[:-1]):
@@ -106,21 +135,31 @@ def plan_boxes(function: func.FuncOp, outputs: Sequence[Box | None]) -> BoxPlan:
         if all(b is None for b in wanted):
             plan.dead.add(op)
             continue
-        rule = None if _captures(op) else _RULES.get(type(op)) or _same_box_rule(op)
-        if rule is not None and len({shape_of(r) for r in op.results}) == 1:
-            result_box: Box | None = None
-            for b in wanted:
-                if b is not None:
-                    result_box = union(result_box, b)
-            assert result_box is not None
-            for r in op.results:
-                plan.box[r] = result_box
-            plan.needs[op] = [rule(op, i, result_box) for i in range(len(op.operands))]
-            for v, b in zip(op.operands, plan.needs[op], strict=True):
-                plan.need(v, b)
-            continue
-        _plan_whole(plan, op, block)
+        if not _plan_box_op(plan, op, wanted):
+            _plan_whole(plan, op, block)
     return plan
+
+
+def _plan_box_op(plan: BoxPlan, op: Operation, wanted: list[Box | None]) -> bool:
+    """`op` on the union of its results' boxes, if it has a box rule that maps that box
+    to boxes of its operands (a rule may say None: not a box, e.g. a reshape's)."""
+    rule = None if _captures(op) else _RULES.get(type(op)) or _same_box_rule(op)
+    if rule is None or len({shape_of(r) for r in op.results}) != 1:
+        return False
+    result_box: Box | None = None
+    for b in wanted:
+        if b is not None:
+            result_box = union(result_box, b)
+    assert result_box is not None
+    needs = [rule(op, i, result_box) for i in range(len(op.operands))]
+    if any(b is None for b in needs):
+        return False
+    for r in op.results:
+        plan.box[r] = result_box
+    plan.needs[op] = [b for b in needs if b is not None]
+    for v, b in zip(op.operands, plan.needs[op], strict=True):
+        plan.need(v, b)
+    return True
 
 
 def _plan_whole(plan: BoxPlan, op: Operation, block: Block) -> None:
@@ -148,8 +187,9 @@ def _captures(op: Operation) -> bool:
     return bool(op.regions) and not isinstance(op, hlo.ReduceOp)
 
 
-Rule = Callable[[Operation, int, Box], Box]
-"""(op, operand index, result box) -> the box of that operand the op needs."""
+Rule = Callable[[Operation, int, Box], Box | None]
+"""(op, operand index, result box) -> the box of that operand the op needs (None: the
+result box needs no box of it: the op runs whole)."""
 
 
 def _same_box_rule(op: Operation) -> Rule | None:
@@ -213,7 +253,116 @@ def _reduce(op: Operation, i: int, r: Box) -> Box:
     return tuple((0, n) if d in op.dims else next(kept) for d, n in enumerate(shape))
 
 
+def _reverse(op: Operation, i: int, r: Box) -> Box:
+    assert isinstance(op, hlo.ReverseOp)
+    shape = shape_of(op.operands[0])
+    return tuple(
+        (n - hi, n - lo) if d in op.dims else (lo, hi)
+        for d, ((lo, hi), n) in enumerate(zip(r, shape, strict=True))
+    )
+
+
+def _concatenate(op: Operation, i: int, r: Box) -> Box:
+    """Operand i's part of the result box along the dimension (empty if none)."""
+    assert isinstance(op, hlo.ConcatenateOp)
+    k = op.dimension.value.data
+    offset = sum(shape_of(v)[k] for v in op.operands[:i])
+    n = shape_of(op.operands[i])[k]
+    lo, hi = max(r[k][0] - offset, 0), min(r[k][1] - offset, n)
+    return tuple(((lo, hi) if hi > lo else (0, 0)) if d == k else b for d, b in enumerate(r))
+
+
+def _pad(op: Operation, i: int, r: Box) -> Box:
+    """The operand elements the result box holds (empty if only padding)."""
+    assert isinstance(op, hlo.PadOp)
+    shape = shape_of(op.operands[i])
+    if i == 1:
+        return whole(shape)
+    box = [
+        _padded_range(lo, hi, low, step + 1, n)
+        for (lo, hi), low, step, n in zip(r, op.low, op.interior, shape, strict=True)
+    ]
+    return tuple((0, 0) for _ in box) if empty(tuple(box)) else tuple(box)
+
+
+def _padded_range(lo: int, hi: int, low: int, stride: int, n: int) -> tuple[int, int]:
+    """Operand positions p (of n) with lo <= low + p * stride < hi."""
+    first = max(0, -((low - lo) // stride))
+    last = min(n, (hi - 1 - low) // stride + 1)
+    return (first, last) if last > first else (0, 0)
+
+
+def _reshape(op: Operation, i: int, r: Box) -> Box | None:
+    """
+    A box when each group of dims the reshape splits or merges holds a contiguous range
+    of the group's flattened elements in the result box (dims after one are whole, dims
+    before it single indices) that is a box of the operand's dims too; else None.
+    """
+    src, out = shape_of(op.operands[0]), shape_of(op.results[0])
+    if 0 in src or 0 in out or empty(r):
+        return None
+    box: list[tuple[int, int]] = []
+    for a, b in reshape_groups(src, out):
+        flat = _flat_range([r[d] for d in b], [out[d] for d in b])
+        part = None if flat is None else _range_box(flat, [src[d] for d in a])
+        if part is None:
+            return None
+        box += part
+    return tuple(box)
+
+
+def reshape_groups(src: Sequence[int], out: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """The dims of `src` and `out` (no zero sizes) in groups of equal element counts."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) or j < len(out):
+        a, b, pa, pb = [], [], 1, 1
+        if i < len(src):
+            a, pa, i = [i], src[i], i + 1
+        if j < len(out):
+            b, pb, j = [j], out[j], j + 1
+        while pa != pb:
+            if pa < pb:
+                a, pa, i = [*a, i], pa * src[i], i + 1
+            else:
+                b, pb, j = [*b, j], pb * out[j], j + 1
+        groups.append((a, b))
+    return groups
+
+
+def _flat_range(box: list[tuple[int, int]], sizes: list[int]) -> tuple[int, int] | None:
+    """The flat (row-major) element range `box` covers, if it is one range."""
+    partial = [
+        d for d, ((lo, hi), n) in enumerate(zip(box, sizes, strict=True)) if (lo, hi) != (0, n)
+    ]
+    j = partial[-1] if partial else -1
+    if any(box[d][1] - box[d][0] != 1 for d in range(j)):
+        return None
+    strides = [math.prod(sizes[d + 1 :]) for d in range(len(sizes))]
+    start = sum(lo * s for (lo, _), s in zip(box, strides, strict=True))
+    if j < 0:
+        return (0, math.prod(sizes))
+    return (start, start + (box[j][1] - box[j][0]) * strides[j])
+
+
+def _range_box(flat: tuple[int, int], sizes: list[int]) -> list[tuple[int, int]] | None:
+    """The box of dims `sizes` whose flat elements are exactly `flat`, if there is one."""
+    f0, f1 = flat
+    for j, n in enumerate(sizes):
+        stride = math.prod(sizes[j + 1 :])
+        if f0 % stride or f1 % stride or f0 // (stride * n) != (f1 - 1) // (stride * n):
+            continue
+        box = [(x, x + 1) for x in (f0 // math.prod(sizes[d + 1 :]) % sizes[d] for d in range(j))]
+        box.append((f0 // stride % n, (f1 - 1) // stride % n + 1))
+        return box + [(0, m) for m in sizes[j + 1 :]]
+    return [] if flat == (0, 1) and not sizes else None
+
+
 _RULES: dict[type[Operation], Rule] = {
+    hlo.ReverseOp: _reverse,
+    hlo.ConcatenateOp: _concatenate,
+    hlo.PadOp: _pad,
+    hlo.ReshapeOp: _reshape,
     hlo.BroadcastOp: _broadcast,
     hlo.TransposeOp: _transpose,
     hlo.SliceOp: _slice,
@@ -240,7 +389,9 @@ class BoxedRun:
         self.function = function
 
     def run(self, args: Sequence[Any]) -> tuple[Any, ...]:
-        return self.executor.run(self.function, [list(args)])[0]
+        """The outputs on the boxes asked of them."""
+        values = self.executor.run(self.function, [list(args)])[0]
+        return tuple(_cut(x, c) for x, c in zip(values, self.plan.output_cuts(), strict=True))
 
     def _step(self, step: tuple[Any, ...]) -> tuple[Any, ...]:
         kind, op, fn, ft, operands, results, specs, *rest = step
@@ -273,6 +424,13 @@ class BoxedRun:
         if isinstance(op, hlo.SliceOp):
             steps = tuple(slice(None, None, t) for _, _, t in op.bounds)
             return lambda ft, interp, op, vals: (np.asarray(vals[0])[steps],)
+        if isinstance(op, hlo.ReshapeOp):
+            shape = tuple(hi - lo for lo, hi in box)
+            return lambda ft, interp, op, vals: (np.reshape(vals[0], shape),)
+        if isinstance(op, hlo.ConcatenateOp | hlo.PadOp):
+            needs = self.plan.needs[op]
+            place = _concatenate_box if isinstance(op, hlo.ConcatenateOp) else _pad_box
+            return lambda ft, interp, op, vals: (place(op, vals, needs, box),)
         if kind == WRAPPED:
             return lambda ft, interp, op, vals: fn(ft, interp, op, vals).values
         return fn
@@ -280,6 +438,38 @@ class BoxedRun:
 
 def _cut(x: Any, c: tuple[slice, ...] | None) -> Any:
     return x if c is None or x is None else np.asarray(x)[c]
+
+
+def _concatenate_box(op: Operation, vals: Sequence[Any], needs: list[Box], box: Box) -> Any:
+    """hlo.concatenate's result on `box`, from the operands' parts in it."""
+    assert isinstance(op, hlo.ConcatenateOp)
+    k = op.dimension.value.data
+    dtype = np.asarray(vals[0]).dtype
+    out = np.empty(tuple(hi - lo for lo, hi in box), dtype=dtype)
+    at = 0
+    for x, need in zip(vals, needs, strict=True):
+        if not empty(need):
+            n = need[k][1] - need[k][0]
+            index = [slice(None)] * len(box)
+            index[k] = slice(at, at + n)
+            out[tuple(index)] = x
+            at += n
+    return out
+
+
+def _pad_box(op: Operation, vals: Sequence[Any], needs: list[Box], box: Box) -> Any:
+    """hlo.pad's result on `box`: the padding value, the operand's part placed in it."""
+    assert isinstance(op, hlo.PadOp)
+    x = np.asarray(vals[0])
+    out = np.full(tuple(hi - lo for lo, hi in box), np.asarray(vals[1], dtype=x.dtype), x.dtype)
+    if empty(needs[0]):
+        return out
+    index = []
+    for (p0, p1), (lo, _), low, interior in zip(needs[0], box, op.low, op.interior, strict=True):
+        start = low + p0 * (interior + 1) - lo
+        index.append(slice(start, start + (p1 - p0 - 1) * (interior + 1) + 1, interior + 1))
+    out[tuple(index)] = x
+    return out
 
 
 def _broadcast_box(op: hlo.BroadcastOp, x: Any, box: Box) -> np.ndarray:
@@ -292,4 +482,15 @@ def _broadcast_box(op: hlo.BroadcastOp, x: Any, box: Box) -> np.ndarray:
     return np.broadcast_to(np.reshape(x, view), shape)
 
 
-__all__ = ["Box", "BoxPlan", "BoxedRun", "box_elements", "cut", "plan_boxes", "whole"]
+__all__ = [
+    "Box",
+    "BoxPlan",
+    "BoxedRun",
+    "box_elements",
+    "cut",
+    "empty",
+    "plan_boxes",
+    "reshape_groups",
+    "union",
+    "whole",
+]

@@ -65,6 +65,9 @@ def timeout_from_env() -> float:
         ) from None
 
 
+BLOCK_CHUNK = 1 << 30
+"""Bytes per message of `World.send_block` (MPI counts are C ints)."""
+
 _WORLD: World | None = None
 
 
@@ -98,6 +101,8 @@ class World:
         self._sends: list[tuple[Any, bytes]] = []
         self.local_results: dict[int, tuple[Any, ...]] = {}
         """This rank's devices' results of the last level-S run."""
+        self.output_stats: dict[str, int] = {}
+        """What rank 0 received of the outputs (`mpi_outputs`; SHARDC_MPI_STATS)."""
         self.liveness = Liveness(self.comm, MPI, self.rank, self.size, self.timeout)
 
     def reset(self) -> None:
@@ -107,6 +112,7 @@ class World:
         self.bytes_sent = 0
         self._group_comm = {}
         self.local_results = {}
+        self.output_stats = {}
 
     @property
     def is_root(self) -> bool:
@@ -251,6 +257,28 @@ class World:
     def gather(self, value: Any) -> list[Any] | None:
         """Every rank's `value` on rank 0 (None elsewhere)."""
         return self.comm.gather(value, root=0)
+
+    def broadcast(self, value: Any) -> Any:
+        """Rank 0's `value` on every rank."""
+        return self.comm.bcast(value, root=0)
+
+    # Arrays to one rank (outputs: `mpi_outputs`) --------------------------------------
+
+    def send_block(self, rank: int, value: np.ndarray, tag: int) -> None:
+        """`value`'s bits to `rank` (blocking, unpickled, in chunks MPI's int counts take)."""
+        data = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        for start in range(0, max(1, data.size), BLOCK_CHUNK):
+            self.comm.Send([data[start : start + BLOCK_CHUNK], self.MPI.BYTE], rank, tag)
+
+    def receive_block(
+        self, rank: int, shape: tuple[int, ...], dtype: np.dtype[Any], tag: int
+    ) -> np.ndarray:
+        """The array `send_block` sent from `rank`, into a new array of `shape`, `dtype`."""
+        out = np.empty(shape, dtype=dtype)
+        data = out.reshape(-1).view(np.uint8)
+        for start in range(0, max(1, data.size), BLOCK_CHUNK):
+            self.comm.Recv([data[start : start + BLOCK_CHUNK], self.MPI.BYTE], rank, tag)
+        return out
 
 
 __all__ = ["World", "running_under_mpi", "world"]

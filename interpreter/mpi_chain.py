@@ -7,10 +7,11 @@ order into an accumulator of the accumulation type (f32 for bf16/f16), rounded o
 chain computes exactly that, in pieces: the rank owning the group's first member starts
 the accumulator, adds its members while the next member is its own, and sends the
 accumulator to the owner of the next member, which goes on; the owner of the last member
-rounds and sends the result back (for reduce_scatter, each rank only its members' blocks).
-The elementwise operations and their order are those of `combine_in_order`, so results are
-bit-identical; each rank holds and sends O(operand) bytes (the last rank: one result per
-other rank of the group), not O(group).
+rounds the result and passes it back along the group's other ranks (the next lower rank
+first), each forwarding it once (for reduce_scatter, the last rank sends each rank only its
+members' blocks). The elementwise operations and their order are those of
+`combine_in_order`, so results are bit-identical; each rank holds and sends O(operand)
+bytes (at most a partial sum and a result), not O(group).
 """
 
 from __future__ import annotations
@@ -110,19 +111,27 @@ def _results(chain: Chain, me: int, full: tuple[np.ndarray, ...], op: Any) -> li
             sends.append((RESULT, rank, (chain.seq, mine)))
         return sends
     chain.outputs = {d: full for d, o in zip(chain.group, chain.owners, strict=True) if o == me}
-    return [(RESULT, None, (chain.seq, full))]
+    others = sorted(set(chain.owners) - {me}, key=lambda r: (r > me, -r))
+    return _forward(chain.seq, full, others)
 
 
-def take(chain: Chain, channel: int, payload: Any, me: int) -> None:
-    """A partial sum or a result for this meeting arrived."""
+def _forward(seq: int, full: tuple[np.ndarray, ...], to: list[int]) -> list[Any]:
+    """An all_reduce's result to the first of `to`, which forwards it to the rest."""
+    return [(RESULT, to[0], (seq, full, to[1:]))] if to else []
+
+
+def take(chain: Chain, channel: int, payload: Any, me: int) -> list[Any]:
+    """A partial sum or a result for this meeting arrived; messages to send (a result
+    passed on), as `advance`'s."""
     if channel == PARTIAL:
         _, chain.pos, chain.acc = payload
-        return
-    _, out = payload
+        return []
+    out = payload[1]
     if isinstance(out, dict):
         chain.outputs = out
-    else:
-        chain.outputs = {d: out for d, o in zip(chain.group, chain.owners, strict=True) if o == me}
+        return []
+    chain.outputs = {d: out for d, o in zip(chain.group, chain.owners, strict=True) if o == me}
+    return _forward(chain.seq, out, payload[2])
 
 
 __all__ = ["PARTIAL", "RESULT", "Chain", "advance", "chained", "take"]

@@ -200,7 +200,9 @@ class DistributedRendezvous(Rendezvous):
         self.meetings.setdefault(group, deque()).append(meeting)
         if meeting.chain is not None:
             for channel, payload in self.early.pop((group, meeting.chain.seq), []):
-                mpi_chain.take(meeting.chain, channel, payload, self.transport.rank)
+                self._send_chain(
+                    group, mpi_chain.take(meeting.chain, channel, payload, self.transport.rank)
+                )
             self._advance(meeting)
 
     def _advance(self, meeting: Meeting) -> None:
@@ -209,11 +211,15 @@ class DistributedRendezvous(Rendezvous):
         assert chain is not None
         values = {d: meeting.members[d].values for d in meeting.group if d in self.local}
         op = meeting.members[next(iter(values))].op
-        for channel, rank, payload in mpi_chain.advance(chain, self.transport.rank, values, op):
+        self._send_chain(meeting.group, mpi_chain.advance(chain, self.transport.rank, values, op))
+
+    def _send_chain(self, group: Group, messages: list[Any]) -> None:
+        """Send a chain's messages: (channel, rank or None for every other rank, payload)."""
+        for channel, rank, payload in messages:
             if rank is None:
-                self.transport.send(meeting.group, payload, channel)
+                self.transport.send(group, payload, channel)
             else:
-                self.transport.send_to(meeting.group, rank, payload, channel)
+                self.transport.send_to(group, rank, payload, channel)
 
     def _receive_chain(self, group: Group, queue: deque[Meeting]) -> bool:
         """Take the partial sums and results that have arrived for `group`'s meetings."""
@@ -231,7 +237,7 @@ class DistributedRendezvous(Rendezvous):
                         self.early.setdefault((group, seq), []).append((channel, payload))
                         continue
                     assert meeting.chain is not None
-                    mpi_chain.take(meeting.chain, channel, payload, me)
+                    self._send_chain(group, mpi_chain.take(meeting.chain, channel, payload, me))
                     if channel == mpi_chain.PARTIAL:
                         self._advance(meeting)
         return progressed

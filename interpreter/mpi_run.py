@@ -1,10 +1,10 @@
 """
 One level-S run spread over MPI ranks (`interpreter.mpi`): each rank runs its devices with
 the in-process executor (`Executor.run_local`) and a `DistributedRendezvous`; rank 0 then
-holds every device's results (assembled into the global outputs as in process,
-`io.assemble_outputs`) and every device's clock, from which it builds the very timeline,
-hence the very report, of the in-process run (timing is a property of the program, not of
-how it was simulated).
+assembles the global outputs from one copy of each distinct block (`mpi_outputs`: as
+`io.assemble_outputs` in process, but never holding every device's copy) and holds every
+device's clock, from which it builds the very timeline, hence the very report, of the
+in-process run (timing is a property of the program, not of how it was simulated).
 
 Clocks refer to ops; ops do not travel, so a clock travels with each op replaced by its
 index in the module's walk order, which is the same on every rank (every rank parsed and
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from shardc.diagnostics import DiagnosticError
-from shardc.interpreter import io
+from shardc.interpreter import io, mpi_outputs
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.mpi import World
 from shardc.interpreter.mpi_rendezvous import DeadlockError, DistributedRendezvous
@@ -59,10 +59,12 @@ def run_level_s(
     sig: io.Signature,
     local_args: dict[int, Sequence[Any]],
     world: World,
-) -> tuple[list[tuple[Any, ...]] | None, Timeline | None]:
+    values: bool,
+) -> tuple[Timeline | None, tuple[int, int, int] | None]:
     """
-    Run `sig`'s level-S function on this rank's devices (`local_args`); on rank 0 every
-    device's results in device order and the timeline (with a chip), None elsewhere.
+    Run `sig`'s level-S function on this rank's devices (`local_args`; their results stay
+    in `world.local_results`): on rank 0 the timeline (with a chip), None elsewhere; on
+    every rank the first replicated output copy that differs (`mpi_outputs`), if `values`.
     A deadlock or an error on this rank ends the job here (`_run_or_fail`).
     """
     function = sig.function
@@ -79,22 +81,22 @@ def run_level_s(
         world.timeout,
     )
     results, devices = _run_or_fail(executor, function, local_args, rendezvous, world)
-    world.local_results = results  # what a distributed --check compares (driver.mpi_checking)
+    world.local_results = results  # the outputs' pieces; what a distributed --check compares
+    groups = mpi_outputs.pieces(sig) if values else []
     index = {op: i for i, op in enumerate(ops)}
     clocks = [clock_state(d.tm, index) if d.tm is not None else None for d in devices]
-    gathered = world.gather((results, clocks))
-    if gathered is None:
-        return None, None
-    every: dict[int, tuple[Any, ...]] = {}
-    states: list[Any] = []
-    for rank_results, rank_clocks in gathered:
-        every.update(rank_results)
-        states.extend(rank_clocks)
-    ordered = [every[d] for d in range(sig.devices)]
-    timeline = None
-    if executor.chip is not None:
-        timeline = executor.make_timeline(True, [clock_from_state(s, ops) for s in states])
-    return ordered, timeline
+    gathered = world.gather((mpi_outputs.local_digests(groups, results), clocks))
+    mismatch, timeline = None, None
+    if gathered is not None:
+        digests: dict[tuple[int, int, int], bytes] = {}
+        states: list[Any] = []
+        for rank_digests, rank_clocks in gathered:
+            digests.update(rank_digests)
+            states.extend(rank_clocks)
+        mismatch = mpi_outputs.first_mismatch(groups, digests)
+        if executor.chip is not None:
+            timeline = executor.make_timeline(True, [clock_from_state(s, ops) for s in states])
+    return timeline, world.broadcast(mismatch)
 
 
 def _run_or_fail(
@@ -144,12 +146,31 @@ def run(
     inputs_peak = _traced_peak(baseline)
     world.agree(None)
     start = time.perf_counter()
-    results, timeline = run_level_s(executor, sig, local_args, world)
+    timeline, mismatch = run_level_s(executor, sig, local_args, world, inputs is not None)
     _write_stats(world, local, inputs_peak, time.perf_counter() - start)
-    if results is None:
+    outputs = None
+    if inputs is not None:
+        outputs = _gather_outputs(executor, sig, world, mismatch)
+    if not world.is_root:
         return None, None
-    outputs = {} if inputs is None else io.assemble_outputs(sig, results, executor.filename)
-    return outputs, timeline
+    return outputs or {}, timeline
+
+
+def _gather_outputs(
+    executor: Executor, sig: io.Signature, world: World, mismatch: tuple[int, int, int] | None
+) -> dict[str, np.ndarray] | None:
+    """The outputs on rank 0 (`mpi_outputs`), and what that took there in the stats:
+    bytes received, the largest piece, bytes allocated at the peak (under tracemalloc)."""
+    baseline = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
+    if tracemalloc.is_tracing():
+        tracemalloc.reset_peak()
+    outputs = mpi_outputs.gather_outputs(
+        sig, world, world.local_results, mismatch, executor.filename
+    )
+    stats: dict[str, Any] = {f"outputs_{k}_bytes": v for k, v in world.output_stats.items()}
+    stats["outputs_traced_peak_bytes"] = _traced_peak(baseline)
+    add_stats(world, stats)
+    return outputs
 
 
 def _traced_peak(baseline: int) -> int | None:

@@ -1,9 +1,10 @@
 """
 Issue 17, chained in-order reductions (`interpreter/mpi_chain.py`): a cross-rank
 all_reduce or reduce_scatter passes one partial sum along its group's ranks, in group
-order, instead of sending every member's operand to every rank. Outputs stay
-bit-identical to the in-process run (bf16 accumulated in f32, a group whose order
-alternates between ranks), and each rank sends O(operand) bytes, not O(group).
+order, instead of sending every member's operand to every rank, and the result is passed
+back along the ranks. Outputs stay bit-identical to the in-process run (bf16 accumulated
+in f32, a group whose order alternates between ranks), and each rank sends O(operand)
+bytes (a partial sum and a result at most), not O(group).
 """
 
 from __future__ import annotations
@@ -75,10 +76,12 @@ def test_chained_reductions_are_bit_identical_and_send_one_operand(tmp_path: Pat
     }
     slack = 1 << 14  # arrivals, pickling
     for k in (2, 4):
-        # f32: ranks 0..k-2 pass the partial sum on; the last rank sends the result to k-1
-        for r in range(k - 1):
-            assert sent[("f32", k, r)] < OPERAND_BYTES + slack, sent
-        assert sent[("f32", k, k - 1)] < (k - 1) * OPERAND_BYTES + slack, sent
+        # f32: ranks 0..k-2 pass the partial sum on; the last rank sends the result once, to
+        # rank k-2, which passes it on down to rank 0: one partial and one result at most
+        assert sent[("f32", k, 0)] < OPERAND_BYTES + slack, sent
+        for r in range(1, k - 1):
+            assert sent[("f32", k, r)] < 2 * OPERAND_BYTES + slack, sent
+        assert sent[("f32", k, k - 1)] < OPERAND_BYTES + slack, sent
         # reduce_scatter: the last rank sends each other rank only its members' blocks
         assert sent[("scatter", k, k - 1)] < OPERAND_BYTES + slack, sent
     # interleaved at k=2: the f32 partial sum crosses 7 times (2x a bf16 operand), half

@@ -83,3 +83,74 @@ def test_check_fails_on_a_wrong_program() -> None:
     assert done.stderr.count("check failed") == 1, done.stderr
     # the same bug in process fails the same way (and the unpatched run passes: above)
     assert "  out_0" in done.stdout
+
+
+# a partial-sum output (the dot over a contracting dim split over y, left unreduced) next to
+# a split one: rows 2048 x 1024 bf16 (4 MiB)
+A_BYTES = 2048 * 1024 * 2
+PARTIAL = """spmd.mesh @m = <["x"=2, "y"=2]>
+func.func @main(%a: tensor<2048x1024xbf16> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>},
+    %b: tensor<1024x64xbf16> {spmd.sharding = #spmd.sharding<@m, [{"y"}, {}]>})
+    -> (tensor<2048x64xbf16> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {}], unreduced={"y"}>},
+        tensor<2048x1024xbf16> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>}) {
+  %d = hlo.dot %a, %b, contracting_dims = [1] x [0] : (tensor<2048x1024xbf16>, tensor<1024x64xbf16>) -> tensor<2048x64xbf16>
+  %t = hlo.tanh %a : tensor<2048x1024xbf16>
+  func.return %d, %t : tensor<2048x64xbf16>, tensor<2048x1024xbf16>
+}
+"""
+
+
+def test_partial_sum_outputs_are_checked_distributed(tmp_path: Path) -> None:
+    """Each block's partials are summed in order on one rank, which checks it on its box;
+    the verdicts and differences are the in-process ones."""
+    prog = tmp_path / "partial.mlir"
+    prog.write_text(PARTIAL)
+    args = [str(prog), "-p", "spmd-pipeline", "--check"]
+    here = mpirun(1, [sys.executable, "-m", "shardc.tools.shardc_run", *args])
+    assert here.returncode == 0, here.stderr
+    lines = [ln for ln in here.stdout.splitlines() if "max |diff|" in ln]
+    assert len(lines) == 2 and "(tolerance" in lines[0], here.stdout
+    for k in (2, 4):
+        jobs = [_job(args, tmp_path, f"q{k}")]
+        (tmp_path / f"q{k}.json").write_text(json.dumps(jobs))
+        done = mpirun(
+            k, [sys.executable, "-m", "shardc.tests.mpi.jobs", str(tmp_path / f"q{k}.json")]
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        line = f"distributed over {k} ranks (each on its outputs' boxes): pass"
+        assert line in done.stdout, done.stdout
+        assert [ln for ln in done.stdout.splitlines() if "max |diff|" in ln] == lines
+        for rank in range(k):
+            stats = json.loads((tmp_path / f"q{k}.{rank}.json").read_text())
+            # the rows of %a its blocks need, never all of %a (nor the global dot)
+            assert stats["check_largest_array_bytes"] <= A_BYTES // 2, stats
+
+
+# rows of x split 4 ways through reverse, concatenate, pad and a reshape splitting the rows
+SHAPES = f"""spmd.mesh @m = <["x"=4]>
+func.func @main(%x: tensor<{ROWS}x{COLS}xf32> {{spmd.sharding = #spmd.sharding<@m, [{{"x"}}, {{}}]>}},
+    %v: tensor<f32> {{spmd.sharding = #spmd.sharding<@m, []>}})
+    -> (tensor<4x{ROWS // 4}x{2 * COLS + 2}xf32> {{spmd.sharding = #spmd.sharding<@m, [{{"x"}}, {{}}, {{}}]>}}) {{
+  %r = hlo.reverse %x, dims = [1] : tensor<{ROWS}x{COLS}xf32>
+  %c = hlo.concatenate %r, %x, dim = 1 : (tensor<{ROWS}x{COLS}xf32>, tensor<{ROWS}x{COLS}xf32>) -> tensor<{ROWS}x{2 * COLS}xf32>
+  %p = hlo.pad %c, %v, low = [0, 1], high = [0, 1], interior = [0, 0] : (tensor<{ROWS}x{2 * COLS}xf32>, tensor<f32>) -> tensor<{ROWS}x{2 * COLS + 2}xf32>
+  %s = hlo.reshape %p : (tensor<{ROWS}x{2 * COLS + 2}xf32>) -> tensor<4x{ROWS // 4}x{2 * COLS + 2}xf32>
+  func.return %s : tensor<4x{ROWS // 4}x{2 * COLS + 2}xf32>
+}}
+"""
+
+
+def test_reshape_concatenate_pad_reverse_are_checked_on_boxes(tmp_path: Path) -> None:
+    """No op of the chain runs on whole operands: each rank holds its rows only."""
+    prog = tmp_path / "shapes.mlir"
+    prog.write_text(SHAPES)
+    jobs = [_job([str(prog), "-p", "spmd-pipeline", "--check", "-q"], tmp_path, "s")]
+    (tmp_path / "s.json").write_text(json.dumps(jobs))
+    done = mpirun(4, [sys.executable, "-m", "shardc.tests.mpi.jobs", str(tmp_path / "s.json")])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    line = "distributed over 4 ranks (each on its outputs' boxes): pass"
+    assert line in done.stdout, done.stdout  # no "whole operands for ..."
+    for rank in range(4):
+        stats = json.loads((tmp_path / f"s.{rank}.json").read_text())
+        # the rank's rows of the padded concatenation, never all of x's rows
+        assert stats["check_largest_array_bytes"] <= (2 * COLS + 2) * 4 * ROWS // 4, stats
