@@ -491,7 +491,7 @@ def _assemble(
             sharding.shard_index(i, mesh, coords) if sharding else 0
             for i in range(len(spec.local_shape))
         )
-        v = values[d] = v[_valid(block, spec)]  # an uneven split's padding is dropped
+        v = values[d] = v[valid_region(block, spec)]  # an uneven split's padding is dropped
         partial = tuple(coords[mesh.names.index(a)] for a in unreduced_axes)
         key = (block, partial)
         first = copies.get(key)
@@ -504,7 +504,7 @@ def _assemble(
                 f"{source}: error: output '{name}': device {d} holds a copy that differs "
                 f"from device {first}'s, but result {spec.index} of @{sig.name} is "
                 f"replicated over mesh axes {string_list_in_braces_str(replicated)} "
-                f"({_first_difference(values[first], v)})"
+                f"({first_difference(values[first], v)})"
             )
     result = np.empty(spec.global_shape, dtype=spec.dtype)
     for block, parts in partials.items():
@@ -518,7 +518,7 @@ def _assemble(
     return result
 
 
-def _valid(block: tuple[int, ...], spec: ValueSpec) -> tuple[slice, ...]:
+def valid_region(block: tuple[int, ...], spec: ValueSpec) -> tuple[slice, ...]:
     """The part of a device's block that is not padding (block b of c rows of g)."""
     return tuple(
         slice(0, max(0, min(c, g - b * c)))
@@ -526,7 +526,7 @@ def _valid(block: tuple[int, ...], spec: ValueSpec) -> tuple[slice, ...]:
     )
 
 
-def _first_difference(a: np.ndarray, b: np.ndarray) -> str:
+def first_difference(a: np.ndarray, b: np.ndarray) -> str:
     a_bits = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape + (-1,))
     b_bits = np.ascontiguousarray(b).view(np.uint8).reshape(b.shape + (-1,))
     diff = np.argwhere(np.any(a_bits != b_bits, axis=-1))

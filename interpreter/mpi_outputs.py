@@ -85,7 +85,7 @@ def _sharded_pieces(sig: io.Signature, spec: io.ValueSpec, name: str) -> list[li
             slice(b * n, min((b + 1) * n, g))
             for b, n, g in zip(block, spec.local_shape, spec.global_shape, strict=False)
         )
-        valid = io._valid(block, spec)
+        valid = io.valid_region(block, spec)
         parts[partial] = Piece(spec, name, region, valid, [d])
     return [[parts[p] for p in sorted(parts)] for _, parts in sorted(keyed.items())]
 
@@ -285,7 +285,7 @@ def _report_mismatch(
         f"{source}: error: output '{piece.name}': device {d} holds a copy that differs "
         f"from device {piece.devices[0]}'s, but result {spec.index} of @{sig.name} is "
         f"replicated over mesh axes {string_list_in_braces_str(replicated)} "
-        f"({io._first_difference(copies[0], copies[1])})"
+        f"({io.first_difference(copies[0], copies[1])})"
     )
 
 

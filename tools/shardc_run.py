@@ -363,8 +363,9 @@ def _mpi_check(
     module: ModuleOp,
 ) -> tuple[Any, list[Comparison]] | None:
     """--check under mpirun, computed distributed (`driver.mpi_checking`): every rank its
-    part; rank 0 gets the reference and the comparisons. None where it does not apply
-    (not under mpirun, or outputs that are partial sums: rank 0 checks them whole)."""
+    part, partial-sum outputs summed block by block on one rank; rank 0 gets the
+    verdicts. None where it does not apply (not under mpirun, or outputs that are not
+    parts of the level-G outputs: rank 0 checks those whole)."""
     if not (args.check and args.passes is not None and running_under_mpi()):
         return None
     from shardc.driver import mpi_checking
