@@ -1,7 +1,8 @@
 """
 Issue 17: `mpirun -n K shardc-run` gives bit-identical outputs and the same timing report
-and trace as the in-process run (timing is a property of the program), for every example and a few JAX corpus programs (imported from
-their StableHLO, and XLA's per-device HLO text), at K = 2 and 4 ranks.
+and trace as the in-process run (timing is a property of the program), for every example
+and every JAX corpus program (imported from its StableHLO, and from XLA's per-device HLO
+text), at K = 2 and 4 ranks.
 
 One MPI job per K runs every program (`jobs.py`); the in-process runs are the reference.
 A program whose device count K does not divide is left out at that K.
@@ -25,8 +26,12 @@ pytestmark = requires_mpi
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "frontends" / "corpus"
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))  # overlap/, real_size/: bench
-CORPUS_STABLEHLO = ["train_step", "embed_xent_step", "moe_top2"]
-CORPUS_HLO = ["megatron_mlp", "shard_map_all_to_all", "shard_map_ppermute"]
+# the whole JAX corpus: each program from JAX's StableHLO (partitioned by shardc) and from
+# XLA's per-device HLO (partitioned by XLA)
+CORPUS_STABLEHLO = sorted(
+    p.name.removesuffix(".stablehlo.mlir") for p in CORPUS.glob("*.stablehlo.mlir")
+)
+CORPUS_HLO = sorted(p.name.removesuffix(".hlo.txt") for p in CORPUS.glob("*.hlo.txt"))
 RANKS = (2, 4)
 
 
@@ -64,7 +69,7 @@ def test_examples_and_corpus_are_identical_under_mpirun(tmp_path: Path) -> None:
     devices = _reference_runs(programs, tmp_path)
     names = list(programs)
     assert sum(n.startswith("examples/") for n in names) >= 10
-    assert sum(n.startswith("corpus/") for n in names) >= 6
+    assert sum(n.startswith("corpus/") for n in names) >= 2 * 25
     # the programs that K = 4 cannot split are few
     assert sum(devices[n] % 4 == 0 for n in names) >= len(names) - 2
     for k in RANKS:
