@@ -363,8 +363,9 @@ def float_remainder(b: TileEmitter, x: SSAValue, y: SSAValue) -> SSAValue:
     """
     fmod(x, y) of f32 / bf16 / f16 / f8 vectors, exactly (see above), with the sign of x;
     x for an infinite y. NaNs as level S's fmod gives them: a NaN operand propagates (x's
-    first, quieted: what `x + y` gives), an infinite x or y = 0 is the default NaN (what
-    `inf - inf` gives).
+    first, quieted, as glibc's (x*y)/(x*y) on x86 gives it: chosen by a select, not by
+    `x + y`, whose NaN operand order the simulator's numpy does not fix), an infinite x or
+    y = 0 is the default NaN (what `inf - inf` gives).
     """
     elem = vector_type(x).element_type
     a, d = (convert_vector(b, v, f64) for v in (x, y))
@@ -385,5 +386,7 @@ def float_remainder(b: TileEmitter, x: SSAValue, y: SSAValue) -> SSAValue:
     r = b.op(tpu.SelectOp(negative, b.op(arith.NegfOp(r)), r))
     r = b.op(tpu.SelectOp(inf_d, a, r))
     r = b.op(tpu.SelectOp(invalid, b.op(arith.SubfOp(inf, inf)), r))
-    r = b.op(tpu.SelectOp(nan, b.op(arith.AddfOp(a, d)), r))
+    a_nan = b.op(tpu.CmpOp("uno", a, a))
+    quiet = b.op(tpu.SelectOp(a_nan, b.op(arith.AddfOp(a, a)), b.op(arith.AddfOp(d, d))))
+    r = b.op(tpu.SelectOp(nan, quiet, r))
     return convert_vector(b, r, elem)
