@@ -268,6 +268,9 @@ class StepGraph:
         """What `program_order_time` charges."""
         self.start: list[int] = []
         """A done's start node (-1: none in the block)."""
+        self.overlap: list[float] = []
+        """A collective's `collective_overlap` (what `timing.engine_window` lets overlap
+        the collectives ahead); 0 for other nodes."""
         self.ops: list[Operation] = []
         """Each node's op (a split collective's for both of its nodes)."""
         self.split = False
@@ -287,6 +290,8 @@ class StepGraph:
         self.cost.append(cost)
         self.time.append(time)
         self.start.append(start)
+        collective_op = kind in (_START, _SYNC)
+        self.overlap.append(self.model.collective_overlap(op) if collective_op else 0.0)  # pyright: ignore
         return len(self.kind) - 1
 
     def _add(self, op: Operation) -> None:
@@ -334,6 +339,7 @@ class StepGraph:
     def order(self, max_in_flight: int) -> list[int]:
         """`BlockScheduler.run`'s order (no memory limit), by node."""
         kind, cost, start_of, users = self.kind, self.cost, self.start, self.users
+        overlap = self.overlap
         waiting = list(self.waiting)
         last = len(kind) - 1
         ready: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
@@ -350,14 +356,16 @@ class StepGraph:
             lst = ready[k]
             del lst[bisect.bisect_left(lst, n)]
             if k == _START:
-                engine = max(clock, engine) + cost[n]
-                in_flight[n] = engine
+                _, end = engine_window(clock, engine, cost[n], overlap[n])
+                engine = max(engine, end)
+                in_flight[n] = end
             elif k == _DONE:
                 s = start_of[n]
                 if s in in_flight:
                     clock = max(clock, in_flight.pop(s))
             elif k == _SYNC:
-                clock = engine = max(clock, engine) + cost[n]
+                _, clock = engine_window(clock, engine, cost[n], overlap[n])
+                engine = max(engine, clock)
             else:
                 clock += cost[n]
             order.append(n)
@@ -411,16 +419,18 @@ class StepGraph:
 
     def program_time(self, order: Iterable[int]) -> float:
         """`program_order_time` of the nodes in `order`."""
-        kind, time, start_of = self.kind, self.time, self.start
+        kind, time, start_of, overlap = self.kind, self.time, self.start, self.overlap
         clock = engine = 0.0
         in_flight: dict[int, float] = {}
         for n in order:
             k = kind[n]
             if k == _START:
-                engine = max(clock, engine) + time[n]
-                in_flight[n] = engine
+                _, end = engine_window(clock, engine, time[n], overlap[n])
+                engine = max(engine, end)
+                in_flight[n] = end
             elif k == _SYNC:
-                clock = engine = max(clock, engine) + time[n]
+                _, clock = engine_window(clock, engine, time[n], overlap[n])
+                engine = max(engine, clock)
             elif k == _DONE:
                 clock = max(clock, in_flight.pop(start_of[n], clock))
             else:
