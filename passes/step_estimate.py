@@ -4,7 +4,8 @@ that applies a transformation only where the step gets faster (`micro-batch`,
 `collective-matmul`, `spmd-pipeline`'s gates).
 
 Two numbers, both by the interpreter's timing rules (`interpreter.timing`: a compute
-stream, one collective engine running one collective at a time in issue order, a sync
+stream, one collective engine taking collectives in issue order, each overlapping the
+ones ahead by its `collective_overlap` (`timing.engine_window`), a sync
 collective or a `done` blocking the stream) and its per-op costs (`timing.compute_cost`),
 so that what a pass estimates is what `shardc-run --timing-only` reports for the program
 the pipeline returns:
@@ -35,7 +36,7 @@ from typing import Any, cast
 
 from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CostModel, OpCost, cached
-from shardc.interpreter.timing import compute_cost
+from shardc.interpreter.timing import compute_cost, engine_window
 from shardc.passes.async_split import TO_START
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
@@ -69,11 +70,12 @@ def program_order_time(
         if time is None:
             time = memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
-            engine = max(clock, engine) + time
+            _, end = engine_window(clock, engine, time, model.collective_overlap(op))
+            engine = max(engine, end)
             if op.IS_START:
-                in_flight[op.results[0]] = engine
+                in_flight[op.results[0]] = end
             else:
-                clock = engine
+                clock = end
         elif isinstance(op, collective.DoneOp):
             clock = max(clock, in_flight.pop(op.future, clock))
         else:

@@ -115,12 +115,16 @@ def test_the_small_k_sharded_matmul_keeps_its_reduce_scatter() -> None:
     """Issue 14: 1 reduce_scatter (7 us) would become 7 permutes (49 us). (With the machine
     model of hardware/topology.py the partitioner now prefers all-gathering the 16x64
     operands to the 8-step reduce_scatter ring at this size; the ungated collective-matmul
-    still builds its ring of permutes, and the gate still refuses it.)"""
+    still builds its ring of permutes, and the gate still refuses it.) Collectives in
+    flight overlap their latencies (`timing.engine_window`): the ring of permutes costs
+    28.1 us against 20.1 us sync (it was 56.1 us when level S ran them end to end; level T
+    21.1 us), and the pipeline, its all_to_all under its all_gather, 18.3 us (level T
+    19.1 us)."""
     module = parse_and_verify(CTX, k_sharded_matmul(16, 64), "<test>")
     slow = after(module, ungated(SpmdPipelinePass()))
     sync, t = check_never_slower(module)
-    assert step(slow) > 2 * sync  # the ungated ring: a latency per step
-    assert t == pytest.approx(sync)
+    assert step(slow) > 1.25 * sync  # the ungated ring: a latency per step
+    assert t < 0.95 * sync
     piped = after(module, [SpmdPipelinePass()])
     names = [op.name for op in piped.walk()]
     assert "collective.permute" not in names
@@ -164,12 +168,15 @@ def fsdp_adam(b: int, d: int, f: int) -> str:
 
 def test_a_tiny_fsdp_adam_step_keeps_its_reduce_scatter() -> None:
     """Issue 14's other case: the weight gradient's reduce_scatter as a ring of 7 permutes
-    (latency-bound at this size) would make the step several times slower than plain sync
-    collectives; the gated pipeline is faster than both."""
+    (latency-bound at this size); the gated pipeline is faster than both it and plain sync
+    collectives. (When level S ran collectives in flight end to end the ring came out 3x
+    the sync step, 105.5 us against 33.6; level T runs it in 28.5 us, and so does level S
+    now that their latencies overlap, 28.3 us: still slower than the gated 24.6 us, level
+    T 24.5 us.)"""
     module = parse_and_verify(CTX, fsdp_adam(16, 64, 64), "<test>")
     sync, t = check_never_slower(module)
     slow = step(after(module, ungated(SpmdPipelinePass())))
-    assert slow > 3 * sync > 3 * t
+    assert slow > 1.1 * t and sync > 1.25 * t
 
 
 @pytest.mark.parametrize(("m", "k", "kept"), [(16, 64, False), (4096, 8192, True)])
