@@ -277,6 +277,20 @@ def engine_busy(engine_free: float, begin: float, end: float) -> float:
     return max(0.0, end - max(begin, engine_free))
 
 
+def issued_behind(time: float, overlap: float) -> float:
+    """
+    The engine time a collective of `time` and `overlap` adds when it is issued together
+    with others, behind collectives still in flight for at least its overlap: its
+    `engine_busy` under `engine_window` (time - overlap: an all_to_all's or a permute's
+    bytes only, a ring all but its first step's latency). What a collective costs in a
+    program that keeps the engine busy; `spmd-partition` prices its candidates so
+    (`step_estimate.scheduled_time(issued_together=True)`), not knowing which of the
+    program's other collectives will be in flight with them.
+    """
+    begin, end = engine_window(0.0, overlap, time, overlap)
+    return engine_busy(overlap, begin, end)
+
+
 # The timeline and its outputs -----------------------------------------------------------
 
 
@@ -578,6 +592,7 @@ __all__ = [
     "compute_cost",
     "engine_busy",
     "engine_window",
+    "issued_behind",
     "memory_plan",
     "op_label",
     "summary_lines",

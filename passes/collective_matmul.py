@@ -265,8 +265,8 @@ class RingOptions:
     ) -> bool:
         """
         Whether the ring for `coll` and `dot` can beat them: the ring takes at least its
-        permutes of `block` one after another on the collective engine (the timeline runs
-        one collective at a time) plus `path(model)`, the compute that must run before
+        permutes of `block` on the collective engine (each overlapping the one ahead by
+        at most its `collective_overlap`, `timing.engine_window`) plus `path(model)`, the compute that must run before
         the first permute or after the last (the ring's steps are one after another), and
         at least the dot's time; the pair takes the dot then the collective. A site where
         that floor is not below the pair's time is left as it is, so the gate's estimate
@@ -299,7 +299,11 @@ class RingOptions:
         assert where is not None
         where.insert_op_before(step, coll)  # in the module, where its mesh resolves
         try:
-            permutes = sum(self.steps(n)) * self.model.collective_time(step)
+            # The engine rule (`timing.engine_window`): a permute may begin its overlap
+            # (its latency) before the one ahead of it ends, so k of them take at least
+            # k * (t - o) + o.
+            t, o = self.model.collective_time(step), self.model.collective_overlap(step)
+            permutes = sum(self.steps(n)) * (t - o) + o
         finally:
             where.erase_op(step)
         dot_time = self.model.op_cost(dot).time

@@ -36,7 +36,7 @@ from typing import Any, cast
 
 from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CostModel, OpCost, cached
-from shardc.interpreter.timing import compute_cost, engine_window
+from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
 from shardc.passes.async_split import TO_START
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
@@ -208,15 +208,24 @@ def scheduled_time(
     memory_limit: int | None = None,
     max_in_flight: int = 4,
     memo: dict[Operation, float] | None = None,
+    issued_together: bool = False,
 ) -> float:
     """
     The step of `block` as `async-split` + `schedule` would leave it: `program_order_time`
     of the scheduler's order; inf if it cannot fit the memory limit. The block is left as
     it was (a `StepGraph` of it; with a memory limit, `split_scheduled_time`).
+    `issued_together` (no memory limit): every collective issued behind others still in
+    flight, charged `timing.issued_behind` (what it adds to a busy engine) with nothing
+    more to overlap: the price of a piece of a program (a partition candidate) whose
+    collectives run among the program's others.
     """
     model = per_op(model)
     if memory_limit is None:  # no live bytes to track: the scheduler over ints (`StepGraph`)
-        return StepGraph(block, model, memo).scheduled_time(max_in_flight)
+        graph = StepGraph(block, model, memo)
+        if issued_together:
+            graph.issue_together()
+        return graph.scheduled_time(max_in_flight)
+    assert not issued_together, "issued_together is priced without a memory limit"
     return split_scheduled_time(block, model, memory_limit, max_in_flight, memo)
 
 
@@ -404,6 +413,16 @@ class StepGraph:
         if not dones:
             raise ScheduleStuck
         return min(dones, key=lambda d: (in_flight.get(start_of[d], clock), d))
+
+    def issue_together(self) -> None:
+        """Every collective node charged as issued behind others in flight
+        (`timing.issued_behind`), with no overlap left (`scheduled_time`'s
+        `issued_together`)."""
+        for n, k in enumerate(self.kind):
+            if k in (_START, _SYNC):
+                self.cost[n] = issued_behind(self.cost[n], self.overlap[n])
+                self.time[n] = issued_behind(self.time[n], self.overlap[n])
+                self.overlap[n] = 0.0
 
     def scheduled_time(self, max_in_flight: int) -> float:
         """`program_order_time` of `order`; inf if the scheduler is stuck."""
