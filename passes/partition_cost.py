@@ -11,7 +11,11 @@ factor assignment, and the sharding its result is resharded to: the one propagat
 or the one all its users need) is built in a scratch function exactly as the partitioner
 would build it (the resharder's ops for each operand, the op on local types, the result's
 reshard) and timed by the scheduled-step estimate (`step_estimate.scheduled_time`), the
-number the pipeline's other cost gates use. The cheapest wins; candidate 0 is today's
+number the pipeline's other cost gates use, by the interpreter's rule of collectives in
+flight (`timing.engine_window`): once the function has issued collectives before the op,
+the candidate's run among them, each charged what it adds to a busy engine
+(`timing.issued_behind`: an all_to_all or a permute its bytes, a ring all but its first
+step's latency); before any, alone. The cheapest wins; candidate 0 is today's
 `choose_factors` and is kept unless another is clearly (`RELATIVE_TIE`) faster, so
 programs whose choice is already cheapest partition as before.
 
@@ -229,6 +233,10 @@ class OpPlanner:
     """The reduced axes left pending (`unreduced`) by the op (the rest all-reduced now)."""
     is_argument: Callable[[int], bool] = lambda i: False
     """Whether operand i is an argument of the function (ready when the step starts)."""
+    together: bool = False
+    """Whether collectives were issued before this op (the engine may be busy with them):
+    its candidates' collectives are then priced as issued together with those
+    (`timing.issued_behind`), else as they run alone."""
 
     def plan(self, factors: list[Axes], want: ShardingAttr) -> Plan:
         op, rule = self.op, self.rule
@@ -248,6 +256,7 @@ class OpPlanner:
             layout(want),
             reused,
             tuple(self.is_argument(i) for i in range(len(op.operands))),
+            self.together,
         )
         if (found := self.coster.known(key)) is not None:
             return found
@@ -298,7 +307,7 @@ class OpPlanner:
             start = make_sharding(coster.mesh_name, natural.dim_axes, kept)
             resharder.reshard(value, start, want, anchor, rshape)
         parts += [("result", k) for k in range(since, len(resharder.inserted))]
-        time = scheduled_time(scratch.body.block, coster.model, issued_together=True)
+        time = scheduled_time(scratch.body.block, coster.model, issued_together=self.together)
         inserted = [
             (what, o)
             for what, k in parts
@@ -307,8 +316,11 @@ class OpPlanner:
         moves = [(w, o.name.removeprefix("collective."), tuple(o.axes)) for w, o in inserted]
         nbytes = sum(coster.model.comm_bytes(o) for _, o in inserted)
         early_names = {_operand_name(op, i) for i in range(len(op.operands)) if self.is_argument(i)}
+        model = coster.model
         early = sum(
-            issued_behind(coster.model.collective_time(o), coster.model.collective_overlap(o))
+            issued_behind(model.collective_time(o), model.collective_overlap(o))
+            if self.together
+            else model.collective_time(o)
             for w, o in inserted
             if w in early_names
         )
