@@ -13,7 +13,10 @@ Sources (one URL per row in the table):
   sharding on the contracting dimension 224 us, and the shard_map collective matmul 244 us
   (here: the jit version through `collective-matmul`, which builds the book's ring for an
   all-gathered contracting dimension, then `async-split` and `schedule`, so each step's
-  permute runs under the previous block's dot);
+  permute runs under the previous block's dot). The page does not name the chip of these
+  three profiles (its mesh (2, 4) only says 8 devices; its exercises suggest a Colab
+  TPUv2-8 / TPUv3): v5e-8 is assumed here, the book's chip elsewhere. A v2 core (22.5 TFLOP/s
+  bf16) cannot run 4.3 GOP of int32 in 224 us; v3-8, v5e-8 and v6e-8 remain possible;
 - the scaling book's worked figure (Part 3, https://jax-ml.github.io/scaling-book/sharding/):
   AllGather_Y of bf16[2048, 8192] on a v5e {X: 8, Y: 4} (Y a line of 4): 3 steps of
   8.4 MB at 4.5e10 B/s = 559 us (a calculation from the book's model, not a measurement);
@@ -115,7 +118,7 @@ def _peak_matmul(n: int) -> str:
 
 ROWS = [
     Row(
-        "collective-matmul example, jit (AllGather_Y + matmul)",
+        "collective-matmul example, jit (AllGather_Y + matmul); chip not named, v5e assumed",
         "v5e",
         "int32",
         311e-6,
@@ -124,7 +127,7 @@ ROWS = [
         _collective_matmul_jit(),
     ),
     Row(
-        "collective-matmul example, matmul without contracting sharding",
+        "collective-matmul example, matmul without contracting sharding; chip not named, v5e assumed",
         "v5e",
         "int32",
         224e-6,
@@ -133,7 +136,7 @@ ROWS = [
         _local_matmul(),
     ),
     Row(
-        "collective-matmul example, shard_map collective matmul (the ring)",
+        "collective-matmul example, shard_map collective matmul (the ring); chip not named, v5e assumed",
         "v5e",
         "int32",
         244e-6,

@@ -5,22 +5,22 @@ inputs, run, outputs), the speedup and efficiency (speedup / K) over in process,
 memory per rank (max RSS), and the bytes each rank sends (what would cross the network
 between hosts). Every MPI run's outputs are checked bit-identical to the in-process run's.
 
-    python bench/mpi_scaling.py [--tokens N] [--dp-width N] [--ranks 2,4,8]
+    python bench/mpi_scaling.py [--tokens N] [--dp-width N] [--dp-tokens N] [--ranks 2,4,8]
 
 Programs (written here as level G, compiled once with spmd-pipeline by shardc-opt):
 
 * megatron: the Megatron MLP (bf16, model 4096, FFN 16384) on a v5e 2x4 mesh,
-  data x model, `--tokens` rows of batch x sequence (the issue's real size is
-  8 x 2048 = 16384; the default is smaller so that the 4 runs fit a 2-core machine's
-  budget: a real-size run is ~100 s of matmuls per run here, and the ranks share the same
-  2 cores, so the comparison is the same at any size);
+  data x model, `--tokens` rows of batch x sequence (the issue's real size, 8 x 2048 =
+  16384, is the default: ~100 s in process on 2 cores);
 * dp64: a data-parallel training step (forward, backward, gradient all_reduce, SGD) of a
-  2-layer f32 MLP, width `--dp-width` and 4x that hidden, on 64 devices.
+  2-layer f32 MLP with square `--dp-width` weights (a real layer: 4096; in process a run
+  holds every device's gradients, 64 x 4 x width^2 x 4 bytes, so on a shared 23 GB
+  machine 2048 is what fits), `--dp-tokens` per device, on 64 devices.
 
 Ranks beyond the machine's cores cannot run faster: the interesting columns are memory per
-rank (each rank holds its devices' arrays only) and bytes sent (each rank sends every
-member's operands of a cross-rank group to the group's other ranks: the price of
-reducing in the in-process order, bit-identical; see interpreter/mpi_rendezvous.py).
+rank (each rank holds its devices' arrays only) and bytes sent (a cross-rank all_reduce
+passes one partial sum along its group's ranks in the in-process order, bit-identical,
+and the last rank sends the result back: interpreter/mpi_chain.py).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ func.func @main(%x: tensor<{tokens}x4096x{bf}> {{spmd.sharding = #spmd.sharding<
 """
 
 
-def dp64(width: int) -> str:
-    n, d, h, o = 64 * 32, width, 4 * width, width // 4
+def dp64(width: int, tokens: int = 128) -> str:
+    n, d, h, o = 64 * tokens, width, width, width
     f = "f32"
     sh = '{spmd.sharding = #spmd.sharding<@mesh, [{"data"}, {}]>}'
     return f"""spmd.mesh @mesh = <["data"=64]>
@@ -132,8 +132,9 @@ def _mib(n: float) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tokens", type=int, default=2048, help="megatron rows (real: 16384)")
-    p.add_argument("--dp-width", type=int, default=512, help="dp64 MLP width")
+    p.add_argument("--tokens", type=int, default=16384, help="megatron rows (batch x seq)")
+    p.add_argument("--dp-width", type=int, default=2048, help="dp64 weights: width x width")
+    p.add_argument("--dp-tokens", type=int, default=128, help="dp64 tokens per device")
     p.add_argument("--ranks", default="2,4,8")
     args = p.parse_args()
     ranks = [int(k) for k in args.ranks.split(",")]
@@ -145,7 +146,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     programs = [
         (f"megatron MLP, 8 devices, {args.tokens}x4096 bf16", megatron(args.tokens), "megatron"),
-        (f"DP step, 64 devices, width {args.dp_width}", dp64(args.dp_width), "dp64"),
+        (
+            f"DP step, 64 devices, {args.dp_width}x{args.dp_width} f32 weights, "
+            f"64x{args.dp_tokens} tokens",
+            dp64(args.dp_width, args.dp_tokens),
+            "dp64",
+        ),
     ]
     for title, text, name in programs:
         with tempfile.TemporaryDirectory() as d:

@@ -14,7 +14,13 @@ https://cloud.google.com/tpu/docs/v5p, https://cloud.google.com/tpu/docs/v6e):
   per direction (Part 2), what its worked examples (and bench/fidelity.py's rows taken
   from them) use: 90% of Google Cloud's link peak, i.e. the rate a link sustains rather
   than its signalling rate (with 50 / 100 every bandwidth-bound collective here would be
-  10% faster);
+  10% faster). The book is not consistent on it (fid7): its Part 2 table as published now
+  (jax-ml/scaling-book tpus.md at 04d8de5) gives one-way 5e10 on v5e and 1e11 on v5p and
+  v6e (Google Cloud's figures; 4.5e10 is v4p's there), while its Part 3 worked answers in
+  the same version still use 4.5e10 / 9e10 for v5e. The two v5e profiles the book publishes
+  (bench/RESULTS.md, fidelity) sustain 3.6e10-3.7e10 B/s on a 4-long line, below both.
+  Kept at 4.5e10 / 9e10: no published figure gives a sustained link rate, and changing the
+  constant is the lead's decision (every collective everywhere moves with it);
 - DCN per chip: v5e 6.4 Tb/s per 256-chip pod = 3.125e9 B/s; v5p 50 Gb/s = 6.25e9 B/s;
   v6e 25.6 Tb/s per pod = 1.25e10 B/s: as published. v4 gives none;
 - pods (ICI domains, `pod_chips`): v5e and v6e 256 chips (16x16), v5p 8960, v4 4096.
@@ -26,7 +32,8 @@ Numbers are per chip. Where the table is silent this module decides, and says so
   fp8 MXU before v7); a complex matmul is four real ones; a wider integer matmul is
   (bits / 8)^2 int8 passes (i16 1/2, i32 1/8, i64 1/32 of the bf16 peak with int8 at 2x):
   integer matmuls do not run at the bf16 peak (the scaling book's int32 matmul of its
-  collective-matmul example, 4.3 GOP in 224 us on a v5e-8, ran at 1/10 of it;
+  collective-matmul example, 4.3 GOP in 224 us on 8 devices the page does not name, a v5e-8
+  assumed, ran at 1/10 of it;
   bench/fidelity.py). Why wider integers are passes of 8 bits: the MXU takes no 32-bit
   integer operands. JAX's own table of what each generation's MXU multiplies
   (jax/_src/pallas/mosaic/tpu_info.py, `TpuInfo.is_matmul_supported`): v5e/v5p/v6e pairs

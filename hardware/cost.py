@@ -4,7 +4,10 @@ The cost of each op on a chip: one model for the scheduler and the interpreter's
 Compute ops: roofline `max(flops / peak, bytes / HBM bandwidth)`, with dtype-aware bytes and
 FLOPs (dots on the MXU, everything else on the VPU; see `chips`). Bytes are what the op
 reads and writes in HBM: a reshape is a bitcast and moves nothing, a slice reads only what
-it keeps, a dynamic_update_slice writes its update in place.
+it keeps, a dynamic_update_slice writes its update in place. An op or fusion that
+`lower-to-tpu` makes one tiled loop of is charged that loop's time instead
+(`hardware/kernel.py`, from its types: the first blocks' fetch, per step the longer of
+compute and DMA, the last write-back), which the roofline bounds from below.
 
 Collectives (`collective_time`): as `lower-to-tpu` builds them, on the torus of
 `hardware/topology.py` (its module docstring has the model: placement, routes, ring steps
@@ -287,7 +290,18 @@ class CostModel:
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
-        return OpCost(flops, nbytes, time)
+        return OpCost(flops, nbytes, self.tiled_time(op, time))
+
+    def tiled_time(self, op: Operation, roofline: float) -> float:
+        """
+        Seconds of `op` as the tiled loop `lower-to-tpu` makes of it (`hardware/kernel.py`:
+        the first blocks' fetch, per step the longer of compute and DMA, the last
+        write-back), from its types; `roofline` where it is not such a loop.
+        """
+        from shardc.hardware import kernel  # kernel.py builds on this module's rates
+
+        found = kernel.op_kernel_time(self.chip, op)
+        return roofline if found is None else found
 
     def control_cost(self, op: hlo.WhileOp | hlo.CaseOp) -> OpCost:
         """
@@ -324,7 +338,7 @@ class CostModel:
         flops = sum(self.flops(i)[0] for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
         compute = self.compute_seconds(op)
         nbytes = fusion_boundary_bytes(op)
-        return OpCost(flops, nbytes, max(compute, nbytes / self.chip.hbm_bw))
+        return OpCost(flops, nbytes, self.tiled_time(op, max(compute, nbytes / self.chip.hbm_bw)))
 
     def compute_seconds(self, op: Operation) -> float:
         """

@@ -144,6 +144,13 @@ def _int_pow(a, b):
     return int_pow(a, b)
 
 
+def _vector_extract(op, args):
+    """`vector.extract`: the sub-vector (or element) at the leading positions."""
+    dynamic = iter(args[1:])
+    pos = tuple(p if isinstance(p, int) else int(next(dynamic)) for p in op.get_mixed_position())
+    return np.array(args[0][pos])
+
+
 def _vector_broadcast(op, args, ty):
     """MLIR vector.broadcast: a scalar, or a vector's trailing dims (size 1 stretches)."""
     src = np.asarray(args[0]).astype(dtype_of(ty.element_type))
@@ -331,6 +338,8 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     arith.ShRSIOp: lambda op, args, ty: _shift(op, args, ty, "arithmetic"),
     math.CtPopOp: lambda op, args, ty: _bit_count(args[0], ty, popcount=True),
     math.CountLeadingZerosOp: lambda op, args, ty: _bit_count(args[0], ty, popcount=False),
+    # A slice of a vector at static / dynamic positions (a reduce body's element).
+    vector.ExtractOp: lambda op, args, ty: _vector_extract(op, args),
 }
 
 

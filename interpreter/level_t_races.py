@@ -47,6 +47,8 @@ class Access:
     (`acquire`); a thread whose clock reaches one has seen the access."""
     box: tuple[tuple[int, int], ...] | None = None
     """The view as [lo, hi) index intervals of its buffer's shape (None: not a box)."""
+    seq: int = 0
+    """Its place in its buffer's `AccessIndex` (recording order)."""
 
     def seen_by(self, thread: Any, vc: Mapping[Any, int]) -> bool:
         """Whether `thread`, at `vc`, happens after this access."""
@@ -128,6 +130,72 @@ def join(into: dict[Any, int], other: Mapping[Any, int]) -> None:
             into[k] = v
 
 
+class AccessIndex:
+    """
+    A buffer's recorded accesses, indexed by the rows (first dimension) their boxes
+    cover, so that an access is compared only with those that may overlap it: a program
+    that touches N distinct rows (a gather's DMA per row) costs O(N) comparisons in all,
+    not O(N^2). Rows are grouped in `_BUCKETS` buckets; an access that is not a box, or
+    spans more than `_WIDE` buckets, is in `wide` and compared with every access.
+    """
+
+    __slots__ = ("buckets", "rows", "seq", "wide", "width")
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.rows = shape[0] if shape else 1
+        self.width = max(1, -(-self.rows // _BUCKETS))
+        self.buckets: dict[int, dict[int, Access]] = {}
+        self.wide: dict[int, Access] = {}
+        self.seq = 0
+
+    def _keys(self, box: tuple[tuple[int, int], ...] | None) -> range | None:
+        if box is None or not box:
+            return None
+        lo, hi = box[0]
+        keys = range(lo // self.width, (hi - 1) // self.width + 1)
+        return keys if len(keys) <= _WIDE else None
+
+    def candidates(self, box: tuple[tuple[int, int], ...] | None) -> list[Access]:
+        """The accesses that may overlap `box` (all, for a wide one), oldest first."""
+        keys = self._keys(box)
+        if keys is None:
+            found = {a.seq: a for b in self.buckets.values() for a in b.values()}
+        else:
+            found = {a.seq: a for k in keys for a in self.buckets.get(k, {}).values()}
+        found.update((a.seq, a) for a in self.wide.values())
+        return [found[k] for k in sorted(found)]
+
+    def add(self, a: Access) -> None:
+        self.seq += 1
+        a.seq = self.seq
+        keys = self._keys(a.box)
+        if keys is None:
+            self.wide[a.seq] = a
+            return
+        for k in keys:
+            self.buckets.setdefault(k, {})[a.seq] = a
+
+    def remove(self, a: Access) -> None:
+        keys = self._keys(a.box)
+        if keys is None:
+            del self.wide[a.seq]
+            return
+        for k in keys:
+            bucket = self.buckets[k]
+            del bucket[a.seq]
+            if not bucket:
+                del self.buckets[k]
+
+    def __len__(self) -> int:
+        return len(self.wide) + sum(len(b) for b in self.buckets.values())
+
+
+_BUCKETS = 1024
+"""Row buckets of an `AccessIndex` (buffers of fewer rows: one row per bucket)."""
+_WIDE = 8
+"""An access spanning more buckets than this is compared with every access."""
+
+
 def record_access(
     buf: Buffer,
     view: np.ndarray,
@@ -142,20 +210,24 @@ def record_access(
     `dma_release` list). Returns the earlier access it races with (nothing is recorded
     then), else None. Earlier accesses this one supersedes are dropped: whatever races
     with them also races with this one (it happens after them, covers their bytes, and
-    writes if they did).
+    writes if they did). Only the accesses whose rows may overlap are compared
+    (`AccessIndex`).
     """
     mine = vc.get(thread, 0)
     box = box_of(buf, view)
-    keep: list[Access] = []
-    for a in buf.accesses:
+    if not isinstance(buf.accesses, AccessIndex):
+        buf.accesses = AccessIndex(buf.array.shape)
+    index = buf.accesses
+    dropped: list[Access] = []
+    for a in index.candidates(box):
         ordered = a.seen_by(thread, vc)
         if not ordered and (write or a.write) and a.thread != thread and _overlap(a, view, box):
             return a
         if ordered and (write or not a.write) and _contains(view, box, a):
-            continue
-        keep.append(a)
-    keep.append(Access(thread, mine, write, view, what, dma_release, box))
-    buf.accesses = keep
+            dropped.append(a)
+    for a in dropped:
+        index.remove(a)
+    index.add(Access(thread, mine, write, view, what, dma_release, box))
     return None
 
 
@@ -193,4 +265,13 @@ def check_access(
         )
 
 
-__all__ = ["Access", "acquire", "box_of", "check_access", "join", "record_access", "tick"]
+__all__ = [
+    "Access",
+    "AccessIndex",
+    "acquire",
+    "box_of",
+    "check_access",
+    "join",
+    "record_access",
+    "tick",
+]

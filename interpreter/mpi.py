@@ -32,14 +32,16 @@ from typing import Any
 import numpy as np
 from shardc.diagnostics import DiagnosticError
 from shardc.dialects import collective as coll
+from shardc.interpreter.mpi_liveness import Liveness
 from xdsl.ir import Operation
 
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 """Set by Open MPI's, MPICH's and PMIx launchers in each rank's environment."""
 
 DEFAULT_TIMEOUT = 300.0
-"""Seconds without progress before a waiting rank reports a deadlock
-(`SHARDC_MPI_TIMEOUT`): long, since another rank may be computing a large op."""
+"""Seconds without progress, while every other rank waits too, before a waiting rank
+reports a deadlock (`SHARDC_MPI_TIMEOUT`; a rank computing a long op is no deadlock:
+`mpi_liveness`)."""
 
 
 def running_under_mpi() -> bool:
@@ -94,6 +96,9 @@ class World:
         self.started = False
         self._group_comm: dict[tuple[int, ...], tuple[Any, int, list[int]]] = {}
         self._sends: list[tuple[Any, bytes]] = []
+        self.local_results: dict[int, tuple[Any, ...]] = {}
+        """This rank's devices' results of the last level-S run."""
+        self.liveness = Liveness(self.comm, MPI, self.rank, self.size, self.timeout)
 
     def reset(self) -> None:
         """Ready for the next run in this process (a test runs many in one job)."""
@@ -101,6 +106,7 @@ class World:
         self.devices = 0
         self.bytes_sent = 0
         self._group_comm = {}
+        self.local_results = {}
 
     @property
     def is_root(self) -> bool:
@@ -116,6 +122,7 @@ class World:
                 f"ranks cannot share evenly (mpirun -n K needs K to divide {n})"
             )
         self.devices = n
+        self.liveness.start_run()
         per = n // self.size
         return range(self.rank * per, (self.rank + 1) * per)
 
@@ -139,7 +146,7 @@ class World:
             ranks = tuple(sorted({self.rank_of(d) for d in group}))
             if len(ranks) < 2 or self.rank not in ranks:
                 continue
-            self._group_comm[group] = (ranks, tag, [])
+            self._group_comm[group] = (ranks, 3 * tag, [])  # 3 channels (mpi_chain)
             rank_sets[ranks] = None
         for ranks in sorted({r for r, _, _ in self._group_comm.values()}):
             mpi_group = self.comm.Get_group().Incl(list(ranks))
@@ -147,25 +154,37 @@ class World:
         for group, (ranks, tag, _) in self._group_comm.items():
             self._group_comm[group] = (rank_sets[ranks], tag, list(ranks))
 
-    def send(self, group: tuple[int, ...], payload: Any) -> None:
+    def send(self, group: tuple[int, ...], payload: Any, channel: int = 0) -> None:
         """`payload` to every other rank of `group` (non-blocking)."""
+        self._send(
+            group, [r for r in self._group_comm[group][2] if r != self.rank], payload, channel
+        )
+
+    def send_to(self, group: tuple[int, ...], rank: int, payload: Any, channel: int) -> None:
+        """`payload` to rank `rank` of `group` only (a chained reduction's partial sum)."""
+        self._send(group, [rank], payload, channel)
+
+    def _send(self, group: tuple[int, ...], to: list[int], payload: Any, channel: int) -> None:
         comm, tag, ranks = self._group_comm[group]
         data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        for r in ranks:
-            if r != self.rank:
-                request = comm.Isend([data, self.MPI.BYTE], ranks.index(r), tag)
-                self._sends.append((request, data))
-                self.bytes_sent += len(data)
+        for r in to:
+            request = comm.Isend([data, self.MPI.BYTE], ranks.index(r), tag + channel)
+            self._sends.append((request, data))
+            self.bytes_sent += len(data)
         self._sends = [(q, d) for q, d in self._sends if not q.Test()]
 
-    def receive(self, group: tuple[int, ...], source: int) -> Any | None:
-        """The next message of `group` from rank `source`, None if none has arrived."""
+    def group_ranks(self, group: tuple[int, ...]) -> list[int]:
+        return self._group_comm[group][2]
+
+    def receive(self, group: tuple[int, ...], source: int, channel: int = 0) -> Any | None:
+        """The next message of `group` on `channel` from rank `source`, None if none has
+        arrived (messages of one channel from one rank arrive in order)."""
         comm, tag, ranks = self._group_comm[group]
         status = self.MPI.Status()
-        if not comm.Iprobe(ranks.index(source), tag, status):
+        if not comm.Iprobe(ranks.index(source), tag + channel, status):
             return None
         buffer = bytearray(status.Get_count(self.MPI.BYTE))
-        comm.Recv([buffer, self.MPI.BYTE], ranks.index(source), tag)
+        comm.Recv([buffer, self.MPI.BYTE], ranks.index(source), tag + channel)
         return pickle.loads(buffer)
 
     # Agreement, failure -------------------------------------------------------------
@@ -189,11 +208,14 @@ class World:
         After this rank's devices are done (or failed): True if every rank succeeded.
         Waits (polling) for the other ranks; a rank that cannot finish reports itself.
         """
+        self.liveness.finished()
         status = np.array([int(failed)], dtype=np.int32)
         out = np.zeros(1, dtype=np.int32)
         request: Any = self.comm.Iallreduce(status, out, op=self.MPI.MAX)
         start, reported = time.monotonic(), False
         while not request.Test():
+            if self.liveness.others_quiet() is None:  # another rank computes: no alarm
+                start = time.monotonic()
             waited = time.monotonic() - start
             if waited > self.timeout and not reported:
                 devs = self.devices_of(self.rank)
@@ -211,6 +233,13 @@ class World:
             self.MPI.Request.Waitall([q for q, _ in self._sends])
             self._sends = []
         return int(out[0]) == 0
+
+    def progressed(self) -> None:
+        self.liveness.progressed()
+
+    def stalled(self, idle: float) -> bool:
+        """True when this rank's waiting devices are deadlocked (`mpi_liveness`)."""
+        return self.liveness.stalled(idle)
 
     def abort(self, message: str | None = None) -> None:
         """Print `message` (this rank's failure) and end the whole job at once."""

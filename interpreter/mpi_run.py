@@ -79,6 +79,7 @@ def run_level_s(
         world.timeout,
     )
     results, devices = _run_or_fail(executor, function, local_args, rendezvous, world)
+    world.local_results = results  # what a distributed --check compares (driver.mpi_checking)
     index = {op: i for i, op in enumerate(ops)}
     clocks = [clock_state(d.tm, index) if d.tm is not None else None for d in devices]
     gathered = world.gather((results, clocks))
@@ -179,4 +180,17 @@ def _write_stats(world: World, local: range, inputs_peak: int | None, wall: floa
         json.dump(stats, f)
 
 
-__all__ = ["clock_from_state", "clock_state", "run", "run_level_s"]
+def add_stats(world: World, values: dict[str, Any]) -> None:
+    """Add `values` to this rank's SHARDC_MPI_STATS file (what a distributed --check
+    held: `driver.mpi_checking`)."""
+    path = os.environ.get("SHARDC_MPI_STATS")
+    if not path:
+        return
+    name = path.format(rank=world.rank)
+    stats = json.loads(open(name).read()) if os.path.exists(name) else {}
+    stats.update(values)
+    with open(name, "w") as f:
+        json.dump(stats, f)
+
+
+__all__ = ["add_stats", "clock_from_state", "clock_state", "run", "run_level_s"]

@@ -64,6 +64,20 @@ def random_blocks(sig: Signature, seed: int, devices: Sequence[int]) -> dict[int
     return rows
 
 
+def random_boxes(
+    sig: Signature, seed: int, boxes: Sequence[tuple[slice, ...] | None]
+) -> list[np.ndarray | None]:
+    """The parts `boxes` of `io.random_inputs(sig, seed)`'s arrays (None: not needed; its
+    stream is still drawn, to keep the next input's values): what a rank's distributed
+    `--check` evaluates level G on (`interpreter.level_g_boxes`)."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray | None] = []
+    for spec, index in zip(sig.args, boxes, strict=True):
+        drawn = _draw(rng, spec.global_shape, spec.dtype, [] if index is None else [index])
+        out.append(None if index is None else drawn[0])
+    return out
+
+
 def _key(index: tuple[slice, ...]) -> tuple[tuple[int, int], ...]:
     return tuple((s.start, s.stop) for s in index)
 
@@ -139,4 +153,4 @@ def load_lazily(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-__all__ = ["SeededInputs", "load_lazily", "random_blocks"]
+__all__ = ["SeededInputs", "load_lazily", "random_blocks", "random_boxes"]

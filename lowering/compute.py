@@ -16,10 +16,10 @@ The scheme
   in HBM) are multiples of (8, 128) or the whole dimension, and a dot's contracting and
   rhs-free blocks are multiples of 128 (the MXU's tile) and its lhs rows of 8. Among the
   choices whose VMEM (below) fits `Target.vmem_bytes` less what in-flight collectives still
-  hold, it takes the fastest by a pipeline model (`tile_plan._estimate`: the first fetch, then per
-  step the longer of its compute (MXU or VPU, plus VMEM loads and stores) and the HBM
-  traffic overlapping it, then the last write-back; it agrees with the level-T simulator to
-  about 1%), plus Pallas's ~0.35 us per grid step, which keeps blocks large (the
+  hold, it takes the fastest by a pipeline model (`hardware.kernel.pipeline_time`, what
+  level S charges the op too: the first fetch, then per step the longer of its compute
+  (MXU or VPU, plus VMEM loads and stores) and the HBM traffic overlapping it, then the
+  last write-back; it agrees with the level-T simulator to about 1%), plus Pallas's ~0.35 us per grid step, which keeps blocks large (the
   simulator's cost grows with the number of blocks). If even the smallest legal blocks do
   not fit, the op is an error naming the blocks, the bytes and the capacity.
 * The loop (`tile_loop.tile`): one `scf.for %t` over all blocks, row-major over the
@@ -363,6 +363,8 @@ _BUILDERS: list[tuple[type | tuple[type, ...], Callable[..., Tiled]]] = [
 def _builder(op: Operation) -> Callable[..., Tiled] | None:
     if isinstance(op, hlo.CHLO_OPS_13) or not_computed(op):
         return None  # not lowered yet: lower-to-tpu says so at the op
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        return None  # lowering/reduce_body.py
     for cls, build in _BUILDERS:
         if isinstance(op, cls):
             return build
@@ -378,8 +380,6 @@ def check(target: Target, op: Operation) -> None:
     """Raise an `OpPassError` at `op` if it cannot be lowered (its blocks do not fit)."""
     build = _builder(op)
     assert build is not None
-    if isinstance(op, hlo.ReduceOp) and op.has_body:
-        raise OpPassError(op, "lower-to-tpu: hlo.reduce with a body is not supported yet")
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
     if any(0 in tensor_type(v.type).get_shape() for v in op.operands):

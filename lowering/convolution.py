@@ -22,8 +22,8 @@ Each dot is a tiled MXU loop (compute.py) of (batch x output positions) rows by
 Level S computes one matmul over (features x taps); the sum runs in another order, so
 floats agree to rounding (as tiled dots do), integers exactly. The bytes: each tap's
 strided slice is a copy of the lhs window positions (taps x output positions x
-features), where an im2col-free kernel would read the lhs once per block with halos
-(not written yet).
+features), so the channels-last convolutions lowering/conv_kernel.py takes (the lhs
+read once per image with its halo, taps as shifted VMEM loads) are left to it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import math
 from shardc.dialects import hlo
 from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.syntax import splat_elements
+from shardc.lowering import conv_kernel
 from shardc.lowering.context import Target
 from shardc.lowering.emit import tensor_type
 from shardc.lowering.windows import check_expansion
@@ -76,6 +77,8 @@ class ConvolutionToDots(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: hlo.ConvolutionOp, rewriter: PatternRewriter) -> None:
+        if conv_kernel.takes(self.target, op):
+            return  # one kernel, the lhs read once (lowering/conv_kernel.py)
         res = tensor_type(op.result.type)
         if math.prod(res.get_shape()) == 0 or 0 in tensor_type(op.rhs.type).get_shape():
             # Nothing to multiply: an empty result, or sums over an empty kernel (zeros).

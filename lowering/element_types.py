@@ -17,7 +17,8 @@ and complex<f64>), but not every op computes in every one of them yet.
   per op, as ml_dtypes does at level S).
 * Not yet (an error at the op): sub-byte integers (i2 i4 ui2 ui4) and complex numbers in
   any computing op, f8 in reductions (dot, reduce, reducing collectives: level S
-  accumulates f8 in f8, the tiled loop and the rings in another order), and permute of
+  accumulates f8 in f8, the tiled loop and the rings in another order; a reduce with a
+  body takes f8: it folds in level S's order), and permute of
   complex (its zero fill for devices nobody sends to is an integer or float constant).
 """
 
@@ -71,8 +72,8 @@ def computed(op: Operation, elem: Attribute) -> bool:
         width = elem.width.data
         unsigned = elem.signedness.data.name == "UNSIGNED"
         return width in _INT_WIDTHS and not (unsigned and width == 1)
-    if isinstance(elem, _F8):
-        return not isinstance(op, _REDUCING)
+    if isinstance(elem, _F8):  # a reduce with a body folds as level S: lowering/reduce_body.py
+        return not isinstance(op, _REDUCING) or (isinstance(op, hlo.ReduceOp) and op.has_body)
     return isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type)
 
 

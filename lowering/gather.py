@@ -150,10 +150,11 @@ def _layout(op: hlo.GatherOp | hlo.ScatterOp) -> _Layout:
 # Indices in SMEM ------------------------------------------------------------------------
 
 
-IN_FLIGHT = 64
+IN_FLIGHT = 16
 """Gathered slices in flight at once (a DMA queue's depth; each later one first waits for
-the oldest): enough to keep HBM busy with rows of a few KiB, and it bounds the
-simulator's work per DMA."""
+the oldest): enough to keep HBM busy with rows of a few KiB (16 and 64 give the same
+step for 8 KiB rows), and it bounds the simulator's work per DMA (every DMA event
+re-rates the ones in flight)."""
 
 
 def smem_budget(chip: Chip) -> int:
@@ -350,18 +351,19 @@ def _lower_gather(ctx: LoweringContext, op: hlo.GatherOp) -> None:
 
     def per_chunk(b: Emitter, smem: SSAValue, start: SSAValue | None, dim: int) -> None:
         trips, coords = _batch_points(lay, dim, chunk_size)
-
         total = math.prod(trips)
         window = min(total, IN_FLIGHT)
+        zero = [b.index(0)] * len(lay.block)
+        waited = b.op(
+            tpu.MemRefSliceOp(result_v, zero, memref_type(lay.block, _elem(op), HBM)), "waited"
+        )
 
-        def wait_one(w: Emitter) -> None:
-            zero = [w.index(0)] * len(lay.block)
-            ty = memref_type(lay.block, _elem(op), HBM)
-            w.op(tpu.DMAWaitOp(sem, w.op(tpu.MemRefSliceOp(result_v, zero, ty), "waited")))
-
-        def one(inner: Emitter, ivs: list[SSAValue]) -> None:
+        def issue(inner: Emitter, ivs: list[SSAValue]) -> None:
             offsets, _ = _starts(inner, lay, smem, ivs, (start, dim), clamp=True)
             src, dst = _blocks(inner, lay, operand_v, result_v, offsets, coords(inner, ivs, start))
+            inner.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+
+        def one(inner: Emitter, ivs: list[SSAValue]) -> None:
             if total > window:  # at most `window` slices in flight: wait for the oldest
                 lin = inner.index(0)
                 for iv, t in zip(ivs, trips, strict=True):
@@ -369,16 +371,45 @@ def _lower_gather(ctx: LoweringContext, op: hlo.GatherOp) -> None:
                 full = inner.op(arith.CmpiOp(lin, inner.index(window), "sge"))
                 then = Emitter(Block())
                 inner.op(scf.IfOp(full, [], Region(then.block)))
-                wait_one(then)
+                then.op(tpu.DMAWaitOp(sem, waited))
                 then.op(scf.YieldOp())
-            inner.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+            issue(inner, ivs)
 
-        loop_nest(b, trips, one, "b")
+        if len(trips) == 1 and total > window:
+            # One batch dimension: the first `window` slices, then a wait before each.
+            first, iv = for_steps(b, 0, window, "b")
+            issue(first, [iv])
+            first.op(scf.YieldOp())
+            rest, iv = for_steps(b, window, total, "b")
+            rest.op(tpu.DMAWaitOp(sem, waited))
+            issue(rest, [iv])
+            rest.op(scf.YieldOp())
+        else:
+            loop_nest(b, trips, one, "b")
         waits, _ = for_steps(b, 0, window, "w")
-        wait_one(waits)
+        waits.op(tpu.DMAWaitOp(sem, waited))
         waits.op(scf.YieldOp())
 
+    mark = e.block.last_op
     _chunked(ctx, op, op.start_indices, per_chunk)
+    _hoist_constants(e, mark)
+
+
+def _hoist_constants(e: Emitter, mark: Operation | None) -> None:
+    """Move the constants of the loops emitted after `mark` before their loops: the
+    simulator runs a loop body once per slice (thousands), a constant costs as much as
+    any op there, and a constant (no operands) may be defined anywhere above its uses."""
+    first = e.block.first_op if mark is None else mark.next_op
+    loops = []
+    while first is not None:
+        if isinstance(first, scf.ForOp):
+            loops.append(first)
+        first = first.next_op
+    for loop in loops:
+        inner = [o for o in loop.walk() if isinstance(o, arith.ConstantOp) and o is not loop]
+        for c in inner:
+            c.detach()
+            e.block.insert_op_before(c, loop)
 
 
 def _elem(op: Operation):

@@ -30,7 +30,8 @@ the function's ops in order. Where each part lives:
   ops), `windows` (pad, reverse as DMA programs; reduce_window rewritten into level-S
   ops first, `expand`), `convolution` (rewritten into MXU dots over the kernel's taps).
 * `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
-  top_k: a rank sort in VMEM); `element_types`: which op is lowered in which element
+  top_k: a rank sort in VMEM); `reduce_body` (a reduce with a body, argmax: compute's
+  tiled loop folding the body in level S's order); `element_types`: which op is lowered in which element
   type (every level-S type is held; computing ops take most of them).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
@@ -64,6 +65,7 @@ from shardc.lowering import element_types
 from shardc.lowering import fusion as tpu_fusion
 from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
+from shardc.lowering import reduce_body as tpu_reduce_body
 from shardc.lowering import sorting as tpu_sorting
 from shardc.lowering import windows as tpu_windows
 from shardc.lowering.abi import KernelAbi
@@ -89,6 +91,7 @@ _OP_LOWERINGS: tuple[ModuleType, ...] = (
     tpu_windows,
     tpu_gather,
     tpu_sorting,
+    tpu_reduce_body,
 )
 """The modules lowering non-collective ops, each with `handles(op)` and `lower(kernel, op)`,
 asked in this order (a fusion before its kind of op)."""
@@ -127,6 +130,8 @@ def check_function(function: func.FuncOp, target: Target) -> None:
             tpu_gather.check(target, op)
         elif tpu_sorting.handles(op):
             tpu_sorting.check(target, op)
+        elif tpu_reduce_body.handles(op):
+            tpu_reduce_body.check(target, op)
         else:
             tpu_movement.check(target, op)
 
@@ -156,7 +161,12 @@ def _inner_ops(fusion: Operation) -> list[Operation]:
 def _lowered_op(op: Operation) -> bool:
     """pad / reverse (lowering/windows.py), gather / scatter (lowering/gather.py), sort /
     top_k (lowering/sorting.py)."""
-    return tpu_windows.handles(op) or tpu_gather.handles(op) or tpu_sorting.handles(op)
+    return (
+        tpu_windows.handles(op)
+        or tpu_gather.handles(op)
+        or tpu_sorting.handles(op)
+        or tpu_reduce_body.handles(op)
+    )
 
 
 def _check_element_type(at: Operation, ty: object, what: str) -> None:

@@ -1,36 +1,42 @@
 """
 hlo.sort (any number of operands, comparators LT / GT with or without TOTALORDER,
 stable) and hlo.top_k lowered to tpu (part of `lower-to-tpu`, see
-lowering/lower_to_tpu.py) as a rank sort in VMEM, in level S's order exactly
+lowering/lower_to_tpu.py) in VMEM, in level S's order exactly
 (interpreter/hlo_sorting.py).
 
-Why a rank sort: a TPU core has no scalar-speed shuffles, but it compares and selects
-whole vectors. Each operand is seen as [outer, n, inner] (n along the sorted dimension,
-a bitcast view of the whole buffer); a block of R rows [R, n, inner] is DMA'd to VMEM,
-and with i, j two positions along n:
+Each operand is seen as [outer, n, inner] (n along the sorted dimension, a bitcast view
+of the whole buffer); a block of R rows is DMA'd to VMEM, ordered there and DMA'd back.
+"x sorts before y" is the comparator's: LT: a < b, or b is NaN and a is not (NaNs last;
+-0 ties +0); GT: a > b, or a is NaN and b is not (level S reverses the ascending order of
+the reversed row, so NaNs come first); integers compare signed or unsigned by type, i1
+as 0 < 1; TOTALORDER compares the float's bits as a sign-magnitude integer
+(`arith.bitcast`, then negative bit patterns with their magnitude bits flipped: -NaN <
+-inf < .. < -0 < +0 < .. < +NaN). Ties keep their order (stable), as level S's.
 
-* rank[i] = #{j : key[j] sorts before key[i]} + #{j < i : key[j] ties key[i]}: the
-  [R, n, n, inner] comparison of the key broadcast both ways (`tpu.cmp`), summed over
-  j (`tpu.reduce add`). Counting the earlier ties makes the sort stable, as level S's
-  (a sort StableHLO calls unstable may order ties any way; the stable order is one).
-* "before": LT: a < b, or b is NaN and a is not (NaNs last; -0 ties +0); GT: a > b, or
-  a is NaN and b is not (level S reverses the ascending order of the reversed row, so
-  NaNs come first); integers compare signed or unsigned by type, i1 as 0 < 1; TOTALORDER
-  compares the float's bits as a sign-magnitude integer (`arith.bitcast`, then
-  negative bit patterns with their magnitude bits flipped: -NaN < -inf < .. < -0 < +0 <
-  .. < +NaN).
-* output[p] = the element whose rank is p: a one-hot mask (rank == p) selects it among
-  n and a `tpu.reduce add` over i of the masked values' bits (floats `arith.bitcast` to
-  integers of their width, i1 as i32) moves it exactly: one non-zero term, so NaN
-  payloads and -0 are kept bit for bit. top_k is the same with p < k, the key in
-  descending total order and the indices (i32) selected like a value.
+Sort: a bitonic network (`_network`), what level S's cost model charges (L(L + 1)/2
+compare-exchange stages, L = log2 of n rounded up). The row is padded to P = 2^L
+positions in VMEM, and an i32 index operand (the position, `tpu.iota`) rides along: a
+key pair compares by (key, index), which makes equal keys keep their order (the network
+itself is not stable) and sorts the padding (index >= n) after every element. A stage
+(k, j) compare-exchanges positions i and i + j within blocks of 2j: the block viewed as
+[P / 2j, 2, j] (a reshape of VMEM), its two halves are two `tpu.load`s; per pair
+`swap` = "the second sorts before the first", flipped where the merge of size k runs
+descending ((i & k) != 0, from an iota of the block index); each operand's halves are
+selected (`tpu.select`) and stored back. O(P log^2 P) VPU work per row, every value moved
+bit for bit (NaN payloads, -0).
 
-The work is O(n^2) per row (level S's cost model charges a sort as n log n): fine for
-the sorted dimensions of real programs up to a few thousand, where the whole row fits
-in VMEM; a row whose [n, n] comparison does not fit VMEM is an error naming the op, the
-blocks and the capacity (not yet: a merge of sorted blocks through HBM for longer rows,
-a top_k by k selection passes). Each block is fetched, ranked and written back in turn
-(not double-buffered).
+top_k (`_select_top`): k selection passes over the row, when that is less work than the
+network (k passes of ~10 VPU ops per element against L(L + 1)/2 stages of ~15): the keys
+in total order as integers (`_total_key`), the row transposed so that it is the leading
+dimension; per pass the largest key not yet taken (`tpu.reduce max`), its lowest
+position among equals (`tpu.reduce min` of the positions that hold it: level S's
+tie order), the value there (a one-hot mask, its bits summed) and the position itself,
+then that position is marked taken. Otherwise top_k is the network in descending total
+order with the index operand as its second result, of which the first k are written.
+
+A row whose blocks do not fit VMEM is an error naming the op, the blocks and the
+capacity (not yet: a merge of sorted blocks through HBM for longer rows). Each block is
+fetched, ordered and written back in turn (not double-buffered).
 """
 
 from __future__ import annotations
@@ -62,8 +68,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-_TEMPORARIES = 8
-"""4-byte [R, m, n, inner] vectors alive at once while ranking (the VMEM estimate)."""
+_TEMPORARIES = 12
+"""4-byte [R, P, inner] vectors alive at once in a network stage or selection pass (the
+VMEM estimate)."""
 
 
 def handles(op: Operation) -> bool:
@@ -84,18 +91,40 @@ def _geometry(op: Operation) -> tuple[int, int, int, int, int]:
     return dim, outer, shape[dim], inner, m
 
 
+def _padded(n: int) -> int:
+    """P: n rounded up to a power of two."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _stages(n: int) -> int:
+    levels = _padded(n).bit_length() - 1
+    return levels * (levels + 1) // 2
+
+
+def _selects(op: Operation) -> bool:
+    """Whether a top_k takes k selection passes rather than the network."""
+    if not isinstance(op, hlo.TopKOp):
+        return False
+    elem = tensor_type(op.operands[0].type).element_type
+    if hlo.element_kind(elem) == hlo.BOOL or hlo.is_unsigned(elem):
+        return False  # `tpu.reduce max` of the signed keys only
+    _, _, n, _, m = _geometry(op)
+    return 10 * m < 15 * _stages(n)
+
+
 def _rows(target: Target, op: Operation) -> int:
     """The rows R per block: the largest divisor of `outer` whose work fits VMEM."""
     _, outer, n, inner, m = _geometry(op)
-    per_row = _TEMPORARIES * 4 * max(n, m) * n * inner + sum(
-        2 * n * inner * element_bytes(tensor_type(v.type).element_type) for v in op.operands
+    p = n if _selects(op) else _padded(n)
+    per_row = _TEMPORARIES * 4 * p * inner + sum(
+        2 * p * inner * element_bytes(tensor_type(v.type).element_type) for v in op.operands
     )
     fits = [r for r in range(1, outer + 1) if outer % r == 0 and r * per_row <= target.vmem_bytes]
     if not fits:
         raise OpPassError(
             op,
-            f"lower-to-tpu: {op.name}: the rank sort of one row (blocks [1, {n}, {inner}], "
-            f"[{n}, {n}] comparisons: {per_row} bytes) needs more VMEM than the "
+            f"lower-to-tpu: {op.name}: ordering one row in VMEM (blocks [1, {p}, {inner}]: "
+            f"{per_row} bytes) needs more VMEM than the "
             f"{target.vmem_bytes} bytes available on {target.chip.name}",
         )
     return max(fits)
@@ -113,41 +142,70 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
     e = ctx.emitter
     _, outer, n, inner, m = _geometry(op)
     rows = _rows(ctx.target, op)
+    select = _selects(op)
+    p = n if select else _padded(n)
     ins = [reshape_view(e, ctx.buffers[v], (outer, n, inner), "sort_in") for v in op.operands]
     outs = [reshape_view(e, ctx.buffers[v], (outer, m, inner), "sort_out") for v in op.results]
-    vin = [
-        e.op(tpu.AllocOp(memref_type((rows, n, inner), _elem(v), VMEM)), "sort_vin") for v in ins
-    ]
-    vout = [
-        e.op(tpu.AllocOp(memref_type((rows, m, inner), _elem(v), VMEM)), "sort_vout") for v in outs
-    ]
-    rank = e.op(tpu.AllocOp(memref_type((rows, n, inner), i32, VMEM)), "rank_vmem")
+    bufs = [_alloc(e, (rows, p, inner), _elem(v), "sort_vin") for v in ins]
+    if select:
+        vout = [_alloc(e, (rows, m), _elem(v), "sort_vout") for v in outs]
+    else:
+        bufs.append(_alloc(e, (rows, p, inner), i32, "sort_index"))
+        vout = bufs[:-1] if isinstance(op, hlo.SortOp) else [bufs[0], bufs[-1]]
     # One semaphore per buffer: a wait takes whole DMAs, and the buffers differ in size.
-    sems = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "sort_sem") for _ in (*vin, *vout)]
-    sin, sout = sems[: len(vin)], sems[len(vin) :]
+    sin = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "sort_sem") for _ in ins]
+    sout = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "sort_sem") for _ in outs]
     b, t = for_steps(e, 0, outer // rows, "rows")
     at = [b.mul(t, b.index(rows)), b.index(0), b.index(0)]
-    blocks_in = [_block(b, v, at, (rows, n, inner)) for v in ins]
-    for src, dst, sem in zip(blocks_in, vin, sin, strict=True):
-        b.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
-    for dst, sem in zip(vin, sin, strict=True):
-        b.op(tpu.DMAWaitOp(sem, dst))
+    for src, dst, sem in zip(ins, bufs, sin, strict=False):
+        b.op(tpu.DMAStartOp(_block(b, src, at, (rows, n, inner)), _head(b, dst, n), recv_sem=sem))
+    if not select:
+        _init_padding(b, bufs, n)
+    for dst, sem in zip(bufs, sin, strict=False):
+        b.op(tpu.DMAWaitOp(sem, _head(b, dst, n)))
     descending, total = _order(op)
-    _ranks(b, vin[0], descending, total, rank)
-    if isinstance(op, hlo.SortOp):
-        for src, dst in zip(vin, vout, strict=True):
-            _select_into(b, rank, src, dst)
+    if select:
+        _select_top(b, bufs[0], vout[0], vout[1])
+        sources = [reshape_view(b, v, (rows, m, 1), "sort_result") for v in vout]
     else:
-        _select_into(b, rank, vin[0], vout[0])
-        _select_into(b, rank, None, vout[1])
-    blocks_out = [_block(b, v, at, (rows, m, inner)) for v in outs]
-    for src, dst, sem in zip(vout, blocks_out, sout, strict=True):
-        b.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
-    for dst, sem in zip(blocks_out, sout, strict=True):
-        b.op(tpu.DMAWaitOp(sem, dst))
+        _network(b, bufs, n, descending, total)
+        sources = [_head(b, v, m) for v in vout]
+    for src, dst, sem in zip(sources, outs, sout, strict=True):
+        b.op(tpu.DMAStartOp(src, _block(b, dst, at, (rows, m, inner)), recv_sem=sem))
+    for src, sem in zip(sources, sout, strict=True):
+        b.op(tpu.DMAWaitOp(sem, src))
     b.op(scf.YieldOp())
-    for buf in (*vin, *vout, rank):
+    for buf in {*bufs, *vout}:
         e.op(tpu.DeallocOp(buf))
+
+
+def _alloc(e: Emitter, shape: Sequence[int], elem: Attribute, hint: str) -> SSAValue:
+    return e.op(tpu.AllocOp(memref_type(shape, elem, VMEM)), hint)
+
+
+def _head(b: Emitter, buf: SSAValue, m: int) -> SSAValue:
+    """The first m positions of a [R, P, inner] VMEM buffer."""
+    rows, p, inner = _shape(buf)
+    if m == p:
+        return buf
+    ty = memref_type((rows, m, inner), _elem(buf), VMEM)
+    return b.op(tpu.MemRefSliceOp(buf, [b.index(0)] * 3, ty), "sort_head")
+
+
+def _init_padding(b: Emitter, bufs: list[SSAValue], n: int) -> None:
+    """Positions as the index operand; zeros in the padding of the others (sorted last,
+    never written out: defined bytes for the simulator's checks)."""
+    rows, p, inner = _shape(bufs[-1])
+    iota = b.op(tpu.IotaOp(VectorType(i32, (rows, p, inner)), 1), "sort_iota")
+    b.op(tpu.StoreOp(iota, bufs[-1], [b.index(0)] * 3))
+    if p == n:
+        return
+    ty = (rows, p - n, inner)
+    for buf in bufs[:-1]:
+        at = [b.index(0), b.index(n), b.index(0)]
+        tail = b.op(tpu.MemRefSliceOp(buf, at, memref_type(ty, _elem(buf), VMEM)))
+        zero = splat_vector(b, 0, VectorType(_elem(buf), ty))
+        b.op(tpu.StoreOp(zero, tail, [b.index(0)] * 3))
 
 
 def _elem(ref: SSAValue) -> Attribute:
@@ -167,49 +225,6 @@ def _order(op: Operation) -> tuple[bool, bool]:
     assert isinstance(op, hlo.SortOp)
     words = op.comparator.data.split()
     return words[0] == "GT", "TOTALORDER" in words
-
-
-# Ranks ------------------------------------------------------------------------------------
-
-
-def _load_as(b: Emitter, buf: SSAValue, view: Sequence[int], to: Sequence[int]) -> SSAValue:
-    """The VMEM block `buf` seen as `view` (size-1 dims inserted), broadcast to `to`."""
-    v = reshape_view(b, buf, view, "sort_view")
-    z = [b.index(0)] * len(view)
-    x = b.op(tpu.LoadOp(v, z, VectorType(_elem(buf), view)))
-    return b.op(vector.BroadcastOp(x, VectorType(_elem(buf), to)))
-
-
-def _ranks(b: Emitter, key: SSAValue, descending: bool, total: bool, out: SSAValue) -> None:
-    """rank[r, i, c] (i32) of every key into the VMEM buffer `out` (module docstring)."""
-    rows, n, inner = _shape(key)
-    full = (rows, n, n, inner)
-    ki = _load_as(b, key, (rows, n, 1, inner), full)
-    kj = _load_as(b, key, (rows, 1, n, inner), full)
-    if total and hlo.element_kind(_elem(key)) == hlo.FLOAT:  # integers: their own order
-        ki, kj = _total_key(b, ki), _total_key(b, kj)
-    j_first = _before(b, kj, ki, descending)
-    i_first = _before(b, ki, kj, descending)
-    ordered = b.op(arith.OrIOp(j_first, i_first))
-    tie = b.op(tpu.CmpOp("eq", ordered, splat_vector(b, 0, VectorType(i1, full))))
-    earlier = b.op(
-        tpu.CmpOp(
-            "slt",
-            b.op(tpu.IotaOp(VectorType(i32, full), 2)),
-            b.op(tpu.IotaOp(VectorType(i32, full), 1)),
-        )
-    )
-    count = b.op(arith.OrIOp(j_first, b.op(arith.AndIOp(tie, earlier))))
-    ones = b.op(tpu.ConvertOp(count, VectorType(i32, full)))
-    zero = splat_vector(b, 0, VectorType(i32, (rows, n, inner)))
-    rank = b.op(tpu.ReduceOp("add", ones, zero, [2]), "rank")
-    b.op(tpu.StoreOp(rank, out, [b.index(0)] * 3))
-
-
-def _shape(ref: SSAValue) -> tuple[int, ...]:
-    ty = ref.type
-    assert isinstance(ty, MemRefType)
-    return tuple(ty.get_shape())
 
 
 def _before(b: Emitter, x: SSAValue, y: SSAValue, descending: bool) -> SSAValue:
@@ -246,33 +261,130 @@ def _total_key(b: Emitter, x: SSAValue) -> SSAValue:
     return b.op(tpu.SelectOp(negative, b.op(arith.XOrIOp(bits, mag)), bits))
 
 
-# Selecting the element of each rank -------------------------------------------------------
+# The bitonic network ----------------------------------------------------------------------
 
 
-def _select_into(b: Emitter, rank: SSAValue, src: SSAValue | None, dst: SSAValue) -> None:
-    """dst[r, p, c] = src[r, i, c] where rank[r, i, c] == p (src None: i itself, i32);
-    `rank` is the VMEM buffer of the ranks."""
-    rows, m, inner = _shape(dst)
-    n = _shape(rank)[1]
-    full = (rows, m, n, inner)
-    r = _load_as(b, rank, (rows, 1, n, inner), full)
-    hit = b.op(tpu.CmpOp("eq", r, b.op(tpu.IotaOp(VectorType(i32, full), 1))))
-    if src is None:
-        elem, carrier, x = i32, i32, b.op(tpu.IotaOp(VectorType(i32, full), 2))
-    else:
-        elem = _elem(src)
-        x = _load_as(b, src, (rows, 1, n, inner), full)
-        carrier = i32 if elem == i1 else elem
-        if hlo.element_kind(elem) == hlo.FLOAT:
-            carrier = _bits_type(elem)
-            x = b.op(arith.BitcastOp(x, VectorType(carrier, full)))
-        elif elem == i1:
-            x = b.op(tpu.ConvertOp(x, VectorType(i32, full)))
-    picked = b.op(tpu.SelectOp(hit, x, splat_vector(b, 0, VectorType(carrier, full))))
-    zero = splat_vector(b, 0, VectorType(carrier, (rows, m, inner)))
-    out = b.op(tpu.ReduceOp("add", picked, zero, [2]))
-    if carrier != elem:
-        oty = VectorType(elem, (rows, m, inner))
-        cls = arith.BitcastOp if hlo.element_kind(elem) == hlo.FLOAT else tpu.ConvertOp
-        out = b.op(cls(out, oty))
-    b.op(tpu.StoreOp(out, dst, [b.index(0)] * 3))
+def _network(b: Emitter, bufs: list[SSAValue], n: int, descending: bool, total: bool) -> None:
+    """Sort the [R, P, inner] VMEM buffers by (bufs[0], bufs[-1]): bufs[-1] is the index
+    operand, the others move with it."""
+    p = _shape(bufs[0])[1]
+    k = 2
+    while k <= p:
+        j = k // 2
+        while j >= 1:
+            _stage(b, bufs, n, k, j, (descending, total))
+            j //= 2
+        k *= 2
+
+
+def _stage(
+    b: Emitter, bufs: list[SSAValue], n: int, k: int, j: int, order: tuple[bool, bool]
+) -> None:
+    """Compare-exchange i and i + j in every block of 2j (see the module docstring)."""
+    rows, p, inner = _shape(bufs[0])
+    view, half = (rows, p // (2 * j), 2, j, inner), (rows, p // (2 * j), 1, j, inner)
+    views = [reshape_view(b, buf, view, "sort_pairs") for buf in bufs]
+    zero = [b.index(0)] * 5
+    second = [zero[0], zero[1], b.index(1), zero[3], zero[4]]
+    lo = [b.op(tpu.LoadOp(v, zero, VectorType(_elem(v), half))) for v in views]
+    hi = [b.op(tpu.LoadOp(v, second, VectorType(_elem(v), half))) for v in views]
+    swap = _sorts_before(b, (hi[0], hi[-1]), (lo[0], lo[-1]), n if n < p else None, order)
+    if k < p:  # blocks of size k alternate ascending / descending
+        block = b.op(tpu.IotaOp(VectorType(i32, half), 1))
+        bit = b.op(arith.AndIOp(block, splat_vector(b, k // (2 * j), VectorType(i32, half))))
+        down = b.op(tpu.CmpOp("ne", bit, splat_vector(b, 0, VectorType(i32, half))))
+        swap = b.op(arith.XOrIOp(swap, down))
+    for v, x, y in zip(views, lo, hi, strict=True):
+        b.op(tpu.StoreOp(b.op(tpu.SelectOp(swap, y, x)), v, zero))
+        b.op(tpu.StoreOp(b.op(tpu.SelectOp(swap, x, y)), v, second))
+
+
+def _sorts_before(
+    b: Emitter,
+    x: tuple[SSAValue, SSAValue],
+    y: tuple[SSAValue, SSAValue],
+    n: int | None,
+    order: tuple[bool, bool],
+) -> SSAValue:
+    """Whether (key, index) x sorts strictly before y: by key, ties by index, and (with
+    padding: n) every position < n before the padding."""
+    (xk, xi), (yk, yi) = x, y
+    descending, total = order
+    if total and hlo.element_kind(_vty(xk).element_type) == hlo.FLOAT:
+        xk, yk = _total_key(b, xk), _total_key(b, yk)
+    first = _before(b, xk, yk, descending)
+    last = _before(b, yk, xk, descending)
+    decided = b.op(arith.OrIOp(first, last))
+    tie = b.op(tpu.CmpOp("eq", decided, splat_vector(b, 0, VectorType(i1, _vty(xk).get_shape()))))
+    earlier = b.op(tpu.CmpOp("slt", xi, yi))
+    result = b.op(arith.OrIOp(first, b.op(arith.AndIOp(tie, earlier))))
+    if n is None:
+        return result
+    limit = splat_vector(b, n, _vty(xi))
+    x_real = b.op(tpu.CmpOp("slt", xi, limit))
+    y_real = b.op(tpu.CmpOp("slt", yi, limit))
+    one_real = b.op(arith.XOrIOp(x_real, y_real))
+    return b.op(tpu.SelectOp(one_real, x_real, result))
+
+
+def _vty(v: SSAValue) -> VectorType:
+    ty = v.type
+    assert isinstance(ty, VectorType)
+    return ty
+
+
+# top_k by selection -----------------------------------------------------------------------
+
+
+def _select_top(b: Emitter, key: SSAValue, values: SSAValue, indices: SSAValue) -> None:
+    """The k largest of each row of `key` ([R, n, 1]) in total order, lowest position
+    first among equals, into `values` and `indices` ([R, k] VMEM)."""
+    rows, n, _ = _shape(key)
+    k = _shape(values)[1]
+    elem = _elem(key)
+    flat = reshape_view(b, key, (rows, n), "topk_rows")
+    loaded = b.op(tpu.LoadOp(flat, [b.index(0)] * 2, VectorType(elem, (rows, n))))
+    x = b.op(tpu.TransposeOp(loaded, [1, 0]))
+    is_float = hlo.element_kind(elem) == hlo.FLOAT
+    order = _total_key(b, x) if is_float else x
+    kty = _vty(order)
+    width = kty.element_type.width.data  # pyright: ignore[reportAttributeAccessIssue]
+    lowest = splat_vector(b, -(1 << (width - 1)), kty)
+    bits = b.op(arith.BitcastOp(x, kty)) if is_float else x
+    pos = b.op(tpu.IotaOp(VectorType(i32, (n, rows)), 0))
+    taken = splat_vector(b, 0, VectorType(i1, (n, rows)))
+    out_v = [_alloc(b, (k, rows), elem, "topk_v"), _alloc(b, (k, rows), i32, "topk_i")]
+    for p in range(k):
+        cand = b.op(tpu.SelectOp(taken, lowest, order))
+        _, best = _reduce_rows(b, "max", cand, -(1 << (width - 1)))
+        free = b.op(tpu.CmpOp("eq", taken, splat_vector(b, 0, VectorType(i1, (n, rows)))))
+        equal = b.op(arith.AndIOp(b.op(tpu.CmpOp("eq", cand, best)), free))
+        far = splat_vector(b, n, VectorType(i32, (n, rows)))
+        where, everywhere = _reduce_rows(b, "min", b.op(tpu.SelectOp(equal, pos, far)), n)
+        hit = b.op(tpu.CmpOp("eq", pos, everywhere))
+        picked = b.op(tpu.SelectOp(hit, bits, splat_vector(b, 0, kty)))
+        value, _ = _reduce_rows(b, "add", picked, 0)
+        if is_float:
+            value = b.op(arith.BitcastOp(value, VectorType(elem, (rows,))))
+        at = [b.index(p), b.index(0)]
+        b.op(tpu.StoreOp(value, out_v[0], at))
+        b.op(tpu.StoreOp(where, out_v[1], at))
+        taken = b.op(arith.OrIOp(taken, hit))
+    for src, dst in zip(out_v, (values, indices), strict=True):
+        v = b.op(tpu.LoadOp(src, [b.index(0)] * 2, VectorType(_elem(src), (k, rows))))
+        b.op(tpu.StoreOp(b.op(tpu.TransposeOp(v, [1, 0])), dst, [b.index(0)] * 2))
+        b.op(tpu.DeallocOp(src))
+
+
+def _reduce_rows(b: Emitter, kind: str, v: SSAValue, init: int) -> tuple[SSAValue, SSAValue]:
+    """`kind` over the leading dimension of [n, R]: the [R] result and it broadcast back."""
+    n, rows = _vty(v).get_shape()
+    elem = _vty(v).element_type
+    r = b.op(tpu.ReduceOp(kind, v, splat_vector(b, init, VectorType(elem, (rows,))), [0]))
+    return r, b.op(vector.BroadcastOp(r, VectorType(elem, (n, rows))))
+
+
+def _shape(ref: SSAValue) -> tuple[int, ...]:
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    return tuple(ty.get_shape())

@@ -1,33 +1,28 @@
 """
 The tiling core of `compute`, part one: what a tiled op is (`Tiled`: its iteration space,
 its operand `Stream`s, its block body, its accumulator) and how its blocks are chosen
-(`plan_blocks`: the fastest legal blocks that fit the VMEM left over, by a pipeline model;
-see the `compute` module docstring).
+(`plan_blocks`: the fastest legal blocks that fit the VMEM left over, by the pipeline model
+of `hardware.kernel`, which level S's cost of the same op uses too; see the `compute`
+module docstring).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from shardc.dialects import tpu
+from shardc.hardware import kernel
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import vmem_time
+from shardc.hardware.kernel import LANES as LANES  # the layout units, for compute.py
+from shardc.hardware.kernel import STEP_OVERHEAD, Kernel, KernelStream
+from shardc.hardware.kernel import SUBLANES as SUBLANES
 from shardc.lowering.context import Target
-from shardc.lowering.emit import VMEM, nbytes, tensor_type
+from shardc.lowering.emit import VMEM, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-
-LANES, SUBLANES = 128, 8
-STEP_OVERHEAD = 0.35e-6
-"""Seconds `plan_blocks` charges per loop step (Pallas's per-grid-step overhead is about
-this), so that blocks stay large unless smaller ones buy more overlap than that."""
-MAX_CHOICES = 20000
-"""At most this many block shapes are compared."""
-
 
 # The tiling core -------------------------------------------------------------------------
 
@@ -167,44 +162,17 @@ class Plan:
     """Whether the accumulator is a VMEM buffer of its own (not the result slot)."""
 
 
-def _alignment(t: Tiled) -> list[int]:
-    """Each iteration dimension's block must be a multiple of this (or whole)."""
-    align = [1] * len(t.sizes)
-    # The last two dimensions of every operand and of the result, as laid out in HBM.
-    for dims in [*(s.dims for s in t.streams), tuple(range(t.n_out))]:
-        for pos, unit in ((-1, LANES), (-2, SUBLANES)):
-            if len(dims) >= -pos and dims[pos] is not None:
-                it = dims[pos]
-                align[it] = math.lcm(align[it], unit)
-    for it, unit in t.align.items():
-        align[it] = math.lcm(align[it], unit)
-    return align
-
-
-def _choices(size: int, unit: int) -> list[int]:
-    """Legal block sizes of a dimension, largest first."""
-    divisors = {d for i in range(1, math.isqrt(size) + 1) if size % i == 0 for d in (i, size // i)}
-    return sorted((d for d in divisors if d % unit == 0 or d == size), reverse=True)
-
-
-def _vmem(t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> tuple[int, bool]:
-    """VMEM bytes of the buffers for these blocks; whether the accumulator is separate."""
-    total = 0
-    for s in t.streams:
-        size = nbytes(s.block(blocks), s.elem)
-        total += size * (2 if s.moves(grid) else 1)
-        if s.perm is not None:
-            total += size
-    for s in t.scratch:
-        total += nbytes(s.shape(blocks), s.elem)
-    out = _out_bytes(t, blocks)
-    out_blocks = math.prod(grid[: t.n_out])
-    total += out * (2 if out_blocks > 1 else 1)
-    separate = separate_acc(t)
-    if separate:
-        assert t.acc is not None
-        total += nbytes(blocks[: t.n_out], t.acc.elem)
-    return total, separate
+def kernel_of(t: Tiled) -> Kernel:
+    """`t` as `hardware.kernel` plans and times it (its streams' shapes, element types and
+    block maps; whether they are staged; the results' element types; the accumulator if
+    it is a buffer of its own; the body's work and scratch)."""
+    streams = [KernelStream(s.shape, s.elem, s.dims, s.perm is not None) for s in t.streams]
+    outs = tuple(tensor_type(r.type).element_type for r in t.results)
+    acc = t.acc.elem if t.acc is not None and separate_acc(t) else None
+    scratch = [(s.shape, s.elem) for s in t.scratch]
+    return Kernel(
+        tuple(t.sizes), streams, t.n_out, outs, t.work, acc, dict(t.align), t.whole, scratch
+    )
 
 
 def separate_acc(t: Tiled) -> bool:
@@ -215,73 +183,20 @@ def separate_acc(t: Tiled) -> bool:
     return own or t.acc.elem != tensor_type(t.result.type).element_type
 
 
-def _out_bytes(t: Tiled, blocks: Sequence[int]) -> int:
-    """Bytes of one block of every result."""
-    return sum(nbytes(blocks[: t.n_out], tensor_type(r.type).element_type) for r in t.results)
-
-
-def _estimate(chip: Chip, t: Tiled, blocks: Sequence[int], grid: Sequence[int]) -> float:
-    """
-    Seconds the loop would take: the first fetch, then per step the longer of its
-    compute and the HBM traffic overlapping it (the blocks prefetched for the next step,
-    the previous result block's write-back), then the last write-back.
-    """
-    hbm = chip.hbm_bw
-    steps = math.prod(grid)
-    out = _out_bytes(t, blocks)
-    sizes = [nbytes(s.block(blocks), s.elem) for s in t.streams]
-    # The body's loads and stores (operand blocks, result block read and written) at
-    # VMEM bandwidth, then its compute.
-    work = vmem_time(chip, sum(sizes) + 2 * out) + t.work(blocks)
-    # Bytes moved every `period` steps; periods are suffix products of the grid, so each
-    # divides the next, and a step that moves one period's blocks moves the shorter ones'.
-    traffic: dict[int, int] = {}
-    for s, size in zip(t.streams, sizes, strict=False):
-        if s.moves(grid):
-            traffic[s.period(grid)] = traffic.get(s.period(grid), 0) + size
-    n_red = math.prod(grid[t.n_out :])
-    if n_red < steps:
-        traffic[n_red] = traffic.get(n_red, 0) + out
-    periods = sorted(traffic)
-    total, moved, busy = 0.0, 0, 0
-    for j, p in enumerate(periods):
-        count = (steps - 1) // p - ((steps - 1) // periods[j + 1] if j + 1 < len(periods) else 0)
-        moved += traffic[p]
-        total += count * max(work, moved / hbm)
-        busy += count
-    total += (steps - busy) * work
-    return sum(sizes) / hbm + total + out / hbm
-
-
 def plan_blocks(target: Target, t: Tiled, in_use: int, min_steps: int = 1) -> Plan:
     """
-    The blocks (see the module docstring), or an OpPassError if none fits the VMEM
-    left over by the `in_use` bytes collectives in flight hold. `min_steps`: prefer
-    plans of at least that many blocks (block boundaries where ring steps of a pending
-    collective go, `ring_steps`), if any fits.
+    The blocks `hardware.kernel.plan` chooses (see its module docstring), or an
+    OpPassError if none fits the VMEM left over by the `in_use` bytes collectives in
+    flight hold. `min_steps`: prefer plans of at least that many blocks (block boundaries
+    where ring steps of a pending collective go, `ring_steps`), if any fits.
     """
-    align = _alignment(t)
-    options = [[n] if t.whole else _choices(n, a) for n, a in zip(t.sizes, align, strict=False)]
-    while math.prod(len(o) for o in options) > MAX_CHOICES:
-        longest = max(options, key=len)
-        del longest[len(longest) // 2]
+    k = kernel_of(t)
     budget = target.vmem_bytes - in_use
-    best: tuple[tuple[bool, float, int, tuple[int, ...]], Plan] | None = None
-    for blocks in itertools.product(*options):
-        grid = tuple(n // b for n, b in zip(t.sizes, blocks, strict=False))
-        size, separate = _vmem(t, blocks, grid)
-        if size > budget:
-            continue
-        steps = math.prod(grid)
-        cost = _estimate(target.chip, t, blocks, grid) + steps * STEP_OVERHEAD
-        # Ties: larger trailing blocks (whole rows make contiguous DMAs).
-        key = (steps < min_steps, cost, steps, tuple(-b for b in reversed(blocks)))
-        if best is None or key < best[0]:
-            best = (key, Plan(blocks, grid, size, separate))
-    if best is None:
-        smallest = tuple(o[-1] for o in options)
+    found = kernel.plan(target.chip, k, budget, min_steps)
+    if found is None:
+        smallest = tuple(o[-1] for o in kernel.block_options(k))
         grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
-        size, _ = _vmem(t, smallest, grid)
+        size = kernel.vmem_bytes(k, smallest, grid)
         held = target.vmem_bytes - budget
         what = (
             f"{t.op.name} with its smallest blocks ({_blocks_str(t, smallest)}"
@@ -290,7 +205,7 @@ def plan_blocks(target: Target, t: Tiled, in_use: int, min_steps: int = 1) -> Pl
         )
         target.check_vmem(t.op, what, size + held)
         raise AssertionError("unreachable")
-    return best[1]
+    return Plan(found.blocks, found.grid, found.vmem, separate_acc(t))
 
 
 def _blocks_str(t: Tiled, blocks: Sequence[int]) -> str:
@@ -329,16 +244,17 @@ _SEEN: list[tuple[Block, Operation, dict[SSAValue, int]]] = []
 def check_fits(target: Target, t: Tiled) -> None:
     """Raise `plan_blocks`'s error if even `t`'s smallest legal blocks exceed the VMEM
     (without comparing every plan: what `lower-to-tpu`'s checks need)."""
-    align = _alignment(t)
+    k = kernel_of(t)
     smallest = tuple(
-        n if t.whole else _choices(n, a)[-1] for n, a in zip(t.sizes, align, strict=False)
+        n if t.whole else kernel.choices(n, a)[-1]
+        for n, a in zip(t.sizes, kernel.alignment(k), strict=False)
     )
     grid = tuple(n // b for n, b in zip(t.sizes, smallest, strict=False))
-    if _vmem(t, smallest, grid)[0] > target.vmem_bytes:
+    if kernel.vmem_bytes(k, smallest, grid) > target.vmem_bytes:
         plan_blocks(target, t, 0)  # the error, or a plan with fewer slots that fits
 
 
 def plan_time(chip: Chip, t: Tiled, plan: Plan) -> float:
     """Estimated seconds of `plan`'s loop (the pipeline model plus the grid steps)."""
     steps = math.prod(plan.grid)
-    return _estimate(chip, t, plan.blocks, plan.grid) + steps * STEP_OVERHEAD
+    return kernel.pipeline_time(chip, kernel_of(t), plan.blocks, plan.grid) + steps * STEP_OVERHEAD

@@ -32,8 +32,11 @@ result, then per window offset (row-major, level S's order) one strided `hlo.sli
 the padded operand combined into the accumulator (`add`/`mul`/`max`/`min`; `or`/`and`
 for i1), and one conversion back. Every one of those lowers as above and in `compute`
 and `movement`, bit-exact with level S. It moves (window size) x (result) bytes more
-than one tiled loop reading each operand block once would: that kernel (a halo block
-per step, the offsets as shifted VMEM loads) is not written yet.
+than one tiled loop reading each operand block once would, so channels-last poolings
+(the common case: a window over the spatial dimensions only) skip this rewrite and lower
+as that kernel, lowering/window_kernel.py (an image per step with its halo, the offsets
+as shifted VMEM loads); convolutions likewise (lowering/conv_kernel.py), both through
+`handles` / `check` / `lower` here.
 
 reverse
 -------
@@ -59,6 +62,7 @@ from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.hardware.cost import vpu_time
 from shardc.lowering import compute as tpu_compute
+from shardc.lowering import conv_kernel, window_kernel
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -85,23 +89,32 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-_OPS = (hlo.PadOp, hlo.ReverseOp)
+_OPS = (hlo.PadOp, hlo.ReverseOp, hlo.ConvolutionOp, hlo.ReduceWindowOp)
 
 
 def handles(op: Operation) -> bool:
-    """Whether this module lowers ops of this kind."""
+    """Whether this module lowers ops of this kind (a convolution or reduce_window: one
+    that `expand` left for lowering/conv_kernel.py or lowering/window_kernel.py)."""
     return isinstance(op, _OPS)
 
 
 def check(target: Target, op: Operation) -> None:
-    """Nothing to refuse: every pad and reverse lowers (a fill block is one (8, 128) tile
-    at least, which any VMEM holds)."""
+    """Every pad and reverse lowers (a fill block is one (8, 128) tile at least, which
+    any VMEM holds); a convolution's or reduce_window's kernel blocks must fit."""
+    if isinstance(op, hlo.ConvolutionOp):
+        conv_kernel.check(target, op)
+    elif isinstance(op, hlo.ReduceWindowOp):
+        window_kernel.check(target, op)
 
 
 def lower(ctx: LoweringContext, op: Operation) -> None:
     if math.prod(tensor_type(op.results[0].type).get_shape()) == 0:
         return
-    if isinstance(op, hlo.PadOp):
+    if isinstance(op, hlo.ConvolutionOp):
+        conv_kernel.lower(ctx, op)
+    elif isinstance(op, hlo.ReduceWindowOp):
+        window_kernel.lower(ctx, op)
+    elif isinstance(op, hlo.PadOp):
         _lower_pad(ctx, op)
     else:
         assert isinstance(op, hlo.ReverseOp)
@@ -379,6 +392,8 @@ class ReduceWindowToSlices(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: hlo.ReduceWindowOp, rewriter: PatternRewriter) -> None:
+        if window_kernel.takes(self.target, op):
+            return  # one kernel, the operand read once (lowering/window_kernel.py)
         res = tensor_type(op.result.type)
         elem = res.element_type
         acc = accumulation_type(elem)

@@ -257,7 +257,13 @@ class ShardingPropagation:
                     self.origin[value] = "no annotation reaches it: replicated"
 
     def run_stages(self, ops: list[Operation], first: int) -> None:
-        """Propagate to a fixed point, once per op-priority stage from `first`."""
+        """
+        Propagate to a fixed point, once per op-priority stage from `first`. After each
+        sweep the settled ops leave the sweeps (`settled`): within the stages a value's
+        sharding is only ever completed (known values stay known, open dimensions only
+        close), so `propagate` would return False on them at every later visit. The ops
+        left keep their order, so what changes, and in which order, is as without it.
+        """
         for stage in range(first, len(OP_PRIORITY_STAGES)):
             self.stage = stage
             changed = True
@@ -265,8 +271,17 @@ class ShardingPropagation:
                 changed = False
                 for op in ops:
                     changed |= self.propagate(op)
+                ops = [op for op in ops if not self.settled(op)]
                 for op in reversed(ops):
                     changed |= self.propagate(op)
+                ops = [op for op in ops if not self.settled(op)]
+
+    def settled(self, op: Operation) -> bool:
+        """Whether `propagate` returns False on `op` from now on in these stages: it has a
+        rule and every operand and result is known and closed (`propagate`'s first test)."""
+        return op in self.rules and all(
+            v in self.known and not self.open.get(v) for v in (*op.results, *op.operands)
+        )
 
     def propagate(self, op: Operation) -> bool:
         if isinstance(op, hlo.WhileOp | hlo.CaseOp):

@@ -317,6 +317,7 @@ def run_with_values(
         module, sig, changes = _compiled(args, text, filename, original_sig)
         check_fits(sig, filename)
     outputs, timeline = execute(module, sig, filename, chip, inputs, input_source)
+    distributed = _mpi_check(args, filename, original, original_sig, sig, inputs, module)
     if timeline is None:
         return 0  # under mpirun, a rank other than 0: rank 0 reports and writes
     specs = [(n, v.shape, v.dtype) for n, v in outputs.items()]
@@ -324,17 +325,13 @@ def run_with_values(
         filename, module, sig, args.passes, inputs_info, specs, timeline, passes=changes
     )
     comparisons: list[Comparison] = []
-    if args.check and not isinstance(inputs, dict):  # under mpirun: rank 0's reference
-        inputs = io.random_inputs(original_sig, inputs.seed)
-    if args.check:
+    if distributed is not None:
+        comparisons = _distributed_verdict(report, *distributed)
+    elif args.check:
+        if not isinstance(inputs, dict):  # under mpirun: rank 0's reference
+            inputs = io.random_inputs(original_sig, inputs.seed)
         reference = reference_outputs(
-            args.passes is not None,
-            filename,
-            original,
-            original_sig,
-            inputs,
-            input_source,
-            compiled_module=module,
+            args.passes is not None, filename, original, original_sig, inputs, input_source, module
         )
         comparisons = check_outputs(report, filename, outputs, reference)
     types = {n: type_str(v.shape, v.dtype) for n, v in outputs.items()}
@@ -354,6 +351,43 @@ def run_with_values(
                 announce=f"wrote {args.outputs}",
             )
     return 0
+
+
+def _mpi_check(
+    args: argparse.Namespace,
+    filename: str,
+    original: ModuleOp,
+    original_sig: io.Signature,
+    sig: io.Signature,
+    inputs: Any,
+    module: ModuleOp,
+) -> tuple[Any, list[Comparison]] | None:
+    """--check under mpirun, computed distributed (`driver.mpi_checking`): every rank its
+    part; rank 0 gets the reference and the comparisons. None where it does not apply
+    (not under mpirun, or outputs that are partial sums: rank 0 checks them whole)."""
+    if not (args.check and args.passes is not None and running_under_mpi()):
+        return None
+    from shardc.driver import mpi_checking
+    from shardc.interpreter import mpi
+
+    if not mpi_checking.supported(sig, original_sig):
+        return None
+    world = mpi.world()
+    return mpi_checking.distributed_check(
+        world, filename, original, original_sig, sig, inputs, module
+    )
+
+
+def _distributed_verdict(
+    report: Any, reference: Any, comparisons: list[Comparison]
+) -> list[Comparison]:
+    """Rank 0: the verdict of a distributed --check into the report, as `check_outputs`."""
+    report.check = {
+        "reference": reference.what,
+        "passed": all(c.passed for c in comparisons),
+        "outputs": [c.as_json() for c in comparisons],
+    }
+    return comparisons
 
 
 def run_timing_only(

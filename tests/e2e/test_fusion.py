@@ -135,8 +135,10 @@ def test_fusion_cost_is_mxu_plus_vpu_time_against_boundary_bytes() -> None:
     boundary = 512 * 1024 * 2 + 1024 * 2048 * 2 + 2048 * 4 + 512 * 2048 * 4
     assert cost.bytes == boundary
     assert cost.flops == mxu + vpu
-    expected = max(mxu / chip.flops_bf16 + vpu / chip.vpu_flops, boundary / chip.hbm_bw)
-    assert cost.time == pytest.approx(expected)
+    roofline = max(mxu / chip.flops_bf16 + vpu / chip.vpu_flops, boundary / chip.hbm_bw)
+    # charged as its one tiled loop (hardware/kernel.py): the roofline plus the first
+    # blocks' fetch, the last write-back and the VMEM loads and stores
+    assert roofline < cost.time < 1.5 * roofline  # 1.38: few, large blocks
 
 
 def test_trace_names_the_fusion() -> None:

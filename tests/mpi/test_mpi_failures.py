@@ -61,6 +61,18 @@ func.func @main(%x: {T} {{spmd.sharding = #spmd.sharding<@m, [{{}}]>}})
 """
 
 
+# two all_reduces in a row on 4 devices (2 per rank): each rank's device steps are
+# 1, 2 (to the first), 3, 4 (to the second), 5, 6 (to the end)
+TWO_REDUCTIONS = f"""spmd.mesh @m = <["x"=4]>
+func.func @main(%x: {T} {{spmd.sharding = #spmd.sharding<@m, [{{}}]>}})
+    -> ({T} {{spmd.sharding = #spmd.sharding<@m, [{{}}]>}}) attributes {{spmd.partitioned}} {{
+  %s = collective.all_reduce add %x on @m["x"] : {T}
+  %t = collective.all_reduce max %s on @m["x"] : {T}
+  func.return %t : {T}
+}}
+"""
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "prog.mlir"
     path.write_text(text)
@@ -106,3 +118,22 @@ def test_bad_input_is_reported_once(tmp_path: Path) -> None:
     assert done.stderr.count("error:") == 1, done.stderr
     assert "input 'in_0'" in done.stderr and "shape" in done.stderr
     assert done.stdout == ""
+
+
+def test_a_long_op_on_another_rank_is_no_deadlock(tmp_path: Path) -> None:
+    """Rank 0 starts late (rank 1 waits, and says so), then rank 1 computes a "long op"
+    (a test sleep) of 3x the timeout before the second all_reduce while rank 0 waits there,
+    and finally rank 1 again before its end while rank 0 has finished: no deadlock, no
+    abort, the in-process result."""
+    prog = _write(tmp_path, TWO_REDUCTIONS)
+    ref = tmp_path / "ref.npz"
+    assert mpirun(1, shardc_run_args(str(prog), "-q", f"--outputs={ref}")).returncode == 0
+    sleeps = "0:1:1.5,1:3:6,1:5:6"
+    env = {"SHARDC_MPI_TIMEOUT": "2", "SHARDC_MPI_TEST_SLEEP": sleeps}
+    out = tmp_path / "out.npz"
+    done = mpirun(2, shardc_run_args(str(prog), "-q", f"--outputs={out}"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "deadlock" not in done.stderr and "have not" not in done.stderr, done.stderr
+    assert np.load(ref)["out_0"].tobytes() == np.load(out)["out_0"].tobytes()
+    # and the same program deadlocks for real when rank 0 never comes: still reported
+    # (test_deadlock_is_reported_by_every_rank)

@@ -201,9 +201,12 @@ func.func @f(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %c: tensor<
     d, e = [o for o in module.walk() if isinstance(o, hlo.DotOp)]
     model = CostModel(get_chip("v5e"))
     big, thin = model.op_cost(d), model.op_cost(e)
-    assert big.flops == 2 * 4096**3 and big.time == pytest.approx(2 * 4096**3 / 1.97e14)
+    # Each is charged as its tiled loop (hardware/kernel.py): its roofline bound plus the
+    # first blocks' fetch, the last write-back and the VMEM loads and stores, a few %.
+    mxu = 2 * 4096**3 / 1.97e14
+    assert big.flops == 2 * 4096**3 and mxu < big.time < 1.1 * mxu
     assert thin.bytes == (8 * 4096 * 2) * 2 + 4096 * 4096 * 2
-    assert thin.time == pytest.approx(thin.bytes / 8.1e11)
+    assert thin.bytes / 8.1e11 < thin.time < 1.05 * thin.bytes / 8.1e11
 
 
 def test_permute_cost_counts_hops_and_link_sharing() -> None:

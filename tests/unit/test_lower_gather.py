@@ -118,7 +118,11 @@ def test_embedding_lookup_is_one_dma_per_row_and_indices_in_smem() -> None:
     ]
     lowered = check(text, inputs)
     assert "memref<24xi32, #tpu.memory_space<smem>>" in lowered
-    assert lowered.count("tpu.dma_start") == 2  # the indices, then one per row (in a loop)
+    # The indices, then one per row: a loop over the first IN_FLIGHT rows, then a loop
+    # waiting for the oldest before each next row; no constant inside either loop.
+    assert lowered.count("tpu.dma_start") == 3
+    loops = lowered.split("scf.for")[1:]
+    assert all("arith.constant" not in body.split("}")[0] for body in loops)
 
 
 def test_bf16_scatter_add_is_refused_at_the_op() -> None:
@@ -183,7 +187,8 @@ def test_indices_larger_than_smem_go_in_chunks(monkeypatch) -> None:
 
 
 def test_at_most_in_flight_slices_then_the_oldest_is_waited(monkeypatch) -> None:
-    """A window of 4 DMAs in flight over 24 rows: each later start first waits one."""
+    """A window of 4 DMAs in flight over 24 rows: the first 4 started, then each later
+    start first waits one (a second loop; a multi-dimensional batch: an `scf.if`)."""
     from shardc.lowering import gather
 
     monkeypatch.setattr(gather, "IN_FLIGHT", 4)
@@ -197,4 +202,6 @@ def test_at_most_in_flight_slices_then_the_oldest_is_waited(monkeypatch) -> None
         for _ in range(DEVICES)
     ]
     lowered = check(text, inputs)
-    assert "scf.if" in lowered and "arith.constant 4 : index" in lowered
+    assert "arith.constant 4 : index" in lowered and lowered.count("tpu.dma_start") == 3
+    second = lowered.split("scf.for")[2]
+    assert second.index("tpu.dma_wait") < second.index("tpu.dma_start")

@@ -1,10 +1,11 @@
 """
-`lower-to-tpu` of hlo.sort and hlo.top_k (lowering/sorting.py, a rank sort in VMEM):
-differential against level S bit for bit on hypothesis-generated shapes, sorted
+`lower-to-tpu` of hlo.sort and hlo.top_k (lowering/sorting.py: a bitonic network in
+VMEM, top_k by selection passes where that is less work): differential against level S bit for bit on hypothesis-generated shapes, sorted
 dimensions, comparators (LT / GT, TOTALORDER), operand counts and element types, with
 ties, NaNs, infinities and signed zeros in the keys (level S's order: stable, NaNs last
 for LT and first for GT, -0 ties +0 unless TOTALORDER); the VMEM refusal names the op,
-the blocks and the capacity.
+the blocks and the capacity. Longer rows (odd lengths: padding to a power of two; k
+small and large: both top_k lowerings) on their own.
 """
 
 from __future__ import annotations
@@ -94,9 +95,57 @@ def test_top_k_is_level_s_bit_for_bit(batch, n, data, dtype, seed) -> None:
 
 
 def test_a_row_too_long_for_vmem_is_refused_naming_the_blocks() -> None:
-    t = ty([4, 4096], "f32")
+    t = ty([4, 65536], "f32")
     text = per_device([t], [t], f"hlo.sort %a0, dim = 1, comparator = LT : ({t}) -> ({t})")
     with pytest.raises(
-        OpPassError, match=r"hlo.sort: the rank sort of one row \(blocks \[1, 4096, 1\]"
+        OpPassError, match=r"hlo.sort: ordering one row in VMEM \(blocks \[1, 65536, 1\]"
     ):
         LowerToTpuPass(vmem_limit=1 << 20).apply(make_context(), parse(text))
+
+
+@SETTINGS
+@given(
+    st.integers(1, 3),
+    st.integers(2, 70),
+    st.integers(1, 2),
+    st.sampled_from(["LT", "GT", "LT TOTALORDER", "GT TOTALORDER"]),
+    st.sampled_from(["f32", "bf16", "i32", "ui8", "i1"]),
+    st.integers(0, 2**16),
+)
+def test_long_rows_sort_through_the_network_bit_for_bit(
+    rows, n, inner, comparator, dtype, seed
+) -> None:
+    """Every stage of the network, padding (n not a power of two) sorted after the row,
+    a payload moved with the keys, ties in their order: level S's bits."""
+    if "TOTALORDER" in comparator and dtype[0] not in "fb":
+        comparator = comparator.split()[0]
+    shape = [rows, n, inner]
+    types = [ty(shape, dtype), ty(shape, "i32")]
+    sig = f"({', '.join(types)}) -> ({', '.join(types)})"
+    line = f"hlo.sort %a0, %a1, dim = 1, comparator = {comparator}, stable : {sig}"
+    rng = np.random.default_rng(seed)
+    inputs = [
+        [keys(rng, shape, dtype), rng.integers(-9, 9, size=shape).astype(np.int32)]
+        for _ in range(DEVICES)
+    ]
+    kernel = check(per_device(types, types, line), inputs)
+    assert "sort_pairs" in kernel
+
+
+@SETTINGS
+@given(
+    st.integers(1, 4),
+    st.integers(2, 80),
+    st.data(),
+    st.sampled_from(["f32", "bf16", "i32", "ui8", "f16"]),
+    st.integers(0, 2**16),
+)
+def test_top_k_of_long_rows_bit_for_bit(batch, n, data, dtype, seed) -> None:
+    """Small k by selection passes, k near n by the network: level S's bits and order
+    (lowest index first among equal keys)."""
+    k = data.draw(st.integers(1, n))
+    src, out = ty([batch, n], dtype), [ty([batch, k], dtype), ty([batch, k], "i32")]
+    line = f"hlo.top_k %a0, k = {k} : {src} -> ({', '.join(out)})"
+    rng = np.random.default_rng(seed)
+    inputs = [[keys(rng, [batch, n], dtype)] for _ in range(DEVICES)]
+    check(per_device([src], out, line), inputs)

@@ -125,14 +125,20 @@ def test_cost_counts_the_body_ops_per_element() -> None:
     assert cost.flops == 32 * 9  # nine body ops before hlo.return
 
 
-def test_lower_to_tpu_refuses_a_body_at_the_op() -> None:
+def test_lower_to_tpu_refuses_a_body_op_it_does_not_lower_at_the_reduce() -> None:
+    """(A body of lowered ops lowers: tests/unit/test_lower_reduce_body.py.)"""
     from shardc.passes.spmd_pipeline import SpmdPipelinePass
 
-    text = 'spmd.mesh @mesh = <["x"=2]>\n' + argmax_program((8, 128), 1, "GT")
+    select = "%bx = hlo.select %keep, %a, %b : tensor<i1>, tensor<f32>"
+    atan2 = select.replace("%bx", "%bx0") + "\n    %bx = hlo.atan2 %bx0, %b : tensor<f32>"
+    program = argmax_program((8, 128), 1, "GT").replace(select, atan2)
+    text = 'spmd.mesh @mesh = <["x"=2]>\n' + program
     module = parse(text, "am.mlir")
     ctx = make_context()
     SpmdPipelinePass().apply(ctx, module)
     with pytest.raises(OpPassError) as info:
         LowerToTpuPass(chip="v5e").apply(ctx, module)
-    assert "lower-to-tpu: hlo.reduce with a body is not supported yet" in str(info.value)
+    assert "lower-to-tpu: hlo.reduce with hlo.atan2 in its body is not supported yet" in str(
+        info.value
+    )
     assert info.value.op.name == "hlo.reduce" and "am.mlir" in str(info.value.op.location)

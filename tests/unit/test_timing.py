@@ -24,7 +24,23 @@ V5E = get_chip("v5e")
 # Costs by hand ---------------------------------------------------------------------------
 
 DOT_BF16 = "(tensor<1024x1024xbf16>, tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16>"
-T_DOT = 2 * 1024**3 / 1.97e14  # compute-bound: 3 x 2 MiB / 8.1e11 = 7.8 us < 10.9 us
+T_MXU = 2 * 1024**3 / 1.97e14  # compute-bound: 3 x 2 MiB / 8.1e11 = 7.8 us < 10.9 us
+
+
+def _dot_time() -> float:
+    """The dot's cost: the tiled loop `lower-to-tpu` makes of it (hardware/kernel.py), its
+    MXU time plus the first blocks' fetch, the last write-back and the VMEM traffic."""
+    text = f"""func.func @f(%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> {{
+  %c = hlo.dot %a, %b, contracting_dims = [1] x [0] : {DOT_BF16}
+  func.return %c : tensor<1024x1024xbf16>
+}}"""
+    dot = next(o for o in parse(text).walk() if isinstance(o, hlo.DotOp))
+    time = CostModel(V5E).op_cost(dot).time
+    assert T_MXU < time < 1.5 * T_MXU
+    return time
+
+
+T_DOT = _dot_time()
 
 
 def ring(n: int, body: str, args: str, results: str) -> str:
@@ -87,7 +103,9 @@ func.func @main(%a: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
   %r = hlo.add %a, %a : tensor<1024x1024xf32>
   func.return %r : tensor<1024x1024xf32>
 }"""
-    assert time_program(text).report()["step_time_s"] == pytest.approx(3 * 4 * 2**20 / 8.1e11)
+    # (its tiled loop: the HBM time plus the first blocks' fetch, which nothing overlaps)
+    hbm = 3 * 4 * 2**20 / 8.1e11
+    assert hbm < time_program(text).report()["step_time_s"] < 1.05 * hbm
 
 
 def test_report_keys_are_exactly_designs() -> None:

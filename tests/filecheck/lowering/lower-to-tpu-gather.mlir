@@ -4,6 +4,7 @@
 // gather: the indices DMA'd to SMEM, each start read with memref.load and clamped to
 // [0, dim - slice size], one HBM-to-HBM DMA per gathered slice (all in flight, then one
 // wait each); both buffers seen with one list of slots so the two blocks have one shape.
+// The loop body holds no constant (hoisted: the simulator runs the body per slice).
 
 func.func @embedding(%t: tensor<16x128xf32>, %i: tensor<4xi32>) -> tensor<4x128xf32> {
   %r = hlo.gather %t, %i, offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1, slice_sizes = [1, 128] : (tensor<16x128xf32>, tensor<4xi32>) -> tensor<4x128xf32>
@@ -18,15 +19,15 @@ func.func @embedding(%t: tensor<16x128xf32>, %i: tensor<4xi32>) -> tensor<4x128x
 // CHECK-NEXT:    %indices_sem = tpu.alloc : !tpu.dma_semaphore
 // CHECK-NEXT:    tpu.dma_start %i, %indices_smem, %indices_sem
 // CHECK-NEXT:    tpu.dma_wait %indices_sem, %indices_smem
-// CHECK:         scf.for %b =
+// CHECK:         %[[HI:.*]] = arith.constant 15 : i64
+// CHECK-NEXT:    %[[LO:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    scf.for %b =
 // CHECK-NEXT:      %start = memref.load %indices_smem[%b] : memref<4xi32, #tpu.memory_space<smem>>
 // CHECK-NEXT:      %[[WIDE:.*]] = arith.extsi %start : i32 to i64
-// CHECK-NEXT:      %[[HI:.*]] = arith.constant 15 : i64
-// CHECK-NEXT:      %[[LO:.*]] = arith.constant 0 : i64
 // CHECK-NEXT:      %[[MAX:.*]] = arith.maxsi %[[WIDE]], %[[LO]] : i64
 // CHECK-NEXT:      %start_clamped = arith.minsi %[[MAX]], %[[HI]] : i64
 // CHECK-NEXT:      %start_index = arith.index_cast %start_clamped : i64 to index
-// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : index
 // CHECK-NEXT:      %slice_block = tpu.memref_slice %gather_operand[%[[Z]], %start_index, %[[Z]]] : memref<1x16x128xf32, #tpu.memory_space<hbm>> -> memref<1x1x128xf32, #tpu.memory_space<hbm>>
 // CHECK-NEXT:      %slice_place = tpu.memref_slice %gather_result[%b, %[[Z]], %[[Z]]] : memref<4x1x128xf32, #tpu.memory_space<hbm>> -> memref<1x1x128xf32, #tpu.memory_space<hbm>>
 // CHECK-NEXT:      tpu.dma_start %slice_block, %slice_place, %gather_sem

@@ -1,41 +1,45 @@
 // RUN: shardc-opt %s -p lower-to-tpu --split-input-file | filecheck %s
 // RUN: shardc-opt %s -p lower-to-tpu --split-input-file | shardc-opt - --split-input-file > /dev/null
 
-// sort: a rank sort in VMEM. A block of rows [R, n, inner] is DMA'd in; every key is
-// compared with every other ([R, n, n, inner]), the rank counts the keys before it and
-// the earlier ties (stable); each output position selects the element of its rank by
-// a one-hot mask and an integer add of its bits (exact: NaN payloads, -0).
+// sort: a bitonic network in VMEM. A block of rows [R, n, inner] is DMA'd into the head
+// of a [R, P, inner] buffer (P = 8: n = 6 rounded up to a power of two) per operand, plus
+// an i32 index operand (iota; it breaks ties: stable, and it sorts the padding last); a
+// stage views each buffer as [R, P / 2j, 2, j, inner], loads both halves, decides per
+// pair whether to swap ((key, index) order, flipped in the descending blocks of the
+// merge), selects and stores both halves back; the first n positions are DMA'd out.
 
-func.func @sort(%a: tensor<4x8xf32>, %b: tensor<4x8xi32>) -> (tensor<4x8xf32>, tensor<4x8xi32>) {
-  %r:2 = hlo.sort %a, %b, dim = 1, comparator = LT, stable : (tensor<4x8xf32>, tensor<4x8xi32>) -> (tensor<4x8xf32>, tensor<4x8xi32>)
-  func.return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xi32>
+func.func @sort(%a: tensor<4x6xf32>, %b: tensor<4x6xi32>) -> (tensor<4x6xf32>, tensor<4x6xi32>) {
+  %r:2 = hlo.sort %a, %b, dim = 1, comparator = LT, stable : (tensor<4x6xf32>, tensor<4x6xi32>) -> (tensor<4x6xf32>, tensor<4x6xi32>)
+  func.return %r#0, %r#1 : tensor<4x6xf32>, tensor<4x6xi32>
 }
 
 // CHECK-LABEL: func.func @sort(
-// CHECK:         %sort_in = tpu.memref_reshape %a : memref<4x8xf32, #tpu.memory_space<hbm>> -> memref<4x8x1xf32, #tpu.memory_space<hbm>>
 // CHECK:         %sort_vin = tpu.alloc : memref<4x8x1xf32, #tpu.memory_space<vmem>>
-// CHECK:         %rank_vmem = tpu.alloc : memref<4x8x1xi32, #tpu.memory_space<vmem>>
+// CHECK:         %sort_index = tpu.alloc : memref<4x8x1xi32, #tpu.memory_space<vmem>>
 // CHECK:         scf.for %rows =
-// CHECK:           tpu.dma_start %sort_block, %sort_vin, %sort_sem
-// CHECK:           %[[KI:.*]] = vector.broadcast %{{.*}} : vector<4x8x1x1xf32> to vector<4x8x8x1xf32>
-// CHECK:           %[[KJ:.*]] = vector.broadcast %{{.*}} : vector<4x1x8x1xf32> to vector<4x8x8x1xf32>
-// CHECK-NEXT:      tpu.cmp olt, %[[KJ]], %[[KI]] : vector<4x8x8x1xf32>
-// CHECK-NEXT:      tpu.cmp uno, %[[KJ]], %[[KJ]]
-// CHECK:           tpu.iota dim = 2 : vector<4x8x8x1xi32>
-// CHECK-NEXT:      tpu.iota dim = 1 : vector<4x8x8x1xi32>
-// CHECK-NEXT:      tpu.cmp slt
-// CHECK:           %rank = tpu.reduce add %{{.*}}, %{{.*}}, dims = [2] : vector<4x8x8x1xi32> -> vector<4x8x1xi32>
-// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : index
-// CHECK-NEXT:      tpu.store %rank, %rank_vmem
-// CHECK:           arith.bitcast %{{.*}} : vector<4x8x8x1xf32> to vector<4x8x8x1xi32>
-// CHECK:           tpu.reduce add
-// CHECK:           arith.bitcast %{{.*}} : vector<4x8x1xi32> to vector<4x8x1xf32>
-// CHECK:           tpu.dma_start %sort_vout, %{{.*}}, %{{.*}} : memref<4x8x1xf32, #tpu.memory_space<vmem>> to memref<4x8x1xf32, #tpu.memory_space<hbm>>
+// CHECK:           %sort_head = tpu.memref_slice %sort_vin[{{.*}}] : memref<4x8x1xf32, #tpu.memory_space<vmem>> -> memref<4x6x1xf32, #tpu.memory_space<vmem>>
+// CHECK:           tpu.dma_start %sort_block, %sort_head, %sort_sem
+// CHECK:           %sort_iota = tpu.iota dim = 1 : vector<4x8x1xi32>
+// CHECK:           tpu.store %sort_iota, %sort_index
+// CHECK:           %[[PAIRS:.*]] = tpu.memref_reshape %sort_vin : memref<4x8x1xf32, #tpu.memory_space<vmem>> -> memref<4x4x2x1x1xf32, #tpu.memory_space<vmem>>
+// CHECK:           %[[LO:.*]] = tpu.load %[[PAIRS]][%[[Z:.*]], %[[Z]], %[[Z]], %[[Z]], %[[Z]]] : memref<4x4x2x1x1xf32, #tpu.memory_space<vmem>>, vector<4x4x1x1x1xf32>
+// CHECK:           %[[HI:.*]] = tpu.load %[[PAIRS]][%[[Z]], %[[Z]], %[[ONE:.*]], %[[Z]], %[[Z]]]
+// CHECK:           tpu.cmp olt, %[[HI]], %[[LO]] : vector<4x4x1x1x1xf32>
+// CHECK:           tpu.iota dim = 1 : vector<4x4x1x1x1xi32>
+// CHECK:           %[[SWAP:.*]] = arith.xori
+// CHECK-NEXT:      %[[NEWLO:.*]] = tpu.select %[[SWAP]], %[[HI]], %[[LO]]
+// CHECK-NEXT:      tpu.store %[[NEWLO]], %[[PAIRS]][%[[Z]], %[[Z]], %[[Z]], %[[Z]], %[[Z]]]
+// CHECK-NEXT:      %[[NEWHI:.*]] = tpu.select %[[SWAP]], %[[LO]], %[[HI]]
+// CHECK-NEXT:      tpu.store %[[NEWHI]], %[[PAIRS]][%[[Z]], %[[Z]], %[[ONE]], %[[Z]], %[[Z]]]
+// CHECK:           tpu.memref_reshape %sort_vin : memref<4x8x1xf32, #tpu.memory_space<vmem>> -> memref<4x2x2x2x1xf32, #tpu.memory_space<vmem>>
+// CHECK:           tpu.memref_reshape %sort_vin : memref<4x8x1xf32, #tpu.memory_space<vmem>> -> memref<4x1x2x4x1xf32, #tpu.memory_space<vmem>>
+// CHECK:           tpu.dma_start %sort_head_{{.*}}, %sort_block_{{.*}} : memref<4x6x1xf32, #tpu.memory_space<vmem>> to memref<4x6x1xf32, #tpu.memory_space<hbm>>
 
 // -----
 
-// top_k: descending in StableHLO's total order (the float's bits as a sign-magnitude
-// integer), the first k ranks; the indices selected like a value.
+// top_k of a small k: k selection passes over the row transposed to [n, R]: the keys in
+// StableHLO's total order (the float's bits as a sign-magnitude integer); per pass the
+// largest key not taken, its lowest position, the value there by a one-hot sum of bits.
 
 func.func @top_k(%x: tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
   %v, %i = hlo.top_k %x, k = 3 : tensor<2x8xf32> -> (tensor<2x3xf32>, tensor<2x3xi32>)
@@ -43,11 +47,15 @@ func.func @top_k(%x: tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
 }
 
 // CHECK-LABEL: func.func @top_k(
-// CHECK:         %[[BITS:.*]] = arith.bitcast %{{.*}} : vector<2x8x8x1xf32> to vector<2x8x8x1xi32>
-// CHECK:         %[[FLIP:.*]] = arith.xori %[[BITS]], %{{.*}} : vector<2x8x8x1xi32>
+// CHECK:         tpu.transpose %{{.*}}, dims = [1, 0] : vector<2x8xf32> -> vector<8x2xf32>
+// CHECK:         %[[BITS:.*]] = arith.bitcast %{{.*}} : vector<8x2xf32> to vector<8x2xi32>
+// CHECK:         %[[FLIP:.*]] = arith.xori %[[BITS]], %{{.*}} : vector<8x2xi32>
 // CHECK-NEXT:    tpu.select %{{.*}}, %[[FLIP]], %[[BITS]]
-// CHECK:         tpu.cmp sgt
-// CHECK:         tpu.iota dim = 1 : vector<2x3x8x1xi32>
-// CHECK:         tpu.store %{{.*}}, %sort_vout[
-// CHECK:         %[[I:.*]] = tpu.iota dim = 2 : vector<2x3x8x1xi32>
-// CHECK:         tpu.select %{{.*}}, %[[I]], %{{.*}} : vector<2x3x8x1xi1>, vector<2x3x8x1xi32>
+// CHECK:         tpu.iota dim = 0 : vector<8x2xi32>
+// CHECK:         tpu.reduce max %{{.*}}, dims = [0] : vector<8x2xi32> -> vector<2xi32>
+// CHECK:         tpu.reduce min %{{.*}}, dims = [0] : vector<8x2xi32> -> vector<2xi32>
+// CHECK:         tpu.reduce add %{{.*}}, dims = [0] : vector<8x2xi32> -> vector<2xi32>
+// CHECK-COUNT-2: tpu.reduce max
+// CHECK-NOT:     tpu.reduce max
+// CHECK:         tpu.transpose %{{.*}}, dims = [1, 0] : vector<3x2xf32> -> vector<2x3xf32>
+// CHECK:         tpu.transpose %{{.*}}, dims = [1, 0] : vector<3x2xi32> -> vector<2x3xi32>

@@ -109,3 +109,44 @@ func.func @max_pool(%a: tensor<8x256xf32>, %init: tensor<f32>) -> tensor<4x128xf
 // CHECK:         arith.maximumf
 // CHECK-NOT:     arith.maximumf
 // CHECK:         func.return
+
+// -----
+
+// A channels-last max pool (3x3, stride 2, padding 1: ResNet's stem) is one kernel
+// (lowering/window_kernel.py on lowering/halo.py): the init value DMA'd to VMEM and
+// broadcast into the frame of both operand slots (viewed [rows, cols / 2, 2 x 128]: the
+// width stride is a reshape), each image DMA'd once into a slot's interior (the next one
+// prefetched), per output row the nine offsets as shifted loads (columns 2q + r at [q, r
+// x 128]), extended to f32 and combined in level S's order, truncated once, stored, the
+// image's rows DMA'd out.
+
+func.func @max_pool_nhwc(%a: tensor<2x6x6x128xbf16>, %init: tensor<bf16>) -> tensor<2x3x3x128xbf16> {
+  %r = hlo.reduce_window max %a, %init, window = [1, 3, 3, 1], strides = [1, 2, 2, 1], padding = [[0, 0], [1, 1], [1, 1], [0, 0]] : (tensor<2x6x6x128xbf16>, tensor<bf16>) -> tensor<2x3x3x128xbf16>
+  func.return %r : tensor<2x3x3x128xbf16>
+}
+
+// CHECK-LABEL: func.func @max_pool_nhwc(
+// CHECK-NOT:     %scratch
+// CHECK:         %halo_xv = tpu.alloc : memref<2x8x4x256xbf16, #tpu.memory_space<vmem>>
+// CHECK:         tpu.dma_start %init, %pool_init, %pool_sem
+// CHECK:         %pool_initv = tpu.load %pool_init[]
+// CHECK:         %[[FRAME:.*]] = vector.broadcast %pool_initv : vector<bf16> to vector<8x4x256xbf16>
+// CHECK:         tpu.store %[[FRAME]], %halo_xslot[%c0, %c0, %c0]
+// CHECK:         tpu.store %[[FRAME]], %halo_xslot_1[%c0, %c0, %c0]
+// CHECK:         tpu.dma_start %halo_img, %halo_xin_2
+// CHECK:         scf.for %img = %c0 to %c2 step %c1 {
+// CHECK:           scf.for %oh = %c0 to %c3 step %c1 {
+// CHECK:             %[[ROW:.*]] = arith.muli %oh, %c2 : index
+// CHECK:             tpu.load %halo_xslot_3[%[[ROW]], %c0, %c0] : memref<8x4x256xbf16, #tpu.memory_space<vmem>>, vector<3x128xbf16>
+// CHECK:             arith.maximumf
+// CHECK:             tpu.load %halo_xslot_3[%[[ROW]], %c0, %c128]
+// CHECK:             arith.maximumf
+// CHECK:             tpu.load %halo_xslot_3[%[[ROW]], %c1, %c0]
+// CHECK-COUNT-7:     arith.maximumf
+// CHECK-NOT:         arith.maximumf
+// CHECK:             arith.truncf %{{.*}} : vector<3x128xf32> to vector<3x128xbf16>
+// CHECK:             tpu.store
+// CHECK:           }
+// CHECK:           tpu.dma_start %halo_oslot_1, %halo_oimg
+// CHECK:         }
+// CHECK:         func.return

@@ -1,0 +1,632 @@
+"""
+What a compute op or fusion costs as the tiled kernel `lower-to-tpu` makes of it: ONE
+definition of the block plan and of the loop's time, used by level S's cost of a compute
+op or fusion (`hardware/cost.py`) and by `lowering/tile_plan.py`, which chooses the blocks
+of the loop it emits with `plan` (so level S charges the loop level T runs).
+
+The loop (lowering/compute.py's module docstring has the scheme): an iteration space (the
+result's dimensions, then the reduced ones), each operand a `KernelStream` whose block
+follows some iteration dimensions, one `scf.for` over all blocks, operands double-buffered
+(the next step's blocks prefetched while this one computes), result blocks written back
+when their last reduced block is done. Its time (`pipeline_time`) is
+    fill (the first blocks' fetch, nothing to overlap it)
+  + per step max(compute, the HBM traffic overlapping it): compute is the body's VPU or
+    MXU work plus its VMEM loads and stores, the traffic the blocks prefetched for the next
+    step and the previous result block's write-back
+  + drain (the last result block's write-back, nothing left to overlap it).
+A roofline `max(flops / peak, bytes / bandwidth)` charges neither the fill nor the drain
+nor the VMEM loads and stores: on a small op or a loop of few large blocks (a big dot's
+few MiB blocks) they are 10-30% of the time, which is what level T showed over level S.
+
+The blocks (`plan`): every iteration dimension gets a block that divides it, the last two
+dimensions of every operand's and result's block multiples of (8, 128) or whole (and an
+op's own alignment, the MXU's); among those whose VMEM (`vmem_bytes`) fits, the fastest by
+`pipeline_time` plus `STEP_OVERHEAD` per step (Pallas's per-grid-step cost, which keeps
+blocks large). The overhead only steers the choice: the level-T simulator does not charge
+it (a loop step's scalar ops take no time there), so neither does the time level S
+charges (`kernel_time`), else the two would disagree by it.
+
+Level S describes an op as its loop from types only (`op_kernel`: no lowering runs),
+following what lowering/compute.py and lowering/fusion.py build (elementwise ops,
+constants, iota, broadcast, transpose, dot, reduce; a fusion's parameters as streams
+through its elementwise ops, broadcasts, transposes and static slices, around at most one
+dot or reduce); tests/unit/test_hardware_kernel.py checks that both give the same kernel
+time. What it does not describe (movement, windows, gather, sort, control flow, a fusion
+`lower-to-tpu` would inline) keeps its roofline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+from shardc.dialects import hlo, tpu
+from shardc.dialects.hlo import BOOL, accumulation_type, dot_free_dims, element_kind
+from shardc.dialects.sizes import element_bytes
+from shardc.dialects.syntax import splat_element
+from shardc.hardware.chips import Chip
+from shardc.hardware.cost import matmul_time, vmem_time, vpu_time
+from xdsl.dialects.builtin import TensorType, i32
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+
+LANES, SUBLANES = 128, 8
+STEP_OVERHEAD = 0.35e-6
+"""Seconds `plan` charges per loop step (Pallas's per-grid-step overhead is about this),
+so that blocks stay large unless smaller ones buy more overlap than that."""
+MAX_CHOICES = 20000
+"""At most this many block shapes are compared."""
+
+Work = Callable[[Sequence[int]], float]
+"""Compute seconds of one loop step for the given blocks."""
+
+
+def block_bytes(shape: Sequence[int], elem: Attribute) -> int:
+    return math.prod(shape) * element_bytes(elem)
+
+
+@dataclass(frozen=True)
+class KernelStream:
+    """One operand of a tiled loop: its shape (a fused slice's window), element type,
+    the iteration dimension each of its dimensions follows (None: whole), and whether its
+    block is staged through VMEM in another layout (a transposed dot operand)."""
+
+    shape: tuple[int, ...]
+    elem: Attribute
+    dims: tuple[int | None, ...]
+    staged: bool = False
+
+    def block(self, blocks: Sequence[int]) -> tuple[int, ...]:
+        return tuple(
+            s if it is None else blocks[it] for s, it in zip(self.shape, self.dims, strict=False)
+        )
+
+    def period(self, grid: Sequence[int]) -> int:
+        """For how many consecutive steps its block stays the same (row-major grid)."""
+        deps = [it for it in self.dims if it is not None and grid[it] > 1]
+        return math.prod(grid[max(deps) + 1 :]) if deps else math.prod(grid)
+
+    def moves(self, grid: Sequence[int]) -> bool:
+        return self.period(grid) < math.prod(grid)
+
+
+@dataclass
+class Kernel:
+    """A tiled loop as far as its plan and time go (see the module docstring)."""
+
+    sizes: tuple[int, ...]
+    streams: list[KernelStream]
+    n_out: int
+    outputs: tuple[Attribute, ...]
+    """Element type of each result (every result has the iteration space's output shape)."""
+    work: Work
+    acc: Attribute | None = None
+    """Element type of an accumulator that is a VMEM buffer of its own (None: none)."""
+    align: dict[int, int] = field(default_factory=dict[int, int])
+    whole: bool = False
+    scratch: list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]] = field(
+        default_factory=list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]]
+    )
+    """(block shape, element type) of each VMEM buffer of the body's own."""
+
+    def out_bytes(self, blocks: Sequence[int]) -> int:
+        """Bytes of one block of every result."""
+        return sum(block_bytes(blocks[: self.n_out], e) for e in self.outputs)
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    blocks: tuple[int, ...]
+    grid: tuple[int, ...]
+    vmem: int
+
+
+def alignment(k: Kernel) -> list[int]:
+    """Each iteration dimension's block must be a multiple of this (or whole)."""
+    align = [1] * len(k.sizes)
+    for dims in [*(s.dims for s in k.streams), tuple(range(k.n_out))]:
+        for pos, unit in ((-1, LANES), (-2, SUBLANES)):
+            if len(dims) >= -pos and dims[pos] is not None:
+                it = dims[pos]
+                align[it] = math.lcm(align[it], unit)
+    for it, unit in k.align.items():
+        align[it] = math.lcm(align[it], unit)
+    return align
+
+
+def choices(size: int, unit: int) -> list[int]:
+    """Legal block sizes of a dimension, largest first."""
+    divisors = {d for i in range(1, math.isqrt(size) + 1) if size % i == 0 for d in (i, size // i)}
+    return sorted((d for d in divisors if d % unit == 0 or d == size), reverse=True)
+
+
+def block_options(k: Kernel) -> list[list[int]]:
+    """The block sizes compared per iteration dimension (at most `MAX_CHOICES` shapes)."""
+    options = [
+        [n] if k.whole else choices(n, a) for n, a in zip(k.sizes, alignment(k), strict=False)
+    ]
+    while math.prod(len(o) for o in options) > MAX_CHOICES:
+        longest = max(options, key=len)
+        del longest[len(longest) // 2]
+    return options
+
+
+def vmem_bytes(k: Kernel, blocks: Sequence[int], grid: Sequence[int]) -> int:
+    """VMEM bytes of the loop's buffers for these blocks: two slots for what moves."""
+    total = 0
+    for s in k.streams:
+        size = block_bytes(s.block(blocks), s.elem)
+        total += size * (2 if s.moves(grid) else 1) + (size if s.staged else 0)
+    for shape, elem in k.scratch:
+        total += block_bytes(shape(blocks), elem)
+    total += k.out_bytes(blocks) * (2 if math.prod(grid[: k.n_out]) > 1 else 1)
+    if k.acc is not None:
+        total += block_bytes(blocks[: k.n_out], k.acc)
+    return total
+
+
+def pipeline_time(chip: Chip, k: Kernel, blocks: Sequence[int], grid: Sequence[int]) -> float:
+    """
+    Seconds the loop takes: the first fetch, then per step the longer of its compute and
+    the HBM traffic overlapping it (the blocks prefetched for the next step, the previous
+    result block's write-back), then the last write-back.
+    """
+    hbm = chip.hbm_bw
+    steps = math.prod(grid)
+    out = k.out_bytes(blocks)
+    sizes = [block_bytes(s.block(blocks), s.elem) for s in k.streams]
+    # The body's loads and stores (operand blocks, result block read and written) at
+    # VMEM bandwidth, then its compute.
+    work = vmem_time(chip, sum(sizes) + 2 * out) + k.work(blocks)
+    # Bytes moved every `period` steps; periods are suffix products of the grid, so each
+    # divides the next, and a step that moves one period's blocks moves the shorter ones'.
+    traffic: dict[int, int] = {}
+    for s, size in zip(k.streams, sizes, strict=False):
+        if s.moves(grid):
+            traffic[s.period(grid)] = traffic.get(s.period(grid), 0) + size
+    n_red = math.prod(grid[k.n_out :])
+    if n_red < steps:
+        traffic[n_red] = traffic.get(n_red, 0) + out
+    periods = sorted(traffic)
+    total, moved, busy = 0.0, 0, 0
+    for j, p in enumerate(periods):
+        count = (steps - 1) // p - ((steps - 1) // periods[j + 1] if j + 1 < len(periods) else 0)
+        moved += traffic[p]
+        total += count * max(work, moved / hbm)
+        busy += count
+    total += (steps - busy) * work
+    return sum(sizes) / hbm + total + out / hbm
+
+
+def plan(chip: Chip, k: Kernel, budget: int, min_steps: int = 1) -> BlockPlan | None:
+    """
+    The blocks whose buffers fit `budget` bytes of VMEM with the least `pipeline_time` plus
+    `STEP_OVERHEAD` per step (ties: fewer steps, then larger trailing blocks: whole rows
+    make contiguous DMAs); `min_steps`: prefer plans of at least that many steps (block
+    boundaries where a pending collective's ring steps go), if any fits. None: none fits.
+    """
+    best: tuple[tuple[bool, float, int, tuple[int, ...]], BlockPlan] | None = None
+    for blocks in itertools.product(*block_options(k)):
+        grid = tuple(n // b for n, b in zip(k.sizes, blocks, strict=False))
+        size = vmem_bytes(k, blocks, grid)
+        if size > budget:
+            continue
+        steps = math.prod(grid)
+        cost = pipeline_time(chip, k, blocks, grid) + steps * STEP_OVERHEAD
+        key = (steps < min_steps, cost, steps, tuple(-b for b in reversed(blocks)))
+        if best is None or key < best[0]:
+            best = (key, BlockPlan(tuple(blocks), grid, size))
+    return None if best is None else best[1]
+
+
+def kernel_time(chip: Chip, k: Kernel, budget: int | None = None) -> float | None:
+    """Seconds of the loop at its plan for the chip's whole VMEM (or `budget` bytes);
+    None if no blocks fit. The per-step overhead is not charged (module docstring)."""
+    if math.prod(k.sizes[: k.n_out]) == 0:
+        return 0.0
+    found = plan(chip, k, chip.vmem_bytes if budget is None else budget)
+    return None if found is None else pipeline_time(chip, k, found.blocks, found.grid)
+
+
+def op_kernel_time(chip: Chip, op: Operation) -> float | None:
+    """`kernel_time` of `op_kernel` (None: not a loop, or no blocks fit), remembered by
+    what it depends on (`_key`): the interpreter costs every op on every device, and a
+    big dot's plan compares thousands of block shapes."""
+    key = _key(op)
+    if key is None:
+        return _op_time(chip, op)
+    found = _TIMES.get((chip, key), _MISSING)
+    if found is _MISSING:
+        if len(_TIMES) > 4096:
+            _TIMES.clear()
+        found = _TIMES[(chip, key)] = _op_time(chip, op)
+    return found  # pyright: ignore[reportReturnType]
+
+
+def _op_time(chip: Chip, op: Operation) -> float | None:
+    if isinstance(op, hlo.FusionOp):
+        kernels = fusion_kernels(chip, op)
+    else:
+        k = op_kernel(chip, op)
+        kernels = None if k is None else [k]
+    if kernels is None:
+        return None
+    times = [kernel_time(chip, k) for k in kernels]
+    return None if None in times else sum(times)  # pyright: ignore[reportArgumentType]
+
+
+_MISSING = object()
+_TIMES: dict[Hashable, object] = {}
+
+
+def _key(op: Operation) -> Hashable | None:
+    """Op name, operand and result types, properties and attributes (a constant: whether
+    it is a splat, not its value); a fusion: its ops' keys and which parameters each reads.
+    None: not keyed (an op with regions other than a fusion)."""
+    types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
+    if isinstance(op, hlo.FusionOp):
+        inner = tuple(_key(i) for i in op.body.block.ops)
+        wiring = tuple(
+            tuple(v.index if isinstance(v, BlockArgument) else -1 for v in i.operands)
+            for i in op.body.block.ops
+        )
+        return None if None in inner else (op.name, types, inner, wiring)
+    if op.regions:
+        return None
+    if isinstance(op, hlo.ConstantOp):
+        return (op.name, types, splat_element(op.value) is None)
+    try:
+        props = tuple(sorted(op.properties.items())) + tuple(sorted(op.attributes.items()))
+        hash(props)
+    except TypeError:
+        return None
+    return (op.name, types, props)
+
+
+# Level S: an op's loop from its types -------------------------------------------------------
+
+ELEMENTWISE = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.ConvertOp,
+    hlo.ClampOp,
+    hlo.BitcastConvertOp,
+)
+"""What lowering/compute.py maps block by block (every operand block is the result's)."""
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return tuple(ty.get_shape())
+
+
+def _elem(v: SSAValue) -> Attribute:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
+
+
+def _vpu(chip: Chip, ops_per_element: int, n: int) -> Work:
+    return lambda blocks: vpu_time(chip, math.prod(blocks[:n]), ops_per_element)
+
+
+def _simple(chip: Chip, op: Operation) -> Kernel | None:
+    """Elementwise ops, constants, iota, broadcast, transpose (one block of the result
+    per step)."""
+    shape = _shape(op.results[0])
+    n = len(shape)
+    out = (_elem(op.results[0]),)
+    if isinstance(op, hlo.BitcastConvertOp) and op.extra_dim() != 0:
+        return None  # between widths: a DMA (lowering/movement.py), its roofline stands
+    if isinstance(op, ELEMENTWISE):
+        streams = [
+            KernelStream(_shape(v), _elem(v), tuple(range(n)) if _shape(v) else ())
+            for v in op.operands
+        ]
+        return Kernel(shape, streams, n, out, _vpu(chip, 1, n))
+    if isinstance(op, hlo.ConstantOp):
+        whole = math.prod(shape) > 0 and splat_element(op.value) is None
+        return Kernel(shape, [], n, out, _vpu(chip, 0, n), whole=whole)
+    if isinstance(op, hlo.IotaOp):
+        return Kernel(shape, [], n, out, _vpu(chip, 2, n))
+    if isinstance(op, hlo.BroadcastOp):
+        src = _shape(op.operand)
+        follow = tuple(d if src[i] == shape[d] else None for i, d in enumerate(op.dims))
+        return Kernel(
+            shape, [KernelStream(src, _elem(op.operand), follow)], n, out, _vpu(chip, 1, n)
+        )
+    if isinstance(op, hlo.TransposeOp):
+        follow = tuple(op.perm.index(i) for i in range(n))
+        stream = KernelStream(_shape(op.operand), _elem(op.operand), follow)
+        return Kernel(shape, [stream], n, out, _vpu(chip, 1, n))
+    return None
+
+
+def _dot(chip: Chip, op: hlo.DotOp) -> Kernel:
+    """Batch, lhs free, rhs free, then contracting; operands staged as [batch, free,
+    contracting] (lhs) / [batch, contracting, free] (rhs) when not already so."""
+    ls, rs = _shape(op.lhs), _shape(op.rhs)
+    (lb, rb), (lc, rc) = op.batching, op.contracting
+    lf, rf = dot_free_dims(len(ls), lb, lc), dot_free_dims(len(rs), rb, rc)
+    nb, nl, nr = len(lb), len(lf), len(rf)
+    n_out = nb + nl + nr
+    sizes = (*_shape(op.result), *(ls[d] for d in lc))
+    lhs_it = dict(zip(lb, range(nb), strict=False)) | {x: nb + j for j, x in enumerate(lf)}
+    rhs_it = dict(zip(rb, range(nb), strict=False)) | {y: nb + nl + j for j, y in enumerate(rf)}
+    lhs_it |= {x: n_out + c for c, x in enumerate(lc)}
+    rhs_it |= {y: n_out + c for c, y in enumerate(rc)}
+    streams = [
+        KernelStream(
+            s, _elem(v), tuple(its[d] for d in range(len(s))), tuple(order) != tuple(range(len(s)))
+        )
+        for v, s, its, order in (
+            (op.lhs, ls, lhs_it, (*lb, *lf, *lc)),
+            (op.rhs, rs, rhs_it, (*rb, *rc, *rf)),
+        )
+    ]
+    align = {}
+    if nl:
+        align[nb + nl - 1] = SUBLANES
+    if nr:
+        align[n_out - 1] = LANES
+    if lc:
+        align[len(sizes) - 1] = LANES
+    elem = _elem(op.lhs)
+    acc = tpu.accumulation_type(i32 if element_kind(elem) == BOOL else elem)
+    res = _elem(op.result)
+
+    def work(blocks: Sequence[int]) -> float:
+        rows = math.prod(blocks[: nb + nl])
+        cols = math.prod(blocks[nb + nl : n_out])
+        return matmul_time(chip, rows, math.prod(blocks[n_out:]), cols, elem)
+
+    return Kernel(sizes, streams, n_out, (res,), work, acc if acc != res else None, align)
+
+
+def _reduce(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
+    """The kept dimensions, then the reduced ones; one VPU op per operand element."""
+    if op.has_body:
+        return None
+    shape, elem = _shape(op.operand), _elem(op.operand)
+    rdims = sorted(op.dims)
+    kept = [d for d in range(len(shape)) if d not in rdims]
+    its = {d: i for i, d in enumerate(kept)} | {d: len(kept) + j for j, d in enumerate(rdims)}
+    sizes = (*(shape[d] for d in kept), *(shape[d] for d in rdims))
+    acc = i32 if element_kind(elem) == BOOL else accumulation_type(elem)
+    stream = KernelStream(shape, elem, tuple(its[d] for d in range(len(shape))))
+    res = _elem(op.results[0])
+    return Kernel(
+        sizes, [stream], len(kept), (res,), _vpu(chip, 1, len(sizes)), acc if acc != res else None
+    )
+
+
+def op_kernel(chip: Chip, op: Operation) -> Kernel | None:
+    """The tiled loop `lower-to-tpu` makes of `op`, from its types (None: not a loop of
+    this kind: its roofline stands)."""
+    if (
+        isinstance(op, hlo.FusionOp)
+        or not op.results
+        or not isinstance(op.results[0].type, TensorType)
+    ):
+        return None
+    if any(0 in _shape(v) for v in op.operands if isinstance(v.type, TensorType)):
+        return None
+    if isinstance(op, hlo.DotOp):
+        return _dot(chip, op)
+    if isinstance(op, hlo.ReduceOp):
+        return _reduce(chip, op)
+    return _simple(chip, op)
+
+
+def _acc_elem(op: hlo.DotOp | hlo.ReduceOp) -> Attribute:
+    """What a dot or reduce accumulates in (as lowering/compute.py: i1 in i32)."""
+    elem = _elem(op.lhs if isinstance(op, hlo.DotOp) else op.operand)
+    if element_kind(elem) == BOOL:
+        return i32
+    found = tpu.accumulation_type(elem) if isinstance(op, hlo.DotOp) else accumulation_type(elem)
+    assert found is not None
+    return found
+
+
+# Fusions ----------------------------------------------------------------------------------
+
+Map = tuple[int | None, ...]
+"""The iteration dimension each dimension of a value follows (None: whole)."""
+Window = tuple[tuple[int, ...], tuple[int, ...]] | None
+
+
+class NotOneLoop(Exception):
+    """A fusion `lower-to-tpu` does not make one loop of (lowering/fusion.py says why)."""
+
+
+def operand_maps(op: Operation, m: Map) -> list[tuple[Map, Window]]:
+    """Each operand's block map (and static slice window) given the result's map `m`."""
+    if isinstance(op, hlo.BroadcastOp):
+        shape, src = _shape(op.result), _shape(op.operand)
+        if list(op.dims) != sorted(op.dims):
+            raise NotOneLoop("a broadcast that transposes")
+        return [(tuple(m[d] if src[i] == shape[d] else None for i, d in enumerate(op.dims)), None)]
+    if isinstance(op, hlo.TransposeOp):
+        out: list[int | None] = [None] * len(m)
+        for j, p in enumerate(op.perm):
+            out[p] = m[j]
+        return [(tuple(out), None)]
+    if isinstance(op, hlo.SliceOp):
+        if any(s != 1 for _, _, s in op.bounds) or not isinstance(op.operand, BlockArgument):
+            raise NotOneLoop("a strided slice or a slice of a computed value")
+        return [(m, (tuple(lo for lo, _, _ in op.bounds), _shape(op.result)))]
+    if isinstance(op, ELEMENTWISE):
+        return [(m if _shape(v) else (), None) for v in op.operands]
+    if isinstance(op, hlo.ConstantOp | hlo.IotaOp):
+        return []
+    raise NotOneLoop(f"{op.name} inside")
+
+
+def _check_fused(op: Operation) -> None:
+    if isinstance(op, hlo.ConstantOp) and splat_element(op.value) is None:
+        raise NotOneLoop("a dense constant")
+    if isinstance(op, hlo.ReduceOp) and op.has_body:
+        raise NotOneLoop("a reduce with a body")
+    if isinstance(op, hlo.ReshapeOp | hlo.ConcatenateOp):
+        raise NotOneLoop(f"{op.name} inside")
+
+
+def _ancestors(outputs: Sequence[SSAValue]) -> list[Operation]:
+    """The fused ops the outputs depend on, in block order."""
+    seen: set[Operation] = set()
+    todo = [v.owner for v in outputs if isinstance(v.owner, Operation)]
+    while todo:
+        o = todo.pop()
+        if o not in seen:
+            seen.add(o)
+            todo += [v.owner for v in o.operands if isinstance(v.owner, Operation)]
+    return sorted(seen, key=lambda o: o.parent_block().get_operation_index(o))  # pyright: ignore
+
+
+@dataclass
+class _Fused:
+    """A fusion's values' block maps and its streams, as lowering/fusion.py finds them."""
+
+    op: hlo.FusionOp
+    maps: dict[SSAValue, Map] = field(default_factory=dict[SSAValue, Map])
+    streams: list[KernelStream] = field(default_factory=list[KernelStream])
+    keys: set[Hashable] = field(default_factory=set[Hashable])
+
+    def assign(self, v: SSAValue, m: Map) -> None:
+        if not isinstance(v, BlockArgument) and self.maps.setdefault(v, m) != m:
+            raise NotOneLoop("an intermediate read in two block layouts")
+
+    def stream(
+        self,
+        arg: BlockArgument,
+        m: Map,
+        window: Window,
+        like: int | None = None,
+        staged: bool = False,
+    ) -> None:
+        """The stream reading parameter `arg` with map `m` (a core operand's: `like`, its
+        index among the core's streams, so that its staging is kept)."""
+        if (arg, m, window, like) in self.keys:
+            return
+        self.keys.add((arg, m, window, like))
+        outer = self.op.inputs[arg.index]
+        shape = window[1] if window is not None else _shape(outer)
+        self.streams.append(KernelStream(shape, _elem(outer), m, staged))
+
+
+def fusion_kernels(chip: Chip, op: hlo.FusionOp) -> list[Kernel] | None:
+    """A fusion as lowering/fusion.py's loops: one, or one per operand of a concatenate
+    root (each computing its part into the result); None: not loops (it is inlined)."""
+    ret = op.body.block.last_op
+    assert ret is not None
+    outputs = list(ret.operands)
+    if any(0 in _shape(v) for v in (*op.inputs, *op.outputs) if isinstance(v.type, TensorType)):
+        return None
+    parts = [outputs]
+    root = outputs[0].owner
+    if len(outputs) == 1 and isinstance(root, hlo.ConcatenateOp):
+        parts = [[v] for v in root.inputs if math.prod(_shape(v))]
+    try:
+        return [_fused(chip, op, part) for part in parts]
+    except NotOneLoop:
+        return None
+
+
+def _fused(chip: Chip, op: hlo.FusionOp, outputs: list[SSAValue]) -> Kernel:
+    shapes = {_shape(v) for v in outputs}
+    if len(shapes) != 1:
+        raise NotOneLoop("results of different shapes")
+    n_out = len(next(iter(shapes)))
+    ops = _ancestors(outputs)
+    for o in ops:
+        _check_fused(o)
+    cores = [o for o in ops if isinstance(o, hlo.DotOp | hlo.ReduceOp)]
+    if len(cores) > 1:
+        raise NotOneLoop("more than one dot or reduce")
+    core = cores[0] if cores else None
+    core_k = None if core is None else op_kernel(chip, core)
+    if core is not None and (core_k is None or core_k.n_out != n_out):
+        raise NotOneLoop("results of another shape than the dot's or reduce's")
+    f = _Fused(op)
+    for v in outputs:
+        if isinstance(v, BlockArgument):
+            f.stream(v, tuple(range(n_out)), None)
+        else:
+            f.assign(v, tuple(range(n_out)))
+    for o in reversed(ops):
+        _propagate(f, o, core, core_k)
+    return _fused_kernel(chip, f, core, core_k, next(iter(shapes)))
+
+
+def _propagate(f: _Fused, o: Operation, core: Operation | None, core_k: Kernel | None) -> None:
+    """The block maps of `o`'s operands from its result's (nothing if it is unused)."""
+    m = f.maps.get(o.results[0])
+    if m is None:
+        return
+    if o is core:
+        assert core_k is not None
+        if m != tuple(range(core_k.n_out)):
+            raise NotOneLoop("a dot or reduce result read in another layout")
+        for i, (v, s) in enumerate(zip(o.operands, core_k.streams, strict=True)):
+            if isinstance(v, BlockArgument):
+                f.stream(v, s.dims, None, like=i, staged=s.staged)
+            else:
+                f.assign(v, s.dims)
+        return
+    for v, (om, window) in zip(o.operands, operand_maps(o, m), strict=True):
+        if isinstance(v, BlockArgument):
+            f.stream(v, om, window)
+        else:
+            f.assign(v, om)
+
+
+def _value_block(v: SSAValue, m: Map, blocks: Sequence[int]) -> tuple[int, ...]:
+    return tuple(s if it is None else blocks[it] for s, it in zip(_shape(v), m, strict=True))
+
+
+def _fused_kernel(
+    chip: Chip, f: _Fused, core: Operation | None, core_k: Kernel | None, sizes: tuple[int, ...]
+) -> Kernel:
+    """The loop of an analysed fusion: its streams, its scratch (a broadcast that inserts
+    dimensions other than leading ones is viewed through VMEM; a dot's or reduce's
+    computed operand is staged there), one VPU op per element of every fused value."""
+    scratch: list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]] = []
+    for v, m in f.maps.items():
+        o = v.owner
+        if isinstance(o, hlo.BroadcastOp) and tuple(o.dims) != tuple(
+            range(len(m) - len(o.dims), len(m))
+        ):
+            om = operand_maps(o, m)[0][0]
+            scratch.append(
+                (lambda bl, v=o.operand, om=om: _value_block(v, om, bl), _elem(o.operand))
+            )
+    if core is not None:
+        assert core_k is not None
+        for v, s in zip(core.operands, core_k.streams, strict=True):
+            if not isinstance(v, BlockArgument):
+                scratch.append((s.block, s.elem))
+    fused = [(v, m) for v, m in f.maps.items() if v.owner is not core]
+
+    def work(blocks: Sequence[int]) -> float:
+        own = sum(vpu_time(chip, math.prod(_value_block(v, m, blocks)), 1) for v, m in fused)
+        return own + (core_k.work(blocks) if core_k is not None else 0.0)
+
+    outs = tuple(_elem(r) for r in f.op.outputs)
+    n_out = len(sizes)
+    if core_k is None:
+        return Kernel(sizes, f.streams, n_out, outs, work, scratch=scratch)
+    assert isinstance(core, hlo.DotOp | hlo.ReduceOp)
+    return Kernel(
+        core_k.sizes,
+        f.streams,
+        n_out,
+        outs,
+        work,
+        _acc_elem(core),
+        dict(core_k.align),
+        scratch=scratch,
+    )

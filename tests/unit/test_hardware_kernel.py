@@ -1,0 +1,185 @@
+"""
+hardware/kernel.py: level S's time of a compute op or fusion is the time of the tiled loop
+`lower-to-tpu` makes of it (issue 15 item 5: fill, per step max(compute, DMA), drain).
+Differential: for every op and fusion of hypothesis-generated programs (and of the
+examples), the kernel `hardware.kernel` describes from types alone has the time of the
+loop lowering/compute.py and lowering/fusion.py build, at the blocks tile_plan chooses.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from shardc.dialects import hlo
+from shardc.hardware import kernel
+from shardc.hardware.chips import CHIPS, Chip
+from shardc.hardware.cost import CostModel
+from shardc.lowering import compute, fusion, tile_plan
+from shardc.lowering.context import Target
+from shardc.passes.fusion import FusionPass
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation
+
+from tests.unit.strategies import context, hlo_programs, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lowered_loops(chip: Chip, op: Operation) -> list[tile_plan.Tiled] | None:
+    """The loops lowering builds for `op` (None: none: not a compute op, or a fusion it
+    inlines)."""
+    target = Target(chip, chip.vmem_bytes)
+    if isinstance(op, hlo.FusionOp):
+        if fusion.why_unfused(target, op) is not None:
+            return None
+        loops = fusion.fused_loops(chip, op)
+    elif compute.handles(op) and not (isinstance(op, hlo.ReduceOp) and op.has_body):
+        shapes = [v.type.get_shape() for v in op.operands if isinstance(v.type, TensorType)]
+        if any(0 in s for s in shapes) or not op.results:
+            return None
+        loops = [compute._builder(op)(chip, op)]  # pyright: ignore[reportOptionalCall]
+    else:
+        return None
+    return [t for t in loops if math.prod(tile_plan.tensor_type(t.result.type).get_shape())]
+
+
+def lowered_time(chip: Chip, op: Operation) -> float | None:
+    """The time of the loops lowering builds for `op` at the blocks it plans."""
+    loops = lowered_loops(chip, op)
+    if loops is None:
+        return None
+    total = 0.0
+    for t in loops:
+        plan = tile_plan.plan_blocks(Target(chip, chip.vmem_bytes), t, 0)
+        total += kernel.pipeline_time(chip, tile_plan.kernel_of(t), plan.blocks, plan.grid)
+    return total
+
+
+def level_s_kernels(chip: Chip, op: Operation) -> list[kernel.Kernel] | None:
+    if isinstance(op, hlo.FusionOp):
+        return kernel.fusion_kernels(chip, op)
+    k = kernel.op_kernel(chip, op)
+    return None if k is None else [k]
+
+
+def same_plans(chip: Chip, op: Operation) -> None:
+    """Level S's loops have lowering's blocks, grid and VMEM bytes, for the whole VMEM
+    and for a quarter of what lowering's plan needs (where the staging buffers count)."""
+    loops, ks = lowered_loops(chip, op) or [], level_s_kernels(chip, op) or []
+    assert len(loops) == len(ks), str(op)[:200]
+    for t, k in zip(loops, ks, strict=True):
+        full = tile_plan.plan_blocks(Target(chip, chip.vmem_bytes), t, 0)
+        for budget in (chip.vmem_bytes, full.vmem // 4):
+            found = kernel.plan(chip, k, budget)
+            try:
+                want = tile_plan.plan_blocks(Target(chip, budget), t, 0)
+            except Exception:  # noqa: BLE001 - nothing fits: neither may find blocks
+                assert found is None, str(op)[:200]
+                continue
+            assert found is not None, str(op)[:200]
+            assert (found.blocks, found.grid, found.vmem) == (want.blocks, want.grid, want.vmem)
+
+
+def not_lowered_yet(chip: Chip, op: Operation) -> bool:
+    """An elementwise op `lower-to-tpu` does not compute yet (or a fusion of one)."""
+    if isinstance(op, hlo.FusionOp):
+        why = fusion.why_unfused(Target(chip, chip.vmem_bytes), op) or ""
+        return "not lowered yet" in why
+    return isinstance(op, kernel.ELEMENTWISE) and not compute.handles(op)
+
+
+def compare(module: ModuleOp, chips: tuple[str, ...] = ("v5e", "v5p")) -> int:
+    """Assert level S's kernel time is lowering's on every top-level hlo op; how many."""
+    n = 0
+    for name in chips:
+        chip = CHIPS[name]
+        for op in module.walk():
+            parent = op.parent_op()
+            if not op.name.startswith("hlo.") or isinstance(parent, hlo.FusionOp):
+                continue
+            if isinstance(parent, hlo.WhileOp | hlo.CaseOp):
+                continue
+            want = lowered_time(chip, op)
+            got = kernel.op_kernel_time(chip, op)
+            if want is None and (got is None or not_lowered_yet(chip, op)):
+                continue  # no loop; or one level S still times as a loop (no level T yet)
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-15), (name, str(op)[:200])
+            same_plans(chip, op)
+            n += 1
+    return n
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hlo_programs(max_ops=12))
+def test_level_s_kernel_is_lowerings(text: str) -> None:
+    module = parse(text)
+    compare(module)
+    FusionPass().apply(context(), module)
+    compare(module)
+
+
+def test_examples_kernels_are_lowerings() -> None:
+    from shardc.lowering.tpu_pipeline import TpuPipelinePass
+
+    n = 0
+    for path in sorted((ROOT / "examples").glob("*.mlir")):
+        module = parse(path.read_text(), str(path))
+        for p in TpuPipelinePass(chip="v5e").passes()[:-1]:
+            p.apply(context(), module)
+        n += compare(module, ("v5e",))
+    assert n >= 10
+
+
+_ELEMENTWISE = """
+func.func @main(%a: tensor<512x1024xf32>, %b: tensor<512x1024xf32>) -> tensor<512x1024xf32> {
+  %c = hlo.add %a, %b : tensor<512x1024xf32>
+  func.return %c : tensor<512x1024xf32>
+}
+"""
+
+
+def test_one_block_elementwise_is_fill_compute_drain() -> None:
+    """2 MiB operands fit VMEM whole: one step, nothing overlaps: both reads, the body's
+    VMEM loads and store and its VPU op, then the write-back, one after the other (the
+    roofline charged only the larger of the bytes and the FLOPs)."""
+    chip = CHIPS["v5e"]
+    op = next(o for o in parse(_ELEMENTWISE).walk() if isinstance(o, hlo.AddOp))
+    nbytes = 512 * 1024 * 4
+    want = (
+        2 * nbytes / chip.hbm_bw
+        + kernel.vmem_time(chip, 4 * nbytes)
+        + kernel.vpu_time(chip, 512 * 1024)
+        + nbytes / chip.hbm_bw
+    )
+    cost = CostModel(chip).op_cost(op)
+    assert cost.time == pytest.approx(want)
+    assert cost.time > 3 * nbytes / chip.hbm_bw  # more than its roofline
+
+
+_DOT = """
+func.func @main(%a: tensor<2048x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16> {
+  %o = hlo.dot %a, %w, contracting_dims = [1] x [0] : (tensor<2048x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16>
+  func.return %o : tensor<2048x4096xbf16>
+}
+"""
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p"])
+def test_big_dot_pays_its_first_fetch_and_last_write_back(chip: str) -> None:
+    """A real-size dot: level S's time is at least its MXU time plus the first blocks'
+    fetch and the last block's write-back of the plan lowering would choose."""
+    c = CHIPS[chip]
+    op = next(o for o in parse(_DOT).walk() if isinstance(o, hlo.DotOp))
+    k = kernel.op_kernel(c, op)
+    assert k is not None
+    plan = kernel.plan(c, k, c.vmem_bytes)
+    assert plan is not None
+    fill = sum(kernel.block_bytes(s.block(plan.blocks), s.elem) for s in k.streams) / c.hbm_bw
+    drain = k.out_bytes(plan.blocks) / c.hbm_bw
+    mxu = 2 * 2048 * 4096 * 4096 / c.flops_bf16
+    time = CostModel(c).op_cost(op).time
+    assert time >= mxu + fill + drain
+    assert time == pytest.approx(lowered_time(c, op))
