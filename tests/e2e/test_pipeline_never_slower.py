@@ -29,6 +29,7 @@ from shardc.passes.spmd_partition import SpmdPartitionPass
 from shardc.passes.spmd_pipeline import Gate, SpmdPipelinePass
 from shardc.passes.spmd_propagate import SpmdPropagatePass
 from shardc.passes.step_estimate import program_order_time
+from shardc.tests.e2e.test_collective_matmul_gate import gathered_matmul
 from shardc.tests.e2e.test_partition_differential import partitionable_programs
 from shardc.tests.unit.strategies import collective_programs
 from xdsl.dialects.builtin import ModuleOp
@@ -119,11 +120,15 @@ def test_the_small_k_sharded_matmul_keeps_its_reduce_scatter() -> None:
     flight overlap their latencies (`timing.engine_window`): the ring of permutes costs
     28.1 us against 20.1 us sync (it was 56.1 us when level S ran them end to end; level T
     21.1 us), and the pipeline, its all_to_all under its all_gather, 18.3 us (level T
-    19.1 us)."""
+    19.1 us). A float contracting ring over 8 devices is only built where the result
+    differs per device (`collective_matmul._same_sum_everywhere`; here both operands are
+    gathered and the result is replicated), so the ungated ring is measured on
+    `gathered_matmul` (`a` gathered, `b` split on its columns): 28.0 us against 13.1 us."""
+    gathered = parse_and_verify(CTX, gathered_matmul(16, 64), "<test>")
+    slow = after(gathered, ungated(SpmdPipelinePass()))
+    assert step(slow) > 1.25 * check_never_slower(gathered)[0]
     module = parse_and_verify(CTX, k_sharded_matmul(16, 64), "<test>")
-    slow = after(module, ungated(SpmdPipelinePass()))
     sync, t = check_never_slower(module)
-    assert step(slow) > 1.25 * sync  # the ungated ring: a latency per step
     assert t < 0.95 * sync
     piped = after(module, [SpmdPipelinePass()])
     names = [op.name for op in piped.walk()]
@@ -182,8 +187,9 @@ def test_a_tiny_fsdp_adam_step_keeps_its_reduce_scatter() -> None:
 @pytest.mark.parametrize(("m", "k", "kept"), [(16, 64, False), (4096, 8192, True)])
 def test_the_gate_keeps_a_pass_only_if_the_step_is_not_slower(m: int, k: int, kept: bool) -> None:
     """`Gate.run` with the ungated collective-matmul: refused when it slows the step."""
+    program = gathered_matmul if m == 16 else k_sharded_matmul  # as in the test above
     module = after(
-        parse_and_verify(CTX, k_sharded_matmul(m, k), "<test>"),
+        parse_and_verify(CTX, program(m, k), "<test>"),
         SpmdPipelinePass().partitioning_passes(),
     )
     gate = Gate(CostModel(get_chip("v5e"), find_mesh(module)), None)
