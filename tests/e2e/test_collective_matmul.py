@@ -234,3 +234,30 @@ func.func @main(%v: tensor<2x2xf32> {{spmd.sharding = #spmd.sharding<@mesh, [{{}
     after = check_pass(text, CollectiveMatmulPass(bidirectional=False), exact=False)
     assert count_ops(after, "collective.all_gather") == (0 if ring else 1)
     assert count_ops(after, "collective.permute") == (3 if ring else 0)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_a_ring_counts_the_bytes_of_the_all_gather_it_replaced(bidirectional: bool) -> None:
+    """`collective-stats` counts the operand bytes a device contributes: a ring's permutes
+    forward the block the all_gather would have sent (later steps forward what arrived, a
+    bidirectional ring sends its block both ways), so the count stays the block's 16
+    bytes, not one block per permute (bench/partition_quality.py's gather_contracting v5p
+    row: 768 against XLA's 256)."""
+    from shardc.dialects import make_context
+    from shardc.parsing import parse_and_verify
+    from shardc.passes.collective_stats import CollectiveStats
+
+    text = """
+spmd.mesh @mesh = <["x"=4]>
+func.func @main(%v: tensor<2x2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"x"}]>}, %w: tensor<8x2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<2x2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"x"}]>}) attributes {spmd.partitioned} {
+  %g = collective.all_gather %v on @mesh["x"], dim = 1 : (tensor<2x2xf32>) -> tensor<2x8xf32>
+  %y = hlo.dot %g, %w, contracting_dims = [1] x [0] : (tensor<2x8xf32>, tensor<8x2xf32>) -> tensor<2x2xf32>
+  func.return %y : tensor<2x2xf32>
+}
+"""
+    module = parse_and_verify(make_context(), text, "<test>")
+    assert sum(CollectiveStats.of(module).bytes.values()) == 16
+    CollectiveMatmulPass(bidirectional=bidirectional).apply(make_context(), module)
+    stats = CollectiveStats.of(module)
+    assert stats.counts["permute"] == 3 and stats.counts["all_gather"] == 0
+    assert sum(stats.bytes.values()) == 16
