@@ -514,6 +514,32 @@ class CostModel:
         """The collective's time without bytes: what combining two of them saves."""
         return self._collective_seconds(op, [0] * len(op.operands))
 
+    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+        """
+        Seconds of `op` that may run while the collectives issued before it on the same
+        device are still running (the engine rule, `interpreter.timing.engine_window`).
+        Every DMA a device has started flies at once, sharing the links (ICI links carry
+        the bytes of every transfer crossing them: bandwidth terms add up, latencies
+        overlap), but a ring's steps are issued one after another, each after the last
+        step's data arrived, and the kernel issues them in program order (a `_start`'s
+        first step at the `_start`, the rest at its `done` or between compute blocks,
+        lowering/ring_steps.py). So an all_to_all or a permute (one round of DMAs, all
+        started at once; an all_reduce of fewer elements than its group, `_all_reduce_tail`,
+        too) overlaps its whole latency with the collectives ahead of it; a
+        ring overlaps its first step's latency (its latency over its steps: every
+        operand's phases, an all_reduce's two passes); bytes never overlap.
+        """
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        latency = self.collective_latency(op)
+        one_round = kind == "all_reduce" and all(  # only its tail: pushed at once
+            math.prod(t.get_shape()) < op.group_size() for t in op.input_types()
+        )
+        if kind in ("all_to_all", "permute") or one_round:
+            return latency
+        steps = sum(n - 1 for n, _ in self.axis_rings(op) if n > 1)
+        steps *= (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
+        return latency / steps if steps else latency
+
     def collective_time(self, op: collective.CollectiveOp) -> float:
         """
         Seconds of `op` as `lower-to-tpu` runs it on this torus (`topology`'s module
@@ -611,7 +637,30 @@ class CostModel:
         n = math.prod(len(g[0]) for g, _ in axes)
         if kind == "reduce_scatter":
             return self._scatter_phases(axes, nbytes * wide, both_ways_all=False) + copy / n
-        return self._all_reduce(axes, nbytes, n, math.prod(shape), precision) + copy / n
+        numel = math.prod(shape)
+        tail = self._all_reduce_tail(groups, nbytes, numel)
+        if numel < len(groups[0]):
+            return tail
+        nbytes -= nbytes * (numel % len(groups[0])) // numel
+        numel -= numel % len(groups[0])
+        return tail + self._all_reduce(axes, nbytes, n, numel, precision) + copy / n
+
+    def _all_reduce_tail(
+        self, groups: tuple[tuple[int, ...], ...], nbytes: int, numel: int
+    ) -> float:
+        """
+        The last numel mod G elements of an all_reduce the group size G does not divide
+        (lowering/all_reduce.py's `all_reduce_tail`, before the rings): every device
+        pushes them straight to every peer at once, one round of DMAs, as all_to_all
+        does (a scalar's all_reduce is latency, not 2 (G - 1) ring steps).
+        """
+        n = len(groups[0])
+        r = numel % n
+        if not r:
+            return 0.0
+        block = nbytes * r / numel
+        moves = [(g[a], g[b], block) for g in groups for a in range(n) for b in range(n) if a != b]
+        return transfers_time(self.chip, self.torus(), moves)
 
     def _gather_phases(
         self, axes: list[tuple[tuple[tuple[int, ...], ...], bool]], block: float
@@ -813,6 +862,17 @@ class CachedCostModel(CostModel):
         if time is None:
             time = self._collectives[key] = super().collective_time(op)
         return time
+
+    _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+
+    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+        key = self.key(op)
+        if key is None:
+            return super().collective_overlap(op)
+        overlap = self._overlaps.get(key)
+        if overlap is None:
+            overlap = self._overlaps[key] = super().collective_overlap(op)
+        return overlap
 
 
 def _fusion_wiring(op: hlo.FusionOp) -> tuple[tuple[int, ...], ...]:

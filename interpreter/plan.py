@@ -166,6 +166,7 @@ def _plan_collective(plan: ProgramPlan, op: coll.CollectiveOp, scope: _Scope) ->
                 plan.cost_model.collective_time(op),
                 plan.cost_model.comm_bytes(op),
                 plan.cost_model.collective_algorithm(op),
+                plan.cost_model.collective_overlap(op),
             )
             plan.collective_costs[op] = cost
         plan.collectives[op] = CollectiveInfo(

@@ -9,7 +9,7 @@ the run is a deadlock, reported with every waiting device, the op it waits at an
 group cannot meet (`run_diagnostics`). Nothing ever hangs.
 
 With a chip, a collective starts when the last member has issued it and every member's
-collective engine is free; a sync form blocks each member's compute stream until it ends,
+collective engine can take it (`timing.engine_window`); a sync form blocks each member's compute stream until it ends,
 a `_start` form only at its `done`.
 """
 
@@ -24,7 +24,7 @@ from shardc.dialects import collective as coll
 from shardc.interpreter.execution import Device, DeviceRun, Future
 from shardc.interpreter.plan import CollectiveInfo
 from shardc.interpreter.run_diagnostics import RunDiagnostics
-from shardc.interpreter.timing import DeviceClock
+from shardc.interpreter.timing import DeviceClock, engine_busy, engine_window
 from xdsl.ir import Operation
 
 
@@ -126,21 +126,19 @@ class Rendezvous:
 def _time_collective(members: list[Wait], clocks: list[Any]) -> float:
     """
     Start the group's collective when the last member has issued it and every
-    member's engine is free; a sync form blocks each member's compute stream until
-    it ends. Returns the end time.
+    member's engine can take it (`timing.engine_window`); a sync form blocks each
+    member's compute stream until it ends. Returns the end time.
     """
     cost = members[0].info.cost
     assert cost is not None
-    start = 0.0
-    for w in members:
-        tm = clocks[w.device]
-        start = max(start, w.arrival, tm.engine)
-    end = start + cost.time
+    issued = max(w.arrival for w in members)
+    free = max(clocks[w.device].engine for w in members)
+    start, end = engine_window(issued, free, cost.time, cost.overlap)
     kind, nbytes = cost.kind, cost.bytes
     for w in members:
         tm = clocks[w.device]
-        tm.engine = end
-        tm.comm += cost.time
+        tm.comm += engine_busy(tm.engine, start, end)
+        tm.engine = max(tm.engine, end)
         tm.collectives.append((w.op, w.arrival, start, end))
         tm.counts[kind] += 1
         tm.comm_bytes[kind] += nbytes

@@ -13,20 +13,25 @@ Every device has a **compute stream** and a **collective engine**.
   `CostModel.op_cost(op).time`, in program order. Control ops (`scf`, `func`, scalar
   `arith`, `tensor.extract`, `spmd.axis_index`) take no time and are not on the timeline.
 * A collective (sync or `_start`) is *issued* when the device's compute stream reaches
-  it (its arrival time = the compute clock then). It **starts** when every member of its
-  group has issued it and every member's engine is free: start = max(members' arrival
-  times, members' engine-free times), and takes `CostModel.collective_time(op)`. All
-  members see the same start and end.
+  it (its arrival time = the compute clock then). It **begins** when every member of its
+  group has issued it and every member's engine can take it (`engine_window`), and takes
+  `CostModel.collective_time(op)`. All members see the same begin and end.
 * A sync collective blocks its device's compute stream until the collective ends.
 * A `_start` does not block: compute continues while the engine works; its
   `collective.done` blocks the compute stream until the collective has ended.
 * In flight: any number of `_start`s may be outstanding (issued and not yet done) on a
-  device (bounding that is the scheduler's job, as XLA's latency-hiding scheduler does),
-  but one device's engine runs **one collective at a time, in issue order** (a FIFO).
-  Collectives share the device's ICI links, so running two at once would split their
-  bandwidth: serializing them gives the same finish time for the pair without modelling
-  link sharing. (Collectives over disjoint torus axes could overlap on real hardware;
-  per-link engines come with level T.)
+  device (bounding that is the scheduler's job, as XLA's latency-hiding scheduler does).
+  Collectives in flight together on one device are not run end to end: every DMA a
+  device has started flies at once, its latency overlapping the others' while bytes
+  crossing the same ICI links share them. A collective may begin up to its *overlap*
+  (`CostModel.collective_overlap`: an all_to_all's or permute's whole latency, one
+  round of DMAs; a ring's first step's latency, since its later steps are issued in
+  order behind the rings ahead of it) before the engine is free of the collectives
+  issued before it, and the engine is then busy until the latest end (`engine_window`:
+  one rule for this timeline, `passes/step_estimate.py` and the scheduler). Bytes never
+  overlap: bandwidth-bound collectives still add up, as on shared links. (Collectives
+  over disjoint torus axes could overlap entirely on real hardware; the kernel issues
+  their ring steps in order, one instruction stream, so level S does not assume it.)
 * Level G: one device, compute only.
 
 Report (`Timeline.report()`, the keys of DESIGN.md "Report JSON keys")
@@ -42,8 +47,8 @@ Report (`Timeline.report()`, the keys of DESIGN.md "Report JSON keys")
   compute stream is idle, i.e. blocked at a sync collective or a `done` (waiting for the
   transfer itself, for the engine, or for a late group member to arrive).
 * `roofline_time_s`: the schedule's lower bound, `max over devices of max(total compute,
-  total communication)`, communication being the sum of the collective times on the
-  device's engine. Always `<= step_time_s`.
+  total communication)`, communication being the device's engine busy time (the sum of
+  its collectives' times less what overlapped, `engine_busy`). Always `<= step_time_s`.
 * `collectives`: collectives the slowest device executed, per kind (keys exactly
   `all_reduce all_gather reduce_scatter all_to_all permute`); a `_start` counts under its
   kind, a variadic collective once; a collective in a loop counts once per iteration.
@@ -249,6 +254,43 @@ class CollectiveCost:
     bytes: int
     algorithm: str = ""
     """What the cost model assumed (`CostModel.collective_algorithm`)."""
+    overlap: float = 0.0
+    """What of `time` may run under the collectives ahead (`CostModel.collective_overlap`)."""
+
+
+def engine_window(
+    issued: float, engine_free: float, time: float, overlap: float
+) -> tuple[float, float]:
+    """
+    (begin, end) of a collective issued at `issued` (its group's last arrival) on an engine
+    busy until `engine_free` (its members' latest) with the collectives issued before it:
+    it begins once issued and at most `overlap` before the engine is free (the module
+    docstring's "In flight"), and takes `time`. The engine is then busy until
+    `max(engine_free, end)`; its busy time grows by `engine_busy`. The one rule of
+    collectives in flight for the interpreter's timeline, `step_estimate` and `schedule`.
+    """
+    begin = max(issued, engine_free - overlap)
+    return begin, begin + time
+
+
+def engine_busy(engine_free: float, begin: float, end: float) -> float:
+    """The engine time a collective in `[begin, end)` adds to an engine busy until
+    `engine_free` (the part not already under the collectives ahead)."""
+    return max(0.0, end - max(begin, engine_free))
+
+
+def issued_behind(time: float, overlap: float) -> float:
+    """
+    The engine time a collective of `time` and `overlap` adds when it is issued together
+    with others, behind collectives still in flight for at least its overlap: its
+    `engine_busy` under `engine_window` (time - overlap: an all_to_all's or a permute's
+    bytes only, a ring all but its first step's latency). What a collective costs in a
+    program that keeps the engine busy; `spmd-partition` prices its candidates so
+    (`step_estimate.scheduled_time(issued_together=True)`), not knowing which of the
+    program's other collectives will be in flight with them.
+    """
+    begin, end = engine_window(0.0, overlap, time, overlap)
+    return engine_busy(overlap, begin, end)
 
 
 # The timeline and its outputs -----------------------------------------------------------
@@ -550,6 +592,9 @@ __all__ = [
     "DeviceClock",
     "Timeline",
     "compute_cost",
+    "engine_busy",
+    "engine_window",
+    "issued_behind",
     "memory_plan",
     "op_label",
     "summary_lines",

@@ -30,6 +30,14 @@ loop needs for the chunks that fit under it (two per chunk, so a chunk lands wit
 a transfer of its time). Chunks not placed run at the `done`, in
 order, as before.
 
+A chunk that starts no remote DMA (a permute's or an all_to_all's waits, a ring's last
+waits and reduction) is never placed: it starts no transfer, so nothing is gained by
+running it before the `done`, and waiting there for DMAs the placement estimated done
+stalls the compute when they land later (the estimate is the loop's tile-plan time and
+the collective alone, while collectives in flight together share the links:
+`timing.engine_window`). Collectives in flight thus run as level S has them: every
+`_start`'s first DMAs started at the `_start`, together, each waited at its `done`.
+
 Buffer lifetimes: a chunk only touches the collective's own buffers, semaphores and
 VMEM, and every level-S value has its own HBM buffer, so the compute in between reads
 nothing a step writes; the done's results are read only after the `done`, where the last
@@ -232,8 +240,8 @@ class Overlap:
         at: dict[int, list[Operation]] = {}
         for ring in self.rings.values():
             for j in range(steps):
-                if not ring.chunks:
-                    break
+                if not ring.chunks or not _starts(ring.chunks[0], remote=True):
+                    break  # only waits left: they go at the `done`
                 t = self.clock + j * block_time
                 if ring.ready <= t + 0.5 * block_time:
                     at.setdefault(j, []).extend(ring.chunks.pop(0))

@@ -76,12 +76,14 @@ from shardc.passes.step_estimate import module_step_time, op_time
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -265,8 +267,8 @@ class RingOptions:
     ) -> bool:
         """
         Whether the ring for `coll` and `dot` can beat them: the ring takes at least its
-        permutes of `block` one after another on the collective engine (the timeline runs
-        one collective at a time) plus `path(model)`, the compute that must run before
+        permutes of `block` on the collective engine (each overlapping the one ahead by
+        at most its `collective_overlap`, `timing.engine_window`) plus `path(model)`, the compute that must run before
         the first permute or after the last (the ring's steps are one after another), and
         at least the dot's time; the pair takes the dot then the collective. A site where
         that floor is not below the pair's time is left as it is, so the gate's estimate
@@ -299,7 +301,11 @@ class RingOptions:
         assert where is not None
         where.insert_op_before(step, coll)  # in the module, where its mesh resolves
         try:
-            permutes = sum(self.steps(n)) * self.model.collective_time(step)
+            # The engine rule (`timing.engine_window`): a permute may begin its overlap
+            # (its latency) before the one ahead of it ends, so k of them take at least
+            # k * (t - o) + o.
+            t, o = self.model.collective_time(step), self.model.collective_overlap(step)
+            permutes = sum(self.steps(n)) * (t - o) + o
         finally:
             where.erase_op(step)
         dot_time = self.model.op_cost(dot).time
@@ -328,6 +334,8 @@ class GatherIntoDot(RewritePattern):
             if ring is None or _bytes(value) < self.options.min_bytes:
                 continue
             layout = _gather_layout(dot, side, ag.dim.value.data)
+            if layout is None and not _same_sum_everywhere(dot, side, ring):
+                continue
             block = ag.operands[value.index]
             # after the last permute, at least the last block's partial dot: a 1/n share
             # of the dot's time (a lower bound: a partial dot reads at least its share)
@@ -442,6 +450,45 @@ def _contracting_partner(dot: hlo.DotOp, side: int, g: int) -> int | None:
     if g not in contracting[side]:
         return None
     return contracting[1 - side][contracting[side].index(g)]
+
+
+def _same_sum_everywhere(dot: hlo.DotOp, side: int, ring: tuple[str, str, int]) -> bool:
+    """
+    Whether the contracting ring leaves no replicated result whose copies differ: device r
+    adds the products in ring order starting at block r. Integers (exact) and two blocks
+    (one add, commutative) give every device the same bits. Floats over more blocks differ
+    in the last bits, which is only allowed where the devices of the ring hold different
+    results anyway: the other operand differs across the ring's axis (the scaling book's
+    `A[B, D_Y] x W[D, F_Y]`). Where it may be the same on every device (a replicated or
+    gathered `w`), the result is replicated and its copies would differ (which
+    `shardc-run` rejects and later collectives would mix): the all_gather stays.
+    """
+    n = ring[2]
+    if n <= 2 or isinstance(tensor_type(dot.result).element_type, IntegerType):
+        return True
+    return _differs_across(dot.operands[1 - side], ring[1], 8)
+
+
+def _differs_across(value: SSAValue, axis: str, depth: int) -> bool:
+    """
+    Whether `value` is known to be a different block on each device of mesh `axis`: a
+    function argument split over it, `spmd.axis_index` of it, or an `hlo` op on such a
+    value (`depth` ops deep). Collectives and anything else: not known (False).
+    """
+    if isinstance(value, BlockArgument):
+        function = value.block.parent_op()
+        if not isinstance(function, FuncOp) or value.block is not function.body.blocks.first:
+            return False
+        sharding = spmd.function_shardings(function)[0][value.index]
+        if sharding is None:
+            return False
+        return axis in sharding.unreduced_axes or any(axis in a for a in sharding.dim_axes)
+    owner = value.owner
+    if isinstance(owner, spmd.AxisIndexOp):
+        return owner.axis.data == axis
+    if depth == 0 or not owner.name.startswith("hlo."):
+        return False
+    return any(_differs_across(o, axis, depth - 1) for o in owner.operands)
 
 
 def _rewrite_gather_contracting(

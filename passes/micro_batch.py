@@ -601,10 +601,12 @@ class SplitFloor:
     A lower bound on the estimate of any split of a block, from its totals alone, so
     that a plan that cannot be chosen is not built and scheduled (the estimates are what
     the pass costs; with this bound `micro-batch` stays near linear in the program). A
-    step takes at least the collective engine's total (one collective at a time) and at
+    step takes at least the collective engine's total (each collective's time less what
+    may overlap the ones ahead, `timing.engine_window`) and at
     least the compute stream's total; splitting never lowers the compute total (each chunk
     re-reads what is not split) and makes each collective of the class at least
-    `max(k * latency, time)`: k chunks each paying the latency, the bytes the same.
+    `max(k * latency, time)`: k chunks each paying the latency, the bytes the same (less
+    each one's overlap).
     """
 
     compute: float
@@ -616,7 +618,7 @@ class SplitFloor:
         compute = engine = 0.0
         for op in block.ops:
             if isinstance(op, collective.CollectiveOp):
-                engine += model.collective_time(op)
+                engine += model.collective_time(op) - model.collective_overlap(op)
             else:
                 compute += op_time(op, model)
         return SplitFloor(compute, engine, model)
@@ -626,8 +628,9 @@ class SplitFloor:
         extra = 0.0
         for op in cand.split_ops:
             if isinstance(op, collective.SYNC_OPS) and not isinstance(op, collective.PermuteBase):
-                t = self.model.collective_time(op)
-                extra += max(k * self.model.collective_latency(op), t) - t
+                o = self.model.collective_overlap(op)  # a chunk's too: latency only
+                t = self.model.collective_time(op) - o
+                extra += max(k * (self.model.collective_latency(op) - o), t) - t
         return max(self.compute, self.engine + extra)
 
 

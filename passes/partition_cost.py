@@ -11,7 +11,11 @@ factor assignment, and the sharding its result is resharded to: the one propagat
 or the one all its users need) is built in a scratch function exactly as the partitioner
 would build it (the resharder's ops for each operand, the op on local types, the result's
 reshard) and timed by the scheduled-step estimate (`step_estimate.scheduled_time`), the
-number the pipeline's other cost gates use. The cheapest wins; candidate 0 is today's
+number the pipeline's other cost gates use, by the interpreter's rule of collectives in
+flight (`timing.engine_window`): once the function has issued collectives before the op,
+the candidate's run among them, each charged what it adds to a busy engine
+(`timing.issued_behind`: an all_to_all or a permute its bytes, a ring all but its first
+step's latency); before any, alone. The cheapest wins; candidate 0 is today's
 `choose_factors` and is kept unless another is clearly (`RELATIVE_TIE`) faster, so
 programs whose choice is already cheapest partition as before.
 
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
 from shardc.hardware.cost import CostModel
+from shardc.interpreter.timing import issued_behind
 from shardc.passes.resharding import Resharder, layout, local_type
 from shardc.passes.sharding_rules import Axes, FactorRule, factor_axes_from, make_sharding
 from shardc.passes.step_estimate import scheduled_time
@@ -36,7 +41,14 @@ from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-CHOICE_OPS = (hlo.DotOp, hlo.ConvolutionOp, hlo.ReduceOp, hlo.ReshapeOp, hlo.GatherOp)
+CHOICE_OPS = (
+    hlo.DotOp,
+    hlo.ConvolutionOp,
+    hlo.ReduceOp,
+    hlo.ReshapeOp,
+    hlo.GatherOp,
+    hlo.SortOp,
+)
 """The ops whose factors `spmd-partition` chooses by cost (every other op: as today)."""
 
 RELATIVE_TIE = 0.05
@@ -64,6 +76,9 @@ class Plan:
     the start of the step, they may run under the compute before this op."""
     compute: float = 0.0
     """Time of its compute (what later ops' early collectives may hide under)."""
+    link: float = 0.0
+    """Seconds its collectives keep the links busy (`collective_time` less
+    `collective_latency`: the bytes each device moves, not its operands')."""
 
     def finish(self, hideable: float) -> float:
         """Its time in the program, where `hideable` seconds of earlier compute have no
@@ -108,12 +123,35 @@ def candidate_factors(
     for source in sources:
         for free in ("want", "operands", "both"):
             found.append(_assign(rule, operands, want, source, free))
+    found += _moved(rule, operands, _assign(rule, operands, want, None, "want"))
     found.append([()] * rule.factor_count)
     unique: list[list[Axes]] = []
     for f in found:
         if f not in unique:
             unique.append(f)
     return unique
+
+
+def _moved(
+    rule: FactorRule, operands: Sequence[ShardingAttr], base: list[Axes]
+) -> list[list[Axes]]:
+    """
+    `base` with the axes the operands split an unsplittable factor over (a sort's sorted
+    dimension: gathered by `base`) moved onto each other factor in turn instead: an
+    all_to_all there and back (XLA's partitioning of a sort), one round of DMAs each,
+    the data sorted once rather than on every device of the axes.
+    """
+    displaced: list[str] = []
+    for dims, s in zip(rule.operand_dims, operands, strict=False):
+        for f, axes in enumerate(factor_axes_from(rule, dims, s)):
+            if f in rule.unsplittable_factors and axes:
+                displaced += [a for a in axes if a not in displaced]
+    used = {a for axes in base for a in axes}
+    moved = tuple(a for a in displaced if a not in used)
+    if not moved:
+        return []
+    free = set(range(rule.factor_count)) - rule.unsplittable_factors - rule.reduction_factors
+    return [[*base[:f], base[f] + moved, *base[f + 1 :]] for f in sorted(free)]
 
 
 def _assign(
@@ -195,6 +233,10 @@ class OpPlanner:
     """The reduced axes left pending (`unreduced`) by the op (the rest all-reduced now)."""
     is_argument: Callable[[int], bool] = lambda i: False
     """Whether operand i is an argument of the function (ready when the step starts)."""
+    together: bool = False
+    """Whether collectives were issued before this op (the engine may be busy with them):
+    its candidates' collectives are then priced as issued together with those
+    (`timing.issued_behind`), else as they run alone."""
 
     def plan(self, factors: list[Axes], want: ShardingAttr) -> Plan:
         op, rule = self.op, self.rule
@@ -214,6 +256,7 @@ class OpPlanner:
             layout(want),
             reused,
             tuple(self.is_argument(i) for i in range(len(op.operands))),
+            self.together,
         )
         if (found := self.coster.known(key)) is not None:
             return found
@@ -264,7 +307,7 @@ class OpPlanner:
             start = make_sharding(coster.mesh_name, natural.dim_axes, kept)
             resharder.reshard(value, start, want, anchor, rshape)
         parts += [("result", k) for k in range(since, len(resharder.inserted))]
-        time = scheduled_time(scratch.body.block, coster.model)
+        time = scheduled_time(scratch.body.block, coster.model, issued_together=self.together)
         inserted = [
             (what, o)
             for what, k in parts
@@ -273,15 +316,26 @@ class OpPlanner:
         moves = [(w, o.name.removeprefix("collective."), tuple(o.axes)) for w, o in inserted]
         nbytes = sum(coster.model.comm_bytes(o) for _, o in inserted)
         early_names = {_operand_name(op, i) for i in range(len(op.operands)) if self.is_argument(i)}
-        early = sum(coster.model.collective_time(o) for w, o in inserted if w in early_names)
+        model = coster.model
+        early = sum(
+            issued_behind(model.collective_time(o), model.collective_overlap(o))
+            if self.together
+            else model.collective_time(o)
+            for w, o in inserted
+            if w in early_names
+        )
         compute = sum(
             coster.model.op_cost(o).time
             for o in scratch.body.block.ops
             if not isinstance(o, collective.CollectiveOp | hlo.ReturnOp)
         )
+        link = sum(
+            coster.model.collective_time(o) - coster.model.collective_latency(o)
+            for _, o in inserted
+        )
         scratch.detach()
         scratch.erase(safe_erase=False)  # drops the uses its ops hold (on no program value)
-        return Plan(tuple(factors), time, _merged(moves), nbytes, min(early, time), compute)
+        return Plan(tuple(factors), time, _merged(moves), nbytes, min(early, time), compute, link)
 
 
 def _merged(moves: list[Move]) -> tuple[Move, ...]:
@@ -310,13 +364,18 @@ def _operand_name(op: Operation, index: int) -> str:
 def choose(plans: list[Plan], hideable: float = 0.0) -> int:
     """
     The cheapest plan's index (the first of equals; by `Plan.finish` with `hideable`)
-    among those that move no more bytes than plan 0 (today's); plan 0 unless that one
-    beats it by more than `RELATIVE_TIE`.
+    among those that move no more bytes than plan 0 (today's), by their operands or on
+    the links (`Plan.link`: an all_to_all there and back sends less than an all_gather of
+    the same operand); plan 0 unless that one beats it by more than `RELATIVE_TIE`.
     Fewer collectives of more bytes win only where latency dominates (tiny tensors), and
     there the partitioner keeps what XLA does: a Megatron row-parallel dot's all_reduce,
     not all-gathered weights (issue 14 asks for no more bytes than XLA's partitioning too).
     """
-    fits = [i for i in range(len(plans)) if plans[i].bytes <= plans[0].bytes]
+    fits = [
+        i
+        for i, p in enumerate(plans)
+        if p.bytes <= plans[0].bytes or p.link <= plans[0].link * (1 + 1e-9)
+    ]
     cost = [p.finish(hideable) for p in plans]
     best = min(fits, key=lambda i: (cost[i], i))
     return best if cost[best] < cost[0] * (1 - RELATIVE_TIE) else 0

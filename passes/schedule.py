@@ -28,6 +28,7 @@ from shardc.dialects import collective, sizes
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
+from shardc.interpreter.timing import engine_window
 from shardc.passes.block_order import dependency_graph, set_order
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -220,18 +221,23 @@ class BlockScheduler:
 
     def issue(self, start: Operation) -> None:
         assert isinstance(start, collective.CollectiveOp)
-        begin = max(self.clock, self.engine_free)
-        self.engine_free = begin + self.model.collective_time(start)
-        self.in_flight[start] = self.engine_free
+        _, end = self._window(start)
+        self.engine_free = max(self.engine_free, end)
+        self.in_flight[start] = end
 
     def retire(self, start: Operation | None) -> None:
         if start is not None and start in self.in_flight:
             self.clock = max(self.clock, self.in_flight.pop(start))
 
+    def _window(self, op: collective.CollectiveOp) -> tuple[float, float]:
+        """(begin, end) of `op` issued now (the interpreter's rule, `timing.engine_window`)."""
+        time, overlap = self.model.collective_time(op), self.model.collective_overlap(op)
+        return engine_window(self.clock, self.engine_free, time, overlap)
+
     def run_compute(self, op: Operation) -> None:
         if isinstance(op, collective.CollectiveOp):  # a sync collective blocks the stream
-            begin = max(self.clock, self.engine_free)
-            self.clock = self.engine_free = begin + self.model.collective_time(op)
+            _, self.clock = self._window(op)
+            self.engine_free = max(self.engine_free, self.clock)
         else:
             self.clock += self.model.op_cost(op).time
 

@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shardc.diagnostics import OpPassError, op_position
-from shardc.dialects import hlo, spmd
+from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.spmd import (
     GLOBAL_SHAPE_ATTR_NAME,
     PARTITIONED_ATTR_NAME,
@@ -147,6 +147,9 @@ class FunctionPartitioner:
     hideable: float = 0.0
     """Compute of the ops partitioned so far with no collective under it yet: what a later
     reshard of a function argument may hide behind (`Plan.finish`)."""
+    issued: bool = False
+    """Whether a collective was inserted for an op partitioned so far: later candidates
+    are priced as issued together with it (`OpPlanner.together`)."""
     """Prices the candidates of the ops with a choice (None: `choose_factors` as it is)."""
     explain: bool = False
     """Print each choice with its estimated time and the runners-up (stderr)."""
@@ -210,6 +213,10 @@ class FunctionPartitioner:
                 self.partition_rng(op)
             else:
                 self.partition_op(op)
+            if not self.issued:
+                self.issued = any(
+                    isinstance(o, collective.CollectiveOp) for o in self.resharder.inserted
+                )
 
     def partition_region_op(self, op: hlo.WhileOp | hlo.CaseOp) -> None:
         """
@@ -491,6 +498,7 @@ class FunctionPartitioner:
             ),
             lambda pending: _kept_pending(op, pending),
             lambda i: _is_argument(op.operands[i]),
+            self.issued,
         )
         plans = [planner.plan(f, target) for f, target in options]
         chosen = choose(plans, self.hideable)

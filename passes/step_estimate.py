@@ -4,7 +4,8 @@ that applies a transformation only where the step gets faster (`micro-batch`,
 `collective-matmul`, `spmd-pipeline`'s gates).
 
 Two numbers, both by the interpreter's timing rules (`interpreter.timing`: a compute
-stream, one collective engine running one collective at a time in issue order, a sync
+stream, one collective engine taking collectives in issue order, each overlapping the
+ones ahead by its `collective_overlap` (`timing.engine_window`), a sync
 collective or a `done` blocking the stream) and its per-op costs (`timing.compute_cost`),
 so that what a pass estimates is what `shardc-run --timing-only` reports for the program
 the pipeline returns:
@@ -35,7 +36,7 @@ from typing import Any, cast
 
 from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CostModel, OpCost, cached
-from shardc.interpreter.timing import compute_cost
+from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
 from shardc.passes.async_split import TO_START
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
@@ -69,11 +70,12 @@ def program_order_time(
         if time is None:
             time = memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
-            engine = max(clock, engine) + time
+            _, end = engine_window(clock, engine, time, model.collective_overlap(op))
+            engine = max(engine, end)
             if op.IS_START:
-                in_flight[op.results[0]] = engine
+                in_flight[op.results[0]] = end
             else:
-                clock = engine
+                clock = end
         elif isinstance(op, collective.DoneOp):
             clock = max(clock, in_flight.pop(op.future, clock))
         else:
@@ -206,15 +208,24 @@ def scheduled_time(
     memory_limit: int | None = None,
     max_in_flight: int = 4,
     memo: dict[Operation, float] | None = None,
+    issued_together: bool = False,
 ) -> float:
     """
     The step of `block` as `async-split` + `schedule` would leave it: `program_order_time`
     of the scheduler's order; inf if it cannot fit the memory limit. The block is left as
     it was (a `StepGraph` of it; with a memory limit, `split_scheduled_time`).
+    `issued_together` (no memory limit): every collective issued behind others still in
+    flight, charged `timing.issued_behind` (what it adds to a busy engine) with nothing
+    more to overlap: the price of a piece of a program (a partition candidate) whose
+    collectives run among the program's others.
     """
     model = per_op(model)
     if memory_limit is None:  # no live bytes to track: the scheduler over ints (`StepGraph`)
-        return StepGraph(block, model, memo).scheduled_time(max_in_flight)
+        graph = StepGraph(block, model, memo)
+        if issued_together:
+            graph.issue_together()
+        return graph.scheduled_time(max_in_flight)
+    assert not issued_together, "issued_together is priced without a memory limit"
     return split_scheduled_time(block, model, memory_limit, max_in_flight, memo)
 
 
@@ -268,6 +279,9 @@ class StepGraph:
         """What `program_order_time` charges."""
         self.start: list[int] = []
         """A done's start node (-1: none in the block)."""
+        self.overlap: list[float] = []
+        """A collective's `collective_overlap` (what `timing.engine_window` lets overlap
+        the collectives ahead); 0 for other nodes."""
         self.ops: list[Operation] = []
         """Each node's op (a split collective's for both of its nodes)."""
         self.split = False
@@ -287,6 +301,8 @@ class StepGraph:
         self.cost.append(cost)
         self.time.append(time)
         self.start.append(start)
+        collective_op = kind in (_START, _SYNC)
+        self.overlap.append(self.model.collective_overlap(op) if collective_op else 0.0)  # pyright: ignore
         return len(self.kind) - 1
 
     def _add(self, op: Operation) -> None:
@@ -334,6 +350,7 @@ class StepGraph:
     def order(self, max_in_flight: int) -> list[int]:
         """`BlockScheduler.run`'s order (no memory limit), by node."""
         kind, cost, start_of, users = self.kind, self.cost, self.start, self.users
+        overlap = self.overlap
         waiting = list(self.waiting)
         last = len(kind) - 1
         ready: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
@@ -350,14 +367,16 @@ class StepGraph:
             lst = ready[k]
             del lst[bisect.bisect_left(lst, n)]
             if k == _START:
-                engine = max(clock, engine) + cost[n]
-                in_flight[n] = engine
+                _, end = engine_window(clock, engine, cost[n], overlap[n])
+                engine = max(engine, end)
+                in_flight[n] = end
             elif k == _DONE:
                 s = start_of[n]
                 if s in in_flight:
                     clock = max(clock, in_flight.pop(s))
             elif k == _SYNC:
-                clock = engine = max(clock, engine) + cost[n]
+                _, clock = engine_window(clock, engine, cost[n], overlap[n])
+                engine = max(engine, clock)
             else:
                 clock += cost[n]
             order.append(n)
@@ -395,6 +414,16 @@ class StepGraph:
             raise ScheduleStuck
         return min(dones, key=lambda d: (in_flight.get(start_of[d], clock), d))
 
+    def issue_together(self) -> None:
+        """Every collective node charged as issued behind others in flight
+        (`timing.issued_behind`), with no overlap left (`scheduled_time`'s
+        `issued_together`)."""
+        for n, k in enumerate(self.kind):
+            if k in (_START, _SYNC):
+                self.cost[n] = issued_behind(self.cost[n], self.overlap[n])
+                self.time[n] = issued_behind(self.time[n], self.overlap[n])
+                self.overlap[n] = 0.0
+
     def scheduled_time(self, max_in_flight: int) -> float:
         """`program_order_time` of `order`; inf if the scheduler is stuck."""
         if not self.kind:
@@ -411,16 +440,18 @@ class StepGraph:
 
     def program_time(self, order: Iterable[int]) -> float:
         """`program_order_time` of the nodes in `order`."""
-        kind, time, start_of = self.kind, self.time, self.start
+        kind, time, start_of, overlap = self.kind, self.time, self.start, self.overlap
         clock = engine = 0.0
         in_flight: dict[int, float] = {}
         for n in order:
             k = kind[n]
             if k == _START:
-                engine = max(clock, engine) + time[n]
-                in_flight[n] = engine
+                _, end = engine_window(clock, engine, time[n], overlap[n])
+                engine = max(engine, end)
+                in_flight[n] = end
             elif k == _SYNC:
-                clock = engine = max(clock, engine) + time[n]
+                _, clock = engine_window(clock, engine, time[n], overlap[n])
+                engine = max(engine, clock)
             elif k == _DONE:
                 clock = max(clock, in_flight.pop(start_of[n], clock))
             else:

@@ -60,6 +60,21 @@ def test_contracting_sharded_matmul_uses_one_reduce_scatter() -> None:
     assert dict(CollectiveStats.of(module).counts) == {"reduce_scatter": 1}
 
 
+def test_replicated_contracting_dot_holds_the_same_bits_on_every_device() -> None:
+    """Found by the zero-size generator once collective-matmul's gate knew the engine rule:
+    both operands gathered over a 4-device contracting axis became the contracting ring,
+    each device adding the four products in its own ring order, and the replicated f32
+    result held copies differing in the last bit (`shardc-run` rejects that)."""
+    text = """
+spmd.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<2x4xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {"x"}]>}, %arg1: tensor<4x2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<2x2xf32> {spmd.sharding = #spmd.sharding<@mesh, [{}, {}]>}) {
+  %v2 = hlo.dot %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+  func.return %v2 : tensor<2x2xf32>
+}
+"""
+    partition_and_compare(text, 0)
+
+
 ################################################################################
 # Generated programs                                                           #
 ################################################################################

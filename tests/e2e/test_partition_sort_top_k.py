@@ -103,6 +103,23 @@ func.func @main(%x: tensor<8x6xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"
     partition_and_compare(text, 0, exact=True, inputs=tied_inputs((8, 6), 0))
 
 
+def test_a_sort_keeping_its_split_sorts_along_another_dimension() -> None:
+    """The sorted dimension split over "b" and wanted so: the axis moves onto the other
+    dimension (an all_to_all per operand there and one per result back, XLA's way: one
+    round of DMAs each, issued together, `timing.engine_window`) rather than every device
+    of "b" gathering and sorting all of it (a 3-step ring per operand); the results are
+    level G's."""
+    text = """spmd.mesh @mesh = <["a"=2, "b"=4]>
+func.func @main(%x: tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"}, {"b"}]>}, %y: tensor<16x32xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"}, {"b"}]>})
+    -> (tensor<16x32xf32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"}, {"b"}]>}, tensor<16x32xi32> {spmd.sharding = #spmd.sharding<@mesh, [{"a"}, {"b"}]>}) {
+  %s, %p = hlo.sort %x, %y, dim = 1, comparator = LT, stable : (tensor<16x32xf32>, tensor<16x32xi32>) -> (tensor<16x32xf32>, tensor<16x32xi32>)
+  func.return %s, %p : tensor<16x32xf32>, tensor<16x32xi32>
+}
+"""
+    assert census(text) == {"all_to_all": 4}
+    partition_and_compare(text, 0, exact=True, inputs=tied_inputs((16, 32), 0))
+
+
 def test_micro_batch_splits_sort_and_top_k_along_a_batch_dimension() -> None:
     text = """spmd.mesh @m = <["x"=2, "y"=2]>
 func.func @main(%a: tensor<16x8xf32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>}, %b: tensor<16x8xi32> {spmd.sharding = #spmd.sharding<@m, [{"x"}, {"y"}]>})

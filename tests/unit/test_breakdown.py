@@ -33,9 +33,11 @@ def test_ops_sum_to_compute_time(tmp_path: Path, path: Path) -> None:
     assert times == sorted(times, reverse=True)
     assert math.isclose(sum(times), r["compute_time_s"], rel_tol=1e-9, abs_tol=1e-15)
     colls = r["collective_ops"]
-    assert math.isclose(
-        sum(c["time_s"] for c in colls), r["comm_time_s"], rel_tol=1e-9, abs_tol=1e-15
-    )
+    # the engine's busy time: the collectives' times less what overlapped the ones ahead
+    # (`timing.engine_window`), at least the longest
+    total = sum(c["time_s"] for c in colls)
+    assert r["comm_time_s"] <= total * (1 + 1e-9) + 1e-15
+    assert r["comm_time_s"] >= max((c["time_s"] for c in colls), default=0.0) * (1 - 1e-9)
     assert sum(r["collectives"].values()) == len(colls)
     for c in colls:
         assert math.isclose(c["hidden_s"], max(0.0, c["time_s"] - c["exposed_s"]), abs_tol=1e-15)

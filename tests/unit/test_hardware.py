@@ -246,3 +246,51 @@ func.func @f(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> attributes {spm
     t1 = CostModel(get_chip("v5e"), one[1]).collective_time(one[0])  # pyright: ignore
     t4 = CostModel(get_chip("v5e"), four[1]).collective_time(four[0])  # pyright: ignore
     assert t4 == pytest.approx(t1)
+
+
+# Collectives in flight (issue 15 item 5: `collective_overlap`, `timing.engine_window`) -----
+
+
+def test_overlap_is_a_one_round_collectives_latency_or_a_rings_first_step() -> None:
+    # v5e line of 4: an all_gather's chain of hops is 1 + 1 + 3 = 5 us over 3 steps; an
+    # all_to_all's DMAs all fly at once (its farthest peer 3 hops away); bytes never overlap
+    op, mesh = first(gather_program('"x"=4', "x", "256", "1024"), collective.AllGatherOp)
+    model = CostModel(get_chip("v5e"), mesh)  # pyright: ignore
+    assert model.collective_overlap(op) == pytest.approx(5 * HOP / 3)  # pyright: ignore
+    big, _ = first(gather_program('"x"=4', "x", "1048576", "4194304"), collective.AllGatherOp)
+    assert model.collective_overlap(big) == pytest.approx(5 * HOP / 3)  # pyright: ignore
+    a2a, mesh = first(
+        """spmd.mesh @m = <["x"=4]>
+func.func @f(%x: tensor<8x8xf32>) -> tensor<32x2xf32> attributes {spmd.partitioned} {
+  %r = collective.all_to_all %x on @m["x"], split_dim = 1, concat_dim = 0 : (tensor<8x8xf32>) -> tensor<32x2xf32>
+  func.return %r : tensor<32x2xf32>
+}""",
+        collective.AllToAllOp,
+    )
+    model = CostModel(get_chip("v5e"), mesh)  # pyright: ignore
+    assert model.collective_overlap(a2a) == pytest.approx(3 * HOP)  # pyright: ignore
+    assert model.collective_overlap(a2a) == model.collective_latency(a2a)  # pyright: ignore
+
+
+def test_an_all_reduce_smaller_than_its_group_is_one_round_of_pushes() -> None:
+    # lowering/all_reduce.py's tail: a scalar over 2x4 (v5e, 8 devices) goes straight to
+    # every peer (the farthest 1 + 3 hops away), not 2 x 7 ring steps; 9 elements: the
+    # tail's element first, then the rings over the other 8
+    def all_reduce(shape: str) -> tuple[float, float]:
+        t = f"tensor<{shape}f32>"
+        op, mesh = first(
+            f"""spmd.mesh @m = <["a"=2, "b"=4]>
+func.func @f(%x: {t}) -> {t} attributes {{spmd.partitioned}} {{
+  %r = collective.all_reduce add %x on @m["a", "b"] : {t}
+  func.return %r : {t}
+}}""",
+            collective.AllReduceOp,
+        )
+        model = CostModel(get_chip("v5e"), mesh)  # pyright: ignore
+        return model.collective_time(op), model.collective_overlap(op)  # pyright: ignore
+
+    scalar, overlap = all_reduce("")
+    assert scalar == pytest.approx(4 * HOP, rel=1e-3) and overlap == pytest.approx(4 * HOP)
+    eight, _ = all_reduce("8x")
+    nine, _ = all_reduce("9x")
+    assert nine == pytest.approx(scalar + eight, rel=1e-3)
