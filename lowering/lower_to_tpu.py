@@ -27,12 +27,15 @@ the function's ops in order. Where each part lives:
 * `movement` (reshape, slice, concatenate, dynamic_slice, dynamic_update_slice,
   axis_index): DMAs between HBM buffers.
 * `control_flow` (while, case: `scf.for` / `scf.while` / `scf.if` around their regions'
-  ops), `windows` (pad, reverse as DMA programs; reduce_window rewritten into level-S
-  ops first, `expand`), `convolution` (rewritten into MXU dots over the kernel's taps).
+  ops), `windows` (pad, reverse as DMA programs; a channels-last reduce_window or
+  convolution as one halo kernel, `window_kernel` / `conv_kernel`; other windows
+  rewritten into level-S ops first, `expand`), `convolution` (the other convolutions:
+  MXU dots over the kernel's taps).
 * `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
-  top_k: a rank sort in VMEM); `reduce_body` (a reduce with a body, argmax: compute's
-  tiled loop folding the body in level S's order); `random` (rng_bit_generator: compute's
-  tiled loop of 32-bit integer vector ops, Threefry / Philox bit for bit); `element_types`: which op is lowered in which element
+  top_k: a bitonic network in VMEM; a small k by selection passes); `reduce_body` (a
+  reduce with a body, argmax: compute's tiled loop folding the body in level S's order);
+  `random` (rng_bit_generator: compute's tiled loop of 32-bit integer vector ops,
+  Threefry / Philox bit for bit); `element_types`: which op is lowered in which element
   type (every level-S type is held; computing ops take most of them).
 `compute` and `movement` see the kernel only as a `context.LoweringContext`.
 
