@@ -109,20 +109,28 @@ def measure(text: str, chip: str) -> tuple[float, float, float]:
     return s, t, time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def print_table(programs: dict, description: str | None) -> None:
+    """The level S / level T table of `programs` (name -> (make the text, size)), with
+    the `--chip` and `--only` options; shared by the other per-op benchmarks."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--chip", default="v5e")
     parser.add_argument("--only", default=None)
     args = parser.parse_args()
     print("| op | size | level S | level T | T / S | simulated in |")
     print("|---|---|---:|---:|---:|---:|")
-    for name, (make, size) in PROGRAMS.items():
+    for name, (make, size) in programs.items():
         if args.only and args.only not in name:
             continue
         s, t, wall = measure(make(), args.chip)
         print(
-            f"| {name} | {size} | {s * 1e6:.1f} us | {t * 1e6:.1f} us | {t / s:.2f} | {wall:.1f} s |"
+            f"| {name} | {size} | {s * 1e6:.1f} us | {t * 1e6:.1f} us | {t / s:.2f} "
+            f"| {wall:.1f} s |",
+            flush=True,
         )
+
+
+def main() -> None:
+    print_table(PROGRAMS, __doc__)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ for before / after.
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
 
 import shardc
@@ -67,31 +65,8 @@ PROGRAMS: dict[str, tuple[Callable[[], str], str]] = {
 }
 
 
-def measure(text: str, chip: str) -> tuple[float, float, float]:
-    """(level-S step, level-T step, seconds the level-T simulation took)."""
-    s = shardc.run(text, timing_only=True, chip=chip).report["step_time_s"]
-    kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
-    start = time.perf_counter()
-    t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
-    return s, t, time.perf_counter() - start
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--chip", default="v5e")
-    parser.add_argument("--only", default=None)
-    args = parser.parse_args()
-    print("| op | size | level S | level T | T / S | simulated in |")
-    print("|---|---|---:|---:|---:|---:|")
-    for name, (make, size) in PROGRAMS.items():
-        if args.only and args.only not in name:
-            continue
-        s, t, wall = measure(make(), args.chip)
-        print(
-            f"| {name} | {size} | {s * 1e6:.1f} us | {t * 1e6:.1f} us | {t / s:.2f} "
-            f"| {wall:.1f} s |",
-            flush=True,
-        )
+    every_op.print_table(PROGRAMS, __doc__)
 
 
 if __name__ == "__main__":

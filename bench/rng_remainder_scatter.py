@@ -13,9 +13,7 @@ bench/every_op.py measures. One run each.
 
 from __future__ import annotations
 
-import argparse
-
-from shardc.bench.every_op import measure
+from shardc.bench import every_op
 
 BITS = (8, 2048, 4096)
 
@@ -58,19 +56,7 @@ PROGRAMS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--chip", default="v5e")
-    parser.add_argument("--only", default=None)
-    args = parser.parse_args()
-    print("| op | size | level S | level T | T / S | simulated in |")
-    print("|---|---|---:|---:|---:|---:|")
-    for name, (make, size) in PROGRAMS.items():
-        if args.only and args.only not in name:
-            continue
-        s, t, wall = measure(make(), args.chip)
-        print(
-            f"| {name} | {size} | {s * 1e6:.1f} us | {t * 1e6:.1f} us | {t / s:.2f} | {wall:.1f} s |"
-        )
+    every_op.print_table(PROGRAMS, __doc__)
 
 
 if __name__ == "__main__":
