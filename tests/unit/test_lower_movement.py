@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shardc.diagnostics import OpPassError
 from shardc.dialects import make_context
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
@@ -40,11 +41,17 @@ def tensor(shape: list[int], dtype: str) -> str:
     return f"tensor<{''.join(f'{d}x' for d in shape)}{dtype}>"
 
 
-def check(text: str, inputs: list[list[np.ndarray]]) -> str:
-    """Lower, run at level T, compare bit for bit with level S; the lowered text."""
+def check(text: str, inputs: list[list[np.ndarray]], vmem_limit: int | None = None) -> str:
+    """Lower, run at level T, compare bit for bit with level S; the lowered text. With a
+    `vmem_limit` too small for even the smallest blocks, lowered at the default instead."""
     want = run_per_device(text, inputs)
     module = parse(text)
-    LowerToTpuPass().apply(make_context(), module)
+    try:
+        LowerToTpuPass(vmem_limit=vmem_limit).apply(make_context(), module)
+    except OpPassError as err:
+        assert vmem_limit is not None and "bytes of VMEM" in str(err), err
+        module = parse(text)
+        LowerToTpuPass().apply(make_context(), module)
     module.verify()
     (kernel,) = [o for o in module.body.block.ops if o.name == "func.func"]
     k, m, s = (a.value.data for a in kernel.attributes["tpu.io"].data)

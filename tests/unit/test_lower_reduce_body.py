@@ -16,11 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.diagnostics import OpPassError
 from shardc.dialects import make_context
-from shardc.interpreter.level_t import run_level_t
-from shardc.interpreter.testing import parse, run_per_device
+from shardc.interpreter.testing import parse
 from shardc.interpreter.values import dtype_of
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
-from shardc.tests.unit.test_lower_movement import DEVICES, parse_type
+from shardc.tests.unit.test_lower_movement import DEVICES, check, parse_type
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLOATS = ["f32", "bf16", "f16", "f64", "f8E4M3FN", "f8E5M2"]
@@ -116,28 +115,6 @@ def _values(rng: np.random.Generator, t: str, ties: bool) -> np.ndarray:
     if dtype.kind not in "iu" and a.size and rng.random() < 0.3:
         a.reshape(-1)[rng.integers(0, a.size)] = np.nan
     return a
-
-
-def check(text: str, inputs: list[list[np.ndarray]], vmem_limit: int | None = None) -> str:
-    """Lower, run at level T, compare bit for bit with level S; the lowered text."""
-    want = run_per_device(text, inputs)
-    module = parse(text)
-    try:
-        LowerToTpuPass(vmem_limit=vmem_limit).apply(make_context(), module)
-    except OpPassError as err:  # the small VMEM does not hold even the smallest blocks
-        assert vmem_limit is not None and "bytes of VMEM" in str(err), err
-        module = parse(text)
-        LowerToTpuPass().apply(make_context(), module)
-    module.verify()
-    (kernel,) = [o for o in module.body.block.ops if o.name == "func.func"]
-    k, m, s = (a.value.data for a in kernel.attributes["tpu.io"].data)
-    outs, _ = run_level_t(module, [list(row) + [None] * (m + s) for row in inputs])
-    for d in range(DEVICES):
-        for i in range(m):
-            got, exp = outs[d][k + i], np.asarray(want[d][i])
-            assert got.dtype == exp.dtype and got.shape == exp.shape, (d, i)
-            assert got.tobytes() == exp.tobytes(), f"device {d} result {i}: {got} != {exp}"
-    return str(module)
 
 
 @st.composite
