@@ -54,8 +54,10 @@ the original and every split are estimated as `fusion` will leave them, so a spl
 charged for the slices, concatenate and per-chunk kernels fusion removes, nor the original
 for kernels fusion merges (the floor below is then the fused block's). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
-split collective paying its latency per chunk) cannot beat the best so far, or the
-`min-gain` threshold, is not built (nor any larger count of that class). It
+split collective paying each chunk's time less what it may overlap) cannot beat the best so far, or the
+`min-gain` threshold, is not built; a larger count of a class is not tried once a count
+was slower than the one before and missed `min-gain` (the chunks' latencies and re-reads
+only grow from there). It
 fires only if the best estimate is at least `min-gain` (a fraction) faster. More chunks hide more of the last
 collective but re-read the shared operands (weights) once per chunk and pay the
 collectives' latency per chunk: for small, memory-bound layers two chunks are the most
@@ -74,9 +76,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from shardc.dialects import collective, hlo
-from shardc.dialects.spmd import find_mesh
+from shardc.dialects.spmd import MeshOp, find_mesh
 from shardc.dialects.syntax import i64_array, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
@@ -90,7 +93,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -601,37 +604,112 @@ class SplitFloor:
     A lower bound on the estimate of any split of a block, from its totals alone, so
     that a plan that cannot be chosen is not built and scheduled (the estimates are what
     the pass costs; with this bound `micro-batch` stays near linear in the program). A
-    step takes at least the collective engine's total (each collective's time less what
-    may overlap the ones ahead, `timing.engine_window`) and at
-    least the compute stream's total; splitting never lowers the compute total (each chunk
-    re-reads what is not split) and makes each collective of the class at least
-    `max(k * latency, time)`: k chunks each paying the latency, the bytes the same (less
-    each one's overlap).
+    step takes at least the compute stream's total (splitting never lowers it: each chunk
+    re-reads what is not split) and at least the collective engine's total: each
+    collective's time less what may overlap the ones ahead (`timing.engine_window`).
+    A collective may overlap only a collective it neither waits for nor feeds: one that
+    every other collective of the block precedes or follows (`ordered_collectives`) pays
+    its whole time unless it is split. Each of a split collective's k chunks pays at
+    least its own time less its own overlap (a chunk is costed as itself: an all_reduce
+    chunk of fewer elements than its group takes the one-round algorithm).
     """
 
     compute: float
     engine: float
     model: CostModel
+    ordered: set[Operation]
 
     @staticmethod
-    def of(block: Block, model: CostModel) -> SplitFloor:
-        compute = engine = 0.0
-        for op in block.ops:
-            if isinstance(op, collective.CollectiveOp):
-                engine += model.collective_time(op) - model.collective_overlap(op)
-            else:
-                compute += op_time(op, model)
-        return SplitFloor(compute, engine, model)
+    def of(view_block: Block, model: CostModel, block: Block) -> SplitFloor:
+        """The floor of `block` (its collectives) estimated as `view_block` (its compute:
+        the same ops, or `block` fused; fusion leaves the collectives as they are)."""
+        ordered = ordered_collectives(block)
+        compute = sum(
+            op_time(op, model)
+            for op in view_block.ops
+            if not isinstance(op, collective.CollectiveOp)
+        )
+        floor = SplitFloor(compute, 0.0, model, ordered)
+        floor.engine = sum(
+            floor.whole(op) for op in block.ops if isinstance(op, collective.CollectiveOp)
+        )
+        return floor
+
+    def whole(self, op: collective.CollectiveOp) -> float:
+        """At most the engine time `op` adds to the block unsplit."""
+        time = self.model.collective_time(op)
+        return time if op in self.ordered else time - self.model.collective_overlap(op)
 
     def bound(self, cand: Candidate, k: int) -> float:
-        """At most the estimate of splitting `cand` into `k` chunks (growing with `k`)."""
-        extra = 0.0
+        """At most the estimate of splitting `cand` into `k` chunks."""
+        engine = self.engine
         for op in cand.split_ops:
-            if isinstance(op, collective.SYNC_OPS) and not isinstance(op, collective.PermuteBase):
-                o = self.model.collective_overlap(op)  # a chunk's too: latency only
-                t = self.model.collective_time(op) - o
-                extra += max(k * (self.model.collective_latency(op) - o), t) - t
-        return max(self.compute, self.engine + extra)
+            if isinstance(op, collective.CollectiveOp):
+                chunk = _chunk_of(op, cand, k)
+                alone = self.model.collective_time(chunk) - self.model.collective_overlap(chunk)
+                engine += k * max(alone, 0.0) - self.whole(op)
+        return max(self.compute, engine)
+
+
+def _chunk_of(op: collective.CollectiveOp, cand: Candidate, k: int) -> collective.CollectiveOp:
+    """A copy of `op` reading chunk-shaped values (1/k of each operand along its dimension
+    of the class): what a chunk costs (the algorithm may change with the size, e.g. an
+    all_reduce of fewer elements than its group is pushed in one round). It lives in a
+    scratch module with copies of the meshes of `op`'s module (collectives look theirs up
+    by name), never in the program."""
+    args = Block(
+        arg_types=[
+            _chunk_type(cast(TensorType[Attribute], v.type), cand.dim_of.get(v), k)
+            for v in op.operands
+        ]
+    )
+    values: dict[SSAValue, SSAValue] = dict(zip(op.operands, args.args, strict=True))
+    chunk = op.clone(value_mapper=values, clone_name_hints=False)
+    scratch = ModuleOp([m.clone() for m in _meshes(op)])
+    scratch.body.block.add_op(chunk)
+    return chunk
+
+
+def _meshes(op: Operation) -> list[MeshOp]:
+    module = op.get_toplevel_object()
+    if not isinstance(module, ModuleOp):
+        return []
+    return [m for m in module.body.block.ops if isinstance(m, MeshOp)]
+
+
+def _chunk_type(t: TensorType[Attribute], dim: int | None, k: int) -> TensorType[Attribute]:
+    if dim is None:
+        return t
+    shape = list(t.get_shape())
+    shape[dim] //= k
+    return TensorType(t.element_type, shape)
+
+
+def ordered_collectives(block: Block) -> set[Operation]:
+    """
+    The collectives of `block` that every other collective of it precedes or follows
+    through use-def chains (of the block's own ops: a use inside a region is not seen,
+    so fewer are found, never more). Such a collective is never in flight with another.
+    Each op's ancestor collectives are a bit set (an int); a collective is ordered when
+    its ancestors are all the collectives before it and it is an ancestor of all after.
+    """
+    index: dict[Operation, int] = {}
+    ancestors: dict[Operation, int] = {}
+    for op in block.ops:
+        bits = 0
+        for value in op.operands:
+            bits |= ancestors.get(value.owner, 0)  # pyright: ignore[reportArgumentType]
+        if isinstance(op, collective.CollectiveOp):
+            index[op] = len(index)
+            bits |= 1 << index[op]
+        ancestors[op] = bits
+    ordered: set[Operation] = set()
+    after = (1 << len(index)) - 1  # the ancestors every later collective has
+    for op, i in reversed(index.items()):
+        if ancestors[op].bit_count() == i + 1 and after >> i & 1:
+            ordered.add(op)
+        after &= ancestors[op]
+    return ordered
 
 
 @dataclass
@@ -793,20 +871,26 @@ class MicroBatchPass(ModulePass):
             view, view_block = module, block
         costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
         base = Base(self, view, index, view_block, costs)
-        floor = SplitFloor.of(view_block, costs)
+        floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
         for cand in found:
+            fewer = math.inf  # the class's best with the last chunk count tried
             for k in self.counts(cand.size):
                 bound = floor.bound(cand, k)
                 if (best is not None and bound >= best[0]) or (
                     not self.force and base.beyond(bound)
                 ):
-                    break  # no split of this class into k or more chunks can be chosen
+                    continue  # no split of this class into k chunks can be chosen
+                this = math.inf
                 for chunk_major in (True, False):
                     plan = Plan(cand.key, k, chunk_major)
                     t = self.estimate(module, index, plan, model, cand)
+                    this = min(this, t)
                     if best is None or t < best[0]:
                         best = (t, plan)
+                if this >= fewer and not self.force and base.beyond(this):
+                    break  # more chunks made it slower and it does not pay: nor will more
+                fewer = this
         if best is None or best[0] == math.inf:
             return None
         if not self.force and base.beyond(best[0]):
