@@ -170,8 +170,12 @@ def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | No
     """
     Seconds of `rings` running their n - 1 steps at once (module docstring): per ring
     and direction the chain of n - 1 consecutive edges; with `credits` (a
-    reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges.
+    reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges. Several
+    rings at once (a torus all_reduce's parts) couple through every device's waits:
+    `ring_phases_time` steps them.
     """
+    if len(rings) > 1:
+        return ring_phases_time(chip, torus, [(rings, credits)])
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
     times = transfer_times(chip, torus, transfers)
@@ -188,6 +192,69 @@ def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | No
             chain = max(chain, math.ceil((n - 1) / credits) * max(ts))
         worst = max(worst, chain)
     return worst
+
+
+Phase = tuple[Sequence[Ring], int | None]
+"""The rings of one phase, run at once in lockstep, and their credits (`ring_time`)."""
+
+
+def ring_phases_time(chip: Chip, torus: Torus, phases: Sequence[Phase]) -> float:
+    """
+    Seconds of ring phases run one after the other on every device, each phase's rings
+    at once, step by step as lower-to-tpu's kernel runs them (lowering/all_gather.py
+    `run_ag_rings`, reduce_ring.py `run_rs_rings`): at step s a device starts every
+    ring's DMA (a reduce-scatter's after a credit from its receiver, who frees a slot
+    when it has taken that ring's step s - credits; the first `credits` steps' credits
+    come when the receiver begins the phase), then waits for every ring's step-s block;
+    it ends a reduce-scatter phase when its receiver has taken its last `credits`
+    messages, and begins the next phase then. No barrier between phases: a device's
+    phase begins when it ended the last. The rings of a phase couple through each
+    device's waits: on a line without wraparound (v5e 4x4) a torus all_reduce's two
+    parts put every device behind a wrap edge on one axis or the other, so each step
+    waits for the longest edge of either ring (level T's 3 + 3 + 1 us per phase, not
+    the 2-D chain's 3 + 1 + 1); phases chained per device are cheaper than summing
+    their slowest devices.
+    """
+    ready: dict[int, float] = {}
+    for rings, credits in phases:
+        ready = _phase(chip, torus, rings, credits, ready)
+    return max(ready.values(), default=0.0)
+
+
+def _phase(
+    chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None, ready: dict[int, float]
+) -> dict[int, float]:
+    """Every device's end of one phase begun at `ready` (`ring_phases_time`)."""
+    edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
+    transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
+    out: dict[int, list[tuple[tuple[int, int], int, float]]] = {}
+    for (i, (g, way, r, peer)), t in zip(
+        edges, transfer_times(chip, torus, transfers), strict=True
+    ):
+        out.setdefault(rings[i].groups[g][r], []).append(((i, way), peer, t))
+    n = max((len(g) for ring in rings for g in ring.groups), default=1)
+    begin = {d: ready.get(d, 0.0) for d in out}
+    ready = {**ready, **begin}
+    taken: dict[tuple[int, tuple[int, int], int], float] = {}
+    for s in range(n - 1):
+        arrive: dict[tuple[int, tuple[int, int]], float] = {}
+        for d, lanes in out.items():
+            t = ready[d]
+            for lane, peer, edge in lanes:
+                if credits is not None:
+                    t = max(t, taken[(peer, lane, s - credits)] if s >= credits else begin[peer])
+                arrive[(peer, lane)] = t + edge
+        for d, lanes in out.items():
+            t = ready[d]
+            for lane, _, _ in lanes:
+                t = taken[(d, lane, s)] = max(t, arrive[(d, lane)])
+            ready[d] = t
+    if credits is not None:  # the credits still owed: the receiver took the last messages
+        last = range(max(0, n - 1 - credits), n - 1)
+        for d, lanes in out.items():
+            owed = [taken[(peer, lane, s)] for lane, peer, _ in lanes for s in last]
+            ready[d] = max([ready[d], *owed])
+    return ready
 
 
 def axis_groups(mesh_shape: Sequence[int], axis: int) -> list[list[int]]:
