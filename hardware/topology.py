@@ -33,7 +33,9 @@ crosses n - 1 hops (routed back along the line).
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
-  into m parts whose phases run on the m axes at once (every phase both ways);
+  into m parts whose phases run on the m axes at once (every phase both ways); rings run
+  at once couple through every device's waits, and phases follow each other per device
+  without a barrier, so those are stepped device by device (`ring_phases_time`);
 - all_to_all: every block straight to its rank at once (`transfers_time`);
 - permute: every pair's DMA at once (`transfers_time`).
 Local copies (an all_gather's own block, a reduce_scatter's result) stream at HBM
