@@ -48,6 +48,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from shardc.hardware.chips import Chip
 
 Link = tuple[str, int, int, int]
@@ -217,46 +218,57 @@ def ring_phases_time(chip: Chip, torus: Torus, phases: Sequence[Phase]) -> float
     the 2-D chain's 3 + 1 + 1); phases chained per device are cheaper than summing
     their slowest devices.
     """
+    if not all(_covers_alike(rings) for rings, _ in phases):  # explicit groups: apart
+        return sum(ring_time(chip, torus, rings, credits) for rings, credits in phases)
     ready: dict[int, float] = {}
     for rings, credits in phases:
         ready = _phase(chip, torus, rings, credits, ready)
     return max(ready.values(), default=0.0)
 
 
+def _covers_alike(rings: Sequence[Ring]) -> bool:
+    """Every ring has every device of the phase exactly once (the lanes line up)."""
+    members = [sorted(d for g in ring.groups for d in g) for ring in rings]
+    return all(m == members[0] and len(set(m)) == len(m) for m in members)
+
+
 def _phase(
     chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None, ready: dict[int, float]
 ) -> dict[int, float]:
-    """Every device's end of one phase begun at `ready` (`ring_phases_time`)."""
+    """Every device's end of one phase begun at `ready` (`ring_phases_time`), stepped
+    for all devices at once: lane j of a device is its j-th (ring, direction), in the
+    kernel's order (every ring of a phase covers every device)."""
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
-    out: dict[int, list[tuple[tuple[int, int], int, float]]] = {}
-    for (i, (g, way, r, peer)), t in zip(
-        edges, transfer_times(chip, torus, transfers), strict=True
-    ):
-        out.setdefault(rings[i].groups[g][r], []).append(((i, way), peer, t))
-    n = max((len(g) for ring in rings for g in ring.groups), default=1)
-    begin = {d: ready.get(d, 0.0) for d in out}
-    ready = {**ready, **begin}
-    taken: dict[tuple[int, tuple[int, int], int], float] = {}
+    lanes: dict[int, list[tuple[int, float]]] = {}
+    for (i, (g, _, r, peer)), t in zip(edges, transfer_times(chip, torus, transfers), strict=True):
+        lanes.setdefault(rings[i].groups[g][r], []).append((peer, t))
+    devices = sorted(lanes)
+    at = {d: k for k, d in enumerate(devices)}
+    peer = np.array([[at[p] for p, _ in lanes[d]] for d in devices])
+    edge = np.array([[t for _, t in lanes[d]] for d in devices])
+    n_lanes = peer.shape[1]
+    sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
+    for j in range(n_lanes):
+        sender[peer[:, j], j] = np.arange(len(devices))
+    n = max(len(g) for ring in rings for g in ring.groups)
+    begin = np.array([ready.get(d, 0.0) for d in devices])
+    now, cols = begin.copy(), np.arange(n_lanes)
+    taken: list[np.ndarray] = []  # per step: when each device took each lane's block
     for s in range(n - 1):
-        arrive: dict[tuple[int, tuple[int, int]], float] = {}
-        for d, lanes in out.items():
-            t = ready[d]
-            for lane, peer, edge in lanes:
-                if credits is not None:
-                    t = max(t, taken[(peer, lane, s - credits)] if s >= credits else begin[peer])
-                arrive[(peer, lane)] = t + edge
-        for d, lanes in out.items():
-            t = ready[d]
-            for lane, _, _ in lanes:
-                t = taken[(d, lane, s)] = max(t, arrive[(d, lane)])
-            ready[d] = t
+        send = np.broadcast_to(now[:, None], peer.shape)
+        if credits is not None:  # a slot the receiver freed, or its first credits
+            freed = taken[s - credits][peer, cols] if s >= credits else begin[peer]
+            send = np.maximum(send, freed)
+        send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
+        arrive = send[sender, cols] + edge[sender, cols]
+        waits = np.concatenate([send[:, -1:], arrive], axis=1)
+        taken.append(np.maximum.accumulate(waits, axis=1)[:, 1:])
+        now = taken[-1][:, -1]
     if credits is not None:  # the credits still owed: the receiver took the last messages
-        last = range(max(0, n - 1 - credits), n - 1)
-        for d, lanes in out.items():
-            owed = [taken[(peer, lane, s)] for lane, peer, _ in lanes for s in last]
-            ready[d] = max([ready[d], *owed])
-    return ready
+        for step in taken[max(0, n - 1 - credits) :]:
+            now = np.maximum(now, step[peer, cols].max(axis=1))
+    return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
 
 
 def axis_groups(mesh_shape: Sequence[int], axis: int) -> list[list[int]]:
