@@ -30,7 +30,8 @@ charges (`kernel_time`), else the two would disagree by it.
 
 Level S describes an op as its loop from types only (`op_kernel`: no lowering runs),
 following what lowering/compute.py, lowering/reduce_body.py and lowering/fusion.py build
-(elementwise ops, constants, iota, broadcast, transpose, dot, reduce, a reduce with a body;
+(elementwise ops, constants, iota, broadcast, transpose, dot, reduce, a reduce with a body,
+rng_bit_generator's two loops (lowering/random.py);
 a fusion's parameters as streams through its elementwise ops, broadcasts, transposes and
 static slices, around at most one dot or reduce); tests/unit/test_hardware_kernel.py
 checks that both give the same kernel time. What it does not describe (movement, windows,
