@@ -3783,6 +3783,19 @@ RNG_ALGORITHMS = ("DEFAULT", "THREE_FRY", "PHILOX")
 """StableHLO's `rng_algorithm`s. DEFAULT is XLA's CPU/GPU default, PHILOX."""
 
 
+def rng_split_dim(shape: Sequence[int]) -> int:
+    """
+    XLA's SplitShapeIntoHalves: the dimension a Threefry output's 32-bit elements are
+    split along (the first even one, else the first largest), the two halves taking a
+    counter's two words. Here, with the op, because the interpreter
+    (interpreter/hlo_random.py), the cost model and the lowering all need it.
+    """
+    for i, d in enumerate(shape):
+        if d % 2 == 0:
+            return i
+    return max(range(len(shape)), key=lambda i: (shape[i], -i))
+
+
 @irdl_op_definition
 class RngBitGeneratorOp(HloOp):
     """

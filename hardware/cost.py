@@ -30,7 +30,16 @@ from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.sizes import element_bytes, tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
-from shardc.hardware.topology import Ring, Torus, axis_groups, dcn_axes, ring_time, transfers_time
+from shardc.hardware.topology import (
+    Phase,
+    Ring,
+    Torus,
+    axis_groups,
+    dcn_axes,
+    ring_phases_time,
+    ring_time,
+    transfers_time,
+)
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -708,7 +717,7 @@ class CostModel:
             scatter = self._scatter_phases(axes, nbytes * wide, False)
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
-        total = 0.0
+        phases: list[Phase] = []
         part = nbytes / parts
         for phase in range(m):  # reduce-scatter phases, each part on its own axis
             part /= len(axes[0][0][0]) if parts > 1 else len(orders[0][phase][0][0])
@@ -717,16 +726,17 @@ class CostModel:
                 groups, wrap = order[phase]
                 ways = (1, -1) if wrap else (1,)
                 rings.append(Ring(groups, part * wide / len(ways), ways))
-            total += ring_time(self.chip, self.torus(), rings, RS_CREDITS)
+            phases.append((rings, RS_CREDITS))
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:
                 groups, wrap = order[phase]
                 ways = (1, -1) if wrap else (1,)
                 rings.append(Ring(groups, part / len(ways), ways))
-            total += ring_time(self.chip, self.torus(), rings, None)
+            phases.append((rings, None))
             part *= len(orders[0][phase][0][0])
-        return total
+        # Every device runs the phases one after the other, no barrier between them.
+        return ring_phases_time(self.chip, self.torus(), phases)
 
     def dcn_time(self, op: collective.CollectiveOp, kind: str, nbytes: int) -> float:
         """

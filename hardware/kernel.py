@@ -30,7 +30,8 @@ charges (`kernel_time`), else the two would disagree by it.
 
 Level S describes an op as its loop from types only (`op_kernel`: no lowering runs),
 following what lowering/compute.py, lowering/reduce_body.py and lowering/fusion.py build
-(elementwise ops, constants, iota, broadcast, transpose, dot, reduce, a reduce with a body;
+(elementwise ops, constants, iota, broadcast, transpose, dot, reduce, a reduce with a body,
+rng_bit_generator's two loops (lowering/random.py);
 a fusion's parameters as streams through its elementwise ops, broadcasts, transposes and
 static slices, around at most one dot or reduce); tests/unit/test_hardware_kernel.py
 checks that both give the same kernel time. What it does not describe (movement, windows,
@@ -270,6 +271,8 @@ def op_kernel_time(chip: Chip, op: Operation) -> float | None:
 def _op_time(chip: Chip, op: Operation) -> float | None:
     if isinstance(op, hlo.FusionOp):
         kernels = fusion_kernels(chip, op)
+    elif isinstance(op, hlo.RngBitGeneratorOp):
+        kernels = rng_kernels(chip, op)
     else:
         k = op_kernel(chip, op)
         kernels = None if k is None else [k]
@@ -706,3 +709,86 @@ def _fused_kernel(
         dict(core_k.align),
         scratch=scratch,
     )
+
+
+# rng_bit_generator: the bits loop and the next state's (lowering/random.py) ---------------
+
+RNG_OPS_PER_ELEMENT = {"THREE_FRY": 155, "PHILOX": 120}
+"""About how many VPU ops an element of `hlo.rng_bit_generator` costs (the rounds and
+the counter): the work of its bits loop, for the planner and for level S alike."""
+
+
+def rng_philox(op: hlo.RngBitGeneratorOp) -> bool:
+    return op.algorithm != "THREE_FRY"  # PHILOX and DEFAULT (XLA's CPU default)
+
+
+def rng_wide(op: hlo.RngBitGeneratorOp) -> bool:
+    return element_bytes(_elem(op.output)) == 8
+
+
+def rng_groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
+    """
+    (dimension, elements per counter along it) when an output's elements sharing a counter
+    lie in whole groups along one dimension: Philox's 4 (64-bit: 2) along the last one if
+    its size is a multiple, Threefry 32-bit's 2 along the split dimension if even (its
+    blocks are kept even). Then the cipher runs once per counter and the words are
+    interleaved through a VMEM scratch; None: once per element.
+    """
+    shape = _shape(op.output)
+    if not shape or (rng_wide(op) and not rng_philox(op)):
+        return None  # a 64-bit Threefry element is one counter's two words already
+    if rng_philox(op):
+        per = 2 if rng_wide(op) else 4
+        return (len(shape) - 1, per) if shape[-1] % per == 0 else None
+    dim = hlo.rng_split_dim(shape)
+    return (dim, 2) if shape[dim] % 2 == 0 else None
+
+
+def rng_bits_loop(
+    op: hlo.RngBitGeneratorOp,
+) -> tuple[int, dict[int, int], Callable[[Sequence[int]], tuple[int, ...]] | None]:
+    """The bits loop's VPU ops per element, alignment and interleave scratch's block shape
+    (None: no interleave): once per counter, the cipher's ops divided among the counter's
+    elements plus 4 per element for the interleave (`rng_groups`)."""
+    ops = RNG_OPS_PER_ELEMENT["PHILOX" if rng_philox(op) else "THREE_FRY"]
+    groups = rng_groups(op)
+    if groups is None:
+        return ops, {}, None
+    dim, per = groups
+
+    def scratch(blocks: Sequence[int]) -> tuple[int, ...]:
+        return (per, *(n // per if d == dim else n for d, n in enumerate(blocks)))
+
+    return ops // per + 4, {dim: per}, scratch
+
+
+def rng_kernels(chip: Chip, op: hlo.RngBitGeneratorOp) -> list[Kernel]:
+    """
+    The loops lowering/random.py makes of `op`: the bits (every output block from the
+    whole state, `rng_bits_loop`'s work), then the next state (one block, 8 i64 vector ops
+    per word). Level S charges their `pipeline_time` (the fill and drain of two small
+    loops are most of a small op's time), not the op's roofline.
+    """
+    shape, elem = _shape(op.output), _elem(op.output)
+    state = KernelStream(_shape(op.initial_state), _elem(op.initial_state), (None,))
+    ops, align, scratch = rng_bits_loop(op)
+    n = len(shape)
+    bits = Kernel(
+        shape,
+        [state],
+        n,
+        (elem,),
+        _vpu(chip, ops, n),
+        align=align,
+        scratch=[] if scratch is None else [(scratch, elem)],
+    )
+    words = _shape(op.initial_state)[0]
+    follow = KernelStream(_shape(op.initial_state), _elem(op.initial_state), (0,))
+    nxt = Kernel(
+        (words,),
+        [follow],
+        1,
+        (_elem(op.output_state),),
+        lambda blocks: vpu_time(chip, words, 8),
+    )
+    return [bits, nxt]

@@ -33,7 +33,9 @@ crosses n - 1 hops (routed back along the line).
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
-  into m parts whose phases run on the m axes at once (every phase both ways);
+  into m parts whose phases run on the m axes at once (every phase both ways); rings run
+  at once couple through every device's waits, and phases follow each other per device
+  without a barrier, so those are stepped device by device (`ring_phases_time`);
 - all_to_all: every block straight to its rank at once (`transfers_time`);
 - permute: every pair's DMA at once (`transfers_time`).
 Local copies (an all_gather's own block, a reduce_scatter's result) stream at HBM
@@ -46,6 +48,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from shardc.hardware.chips import Chip
 
 Link = tuple[str, int, int, int]
@@ -170,8 +173,12 @@ def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | No
     """
     Seconds of `rings` running their n - 1 steps at once (module docstring): per ring
     and direction the chain of n - 1 consecutive edges; with `credits` (a
-    reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges.
+    reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges. Several
+    rings at once (a torus all_reduce's parts) couple through every device's waits:
+    `ring_phases_time` steps them.
     """
+    if len(rings) > 1:
+        return ring_phases_time(chip, torus, [(rings, credits)])
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
     times = transfer_times(chip, torus, transfers)
@@ -188,6 +195,80 @@ def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | No
             chain = max(chain, math.ceil((n - 1) / credits) * max(ts))
         worst = max(worst, chain)
     return worst
+
+
+Phase = tuple[Sequence[Ring], int | None]
+"""The rings of one phase, run at once in lockstep, and their credits (`ring_time`)."""
+
+
+def ring_phases_time(chip: Chip, torus: Torus, phases: Sequence[Phase]) -> float:
+    """
+    Seconds of ring phases run one after the other on every device, each phase's rings
+    at once, step by step as lower-to-tpu's kernel runs them (lowering/all_gather.py
+    `run_ag_rings`, reduce_ring.py `run_rs_rings`): at step s a device starts every
+    ring's DMA (a reduce-scatter's after a credit from its receiver, who frees a slot
+    when it has taken that ring's step s - credits; the first `credits` steps' credits
+    come when the receiver begins the phase), then waits for every ring's step-s block;
+    it ends a reduce-scatter phase when its receiver has taken its last `credits`
+    messages, and begins the next phase then. No barrier between phases: a device's
+    phase begins when it ended the last. The rings of a phase couple through each
+    device's waits: on a line without wraparound (v5e 4x4) a torus all_reduce's two
+    parts put every device behind a wrap edge on one axis or the other, so each step
+    waits for the longest edge of either ring (level T's 3 + 3 + 1 us per phase, not
+    the 2-D chain's 3 + 1 + 1); phases chained per device are cheaper than summing
+    their slowest devices.
+    """
+    if not all(_covers_alike(rings) for rings, _ in phases):  # explicit groups: apart
+        return sum(ring_time(chip, torus, rings, credits) for rings, credits in phases)
+    ready: dict[int, float] = {}
+    for rings, credits in phases:
+        ready = _phase(chip, torus, rings, credits, ready)
+    return max(ready.values(), default=0.0)
+
+
+def _covers_alike(rings: Sequence[Ring]) -> bool:
+    """Every ring has every device of the phase exactly once (the lanes line up)."""
+    members = [sorted(d for g in ring.groups for d in g) for ring in rings]
+    return all(m == members[0] and len(set(m)) == len(m) for m in members)
+
+
+def _phase(
+    chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None, ready: dict[int, float]
+) -> dict[int, float]:
+    """Every device's end of one phase begun at `ready` (`ring_phases_time`), stepped
+    for all devices at once: lane j of a device is its j-th (ring, direction), in the
+    kernel's order (every ring of a phase covers every device)."""
+    edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
+    transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
+    lanes: dict[int, list[tuple[int, float]]] = {}
+    for (i, (g, _, r, peer)), t in zip(edges, transfer_times(chip, torus, transfers), strict=True):
+        lanes.setdefault(rings[i].groups[g][r], []).append((peer, t))
+    devices = sorted(lanes)
+    at = {d: k for k, d in enumerate(devices)}
+    peer = np.array([[at[p] for p, _ in lanes[d]] for d in devices])
+    edge = np.array([[t for _, t in lanes[d]] for d in devices])
+    n_lanes = peer.shape[1]
+    sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
+    for j in range(n_lanes):
+        sender[peer[:, j], j] = np.arange(len(devices))
+    n = max(len(g) for ring in rings for g in ring.groups)
+    begin = np.array([ready.get(d, 0.0) for d in devices])
+    now, cols = begin.copy(), np.arange(n_lanes)
+    taken: list[np.ndarray] = []  # per step: when each device took each lane's block
+    for s in range(n - 1):
+        send = np.broadcast_to(now[:, None], peer.shape)
+        if credits is not None:  # a slot the receiver freed, or its first credits
+            freed = taken[s - credits][peer, cols] if s >= credits else begin[peer]
+            send = np.maximum(send, freed)
+        send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
+        arrive = send[sender, cols] + edge[sender, cols]
+        waits = np.concatenate([send[:, -1:], arrive], axis=1)
+        taken.append(np.maximum.accumulate(waits, axis=1)[:, 1:])
+        now = taken[-1][:, -1]
+    if credits is not None:  # the credits still owed: the receiver took the last messages
+        for step in taken[max(0, n - 1 - credits) :]:
+            now = np.maximum(now, step[peer, cols].max(axis=1))
+    return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
 
 
 def axis_groups(mesh_shape: Sequence[int], axis: int) -> list[list[int]]:

@@ -67,12 +67,8 @@ def threefry2x32(x0: np.ndarray, x1: np.ndarray, key: int) -> tuple[np.ndarray, 
     return x0, x1
 
 
-def split_dim(shape: tuple[int, ...]) -> int:
-    """XLA's SplitShapeIntoHalves: the first even dimension, else the first largest."""
-    for i, d in enumerate(shape):
-        if d % 2 == 0:
-            return i
-    return max(range(len(shape)), key=lambda i: (shape[i], -i))
+split_dim = hlo.rng_split_dim
+"""XLA's SplitShapeIntoHalves (`hlo.rng_split_dim`)."""
 
 
 def threefry_bits32(key: int, counter: int, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:

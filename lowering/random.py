@@ -34,7 +34,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import vpu_time
-from shardc.interpreter.hlo_random import split_dim
+from shardc.hardware.kernel import rng_bits_loop, rng_groups, rng_philox, rng_wide
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
@@ -42,15 +42,13 @@ from shardc.lowering.tile_loop import tile
 from shardc.lowering.tile_plan import Scratch, Stream, Tiled, check_fits
 from shardc.lowering.vector_ops import convert_vector, load_block, splat_vector, store_block
 from xdsl.dialects import arith, vector
-from xdsl.dialects.builtin import IntegerType, VectorType, i32, i64
+from xdsl.dialects.builtin import VectorType, i32, i64
 from xdsl.ir import Operation, SSAValue
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _THREEFRY_PARITY = 0x1BD11BDA
 _PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
-_OPS_PER_ELEMENT = {"THREE_FRY": 155, "PHILOX": 120}
-"""About how many VPU ops an element costs (the rounds and the counter), for the planner."""
 
 
 def handles(op: Operation) -> bool:
@@ -58,14 +56,9 @@ def handles(op: Operation) -> bool:
     return isinstance(op, hlo.RngBitGeneratorOp)
 
 
-def _philox(op: hlo.RngBitGeneratorOp) -> bool:
-    return op.algorithm != "THREE_FRY"  # PHILOX and DEFAULT (XLA's CPU default)
-
-
-def _wide(op: hlo.RngBitGeneratorOp) -> bool:
-    elem = tensor_type(op.output.type).element_type
-    assert isinstance(elem, IntegerType)
-    return elem.width.data == 64
+_philox, _wide, _groups = rng_philox, rng_wide, rng_groups
+"""Which cipher, 64-bit elements, grouped counters: hardware/kernel.py's, which the cost
+of the loops (`rng_kernels`) needs too."""
 
 
 # 32-bit vector arithmetic ----------------------------------------------------------------
@@ -213,7 +206,7 @@ def _threefry_bits(
         f = _linear(v, idx, _strides(shape), None) if shape else v.const(0)
         which = None
     else:
-        dim = split_dim(shape)
+        dim = hlo.rng_split_dim(shape)
         half = list(shape)
         half[dim] = -(-shape[dim] // 2)
         f = _linear(v, idx, _strides(half), dim)
@@ -248,24 +241,6 @@ def _philox_bits(
     if _wide(op):
         return _join(v, v.select_word(which, [x[0], x[2]]), v.select_word(which, [x[1], x[3]]))
     return v.select_word(which, x)
-
-
-def _groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
-    """
-    (dimension, elements per counter along it) when an output's elements sharing a counter
-    lie in whole groups along one dimension: Philox's 4 (64-bit: 2) along the last one if
-    its size is a multiple, Threefry 32-bit's 2 along the split dimension if even (its
-    blocks are kept even). Then the cipher runs once per counter (`_grouped`); None: once
-    per element (`_philox_bits`, `_threefry_bits`).
-    """
-    shape = tensor_type(op.output.type).get_shape()
-    if not shape or (_wide(op) and not _philox(op)):
-        return None  # a 64-bit Threefry element is one counter's two words already
-    if _philox(op):
-        per = 2 if _wide(op) else 4
-        return (len(shape) - 1, per) if shape[-1] % per == 0 else None
-    dim = split_dim(shape)
-    return (dim, 2) if shape[dim] % 2 == 0 else None
 
 
 def _grouped(
@@ -315,13 +290,8 @@ def _bits(chip: Chip, op: hlo.RngBitGeneratorOp) -> Tiled:
         raw = gen(v, op, _state_words(v, views[0]), idx)
         store_block(b, convert_vector(b, raw, elem), target)  # the low bits, as level S
 
-    ops = _OPS_PER_ELEMENT["PHILOX" if _philox(op) else "THREE_FRY"]
-    scratch, align = [], {}
-    if groups is not None:
-        dim, per = groups
-        ops = ops // per + 4  # the cipher per counter; the interleave per element
-        scratch = [Scratch(lambda blocks: (per, *_divided(blocks, dim, per)), elem)]
-        align = {dim: per}
+    ops, align, staged = rng_bits_loop(op)  # one definition with level S's cost
+    scratch = [] if staged is None else [Scratch(staged, elem)]
     return Tiled(
         op,
         shape,
@@ -351,7 +321,7 @@ def used_counters(op: hlo.RngBitGeneratorOp) -> int:
     if _wide(op) or not shape:
         return n
     half = list(shape)
-    dim = split_dim(shape)
+    dim = hlo.rng_split_dim(shape)
     half[dim] = -(-shape[dim] // 2)
     return math.prod(half)
 

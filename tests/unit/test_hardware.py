@@ -294,3 +294,44 @@ func.func @f(%x: {t}) -> {t} attributes {{spmd.partitioned}} {{
     eight, _ = all_reduce("8x")
     nine, _ = all_reduce("9x")
     assert nine == pytest.approx(scalar + eight, rel=1e-3)
+
+
+# Ring phases stepped per device (helper smallrows, issue 15 item 5) -----------------------
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p", "v4"])
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("credits", [None, 2])
+@pytest.mark.parametrize("block", [64.0, 1 << 20])
+def test_one_ring_stepped_is_its_chain(
+    chip: str, n: int, credits: int | None, block: float
+) -> None:
+    """`ring_phases_time` on one ring (every device waiting for its step's block, a
+    reduce-scatter's sends for their credits) is `ring_time`'s chain formula."""
+    from shardc.hardware.topology import Ring, Torus, ring_phases_time, ring_time
+
+    c = get_chip(chip)
+    torus = Torus.of(c, [n])
+    ways = (1, -1) if c.has_wraparound(n) else (1,)
+    ring = Ring((tuple(range(n)),), block / len(ways), ways)
+    want = ring_time(c, torus, [ring], credits)
+    assert ring_phases_time(c, torus, [([ring], credits)]) == pytest.approx(want, rel=1e-9)
+
+
+def test_torus_parts_couple_through_the_waits() -> None:
+    """v5e 4x4 (no wraparound): the two parts' reduce-scatter rings in one loop. Every
+    device is behind a 3-hop wrap edge on one axis or the other, so each of the first two
+    steps waits 3 hops (3 + 3 + 1), not one ring's chain (3 + 1 + 1); chained phases (no
+    barrier between them) end before the sum of their slowest devices."""
+    from shardc.hardware.topology import Ring, Torus, axis_groups, ring_phases_time, ring_time
+
+    c = get_chip("v5e")
+    torus = Torus.of(c, [4, 4])
+    a, b = (tuple(tuple(g) for g in axis_groups([4, 4], i)) for i in (0, 1))
+    rings = [Ring(a, 8.0), Ring(b, 8.0)]
+    hop = c.hop_latency
+    assert ring_time(c, torus, [rings[0]], 2) == pytest.approx(6 * hop, rel=1e-3)
+    assert ring_time(c, torus, rings, 2) == pytest.approx(7 * hop, rel=1e-3)
+    phases = [(rings, 2), ([Ring(b, 8.0), Ring(a, 8.0)], 2)]
+    chained = ring_phases_time(c, torus, phases)
+    assert chained <= 2 * ring_time(c, torus, rings, 2)
