@@ -161,6 +161,51 @@ def rng_bit_generator_flops(op: hlo.RngBitGeneratorOp) -> float:
     return float(words * RNG_OPS_PER_WORD[op.algorithm])
 
 
+# VPU ops per element of an elementwise op (issue 15 item 5, helper opspeed) ----------------
+
+FMOD_STEPS: dict[str, tuple[int, int]] = {
+    "f32": (28, 11),  # significand 24 bits; |a / b| < 2^128 / 2^-149 = 2^277
+    "bf16": (44, 7),  # 8 bits; < 2^128 / 2^-133
+    "f16": (41, 2),  # 11 bits; < 2^16 / 2^-24
+    "f8E4M3FN": (48, 2),  # 4 bits; < 2^9 / 2^-9
+    "f8E5M2": (49, 2),  # 3 bits; < 2^16 / 2^-16
+}
+"""
+A float remainder (fmod) has no VPU instruction: it is reduced in exact f64 steps
+(lowering/vector_ops.py `float_remainder` has the argument), each taking `bits` quotient
+bits. Per type: (quotient bits per step, steps: ceil(log2 of the largest ratio / bits) + 1).
+"""
+FMOD_STEP_OPS = 15
+"""Vector ops of one reduction step: r / B, its exponent (bitcast, shift), the scale
+2^k as max(exponent - bits, bias) shifted into place, t = B * 2^k, q = trunc(r / t),
+r - q * t, and t added back where that went below zero."""
+FMOD_FIXED_OPS = 29
+"""Vector ops of a remainder outside its steps: the conversions to f64 and back, |a| and
+|b|, the NaN / infinity / zero cases and their results, the sign of a, and the splat
+constants (one op per element each, as the level-T simulator charges a splat)."""
+
+
+def elementwise_vpu_ops(op: Operation) -> int:
+    """
+    VPU ops per result element of an elementwise op: one, but a float remainder below f64
+    takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS` (what `lower-to-tpu` emits: a test
+    counts the simulator's ops of the lowered kernel against this).
+    """
+    if isinstance(op, hlo.RemainderOp):
+        out = op.results[0].type
+        assert isinstance(out, TensorType)
+        steps = FMOD_STEPS.get(str(out.element_type))
+        if steps is not None:
+            return FMOD_FIXED_OPS + steps[1] * FMOD_STEP_OPS
+    return 1
+
+
+def value_vpu_ops(v: SSAValue) -> int:
+    """VPU ops per element of a fused value: its op's (`elementwise_vpu_ops`); an operand
+    of the fusion (a block argument) is one, its load."""
+    return elementwise_vpu_ops(v.owner) if isinstance(v.owner, Operation) else 1
+
+
 def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     """
     One combine per window element per window position (reduce_window); select_and_scatter
@@ -434,7 +479,7 @@ class CostModel:
         ):
             out = op.results[0].type
             assert isinstance(out, TensorType)
-            return float(_elements(out)), self.chip.vpu_flops
+            return float(_elements(out) * elementwise_vpu_ops(op)), self.chip.vpu_flops
         return 0.0, self.chip.vpu_flops
 
     def hbm_bytes(self, op: Operation) -> int:

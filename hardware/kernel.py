@@ -50,7 +50,14 @@ from shardc.dialects.hlo import BOOL, accumulation_type, dot_free_dims, element_
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import matmul_time, reduce_body_ops, vmem_time, vpu_time
+from shardc.hardware.cost import (
+    elementwise_vpu_ops,
+    matmul_time,
+    reduce_body_ops,
+    value_vpu_ops,
+    vmem_time,
+    vpu_time,
+)
 from xdsl.dialects.builtin import TensorType, i32
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
@@ -350,7 +357,7 @@ def _simple(chip: Chip, op: Operation) -> Kernel | None:
             KernelStream(_shape(v), _elem(v), tuple(range(n)) if _shape(v) else ())
             for v in op.operands
         ]
-        return Kernel(shape, streams, n, out, _vpu(chip, 1, n))
+        return Kernel(shape, streams, n, out, _vpu(chip, elementwise_vpu_ops(op), n))
     if isinstance(op, hlo.ConstantOp):
         whole = math.prod(shape) > 0 and splat_element(op.value) is None
         return Kernel(shape, [], n, out, _vpu(chip, 0, n), whole=whole)
@@ -688,7 +695,10 @@ def _fused_kernel(
     fused = [(v, m) for v, m in f.maps.items() if v.owner is not core]
 
     def work(blocks: Sequence[int]) -> float:
-        own = sum(vpu_time(chip, math.prod(_value_block(v, m, blocks)), 1) for v, m in fused)
+        own = sum(
+            vpu_time(chip, math.prod(_value_block(v, m, blocks)), value_vpu_ops(v))
+            for v, m in fused
+        )
         return own + (core_k.work(blocks) if core_k is not None else 0.0)
 
     outs = tuple(_elem(r) for r in f.op.outputs)
