@@ -31,7 +31,7 @@ from shardc.dialects.sizes import element_bytes, tensor_bytes
 from shardc.dialects.spmd import MeshAttr
 from shardc.hardware.chips import Chip
 from shardc.hardware.topology import Ring, Torus, axis_groups, dcn_axes, ring_time, transfers_time
-from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType
+from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 RS_CREDITS = 2
@@ -200,6 +200,107 @@ def elementwise_vpu_ops(op: Operation) -> int:
     return 1
 
 
+# Sorting networks (issue 15 item 5, helper opspeed) ----------------------------------------
+
+SORT_SELECT_OPS = 2
+"""Per compare-exchange and buffer moved: the two selects (lesser first, greater second)."""
+SORT_DIRECTION_OPS = 5
+"""Per compare-exchange of a merge smaller than the row: whether its block runs
+descending (the block index's bit: a splat, an and, a splat, a compare) and the xor."""
+
+
+def sort_packs(op: Operation) -> bool:
+    """
+    Whether `lower-to-tpu` sorts with one 64-bit key per element (lowering/sorting.py:
+    the key operand's order as 32 bits, the position as the other 32): keys of floats and
+    integers up to 32 bits, not i1; then a compare-exchange is one compare of the keys and
+    two selects per buffer moved (the key and every operand). top_k's selection passes
+    (k small) are not a network.
+    """
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    kind = hlo.element_kind(elem)
+    return kind in (hlo.FLOAT, hlo.INT) and element_bytes(elem) <= 4 and elem != i1
+
+
+def sort_selects(op: Operation) -> bool:
+    """Whether a top_k takes k selection passes (lowering/sorting.py `_select_top`: ~10
+    VPU ops per element each) rather than the network (L(L + 1)/2 stages of ~15)."""
+    if not isinstance(op, hlo.TopKOp):
+        return False
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    if hlo.element_kind(elem) == hlo.BOOL or hlo.is_unsigned(elem):
+        return False  # `tpu.reduce max` of the signed keys only
+    n = _tensor_types(op.operands[:1])[0].get_shape()[-1]
+    levels = (1 << max(n - 1, 0).bit_length()).bit_length() - 1
+    return 10 * op.count < 15 * levels * (levels + 1) // 2
+
+
+def network_sort(op: Operation) -> bool:
+    """A sort or top_k `lower-to-tpu` orders with the packed network (`sort_network_work`)."""
+    return sort_packs(op) and not sort_selects(op)
+
+
+def _sort_key_ops(elem: Attribute, total: bool, descending: bool) -> int:
+    """VPU ops per position of building the packed key (lowering/sorting.py `_store_key`;
+    each splat constant is one op per element, as the level-T simulator charges it)."""
+    ops = 1 + 3  # widen to 64 bits; shift (its splat) and or in the position
+    if hlo.element_kind(elem) == hlo.FLOAT:
+        ops += 1 + (element_bytes(elem) < 4) + 5  # bitcast (sign-extend), the sign fold
+        ops += 0 if total else 4 + 3  # -0 as +0, NaN the largest
+        biased = True
+    else:
+        biased = not hlo.is_unsigned(elem)
+    return ops + (2 if descending or biased else 0)
+
+
+def sort_network_work(op: hlo.SortOp | hlo.TopKOp) -> tuple[float, int]:
+    """
+    (VPU ops, VMEM bytes loaded and stored) of the packed bitonic network `lower-to-tpu`
+    runs for a sort or top_k (`sort_packs`), from its types: per row P = n rounded up to a
+    power of two, L = log2 P, L(L + 1)/2 stages, each loading and storing every buffer
+    (two halves) and per compare-exchange one compare, `SORT_SELECT_OPS` per buffer and,
+    in merges smaller than the row, `SORT_DIRECTION_OPS`; before it the key built
+    (`_sort_key_ops`) and the padding zeroed; top_k's index taken from the keys after it.
+    tests/unit/test_lower_sorting.py checks the lowered kernel's ops and time against this.
+    """
+    types = _tensor_types(op.operands)
+    shape = types[0].get_shape()
+    if isinstance(op, hlo.SortOp):
+        dim, words = op.dim, op.comparator.data.split()
+        descending, total = words[0] == "GT", "TOTALORDER" in words
+        m = shape[dim]
+    else:
+        dim, descending, total, m = len(shape) - 1, True, True, op.count
+    n = shape[dim]
+    p = 1 << max(n - 1, 0).bit_length()
+    levels = p.bit_length() - 1
+    stages = levels * (levels + 1) // 2
+    lines = math.prod(shape) // n  # rows x inner
+    widths = [8] + [element_bytes(t.element_type) for t in types]  # the key, the operands
+    pair_ops = stages * (1 + SORT_SELECT_OPS * len(widths)) + (stages - levels) * SORT_DIRECTION_OPS
+    ops = lines * (p // 2) * pair_ops
+    vmem = lines * p * stages * 2 * sum(widths)
+    elem = types[0].element_type
+    ops += lines * p * _sort_key_ops(elem, total, descending)
+    vmem += lines * p * (element_bytes(elem) + 8)  # the key operand loaded, the key stored
+    if n < p:  # the padding's keys (a compare, two splats, a select); the operands zeroed
+        ops += lines * p * 4
+        for t in types:
+            ops += lines * (p - n) * (2 if hlo.is_unsigned(t.element_type) else 1)
+            vmem += lines * (p - n) * element_bytes(t.element_type)
+    if isinstance(op, hlo.TopKOp):  # the index: the keys' low halves (an and, a splat, a convert)
+        ops += lines * m * 3
+        vmem += lines * m * (8 + 4)
+    return float(ops), vmem
+
+
+def sort_time(chip: Chip, op: hlo.SortOp | hlo.TopKOp, hbm: int) -> float:
+    """Seconds of a packed network sort: its blocks fetched, ordered in VMEM and written
+    back in turn (nothing overlaps: one block at a time), `hbm` bytes in all."""
+    ops, vmem = sort_network_work(op)
+    return hbm / chip.hbm_bw + ops / chip.vpu_flops + vmem_time(chip, vmem)
+
+
 def value_vpu_ops(v: SSAValue) -> int:
     """VPU ops per element of a fused value: its op's (`elementwise_vpu_ops`); an operand
     of the fusion (a block argument) is one, its load."""
@@ -345,6 +446,8 @@ class CostModel:
             return self.fusion_cost(op)
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
+        if isinstance(op, hlo.SortOp | hlo.TopKOp) and flops and network_sort(op):
+            return OpCost(flops, nbytes, sort_time(self.chip, op, nbytes))
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
         return OpCost(flops, nbytes, self.tiled_time(op, time))
 
@@ -453,6 +556,8 @@ class CostModel:
             assert isinstance(src, TensorType)
             return float(_elements(src) * reduce_body_ops(op)), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
+            if network_sort(op):
+                return sort_network_work(op)[0], self.chip.vpu_flops
             return sort_flops(op), self.chip.vpu_flops
         if isinstance(op, hlo.ConvolutionOp):
             lhs = op.lhs.type
