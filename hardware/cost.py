@@ -143,22 +143,92 @@ def reduce_body_ops(op: hlo.ReduceOp) -> int:
     return max(1, sum(1 for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)))
 
 
-RNG_OPS_PER_WORD = {"THREE_FRY": 64, "PHILOX": 26, "DEFAULT": 26}
+RNG_CIPHER_OPS = {"THREE_FRY": 2 + 20 * 5 + 5 * 2, "PHILOX": 10 * 8}
 """
-Vector ops per generated 32-bit word of `hlo.rng_bit_generator`: Threefry-2x32 runs 20
-rounds (add, rotate as two shifts and an or, xor) plus 5 key injections per pair of words;
-Philox-4x32 10 rounds of two 32x32->64 multiplies and the xors per four words. DEFAULT is
-Philox (XLA's CPU default).
+Vector ops per counter of the cipher `hlo.rng_bit_generator` runs (lowering/random.py):
+Threefry-2x32 the key added, 20 rounds (add, rotate as two shifts and an or, xor) and 5
+key injections (two adds: the key schedule is the scalar core's); Philox-4x32 10 rounds
+of two 32x32->64 multiplies, four xors and the two key adds.
 """
+RNG_KEY_OPS = {"THREE_FRY": 4 + 6 + 13, "PHILOX": 6 + 6}
+"""Per counter: the state's 32-bit words broadcast, the key schedule's broadcasts
+(Threefry: the third key word and 5 injections) and the splat constants (Threefry: 11
+rotation amounts and the carry's 0 and 1; Philox: its 4 multipliers and key increments
+and the carry's 0 and 1), one op per element each as the level-T simulator charges."""
+RNG_COUNTER_OPS = {"THREE_FRY": 4, "PHILOX": 10}
+"""Per counter: the 64-bit (Philox: 128-bit) counter add, each carry a compare and a
+select."""
+RNG_POSITION_OPS = 5
+"""Per counter and output dimension but the last: the element's row-major position
+(its stride's splat, a multiply, an add) and its block's offset (a broadcast, an add)."""
+RNG_JOIN_OPS = 6
+"""Per 64-bit output element: two words joined (two widenings, a mask, a shift, an or,
+their splats shared by two elements)."""
+
+
+def rng_ops_per_element(op: hlo.RngBitGeneratorOp) -> float:
+    """
+    VPU ops per output element of `hlo.rng_bit_generator` as `lower-to-tpu` computes it:
+    the cipher, its key material and counter per counter (`RNG_*_OPS`), shared by the
+    elements of one counter where they lie in whole groups along one dimension (then one
+    transpose per element interleaves them), else run per element (with a select of its
+    word per other word). tests/unit/test_lower_rng.py counts the lowered kernel's ops
+    against this.
+    """
+    out = op.output.type
+    assert isinstance(out, TensorType)
+    shape = out.get_shape()
+    wide = out.element_type.width.data == 64  # pyright: ignore[reportAttributeAccessIssue]
+    alg = "THREE_FRY" if op.algorithm == "THREE_FRY" else "PHILOX"
+    counter = RNG_CIPHER_OPS[alg] + RNG_KEY_OPS[alg] + RNG_COUNTER_OPS[alg]
+    counter += RNG_POSITION_OPS * max(len(shape) - 1, 0)
+    join = RNG_JOIN_OPS if wide else 0
+    groups = rng_groups(op)
+    if groups is not None:
+        return counter / groups[1] + join + 1
+    if alg == "PHILOX":  # the word selected: a compare and a select per other word
+        return counter + join + 2 * ((2 if wide else 4) - 1)
+    return counter + join + (0 if wide else 2)
+
+
+def rng_groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
+    """
+    (dimension, elements per counter along it) when an output's elements sharing a counter
+    lie in whole groups along one dimension: Philox's 4 (64-bit: 2) along the last one if
+    its size is a multiple, 32-bit Threefry's 2 along the dimension XLA splits in halves
+    (the first even one) if there is one. Then `lower-to-tpu` runs the cipher once per
+    counter and interleaves the words (lowering/random.py `_grouped`); None: once per
+    element.
+    """
+    out = op.output.type
+    assert isinstance(out, TensorType)
+    shape = out.get_shape()
+    wide = out.element_type.width.data == 64  # pyright: ignore[reportAttributeAccessIssue]
+    if not shape or (wide and op.algorithm == "THREE_FRY"):
+        return None  # a 64-bit Threefry element is one counter's two words already
+    if op.algorithm != "THREE_FRY":
+        per = 2 if wide else 4
+        return (len(shape) - 1, per) if shape[-1] % per == 0 else None
+    even = [d for d, size in enumerate(shape) if size % 2 == 0]
+    return (even[0], 2) if even else None
+
+
+def rng_block_time(chip: Chip, op: hlo.RngBitGeneratorOp, blocks: Sequence[int]) -> float:
+    """Seconds of the bits loop's body on an output block: its VPU ops and, grouped, the
+    interleave's store of the words to a VMEM scratch and their load back."""
+    n = math.prod(blocks)
+    seconds = n * rng_ops_per_element(op) / chip.vpu_flops
+    if rng_groups(op) is not None:
+        elem = op.output.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+        seconds += vmem_time(chip, 2 * n * element_bytes(elem))
+    return seconds
 
 
 def rng_bit_generator_flops(op: hlo.RngBitGeneratorOp) -> float:
-    """Ops for the output's 32-bit words (64-bit elements are two words, narrower one)."""
+    """VPU ops of the output (`rng_ops_per_element` per element)."""
     out = op.output.type
     assert isinstance(out, TensorType)
-    width = out.element_type.width.data  # pyright: ignore[reportAttributeAccessIssue]
-    words = _elements(out) * max(1, width // 32)
-    return float(words * RNG_OPS_PER_WORD[op.algorithm])
+    return float(_elements(out) * rng_ops_per_element(op))
 
 
 # VPU ops per element of an elementwise op (issue 15 item 5, helper opspeed) ----------------

@@ -54,6 +54,8 @@ from shardc.hardware.cost import (
     elementwise_vpu_ops,
     matmul_time,
     reduce_body_ops,
+    rng_block_time,
+    rng_groups,
     value_vpu_ops,
     vmem_time,
     vpu_time,
@@ -502,7 +504,30 @@ def op_kernel(chip: Chip, op: Operation) -> Kernel | None:
         return _dot(chip, op)
     if isinstance(op, hlo.ReduceOp):
         return _reduce(chip, op)
+    if isinstance(op, hlo.RngBitGeneratorOp):
+        return _rng(chip, op)
     return _simple(chip, op)
+
+
+def _rng(chip: Chip, op: hlo.RngBitGeneratorOp) -> Kernel | None:
+    """The bits loop of an rng_bit_generator (lowering/random.py `_bits`: the state read
+    whole every step, the interleave's scratch where grouped); its one-block next-state
+    loop is a few bytes."""
+    shape = _shape(op.output)
+    if not shape or not math.prod(shape):
+        return None
+    align: dict[int, int] = {}
+    scratch: list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]] = []
+    groups = rng_groups(op)
+    if groups is not None:
+        dim, per = groups
+        align = {dim: per}
+        cut = lambda bl: tuple(s // per if d == dim else s for d, s in enumerate(bl))  # noqa: E731
+        scratch = [(lambda bl: (per, *cut(bl)), _elem(op.output))]
+    state = KernelStream(_shape(op.initial_state), _elem(op.initial_state), (None,))
+    out = (_elem(op.output),)
+    work = lambda bl: rng_block_time(chip, op, bl)  # noqa: E731
+    return Kernel(shape, [state], len(shape), out, work, align=align, scratch=scratch)
 
 
 def _acc_elem(op: hlo.DotOp | hlo.ReduceOp) -> Attribute:
