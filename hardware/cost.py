@@ -40,7 +40,7 @@ from shardc.hardware.topology import (
     ring_time,
     transfers_time,
 )
-from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType
+from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 RS_CREDITS = 2
@@ -152,22 +152,238 @@ def reduce_body_ops(op: hlo.ReduceOp) -> int:
     return max(1, sum(1 for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)))
 
 
-RNG_OPS_PER_WORD = {"THREE_FRY": 64, "PHILOX": 26, "DEFAULT": 26}
+RNG_CIPHER_OPS = {"THREE_FRY": 2 + 20 * 5 + 5 * 2, "PHILOX": 10 * 8}
 """
-Vector ops per generated 32-bit word of `hlo.rng_bit_generator`: Threefry-2x32 runs 20
-rounds (add, rotate as two shifts and an or, xor) plus 5 key injections per pair of words;
-Philox-4x32 10 rounds of two 32x32->64 multiplies and the xors per four words. DEFAULT is
-Philox (XLA's CPU default).
+Vector ops per counter of the cipher `hlo.rng_bit_generator` runs (lowering/random.py):
+Threefry-2x32 the key added, 20 rounds (add, rotate as two shifts and an or, xor) and 5
+key injections (two adds: the key schedule is the scalar core's); Philox-4x32 10 rounds
+of two 32x32->64 multiplies, four xors and the two key adds.
 """
+RNG_KEY_OPS = {"THREE_FRY": 4 + 6 + 13, "PHILOX": 6 + 6}
+"""Per counter: the state's 32-bit words broadcast, the key schedule's broadcasts
+(Threefry: the third key word and 5 injections) and the splat constants (Threefry: 11
+rotation amounts and the carry's 0 and 1; Philox: its 4 multipliers and key increments
+and the carry's 0 and 1), one op per element each as the level-T simulator charges."""
+RNG_COUNTER_OPS = {"THREE_FRY": 4, "PHILOX": 10}
+"""Per counter: the 64-bit (Philox: 128-bit) counter add, each carry a compare and a
+select."""
+RNG_POSITION_OPS = 5
+"""Per counter and output dimension but the last: the element's row-major position
+(its stride's splat, a multiply, an add) and its block's offset (a broadcast, an add)."""
+RNG_JOIN_OPS = 6
+"""Per 64-bit output element: two words joined (two widenings, a mask, a shift, an or,
+their splats shared by two elements)."""
+
+
+def rng_ops_per_element(op: hlo.RngBitGeneratorOp) -> float:
+    """
+    VPU ops per output element of `hlo.rng_bit_generator` as `lower-to-tpu` computes it:
+    the cipher, its key material and counter per counter (`RNG_*_OPS`), shared by the
+    elements of one counter where they lie in whole groups along one dimension (then one
+    transpose per element interleaves them), else run per element (with a select of its
+    word per other word). tests/unit/test_lower_rng.py counts the lowered kernel's ops
+    against this.
+    """
+    out = op.output.type
+    assert isinstance(out, TensorType)
+    shape = out.get_shape()
+    wide = out.element_type.width.data == 64  # pyright: ignore[reportAttributeAccessIssue]
+    alg = "THREE_FRY" if op.algorithm == "THREE_FRY" else "PHILOX"
+    counter = RNG_CIPHER_OPS[alg] + RNG_KEY_OPS[alg] + RNG_COUNTER_OPS[alg]
+    counter += RNG_POSITION_OPS * max(len(shape) - 1, 0)
+    join = RNG_JOIN_OPS if wide else 0
+    groups = rng_groups(op)
+    if groups is not None:
+        return counter / groups[1] + join + 1
+    if alg == "PHILOX":  # the word selected: a compare and a select per other word
+        return counter + join + 2 * ((2 if wide else 4) - 1)
+    return counter + join + (0 if wide else 2)
+
+
+def rng_groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
+    """
+    (dimension, elements per counter along it) when an output's elements sharing a counter
+    lie in whole groups along one dimension: Philox's 4 (64-bit: 2) along the last one if
+    its size is a multiple, 32-bit Threefry's 2 along the dimension XLA splits in halves
+    (the first even one) if there is one. Then `lower-to-tpu` runs the cipher once per
+    counter and interleaves the words (lowering/random.py `_grouped`); None: once per
+    element.
+    """
+    out = op.output.type
+    assert isinstance(out, TensorType)
+    shape = out.get_shape()
+    wide = out.element_type.width.data == 64  # pyright: ignore[reportAttributeAccessIssue]
+    if not shape or (wide and op.algorithm == "THREE_FRY"):
+        return None  # a 64-bit Threefry element is one counter's two words already
+    if op.algorithm != "THREE_FRY":
+        per = 2 if wide else 4
+        return (len(shape) - 1, per) if shape[-1] % per == 0 else None
+    even = [d for d, size in enumerate(shape) if size % 2 == 0]
+    return (even[0], 2) if even else None
+
+
+def rng_block_time(chip: Chip, op: hlo.RngBitGeneratorOp, blocks: Sequence[int]) -> float:
+    """Seconds of the bits loop's body on an output block: its VPU ops and, grouped, the
+    interleave's store of the words to a VMEM scratch and their load back."""
+    n = math.prod(blocks)
+    seconds = n * rng_ops_per_element(op) / chip.vpu_flops
+    if rng_groups(op) is not None:
+        elem = op.output.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+        seconds += vmem_time(chip, 2 * n * element_bytes(elem))
+    return seconds
 
 
 def rng_bit_generator_flops(op: hlo.RngBitGeneratorOp) -> float:
-    """Ops for the output's 32-bit words (64-bit elements are two words, narrower one)."""
+    """VPU ops of the output (`rng_ops_per_element` per element)."""
     out = op.output.type
     assert isinstance(out, TensorType)
-    width = out.element_type.width.data  # pyright: ignore[reportAttributeAccessIssue]
-    words = _elements(out) * max(1, width // 32)
-    return float(words * RNG_OPS_PER_WORD[op.algorithm])
+    return float(_elements(out) * rng_ops_per_element(op))
+
+
+# VPU ops per element of an elementwise op (issue 15 item 5, helper opspeed) ----------------
+
+FMOD_STEPS: dict[str, tuple[int, int]] = {
+    "f32": (28, 11),  # significand 24 bits; |a / b| < 2^128 / 2^-149 = 2^277
+    "bf16": (44, 7),  # 8 bits; < 2^128 / 2^-133
+    "f16": (41, 2),  # 11 bits; < 2^16 / 2^-24
+    "f8E4M3FN": (48, 2),  # 4 bits; < 2^9 / 2^-9
+    "f8E5M2": (49, 2),  # 3 bits; < 2^16 / 2^-16
+}
+"""
+A float remainder (fmod) has no VPU instruction: it is reduced in exact f64 steps
+(lowering/vector_ops.py `float_remainder` has the argument), each taking `bits` quotient
+bits. Per type: (quotient bits per step, steps: ceil(log2 of the largest ratio / bits) + 1).
+"""
+FMOD_STEP_OPS = 15
+"""Vector ops of one reduction step: r / B, its exponent (bitcast, shift), the scale
+2^k as max(exponent - bits, bias) shifted into place, t = B * 2^k, q = trunc(r / t),
+r - q * t, and t added back where that went below zero."""
+FMOD_FIXED_OPS = 29
+"""Vector ops of a remainder outside its steps: the conversions to f64 and back, |a| and
+|b|, the NaN / infinity / zero cases and their results, the sign of a, and the splat
+constants (one op per element each, as the level-T simulator charges a splat)."""
+
+
+def elementwise_vpu_ops(op: Operation) -> int:
+    """
+    VPU ops per result element of an elementwise op: one, but a float remainder below f64
+    takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS` (what `lower-to-tpu` emits: a test
+    counts the simulator's ops of the lowered kernel against this).
+    """
+    if isinstance(op, hlo.RemainderOp):
+        out = op.results[0].type
+        assert isinstance(out, TensorType)
+        steps = FMOD_STEPS.get(str(out.element_type))
+        if steps is not None:
+            return FMOD_FIXED_OPS + steps[1] * FMOD_STEP_OPS
+    return 1
+
+
+# Sorting networks (issue 15 item 5, helper opspeed) ----------------------------------------
+
+SORT_SELECT_OPS = 2
+"""Per compare-exchange and buffer moved: the two selects (lesser first, greater second)."""
+SORT_DIRECTION_OPS = 5
+"""Per compare-exchange of a merge smaller than the row: whether its block runs
+descending (the block index's bit: a splat, an and, a splat, a compare) and the xor."""
+
+
+def sort_packs(op: Operation) -> bool:
+    """
+    Whether `lower-to-tpu` sorts with one 64-bit key per element (lowering/sorting.py:
+    the key operand's order as 32 bits, the position as the other 32): keys of floats and
+    integers up to 32 bits, not i1; then a compare-exchange is one compare of the keys and
+    two selects per buffer moved (the key and every operand). top_k's selection passes
+    (k small) are not a network.
+    """
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    kind = hlo.element_kind(elem)
+    return kind in (hlo.FLOAT, hlo.INT) and element_bytes(elem) <= 4 and elem != i1
+
+
+def sort_selects(op: Operation) -> bool:
+    """Whether a top_k takes k selection passes (lowering/sorting.py `_select_top`: ~10
+    VPU ops per element each) rather than the network (L(L + 1)/2 stages of ~15)."""
+    if not isinstance(op, hlo.TopKOp):
+        return False
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    if hlo.element_kind(elem) == hlo.BOOL or hlo.is_unsigned(elem):
+        return False  # `tpu.reduce max` of the signed keys only
+    n = _tensor_types(op.operands[:1])[0].get_shape()[-1]
+    levels = (1 << max(n - 1, 0).bit_length()).bit_length() - 1
+    return 10 * op.count < 15 * levels * (levels + 1) // 2
+
+
+def network_sort(op: Operation) -> bool:
+    """A sort or top_k `lower-to-tpu` orders with the packed network (`sort_network_work`)."""
+    return sort_packs(op) and not sort_selects(op)
+
+
+def _sort_key_ops(elem: Attribute, total: bool, descending: bool) -> int:
+    """VPU ops per position of building the packed key (lowering/sorting.py `_store_key`;
+    each splat constant is one op per element, as the level-T simulator charges it)."""
+    ops = 1 + 3  # widen to 64 bits; shift (its splat) and or in the position
+    if hlo.element_kind(elem) == hlo.FLOAT:
+        ops += 1 + (element_bytes(elem) < 4) + 5  # bitcast (sign-extend), the sign fold
+        ops += 0 if total else 4 + 3  # -0 as +0, NaN the largest
+        biased = True
+    else:
+        biased = not hlo.is_unsigned(elem)
+    return ops + (2 if descending or biased else 0)
+
+
+def sort_network_work(op: hlo.SortOp | hlo.TopKOp) -> tuple[float, int]:
+    """
+    (VPU ops, VMEM bytes loaded and stored) of the packed bitonic network `lower-to-tpu`
+    runs for a sort or top_k (`sort_packs`), from its types: per row P = n rounded up to a
+    power of two, L = log2 P, L(L + 1)/2 stages, each loading and storing every buffer
+    (two halves) and per compare-exchange one compare, `SORT_SELECT_OPS` per buffer and,
+    in merges smaller than the row, `SORT_DIRECTION_OPS`; before it the key built
+    (`_sort_key_ops`) and the padding zeroed; top_k's index taken from the keys after it.
+    tests/unit/test_lower_sorting.py checks the lowered kernel's ops and time against this.
+    """
+    types = _tensor_types(op.operands)
+    shape = types[0].get_shape()
+    if isinstance(op, hlo.SortOp):
+        dim, words = op.dim, op.comparator.data.split()
+        descending, total = words[0] == "GT", "TOTALORDER" in words
+        m = shape[dim]
+    else:
+        dim, descending, total, m = len(shape) - 1, True, True, op.count
+    n = shape[dim]
+    p = 1 << max(n - 1, 0).bit_length()
+    levels = p.bit_length() - 1
+    stages = levels * (levels + 1) // 2
+    lines = math.prod(shape) // n  # rows x inner
+    widths = [8] + [element_bytes(t.element_type) for t in types]  # the key, the operands
+    pair_ops = stages * (1 + SORT_SELECT_OPS * len(widths)) + (stages - levels) * SORT_DIRECTION_OPS
+    ops = lines * (p // 2) * pair_ops
+    vmem = lines * p * stages * 2 * sum(widths)
+    elem = types[0].element_type
+    ops += lines * p * _sort_key_ops(elem, total, descending)
+    vmem += lines * p * (element_bytes(elem) + 8)  # the key operand loaded, the key stored
+    if n < p:  # the padding's keys (a compare, two splats, a select); the operands zeroed
+        ops += lines * p * 4
+        for t in types:
+            ops += lines * (p - n) * (2 if hlo.is_unsigned(t.element_type) else 1)
+            vmem += lines * (p - n) * element_bytes(t.element_type)
+    if isinstance(op, hlo.TopKOp):  # the index: the keys' low halves (an and, a splat, a convert)
+        ops += lines * m * 3
+        vmem += lines * m * (8 + 4)
+    return float(ops), vmem
+
+
+def sort_time(chip: Chip, op: hlo.SortOp | hlo.TopKOp, hbm: int) -> float:
+    """Seconds of a packed network sort: its blocks fetched, ordered in VMEM and written
+    back in turn (nothing overlaps: one block at a time), `hbm` bytes in all."""
+    ops, vmem = sort_network_work(op)
+    return hbm / chip.hbm_bw + ops / chip.vpu_flops + vmem_time(chip, vmem)
+
+
+def value_vpu_ops(v: SSAValue) -> int:
+    """VPU ops per element of a fused value: its op's (`elementwise_vpu_ops`); an operand
+    of the fusion (a block argument) is one, its load."""
+    return elementwise_vpu_ops(v.owner) if isinstance(v.owner, Operation) else 1
 
 
 def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
@@ -309,6 +525,8 @@ class CostModel:
             return self.fusion_cost(op)
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
+        if isinstance(op, hlo.SortOp | hlo.TopKOp) and flops and network_sort(op):
+            return OpCost(flops, nbytes, sort_time(self.chip, op, nbytes))
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
         return OpCost(flops, nbytes, self.tiled_time(op, time))
 
@@ -417,6 +635,8 @@ class CostModel:
             assert isinstance(src, TensorType)
             return float(_elements(src) * reduce_body_ops(op)), self.chip.vpu_flops
         if isinstance(op, hlo.SortOp | hlo.TopKOp):
+            if network_sort(op):
+                return sort_network_work(op)[0], self.chip.vpu_flops
             return sort_flops(op), self.chip.vpu_flops
         if isinstance(op, hlo.ConvolutionOp):
             lhs = op.lhs.type
@@ -443,7 +663,7 @@ class CostModel:
         ):
             out = op.results[0].type
             assert isinstance(out, TensorType)
-            return float(_elements(out)), self.chip.vpu_flops
+            return float(_elements(out) * elementwise_vpu_ops(op)), self.chip.vpu_flops
         return 0.0, self.chip.vpu_flops
 
     def hbm_bytes(self, op: Operation) -> int:

@@ -51,7 +51,16 @@ from shardc.dialects.hlo import BOOL, accumulation_type, dot_free_dims, element_
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import matmul_time, reduce_body_ops, vmem_time, vpu_time
+from shardc.hardware.cost import (
+    elementwise_vpu_ops,
+    matmul_time,
+    reduce_body_ops,
+    rng_block_time,
+    rng_groups,
+    value_vpu_ops,
+    vmem_time,
+    vpu_time,
+)
 from xdsl.dialects.builtin import TensorType, i32
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
@@ -353,7 +362,7 @@ def _simple(chip: Chip, op: Operation) -> Kernel | None:
             KernelStream(_shape(v), _elem(v), tuple(range(n)) if _shape(v) else ())
             for v in op.operands
         ]
-        return Kernel(shape, streams, n, out, _vpu(chip, 1, n))
+        return Kernel(shape, streams, n, out, _vpu(chip, elementwise_vpu_ops(op), n))
     if isinstance(op, hlo.ConstantOp):
         whole = math.prod(shape) > 0 and splat_element(op.value) is None
         return Kernel(shape, [], n, out, _vpu(chip, 0, n), whole=whole)
@@ -498,7 +507,30 @@ def op_kernel(chip: Chip, op: Operation) -> Kernel | None:
         return _dot(chip, op)
     if isinstance(op, hlo.ReduceOp):
         return _reduce(chip, op)
+    if isinstance(op, hlo.RngBitGeneratorOp):
+        return _rng(chip, op)
     return _simple(chip, op)
+
+
+def _rng(chip: Chip, op: hlo.RngBitGeneratorOp) -> Kernel | None:
+    """The bits loop of an rng_bit_generator (lowering/random.py `_bits`: the state read
+    whole every step, the interleave's scratch where grouped); its one-block next-state
+    loop is a few bytes."""
+    shape = _shape(op.output)
+    if not math.prod(shape):
+        return None
+    align: dict[int, int] = {}
+    scratch: list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]] = []
+    groups = rng_groups(op)
+    if groups is not None:
+        dim, per = groups
+        align = {dim: per}
+        cut = lambda bl: tuple(s // per if d == dim else s for d, s in enumerate(bl))  # noqa: E731
+        scratch = [(lambda bl: (per, *cut(bl)), _elem(op.output))]
+    state = KernelStream(_shape(op.initial_state), _elem(op.initial_state), (None,))
+    out = (_elem(op.output),)
+    work = lambda bl: rng_block_time(chip, op, bl)  # noqa: E731
+    return Kernel(shape, [state], len(shape), out, work, align=align, scratch=scratch)
 
 
 def _acc_elem(op: hlo.DotOp | hlo.ReduceOp) -> Attribute:
@@ -691,7 +723,10 @@ def _fused_kernel(
     fused = [(v, m) for v, m in f.maps.items() if v.owner is not core]
 
     def work(blocks: Sequence[int]) -> float:
-        own = sum(vpu_time(chip, math.prod(_value_block(v, m, blocks)), 1) for v, m in fused)
+        own = sum(
+            vpu_time(chip, math.prod(_value_block(v, m, blocks)), value_vpu_ops(v))
+            for v, m in fused
+        )
         return own + (core_k.work(blocks) if core_k is not None else 0.0)
 
     outs = tuple(_elem(r) for r in f.op.outputs)
@@ -713,75 +748,15 @@ def _fused_kernel(
 
 # rng_bit_generator: the bits loop and the next state's (lowering/random.py) ---------------
 
-RNG_OPS_PER_ELEMENT = {"THREE_FRY": 155, "PHILOX": 120}
-"""About how many VPU ops an element of `hlo.rng_bit_generator` costs (the rounds and
-the counter): the work of its bits loop, for the planner and for level S alike."""
-
-
-def rng_philox(op: hlo.RngBitGeneratorOp) -> bool:
-    return op.algorithm != "THREE_FRY"  # PHILOX and DEFAULT (XLA's CPU default)
-
-
-def rng_wide(op: hlo.RngBitGeneratorOp) -> bool:
-    return element_bytes(_elem(op.output)) == 8
-
-
-def rng_groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
-    """
-    (dimension, elements per counter along it) when an output's elements sharing a counter
-    lie in whole groups along one dimension: Philox's 4 (64-bit: 2) along the last one if
-    its size is a multiple, Threefry 32-bit's 2 along the split dimension if even (its
-    blocks are kept even). Then the cipher runs once per counter and the words are
-    interleaved through a VMEM scratch; None: once per element.
-    """
-    shape = _shape(op.output)
-    if not shape or (rng_wide(op) and not rng_philox(op)):
-        return None  # a 64-bit Threefry element is one counter's two words already
-    if rng_philox(op):
-        per = 2 if rng_wide(op) else 4
-        return (len(shape) - 1, per) if shape[-1] % per == 0 else None
-    dim = hlo.rng_split_dim(shape)
-    return (dim, 2) if shape[dim] % 2 == 0 else None
-
-
-def rng_bits_loop(
-    op: hlo.RngBitGeneratorOp,
-) -> tuple[int, dict[int, int], Callable[[Sequence[int]], tuple[int, ...]] | None]:
-    """The bits loop's VPU ops per element, alignment and interleave scratch's block shape
-    (None: no interleave): once per counter, the cipher's ops divided among the counter's
-    elements plus 4 per element for the interleave (`rng_groups`)."""
-    ops = RNG_OPS_PER_ELEMENT["PHILOX" if rng_philox(op) else "THREE_FRY"]
-    groups = rng_groups(op)
-    if groups is None:
-        return ops, {}, None
-    dim, per = groups
-
-    def scratch(blocks: Sequence[int]) -> tuple[int, ...]:
-        return (per, *(n // per if d == dim else n for d, n in enumerate(blocks)))
-
-    return ops // per + 4, {dim: per}, scratch
-
 
 def rng_kernels(chip: Chip, op: hlo.RngBitGeneratorOp) -> list[Kernel]:
     """
     The loops lowering/random.py makes of `op`: the bits (every output block from the
-    whole state, `rng_bits_loop`'s work), then the next state (one block, 8 i64 vector ops
-    per word). Level S charges their `pipeline_time` (the fill and drain of two small
-    loops are most of a small op's time), not the op's roofline.
+    whole state, `_rng`: `cost.rng_block_time`'s work), then the next state (one block,
+    8 i64 vector ops per word). Level S charges their `pipeline_time` (the fill and drain
+    of two small loops are most of a small op's time), not the op's roofline.
     """
-    shape, elem = _shape(op.output), _elem(op.output)
-    state = KernelStream(_shape(op.initial_state), _elem(op.initial_state), (None,))
-    ops, align, scratch = rng_bits_loop(op)
-    n = len(shape)
-    bits = Kernel(
-        shape,
-        [state],
-        n,
-        (elem,),
-        _vpu(chip, ops, n),
-        align=align,
-        scratch=[] if scratch is None else [(scratch, elem)],
-    )
+    bits = _rng(chip, op)
     words = _shape(op.initial_state)[0]
     follow = KernelStream(_shape(op.initial_state), _elem(op.initial_state), (0,))
     nxt = Kernel(
@@ -791,4 +766,4 @@ def rng_kernels(chip: Chip, op: hlo.RngBitGeneratorOp) -> list[Kernel]:
         (_elem(op.output_state),),
         lambda blocks: vpu_time(chip, words, 8),
     )
-    return [bits, nxt]
+    return [nxt] if bits is None else [bits, nxt]

@@ -303,6 +303,8 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     math.SqrtOp: _float_unary(np.sqrt),
     math.RsqrtOp: _float_unary(lambda x: 1 / np.sqrt(x)),
     math.AbsFOp: _float_unary(np.abs),
+    math.TruncOp: _float_unary(np.trunc),
+    math.CopySignOp: _float_binary(np.copysign),
     math.SinOp: _float_unary(np.sin),
     math.CosOp: _float_unary(np.cos),
     math.PowFOp: _float_binary(np.power),

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
+    MemRefType,
     TensorType,
     UnitAttr,
     i64,
@@ -94,6 +95,15 @@ class KernelAbi:
             block.args[k + m + j].name_hint = f"scratch{j}"
             buffers[v] = block.args[k + m + j]
         return cls(f, arg_types, k, m, len(scratch_values), block, buffers)
+
+    def add_scratch(self, ty: MemRefType, hint: str) -> SSAValue:
+        """One more HBM scratch argument, for a buffer an op's lowering needs that is no
+        level-S value (a bf16 scatter's f32 accumulator: lowering/gather.py)."""
+        arg = self.block.insert_arg(ty, len(self.block.args))
+        arg.name_hint = hint
+        self.arg_types.append(ty)
+        self.scratch += 1
+        return arg
 
     def emit_return(self, e: Emitter) -> None:
         """Copy every returned value not computed in place into its output; return."""

@@ -62,7 +62,7 @@ from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, accumulation_type, element_kind
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import matmul_time, vpu_time
+from shardc.hardware.cost import elementwise_vpu_ops, matmul_time, vpu_time
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
@@ -110,7 +110,7 @@ def _map(chip: Chip, op: Operation) -> Tiled:
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
         store_block(b, elementwise(b, op, [load_block(b, v) for v in views]), target)
 
-    return Tiled(op, shape, streams, body, _vpu_work(chip, 1, len(shape)))
+    return Tiled(op, shape, streams, body, _vpu_work(chip, elementwise_vpu_ops(op), len(shape)))
 
 
 # Constants, iota, broadcast, transpose ---------------------------------------------------

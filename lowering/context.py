@@ -17,6 +17,7 @@ from shardc.diagnostics import OpPassError
 from shardc.hardware.chips import Chip
 from shardc.lowering.emit import Emitter
 from shardc.lowering.ring_steps import Overlap
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
 
@@ -59,4 +60,8 @@ class LoweringContext(Protocol):
     @property
     def overlap(self) -> Overlap | None:
         """The `_start`s whose ring steps a tiled loop may take (None: none)."""
+        ...
+
+    def hbm_scratch(self, ty: MemRefType, hint: str) -> SSAValue:
+        """A new HBM scratch buffer of the kernel (an argument the caller allocates)."""
         ...

@@ -43,7 +43,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import vpu_time
+from shardc.hardware.cost import value_vpu_ops, vpu_time
 from shardc.lowering import compute
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
@@ -366,7 +366,8 @@ def _loop(
 
     def work(blocks: Sequence[int]) -> float:
         own = sum(
-            vpu_time(chip, math.prod(_block(v, f.maps[v], blocks)), 1) for v in elementwise_ops
+            vpu_time(chip, math.prod(_block(v, f.maps[v], blocks)), value_vpu_ops(v))
+            for v in elementwise_ops
         )
         return own + (core_t.work(blocks) if core_t is not None else 0.0)
 

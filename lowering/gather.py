@@ -37,9 +37,9 @@ skipped, XLA's rule): `replace` is one DMA of the update window into its place;
 `add`/`mul`/`max`/`min` read the result window and the update window into VMEM,
 combine them (`vector_ops.combine`) and write the window back, each step waited before
 the next (a later update may touch the same bytes). bf16/f16 `add`/`mul` accumulate as
-level S does, in f32 in update order and rounded once: `expand` rewrites them first into
-converts to f32, the f32 scatter and one convert back (`ScatterInF32`), so the
-accumulator is an f32 HBM buffer like any level-S intermediate.
+level S does, in f32 in update order and rounded once, on the touched windows only
+(`_lower_scatter_f32`: an f32 HBM scratch of which only those windows are used; the
+rest of the result is the operand's copy).
 """
 
 from __future__ import annotations
@@ -72,18 +72,11 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    TensorType,
     VectorType,
     i1,
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
 
 _OPS = (hlo.GatherOp, hlo.ScatterOp)
 
@@ -443,7 +436,8 @@ def _check_scatter(target: Target, op: hlo.ScatterOp) -> None:
     kind = op.kind.data
     if kind != "replace":
         block = _layout(op).block
-        size = 2 * math.prod(block) * element_bytes(elem)
+        wide = accumulation_type(elem) if in_f32(op) else elem
+        size = math.prod(block) * (element_bytes(elem) + element_bytes(wide))
         target.check_vmem(op, f"{op.name}'s update window {list(block)} (two VMEM blocks)", size)
 
 
@@ -452,9 +446,13 @@ def _lower_scatter(ctx: LoweringContext, op: hlo.ScatterOp) -> None:
     res = ctx.buffers[op.result]
     copy_sem = e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "scatter_copy_sem")
     e.op(tpu.DMAStartOp(ctx.buffers[op.operand], res, recv_sem=copy_sem))
-    e.op(tpu.DMAWaitOp(copy_sem, res))
     if math.prod(tensor_type(op.updates.type).get_shape()) == 0:
+        e.op(tpu.DMAWaitOp(copy_sem, res))
         return
+    if in_f32(op):
+        _lower_scatter_f32(ctx, op, copy_sem)
+        return
+    e.op(tpu.DMAWaitOp(copy_sem, res))  # the updates overwrite those bytes
     lay = _layout(op)
     result_v = reshape_view(e, res, lay.operand_view, "scatter_result")
     updates_v = reshape_view(e, ctx.buffers[op.updates], lay.other_view, "scatter_updates")
@@ -467,6 +465,22 @@ def _lower_scatter(ctx: LoweringContext, op: hlo.ScatterOp) -> None:
             e.op(tpu.AllocOp(memref_type(lay.block, elem, VMEM)), h)
             for h in ("scatter_window", "scatter_update")
         ]
+
+    def step(b: Emitter, offsets: dict[int, SSAValue], batch: list[SSAValue]) -> None:
+        place, upd = _blocks(b, lay, result_v, updates_v, offsets, batch)
+        _apply_update(b, kind, place, upd, vmem, sem)
+
+    _each_update(ctx, op, lay, step)
+    for buf in vmem:
+        e.op(tpu.DeallocOp(buf))
+
+
+Step = Callable[[Emitter, dict[int, SSAValue], list[SSAValue]], None]
+"""One update's work: its operand offsets (the window's place) and batch coordinates."""
+
+
+def _each_update(ctx: LoweringContext, op: hlo.ScatterOp, lay: _Layout, step: Step) -> None:
+    """`step` for every update whose window lies wholly in bounds, in index order."""
     _, chunk_size = _index_chunks(ctx.target, op, op.scatter_indices)
 
     def per_chunk(b: Emitter, smem: SSAValue, start: SSAValue | None, dim: int) -> None:
@@ -478,16 +492,13 @@ def _lower_scatter(ctx: LoweringContext, op: hlo.ScatterOp) -> None:
             if fits is not None:
                 body = Emitter(Block())
                 inner.op(scf.IfOp(fits, [], Region(body.block)))
-            place, upd = _blocks(body, lay, result_v, updates_v, offsets, coords(body, ivs, start))
-            _apply_update(body, kind, place, upd, vmem, sem)
+            step(body, offsets, coords(body, ivs, start))
             if fits is not None:
                 body.op(scf.YieldOp())
 
         loop_nest(b, trips, one, "b")
 
     _chunked(ctx, op, op.scatter_indices, per_chunk)
-    for buf in vmem:
-        e.op(tpu.DeallocOp(buf))
 
 
 def _apply_update(
@@ -535,42 +546,103 @@ def combine(b: Emitter, kind: str, x: SSAValue, y: SSAValue) -> SSAValue:
 # bf16 / f16 scatter add and mul: in f32 ----------------------------------------------------
 
 
-class ScatterInF32(RewritePattern):
+def in_f32(op: Operation) -> bool:
+    """A bf16/f16 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
+    hlo_gather.py: the operand and the updates in f32, every update applied in order, one
+    rounding at the end)."""
+    if not isinstance(op, hlo.ScatterOp) or op.kind.data not in ("add", "mul"):
+        return False
+    return isinstance(_elem(op), BFloat16Type | Float16Type)
+
+
+def _lower_scatter_f32(ctx: LoweringContext, op: hlo.ScatterOp, copy_sem: SSAValue) -> None:
     """
-    A bf16/f16 scatter `add` / `mul` as level S computes it (interpreter/hlo_gather.py:
-    the operand and the updates in f32, every update applied in order, one rounding at
-    the end): converts to f32 (exact), the f32 scatter, a convert back; each new op at
-    the scatter's location.
+    Level S's f32 accumulation on the windows the updates touch only (the rest of the
+    result is the operand's copy, already in flight): an f32 HBM scratch of the operand's
+    shape of which only those windows are ever written or read. Three passes in index
+    order, each step waited: every touched window of the operand widened into it
+    (duplicates write the same bytes twice), every update combined into it in f32, then
+    every touched window rounded once into the result (after the copy's wait).
     """
+    e = ctx.emitter
+    lay = _layout(op)
+    elem, wide = _elem(op), accumulation_type(_elem(op))
+    acc = ctx.hbm_scratch(memref_type(lay.operand, wide, HBM), "scatter_acc")
+    views = {
+        "operand": reshape_view(e, ctx.buffers[op.operand], lay.operand_view, "scatter_operand"),
+        "acc": reshape_view(e, acc, lay.operand_view, "scatter_acc_view"),
+        "result": reshape_view(e, ctx.buffers[op.result], lay.operand_view, "scatter_result"),
+        "updates": reshape_view(e, ctx.buffers[op.updates], lay.other_view, "scatter_updates"),
+    }
+    narrow = e.op(tpu.AllocOp(memref_type(lay.block, elem, VMEM)), "scatter_narrow")
+    accum = e.op(tpu.AllocOp(memref_type(lay.block, wide, VMEM)), "scatter_wide")
+    # Two semaphores: a wait takes whole DMAs, and the two windows differ in size.
+    sem, upd_sem = (e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "scatter_sem") for _ in "ab")
+    kind = op.kind.data
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: hlo.ScatterOp, rewriter: PatternRewriter) -> None:
-        ty = tensor_type(op.result.type)
-        acc = accumulation_type(ty.element_type)
-        if op.kind.data not in ("add", "mul") or acc == ty.element_type:
-            return
-        if not isinstance(ty.element_type, BFloat16Type | Float16Type):
-            return
+    def widen(b: Emitter, offsets: dict[int, SSAValue], batch: list[SSAValue]) -> None:
+        _dma(b, _window(b, lay, views["operand"], offsets), narrow, sem)
+        _convert_block(b, narrow, accum)
+        _dma(b, accum, _window(b, lay, views["acc"], offsets), sem)
 
-        def wide(v: SSAValue) -> hlo.ConvertOp:
-            return hlo.ConvertOp(v, TensorType(acc, tensor_type(v.type).get_shape()))
+    def apply(b: Emitter, offsets: dict[int, SSAValue], batch: list[SSAValue]) -> None:
+        place = _window(b, lay, views["acc"], offsets)
+        upd = _window(b, lay, views["updates"], {}, batch)
+        b.op(tpu.DMAStartOp(place, accum, recv_sem=sem))
+        b.op(tpu.DMAStartOp(upd, narrow, recv_sem=upd_sem))
+        b.op(tpu.DMAWaitOp(sem, accum))
+        b.op(tpu.DMAWaitOp(upd_sem, narrow))
+        x, y = _load(b, accum), _load(b, narrow)
+        y = b.op(arith.ExtFOp(y, VectorType(wide, memref_shape(narrow))))
+        b.op(tpu.StoreOp(combine(b, kind, x, y), accum, [b.index(0)] * len(lay.block)))
+        _dma(b, accum, place, sem)
 
-        operand, updates = wide(op.operand), wide(op.updates)
-        scatter = hlo.ScatterOp.create(
-            operands=[operand.result, op.scatter_indices, updates.result],
-            result_types=[TensorType(acc, ty.get_shape())],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
-        back = hlo.ConvertOp(scatter.result, ty)
-        new = [operand, updates, scatter, back]
-        for o in new:
-            o.location = op.location
-        rewriter.replace_op(op, new, [back.result])
+    def round_once(b: Emitter, offsets: dict[int, SSAValue], batch: list[SSAValue]) -> None:
+        _dma(b, _window(b, lay, views["acc"], offsets), accum, sem)
+        _convert_block(b, accum, narrow)
+        _dma(b, narrow, _window(b, lay, views["result"], offsets), sem)
+
+    _each_update(ctx, op, lay, widen)
+    _each_update(ctx, op, lay, apply)
+    e.op(tpu.DMAWaitOp(copy_sem, ctx.buffers[op.result]))
+    _each_update(ctx, op, lay, round_once)
+    for buf in (narrow, accum):
+        e.op(tpu.DeallocOp(buf))
 
 
-def expand(function: Operation) -> None:
-    """Rewrite the scatters of `function` that lower as other level-S ops (`ScatterInF32`)."""
-    walker = PatternRewriteWalker(ScatterInF32(), apply_recursively=False)
-    for region in function.regions:
-        walker.rewrite_region(region)
+def _window(
+    b: Emitter,
+    lay: _Layout,
+    ref: SSAValue,
+    offsets: dict[int, SSAValue],
+    batch: Sequence[SSAValue] | None = None,
+) -> SSAValue:
+    """The window at `offsets` of an operand-shaped view, or (`batch` given) the update
+    at batch point `batch` of the updates' view; in the view's own element type."""
+    zero = b.index(0)
+    if batch is None:
+        at = [zero if k == "batch" else offsets.get(i, zero) for k, i in lay.slots]
+    else:
+        at = [batch[i] if k == "batch" else zero for k, i in lay.slots]
+    ty = memref_type(lay.block, memref_type_of(ref).element_type, HBM)
+    return b.op(tpu.MemRefSliceOp(ref, at, ty), "scatter_window")
+
+
+def _dma(b: Emitter, src: SSAValue, dst: SSAValue, sem: SSAValue) -> None:
+    b.op(tpu.DMAStartOp(src, dst, recv_sem=sem))
+    b.op(tpu.DMAWaitOp(sem, dst))
+
+
+def _load(b: Emitter, ref: SSAValue) -> SSAValue:
+    ty = memref_type_of(ref)
+    shape = ty.get_shape()
+    return b.op(tpu.LoadOp(ref, [b.index(0)] * len(shape), VectorType(ty.element_type, shape)))
+
+
+def _convert_block(b: Emitter, src: SSAValue, dst: SSAValue) -> None:
+    """A VMEM block widened (exact) or rounded once into another of the same shape."""
+    to = memref_type_of(dst)
+    frm = memref_type_of(src).element_type
+    vty = VectorType(to.element_type, to.get_shape())
+    cls = arith.ExtFOp if element_bytes(frm) < element_bytes(to.element_type) else arith.TruncFOp
+    b.op(tpu.StoreOp(b.op(cls(_load(b, src), vty)), dst, [b.index(0)] * len(vty.get_shape())))

@@ -82,7 +82,7 @@ from shardc.lowering.ring_steps import Overlap
 from shardc.lowering.topology import Topology
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import LocationAttr, ModuleOp, TensorType, UnknownLoc
+from xdsl.dialects.builtin import LocationAttr, MemRefType, ModuleOp, TensorType, UnknownLoc
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -228,6 +228,9 @@ class KernelLowering:
     def overlap(self) -> Overlap | None:
         return None if self.collectives is None else self.collectives.overlap
 
+    def hbm_scratch(self, ty: MemRefType, hint: str) -> SSAValue:
+        return self.abi.add_scratch(ty, hint)
+
     def run(self) -> func.FuncOp:
         """
         Lower every op, copy the results out; the kernel. Every kernel op reports where the
@@ -353,7 +356,6 @@ class LowerToTpuPass(ModulePass):
             remarks = tpu_fusion.prepare(function, target)  # first: it may inline a conv
             tpu_windows.expand(function, target)  # reduce_window as level-S ops
             tpu_convolution.expand(function, target)  # convolution as dots over taps
-            tpu_gather.expand(function)  # bf16/f16 scatter add / mul in f32
             check_function(function, target)
             new = KernelLowering(function, target, self.bidirectional, self.interleave).run()
             tpu_fusion.mark(new, remarks)

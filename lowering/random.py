@@ -9,7 +9,8 @@ vector ops on signless i32: the state's 64-bit words are split once per block in
 32-bit halves (`vector.extract` of the loaded state, broadcast), each element's counter
 is computed from its position (`tpu.iota` plus the block's offset, row-major strides),
 a 64-bit (Philox: 128-bit) counter add carries by unsigned compares, Threefry's rounds
-are add / rotate (two shifts and an or) / xor, and Philox's 32x32->64 products are
+are add / rotate (two shifts and an or) / xor (its key schedule on one-element vectors,
+the scalar core's work, broadcast once per block), and Philox's 32x32->64 products are
 `arith.mului_extended` (low and high halves; the level-T simulator implements it).
 
 Elements sharing a counter (a Threefry 32-bit output's pairs along the split dimension,
@@ -19,7 +20,9 @@ dimension's size is a multiple, Threefry when the split dimension is even; its b
 then kept even): the cipher runs on a block of counters and the words are interleaved
 through a VMEM scratch and a `tpu.transpose` (`_grouped`). Otherwise every element
 computes its own counter's whole cipher and keeps its word (`_threefry_bits`,
-`_philox_bits`: 2x / 4x the vector work, no interleave).
+`_philox_bits`: 2x / 4x the vector work, no interleave). Both are what level S charges
+(hardware/cost.py `rng_ops_per_element`, `rng_block_time`; hardware/kernel.py plans the
+same loop), tests/unit/test_lower_rng.py counts the lowered ops against it.
 
 Not lowered (an error at the op): outputs of 2^32 elements or more (counters are
 computed in 32 bits).
@@ -32,18 +35,18 @@ from collections.abc import Sequence
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
+from shardc.dialects.tpu import memref_type
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import vpu_time
-from shardc.hardware.kernel import rng_bits_loop, rng_groups, rng_philox, rng_wide
+from shardc.hardware.cost import rng_block_time, rng_groups, vpu_time
 from shardc.lowering.context import LoweringContext, Target
-from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
+from shardc.lowering.emit import VMEM, memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
 from shardc.lowering.tile_loop import tile
 from shardc.lowering.tile_plan import Scratch, Stream, Tiled, check_fits
 from shardc.lowering.vector_ops import convert_vector, load_block, splat_vector, store_block
 from xdsl.dialects import arith, vector
-from xdsl.dialects.builtin import VectorType, i32, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import IntegerType, MemRefType, VectorType, i32, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _THREEFRY_PARITY = 0x1BD11BDA
@@ -56,9 +59,14 @@ def handles(op: Operation) -> bool:
     return isinstance(op, hlo.RngBitGeneratorOp)
 
 
-_philox, _wide, _groups = rng_philox, rng_wide, rng_groups
-"""Which cipher, 64-bit elements, grouped counters: hardware/kernel.py's, which the cost
-of the loops (`rng_kernels`) needs too."""
+def _philox(op: hlo.RngBitGeneratorOp) -> bool:
+    return op.algorithm != "THREE_FRY"  # PHILOX and DEFAULT (XLA's CPU default)
+
+
+def _wide(op: hlo.RngBitGeneratorOp) -> bool:
+    elem = tensor_type(op.output.type).element_type
+    assert isinstance(elem, IntegerType)
+    return elem.width.data == 64
 
 
 # 32-bit vector arithmetic ----------------------------------------------------------------
@@ -73,6 +81,11 @@ class _V:
         self.splats: dict[int, SSAValue] = {}
         """Each constant is splat once per block (a broadcast costs a VPU op per element)."""
         self.coords: dict[int, SSAValue] = {}
+        self.scalars: list[SSAValue] = []
+        """The state's 32-bit words as scalars (`_state_words`)."""
+
+    def broadcast(self, scalar: SSAValue) -> SSAValue:
+        return self.b.op(vector.BroadcastOp(scalar, self.vty))
 
     def const(self, value: int) -> SSAValue:
         value &= 0xFFFF_FFFF
@@ -112,17 +125,35 @@ class _V:
         return out
 
 
-def threefry(v: _V, x0: SSAValue, x1: SSAValue, k0: SSAValue, k1: SSAValue):
-    """Threefry-2x32, 20 rounds (`hlo_random.threefry2x32`)."""
-    ks = (k0, k1, v.xor(v.xor(k0, k1), v.const(_THREEFRY_PARITY)))
+def threefry(v: _V, x0: SSAValue, x1: SSAValue, words: list[SSAValue]):
+    """Threefry-2x32, 20 rounds (`hlo_random.threefry2x32`) keyed by the state's first
+    value (`words[0:2]`). The key schedule is the scalar core's: the third key word and
+    each injection's key + round count are scalars, broadcast once per block."""
+    k0, k1 = v.scalars[0], v.scalars[1]
+    scalar = [k0, k1, _scalar(v, arith.XOrIOp, _scalar(v, arith.XOrIOp, k0, k1), _THREEFRY_PARITY)]
+    ks = [words[0], words[1], v.broadcast(scalar[2])]
     x0, x1 = v.add(x0, ks[0]), v.add(x1, ks[1])
     for block in range(5):
         for r in _ROTATIONS[block % 2]:
             x0 = v.add(x0, x1)
             x1 = v.xor(v.rotl(x1, r), x0)
         x0 = v.add(x0, ks[(block + 1) % 3])
-        x1 = v.add(v.add(x1, ks[(block + 2) % 3]), v.const(block + 1))
+        inject = _scalar(v, arith.AddiOp, scalar[(block + 2) % 3], block + 1)
+        x1 = v.add(x1, v.broadcast(inject))
     return x0, x1
+
+
+def _scalar(v: _V, cls: type[Operation], x: SSAValue, y: SSAValue | int) -> SSAValue:
+    """A scalar i32 op (the scalar core's), as a one-element vector op: no block work."""
+    one = VectorType(i32, (1,))
+    xv = v.b.op(vector.BroadcastOp(x, one))
+    if isinstance(y, int):
+        y &= 0xFFFF_FFFF
+        yv = splat_vector(v.b, y - (1 << 32) if y >= 1 << 31 else y, one)
+    else:
+        yv = v.b.op(vector.BroadcastOp(y, one))
+    r = v.b.op(cls(xv, yv))  # pyright: ignore[reportCallIssue]
+    return v.b.op(vector.ExtractOp(r, [0], i32))
 
 
 def philox(v: _V, x: list[SSAValue], k0: SSAValue, k1: SSAValue) -> list[SSAValue]:
@@ -149,7 +180,8 @@ def _state_words(v: _V, state: SSAValue) -> list[SSAValue]:
     for k in range(n):
         for h in halves:
             scalar = v.b.op(vector.ExtractOp(h, [k], i32))
-            words.append(v.b.op(vector.BroadcastOp(scalar, v.vty)))
+            v.scalars.append(scalar)
+            words.append(v.broadcast(scalar))
     return words
 
 
@@ -213,7 +245,7 @@ def _threefry_bits(
         which = v.low_bits(_coordinate(v, idx, dim), 1)
     c0, carry = v.carry_add(words[2], f)
     c1 = v.add(words[3], carry)
-    o0, o1 = threefry(v, c0, c1, words[0], words[1])
+    o0, o1 = threefry(v, c0, c1, words)
     if _wide(op):
         return _join(v, o0, o1)
     return o0 if which is None else v.select_word(which, [o0, o1])
@@ -243,6 +275,12 @@ def _philox_bits(
     return v.select_word(which, x)
 
 
+def _groups(op: hlo.RngBitGeneratorOp) -> tuple[int, int] | None:
+    """(dimension, elements per counter) where the cipher runs once per counter
+    (`_grouped`; hardware/cost.py `rng_groups`); None: once per element."""
+    return rng_groups(op)
+
+
 def _grouped(
     b: TileEmitter, op: hlo.RngBitGeneratorOp, views: list[SSAValue], idx: list[Ix], target
 ) -> None:
@@ -266,13 +304,17 @@ def _grouped(
         outs = [_join(v, x[0], x[1]), _join(v, x[2], x[3])] if _wide(op) else x
     else:
         c0, carry = v.carry_add(words[2], j)
-        outs = list(threefry(v, c0, v.add(words[3], carry), words[0], words[1]))
-    elem = tensor_type(op.output.type).element_type
+        outs = list(threefry(v, c0, v.add(words[3], carry), words))
+    scratch = views[1]
+    word = _elem_of(scratch)
     for w, out in enumerate(outs):
-        lifted = b.op(vector.BroadcastOp(convert_vector(b, out, elem), VectorType(elem, (1, *q))))
-        b.op(tpu.StoreOp(lifted, views[1], [b.index(w), *(b.index(0) for _ in q)]))
+        at = [b.index(w), *(b.index(0) for _ in q)]
+        slot = b.op(tpu.MemRefSliceOp(scratch, at, memref_type((1, *q), word, VMEM)))
+        store_block(b, convert_vector(b, out, word), reshape_view(b, slot, q))
     perm = (*range(1, dim + 2), 0, *range(dim + 2, len(q) + 1))
-    moved = b.op(tpu.TransposeOp(load_block(b, views[1]), perm))
+    moved = b.op(tpu.TransposeOp(load_block(b, scratch), perm))
+    if _elem_of(target) != word:  # ui32 / ui64: the same bits
+        target = b.op(tpu.MemRefBitcastOp(target, memref_type(memref_shape(target), word, VMEM)))
     store_block(b, moved, reshape_view(b, target, (*q[: dim + 1], per, *q[dim + 1 :])))
 
 
@@ -290,18 +332,35 @@ def _bits(chip: Chip, op: hlo.RngBitGeneratorOp) -> Tiled:
         raw = gen(v, op, _state_words(v, views[0]), idx)
         store_block(b, convert_vector(b, raw, elem), target)  # the low bits, as level S
 
-    ops, align, staged = rng_bits_loop(op)  # one definition with level S's cost
-    scratch = [] if staged is None else [Scratch(staged, elem)]
+    scratch, align = [], {}
+    if groups is not None:
+        dim, per = groups
+        scratch = [Scratch(lambda blocks: (per, *_divided(blocks, dim, per)), _word(elem))]
+        align = {dim: per}
     return Tiled(
         op,
         shape,
         [Stream(op.initial_state, (None,))],
         body,
-        lambda blocks: vpu_time(chip, math.prod(blocks), ops),
+        lambda blocks: rng_block_time(chip, op, blocks),
         align=align,
         outputs=(op.output,),
         scratch=scratch,
     )
+
+
+def _elem_of(ref: SSAValue) -> Attribute:
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    return ty.element_type
+
+
+def _word(elem: Attribute) -> Attribute:
+    """The interleave's element type: the output's, signless where it is as wide as the
+    cipher's words (i32, i64: the same bits as ui32 / ui64, no conversion)."""
+    assert isinstance(elem, IntegerType)
+    width = elem.width.data
+    return IntegerType(width) if width in (32, 64) else elem
 
 
 def _divided(blocks: Sequence[int], dim: int, per: int) -> tuple[int, ...]:

@@ -25,6 +25,15 @@ descending ((i & k) != 0, from an iota of the block index); each operand's halve
 selected (`tpu.select`) and stored back. O(P log^2 P) VPU work per row, every value moved
 bit for bit (NaN payloads, -0).
 
+Keys of floats and integers up to 32 bits (`packs`, hardware/cost.py `sort_packs`) take
+the packed network instead: before it, one i64 key per position, the key operand's value
+as 32 bits ascending in the comparator's order (NaN rule, -0, descending folded in) above
+the position (`_store_key`); the network then compares keys as unsigned integers (one
+compare per pair, no index operand: the position is in the key) and moves the key and
+every operand with two selects each. That is the work level S charges a sort
+(`sort_network_work`; tests/unit/test_lower_sorting.py counts the lowered kernel's ops
+against it).
+
 top_k (`_select_top`): k selection passes over the row, when that is less work than the
 network (k passes of ~10 VPU ops per element against L(L + 1)/2 stages of ~15): the keys
 in total order as integers (`_total_key`), the row transposed so that it is the leading
@@ -48,6 +57,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import memref_type
+from shardc.hardware.cost import sort_packs, sort_selects
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -65,6 +75,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i1,
     i32,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -103,13 +114,7 @@ def _stages(n: int) -> int:
 
 def _selects(op: Operation) -> bool:
     """Whether a top_k takes k selection passes rather than the network."""
-    if not isinstance(op, hlo.TopKOp):
-        return False
-    elem = tensor_type(op.operands[0].type).element_type
-    if hlo.element_kind(elem) == hlo.BOOL or hlo.is_unsigned(elem):
-        return False  # `tpu.reduce max` of the signed keys only
-    _, _, n, _, m = _geometry(op)
-    return 10 * m < 15 * _stages(n)
+    return sort_selects(op)
 
 
 def _rows(target: Target, op: Operation) -> int:
@@ -147,8 +152,14 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
     ins = [reshape_view(e, ctx.buffers[v], (outer, n, inner), "sort_in") for v in op.operands]
     outs = [reshape_view(e, ctx.buffers[v], (outer, m, inner), "sort_out") for v in op.results]
     bufs = [_alloc(e, (rows, p, inner), _elem(v), "sort_vin") for v in ins]
+    packed = not select and packs(op)
     if select:
         vout = [_alloc(e, (rows, m), _elem(v), "sort_vout") for v in outs]
+    elif packed:  # the key (and in it the index) first, the operands after it
+        bufs.insert(0, _alloc(e, (rows, p, inner), i64, "sort_key"))
+        vout = bufs[1:]
+        if isinstance(op, hlo.TopKOp):
+            vout.append(_alloc(e, (rows, m, inner), i32, "sort_index"))
     else:
         bufs.append(_alloc(e, (rows, p, inner), i32, "sort_index"))
         vout = bufs[:-1] if isinstance(op, hlo.SortOp) else [bufs[0], bufs[-1]]
@@ -157,16 +168,25 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
     sout = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "sort_sem") for _ in outs]
     b, t = for_steps(e, 0, outer // rows, "rows")
     at = [b.mul(t, b.index(rows)), b.index(0), b.index(0)]
-    for src, dst, sem in zip(ins, bufs, sin, strict=False):
+    operands = bufs[1:] if packed else bufs
+    for src, dst, sem in zip(ins, operands, sin, strict=False):
         b.op(tpu.DMAStartOp(_block(b, src, at, (rows, n, inner)), _head(b, dst, n), recv_sem=sem))
-    if not select:
+    if packed:
+        _zero_padding(b, operands, n)
+    elif not select:
         _init_padding(b, bufs, n)
-    for dst, sem in zip(bufs, sin, strict=False):
+    for dst, sem in zip(operands, sin, strict=False):
         b.op(tpu.DMAWaitOp(sem, _head(b, dst, n)))
     descending, total = _order(op)
     if select:
         _select_top(b, bufs[0], vout[0], vout[1])
         sources = [reshape_view(b, v, (rows, m, 1), "sort_result") for v in vout]
+    elif packed:
+        _store_key(b, bufs[0], operands[0], n, (descending, total))
+        _packed_network(b, bufs)
+        if isinstance(op, hlo.TopKOp):
+            _store_index(b, bufs[0], vout[-1])
+        sources = [_head(b, v, m) for v in vout]
     else:
         _network(b, bufs, n, descending, total)
         sources = [_head(b, v, m) for v in vout]
@@ -198,10 +218,16 @@ def _init_padding(b: Emitter, bufs: list[SSAValue], n: int) -> None:
     rows, p, inner = _shape(bufs[-1])
     iota = b.op(tpu.IotaOp(VectorType(i32, (rows, p, inner)), 1), "sort_iota")
     b.op(tpu.StoreOp(iota, bufs[-1], [b.index(0)] * 3))
+    _zero_padding(b, bufs[:-1], n)
+
+
+def _zero_padding(b: Emitter, bufs: list[SSAValue], n: int) -> None:
+    """Zeros in the padding (positions n..P) of the operand buffers."""
+    rows, p, inner = _shape(bufs[0])
     if p == n:
         return
     ty = (rows, p - n, inner)
-    for buf in bufs[:-1]:
+    for buf in bufs:
         at = [b.index(0), b.index(n), b.index(0)]
         tail = b.op(tpu.MemRefSliceOp(buf, at, memref_type(ty, _elem(buf), VMEM)))
         zero = splat_vector(b, 0, VectorType(_elem(buf), ty))
@@ -331,6 +357,115 @@ def _vty(v: SSAValue) -> VectorType:
     ty = v.type
     assert isinstance(ty, VectorType)
     return ty
+
+
+# The packed network: one 64-bit key per element -------------------------------------------
+
+
+def packs(op: Operation) -> bool:
+    """Whether the sort's key fits the high half of one 64-bit key with the index in the
+    low half (`hardware.cost.sort_packs`: floats and integers up to 32 bits)."""
+    return sort_packs(op)
+
+
+def _store_key(
+    b: Emitter, key: SSAValue, values: SSAValue, n: int, order: tuple[bool, bool]
+) -> None:
+    """
+    key = order << 32 | position: `order` the key operand's value as an unsigned 32-bit
+    number ascending in the sort's order (descending: complemented), so that comparing
+    keys as unsigned 64-bit integers is the comparator with ties by position (stable);
+    padding (positions >= n) all ones, after every element. Floats: the bits as a signed
+    integer in total order (negative ones' magnitude flipped); without TOTALORDER -0 is
+    +0 and every NaN the largest (tied, in position order: level S's NaNs last for LT,
+    first for GT).
+    """
+    rows, p, inner = _shape(key)
+    shape = (rows, p, inner)
+    x = b.op(tpu.LoadOp(values, [b.index(0)] * 3, VectorType(_elem(values), shape)))
+    elem = _elem(values)
+    descending, total = order
+    wide = VectorType(i64, shape)
+    if hlo.element_kind(elem) == hlo.FLOAT:
+        s = _float_order(b, x, total)
+        bias = 1 << 31
+    else:
+        s = x
+        bias = 0 if hlo.is_unsigned(elem) else 1 << 31
+    s = b.op(tpu.ConvertOp(s, wide))
+    if descending:
+        s = b.op(arith.SubiOp(splat_vector(b, (1 << 32) - 1 - bias, wide), s))
+    elif bias:
+        s = b.op(arith.AddiOp(s, splat_vector(b, bias, wide)))
+    pos = b.op(tpu.IotaOp(wide, 1), "sort_iota")
+    k = b.op(arith.OrIOp(b.op(arith.ShLIOp(s, splat_vector(b, 32, wide))), pos))
+    if n < p:
+        pad = b.op(tpu.CmpOp("sge", pos, splat_vector(b, n, wide)))
+        k = b.op(tpu.SelectOp(pad, splat_vector(b, -1, wide), k))
+    b.op(tpu.StoreOp(k, key, [b.index(0)] * 3))
+
+
+def _float_order(b: Emitter, x: SSAValue, total: bool) -> SSAValue:
+    """A float vector as i32 ascending in the comparator's order (see `_store_key`)."""
+    vty = _vty(x)
+    width = 8 * element_bytes(vty.element_type)
+    ity = VectorType(IntegerType(width), vty.get_shape())
+    s = b.op(arith.BitcastOp(x, ity))
+    i32ty = VectorType(i32, vty.get_shape())
+    if width < 32:  # sign-extended: the order of the narrow bits
+        s = b.op(tpu.ConvertOp(s, i32ty))
+    if not total:  # -0 ties +0
+        zero = b.op(tpu.CmpOp("oeq", x, splat_vector(b, 0.0, vty)))
+        s = b.op(tpu.SelectOp(zero, splat_vector(b, 0, i32ty), s))
+    sign = b.op(arith.ShRSIOp(s, splat_vector(b, 31, i32ty)))
+    mag = splat_vector(b, (1 << (width - 1)) - 1, i32ty)
+    s = b.op(arith.XOrIOp(s, b.op(arith.AndIOp(sign, mag))))
+    if not total:  # every NaN the largest
+        nan = b.op(tpu.CmpOp("uno", x, x))
+        s = b.op(tpu.SelectOp(nan, splat_vector(b, (1 << 31) - 1, i32ty), s))
+    return s
+
+
+def _packed_network(b: Emitter, bufs: list[SSAValue]) -> None:
+    """The bitonic network on bufs[0]'s keys; the other buffers move with them."""
+    p = _shape(bufs[0])[1]
+    k = 2
+    while k <= p:
+        j = k // 2
+        while j >= 1:
+            _packed_stage(b, bufs, k, j)
+            j //= 2
+        k *= 2
+
+
+def _packed_stage(b: Emitter, bufs: list[SSAValue], k: int, j: int) -> None:
+    """Compare-exchange i and i + j in every block of 2j: swap where the second key is
+    the smaller (flipped where the merge of size k runs descending)."""
+    rows, p, inner = _shape(bufs[0])
+    view, half = (rows, p // (2 * j), 2, j, inner), (rows, p // (2 * j), 1, j, inner)
+    views = [reshape_view(b, buf, view, "sort_pairs") for buf in bufs]
+    zero = [b.index(0)] * 5
+    second = [zero[0], zero[1], b.index(1), zero[3], zero[4]]
+    lo = [b.op(tpu.LoadOp(v, zero, VectorType(_elem(v), half))) for v in views]
+    hi = [b.op(tpu.LoadOp(v, second, VectorType(_elem(v), half))) for v in views]
+    swap = b.op(tpu.CmpOp("ult", hi[0], lo[0]))
+    if k < p:  # blocks of size k alternate ascending / descending
+        block = b.op(tpu.IotaOp(VectorType(i32, half), 1))
+        bit = b.op(arith.AndIOp(block, splat_vector(b, k // (2 * j), VectorType(i32, half))))
+        down = b.op(tpu.CmpOp("ne", bit, splat_vector(b, 0, VectorType(i32, half))))
+        swap = b.op(arith.XOrIOp(swap, down))
+    for v, x, y in zip(views, lo, hi, strict=True):
+        b.op(tpu.StoreOp(b.op(tpu.SelectOp(swap, y, x)), v, zero))
+        b.op(tpu.StoreOp(b.op(tpu.SelectOp(swap, x, y)), v, second))
+
+
+def _store_index(b: Emitter, key: SSAValue, index: SSAValue) -> None:
+    """The first m positions' indices (the keys' low halves) into `index` ([R, m, inner])."""
+    shape = _shape(index)
+    head = _head(b, key, shape[1])
+    k = b.op(tpu.LoadOp(head, [b.index(0)] * 3, VectorType(i64, shape)))
+    low = b.op(arith.AndIOp(k, splat_vector(b, (1 << 32) - 1, VectorType(i64, shape))))
+    b.op(tpu.StoreOp(b.op(tpu.ConvertOp(low, VectorType(i32, shape))), index, [b.index(0)] * 3))
 
 
 # top_k by selection -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.sizes import element_bytes
+from shardc.hardware.cost import FMOD_STEPS
 from shardc.lowering.emit import tensor_type
 from shardc.lowering.tile_index import TileEmitter
 from xdsl.dialects import arith, vector
@@ -319,43 +320,37 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
 # has at most bits + 1 + m bits (m: the type's significand), 53 with bits = 52 - m, so it
 # is exact in f64, and so is the difference (the true remainder, or it less t if r / t
 # rounded up to the next integer: then t is added back). A step divides r / B by 2^bits.
-
-_REM_STEPS: dict[str, tuple[int, int]] = {
-    "f32": (28, 11),  # significand 24 bits; |a / b| < 2^128 / 2^-149 = 2^277
-    "bf16": (44, 7),  # 8 bits; < 2^128 / 2^-133
-    "f16": (41, 2),  # 11 bits; < 2^16 / 2^-24
-    "f8E4M3FN": (48, 2),  # 4 bits; < 2^9 / 2^-9
-    "f8E5M2": (49, 2),  # 3 bits; < 2^16 / 2^-16
-}
-"""(quotient bits per step, steps: ceil(log2 of the largest ratio / bits) + 1) per type."""
+# The steps per type and the ops they take are hardware/cost.py's (`FMOD_STEPS`,
+# `elementwise_vpu_ops`), which level S charges; the splat constants are made once.
 
 
-def _f64_splat(b: TileEmitter, value: float | int, vty: VectorType) -> SSAValue:
-    return splat_vector(
-        b, value, VectorType(f64 if isinstance(value, float) else i64, vty.get_shape())
-    )
+class _Splats:
+    """Splat constants of one remainder, each made once (a splat is a VPU op per element)."""
+
+    def __init__(self, b: TileEmitter, shape: Sequence[int]):
+        self.b, self.shape, self.made = b, tuple(shape), {}
+
+    def __call__(self, value: float | int) -> SSAValue:
+        key = (type(value), value)
+        if key not in self.made:
+            elem = f64 if isinstance(value, float) else i64
+            self.made[key] = splat_vector(self.b, value, VectorType(elem, self.shape))
+        return self.made[key]
 
 
-def _rem_step(b: TileEmitter, r: SSAValue, big: SSAValue, step_bits: int) -> SSAValue:
-    """One exact reduction step of r (f64, >= 0) by big = |b| (see above)."""
+def _rem_step(b: TileEmitter, c: _Splats, r: SSAValue, big: SSAValue, bits: int) -> SSAValue:
+    """One exact reduction step of r (f64, >= 0) by big = |b| (see above): the exponent
+    field of r / B (>= 0: no sign bit) less `bits`, at least the bias, is 2^k's."""
     vty = vector_type(r)
     ity = with_element(r, i64)
-    bits = b.op(arith.BitcastOp(b.op(arith.DivfOp(r, big)), ity))
-    exp = b.op(
-        arith.AndIOp(b.op(arith.ShRUIOp(bits, _f64_splat(b, 52, vty))), _f64_splat(b, 0x7FF, vty))
-    )
-    k = b.op(
-        arith.MaxSIOp(
-            b.op(arith.SubiOp(exp, _f64_splat(b, 1023 + step_bits, vty))), _f64_splat(b, 0, vty)
-        )
-    )
-    scale = b.op(
-        arith.ShLIOp(b.op(arith.AddiOp(k, _f64_splat(b, 1023, vty))), _f64_splat(b, 52, vty))
-    )
-    t = b.op(arith.MulfOp(big, b.op(arith.BitcastOp(scale, vty))))
-    q = b.op(tpu.ConvertOp(b.op(tpu.ConvertOp(b.op(arith.DivfOp(r, t)), ity)), vty))
+    ratio = b.op(arith.BitcastOp(b.op(arith.DivfOp(r, big)), ity))
+    exp = b.op(arith.ShRUIOp(ratio, c(52)))
+    field = b.op(arith.MaxSIOp(b.op(arith.SubiOp(exp, c(bits))), c(1023)))
+    scale = b.op(arith.BitcastOp(b.op(arith.ShLIOp(field, c(52))), vty))
+    t = b.op(arith.MulfOp(big, scale))
+    q = b.op(mathd.TruncOp(b.op(arith.DivfOp(r, t))))
     r = b.op(arith.SubfOp(r, b.op(arith.MulfOp(q, t))))
-    under = b.op(tpu.CmpOp("olt", r, _f64_splat(b, 0.0, vty)))
+    under = b.op(tpu.CmpOp("olt", r, c(0.0)))
     return b.op(tpu.SelectOp(under, b.op(arith.AddfOp(r, t)), r))
 
 
@@ -369,21 +364,19 @@ def float_remainder(b: TileEmitter, x: SSAValue, y: SSAValue) -> SSAValue:
     """
     elem = vector_type(x).element_type
     a, d = (convert_vector(b, v, f64) for v in (x, y))
-    vty = vector_type(a)
-    zero, inf = _f64_splat(b, 0.0, vty), _f64_splat(b, float("inf"), vty)
+    c = _Splats(b, vector_type(a).get_shape())
+    zero, inf = c(0.0), c(float("inf"))
     r, big = b.op(mathd.AbsFOp(a)), b.op(mathd.AbsFOp(d))
     nan = b.op(tpu.CmpOp("uno", a, d))
     invalid = b.op(arith.OrIOp(b.op(tpu.CmpOp("oeq", r, inf)), b.op(tpu.CmpOp("oeq", d, zero))))
     inf_d = b.op(tpu.CmpOp("oeq", big, inf))
     odd = b.op(arith.OrIOp(b.op(arith.OrIOp(nan, invalid)), inf_d))
     r = b.op(tpu.SelectOp(odd, zero, r))  # the steps on finite values only
-    big = b.op(tpu.SelectOp(odd, _f64_splat(b, 1.0, vty), big))
-    bits, steps = _REM_STEPS[str(elem)]
+    big = b.op(tpu.SelectOp(odd, c(1.0), big))
+    bits, steps = FMOD_STEPS[str(elem)]
     for _ in range(steps):
-        r = _rem_step(b, r, big, bits)
-    sign = b.op(arith.BitcastOp(a, with_element(a, i64)))
-    negative = b.op(tpu.CmpOp("slt", sign, _f64_splat(b, 0, vty)))
-    r = b.op(tpu.SelectOp(negative, b.op(arith.NegfOp(r)), r))
+        r = _rem_step(b, c, r, big, bits)
+    r = b.op(mathd.CopySignOp(r, a))  # fmod(-0, y) = -0: the sign bit, not a < 0
     r = b.op(tpu.SelectOp(inf_d, a, r))
     r = b.op(tpu.SelectOp(invalid, b.op(arith.SubfOp(inf, inf)), r))
     a_nan = b.op(tpu.CmpOp("uno", a, a))

@@ -133,7 +133,7 @@ def test_embedding_lookup_is_one_dma_per_row_and_indices_in_smem() -> None:
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["add", "mul"]), st.sampled_from(["bf16", "f16"]))
 def test_narrow_float_scatter_add_mul_accumulate_in_f32(seed: int, kind: str, dtype: str):
-    """bf16/f16 add / mul (lowering/gather.py `ScatterInF32`): level S's f32 accumulation
+    """bf16/f16 add / mul (lowering/gather.py `_lower_scatter_f32`): level S's f32 accumulation
     in update order, rounded once, bit for bit (duplicates included)."""
     rng = np.random.default_rng(seed)
     cfg = random_config(rng)
@@ -166,7 +166,7 @@ func.func @main(%t: tensor<8x4xbf16>, %i: tensor<3x1xi32>, %u: tensor<3x4xbf16>)
 def test_bf16_scatter_add_rounds_once_as_level_s() -> None:
     """Two updates of 2^-8 to a row of ones: rounded after each, 1 + 2^-8 would round
     back to 1 (to even) every time; accumulated in f32 and rounded once (level S) they
-    give 1 + 2^-7. The scatter runs in f32 between two converts."""
+    give 1 + 2^-7. The touched windows accumulate in an f32 scratch."""
     t = np.ones((8, 4), ml_dtypes.bfloat16)
     u = np.full((3, 4), 2.0**-8, ml_dtypes.bfloat16)
     i = np.array([[2], [5], [2]], np.int32)
@@ -246,3 +246,22 @@ def test_at_most_in_flight_slices_then_the_oldest_is_waited(monkeypatch) -> None
     assert "arith.constant 4 : index" in lowered and lowered.count("tpu.dma_start") == 3
     second = lowered.split("scf.for")[2]
     assert second.index("tpu.dma_wait") < second.index("tpu.dma_start")
+
+
+def test_bf16_scatter_add_widens_only_the_touched_windows() -> None:
+    """The f32 accumulation touches the updated windows only: the kernel moves the
+    table once (the operand's copy) and a few bytes per update window, not the whole
+    table widened to f32 and rounded back (5x the table's bytes)."""
+    import shardc
+
+    rows, width, n = 4096, 256, 8
+    t, u = f"tensor<{rows}x{width}xbf16>", f"tensor<{n}x{width}xbf16>"
+    text = f"""func.func @main(%t: {t}, %i: tensor<{n}x1xi32>, %u: {u}) -> {t} {{
+  %r = hlo.scatter add %t, %i, %u, update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1 : ({t}, tensor<{n}x1xi32>, {u}) -> {t}
+  func.return %r : {t}
+}}"""
+    kernel = shardc.compile(text, "lower-to-tpu{chip=v5e}")
+    report = shardc.run(kernel, timing_only=True, chip="v5e").report
+    table, window = rows * width * 2, width * 2
+    moved = report["local_dma_bytes"]
+    assert table <= moved <= table + n * 16 * window + 4 * n

@@ -71,7 +71,7 @@ def test_float_remainder_specials_and_extreme_ratios() -> None:
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 def test_the_largest_ratio_of_each_type(dtype: str) -> None:
     """The largest finite value (and its neighbours) by the smallest subnormals: the most
-    steps the type's reduction takes (`vector_ops._REM_STEPS`)."""
+    steps the type's reduction takes (`hardware.cost.FMOD_STEPS`)."""
     info = ml_dtypes.finfo(DTYPES[dtype])
     top = np.array([info.max, -info.max, info.max / 3], np.float32)
     tiny = info.smallest_subnormal
@@ -87,3 +87,31 @@ def test_f64_remainder_is_refused_at_the_op() -> None:
     with pytest.raises(OpPassError) as info:
         LowerToTpuPass().apply(make_context(), module)
     assert "hlo.remainder" in str(info.value) and "rem.mlir" in str(info.value.op.location)
+
+
+def simulated_vpu_ops(text: str, chip: str = "v5e") -> float:
+    """The VPU ops (FLOPs of the `ops` rows) the level-T simulator charges for the kernel
+    `lower-to-tpu` makes of `text`, timing only: what the lowering emits, as charged."""
+    import shardc
+
+    kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
+    report = shardc.run(kernel, timing_only=True, chip=chip).report
+    return sum(row["flops"] for row in report["ops"])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])  # f8: no timing-only placeholder
+def test_level_s_charges_the_ops_the_lowering_emits(dtype: str) -> None:
+    """hardware/cost.py's `elementwise_vpu_ops` of a remainder (what level S charges per
+    element) is the vector ops per element of the lowered kernel: the two cannot drift."""
+    import shardc
+    from shardc.dialects import hlo
+    from shardc.hardware.cost import FMOD_STEPS, elementwise_vpu_ops
+
+    t = ty((16, 256), dtype)
+    text = program([t, t], t, f"hlo.remainder %a0, %a1 : {t}")
+    (op,) = [o for o in parse(text, "rem.mlir").walk() if isinstance(o, hlo.RemainderOp)]
+    per_element = elementwise_vpu_ops(op)
+    assert per_element > FMOD_STEPS[dtype][1] * 10  # the steps, not one op
+    assert simulated_vpu_ops(text) == per_element * 16 * 256
+    s = shardc.run(text, timing_only=True, chip="v5e").report["ops"]
+    assert sum(row["flops"] for row in s) == per_element * 16 * 256

@@ -104,3 +104,33 @@ def test_dropout_rbg_lowers_and_matches_level_s() -> None:
     assert sorted(level_s.outputs) == sorted(level_t.outputs)
     for k, v in level_s.outputs.items():
         assert np.asarray(v).tobytes() == np.asarray(level_t.outputs[k]).tobytes(), k
+
+
+@pytest.mark.parametrize(
+    "algorithm, n, shape, elem",
+    [
+        ("THREE_FRY", 2, (8, 2048, 4096), "ui32"),  # bench/rng_remainder_scatter.py's row
+        ("THREE_FRY", 2, (16, 256), "ui32"),
+        ("THREE_FRY", 2, (4, 6, 128), "ui64"),
+        ("THREE_FRY", 2, (7, 5), "ui8"),  # no even dimension: a cipher per element
+        ("PHILOX", 3, (2048, 4096), "ui32"),
+        ("PHILOX", 3, (16, 256), "ui64"),
+        ("DEFAULT", 2, (7, 5), "i32"),  # not whole groups of 4
+    ],
+)
+def test_level_s_charges_the_ops_the_lowering_emits(algorithm, n, shape, elem) -> None:
+    """hardware/cost.py's `rng_ops_per_element` (what level S charges) is the lowered
+    kernel's vector ops per element within 5% (the exact count varies with the block
+    offsets the position computation adds), and level S's step is level T's within
+    10%: the cipher, its key material and the interleave are work the chip does."""
+    from shardc.hardware.cost import rng_ops_per_element
+
+    text = rng_program(algorithm, n, shape, elem).replace(f'"x"={DEVICES}', '"x"=1')
+    (op,) = [o for o in parse(text).walk() if o.name == "hlo.rng_bit_generator"]
+    elements = int(np.prod(shape))
+    kernel = shardc.compile(text, "lower-to-tpu{chip=v5e}")
+    t = shardc.run(kernel, timing_only=True, chip="v5e").report
+    per_element = sum(row["flops"] for row in t["ops"]) / elements
+    assert per_element == pytest.approx(rng_ops_per_element(op), rel=0.05)
+    s = shardc.run(text, timing_only=True, chip="v5e").report
+    assert 0.9 < t["step_time_s"] / s["step_time_s"] < 1.1

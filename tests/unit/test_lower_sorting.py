@@ -109,7 +109,7 @@ def test_a_row_too_long_for_vmem_is_refused_naming_the_blocks() -> None:
     st.integers(2, 70),
     st.integers(1, 2),
     st.sampled_from(["LT", "GT", "LT TOTALORDER", "GT TOTALORDER"]),
-    st.sampled_from(["f32", "bf16", "i32", "ui8", "i1"]),
+    st.sampled_from(["f32", "bf16", "f16", "i32", "ui8", "ui32", "i8", "i1"]),
     st.integers(0, 2**16),
 )
 def test_long_rows_sort_through_the_network_bit_for_bit(
@@ -149,3 +149,57 @@ def test_top_k_of_long_rows_bit_for_bit(batch, n, data, dtype, seed) -> None:
     rng = np.random.default_rng(seed)
     inputs = [[keys(rng, [batch, n], dtype)] for _ in range(DEVICES)]
     check(per_device([src], out, line), inputs)
+
+
+@pytest.mark.parametrize(
+    "shape, dtypes, comparator",
+    [
+        ([8, 1024], ["f32", "i32"], "GT"),  # bench/lower_speed.py's row
+        ([3, 70, 2], ["bf16"], "LT"),  # padding, inner positions
+        ([2, 33], ["f16", "ui8", "f32"], "LT TOTALORDER"),  # unsigned operand's padding
+        ([4, 64], ["ui32"], "GT"),
+        ([5, 20], ["i8", "i32"], "LT"),
+        ([16], ["f8E4M3FN"], "GT TOTALORDER"),
+    ],
+)
+def test_level_s_charges_the_network_the_lowering_runs(shape, dtypes, comparator) -> None:
+    """hardware/cost.py's `sort_network_work` (what level S charges a sort) is the lowered
+    kernel's VPU ops exactly, and its VPU + VMEM time the simulator's vector compute
+    time: the two cannot drift. And level S's step is level T's within 10%."""
+    from shardc.dialects import hlo
+
+    types = [ty(shape, d) for d in dtypes]
+    sig = f"({', '.join(types)}) -> ({', '.join(types)})"
+    names = ", ".join(f"%a{i}" for i in range(len(types)))
+    dim = 1 if len(shape) > 1 else 0
+    line = f"hlo.sort {names}, dim = {dim}, comparator = {comparator}, stable : {sig}"
+    text = per_device(types, types, line).replace(f'"x"={DEVICES}', '"x"=1')
+    _assert_network_charged(text, hlo.SortOp)
+
+
+def _assert_network_charged(text: str, op_type: type) -> None:
+    import shardc
+    from shardc.hardware.chips import get_chip
+    from shardc.hardware.cost import sort_network_work, vmem_time
+
+    (op,) = [o for o in parse(text).walk() if isinstance(o, op_type)]
+    ops, vmem = sort_network_work(op)
+    chip = get_chip("v5e")
+    kernel = shardc.compile(text, "lower-to-tpu{chip=v5e}")
+    t = shardc.run(kernel, timing_only=True, chip="v5e").report
+    assert sum(row["flops"] for row in t["ops"]) == ops
+    want = ops / chip.vpu_flops + vmem_time(chip, vmem)
+    assert t["vector_compute_time_s"] == pytest.approx(want, rel=1e-9)
+    s = shardc.run(text, timing_only=True, chip="v5e").report
+    assert s["ops"][0]["flops"] == ops
+    assert 0.9 < t["step_time_s"] / s["step_time_s"] < 1.1
+
+
+def test_level_s_charges_top_k_by_the_network() -> None:
+    """A top_k with k near n runs the network; its index comes from the keys."""
+    from shardc.dialects import hlo
+
+    src, out = ty([4, 100], "f32"), [ty([4, 90], "f32"), ty([4, 90], "i32")]
+    line = f"hlo.top_k %a0, k = 90 : {src} -> ({', '.join(out)})"
+    text = per_device([src], out, line).replace(f'"x"={DEVICES}', '"x"=1')
+    _assert_network_charged(text, hlo.TopKOp)

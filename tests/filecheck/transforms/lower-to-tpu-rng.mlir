@@ -5,10 +5,12 @@
 // block writing the next state. The state's 64-bit words are split into 32-bit halves
 // (`vector.extract` of the loaded state, broadcast to the block), the counters come from
 // positions (`tpu.iota`), a 64-bit counter add carries by an unsigned compare, and the
-// cipher is 32-bit vector ops: Threefry's rotations are shli / shrui / ori. A 32-bit
+// cipher is 32-bit vector ops: Threefry's rotations are shli / shrui / ori (its key
+// schedule on one-element vectors: the scalar core's work). A 32-bit
 // Threefry output's pairs along its (even) split dimension share a counter: the cipher
 // runs on a block of half the rows, and the two words are interleaved through a VMEM
-// scratch, a `tpu.transpose` and a view of the result block.
+// scratch of signless words, a `tpu.transpose` and a view of the result block (its bits
+// as i32: no conversion).
 
 spmd.mesh @m = <["x"=1]>
 func.func @threefry(%s: tensor<2xui64>) -> (tensor<2xui64>, tensor<8x256xui32>) attributes {spmd.per_device_io} {
@@ -28,6 +30,8 @@ func.func @threefry(%s: tensor<2xui64>) -> (tensor<2xui64>, tensor<8x256xui32>) 
 // CHECK:         tpu.iota dim = 1 : vector<4x256xi32>
 // CHECK:         %{{.*}} = tpu.cmp ult, %{{.*}}, %{{.*}} : vector<4x256xi32>
 // CHECK:         arith.constant 466688986 : i32
+// CHECK-NEXT:    vector.broadcast %{{.*}} : i32 to vector<1xi32>
+// CHECK-NEXT:    arith.xori %{{.*}}, %{{.*}} : vector<1xi32>
 // CHECK:         arith.constant 13 : i32
 // CHECK:         arith.shli
 // CHECK:         arith.constant 19 : i32
@@ -35,12 +39,14 @@ func.func @threefry(%s: tensor<2xui64>) -> (tensor<2xui64>, tensor<8x256xui32>) 
 // CHECK-NEXT:    arith.ori
 // CHECK-NEXT:    arith.xori
 // CHECK-NOT:     arith.mului_extended
-// CHECK:         %[[W0:.*]] = vector.broadcast %{{.*}} : vector<4x256xui32> to vector<1x4x256xui32>
-// CHECK-NEXT:    tpu.store %[[W0]], %[[TMP:.*]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x4x256xui32, #tpu.memory_space<vmem>>, vector<1x4x256xui32>
-// CHECK:         tpu.store %{{.*}}, %[[TMP]][%c1, %{{.*}}, %{{.*}}] : memref<2x4x256xui32, #tpu.memory_space<vmem>>, vector<1x4x256xui32>
-// CHECK-NEXT:    %[[BOTH:.*]] = tpu.load %[[TMP]]
-// CHECK-NEXT:    %[[T:.*]] = tpu.transpose %[[BOTH]], dims = [1, 0, 2] : vector<2x4x256xui32> -> vector<4x2x256xui32>
-// CHECK-NEXT:    %[[V:.*]] = tpu.memref_reshape %{{.*}} : memref<8x256xui32, #tpu.memory_space<vmem>> -> memref<4x2x256xui32, #tpu.memory_space<vmem>>
+// CHECK:         %[[S0:.*]] = tpu.memref_slice %[[TMP:.*]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x4x256xi32, #tpu.memory_space<vmem>> -> memref<1x4x256xi32, #tpu.memory_space<vmem>>
+// CHECK-NEXT:    %[[W0:.*]] = tpu.memref_reshape %[[S0]] : memref<1x4x256xi32, #tpu.memory_space<vmem>> -> memref<4x256xi32, #tpu.memory_space<vmem>>
+// CHECK-NEXT:    tpu.store %{{.*}}, %[[W0]]
+// CHECK-NEXT:    tpu.memref_slice %[[TMP]][%c1, %{{.*}}, %{{.*}}]
+// CHECK:         %[[BOTH:.*]] = tpu.load %[[TMP]]
+// CHECK-NEXT:    %[[T:.*]] = tpu.transpose %[[BOTH]], dims = [1, 0, 2] : vector<2x4x256xi32> -> vector<4x2x256xi32>
+// CHECK-NEXT:    %[[B:.*]] = tpu.memref_bitcast %{{.*}} : memref<8x256xui32, #tpu.memory_space<vmem>> -> memref<8x256xi32, #tpu.memory_space<vmem>>
+// CHECK-NEXT:    %[[V:.*]] = tpu.memref_reshape %[[B]] : memref<8x256xi32, #tpu.memory_space<vmem>> -> memref<4x2x256xi32, #tpu.memory_space<vmem>>
 // CHECK-NEXT:    tpu.store %[[T]], %[[V]]
 // The next state: the counter advances by the 4 * 256 counters used.
 // CHECK:         %{{.*}} = tpu.load %{{.*}} : memref<2xui64, #tpu.memory_space<vmem>>, vector<2xui64>
@@ -75,8 +81,9 @@ func.func @philox(%s: tensor<3xui64>) -> (tensor<3xui64>, tensor<8x128xui64>) at
 // CHECK:         %[[HI:.*]] = tpu.convert %{{.*}} : vector<8x64xi32> -> vector<8x64xi64>
 // CHECK:         arith.shli %[[HI]], %{{.*}} : vector<8x64xi64>
 // CHECK:         arith.ori
-// CHECK:         tpu.transpose %{{.*}}, dims = [1, 2, 0] : vector<2x8x64xui64> -> vector<8x64x2xui64>
-// CHECK-NEXT:    tpu.memref_reshape %{{.*}} : memref<8x128xui64, #tpu.memory_space<vmem>> -> memref<8x64x2xui64, #tpu.memory_space<vmem>>
+// CHECK:         tpu.transpose %{{.*}}, dims = [1, 2, 0] : vector<2x8x64xi64> -> vector<8x64x2xi64>
+// CHECK-NEXT:    tpu.memref_bitcast %{{.*}} : memref<8x128xui64, #tpu.memory_space<vmem>> -> memref<8x128xi64, #tpu.memory_space<vmem>>
+// CHECK-NEXT:    tpu.memref_reshape %{{.*}} : memref<8x128xi64, #tpu.memory_space<vmem>> -> memref<8x64x2xi64, #tpu.memory_space<vmem>>
 // CHECK:         tpu.load %{{.*}} : memref<3xui64, #tpu.memory_space<vmem>>, vector<3xui64>
 // CHECK:         arith.constant 512 : i64
 // CHECK:         %[[SUM:.*]] = arith.addi %{{.*}} : vector<3xi64>
