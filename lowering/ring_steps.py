@@ -74,10 +74,20 @@ def _pure(op: Operation) -> bool:
 
 
 def _kind(op: Operation) -> str:
-    """'wait' (waits for a DMA or semaphore), 'start' (starts DMAs), or 'other'."""
+    """
+    'wait' (waits for a DMA), 'start' (starts DMAs, or waits for a credit to start one),
+    or 'other'. A credit wait (`tpu.sem_wait`: a free receive slot on the neighbour) is
+    part of the start it guards, not a step boundary: a bidirectional ring's step is
+    "wait for both directions, start the right one, take a credit, start the left one",
+    and cutting at the left credit put the two directions' transfers in different blocks,
+    half a step apart, each step then waiting for the later one (v5p's rings ran at
+    0.6x their speed under compute; level S has both directions in flight together).
+    """
     inner = list(op.walk())
-    if any(isinstance(o, tpu.DMAWaitOp | tpu.SemWaitOp) for o in inner):
+    if any(isinstance(o, tpu.DMAWaitOp) for o in inner):
         return "wait"
+    if any(isinstance(o, tpu.SemWaitOp) for o in inner):
+        return "other"
     if any(isinstance(o, tpu.DMAStartOp) for o in inner):
         return "start"
     return "other"
