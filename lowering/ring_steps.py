@@ -28,7 +28,11 @@ placement, each chunk appears once, and the loop's blocks, double-buffering and
 write-backs are untouched). `Overlap.wanted_steps` tells the tile plan how many blocks a
 loop needs for the chunks that fit under it (two per chunk, so a chunk lands within half
 a transfer of its time). Chunks not placed run at the `done`, in
-order, as before.
+order, as before. Rings in flight together take the links one after another, in issue
+order, as level S's engine has them (`timing.engine_window`): a ring's chunks are placed
+only after the previous ring's last transfer, never in the same blocks (placed together
+they shared the links, each step ran slower than placed and its wait stalled the compute:
+the FSDP step's four all_gathers, level T 1.2x level S).
 
 A chunk that starts no remote DMA (a permute's or an all_to_all's waits, a ring's last
 waits and reduction) is never placed: it starts no transfer, so nothing is gained by
@@ -74,10 +78,20 @@ def _pure(op: Operation) -> bool:
 
 
 def _kind(op: Operation) -> str:
-    """'wait' (waits for a DMA or semaphore), 'start' (starts DMAs), or 'other'."""
+    """
+    'wait' (waits for a DMA), 'start' (starts DMAs, or waits for a credit to start one),
+    or 'other'. A credit wait (`tpu.sem_wait`: a free receive slot on the neighbour) is
+    part of the start it guards, not a step boundary: a bidirectional ring's step is
+    "wait for both directions, start the right one, take a credit, start the left one",
+    and cutting at the left credit put the two directions' transfers in different blocks,
+    half a step apart, each step then waiting for the later one (v5p's rings ran at
+    0.6x their speed under compute; level S has both directions in flight together).
+    """
     inner = list(op.walk())
-    if any(isinstance(o, tpu.DMAWaitOp | tpu.SemWaitOp) for o in inner):
+    if any(isinstance(o, tpu.DMAWaitOp) for o in inner):
         return "wait"
+    if any(isinstance(o, tpu.SemWaitOp) for o in inner):
+        return "other"
     if any(isinstance(o, tpu.DMAStartOp) for o in inner):
         return "start"
     return "other"
@@ -238,7 +252,14 @@ class Overlap:
     def place(self, b: TileEmitter, step: Ix, steps: int, block_time: float) -> None:
         """Put pending chunks at the top of the loop body `b` (block `step` of `steps`)."""
         at: dict[int, list[Operation]] = {}
+        links_free, blocked = 0.0, False
         for ring in self.rings.values():
+            if blocked:
+                break  # an earlier ring still sends after this loop: the links are its
+            # Rings in flight take the links one after another, in issue order (level S's
+            # engine, `timing.engine_window`): placed together they would share the links,
+            # every step slower than placed, and each wait would stall the compute.
+            ring.ready = max(ring.ready, links_free)
             for j in range(steps):
                 if not ring.chunks or not _starts(ring.chunks[0], remote=True):
                     break  # only waits left: they go at the `done`
@@ -246,6 +267,8 @@ class Overlap:
                 if ring.ready <= t + 0.5 * block_time:
                     at.setdefault(j, []).extend(ring.chunks.pop(0))
                     ring.ready = t + ring.times.pop(0)
+            blocked = bool(ring.chunks) and bool(_starts(ring.chunks[0], remote=True))
+            links_free = max(links_free, ring.ready)
         self.clock += steps * block_time
         for j, ops in sorted(at.items()):
 
