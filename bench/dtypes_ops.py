@@ -23,8 +23,28 @@ def binary(op: str, shape: str, elem: str) -> str:
 }}"""
 
 
+def dot(m: int, k: int, n: int, elem: str, out: str) -> str:
+    a, b, r = (f"tensor<{x}x{y}x{e}>" for x, y, e in ((m, k, elem), (k, n, elem), (m, n, out)))
+    return f"""func.func @main(%a: {a}, %b: {b}) -> {r} {{
+  %r = hlo.dot %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}
+  func.return %r : {r}
+}}"""
+
+
+def reduce_rows(shape: str, elem: str, rows: int) -> str:
+    t, r = f"tensor<{shape}x{elem}>", f"tensor<{rows}x{elem}>"
+    return f"""func.func @main(%a: {t}) -> {r} {{
+  %r = hlo.reduce add %a, dims = [1] : ({t}) -> {r}
+  func.return %r : {r}
+}}"""
+
+
 PROGRAMS = {
     "remainder f64": (lambda: binary("remainder", "512x1024", "f64"), "512x1024 f64"),
+    "add i4": (lambda: binary("add", "2048x4096", "i4"), "2048x4096 i4"),
+    "shift_left ui4": (lambda: binary("shift_left", "2048x4096", "ui4"), "2048x4096 ui4"),
+    "reduce add i4": (lambda: reduce_rows("2048x4096", "i4", 2048), "2048x4096 i4 rows"),
+    "dot i4 -> i32": (lambda: dot(2048, 4096, 4096, "i4", "i32"), "2048x4096 @ 4096x4096"),
 }
 
 

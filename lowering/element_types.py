@@ -14,9 +14,11 @@ and complex<f64>), but not every op computes in every one of them yet.
   ui8 ui16 ui32 ui64 (integer ops wrap at the width, as level S's numpy arithmetic;
   unsigned division, max, min and comparisons are the unsigned `arith` / `tpu.cmp`
   forms), plus f8E4M3FN and f8E5M2 in elementwise ops (computed in f32 and rounded once
-  per op, as ml_dtypes does at level S).
-* Not yet (an error at the op): sub-byte integers (i2 i4 ui2 ui4) and complex numbers in
-  any computing op, f8 in reductions (dot, reduce, reducing collectives: level S
+  per op, as ml_dtypes does at level S), plus the sub-byte integers i2 i4 ui2 ui4
+  (lowering/narrow_ints.py: unpacked to i32 lanes, computed, packed back wrapping at the
+  width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
+  combine them with `arith` at their width).
+* Not yet (an error at the op): complex numbers in any computing op, f8 in reductions (dot, reduce, reducing collectives: level S
   accumulates f8 in f8, the tiled loop and the rings in another order; a reduce with a
   body takes f8: it folds in level S's order), and permute of
   complex (its zero fill for devices nobody sends to is an integer or float constant).
@@ -51,12 +53,14 @@ _BYTE_MOVERS = (
     func.FuncOp,
 )
 """Ops that only copy bytes (the function itself: its arguments)."""
-_INT_WIDTHS = (1, 8, 16, 32, 64)
-"""Integer widths the computing ops take (i1 is only signless)."""
+_INT_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+"""Integer widths the computing ops take (i1 is only signless; 2 and 4: narrow_ints.py)."""
 _F8 = (Float8E4M3FNType, Float8E5M2Type)
 _REDUCING = (hlo.DotOp, hlo.ReduceOp, collective.AllReduceBase, collective.ReduceScatterBase)
 
-SUPPORTED_TEXT = "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i8, i16, i32, i64 and ui8 to ui64"
+SUPPORTED_TEXT = (
+    "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i2 to i64 and ui2 to ui64 (not complex numbers)"
+)
 
 
 def moves_bytes(op: Operation) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.sizes import element_bytes
+from shardc.lowering import narrow_ints
 from shardc.lowering.emit import tensor_type
 from shardc.lowering.f64_remainder import f64_remainder
 from shardc.lowering.tile_index import TileEmitter
@@ -291,6 +292,8 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
     if isinstance(op, hlo.ClampOp):  # rank-0 bounds: broadcast to the operand's block
         vals = [broadcast_to(b, v, vector_type(vals[1]).get_shape()) for v in vals]
     elem = vector_type(vals[0]).element_type
+    if narrow_ints.is_narrow(elem):  # sub-byte integers: unpacked to i32 and packed back
+        return narrow_ints.elementwise(b, op, vals, elementwise)
     kind = element_kind(elem)
     if isinstance(op, hlo.CompareOp):
         d = op.comparison_direction.data
