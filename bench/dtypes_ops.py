@@ -45,6 +45,13 @@ PROGRAMS = {
     "shift_left ui4": (lambda: binary("shift_left", "2048x4096", "ui4"), "2048x4096 ui4"),
     "reduce add i4": (lambda: reduce_rows("2048x4096", "i4", 2048), "2048x4096 i4 rows"),
     "dot i4 -> i32": (lambda: dot(2048, 4096, 4096, "i4", "i32"), "2048x4096 @ 4096x4096"),
+    "add complex<f32>": (lambda: binary("add", "1024x1024", "complex<f32>"), "1024x1024 c64"),
+    "mul complex<f32>": (lambda: binary("mul", "1024x1024", "complex<f32>"), "1024x1024 c64"),
+    "div complex<f64>": (lambda: binary("div", "1024x1024", "complex<f64>"), "1024x1024 c128"),
+    "dot complex<f32>": (
+        lambda: dot(1024, 1024, 1024, "complex<f32>", "complex<f32>"),
+        "1024x1024 @ 1024x1024 c64",
+    ),
 }
 
 

@@ -18,10 +18,17 @@ and complex<f64>), but not every op computes in every one of them yet.
   (lowering/narrow_ints.py: unpacked to i32 lanes, computed, packed back wrapping at the
   width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
   combine them with `arith` at their width).
-* Not yet (an error at the op): complex numbers in any computing op, f8 in reductions (dot, reduce, reducing collectives: level S
-  accumulates f8 in f8, the tiled loop and the rings in another order; a reduce with a
-  body takes f8: it folds in level S's order), and permute of
-  complex (its zero fill for devices nobody sends to is an integer or float constant).
+* complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
+  abs, real, imag, complex, dot, reduce add, all_reduce / reduce_scatter add and permute
+  of them into ops on the real and imaginary parts (lowering/complex_pairs.py, with
+  level S's numpy numerics); what remains of them only moves bytes.
+* Not yet (an error at the op): complex numbers in other computing ops (exp, log, pow,
+  compare, convert, a reduce other than add, async collectives ...), f8 in reductions
+  (dot, reduce, reducing collectives: level S accumulates f8 in f8, the tiled loop and
+  the rings in another order; a reduce with a body takes f8: it folds in level S's
+  order).
+* `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
+  `complex` of complex tensors (strided DMAs of the parts).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation
 
@@ -59,14 +67,23 @@ _F8 = (Float8E4M3FNType, Float8E5M2Type)
 _REDUCING = (hlo.DotOp, hlo.ReduceOp, collective.AllReduceBase, collective.ReduceScatterBase)
 
 SUPPORTED_TEXT = (
-    "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i2 to i64 and ui2 to ui64 (not complex numbers)"
+    "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i2 to i64 and ui2 to ui64; complex numbers "
+    "in the ops lowering/complex_pairs.py rewrites"
 )
+
+
+def _is_complex(ty: Attribute) -> bool:
+    return isinstance(ty, TensorType) and hlo.element_kind(ty.element_type) == hlo.COMPLEX
 
 
 def moves_bytes(op: Operation) -> bool:
     """An op whose lowering only copies bytes (any element type)."""
     if isinstance(op, hlo.ScatterOp):
         return op.kind.data == "replace"
+    if isinstance(op, hlo.BitcastConvertOp):  # between widths: a DMA view (movement.py)
+        return op.extra_dim() != 0
+    if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):  # complex: strided DMAs
+        return any(_is_complex(v.type) for v in (*op.operands, *op.results))
     return isinstance(op, _BYTE_MOVERS)
 
 

@@ -34,3 +34,32 @@ func.func @shift_i4(%a: tensor<8x128xi4>, %b: tensor<8x128xi4>) -> tensor<8x128x
 // CHECK:         %[[N:.*]] = arith.andi %{{.*}}, %{{.*}} : vector<8x128xi32>
 // CHECK-NEXT:    %[[R:.*]] = arith.shrui %[[U]], %[[N]] : vector<8x128xi32>
 // CHECK-NEXT:    tpu.convert %[[R]] : vector<8x128xi32> -> vector<8x128xi4>
+
+// -----
+
+// complex<f32> (lowering/complex_pairs.py): each part is one strided DMA out of the
+// complex buffer viewed as pairs of f32; the product's parts are one fused loop each,
+// numpy's fused multiply-add computed in f64 (ar * br exact there); the parts go back
+// into the result's pairs view.
+
+func.func @mul_c64(%a: tensor<8x128xcomplex<f32>>, %b: tensor<8x128xcomplex<f32>>) -> tensor<8x128xcomplex<f32>> {
+  %r = hlo.mul %a, %b : tensor<8x128xcomplex<f32>>
+  func.return %r : tensor<8x128xcomplex<f32>>
+}
+
+// CHECK-LABEL: func.func @mul_c64(
+// CHECK:         %[[P:.*]] = tpu.memref_bitcast %a : memref<8x128xcomplex<f32>, #tpu.memory_space<hbm>> -> memref<8x128x2xf32, #tpu.memory_space<hbm>>
+// CHECK-NEXT:    %{{.*}} = arith.constant 0 : index
+// CHECK:         %[[RE:.*]] = tpu.memref_slice %[[P]]{{.*}} -> memref<8x128x1xf32, #tpu.memory_space<hbm>>
+// CHECK:         tpu.dma_start %[[RE]], %part_dst
+// CHECK:         %[[X:.*]] = arith.extf %{{.*}} : vector<8x128xf32> to vector<8x128xf64>
+// CHECK-NEXT:    %[[Y:.*]] = tpu.load
+// CHECK-NEXT:    %[[YW:.*]] = arith.extf %[[Y]] : vector<8x128xf32> to vector<8x128xf64>
+// CHECK-NEXT:    %[[XY:.*]] = arith.mulf %[[X]], %[[YW]] : vector<8x128xf64>
+// CHECK:         %[[Q:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<8x128xf32>
+// CHECK-NEXT:    %[[QW:.*]] = arith.extf %[[Q]] : vector<8x128xf32> to vector<8x128xf64>
+// CHECK-NEXT:    %[[D:.*]] = arith.subf %[[XY]], %[[QW]] : vector<8x128xf64>
+// CHECK-NEXT:    arith.truncf %[[D]] : vector<8x128xf64> to vector<8x128xf32>
+// CHECK:         %[[O:.*]] = tpu.memref_bitcast %out0 : memref<8x128xcomplex<f32>, #tpu.memory_space<hbm>> -> memref<8x128x2xf32, #tpu.memory_space<hbm>>
+// CHECK:         %[[PLACE:.*]] = tpu.memref_slice %[[O]]
+// CHECK:         tpu.dma_start %part_src, %[[PLACE]], %complex_sem
