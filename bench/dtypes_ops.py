@@ -48,6 +48,14 @@ PROGRAMS = {
     "add complex<f32>": (lambda: binary("add", "1024x1024", "complex<f32>"), "1024x1024 c64"),
     "mul complex<f32>": (lambda: binary("mul", "1024x1024", "complex<f32>"), "1024x1024 c64"),
     "div complex<f64>": (lambda: binary("div", "1024x1024", "complex<f64>"), "1024x1024 c128"),
+    "reduce add f8E4M3FN": (
+        lambda: reduce_rows("2048x4096", "f8E4M3FN", 2048),
+        "2048x4096 f8 rows, f32 accumulator",
+    ),
+    "dot f8E4M3FN": (
+        lambda: dot(2048, 4096, 4096, "f8E4M3FN", "f8E4M3FN"),
+        "2048x4096 @ 4096x4096, f32 accumulator",
+    ),
     "dot complex<f32>": (
         lambda: dot(1024, 1024, 1024, "complex<f32>", "complex<f32>"),
         "1024x1024 @ 1024x1024 c64",

@@ -13,8 +13,10 @@ and complex<f64>), but not every op computes in every one of them yet.
   `COMPUTED`: the original f32 bf16 f16 f64 i32 i64 i1, plus i8 i16 and the unsigned
   ui8 ui16 ui32 ui64 (integer ops wrap at the width, as level S's numpy arithmetic;
   unsigned division, max, min and comparisons are the unsigned `arith` / `tpu.cmp`
-  forms), plus f8E4M3FN and f8E5M2 in elementwise ops (computed in f32 and rounded once
-  per op, as ml_dtypes does at level S), plus the sub-byte integers i2 i4 ui2 ui4
+  forms), plus f8E4M3FN and f8E5M2 (elementwise ops computed in f32 and rounded once per
+  op, as ml_dtypes does at level S; dot, reduce and the reducing collectives accumulate in
+  f32 and round once: `hlo.accumulation_type`, docs/dialects.md says why), plus the
+  sub-byte integers i2 i4 ui2 ui4
   (lowering/narrow_ints.py: unpacked to i32 lanes, computed, packed back wrapping at the
   width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
   combine them with `arith` at their width).
@@ -23,10 +25,7 @@ and complex<f64>), but not every op computes in every one of them yet.
   of them into ops on the real and imaginary parts (lowering/complex_pairs.py, with
   level S's numpy numerics); what remains of them only moves bytes.
 * Not yet (an error at the op): complex numbers in other computing ops (exp, log, pow,
-  compare, convert, a reduce other than add, async collectives ...), f8 in reductions
-  (dot, reduce, reducing collectives: level S accumulates f8 in f8, the tiled loop and
-  the rings in another order; a reduce with a body takes f8: it folds in level S's
-  order).
+  compare, convert, a reduce other than add, async collectives ...).
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).
 """
@@ -63,8 +62,7 @@ _BYTE_MOVERS = (
 """Ops that only copy bytes (the function itself: its arguments)."""
 _INT_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 """Integer widths the computing ops take (i1 is only signless; 2 and 4: narrow_ints.py)."""
-_F8 = (Float8E4M3FNType, Float8E5M2Type)
-_REDUCING = (hlo.DotOp, hlo.ReduceOp, collective.AllReduceBase, collective.ReduceScatterBase)
+_F8 = Float8E4M3FNType | Float8E5M2Type
 
 SUPPORTED_TEXT = (
     "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i2 to i64 and ui2 to ui64; complex numbers "
@@ -93,9 +91,7 @@ def computed(op: Operation, elem: Attribute) -> bool:
         width = elem.width.data
         unsigned = elem.signedness.data.name == "UNSIGNED"
         return width in _INT_WIDTHS and not (unsigned and width == 1)
-    if isinstance(elem, _F8):  # a reduce with a body folds as level S: lowering/reduce_body.py
-        return not isinstance(op, _REDUCING) or (isinstance(op, hlo.ReduceOp) and op.has_body)
-    return isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type)
+    return isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type | _F8)
 
 
 def lowered(op: Operation, elem: Attribute) -> bool:

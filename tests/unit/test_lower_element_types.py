@@ -64,8 +64,9 @@ def computing_programs(draw) -> tuple[str, list[str]]:
     shape = (draw(st.sampled_from([1, 3, 8, 16])), draw(st.sampled_from([1, 5, 128, 256])))
     t = ty(shape, dtype)
     ops = BINARY + UNARY + ["compare", "select", "convert_in", "convert_out"]
+    ops += ["reduce", "dot"]  # f8: accumulated in f32 (test_lower_f8_reductions.py)
     if dtype in INTS:
-        ops += INT_ONLY + ["reduce", "dot"]
+        ops += INT_ONLY
     kind = draw(st.sampled_from(ops))
     if kind in BINARY or kind in INT_ONLY:
         return program([t, t], t, f"hlo.{_HLO[kind]} %a0, %a1 : {t}"), [t, t]
@@ -171,14 +172,11 @@ def test_byte_moving_ops_take_every_type(dtype: str, kind: str, seed: int) -> No
     "dtype, line, name",
     [
         ("complex<f32>", "hlo.exp %a0 : {t}", "hlo.exp"),
-        ("f8E4M3FN", "hlo.reduce add %a0, dims = [0] : ({t}) -> {t}", "hlo.reduce"),
+        ("complex<f64>", "hlo.sqrt %a0 : {t}", "hlo.sqrt"),
     ],
 )
 def test_ops_not_computed_in_a_type_are_refused_at_the_op(dtype: str, line: str, name: str):
     t = ty((8, 128), dtype)
     text = program([t], t, line.format(t=t))
-    if name == "hlo.reduce":
-        r = ty((128,), dtype)
-        text = program([t], r, f"hlo.reduce add %a0, dims = [0] : ({t}) -> {r}")
     with pytest.raises(OpPassError, match=f"{name} with element type .* is not supported yet"):
         LowerToTpuPass().apply(make_context(), parse(text))
