@@ -138,10 +138,13 @@ def is_unsigned(ty: Attribute) -> bool:
 def accumulation_type(ty: Attribute) -> Attribute:
     """
     What sums and products of `ty` accumulate in (dot, reduce, reducing collectives, at
-    every level): f32 for bf16/f16, which are rounded once at the end; `ty` itself for
-    every other type (integers wrap, f32 and f64 stay).
+    every level): f32 for bf16/f16 and the f8 types, which are rounded once at the end;
+    `ty` itself for every other type (integers wrap, f32 and f64 stay). f8 as XLA and
+    StableHLO's `ANY_F8_ANY_F8_F32` dot algorithm: an f8 dot accumulates in f32 (the
+    level-S interpreter's `values.accumulation_dtype` already did, for all three).
     """
-    return f32 if isinstance(ty, BFloat16Type | Float16Type) else ty
+    low = BFloat16Type | Float16Type | Float8E4M3FNType | Float8E5M2Type
+    return f32 if isinstance(ty, low) else ty
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:

@@ -118,6 +118,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     StringAttr,
@@ -267,9 +268,13 @@ def accumulation_type(element_type: Attribute) -> Attribute | None:
     """
     The element type `tpu.matmul` accumulates in for operands of `element_type`: level S's
     (`hlo.accumulation_type`: f32 for bf16/f16) for the types the MXU multiplies (floats
-    and integers), None for the others (i1).
+    and integers), None for the others (i1). Integers of 8 bits or fewer accumulate in 32
+    (i32, ui32 for unsigned ones), as the MXU's int8 path does: wrapped to a narrower
+    result at the end, the sum is level S's (which accumulates in the result type).
     """
     kind = element_kind(element_type)
+    if isinstance(element_type, IntegerType) and 1 < element_type.width.data <= 8:
+        return IntegerType(32, element_type.signedness.data)
     return hlo_accumulation_type(element_type) if kind in ("float", "int") else None
 
 

@@ -63,6 +63,7 @@ from shardc.dialects.hlo import BOOL, FLOAT, accumulation_type, element_kind
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import elementwise_vpu_ops, matmul_time, vpu_time
+from shardc.lowering import narrow_ints
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
 from shardc.lowering.tile_index import Ix, TileEmitter, ix_mul, ix_value
@@ -189,8 +190,9 @@ def _transpose(chip: Chip, op: hlo.TransposeOp) -> Tiled:
 
 
 def _mxu_operand(elem: Attribute) -> Attribute:
-    """What the MXU multiplies for operands of `elem` (i1 as i32 0/1)."""
-    return i32 if element_kind(elem) == BOOL else elem
+    """What the MXU multiplies for operands of `elem` (i1 as i32 0/1, sub-byte integers
+    unpacked to int8: `narrow_ints`)."""
+    return i32 if element_kind(elem) == BOOL else narrow_ints.mxu_operand(elem)
 
 
 def _dot(chip: Chip, op: hlo.DotOp) -> Tiled:
@@ -318,7 +320,7 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Tiled:
     elem = src.element_type
     kind = op.kind.data
     boolean = element_kind(elem) == BOOL
-    acc_elem = i32 if boolean else accumulation_type(elem)
+    acc_elem = i32 if boolean else narrow_ints.wide(accumulation_type(elem))
     assert acc_elem is not None
     if boolean:  # or = max, and = min over 0/1
         kind = "max" if kind in ("add", "max") else "min"
@@ -332,7 +334,7 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Tiled:
             return splat_vector(b, 0 if kind == "max" else 1, vty)
         if element_kind(acc_elem) == FLOAT:
             return splat_vector(b, -math.inf if kind == "max" else math.inf, vty)
-        lo, hi = int_bounds(acc_elem)
+        lo, hi = int_bounds(elem)  # sub-byte ones accumulate in i32: their own bounds
         return splat_vector(b, lo if kind == "max" else hi, vty)
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:

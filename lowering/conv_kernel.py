@@ -24,7 +24,6 @@ the summation order for floats, integers exactly.
 from __future__ import annotations
 
 from shardc.dialects import hlo, tpu
-from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.sizes import element_bytes
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import reshape_view, tensor_type
@@ -131,7 +130,7 @@ class _Conv(HaloKernel):
                 kj = g.kw - 1 - j if flip[1] else j
                 at = [e.index(ki), e.index(kj), e.index(0), e.index(0)]
                 self.taps.append(e.op(tpu.LoadOp(wbuf, at, VectorType(g.elem, (g.c, g.o)))))
-        self.zero = splat_vector(e, 0, VectorType(accumulation_type(g.elem), (g.wo, g.o)))
+        self.zero = splat_vector(e, 0, VectorType(tpu.accumulation_type(g.elem), (g.wo, g.o)))
 
     def row(self, r: TileEmitter, oh: Ix, xslot: SSAValue) -> SSAValue:
         """The taps' loads and matmuls into one accumulator, rounded once."""

@@ -13,13 +13,21 @@ and complex<f64>), but not every op computes in every one of them yet.
   `COMPUTED`: the original f32 bf16 f16 f64 i32 i64 i1, plus i8 i16 and the unsigned
   ui8 ui16 ui32 ui64 (integer ops wrap at the width, as level S's numpy arithmetic;
   unsigned division, max, min and comparisons are the unsigned `arith` / `tpu.cmp`
-  forms), plus f8E4M3FN and f8E5M2 in elementwise ops (computed in f32 and rounded once
-  per op, as ml_dtypes does at level S).
-* Not yet (an error at the op): sub-byte integers (i2 i4 ui2 ui4) and complex numbers in
-  any computing op, f8 in reductions (dot, reduce, reducing collectives: level S
-  accumulates f8 in f8, the tiled loop and the rings in another order; a reduce with a
-  body takes f8: it folds in level S's order), and permute of
-  complex (its zero fill for devices nobody sends to is an integer or float constant).
+  forms), plus f8E4M3FN and f8E5M2 (elementwise ops computed in f32 and rounded once per
+  op, as ml_dtypes does at level S; dot, reduce and the reducing collectives accumulate in
+  f32 and round once: `hlo.accumulation_type`, docs/dialects.md says why), plus the
+  sub-byte integers i2 i4 ui2 ui4
+  (lowering/narrow_ints.py: unpacked to i32 lanes, computed, packed back wrapping at the
+  width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
+  combine them with `arith` at their width).
+* complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
+  abs, real, imag, complex, dot, reduce add, all_reduce / reduce_scatter add and permute
+  of them into ops on the real and imaginary parts (lowering/complex_pairs.py, with
+  level S's numpy numerics); what remains of them only moves bytes.
+* Not yet (an error at the op): complex numbers in other computing ops (exp, log, pow,
+  compare, convert, a reduce other than add, async collectives ...).
+* `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
+  `complex` of complex tensors (strided DMAs of the parts).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation
 
@@ -51,18 +60,28 @@ _BYTE_MOVERS = (
     func.FuncOp,
 )
 """Ops that only copy bytes (the function itself: its arguments)."""
-_INT_WIDTHS = (1, 8, 16, 32, 64)
-"""Integer widths the computing ops take (i1 is only signless)."""
-_F8 = (Float8E4M3FNType, Float8E5M2Type)
-_REDUCING = (hlo.DotOp, hlo.ReduceOp, collective.AllReduceBase, collective.ReduceScatterBase)
+_INT_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+"""Integer widths the computing ops take (i1 is only signless; 2 and 4: narrow_ints.py)."""
+_F8 = Float8E4M3FNType | Float8E5M2Type
 
-SUPPORTED_TEXT = "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i8, i16, i32, i64 and ui8 to ui64"
+SUPPORTED_TEXT = (
+    "f32, bf16, f16, f64, f8E4M3FN, f8E5M2, i1, i2 to i64 and ui2 to ui64; complex numbers "
+    "in the ops lowering/complex_pairs.py rewrites"
+)
+
+
+def _is_complex(ty: Attribute) -> bool:
+    return isinstance(ty, TensorType) and hlo.element_kind(ty.element_type) == hlo.COMPLEX
 
 
 def moves_bytes(op: Operation) -> bool:
     """An op whose lowering only copies bytes (any element type)."""
     if isinstance(op, hlo.ScatterOp):
         return op.kind.data == "replace"
+    if isinstance(op, hlo.BitcastConvertOp):  # between widths: a DMA view (movement.py)
+        return op.extra_dim() != 0
+    if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):  # complex: strided DMAs
+        return any(_is_complex(v.type) for v in (*op.operands, *op.results))
     return isinstance(op, _BYTE_MOVERS)
 
 
@@ -72,9 +91,7 @@ def computed(op: Operation, elem: Attribute) -> bool:
         width = elem.width.data
         unsigned = elem.signedness.data.name == "UNSIGNED"
         return width in _INT_WIDTHS and not (unsigned and width == 1)
-    if isinstance(elem, _F8):  # a reduce with a body folds as level S: lowering/reduce_body.py
-        return not isinstance(op, _REDUCING) or (isinstance(op, hlo.ReduceOp) and op.has_body)
-    return isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type)
+    return isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type | _F8)
 
 
 def lowered(op: Operation, elem: Attribute) -> bool:

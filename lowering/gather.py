@@ -67,8 +67,6 @@ from shardc.lowering.emit import (
 )
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -547,12 +545,12 @@ def combine(b: Emitter, kind: str, x: SSAValue, y: SSAValue) -> SSAValue:
 
 
 def in_f32(op: Operation) -> bool:
-    """A bf16/f16 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
+    """A bf16/f16/f8 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
     hlo_gather.py: the operand and the updates in f32, every update applied in order, one
     rounding at the end)."""
     if not isinstance(op, hlo.ScatterOp) or op.kind.data not in ("add", "mul"):
         return False
-    return isinstance(_elem(op), BFloat16Type | Float16Type)
+    return accumulation_type(_elem(op)) != _elem(op)  # bf16, f16 and f8 accumulate in f32
 
 
 def _lower_scatter_f32(ctx: LoweringContext, op: hlo.ScatterOp, copy_sem: SSAValue) -> None:

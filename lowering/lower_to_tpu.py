@@ -62,10 +62,10 @@ from types import ModuleType
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.lowering import complex_pairs, element_types
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import control_flow as tpu_control
 from shardc.lowering import convolution as tpu_convolution
-from shardc.lowering import element_types
 from shardc.lowering import fusion as tpu_fusion
 from shardc.lowering import gather as tpu_gather
 from shardc.lowering import movement as tpu_movement
@@ -353,6 +353,7 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
+            complex_pairs.expand(function, chip)  # complex ops on their parts, fused
             remarks = tpu_fusion.prepare(function, target)  # first: it may inline a conv
             tpu_windows.expand(function, target)  # reduce_window as level-S ops
             tpu_convolution.expand(function, target)  # convolution as dots over taps

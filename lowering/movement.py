@@ -26,6 +26,9 @@ transfer and VMEM pressure.
   extended or truncated to the result's width (a `tpu.memref_bitcast` view for unsigned).
 * bitcast_convert between widths (one width is elementwise: lowering/compute.py): one DMA
   from the operand, viewed as the result's type (`tpu.memref_bitcast`), into the result.
+* real / imag of a complex tensor: one strided DMA from its parts' view (a
+  `tpu.memref_bitcast` to the part type with a last dimension of 2, sliced at 0 or 1);
+  complex: two, the parts into that view of the result (lowering/complex_pairs.py).
 
 Every DMA has its own semaphore (or, for the DMAs of one loop, one semaphore and DMAs of
 one size), every DMA is waited, so every semaphore ends at zero. A result with no
@@ -51,7 +54,7 @@ from shardc.lowering.emit import (
     tensor_type,
 )
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType, i32
+from xdsl.dialects.builtin import ComplexType, IntegerAttr, IntegerType, MemRefType, i32
 from xdsl.ir import Operation, SSAValue
 
 _OPS = (
@@ -69,7 +72,9 @@ def handles(op: Operation) -> bool:
     """Whether this module lowers ops of this kind."""
     if isinstance(op, hlo.BitcastConvertOp):
         return op.extra_dim() != 0
-    return isinstance(op, _OPS)
+    if isinstance(op, hlo.RealOp | hlo.ImagOp):  # of a complex tensor: its parts' bytes
+        return hlo.element_kind(tensor_type(op.operand.type).element_type) == hlo.COMPLEX
+    return isinstance(op, (*_OPS, hlo.ComplexOp))
 
 
 def check(target: Target, op: Operation) -> None:
@@ -335,7 +340,44 @@ def _lower_bitcast_convert(ctx: LoweringContext, op: hlo.BitcastConvertOp) -> No
     _copies(e, [(src, dst)], "bitcast")
 
 
+# real, imag, complex ----------------------------------------------------------------------
+
+
+def _parts_view(e: Emitter, ref: SSAValue, which: int) -> SSAValue:
+    """Part `which` (0: real, 1: imaginary) of a complex HBM buffer: its bitcast to the
+    part type (a last dimension of 2) sliced at `which` (a strided block)."""
+    ty = ref.type
+    assert isinstance(ty, MemRefType)
+    elem = ty.element_type
+    assert isinstance(elem, ComplexType)
+    shape = list(ty.get_shape())
+    pairs = e.op(tpu.MemRefBitcastOp(ref, memref_type([*shape, 2], elem.element_type, HBM)))
+    return _view(e, pairs, [0] * len(shape) + [which], [*shape, 1], "part")
+
+
+def _lower_part(ctx: LoweringContext, op: hlo.RealOp | hlo.ImagOp) -> None:
+    """One strided DMA of the part's elements into the result."""
+    e = ctx.emitter
+    src = _parts_view(e, ctx.buffers[op.operand], 0 if isinstance(op, hlo.RealOp) else 1)
+    dst = reshape_view(e, ctx.buffers[op.result], memref_shape(src), "part_dst")
+    _copies(e, [(src, dst)], "part")
+
+
+def _lower_complex(ctx: LoweringContext, op: hlo.ComplexOp) -> None:
+    """Two strided DMAs: the real and imaginary parts into their places in the result, one
+    after the other (their interleaved blocks span the same bytes of the result)."""
+    e = ctx.emitter
+    dst = ctx.buffers[op.result]
+    for which, v in enumerate((op.lhs, op.rhs)):
+        place = _parts_view(e, dst, which)
+        src = reshape_view(e, ctx.buffers[v], memref_shape(place), "part_src")
+        _copies(e, [(src, place)], "complex")
+
+
 _LOWERINGS: dict[type[Operation], Callable[[LoweringContext, Operation], None]] = {
+    hlo.RealOp: _lower_part,  # pyright: ignore[reportAssignmentType]
+    hlo.ImagOp: _lower_part,  # pyright: ignore[reportAssignmentType]
+    hlo.ComplexOp: _lower_complex,  # pyright: ignore[reportAssignmentType]
     hlo.ReshapeOp: _lower_reshape,  # pyright: ignore[reportAssignmentType]
     hlo.SliceOp: _lower_slice,  # pyright: ignore[reportAssignmentType]
     hlo.ConcatenateOp: _lower_concatenate,  # pyright: ignore[reportAssignmentType]

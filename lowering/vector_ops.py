@@ -12,7 +12,9 @@ from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
 from shardc.dialects.sizes import element_bytes
 from shardc.hardware.cost import FMOD_STEPS
+from shardc.lowering import narrow_ints
 from shardc.lowering.emit import tensor_type
+from shardc.lowering.f64_remainder import f64_remainder
 from shardc.lowering.tile_index import TileEmitter
 from xdsl.dialects import arith, vector
 from xdsl.dialects import math as mathd
@@ -195,12 +197,10 @@ _LOWERED_13: tuple[type[Operation], ...] = (
 
 
 def not_computed(op: Operation) -> bool:
-    """An elementwise op `elementwise` does not compute yet: issue 13's others, f64
-    `remainder`, and `bitcast_convert` between widths (lowering/movement.py)."""
+    """An elementwise op `elementwise` does not compute yet: issue 13's others and
+    `bitcast_convert` between widths (lowering/movement.py)."""
     if isinstance(op, hlo.BitcastConvertOp):
         return op.extra_dim() != 0
-    if isinstance(op, hlo.RemainderOp):  # f64: nothing wider to compute it exactly in
-        return isinstance(tensor_type(op.results[0].type).element_type, Float64Type)
     return isinstance(op, hlo.ELEMENTWISE_OPS_13) and not isinstance(op, _LOWERED_13)
 
 
@@ -293,6 +293,8 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
     if isinstance(op, hlo.ClampOp):  # rank-0 bounds: broadcast to the operand's block
         vals = [broadcast_to(b, v, vector_type(vals[1]).get_shape()) for v in vals]
     elem = vector_type(vals[0]).element_type
+    if narrow_ints.is_narrow(elem):  # sub-byte integers: unpacked to i32 and packed back
+        return narrow_ints.elementwise(b, op, vals, elementwise)
     kind = element_kind(elem)
     if isinstance(op, hlo.CompareOp):
         d = op.comparison_direction.data
@@ -302,7 +304,9 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         return b.op(tpu.CmpOp((_BOOL_CMP if unsigned else _INT_CMP)[d], vals[0], vals[1]))
     if kind != FLOAT:
         return _int_math(b, op, vals, kind == BOOL)
-    if isinstance(op, hlo.RemainderOp):
+    if isinstance(op, hlo.RemainderOp):  # f64: an integer long division
+        if isinstance(elem, Float64Type):
+            return f64_remainder(b, vals[0], vals[1])
         return float_remainder(b, vals[0], vals[1])
     if not _low_precision(elem):
         return _float_math(b, op, vals)

@@ -1,8 +1,8 @@
 """
 `lower-to-tpu` in every element type level S runs (issue 15 item 3;
 lowering/element_types.py says which op computes in which): hypothesis-generated
-programs of one op in a new type (i8 i16, ui8 .. ui64, f8E4M3FN f8E5M2; sub-byte
-integers and complex in the ops that only move bytes), lowered, simulated at level T on
+programs of one op in a new type (i8 i16, ui8 .. ui64, f8E4M3FN f8E5M2, i4 ui4 i2 ui2;
+complex in the ops that only move bytes), lowered, simulated at level T on
 2 devices and compared with level S bit for bit; the refusals name the op and the type.
 """
 
@@ -20,9 +20,9 @@ from shardc.lowering.lower_to_tpu import LowerToTpuPass
 from shardc.tests.unit.test_lower_movement import DEVICES, check, parse_type
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-INTS = ["i8", "i16", "ui8", "ui16", "ui32", "ui64"]
+INTS = ["i8", "i16", "ui8", "ui16", "ui32", "ui64", "i4", "ui4", "i2", "ui2"]
 F8 = ["f8E4M3FN", "f8E5M2"]
-MOVED_ONLY = ["i4", "ui4", "i2", "ui2", "complex<f32>", "complex<f64>"]
+MOVED_ONLY = ["complex<f32>", "complex<f64>"]
 
 BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum"]
 INT_ONLY = ["and", "or"]
@@ -64,8 +64,9 @@ def computing_programs(draw) -> tuple[str, list[str]]:
     shape = (draw(st.sampled_from([1, 3, 8, 16])), draw(st.sampled_from([1, 5, 128, 256])))
     t = ty(shape, dtype)
     ops = BINARY + UNARY + ["compare", "select", "convert_in", "convert_out"]
+    ops += ["reduce", "dot"]  # f8: accumulated in f32 (test_lower_f8_reductions.py)
     if dtype in INTS:
-        ops += INT_ONLY + ["reduce", "dot"]
+        ops += INT_ONLY
     kind = draw(st.sampled_from(ops))
     if kind in BINARY or kind in INT_ONLY:
         return program([t, t], t, f"hlo.{_HLO[kind]} %a0, %a1 : {t}"), [t, t]
@@ -170,16 +171,12 @@ def test_byte_moving_ops_take_every_type(dtype: str, kind: str, seed: int) -> No
 @pytest.mark.parametrize(
     "dtype, line, name",
     [
-        ("i4", "hlo.add %a0, %a0 : {t}", "hlo.add"),
-        ("complex<f32>", "hlo.mul %a0, %a0 : {t}", "hlo.mul"),
-        ("f8E4M3FN", "hlo.reduce add %a0, dims = [0] : ({t}) -> {t}", "hlo.reduce"),
+        ("complex<f32>", "hlo.exp %a0 : {t}", "hlo.exp"),
+        ("complex<f64>", "hlo.sqrt %a0 : {t}", "hlo.sqrt"),
     ],
 )
 def test_ops_not_computed_in_a_type_are_refused_at_the_op(dtype: str, line: str, name: str):
     t = ty((8, 128), dtype)
     text = program([t], t, line.format(t=t))
-    if name == "hlo.reduce":
-        r = ty((128,), dtype)
-        text = program([t], r, f"hlo.reduce add %a0, dims = [0] : ({t}) -> {r}")
     with pytest.raises(OpPassError, match=f"{name} with element type .* is not supported yet"):
         LowerToTpuPass().apply(make_context(), parse(text))

@@ -4,7 +4,8 @@ item 3): fmod reduced in exact f64 steps, bit for bit with level S (numpy's fmod
 for f32, bf16, f16 and the f8 types: hypothesis-drawn values over the whole exponent range
 (ratios |a / b| up to f32's 2^277, subnormals), and every special: signed zeros (the sign
 of a), infinities (x % inf = x, inf % y = NaN), NaN, y = 0 (NaN), |a| < |b|, a multiple of
-b (a signed zero). f64 is refused at the op (no wider type to compute it exactly in).
+b (a signed zero). f64: an integer long division of the significands (f64_remainder.py),
+checked against level S and numpy's fmod.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shardc.diagnostics import OpPassError
-from shardc.dialects import make_context
-from shardc.interpreter.testing import parse
-from shardc.lowering.lower_to_tpu import LowerToTpuPass
+from shardc.interpreter.testing import parse, run_per_device
 from shardc.tests.unit.test_lower_element_types import program, ty
 from shardc.tests.unit.test_lower_movement import DEVICES, check
 
@@ -81,14 +79,6 @@ def test_the_largest_ratio_of_each_type(dtype: str) -> None:
     check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), [[a, b], [b, a]])
 
 
-def test_f64_remainder_is_refused_at_the_op() -> None:
-    t = ty((8, 128), "f64")
-    module = parse(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), "rem.mlir")
-    with pytest.raises(OpPassError) as info:
-        LowerToTpuPass().apply(make_context(), module)
-    assert "hlo.remainder" in str(info.value) and "rem.mlir" in str(info.value.op.location)
-
-
 def simulated_vpu_ops(text: str, chip: str = "v5e") -> float:
     """The VPU ops (FLOPs of the `ops` rows) the level-T simulator charges for the kernel
     `lower-to-tpu` makes of `text`, timing only: what the lowering emits, as charged."""
@@ -115,3 +105,55 @@ def test_level_s_charges_the_ops_the_lowering_emits(dtype: str) -> None:
     assert simulated_vpu_ops(text) == per_element * 16 * 256
     s = shardc.run(text, timing_only=True, chip="v5e").report["ops"]
     assert sum(row["flops"] for row in s) == per_element * 16 * 256
+
+
+F64_SPECIALS = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    1.0,
+    -3.0,
+    5e-324,
+    -2.2e-308,
+    1.7976931348623157e308,
+]
+
+
+def f64_values(rng: np.random.Generator, shape) -> np.ndarray:
+    """Random f64 bit patterns (every exponent, subnormals, NaNs), some specials, some
+    near each other (small exponent differences)."""
+    x = rng.integers(0, 2**64, size=shape, dtype=np.uint64).view(np.float64)
+    pick = rng.random(size=shape)
+    special = np.array(F64_SPECIALS)[rng.integers(0, len(F64_SPECIALS), size=shape)]
+    near = rng.standard_normal(size=shape) * 10.0 ** rng.integers(-5, 6, size=shape)
+    return np.where(pick < 0.2, special, np.where(pick < 0.5, near, x))
+
+
+@SETTINGS
+@given(st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])), st.integers(0, 2**16))
+def test_f64_remainder_is_numpy_fmod_bit_for_bit(shape, seed: int) -> None:
+    """f64 (`lowering/f64_remainder.py`): level S and an independent numpy fmod."""
+    rng = np.random.default_rng(seed)
+    t = ty(shape, "f64")
+    rows = [[f64_values(rng, shape), f64_values(rng, shape)] for _ in range(DEVICES)]
+    for a, b in rows[:2]:
+        if rng.random() < 0.5:
+            a[...] = b * rng.integers(-9, 10, size=shape)  # exact multiples: signed zeros
+    check(program([t, t], t, f"hlo.remainder %a0, %a1 : {t}"), rows)
+
+
+def test_f64_remainder_extremes_against_numpy() -> None:
+    """The largest exponent difference (the max by the smallest subnormal: 205 steps),
+    subnormal results, every pair of specials; compared with level S (the oracle) and,
+    independently, np.fmod on the same values."""
+    s = np.array([*F64_SPECIALS, 2.0**1023 * 1.5, 3 * 5e-324, 2.0**-1000, 1e300 / 7], np.float64)
+    a, b = np.meshgrid(s, s)
+    t = ty(a.shape, "f64")
+    text = program([t, t], t, f"hlo.remainder %a0, %a1 : {t}")
+    check(text, [[a, b]] * DEVICES)
+    with np.errstate(invalid="ignore"):
+        want = np.fmod(a, b)
+    got = run_per_device(text, [[a, b]] * DEVICES)[0][0]
+    assert np.array_equal(np.asarray(got), want, equal_nan=True)

@@ -7,6 +7,8 @@ import pytest
 from shardc.dialects import hlo, sizes, tpu
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float80Type,
     IndexType,
@@ -41,7 +43,8 @@ def test_unknown_element_types_raise(dtype: Attribute):
 
 @pytest.mark.parametrize(
     ("dtype", "acc"),
-    [(bf16, f32), (f16, f32), (f32, f32), (f64, f64), (i32, i32), (i64, i64), (i1, i1)],
+    [(bf16, f32), (f16, f32), (f32, f32), (f64, f64), (i32, i32), (i64, i64), (i1, i1)]
+    + [(Float8E4M3FNType(), f32), (Float8E5M2Type(), f32)],  # as XLA's f8 dots
 )
 def test_accumulation_type(dtype: Attribute, acc: Attribute):
     assert hlo.accumulation_type(dtype) == acc

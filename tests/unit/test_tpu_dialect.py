@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
+    Signedness,
     StringAttr,
     VectorType,
     bf16,
@@ -144,7 +145,12 @@ def test_byte_sizes(dtype: Attribute, size: int):
 
 @pytest.mark.parametrize(
     ("dtype", "acc"),
-    [(bf16, f32), (f16, f32), (f32, f32), (f64, f64), (i32, i32), (i64, i64), (i1, None)],
+    [(bf16, f32), (f16, f32), (f32, f32), (f64, f64), (i32, i32), (i64, i64), (i1, None)]
+    + [
+        (IntegerType(8), i32),
+        (IntegerType(4), i32),
+        (IntegerType(8, Signedness.UNSIGNED), IntegerType(32, Signedness.UNSIGNED)),
+    ],
 )
 def test_accumulation_type(dtype: Attribute, acc: Attribute | None):
     assert tpu.accumulation_type(dtype) == acc

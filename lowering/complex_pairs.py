@@ -1,0 +1,277 @@
+"""
+complex<f32> / complex<f64> in the computing ops (issue 15 item 3): `expand` rewrites each
+complex op of a function into level-S ops on its real and imaginary parts, before
+`lower-to-tpu` lowers them (as `gather.ScatterInF32` does for bf16 scatters). A complex
+tensor is its parts interleaved: `hlo.real` / `hlo.imag` are one strided DMA each out of
+it, `hlo.complex` two into it (lowering/movement.py); the parts compute as real tensors.
+
+Numerics are level S's (numpy's complex arithmetic on this machine's build):
+
+* add, sub, neg, real, imag, complex: part by part, bit for bit.
+* mul: numpy's loop is compiled with the products contracted into fused multiply-adds:
+  re = fma(ar, br, -fl(ai * bi)), im = fma(ar, bi, fl(ai * br)). For complex<f32> the
+  fma is computed in f64 (ar * br is exact there; the sum rounded to f64, then to f32:
+  bit for bit but when that double rounding lands on an f32 tie, about 2^-29 of the
+  elements); complex<f64> has no wider type and uses ar * br - fl(ai * bi) (the product
+  rounded once more: within an ulp of the larger product, not bit for bit).
+* div: numpy's Smith algorithm (the larger part of the divisor divides the other), as
+  selects in the part type: bit for bit, division by 0 included (inf or NaN parts).
+* abs: level S's modulus of complex<f32> is hypot in f64 rounded to f32: here
+  sqrt(ar^2 + ai^2) in f64 (exact squares, two roundings) rounded to f32, an infinite
+  part giving +inf as hypot does; equal but where the f64 values straddle an f32 tie.
+  complex<f64>: max * sqrt(1 + (min / max)^2) (no overflow), within a few ulps.
+* reduce add, dot and reducing collectives: sums of the parts (a complex dot as four
+  real ones, as the cost model counts it), in level T's summation order.
+* all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
+  element); a permute's zero fill is the complex zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shardc.dialects import collective, hlo
+from shardc.dialects.hlo import COMPLEX, element_kind
+from shardc.hardware.chips import Chip
+from shardc.hardware.cost import CostModel, cached
+from shardc.passes.fusion import fuse_block
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ComplexType, DenseIntOrFPElementsAttr, TensorType, f32, f64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+
+def is_complex(value: SSAValue | Attribute) -> bool:
+    ty = value.type if isinstance(value, SSAValue) else value
+    return isinstance(ty, TensorType) and element_kind(ty.element_type) == COMPLEX
+
+
+class _Ops:
+    """New ops at one op's location, in order."""
+
+    def __init__(self, at: Operation) -> None:
+        self.at = at
+        self.ops: list[Operation] = []
+
+    def fused(self, model: CostModel) -> tuple[list[Operation], SSAValue]:
+        """The new ops with their arithmetic grouped into loop fusions (`passes/fusion.py`
+        on these ops alone: one pass over the parts in VMEM, not one per op), and the
+        value that replaces the last op's result."""
+        block = Block()
+        block.add_ops(self.ops)
+        keep = func.ReturnOp(self.ops[-1].results[0])  # the result: a use outside the fusions
+        block.add_op(keep)
+        fuse_block(block, model)
+        result = keep.operands[0]  # a fusion's result if the last op was fused
+        keep.detach()
+        keep.erase()
+        ops = list(block.ops)
+        for o in ops:
+            o.detach()
+        return ops, result
+
+    def add(self, op: Operation) -> SSAValue:
+        op.location = self.at.location
+        self.ops.append(op)
+        return op.results[0]
+
+    def shape(self, v: SSAValue) -> list[int]:
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        return list(ty.get_shape())
+
+    def elem(self, v: SSAValue) -> Attribute:
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        return ty.element_type
+
+    def part_type(self, v: SSAValue) -> Attribute:
+        elem = self.elem(v)
+        return elem.element_type if isinstance(elem, ComplexType) else elem
+
+    def pairs(self, x: SSAValue) -> SSAValue:
+        """The parts of complex `x` as a tensor with a last dimension of 2 (a view)."""
+        ty = TensorType(self.part_type(x), [*self.shape(x), 2])
+        return self.add(hlo.BitcastConvertOp(x, ty))
+
+    def from_pairs(self, p: SSAValue, elem: Attribute) -> SSAValue:
+        return self.add(hlo.BitcastConvertOp(p, TensorType(elem, self.shape(p)[:-1])))
+
+    def part(self, x: SSAValue, which: int) -> SSAValue:
+        """`hlo.real` / `hlo.imag` (a strided DMA: lowering/movement.py)."""
+        return self.add(hlo.RealOp(x) if which == 0 else hlo.ImagOp(x))
+
+    def join(self, re: SSAValue, im: SSAValue, elem: Attribute) -> SSAValue:
+        return self.add(hlo.ComplexOp(re, im))
+
+    def convert(self, v: SSAValue, elem: Attribute) -> SSAValue:
+        if self.elem(v) == elem:
+            return v
+        return self.add(hlo.ConvertOp(v, TensorType(elem, self.shape(v))))
+
+    def splat(self, value: float, like: SSAValue) -> SSAValue:
+        ty = TensorType(self.elem(like), self.shape(like))
+        return self.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, [value])))
+
+    def bin(self, cls: type[hlo.BinaryElementwiseOp], a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.add(cls(a, b))
+
+
+def _mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:
+    """numpy's contracted complex product (module docstring)."""
+    (ar, ai), (br, bi) = x, y
+    part = b.elem(ar)
+    wide = f64  # complex<f32>: the fma in f64; complex<f64>: one more rounding
+    p, q = b.bin(hlo.MulOp, ai, bi), b.bin(hlo.MulOp, ai, br)
+    w = [b.convert(v, wide) for v in (ar, br, bi, p, q)]
+    re = b.bin(hlo.SubOp, b.bin(hlo.MulOp, w[0], w[1]), w[3])
+    im = b.bin(hlo.AddOp, b.bin(hlo.MulOp, w[0], w[2]), w[4])
+    return [b.convert(re, part), b.convert(im, part)]
+
+
+def _div(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:
+    """numpy's Smith division (module docstring), both branches computed, one selected."""
+    (ar, ai), (br, bi) = x, y
+    abr, abi = b.add(hlo.AbsOp(br)), b.add(hlo.AbsOp(bi))
+    big = b.add(hlo.CompareOp("GE", abr, abi))
+    one = b.splat(1.0, ar)
+    mul, add, sub, div = hlo.MulOp, hlo.AddOp, hlo.SubOp, hlo.DivOp
+    # |br| >= |bi|: rat = bi / br, scl = 1 / (br + bi * rat)
+    rat = b.bin(div, bi, br)
+    scl = b.bin(div, one, b.bin(add, br, b.bin(mul, bi, rat)))
+    re1 = b.bin(mul, b.bin(add, ar, b.bin(mul, ai, rat)), scl)
+    im1 = b.bin(mul, b.bin(sub, ai, b.bin(mul, ar, rat)), scl)
+    # else: rat = br / bi, scl = 1 / (bi + br * rat)
+    rat2 = b.bin(div, br, bi)
+    scl2 = b.bin(div, one, b.bin(add, bi, b.bin(mul, br, rat2)))
+    re2 = b.bin(mul, b.bin(add, b.bin(mul, ar, rat2), ai), scl2)
+    im2 = b.bin(mul, b.bin(sub, b.bin(mul, ai, rat2), ar), scl2)
+    # both parts of the divisor 0: a / |br| part by part (inf or NaN)
+    both0 = b.add(hlo.CompareOp("EQ", b.bin(hlo.MaxOp, abr, abi), b.splat(0.0, ar)))
+    re1 = b.add(hlo.SelectOp(both0, b.bin(div, ar, abr), re1))
+    im1 = b.add(hlo.SelectOp(both0, b.bin(div, ai, abr), im1))
+    return [b.add(hlo.SelectOp(big, re1, re2)), b.add(hlo.SelectOp(big, im1, im2))]
+
+
+def _abs(b: _Ops, ar: SSAValue, ai: SSAValue) -> SSAValue:
+    """The modulus (module docstring): f32 parts via f64, f64 parts scaled."""
+    part = b.elem(ar)
+    x, y = (b.add(hlo.AbsOp(v)) for v in (ar, ai))
+    inf = b.splat(float("inf"), x)
+    either_inf = b.bin(hlo.OrOp, *(b.add(hlo.CompareOp("EQ", v, inf)) for v in (x, y)))
+    if part == f32:
+        w = [b.convert(v, f64) for v in (x, y)]
+        sq = b.bin(hlo.AddOp, b.bin(hlo.MulOp, w[0], w[0]), b.bin(hlo.MulOp, w[1], w[1]))
+        r = b.convert(b.add(hlo.SqrtOp(sq)), part)
+    else:
+        hi, lo = b.bin(hlo.MaxOp, x, y), b.bin(hlo.MinOp, x, y)
+        q = b.bin(hlo.DivOp, lo, hi)
+        one = b.splat(1.0, q)
+        root = b.add(hlo.SqrtOp(b.bin(hlo.AddOp, one, b.bin(hlo.MulOp, q, q))))
+        zero = b.add(hlo.CompareOp("EQ", hi, b.splat(0.0, hi)))
+        r = b.add(hlo.SelectOp(zero, hi, b.bin(hlo.MulOp, hi, root)))
+    return b.add(hlo.SelectOp(either_inf, inf, r))
+
+
+_PARTWISE = (hlo.AddOp, hlo.SubOp)
+
+
+class ComplexArithmetic(RewritePattern):
+    """Complex add / sub / neg / mul / div / abs as ops on the parts (module docstring)."""
+
+    def __init__(self, model: CostModel) -> None:
+        self.model = model
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, (*_PARTWISE, hlo.MulOp, hlo.DivOp, hlo.NegOp, hlo.AbsOp)):
+            return
+        if not is_complex(op.operands[0]):
+            return
+        b = _Ops(op)
+        parts = [(b.part(v, 0), b.part(v, 1)) for v in op.operands]
+        if isinstance(op, hlo.AbsOp):
+            _abs(b, *parts[0])
+            ops, r = b.fused(self.model)
+            rewriter.replace_op(op, ops, [r])
+            return
+        if isinstance(op, hlo.NegOp):
+            re, im = (b.add(hlo.NegOp(v)) for v in parts[0])
+        elif isinstance(op, _PARTWISE):
+            re, im = (b.bin(type(op), x, y) for x, y in zip(*parts, strict=True))
+        else:
+            re, im = (_mul if isinstance(op, hlo.MulOp) else _div)(b, *parts)
+        b.join(re, im, b.elem(op.results[0]))
+        ops, r = b.fused(self.model)
+        rewriter.replace_op(op, ops, [r])
+
+
+def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
+    """Four real dots: (Ar Br - Ai Bi) + i (Ar Bi + Ai Br)."""
+    (ar, ai), (br, bi) = ((b.part(v, 0), b.part(v, 1)) for v in (op.lhs, op.rhs))
+    res = op.result.type
+    assert isinstance(res, TensorType)
+    part = TensorType(b.part_type(op.result), res.get_shape())
+
+    def dot(x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.add(hlo.DotOp(x, y, op.contracting, op.batching, part))
+
+    re = b.bin(hlo.SubOp, dot(ar, br), dot(ai, bi))
+    im = b.bin(hlo.AddOp, dot(ar, bi), dot(ai, br))
+    return b.join(re, im, res.element_type)
+
+
+_ON_PAIRS = (collective.AllReduceOp, collective.ReduceScatterOp, collective.PermuteOp)
+
+
+def _on_pairs(b: _Ops, op: Operation) -> SSAValue:
+    """A reduce add or a collective on the parts' view (2 parts per element)."""
+    p = b.pairs(op.operands[0])
+    res = op.results[0]
+    pty = TensorType(b.part_type(res), [*b.shape(res), 2])
+    if isinstance(op, hlo.ReduceOp):
+        r = b.add(hlo.ReduceOp("add", p, op.dims))
+    else:
+        r = b.add(
+            type(op).create(
+                operands=[p],
+                result_types=[pty],
+                properties=dict(op.properties),
+                attributes=dict(op.attributes),
+            )
+        )
+    return b.from_pairs(r, b.elem(res))
+
+
+class ComplexReductions(RewritePattern):
+    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute on the parts."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not op.operands or not is_complex(op.operands[0]) or len(op.results) != 1:
+            return
+        b = _Ops(op)
+        if isinstance(op, hlo.DotOp):
+            r = _dot(b, op)
+        elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data == "add":
+            r = _on_pairs(b, op)
+        elif isinstance(op, _ON_PAIRS) and len(op.operands) == 1:
+            kind = getattr(op, "kind", None)
+            if kind is not None and kind.data != "add":
+                return
+            r = _on_pairs(b, op)
+        else:
+            return
+        rewriter.replace_op(op, b.ops, [r])
+
+
+def expand(function: Operation, chip: Chip) -> None:
+    """Rewrite the complex ops of `function` into ops on their parts (module docstring);
+    `chip`'s cost model decides multi-output fusion of the parts' arithmetic."""
+    patterns = [ComplexArithmetic(cached(CostModel(chip))), ComplexReductions()]
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False)
+    for region in function.regions:
+        walker.rewrite_region(region)

@@ -1,0 +1,201 @@
+"""
+`lower-to-tpu` of complex<f32> / complex<f64> computing ops (issue 15 item 3,
+lowering/complex_pairs.py: ops on the real and imaginary parts): hypothesis-drawn shapes
+and values (specials included: zeros, infinities, NaN, huge and tiny magnitudes),
+lowered, simulated at level T and compared with level S: bit for bit where level T
+computes what numpy computes (every complex<f32> elementwise op, complex<f64> add / sub /
+neg / div / real / imag / complex), within a few ulps where it cannot (complex<f64> mul:
+numpy's fused multiply-add; abs: hypot) or sums in another order (dot, reduce); and the
+complex<f32> product against an independent reference (complex128 rounded once).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shardc.dialects import make_context
+from shardc.interpreter.level_t import run_level_t
+from shardc.interpreter.testing import parse, run_per_device
+from shardc.lowering.lower_to_tpu import LowerToTpuPass
+from shardc.tests.unit import test_lower_to_tpu as collectives
+from shardc.tests.unit.test_lower_element_types import program, ty
+from shardc.tests.unit.test_lower_movement import DEVICES, check
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TYPES = {"complex<f32>": np.complex64, "complex<f64>": np.complex128}
+PART = {"complex<f32>": "f32", "complex<f64>": "f64"}
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 1e-40, 3e38, 1e300, 5e-324]
+
+
+def values(rng: np.random.Generator, shape, ctype: str) -> np.ndarray:
+    """Parts of every magnitude (scaled normals), some specials, some zero divisors."""
+    part = np.float32 if ctype == "complex<f32>" else np.float64
+    scale = 10.0 ** rng.integers(-30, 31, size=(2, *shape))
+    re, im = rng.standard_normal((2, *shape)) * scale
+    special = np.array(SPECIALS)[rng.integers(0, len(SPECIALS), size=(2, *shape))]
+    pick = rng.random((2, *shape)) < 0.15
+    re, im = np.where(pick, special, [re, im])
+    out = np.empty(shape, TYPES[ctype])
+    with np.errstate(over="ignore"):
+        out.real, out.imag = re.astype(part), im.astype(part)
+    return out
+
+
+def run_both(text: str, rows: list[list[np.ndarray]]) -> tuple[list, list]:
+    """(level S's outputs, level T's outputs) per device."""
+    want = run_per_device(text, rows)
+    module = parse(text)
+    LowerToTpuPass().apply(make_context(), module)
+    module.verify()
+    (kernel,) = [o for o in module.body.block.ops if o.name == "func.func"]
+    k, m, s = (a.value.data for a in kernel.attributes["tpu.io"].data)
+    outs, _ = run_level_t(module, [list(r) + [None] * (m + s) for r in rows])
+    return [[np.asarray(w) for w in dev] for dev in want], [o[k : k + m] for o in outs]
+
+
+def assert_same(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit for bit, but a NaN part may be any NaN (numpy's loops may swap the operands of
+    a commutative op, which picks another NaN's sign and payload)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    for g, w in ((np.real(got), np.real(want)), (np.imag(got), np.imag(want))):
+        nan = np.isnan(g) & np.isnan(w)
+        assert np.array_equal(
+            np.where(nan, 0, g).view(np.uint8), np.where(nan, 0, w).view(np.uint8)
+        )
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, ulps: float, scale=None, eps=None) -> None:
+    """Within `ulps` of `eps` (the part type's) times `scale` (default: |want|)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    eps = np.finfo(np.real(want).dtype).eps if eps is None else eps
+    scale = np.abs(want) if scale is None else scale
+    scales = (np.real(scale), np.imag(scale)) if np.iscomplexobj(scale) else (scale, scale)
+    for g, w, sc in (
+        (np.real(got), np.real(want), scales[0]),
+        (np.imag(got), np.imag(want), scales[1]),
+    ):
+        same = (g == w) | (np.isnan(g) & np.isnan(w))
+        close = np.abs(g - w) <= ulps * eps * sc
+        assert np.all(same | close), (g[~(same | close)], w[~(same | close)])
+
+
+def product_scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|ar br| + |ai bi| + i (|ar bi| + |ai br|) in complex128: what a product's rounding
+    errors are relative to."""
+    a, b = a.astype(np.complex128), b.astype(np.complex128)
+    with np.errstate(invalid="ignore", over="ignore"):
+        re = np.abs(a.real * b.real) + np.abs(a.imag * b.imag)
+        im = np.abs(a.real * b.imag) + np.abs(a.imag * b.real)
+    out = np.empty(a.shape, np.complex128)
+    out.real, out.imag = re, im
+    return out
+
+
+BINARY = ["add", "sub", "mul", "div"]
+UNARY = ["neg", "abs", "real", "imag"]
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(TYPES)),
+    st.sampled_from([*BINARY, *UNARY, "complex"]),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_elementwise_is_level_s(ctype: str, op: str, shape, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    t, p = ty(shape, ctype), ty(shape, PART[ctype])
+    if op == "complex":
+        text = program([p, p], t, f"hlo.complex %a0, %a1 : ({p}, {p}) -> {t}")
+        rows = [[np.real(values(rng, shape, ctype)).copy() for _ in range(2)]] * DEVICES
+        check(text, rows)
+        return
+    if op in UNARY:
+        res = p if op != "neg" else t
+        line = f"hlo.{op} %a0 : ({t}) -> {res}" if op != "neg" else f"hlo.neg %a0 : {t}"
+    else:
+        res, line = t, f"hlo.{op} %a0, %a1 : {t}"
+    text = program([t, t], res, line)
+    rows = [[values(rng, shape, ctype), values(rng, shape, ctype)] for _ in range(DEVICES)]
+    want, got = run_both(text, rows)
+    for d in range(DEVICES):
+        if ctype == "complex<f32>" or op not in ("mul", "abs"):
+            assert_same(got[d][0], want[d][0])
+        elif op == "mul":  # numpy fuses one product: within an ulp of the larger product
+            assert_close(got[d][0], want[d][0], 2, product_scale(*rows[d]))
+        else:
+            assert_close(got[d][0], want[d][0], 4)
+
+
+def test_f32_product_against_complex128_rounded_once() -> None:
+    """Independent of level S: complex<f32> products within an f32 ulp of the exact
+    (complex128, whose products of f32 parts are exact) product."""
+    rng = np.random.default_rng(3)
+    a, b = (values(rng, (8, 128), "complex<f32>") for _ in range(2))
+    finite = np.isfinite(a) & np.isfinite(b) & (np.abs(a) < 1e15) & (np.abs(b) < 1e15)
+    a, b = np.where(finite, a, 1), np.where(finite, b, 1)
+    t = ty(a.shape, "complex<f32>")
+    text = program([t, t], t, f"hlo.mul %a0, %a1 : {t}")
+    _, got = run_both(text, [[a, b]] * DEVICES)
+    exact = a.astype(np.complex128) * b.astype(np.complex128)
+    scale = np.maximum(product_scale(a, b).real, 2.0**-126) + 1j * np.maximum(
+        product_scale(a, b).imag, 2.0**-126
+    )
+    eps = float(np.finfo(np.float32).eps)  # subnormal results: an ulp of 2^-149
+    assert_close(got[0][0].astype(np.complex128), exact, 1, scale, eps)
+
+
+def test_division_by_zero_and_infinities_bit_for_bit() -> None:
+    s = np.array(SPECIALS[:6], np.float32)
+    re, im = np.meshgrid(s, s)
+    z = (re + 1j * im).astype(np.complex64).ravel()
+    a, b = np.meshgrid(z, z)
+    t = ty(a.shape, "complex<f32>")
+    want, got = run_both(program([t, t], t, f"hlo.div %a0, %a1 : {t}"), [[a, b], [b, a]])
+    for d in range(DEVICES):
+        assert_same(got[d][0], want[d][0])
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(TYPES)),
+    st.tuples(
+        st.sampled_from([1, 8, 16]), st.sampled_from([3, 128, 256]), st.sampled_from([1, 128])
+    ),
+    st.integers(0, 2**16),
+)
+def test_dot_and_reduce_are_level_s_to_rounding(ctype: str, mkn, seed: int) -> None:
+    """Sums of the parts in level T's order: within a few ulps of the terms' magnitude."""
+    m, k, n = mkn
+    rng = np.random.default_rng(seed)
+
+    def normal(shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(TYPES[ctype])
+
+    lt, rt, ot = ty((m, k), ctype), ty((k, n), ctype), ty((m, n), ctype)
+    line = f"hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({lt}, {rt}) -> {ot}"
+    rows = [[normal((m, k)), normal((k, n))] for _ in range(DEVICES)]
+    want, got = run_both(program([lt, rt], ot, line), rows)
+    for d in range(DEVICES):
+        a, b = rows[d]
+        scale = np.abs(a) @ np.abs(b)
+        assert_close(got[d][0], want[d][0], 4 * k, scale)
+    r = ty((m,), ctype)
+    text = program([lt], r, f"hlo.reduce add %a0, dims = [1] : ({lt}) -> {r}")
+    rows = [[normal((m, k))] for _ in range(DEVICES)]
+    want, got = run_both(text, rows)
+    for d in range(DEVICES):
+        assert_close(got[d][0], want[d][0], 4 * k, np.abs(rows[d][0]).sum(1))
+
+
+@pytest.mark.parametrize("ctype", sorted(TYPES))
+@pytest.mark.parametrize(
+    "kind", ["all_reduce", "reduce_scatter_dim0", "reduce_scatter_dim1", "permute_pairs"]
+)
+def test_collectives_of_complex(ctype: str, kind: str) -> None:
+    """all_reduce / reduce_scatter add and permute (its zero fill: the complex zero)."""
+    n = 4
+    arg, res, op = collectives.cases(n)[kind]
+    collectives.check(collectives.one_op(n, ctype, arg, res, op), n)
