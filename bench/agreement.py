@@ -170,11 +170,9 @@ def _lowering_problem(e: BaseException) -> str:
 def measure(program: Program, chip: str) -> Result:
     """Level S and level T step times (s) of one program on `chip`."""
     ctx = make_context()
-    *before, lower = TpuPipelinePass(chip=chip).passes()
     try:
         module = program.load()
-        for p in before:
-            p.apply(ctx, module)
+        lower = TpuPipelinePass(chip=chip).to_level_s(ctx, module)
     except Exception as e:  # noqa: BLE001 - the table says why, the run goes on
         return Result(None, None, f"does not compile: {_first_line(e)}")
     try:

@@ -221,8 +221,9 @@ def level_s_and_t(text: str, chip: str) -> tuple[float, float, float]:
     and of the kernel it makes (level T, `--timing-only`), in the same run; and level
     T's exposed communication (its waits at the collectives' semaphores).
     """
-    *before, lower = TpuPipelinePass(chip=chip).passes()
-    s_text = compile_text(text, before)
+    pipeline = TpuPipelinePass(chip=chip)
+    *_, lower = pipeline.passes()
+    s_text = compile_text(text, [pipeline.spmd_pipeline()])
     level_s = time_program(s_text, chip, abstract=True).report()["step_time_s"]
     kernel = shardc.compile(s_text, "", chip=chip, filename="bench")
     lower.apply(make_context(), kernel)

@@ -46,9 +46,7 @@ def level_s_and_t(text: str, chip: str, name: str, interleave: bool = True) -> t
     """
     ctx = make_context()
     module = parse_and_verify(ctx, text, name)
-    *before, lower = TpuPipelinePass(chip=chip).passes()
-    for p in before:
-        p.apply(ctx, module)
+    lower = TpuPipelinePass(chip=chip).to_level_s(ctx, module)
     rs = shardc.run(module.clone(), timing_only=True, chip=chip, filename=name).report
     replace(lower, interleave=interleave).apply(ctx, module)
     rt = shardc.run(module, timing_only=True, chip=chip, filename=name).report
@@ -87,9 +85,7 @@ def _compute_bound_module(name: str) -> ModuleOp:
 def test_compute_bound_programs_within_10_percent(name: str, chip: str) -> None:
     ctx = make_context()
     module = _compute_bound_module(name)
-    *before, lower = TpuPipelinePass(chip=chip).passes()
-    for p in before:
-        p.apply(ctx, module)
+    lower = TpuPipelinePass(chip=chip).to_level_s(ctx, module)
     s = shardc.run(module.clone(), timing_only=True, chip=chip).report["step_time_s"]
     lower.apply(ctx, module)
     t = shardc.run(module, timing_only=True, chip=chip).report["step_time_s"]
@@ -134,9 +130,7 @@ def test_ops_once_costed_zero_agree(name: str, chip: str) -> None:
     240-op fusion lower-to-tpu inlines (level S 6 ns, level T 418 ns): within 5% now."""
     ctx = make_context()
     module = _was_zero_module(name)
-    *before, lower = TpuPipelinePass(chip=chip).passes()
-    for p in before:
-        p.apply(ctx, module)
+    lower = TpuPipelinePass(chip=chip).to_level_s(ctx, module)
     s = shardc.run(module.clone(), timing_only=True, chip=chip).report["step_time_s"]
     lower.apply(ctx, module)
     t = shardc.run(module, timing_only=True, chip=chip).report["step_time_s"]
