@@ -118,18 +118,48 @@ def _is_splat(op: Operation) -> bool:
 
 
 def _is_cheap(op: Operation) -> bool:
-    return isinstance(op, CHEAP) or _is_splat(op)
+    return _kind(op) == "cheap" or _is_splat(op)
+
+
+_KINDS: dict[type[Operation], str] = {}
+"""Each op class's `_kind_of`: `isinstance` against these tuples of classes is most of the
+price of `_role` (called for every op the greedy walk looks at, for every split
+`micro-batch` estimates)."""
+
+
+def _kind_of(cls: type[Operation]) -> str:
+    if issubclass(cls, CHEAP):
+        return "cheap"
+    if issubclass(cls, LOOP):
+        return "loop"
+    if issubclass(cls, hlo.ConstantOp):
+        return "constant"
+    if issubclass(cls, hlo.ReduceOp):
+        return "reduce"
+    if issubclass(cls, hlo.DotOp | hlo.ConvolutionOp):
+        return "dot"
+    return ""
+
+
+def _kind(op: Operation) -> str:
+    """`_kind_of` the op's class, remembered."""
+    cls = type(op)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = _kind_of(cls)
+    return kind
 
 
 def _role(op: Operation) -> str | None:
     """`loop`, `reduce` or `dot` for ops a fusion may hold, else None."""
     if len(op.results) != 1:
         return None
-    if isinstance(op, LOOP) or _is_splat(op):
+    kind = _kind(op)
+    if kind in ("cheap", "loop") or (kind == "constant" and _is_splat(op)):
         return "loop"
-    if isinstance(op, hlo.ReduceOp) and op.body is None and not op.others:
+    if kind == "reduce" and isinstance(op, hlo.ReduceOp) and op.body is None and not op.others:
         return "reduce"
-    if isinstance(op, hlo.DotOp | hlo.ConvolutionOp):
+    if kind == "dot":
         return "dot"
     return None
 

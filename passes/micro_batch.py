@@ -417,6 +417,27 @@ def _with_dim(ty: TensorType, dim: int, size: int) -> TensorType:
     return TensorType(ty.element_type, shape)
 
 
+class ChunkTypes:
+    """
+    Chunk-shaped types, each made once (by the whole type's object, a dimension and a
+    chunk size) and shared by the splits `micro-batch` estimates: making a `TensorType` is
+    most of the price of a split op, and the cost model numbers types by object, so shared
+    ones are keyed without hashing their shapes again (issue 14 item 7).
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, int, int], tuple[TensorType, TensorType]] = {}
+        """(id(type), dim, size) -> (the type, kept alive so its id is not reused; the
+        chunk type)."""
+
+    def get(self, ty: TensorType, dim: int, size: int) -> TensorType:
+        key = (id(ty), dim, size)
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = (ty, _with_dim(ty, dim, size))
+        return found[1]
+
+
 @dataclass
 class Splitter:
     """Splits the ops of `block` in `cand` into `k` chunks (module docstring)."""
@@ -431,6 +452,8 @@ class Splitter:
     replaced: set[SSAValue] = field(default_factory=set[SSAValue])
     chunk_index: dict[Operation, int] = field(default_factory=dict[Operation, int])
     """The chunk each new per-chunk op computes (for the final order)."""
+    types: ChunkTypes = field(default_factory=ChunkTypes)
+    """Where the chunks' types come from (shared by the estimates of one `plan`)."""
 
     @property
     def chunk(self) -> int:
@@ -499,7 +522,7 @@ class Splitter:
         d = self.cand.dim_of[r]
         ty = r.type
         assert isinstance(ty, TensorType)
-        chunk_type = _with_dim(ty, d, self.chunk)
+        chunk_type = self.types.get(ty, d, self.chunk)
         if isinstance(op, hlo.ConstantOp) and op.value.is_splat():
             first = next(iter(op.value.iter_values()))
             new: Operation = hlo.ConstantOp(splat_elements(chunk_type, first))
@@ -524,7 +547,7 @@ class Splitter:
         operand_chunks = {i: self.chunks_of(op.operands[i], op) for i in chunked}
         shared = {i: self.whole(v, op) for i, v in enumerate(op.operands) if i not in chunked}
         result_types = [
-            _with_dim(r.type, d, self.chunk)  # pyright: ignore
+            self.types.get(r.type, d, self.chunk)  # pyright: ignore
             for r, d in zip(op.results, dims, strict=True)
         ]
         props = dict(op.properties)
@@ -873,6 +896,7 @@ class MicroBatchPass(ModulePass):
         base = Base(self, view, index, view_block, costs)
         floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
+        types = ChunkTypes()
         for cand in found:
             fewer = math.inf  # the class's best with the last chunk count tried
             for k in self.counts(cand.size):
@@ -884,7 +908,7 @@ class MicroBatchPass(ModulePass):
                 this = math.inf
                 for chunk_major in (True, False):
                     plan = Plan(cand.key, k, chunk_major)
-                    t = self.estimate(module, index, plan, model, cand)
+                    t = self.estimate(module, index, plan, model, cand, types)
                     this = min(this, t)
                     if best is None or t < best[0]:
                         best = (t, plan)
@@ -904,10 +928,11 @@ class MicroBatchPass(ModulePass):
         plan: Plan | None,
         model: CostModel,
         cand: Candidate | None = None,
+        types: ChunkTypes | None = None,
     ) -> float:
         """The scheduler's time for function `index` (split by `plan`, of class `cand`, on a
         copy: the class is carried to the copy through the clone's value map, not found
-        again)."""
+        again; `types`: the chunk types of the estimates before)."""
         if plan is None:  # the estimate leaves the block as it was
             block = _function_blocks(module)[index]
             return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
@@ -918,7 +943,7 @@ class MicroBatchPass(ModulePass):
         if copied is None:
             copied = find_candidate(block, plan.key)
             assert copied is not None
-        Splitter(block, copied, plan.k, plan.chunk_major).run()
+        Splitter(block, copied, plan.k, plan.chunk_major, types=types or ChunkTypes()).run()
         if self.fused:
             fuse_block(block, model)
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
