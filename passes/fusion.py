@@ -66,7 +66,7 @@ from shardc.hardware.cost import CostModel, cached
 from shardc.passes.rewrite_utils import check_option
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -207,8 +207,9 @@ class _BlockFuser:
             elif op in self.needed:
                 group = self._grow(op)
                 self.groups.append(group)
-                for member in group.members():
-                    self._need_operands_of(member, group)
+                members = group.members()
+                for member in members:
+                    self._need_operands_of(member, members)
         fused = [g for g in self.groups if len(g.members()) > 1]
         names: dict[str, int] = {}
         labels = [_fusion_name(g, self.pos, names) for g in reversed(fused)]  # program order
@@ -217,14 +218,16 @@ class _BlockFuser:
             self._materialize(group, label)
         self._erase_dead()
 
-    def _need_operands_of(self, op: Operation, group: _Group | None = None) -> None:
-        """Mark the producers `op` reads (nested regions included) as needed."""
-        members = group.members() if group is not None else ()
-        for inner in op.walk():
+    def _need_operands_of(self, op: Operation, members: set[Operation] | None = None) -> None:
+        """Mark the producers `op` reads (nested regions included) as needed, but for
+        `members` (its group's)."""
+        members = members or set()
+        pos, needed = self.pos, self.needed
+        for inner in op.walk() if op.regions else (op,):
             for value in inner.operands:
                 producer = value.owner
-                if producer in self.pos and producer not in members:
-                    self.needed.add(producer)  # pyright: ignore[reportArgumentType]
+                if producer in pos and producer not in members:
+                    needed.add(producer)  # pyright: ignore[reportArgumentType]
 
     def _grow(self, root: Operation) -> _Group:
         group = _Group(root, {root}, has_dot=_role(root) == "dot")
@@ -309,8 +312,15 @@ class _BlockFuser:
         body = Block(arg_types=[v.type for v in inputs])
         mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args, strict=True))
         root = group.root
-        fusion = hlo.FusionOp(list(inputs), root.result_types, Region(body), group.kind, name)
-        fusion.location = root.location
+        # `create`, not the constructors: the same ops, without IRDL's argument checks
+        # (half the price of a fusion; micro-batch's estimates make hundreds per split)
+        fusion = hlo.FusionOp.create(
+            operands=list(inputs),
+            result_types=root.result_types,
+            regions=[Region(body)],
+            properties={"kind": StringAttr(group.kind), "fusion_name": StringAttr(name)},
+            location=root.location,
+        )
         self.block.insert_op_before(fusion, root)
         for old, new in zip(root.results, fusion.results, strict=True):
             new.name_hint = old.name_hint
@@ -328,8 +338,9 @@ class _BlockFuser:
                 if (inner := mapping.get(value)) is not None:
                     m.operands[i] = inner
             body.add_op(m)
-        ret = hlo.ReturnOp([mapping.get(r, r) for r in root.results])
-        ret.location = root.location
+        ret = hlo.ReturnOp.create(
+            operands=[mapping.get(r, r) for r in root.results], location=root.location
+        )
         body.add_op(ret)
 
     def _erase_dead(self) -> None:

@@ -80,7 +80,7 @@ from typing import cast
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import MeshOp, find_mesh
-from shardc.dialects.syntax import i64_array, splat_elements
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
@@ -91,6 +91,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ModuleOp,
+    NoneAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -267,6 +268,8 @@ class Candidate:
     """The ops split into chunks (the others making a value of the class stay whole)."""
     size: int
     collectives: int
+    links: dict[Operation, Links] = field(default_factory=dict[Operation, Links])
+    """`op_links` of the split ops, as `candidates` found them (the splits reuse them)."""
 
 
 class _DimClasses:
@@ -392,7 +395,8 @@ def _qualify(
             count += 1
     if not count:
         return None
-    return Candidate(key, dim_of, split_ops, sizes.pop(), count)
+    found = {op: ls for op in split_ops if (ls := links.get(op)) is not None}
+    return Candidate(key, dim_of, split_ops, sizes.pop(), count, found)
 
 
 def find_candidate(block: Block, key: tuple[int, int, int]) -> Candidate | None:
@@ -483,12 +487,24 @@ class Splitter:
             d = self.cand.dim_of[value]
             shape = _shape(value)
             slices: list[Operation] = []
+            # the op `hlo.SliceOp(value, lo, hi)` makes, by `create` (no type to compute)
+            chunk_type = self.types.get(cast(TensorType, value.type), d, self.chunk)
+            strides = i64_array([1] * len(shape))
+            location = _origin(value, before).location
             for j in range(self.k):
                 lo = [0] * len(shape)
                 hi = list(shape)
                 lo[d], hi[d] = j * self.chunk, (j + 1) * self.chunk
-                slices.append(hlo.SliceOp(value, lo, hi))
-                slices[-1].location = _origin(value, before).location
+                props = {"start_indices": i64_array(lo), "limit_indices": i64_array(hi)}
+                props["strides"] = strides
+                slices.append(
+                    hlo.SliceOp.create(
+                        operands=[value],
+                        result_types=[chunk_type],
+                        properties=props,
+                        location=location,
+                    )
+                )
             self._name(slices, value)
             self.chunk_index.update((s, j) for j, s in enumerate(slices))
             Rewriter.insert_op(slices, InsertPoint.before(before))
@@ -500,7 +516,16 @@ class Splitter:
         if value not in self.replaced:
             return value
         if value not in self.wholes:
-            cat = hlo.ConcatenateOp(self.chunks[value], self.cand.dim_of[value])
+            chunks, dim = self.chunks[value], self.cand.dim_of[value]
+            ty = value.type
+            if isinstance(ty, TensorType) and isinstance(ty.encoding, NoneAttr):
+                # the op `hlo.ConcatenateOp(chunks, dim)` makes, by `create`: its type is
+                # the value's
+                cat = hlo.ConcatenateOp.create(
+                    operands=chunks, result_types=[ty], properties={"dimension": i64_attr(dim)}
+                )
+            else:
+                cat = hlo.ConcatenateOp(chunks, dim)
             cat.location = _origin(value, before).location
             cat.result.name_hint = value.name_hint
             Rewriter.insert_op(cat, InsertPoint.before(before))
@@ -508,7 +533,7 @@ class Splitter:
         return self.wholes[value]
 
     def reassemble_uses(self, op: Operation) -> None:
-        for nested in op.walk():
+        for nested in op.walk() if op.regions else (op,):
             for i, v in enumerate(nested.operands):
                 if v in self.replaced:
                     nested.operands[i] = self.whole(v, op)
@@ -537,7 +562,7 @@ class Splitter:
         return True
 
     def split(self, op: Operation) -> None:
-        ls = op_links(op)
+        ls = self.cand.links.get(op) or op_links(op)
         assert ls is not None
         dims = [self.cand.dim_of[r] for r in op.results]
         chunked: dict[int, int] = {}
@@ -769,12 +794,16 @@ def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candid
     """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
     it has no result to find it by."""
     ops: set[Operation] = set()
+    links: dict[Operation, Links] = {}
     for op in cand.split_ops:
         if not op.results:
             return None
-        ops.add(values[op.results[0]].owner)  # pyright: ignore[reportArgumentType]
+        twin = cast(Operation, values[op.results[0]].owner)
+        ops.add(twin)
+        if (ls := cand.links.get(op)) is not None:
+            links[twin] = ls  # the copy's types and attributes are the op's
     dim_of = {values.get(v, v): d for v, d in cand.dim_of.items()}
-    return Candidate(cand.key, dim_of, ops, cand.size, cand.collectives)
+    return Candidate(cand.key, dim_of, ops, cand.size, cand.collectives, links)
 
 
 @dataclass(frozen=True)
