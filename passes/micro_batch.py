@@ -54,7 +54,8 @@ the original and every split are estimated as `fusion` will leave them, so a spl
 charged for the slices, concatenate and per-chunk kernels fusion removes, nor the original
 for kernels fusion merges (the floor below is then the fused block's). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
-split collective paying each chunk's time less what it may overlap) cannot beat the best so far, or the
+split collective paying each chunk's time less what it may overlap, the first chunk all of
+it where only its sibling chunks can be in flight with it) cannot beat the best so far, or the
 `min-gain` threshold, is not built; a larger count of a class is not tried once a count
 was slower than the one before and missed `min-gain` (the chunks' latencies and re-reads
 only grow from there). It
@@ -660,12 +661,24 @@ class SplitFloor:
     its whole time unless it is split. Each of a split collective's k chunks pays at
     least its own time less its own overlap (a chunk is costed as itself: an all_reduce
     chunk of fewer elements than its group takes the one-round algorithm).
+
+    Where the collectives next to a split one (the one before and the one after it in
+    the block) are ordered and not split, its chunks can overlap only each other
+    (`alone_in_flight`): so the first of them to be issued has nothing in flight and pays
+    its whole time. (Issue 14 item 7: a latency-bound collective between two such
+    neighbours, split in k, pays its latency once, as unsplit; without this the floor
+    credited every chunk with an overlap, and four whole estimates per program found what
+    it now knows, on bench/partition_speed.py's chains.)
     """
 
     compute: float
     engine: float
     model: CostModel
     ordered: set[Operation]
+    neighbours: dict[Operation, tuple[Operation | None, Operation | None]] = field(
+        default_factory=dict[Operation, tuple[Operation | None, Operation | None]]
+    )
+    """Each collective's (previous, next) collective in the block (None at its ends)."""
 
     @staticmethod
     def of(view_block: Block, model: CostModel, block: Block) -> SplitFloor:
@@ -678,10 +691,28 @@ class SplitFloor:
             if not isinstance(op, collective.CollectiveOp)
         )
         floor = SplitFloor(compute, 0.0, model, ordered)
-        floor.engine = sum(
-            floor.whole(op) for op in block.ops if isinstance(op, collective.CollectiveOp)
-        )
+        collectives = [op for op in block.ops if isinstance(op, collective.CollectiveOp)]
+        floor.engine = sum(floor.whole(op) for op in collectives)
+        ends: list[Operation | None] = [None, *collectives, None]
+        for i, op in enumerate(collectives):
+            floor.neighbours[op] = (ends[i], ends[i + 2])
         return floor
+
+    def alone_in_flight(self, op: Operation, cand: Candidate) -> bool:
+        """
+        Whether each chunk of `op` split by `cand` has every collective but the other
+        chunks among its ancestors or descendants: its neighbours are ordered (the one
+        before: every earlier collective precedes it and it precedes all later ones; the
+        one after likewise) and not split, so their whole results lie on every path
+        between a chunk and another collective (a split op's chunk j reads chunk j or the
+        whole of each operand; a chunk of a whole value is a slice of it; a whole op reads
+        the concatenation of all chunks). A collective issued with only ancestors before
+        it (ended) finds the engine free (`timing.engine_window`).
+        """
+        return all(
+            n is None or (n in self.ordered and n not in cand.split_ops)
+            for n in self.neighbours.get(op, (op, op))
+        )
 
     def whole(self, op: collective.CollectiveOp) -> float:
         """At most the engine time `op` adds to the block unsplit."""
@@ -694,8 +725,10 @@ class SplitFloor:
         for op in cand.split_ops:
             if isinstance(op, collective.CollectiveOp):
                 chunk = _chunk_of(op, cand, k)
-                alone = self.model.collective_time(chunk) - self.model.collective_overlap(chunk)
-                engine += k * max(alone, 0.0) - self.whole(op)
+                time = self.model.collective_time(chunk)
+                alone = max(time - self.model.collective_overlap(chunk), 0.0)
+                first = time if self.alone_in_flight(op, cand) else alone
+                engine += first + (k - 1) * alone - self.whole(op)
         return max(self.compute, engine)
 
 
