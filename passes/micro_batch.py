@@ -75,7 +75,7 @@ single-block function bodies are split.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -679,6 +679,17 @@ class SplitFloor:
         default_factory=dict[Operation, tuple[Operation | None, Operation | None]]
     )
     """Each collective's (previous, next) collective in the block (None at its ends)."""
+    chunks: dict[Hashable, tuple[float, float]] = field(
+        default_factory=dict[Hashable, tuple[float, float]]
+    )
+    """`chunk_costs`'s answers."""
+    split: dict[tuple[int, int, int], list[tuple[collective.CollectiveOp, bool, float]]] = field(
+        default_factory=dict[
+            tuple[int, int, int], list[tuple[collective.CollectiveOp, bool, float]]
+        ]
+    )
+    """By class (`Candidate.key`): its split collectives, whether each is `alone_in_flight`,
+    and its `whole` time."""
 
     @staticmethod
     def of(view_block: Block, model: CostModel, block: Block) -> SplitFloor:
@@ -722,14 +733,42 @@ class SplitFloor:
     def bound(self, cand: Candidate, k: int) -> float:
         """At most the estimate of splitting `cand` into `k` chunks."""
         engine = self.engine
-        for op in cand.split_ops:
-            if isinstance(op, collective.CollectiveOp):
-                chunk = _chunk_of(op, cand, k)
-                time = self.model.collective_time(chunk)
-                alone = max(time - self.model.collective_overlap(chunk), 0.0)
-                first = time if self.alone_in_flight(op, cand) else alone
-                engine += first + (k - 1) * alone - self.whole(op)
+        split = self.split.get(cand.key)
+        if split is None:  # the class's collectives, found once for all its counts
+            split = self.split[cand.key] = [
+                (op, self.alone_in_flight(op, cand), self.whole(op))
+                for op in cand.split_ops
+                if isinstance(op, collective.CollectiveOp)
+            ]
+        for op, alone_in_flight, whole in split:
+            time, overlap = self.chunk_costs(op, cand, k)
+            alone = max(time - overlap, 0.0)
+            first = time if alone_in_flight else alone
+            engine += first + (k - 1) * alone - whole
         return max(self.compute, engine)
+
+    def chunk_costs(
+        self, op: collective.CollectiveOp, cand: Candidate, k: int
+    ) -> tuple[float, float]:
+        """
+        (`collective_time`, `collective_overlap`) of a chunk of `op` (`_chunk_of`),
+        remembered by what they depend on: the op's cost key (its kind, types and
+        properties), which operands are chunked on which dimension, and `k`. A program
+        repeats its collectives: at 10k ops building a scratch module per split
+        collective and count was most of `micro-batch` (issue 14 item 7).
+        """
+        key_of = getattr(self.model, "key", None)
+        op_key = key_of(op) if key_of is not None else None
+        key = None
+        if op_key is not None:
+            key = (op_key, tuple(cand.dim_of.get(v) for v in op.operands), k)
+            if (found := self.chunks.get(key)) is not None:
+                return found
+        chunk = _chunk_of(op, cand, k)
+        costs = (self.model.collective_time(chunk), self.model.collective_overlap(chunk))
+        if key is not None:
+            self.chunks[key] = costs
+        return costs
 
 
 def _chunk_of(op: collective.CollectiveOp, cand: Candidate, k: int) -> collective.CollectiveOp:
