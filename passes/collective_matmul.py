@@ -303,9 +303,14 @@ class RingOptions:
         try:
             # The engine rule (`timing.engine_window`): a permute may begin its overlap
             # (its latency) before the one ahead of it ends, so k of them take at least
-            # k * (t - o) + o.
+            # k * (t - o) + o. But each ring is a chain: a step passes on what the step
+            # before received, so it is issued only once that permute ended, and a
+            # collective ends its whole time after it is issued: the longer ring's
+            # permutes take their whole time one after another (issue 14 item 7: with
+            # the latency overlapped, 2-step rings of latency-bound permutes passed this
+            # test, and the gate estimated a copy of the module to refuse them).
             t, o = self.model.collective_time(step), self.model.collective_overlap(step)
-            permutes = sum(self.steps(n)) * (t - o) + o
+            permutes = max(sum(self.steps(n)) * (t - o) + o, max(self.steps(n)) * t)
         finally:
             where.erase_op(step)
         dot_time = self.model.op_cost(dot).time

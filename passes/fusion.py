@@ -66,7 +66,7 @@ from shardc.hardware.cost import CostModel, cached
 from shardc.passes.rewrite_utils import check_option
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -118,18 +118,48 @@ def _is_splat(op: Operation) -> bool:
 
 
 def _is_cheap(op: Operation) -> bool:
-    return isinstance(op, CHEAP) or _is_splat(op)
+    return _kind(op) == "cheap" or _is_splat(op)
+
+
+_KINDS: dict[type[Operation], str] = {}
+"""Each op class's `_kind_of`: `isinstance` against these tuples of classes is most of the
+price of `_role` (called for every op the greedy walk looks at, for every split
+`micro-batch` estimates)."""
+
+
+def _kind_of(cls: type[Operation]) -> str:
+    if issubclass(cls, CHEAP):
+        return "cheap"
+    if issubclass(cls, LOOP):
+        return "loop"
+    if issubclass(cls, hlo.ConstantOp):
+        return "constant"
+    if issubclass(cls, hlo.ReduceOp):
+        return "reduce"
+    if issubclass(cls, hlo.DotOp | hlo.ConvolutionOp):
+        return "dot"
+    return ""
+
+
+def _kind(op: Operation) -> str:
+    """`_kind_of` the op's class, remembered."""
+    cls = type(op)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = _kind_of(cls)
+    return kind
 
 
 def _role(op: Operation) -> str | None:
     """`loop`, `reduce` or `dot` for ops a fusion may hold, else None."""
     if len(op.results) != 1:
         return None
-    if isinstance(op, LOOP) or _is_splat(op):
+    kind = _kind(op)
+    if kind in ("cheap", "loop") or (kind == "constant" and _is_splat(op)):
         return "loop"
-    if isinstance(op, hlo.ReduceOp) and op.body is None and not op.others:
+    if kind == "reduce" and isinstance(op, hlo.ReduceOp) and op.body is None and not op.others:
         return "reduce"
-    if isinstance(op, hlo.DotOp | hlo.ConvolutionOp):
+    if kind == "dot":
         return "dot"
     return None
 
@@ -177,8 +207,9 @@ class _BlockFuser:
             elif op in self.needed:
                 group = self._grow(op)
                 self.groups.append(group)
-                for member in group.members():
-                    self._need_operands_of(member, group)
+                members = group.members()
+                for member in members:
+                    self._need_operands_of(member, members)
         fused = [g for g in self.groups if len(g.members()) > 1]
         names: dict[str, int] = {}
         labels = [_fusion_name(g, self.pos, names) for g in reversed(fused)]  # program order
@@ -187,14 +218,16 @@ class _BlockFuser:
             self._materialize(group, label)
         self._erase_dead()
 
-    def _need_operands_of(self, op: Operation, group: _Group | None = None) -> None:
-        """Mark the producers `op` reads (nested regions included) as needed."""
-        members = group.members() if group is not None else ()
-        for inner in op.walk():
+    def _need_operands_of(self, op: Operation, members: set[Operation] | None = None) -> None:
+        """Mark the producers `op` reads (nested regions included) as needed, but for
+        `members` (its group's)."""
+        members = members or set()
+        pos, needed = self.pos, self.needed
+        for inner in op.walk() if op.regions else (op,):
             for value in inner.operands:
                 producer = value.owner
-                if producer in self.pos and producer not in members:
-                    self.needed.add(producer)  # pyright: ignore[reportArgumentType]
+                if producer in pos and producer not in members:
+                    needed.add(producer)  # pyright: ignore[reportArgumentType]
 
     def _grow(self, root: Operation) -> _Group:
         group = _Group(root, {root}, has_dot=_role(root) == "dot")
@@ -262,33 +295,53 @@ class _BlockFuser:
                 heapq.heappush(heap, (-index, index))
 
     def _materialize(self, group: _Group, name: str) -> None:
+        """
+        Build `group`'s fusion before its root. The owned ops are moved into its body (their
+        outside operands re-pointed at its arguments), not cloned and erased: nothing
+        outside reads them but the root's results, which the fusion's replace, and a move
+        costs a fraction of a clone (micro-batch fuses every split it estimates, issue 14
+        item 7). Copies are cloned: their originals stay for their other users.
+        """
         members = sorted(group.members(), key=self.pos.__getitem__)
         inside = set(members)
-        inputs: list[SSAValue] = []
+        inputs: dict[SSAValue, None] = {}
         for m in members:
             for value in m.operands:
-                if value.owner not in inside and value not in inputs:
-                    inputs.append(value)
+                if value.owner not in inside:
+                    inputs[value] = None
         body = Block(arg_types=[v.type for v in inputs])
         mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args, strict=True))
-        for m in members:
-            clone = m.clone(value_mapper=mapping)
-            body.add_op(clone)
-            for old, new in zip(m.results, clone.results, strict=True):
-                mapping[old] = new
-                new.name_hint = old.name_hint
         root = group.root
-        ret = hlo.ReturnOp([mapping[r] for r in root.results])
-        ret.location = root.location
-        body.add_op(ret)
-        fusion = hlo.FusionOp(inputs, root.result_types, Region(body), group.kind, name)
-        fusion.location = root.location
+        # `create`, not the constructors: the same ops, without IRDL's argument checks
+        # (half the price of a fusion; micro-batch's estimates make hundreds per split)
+        fusion = hlo.FusionOp.create(
+            operands=list(inputs),
+            result_types=root.result_types,
+            regions=[Region(body)],
+            properties={"kind": StringAttr(group.kind), "fusion_name": StringAttr(name)},
+            location=root.location,
+        )
         self.block.insert_op_before(fusion, root)
         for old, new in zip(root.results, fusion.results, strict=True):
             new.name_hint = old.name_hint
-            old.replace_all_uses_with(new)
-        for m in reversed(sorted(group.owned, key=self.pos.__getitem__)):
-            self.block.erase_op(m)
+            old.replace_all_uses_with(new)  # before the move: these are the outside uses
+        for m in members:
+            if m in group.copies:
+                clone = m.clone(value_mapper=mapping)
+                body.add_op(clone)
+                for old, new in zip(m.results, clone.results, strict=True):
+                    mapping[old] = new
+                    new.name_hint = old.name_hint
+                continue
+            self.block.detach_op(m)
+            for i, value in enumerate(m.operands):
+                if (inner := mapping.get(value)) is not None:
+                    m.operands[i] = inner
+            body.add_op(m)
+        ret = hlo.ReturnOp.create(
+            operands=[mapping.get(r, r) for r in root.results], location=root.location
+        )
+        body.add_op(ret)
 
     def _erase_dead(self) -> None:
         """Originals whose every user now reads a copy inside a fusion."""

@@ -54,7 +54,8 @@ the original and every split are estimated as `fusion` will leave them, so a spl
 charged for the slices, concatenate and per-chunk kernels fusion removes, nor the original
 for kernels fusion merges (the floor below is then the fused block's). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
-split collective paying each chunk's time less what it may overlap) cannot beat the best so far, or the
+split collective paying each chunk's time less what it may overlap, the first chunk all of
+it where only its sibling chunks can be in flight with it) cannot beat the best so far, or the
 `min-gain` threshold, is not built; a larger count of a class is not tried once a count
 was slower than the one before and missed `min-gain` (the chunks' latencies and re-reads
 only grow from there). It
@@ -74,13 +75,13 @@ single-block function bodies are split.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import MeshOp, find_mesh
-from shardc.dialects.syntax import i64_array, splat_elements
+from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.passes.block_order import set_order, stable_topological_order
@@ -91,6 +92,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ModuleOp,
+    NoneAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -267,6 +269,8 @@ class Candidate:
     """The ops split into chunks (the others making a value of the class stay whole)."""
     size: int
     collectives: int
+    links: dict[Operation, Links] = field(default_factory=dict[Operation, Links])
+    """`op_links` of the split ops, as `candidates` found them (the splits reuse them)."""
 
 
 class _DimClasses:
@@ -392,7 +396,8 @@ def _qualify(
             count += 1
     if not count:
         return None
-    return Candidate(key, dim_of, split_ops, sizes.pop(), count)
+    found = {op: ls for op in split_ops if (ls := links.get(op)) is not None}
+    return Candidate(key, dim_of, split_ops, sizes.pop(), count, found)
 
 
 def find_candidate(block: Block, key: tuple[int, int, int]) -> Candidate | None:
@@ -417,6 +422,27 @@ def _with_dim(ty: TensorType, dim: int, size: int) -> TensorType:
     return TensorType(ty.element_type, shape)
 
 
+class ChunkTypes:
+    """
+    Chunk-shaped types, each made once (by the whole type's object, a dimension and a
+    chunk size) and shared by the splits `micro-batch` estimates: making a `TensorType` is
+    most of the price of a split op, and the cost model numbers types by object, so shared
+    ones are keyed without hashing their shapes again (issue 14 item 7).
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, int, int], tuple[TensorType, TensorType]] = {}
+        """(id(type), dim, size) -> (the type, kept alive so its id is not reused; the
+        chunk type)."""
+
+    def get(self, ty: TensorType, dim: int, size: int) -> TensorType:
+        key = (id(ty), dim, size)
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = (ty, _with_dim(ty, dim, size))
+        return found[1]
+
+
 @dataclass
 class Splitter:
     """Splits the ops of `block` in `cand` into `k` chunks (module docstring)."""
@@ -431,6 +457,8 @@ class Splitter:
     replaced: set[SSAValue] = field(default_factory=set[SSAValue])
     chunk_index: dict[Operation, int] = field(default_factory=dict[Operation, int])
     """The chunk each new per-chunk op computes (for the final order)."""
+    types: ChunkTypes = field(default_factory=ChunkTypes)
+    """Where the chunks' types come from (shared by the estimates of one `plan`)."""
 
     @property
     def chunk(self) -> int:
@@ -460,12 +488,24 @@ class Splitter:
             d = self.cand.dim_of[value]
             shape = _shape(value)
             slices: list[Operation] = []
+            # the op `hlo.SliceOp(value, lo, hi)` makes, by `create` (no type to compute)
+            chunk_type = self.types.get(cast(TensorType, value.type), d, self.chunk)
+            strides = i64_array([1] * len(shape))
+            location = _origin(value, before).location
             for j in range(self.k):
                 lo = [0] * len(shape)
                 hi = list(shape)
                 lo[d], hi[d] = j * self.chunk, (j + 1) * self.chunk
-                slices.append(hlo.SliceOp(value, lo, hi))
-                slices[-1].location = _origin(value, before).location
+                props = {"start_indices": i64_array(lo), "limit_indices": i64_array(hi)}
+                props["strides"] = strides
+                slices.append(
+                    hlo.SliceOp.create(
+                        operands=[value],
+                        result_types=[chunk_type],
+                        properties=props,
+                        location=location,
+                    )
+                )
             self._name(slices, value)
             self.chunk_index.update((s, j) for j, s in enumerate(slices))
             Rewriter.insert_op(slices, InsertPoint.before(before))
@@ -477,7 +517,16 @@ class Splitter:
         if value not in self.replaced:
             return value
         if value not in self.wholes:
-            cat = hlo.ConcatenateOp(self.chunks[value], self.cand.dim_of[value])
+            chunks, dim = self.chunks[value], self.cand.dim_of[value]
+            ty = value.type
+            if isinstance(ty, TensorType) and isinstance(ty.encoding, NoneAttr):
+                # the op `hlo.ConcatenateOp(chunks, dim)` makes, by `create`: its type is
+                # the value's
+                cat = hlo.ConcatenateOp.create(
+                    operands=chunks, result_types=[ty], properties={"dimension": i64_attr(dim)}
+                )
+            else:
+                cat = hlo.ConcatenateOp(chunks, dim)
             cat.location = _origin(value, before).location
             cat.result.name_hint = value.name_hint
             Rewriter.insert_op(cat, InsertPoint.before(before))
@@ -485,7 +534,7 @@ class Splitter:
         return self.wholes[value]
 
     def reassemble_uses(self, op: Operation) -> None:
-        for nested in op.walk():
+        for nested in op.walk() if op.regions else (op,):
             for i, v in enumerate(nested.operands):
                 if v in self.replaced:
                     nested.operands[i] = self.whole(v, op)
@@ -499,7 +548,7 @@ class Splitter:
         d = self.cand.dim_of[r]
         ty = r.type
         assert isinstance(ty, TensorType)
-        chunk_type = _with_dim(ty, d, self.chunk)
+        chunk_type = self.types.get(ty, d, self.chunk)
         if isinstance(op, hlo.ConstantOp) and op.value.is_splat():
             first = next(iter(op.value.iter_values()))
             new: Operation = hlo.ConstantOp(splat_elements(chunk_type, first))
@@ -514,7 +563,7 @@ class Splitter:
         return True
 
     def split(self, op: Operation) -> None:
-        ls = op_links(op)
+        ls = self.cand.links.get(op) or op_links(op)
         assert ls is not None
         dims = [self.cand.dim_of[r] for r in op.results]
         chunked: dict[int, int] = {}
@@ -524,7 +573,7 @@ class Splitter:
         operand_chunks = {i: self.chunks_of(op.operands[i], op) for i in chunked}
         shared = {i: self.whole(v, op) for i, v in enumerate(op.operands) if i not in chunked}
         result_types = [
-            _with_dim(r.type, d, self.chunk)  # pyright: ignore
+            self.types.get(r.type, d, self.chunk)  # pyright: ignore
             for r, d in zip(op.results, dims, strict=True)
         ]
         props = dict(op.properties)
@@ -612,12 +661,35 @@ class SplitFloor:
     its whole time unless it is split. Each of a split collective's k chunks pays at
     least its own time less its own overlap (a chunk is costed as itself: an all_reduce
     chunk of fewer elements than its group takes the one-round algorithm).
+
+    Where the collectives next to a split one (the one before and the one after it in
+    the block) are ordered and not split, its chunks can overlap only each other
+    (`alone_in_flight`): so the first of them to be issued has nothing in flight and pays
+    its whole time. (Issue 14 item 7: a latency-bound collective between two such
+    neighbours, split in k, pays its latency once, as unsplit; without this the floor
+    credited every chunk with an overlap, and four whole estimates per program found what
+    it now knows, on bench/partition_speed.py's chains.)
     """
 
     compute: float
     engine: float
     model: CostModel
     ordered: set[Operation]
+    neighbours: dict[Operation, tuple[Operation | None, Operation | None]] = field(
+        default_factory=dict[Operation, tuple[Operation | None, Operation | None]]
+    )
+    """Each collective's (previous, next) collective in the block (None at its ends)."""
+    chunks: dict[Hashable, tuple[float, float]] = field(
+        default_factory=dict[Hashable, tuple[float, float]]
+    )
+    """`chunk_costs`'s answers."""
+    split: dict[tuple[int, int, int], list[tuple[collective.CollectiveOp, bool, float]]] = field(
+        default_factory=dict[
+            tuple[int, int, int], list[tuple[collective.CollectiveOp, bool, float]]
+        ]
+    )
+    """By class (`Candidate.key`): its split collectives, whether each is `alone_in_flight`,
+    and its `whole` time."""
 
     @staticmethod
     def of(view_block: Block, model: CostModel, block: Block) -> SplitFloor:
@@ -630,10 +702,28 @@ class SplitFloor:
             if not isinstance(op, collective.CollectiveOp)
         )
         floor = SplitFloor(compute, 0.0, model, ordered)
-        floor.engine = sum(
-            floor.whole(op) for op in block.ops if isinstance(op, collective.CollectiveOp)
-        )
+        collectives = [op for op in block.ops if isinstance(op, collective.CollectiveOp)]
+        floor.engine = sum(floor.whole(op) for op in collectives)
+        ends: list[Operation | None] = [None, *collectives, None]
+        for i, op in enumerate(collectives):
+            floor.neighbours[op] = (ends[i], ends[i + 2])
         return floor
+
+    def alone_in_flight(self, op: Operation, cand: Candidate) -> bool:
+        """
+        Whether each chunk of `op` split by `cand` has every collective but the other
+        chunks among its ancestors or descendants: its neighbours are ordered (the one
+        before: every earlier collective precedes it and it precedes all later ones; the
+        one after likewise) and not split, so their whole results lie on every path
+        between a chunk and another collective (a split op's chunk j reads chunk j or the
+        whole of each operand; a chunk of a whole value is a slice of it; a whole op reads
+        the concatenation of all chunks). A collective issued with only ancestors before
+        it (ended) finds the engine free (`timing.engine_window`).
+        """
+        return all(
+            n is None or (n in self.ordered and n not in cand.split_ops)
+            for n in self.neighbours.get(op, (op, op))
+        )
 
     def whole(self, op: collective.CollectiveOp) -> float:
         """At most the engine time `op` adds to the block unsplit."""
@@ -643,12 +733,42 @@ class SplitFloor:
     def bound(self, cand: Candidate, k: int) -> float:
         """At most the estimate of splitting `cand` into `k` chunks."""
         engine = self.engine
-        for op in cand.split_ops:
-            if isinstance(op, collective.CollectiveOp):
-                chunk = _chunk_of(op, cand, k)
-                alone = self.model.collective_time(chunk) - self.model.collective_overlap(chunk)
-                engine += k * max(alone, 0.0) - self.whole(op)
+        split = self.split.get(cand.key)
+        if split is None:  # the class's collectives, found once for all its counts
+            split = self.split[cand.key] = [
+                (op, self.alone_in_flight(op, cand), self.whole(op))
+                for op in cand.split_ops
+                if isinstance(op, collective.CollectiveOp)
+            ]
+        for op, alone_in_flight, whole in split:
+            time, overlap = self.chunk_costs(op, cand, k)
+            alone = max(time - overlap, 0.0)
+            first = time if alone_in_flight else alone
+            engine += first + (k - 1) * alone - whole
         return max(self.compute, engine)
+
+    def chunk_costs(
+        self, op: collective.CollectiveOp, cand: Candidate, k: int
+    ) -> tuple[float, float]:
+        """
+        (`collective_time`, `collective_overlap`) of a chunk of `op` (`_chunk_of`),
+        remembered by what they depend on: the op's cost key (its kind, types and
+        properties), which operands are chunked on which dimension, and `k`. A program
+        repeats its collectives: at 10k ops building a scratch module per split
+        collective and count was most of `micro-batch` (issue 14 item 7).
+        """
+        key_of = getattr(self.model, "key", None)
+        op_key = key_of(op) if key_of is not None else None
+        key = None
+        if op_key is not None:
+            key = (op_key, tuple(cand.dim_of.get(v) for v in op.operands), k)
+            if (found := self.chunks.get(key)) is not None:
+                return found
+        chunk = _chunk_of(op, cand, k)
+        costs = (self.model.collective_time(chunk), self.model.collective_overlap(chunk))
+        if key is not None:
+            self.chunks[key] = costs
+        return costs
 
 
 def _chunk_of(op: collective.CollectiveOp, cand: Candidate, k: int) -> collective.CollectiveOp:
@@ -746,12 +866,16 @@ def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candid
     """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
     it has no result to find it by."""
     ops: set[Operation] = set()
+    links: dict[Operation, Links] = {}
     for op in cand.split_ops:
         if not op.results:
             return None
-        ops.add(values[op.results[0]].owner)  # pyright: ignore[reportArgumentType]
+        twin = cast(Operation, values[op.results[0]].owner)
+        ops.add(twin)
+        if (ls := cand.links.get(op)) is not None:
+            links[twin] = ls  # the copy's types and attributes are the op's
     dim_of = {values.get(v, v): d for v, d in cand.dim_of.items()}
-    return Candidate(cand.key, dim_of, ops, cand.size, cand.collectives)
+    return Candidate(cand.key, dim_of, ops, cand.size, cand.collectives, links)
 
 
 @dataclass(frozen=True)
@@ -873,6 +997,7 @@ class MicroBatchPass(ModulePass):
         base = Base(self, view, index, view_block, costs)
         floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
+        types = ChunkTypes()
         for cand in found:
             fewer = math.inf  # the class's best with the last chunk count tried
             for k in self.counts(cand.size):
@@ -884,7 +1009,7 @@ class MicroBatchPass(ModulePass):
                 this = math.inf
                 for chunk_major in (True, False):
                     plan = Plan(cand.key, k, chunk_major)
-                    t = self.estimate(module, index, plan, model, cand)
+                    t = self.estimate(module, index, plan, model, cand, types)
                     this = min(this, t)
                     if best is None or t < best[0]:
                         best = (t, plan)
@@ -904,10 +1029,11 @@ class MicroBatchPass(ModulePass):
         plan: Plan | None,
         model: CostModel,
         cand: Candidate | None = None,
+        types: ChunkTypes | None = None,
     ) -> float:
         """The scheduler's time for function `index` (split by `plan`, of class `cand`, on a
         copy: the class is carried to the copy through the clone's value map, not found
-        again)."""
+        again; `types`: the chunk types of the estimates before)."""
         if plan is None:  # the estimate leaves the block as it was
             block = _function_blocks(module)[index]
             return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
@@ -918,7 +1044,7 @@ class MicroBatchPass(ModulePass):
         if copied is None:
             copied = find_candidate(block, plan.key)
             assert copied is not None
-        Splitter(block, copied, plan.k, plan.chunk_major).run()
+        Splitter(block, copied, plan.k, plan.chunk_major, types=types or ChunkTypes()).run()
         if self.fused:
             fuse_block(block, model)
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)

@@ -110,3 +110,30 @@ def test_a_large_ring_is_still_tried_and_kept() -> None:
     gated = before.clone()
     CollectiveMatmulPass(chip="v5e").apply(CTX, gated)
     assert permutes(gated) == 7
+
+
+def test_a_ring_of_latency_bound_permutes_in_a_chain_is_not_tried() -> None:
+    """A 4-device gather ring's +1 ring is two permutes, the second forwarding what the
+    first received: it is issued after the first ended, so the engine rule's overlap of a
+    latency with the permute ahead cannot apply within a chain, and two whole latency-bound
+    permutes take longer than the all_gather. Without the chain floor the filter let these
+    sites through and the gate copied and estimated the module to refuse them
+    (bench/partition_speed.py's chains: collective-matmul 0.01 -> 0.10 s at 1k ops)."""
+    before = partitioned(gathered_matmul(4, 64, 64))
+    model = cached(CostModel(get_chip("v5e"), find_mesh(before)))
+    forced = before.clone()
+    CollectiveMatmulPass(bidirectional=True).apply(CTX, forced)
+    assert permutes(forced) == 3
+    assert module_step_time(forced, model) >= module_step_time(before, model)
+    assert not CollectiveMatmulPass(chip="v5e").any_match(before, model)
+
+
+def test_the_bench_chain_has_no_site_that_may_pay() -> None:
+    from shardc.bench.partition_speed import program
+
+    before = partitioned(program(200))
+    model = cached(CostModel(get_chip("v5e"), find_mesh(before)))
+    forced = before.clone()
+    CollectiveMatmulPass().apply(CTX, forced)
+    assert permutes(forced) > 0
+    assert not CollectiveMatmulPass(chip="v5e").any_match(before, model)
