@@ -264,11 +264,28 @@ FMOD_FIXED_OPS = 29
 constants (one op per element each, as the level-T simulator charges a splat)."""
 
 
+# f64 remainder's long division (issue 15 item 5, helper dtcost) -------------------------
+
+F64_FMOD_STEP_BITS = 10
+"""Quotient bits per step of f64's remainder (lowering/f64_remainder.py): the partial
+remainder r < 2^53 shifted left by 10 bits stays below 2^63, a positive i64."""
+F64_FMOD_STEPS = -(-2045 // F64_FMOD_STEP_BITS)
+"""Steps of f64's long division: the largest exponent difference (2046 - 1) over the bits
+per step (205); every lane takes them all (a lane that is done shifts by 0)."""
+F64_FMOD_STEP_OPS = 5
+"""Vector ops of one step: the shift max(min(d, 10), 0) (two), r << s, r mod my, d - s."""
+F64_FMOD_FIXED_OPS = 55
+"""Vector ops of an f64 remainder outside its steps: the bitcasts, |x| and |y|, the
+significands and exponents, the scale back to f64, the sign, the special cases, and the
+splat constants (one op per element each, as the level-T simulator charges a splat)."""
+
+
 def elementwise_vpu_ops(op: Operation) -> int:
     """
     VPU ops per result element of an elementwise op: one, but a float remainder below f64
-    takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS` (what `lower-to-tpu` emits: a test
-    counts the simulator's ops of the lowered kernel against this).
+    takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS`, an f64 one
+    `F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS` (what `lower-to-tpu` emits:
+    tests count the simulator's ops of the lowered kernel against this).
     """
     if isinstance(op, hlo.RemainderOp):
         out = op.results[0].type
@@ -276,6 +293,8 @@ def elementwise_vpu_ops(op: Operation) -> int:
         steps = FMOD_STEPS.get(str(out.element_type))
         if steps is not None:
             return FMOD_FIXED_OPS + steps[1] * FMOD_STEP_OPS
+        if str(out.element_type) == "f64":
+            return F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS
     return 1
 
 
