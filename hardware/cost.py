@@ -335,17 +335,25 @@ def complex_part_ops(op: Operation) -> int | None:
     return COMPLEX_PART_OPS.get((op.name, str(elem.element_type)))
 
 
+def complex_dot(op: Operation) -> bool:
+    """Whether `op` is a complex dot, which `lower-to-tpu` computes as four real dots of
+    the parts, the real part's difference and the imaginary part's sum (two more loops)."""
+    if not isinstance(op, hlo.DotOp):
+        return False
+    return isinstance(_tensor_types([op.lhs])[0].element_type, ComplexType)
+
+
 def part_dma_bytes(op: Operation) -> int | None:
     """
     Bytes the strided DMAs between a complex tensor and its parts move (lowering/
     movement.py: one DMA per part, each part's bytes once): `hlo.real` / `hlo.imag` their
-    result, `hlo.complex` its result; a complex op on its parts (`complex_part_ops`) its
-    complex operands (both parts out) and a complex result (both parts in) around its
-    loop. None: no such DMAs.
+    result, `hlo.complex` its result; a complex op on its parts (`complex_part_ops`,
+    `complex_dot`) its complex operands (both parts out) and a complex result (both parts
+    in) around its loops. None: no such DMAs.
     """
     if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):
         return sum(tensor_bytes(t) for t in _tensor_types(op.results))
-    if complex_part_ops(op) is None:
+    if complex_part_ops(op) is None and not complex_dot(op):
         return None
     values = [*op.operands, *op.results]
     return sum(
