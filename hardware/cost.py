@@ -264,11 +264,29 @@ FMOD_FIXED_OPS = 29
 constants (one op per element each, as the level-T simulator charges a splat)."""
 
 
+# f64 remainder's long division (issue 15 item 5, helper dtcost) -------------------------
+
+F64_FMOD_STEP_BITS = 10
+"""Quotient bits per step of f64's remainder (lowering/f64_remainder.py): the partial
+remainder r < 2^53 shifted left by 10 bits stays below 2^63, a positive i64."""
+F64_FMOD_STEPS = -(-2045 // F64_FMOD_STEP_BITS)
+"""Steps of f64's long division: the largest exponent difference (2046 - 1) over the bits
+per step (205); every lane takes them all (a lane that is done shifts by 0)."""
+F64_FMOD_STEP_OPS = 5
+"""Vector ops of one step: the shift max(min(d, 10), 0) (two), r << s, r mod my, d - s."""
+F64_FMOD_FIXED_OPS = 55
+"""Vector ops of an f64 remainder outside its steps: the bitcasts, |x| and |y|, the
+significands and exponents, the scale back to f64, the sign, the special cases, and the
+splat constants (one op per element each, as the level-T simulator charges a splat)."""
+
+
 def elementwise_vpu_ops(op: Operation) -> int:
     """
     VPU ops per result element of an elementwise op: one, but a float remainder below f64
-    takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS` (what `lower-to-tpu` emits: a test
-    counts the simulator's ops of the lowered kernel against this).
+    takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS`, an f64 one
+    `F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS`, a complex op its loop on
+    the parts' `complex_part_ops` (what `lower-to-tpu` emits: tests count the simulator's
+    ops of the lowered kernel against this).
     """
     if isinstance(op, hlo.RemainderOp):
         out = op.results[0].type
@@ -276,7 +294,71 @@ def elementwise_vpu_ops(op: Operation) -> int:
         steps = FMOD_STEPS.get(str(out.element_type))
         if steps is not None:
             return FMOD_FIXED_OPS + steps[1] * FMOD_STEP_OPS
-    return 1
+        if str(out.element_type) == "f64":
+            return F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS
+    parts = complex_part_ops(op)  # a complex op: its loop on the parts (dtcost)
+    return 1 if parts is None else parts
+
+
+# Complex ops on their parts (issue 15 item 5, helper dtcost) -------------------------------
+
+COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
+    ("hlo.add", "f32"): 2,
+    ("hlo.sub", "f32"): 2,
+    ("hlo.neg", "f32"): 2,
+    ("hlo.mul", "f32"): 13,  # four products, the fma's in f64: five converts in, two out
+    ("hlo.div", "f32"): 33,  # Smith's two branches, the zero divisor, the selects
+    ("hlo.abs", "f32"): 14,  # sqrt of the squares in f64, the infinities
+    ("hlo.add", "f64"): 2,
+    ("hlo.sub", "f64"): 2,
+    ("hlo.neg", "f64"): 2,
+    ("hlo.mul", "f64"): 6,
+    ("hlo.div", "f64"): 33,
+    ("hlo.abs", "f64"): 18,  # max * sqrt(1 + (min / max)^2), the zero and infinities
+}
+"""
+A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
+multiply, divide or abs as ONE loop over the parts (lowering/complex_pairs.py: the parts
+in, the result's parts out). Its vector ops per element, by op and part type (a splat
+constant is one op per element, as the level-T simulator charges it); a test counts the
+loop's ops against this table.
+"""
+
+
+def complex_part_ops(op: Operation) -> int | None:
+    """`COMPLEX_PART_OPS` of `op`; None: not a complex op lowered as a loop on its parts."""
+    if not isinstance(op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp):
+        return None
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    if not isinstance(elem, ComplexType):
+        return None
+    return COMPLEX_PART_OPS.get((op.name, str(elem.element_type)))
+
+
+def complex_dot(op: Operation) -> bool:
+    """Whether `op` is a complex dot, which `lower-to-tpu` computes as four real dots of
+    the parts, the real part's difference and the imaginary part's sum (two more loops)."""
+    if not isinstance(op, hlo.DotOp):
+        return False
+    return isinstance(_tensor_types([op.lhs])[0].element_type, ComplexType)
+
+
+def part_dma_bytes(op: Operation) -> int | None:
+    """
+    Bytes the strided DMAs between a complex tensor and its parts move (lowering/
+    movement.py: one DMA per part, each part's bytes once): `hlo.real` / `hlo.imag` their
+    result, `hlo.complex` its result; a complex op on its parts (`complex_part_ops`,
+    `complex_dot`) its complex operands (both parts out) and a complex result (both parts
+    in) around its loops. None: no such DMAs.
+    """
+    if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):
+        return sum(tensor_bytes(t) for t in _tensor_types(op.results))
+    if complex_part_ops(op) is None and not complex_dot(op):
+        return None
+    values = [*op.operands, *op.results]
+    return sum(
+        tensor_bytes(t) for t in _tensor_types(values) if isinstance(t.element_type, ComplexType)
+    )
 
 
 # Sorting networks (issue 15 item 5, helper opspeed) ----------------------------------------
@@ -667,6 +749,14 @@ class CostModel:
         return 0.0, self.chip.vpu_flops
 
     def hbm_bytes(self, op: Operation) -> int:
+        moved = part_dma_bytes(op)  # complex parts' DMAs (dtcost)
+        if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp) and moved is not None:
+            return moved
+        if moved is not None:
+            return moved + self._hbm_bytes(op)
+        return self._hbm_bytes(op)
+
+    def _hbm_bytes(self, op: Operation) -> int:
         if isinstance(op, hlo.ReshapeOp | spmd.AxisIndexOp | spmd.ConstraintOp):
             return 0
         if isinstance(op, hlo.PartitionIdOp | hlo.ReplicaIdOp):  # a register, like axis_index

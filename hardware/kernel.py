@@ -52,8 +52,11 @@ from shardc.dialects.sizes import element_bytes
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import (
+    complex_dot,
+    complex_part_ops,
     elementwise_vpu_ops,
     matmul_time,
+    part_dma_bytes,
     reduce_body_ops,
     rng_block_time,
     rng_groups,
@@ -61,8 +64,8 @@ from shardc.hardware.cost import (
     vmem_time,
     vpu_time,
 )
-from xdsl.dialects.builtin import TensorType, i32
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import ComplexType, TensorType, i32
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 LANES, SUBLANES = 128, 8
 STEP_OVERHEAD = 0.35e-6
@@ -282,6 +285,8 @@ def _op_time(chip: Chip, op: Operation) -> float | None:
         kernels = fusion_kernels(chip, op)
     elif isinstance(op, hlo.RngBitGeneratorOp):
         kernels = rng_kernels(chip, op)
+    elif complex_part_ops(op) is not None or complex_dot(op):
+        return complex_time(chip, op)
     else:
         k = op_kernel(chip, op)
         kernels = None if k is None else [k]
@@ -767,3 +772,66 @@ def rng_kernels(chip: Chip, op: hlo.RngBitGeneratorOp) -> list[Kernel]:
         lambda blocks: vpu_time(chip, words, 8),
     )
     return [nxt] if bits is None else [bits, nxt]
+
+
+# A complex op on its parts (lowering/complex_pairs.py, issue 15 item 5, helper dtcost) ---
+
+
+def complex_kernels(chip: Chip, op: Operation) -> list[Kernel]:
+    """
+    The loop lowering/complex_pairs.py makes of a complex elementwise op: every part of
+    every operand a stream, the result's parts (abs: the modulus) the outputs,
+    `cost.complex_part_ops` vector ops per element.
+    """
+    shape = _shape(op.results[0])
+    n = len(shape)
+    ops = complex_part_ops(op)
+    assert ops is not None
+    streams = []
+    for v in op.operands:
+        elem = _elem(v)
+        assert isinstance(elem, ComplexType)
+        streams += [KernelStream(_shape(v), elem.element_type, tuple(range(n)))] * 2
+    res = _elem(op.results[0])
+    out = (res.element_type,) * 2 if isinstance(res, ComplexType) else (res,)
+    return [Kernel(shape, streams, n, out, _vpu(chip, ops, n))]
+
+
+def complex_dot_kernels(chip: Chip, op: hlo.DotOp) -> list[Kernel]:
+    """
+    The loops lowering/complex_pairs.py `_dot` makes of a complex dot: four real dots of
+    the parts (Ar Br, Ai Bi, Ar Bi, Ai Br; one shape), then the real part's difference and
+    the imaginary part's sum, one loop each.
+    """
+    (lhs, rhs), res = (_elem(v) for v in (op.lhs, op.rhs)), _elem(op.result)
+    assert isinstance(lhs, ComplexType) and isinstance(rhs, ComplexType)
+    assert isinstance(res, ComplexType)
+    shape = _shape(op.result)
+    parts = Block(
+        arg_types=[
+            TensorType(lhs.element_type, _shape(op.lhs)),
+            TensorType(rhs.element_type, _shape(op.rhs)),
+        ]
+    )
+    result = TensorType(res.element_type, shape)
+    dot = _dot(chip, hlo.DotOp(*parts.args, op.contracting, op.batching, result))
+    n = len(shape)
+    stream = KernelStream(shape, res.element_type, tuple(range(n)))
+    combine = Kernel(shape, [stream, stream], n, (res.element_type,), _vpu(chip, 1, n))
+    return [dot] * 4 + [combine] * 2
+
+
+def complex_time(chip: Chip, op: Operation) -> float | None:
+    """Level S's seconds of a complex op on its parts: the strided DMAs that split its
+    operands and join its result (`cost.part_dma_bytes` at the HBM bandwidth, one after
+    another as level T runs them) and its loops (`complex_kernels`,
+    `complex_dot_kernels`)."""
+    if isinstance(op, hlo.DotOp):
+        kernels = complex_dot_kernels(chip, op)
+    else:
+        kernels = complex_kernels(chip, op)
+    times = [kernel_time(chip, k) for k in kernels]
+    if None in times:
+        return None
+    moved = part_dma_bytes(op) or 0
+    return moved / chip.hbm_bw + sum(times)  # pyright: ignore[reportArgumentType]

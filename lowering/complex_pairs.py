@@ -33,11 +33,8 @@ from collections.abc import Sequence
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import CostModel, cached
-from shardc.passes.fusion import fuse_block
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ComplexType, DenseIntOrFPElementsAttr, TensorType, f32, f64
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -58,22 +55,35 @@ class _Ops:
         self.at = at
         self.ops: list[Operation] = []
 
-    def fused(self, model: CostModel) -> tuple[list[Operation], SSAValue]:
-        """The new ops with their arithmetic grouped into loop fusions (`passes/fusion.py`
-        on these ops alone: one pass over the parts in VMEM, not one per op), and the
-        value that replaces the last op's result."""
-        block = Block()
-        block.add_ops(self.ops)
-        keep = func.ReturnOp(self.ops[-1].results[0])  # the result: a use outside the fusions
-        block.add_op(keep)
-        fuse_block(block, model)
-        result = keep.operands[0]  # a fusion's result if the last op was fused
-        keep.detach()
-        keep.erase()
-        ops = list(block.ops)
-        for o in ops:
-            o.detach()
-        return ops, result
+    def fused(self, name: str) -> tuple[list[Operation], SSAValue]:
+        """
+        The new ops with all their arithmetic in ONE loop fusion (`hardware/cost.py`
+        `complex_part_ops` charges it): the parts in, the result's parts out (a multi-output
+        fusion), so each part crosses HBM once; then the join. Grouping the arithmetic by
+        the fusion pass instead left Smith's division as seven loops, the quotients and
+        selects re-read from HBM. Returns the ops and the value replacing the op's result.
+        """
+        parts = [o for o in self.ops if isinstance(o, hlo.RealOp | hlo.ImagOp)]
+        join = self.ops[-1] if isinstance(self.ops[-1], hlo.ComplexOp) else None
+        arith = [o for o in self.ops if o not in parts and o is not join]
+        outs = list(join.operands) if join is not None else [arith[-1].results[0]]
+        block = Block(arg_types=[p.results[0].type for p in parts])
+        inside = set(arith)
+        for p, arg in zip(parts, block.args, strict=True):
+            for use in list(p.results[0].uses):
+                if use.operation in inside:
+                    use.operation.operands[use.index] = arg
+        block.add_ops(arith)
+        block.add_op(hlo.ReturnOp(outs))
+        inputs = [p.results[0] for p in parts]
+        fusion = hlo.FusionOp(inputs, [v.type for v in outs], Region(block), "loop", name)
+        fusion.location = self.at.location
+        ops: list[Operation] = [*parts, fusion]
+        if join is None:
+            return ops, fusion.results[0]
+        for i, r in enumerate(fusion.results):
+            join.operands[i] = r
+        return [*ops, join], join.results[0]
 
     def add(self, op: Operation) -> SSAValue:
         op.location = self.at.location
@@ -184,9 +194,6 @@ _PARTWISE = (hlo.AddOp, hlo.SubOp)
 class ComplexArithmetic(RewritePattern):
     """Complex add / sub / neg / mul / div / abs as ops on the parts (module docstring)."""
 
-    def __init__(self, model: CostModel) -> None:
-        self.model = model
-
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, (*_PARTWISE, hlo.MulOp, hlo.DivOp, hlo.NegOp, hlo.AbsOp)):
             return
@@ -196,7 +203,7 @@ class ComplexArithmetic(RewritePattern):
         parts = [(b.part(v, 0), b.part(v, 1)) for v in op.operands]
         if isinstance(op, hlo.AbsOp):
             _abs(b, *parts[0])
-            ops, r = b.fused(self.model)
+            ops, r = b.fused("complex_abs_fusion")
             rewriter.replace_op(op, ops, [r])
             return
         if isinstance(op, hlo.NegOp):
@@ -206,7 +213,7 @@ class ComplexArithmetic(RewritePattern):
         else:
             re, im = (_mul if isinstance(op, hlo.MulOp) else _div)(b, *parts)
         b.join(re, im, b.elem(op.results[0]))
-        ops, r = b.fused(self.model)
+        ops, r = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion")
         rewriter.replace_op(op, ops, [r])
 
 
@@ -270,8 +277,9 @@ class ComplexReductions(RewritePattern):
 
 def expand(function: Operation, chip: Chip) -> None:
     """Rewrite the complex ops of `function` into ops on their parts (module docstring);
-    `chip`'s cost model decides multi-output fusion of the parts' arithmetic."""
-    patterns = [ComplexArithmetic(cached(CostModel(chip))), ComplexReductions()]
+    the parts' arithmetic is one loop fusion (`_Ops.fused`) whatever `chip`."""
+    del chip  # the parts' arithmetic is one loop on every chip (`_Ops.fused`)
+    patterns = [ComplexArithmetic(), ComplexReductions()]
     walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)

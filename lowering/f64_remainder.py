@@ -14,14 +14,15 @@ converts exactly (< 2^53) and the product is the true remainder, a representable
 from __future__ import annotations
 
 from shardc.dialects import tpu
+from shardc.hardware.cost import F64_FMOD_STEP_BITS, F64_FMOD_STEPS
 from shardc.lowering.tile_index import TileEmitter
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType, f64, i64
 from xdsl.ir import SSAValue
 
-STEP_BITS = 10
-"""Bits shifted per step: r < 2^53, so r << 10 < 2^63 stays a positive i64."""
-STEPS = -(-2045 // STEP_BITS)
+STEP_BITS = F64_FMOD_STEP_BITS
+"""Bits shifted per step (hardware/cost.py, which charges the steps: one definition)."""
+STEPS = F64_FMOD_STEPS
 """The largest exponent difference (2046 - 1) over the bits per step."""
 _FRACTION = (1 << 52) - 1
 

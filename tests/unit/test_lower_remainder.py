@@ -107,6 +107,23 @@ def test_level_s_charges_the_ops_the_lowering_emits(dtype: str) -> None:
     assert sum(row["flops"] for row in s) == per_element * 16 * 256
 
 
+def test_level_s_charges_the_f64_long_division() -> None:
+    """f64's remainder (lowering/f64_remainder.py's 205 steps): level S charges
+    `elementwise_vpu_ops` per element, the lowered kernel's counted vector ops, not one."""
+    import shardc
+    from shardc.dialects import hlo
+    from shardc.hardware.cost import F64_FMOD_STEP_OPS, F64_FMOD_STEPS, elementwise_vpu_ops
+
+    t = ty((16, 256), "f64")
+    text = program([t, t], t, f"hlo.remainder %a0, %a1 : {t}")
+    (op,) = [o for o in parse(text, "rem.mlir").walk() if isinstance(o, hlo.RemainderOp)]
+    per_element = elementwise_vpu_ops(op)
+    assert per_element > F64_FMOD_STEPS * F64_FMOD_STEP_OPS  # the steps, not one op
+    assert simulated_vpu_ops(text) == per_element * 16 * 256
+    s = shardc.run(text, timing_only=True, chip="v5e").report["ops"]
+    assert sum(row["flops"] for row in s) == per_element * 16 * 256
+
+
 F64_SPECIALS = [
     0.0,
     -0.0,

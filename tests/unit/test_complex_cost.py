@@ -1,0 +1,102 @@
+"""
+Level S charges what `lower-to-tpu` computes of a complex op (issue 15 item 5): the one
+loop lowering/complex_pairs.py makes of a complex elementwise op on its parts has
+`hardware/cost.py` `COMPLEX_PART_OPS` vector ops per element (counted in the loop and in
+the level-T simulator's charge), level S plans the same loops (`hardware/kernel.py`
+`complex_kernels`) and charges the parts' DMAs (`part_dma_bytes`); the step times agree.
+"""
+
+from __future__ import annotations
+
+import pytest
+import shardc
+from shardc.dialects import hlo
+from shardc.hardware.chips import CHIPS
+from shardc.hardware.cost import COMPLEX_PART_OPS, complex_part_ops
+from shardc.hardware.kernel import complex_dot_kernels, complex_kernels
+from shardc.interpreter.testing import parse
+from shardc.lowering import complex_pairs
+from shardc.tests.unit.test_lower_element_types import program, ty
+from shardc.tests.unit.test_lower_remainder import simulated_vpu_ops
+from xdsl.dialects import func
+
+SHAPE = (16, 256)
+
+
+def complex_program(name: str, part: str, shape=SHAPE) -> str:
+    t, rt = ty(shape, f"complex<{part}>"), ty(shape, part)
+    if name == "hlo.abs":
+        return program([t], rt, f"hlo.abs %a0 : ({t}) -> {rt}")
+    if name == "hlo.neg":
+        return program([t], t, f"hlo.neg %a0 : {t}")
+    return program([t, t], t, f"{name} %a0, %a1 : {t}")
+
+
+def expanded(text: str) -> list[hlo.FusionOp]:
+    module = parse(text, "complex.mlir")
+    for f in list(module.walk()):
+        if isinstance(f, func.FuncOp):
+            complex_pairs.expand(f, CHIPS["v5e"])
+    return [o for o in module.walk() if isinstance(o, hlo.FusionOp)]
+
+
+@pytest.mark.parametrize(("name", "part"), sorted(COMPLEX_PART_OPS))
+def test_the_table_is_the_loop_the_lowering_makes(name: str, part: str) -> None:
+    """One loop (level S plans one), `COMPLEX_PART_OPS` ops in it, as many charged by the
+    level-T simulator and by level S per element."""
+    text = complex_program(name, part)
+    (fusion,) = expanded(text)
+    body = [o for o in fusion.body.block.ops if not isinstance(o, hlo.ReturnOp)]
+    assert len(body) == COMPLEX_PART_OPS[(name, part)]
+    (op,) = [o for o in parse(text, "c.mlir").walk() if o.name == name]
+    assert complex_part_ops(op) == len(body)
+    assert len(complex_kernels(CHIPS["v5e"], op)) == 1
+    n = SHAPE[0] * SHAPE[1]
+    assert simulated_vpu_ops(text) == len(body) * n
+    rows = shardc.run(text, timing_only=True, chip="v5e").report["ops"]
+    assert sum(row["flops"] for row in rows) == len(body) * n
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p"])
+@pytest.mark.parametrize(
+    ("name", "part"),
+    [("hlo.add", "f32"), ("hlo.mul", "f32"), ("hlo.div", "f64"), ("hlo.abs", "f32")],
+)
+def test_level_s_step_is_level_t_step(name: str, part: str, chip: str) -> None:
+    """The parts' DMAs and the loop, at a size where both matter: within 10%."""
+    text = complex_program(name, part, (512, 1024))
+    s = shardc.run(text, timing_only=True, chip=chip).report["step_time_s"]
+    kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
+    t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
+    assert abs(t / s - 1) < 0.1, (s, t)
+
+
+def dot_program(m: int, k: int, n: int, part: str) -> str:
+    a, b, r = (ty(s, f"complex<{part}>") for s in ((m, k), (k, n), (m, n)))
+    return program([a, b], r, f"hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}")
+
+
+@pytest.mark.parametrize("part", ["f32", "f64"])
+def test_a_complex_dot_is_the_loops_level_s_plans(part: str) -> None:
+    """`complex_dot_kernels`: as many real dots and combining loops as the lowering makes."""
+    text = dot_program(64, 128, 256, part)
+    module = parse(text, "dot.mlir")
+    (op,) = [o for o in module.walk() if isinstance(o, hlo.DotOp)]
+    kernels = complex_dot_kernels(CHIPS["v5e"], op)
+    for f in list(module.walk()):
+        if isinstance(f, func.FuncOp):
+            complex_pairs.expand(f, CHIPS["v5e"])
+    ops = list(module.walk())
+    dots = [o for o in ops if isinstance(o, hlo.DotOp)]
+    combines = [o for o in ops if isinstance(o, hlo.AddOp | hlo.SubOp)]
+    assert len(kernels) == len(dots) + len(combines) == 6
+    assert len({(d.lhs.type, d.rhs.type, d.result.type) for d in dots}) == 1  # one plan
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p"])
+def test_complex_dot_step_is_level_t_step(chip: str) -> None:
+    text = dot_program(512, 1024, 1024, "f32")
+    s = shardc.run(text, timing_only=True, chip=chip).report["step_time_s"]
+    kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
+    t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
+    assert abs(t / s - 1) < 0.1, (s, t)
