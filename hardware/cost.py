@@ -398,17 +398,53 @@ def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     return float(positions * per_window * (1 if isinstance(op, hlo.ReduceWindowOp) else 2))
 
 
+def dma_hbm_passes(src_in_hbm: bool, dst_in_hbm: bool) -> int:
+    """
+    How many times a device-local DMA's bytes cross its HBM interface: once per end in HBM.
+    `Chip.hbm_bw` is the interface's total, which reads and writes share (every roofline
+    here charges operands read plus results written against it), so an HBM-to-HBM copy of
+    n bytes takes 2 n / hbm_bw and an HBM <-> VMEM/SMEM transfer n / hbm_bw. Level T's DMA
+    engine (interpreter/level_t_dma.py) rates a local DMA by it and level S charges the
+    copies the lowerings make (gather slices, scatter's operand copy, a collective's own
+    block) by it. A VMEM-to-VMEM copy (no lowering makes one) counts one pass: no source
+    gives the DMA engine's on-chip rate.
+    """
+    return max(1, int(src_in_hbm) + int(dst_in_hbm))
+
+
+def hbm_copy_bytes(nbytes: float) -> float:
+    """HBM traffic of copying `nbytes` from HBM to HBM (one local DMA: read and write)."""
+    return dma_hbm_passes(True, True) * nbytes
+
+
+def scatter_in_f32(op: Operation) -> bool:
+    """A bf16/f16/f8 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
+    hlo_gather.py: the operand and the updates in f32, every update applied in order, one
+    rounding at the end), and so does its lowering (lowering/gather.py)."""
+    if not isinstance(op, hlo.ScatterOp) or op.kind.data not in ("add", "mul"):
+        return False
+    elem = _tensor_types(op.results[:1])[0].element_type
+    return accumulation_type(elem) != elem  # bf16, f16 and f8 accumulate in f32
+
+
 def gather_scatter_bytes(op: hlo.GatherOp | hlo.ScatterOp) -> int:
     """
-    Bytes moved: a gather reads the indices and only the slices it gathers (the result's
-    size), and writes the result; a scatter copies the operand through (read + write),
-    reads the indices and updates, and reads and writes the elements it updates.
+    Bytes moved: a gather reads the indices and copies only the slices it gathers (the
+    result's size) HBM to HBM; a scatter copies the operand through (HBM to HBM), reads the
+    indices and updates, and reads and writes the elements it updates. One accumulated in
+    f32 (`scatter_in_f32`) also moves each update's window in f32 four times, through an
+    f32 HBM scratch of the touched windows (lowering/gather.py `_lower_scatter_f32`):
+    widened into it, read and written back by the combine, read by the rounding.
     """
     if isinstance(op, hlo.GatherOp):
         out, idx = (tensor_bytes(t) for t in _tensor_types([op.result, op.start_indices]))
-        return 2 * out + idx
+        return int(hbm_copy_bytes(out)) + idx
     operand, idx, upd = (tensor_bytes(t) for t in _tensor_types(op.operands))
-    return 2 * operand + idx + 3 * upd
+    wide = 0
+    if scatter_in_f32(op):
+        upd_type = _tensor_types([op.updates])[0]
+        wide = 4 * _elements(upd_type) * element_bytes(accumulation_type(upd_type.element_type))
+    return int(hbm_copy_bytes(operand)) + idx + 3 * upd + wide
 
 
 def convolution_flops(op: hlo.ConvolutionOp) -> float:
