@@ -892,11 +892,14 @@ class CostModel:
                 for t in range(n)
                 if r != t
             ]
-            return transfers_time(self.chip, torus, moves) + nbytes / n / self.chip.hbm_bw
+            return (
+                transfers_time(self.chip, torus, moves)
+                + hbm_copy_bytes(nbytes / n) / self.chip.hbm_bw
+            )
         axes = self._axis_list(op)
         if not axes:
             return 0.0
-        copy = nbytes / self.chip.hbm_bw
+        copy = hbm_copy_bytes(nbytes) / self.chip.hbm_bw  # the own block, HBM to HBM
         if kind == "all_gather":
             return self._gather_phases(axes, nbytes) + copy
         n = math.prod(len(g[0]) for g, _ in axes)
