@@ -386,6 +386,44 @@ def value_vpu_ops(v: SSAValue) -> int:
     return elementwise_vpu_ops(v.owner) if isinstance(v.owner, Operation) else 1
 
 
+SELECT_STEPS = 32
+"""Row blocks a selecting top_k is cut into at least, where its rows allow
+(lowering/sorting.py `_lower_select`): block t + 1 is fetched while block t is selected
+(two VMEM slots), so only the first block's fetch and the last one's selection and
+write-back are not hidden, as a real kernel's pipeline."""
+SELECT_PASS_OPS = 17
+"""VPU ops per element of one selection pass (the largest key not taken, its lowest
+position, the value there, marking it taken: `_select_top`, splats included)."""
+SELECT_FIXED_OPS = 3
+"""VPU ops per element once per block (the transpose, the positions, `taken`)."""
+SELECT_FLOAT_KEY_OPS = 7
+"""VPU ops per element of a float key's total order as an integer (`_total_key`)."""
+
+
+def select_blocks(outer: int) -> int:
+    """Row blocks of a selecting top_k over `outer` rows: the fewest of at least
+    `SELECT_STEPS` that divide it evenly, or one per row (lowering/sorting.py may take
+    more when VMEM is short)."""
+    many = [b for b in range(SELECT_STEPS, outer + 1) if outer % b == 0]
+    return min(many) if many else max(outer, 1)
+
+
+def select_time(chip: Chip, op: hlo.TopKOp) -> float:
+    """
+    Seconds of a top_k by selection (lowering/sorting.py `_lower_select`), its row blocks
+    double-buffered: the first block's fetch, then per block the longer of its selection
+    (VPU ops, the block's VMEM load) plus its result's write-back and the next fetch.
+    """
+    src = _tensor_types(op.operands[:1])[0]
+    elems, blocks = _elements(src), select_blocks(math.prod(src.get_shape()[:-1]))
+    key = SELECT_FLOAT_KEY_OPS if hlo.element_kind(src.element_type) == hlo.FLOAT else 0
+    ops = elems * (SELECT_FIXED_OPS + key + SELECT_PASS_OPS * op.count)
+    fetch = tensor_bytes(src) / blocks / chip.hbm_bw
+    out = sum(tensor_bytes(t) for t in _tensor_types(op.results)) / blocks / chip.hbm_bw
+    work = (ops / chip.vpu_flops + vmem_time(chip, tensor_bytes(src))) / blocks + out
+    return fetch + (blocks - 1) * max(work, fetch) + work
+
+
 def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     """
     One combine per window element per window position (reduce_window); select_and_scatter
@@ -563,6 +601,8 @@ class CostModel:
         nbytes = self.hbm_bytes(op)
         if isinstance(op, hlo.SortOp | hlo.TopKOp) and flops and network_sort(op):
             return OpCost(flops, nbytes, sort_time(self.chip, op, nbytes))
+        if isinstance(op, hlo.TopKOp) and flops and sort_selects(op):
+            return OpCost(flops, nbytes, select_time(self.chip, op))
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
         return OpCost(flops, nbytes, self.tiled_time(op, time))
 
