@@ -402,10 +402,10 @@ SELECT_FLOAT_KEY_OPS = 7
 
 def select_blocks(outer: int) -> int:
     """Row blocks of a selecting top_k over `outer` rows: the fewest of at least
-    `SELECT_STEPS` that divide it evenly, or one per row (lowering/sorting.py may take
-    more when VMEM is short)."""
+    `SELECT_STEPS` that divide it evenly, else one (few rows: nothing worth pipelining;
+    lowering/sorting.py may take more when VMEM is short)."""
     many = [b for b in range(SELECT_STEPS, outer + 1) if outer % b == 0]
-    return min(many) if many else max(outer, 1)
+    return min(many) if many else 1
 
 
 def select_time(chip: Chip, op: hlo.TopKOp) -> float:

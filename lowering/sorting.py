@@ -148,8 +148,8 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
     _, outer, n, inner, m = _geometry(op)
     rows = _rows(ctx.target, op)
     select = _selects(op)
-    if select and _select_rows(op, rows):
-        _lower_select(ctx, op, _select_rows(op, rows))
+    if select and _select_rows(ctx.target, op):
+        _lower_select(ctx, op, _select_rows(ctx.target, op))
         return
     p = n if select else _padded(n)
     ins = [reshape_view(e, ctx.buffers[v], (outer, n, inner), "sort_in") for v in op.operands]
@@ -514,12 +514,14 @@ def _select_top(b: Emitter, key: SSAValue, values: SSAValue, indices: SSAValue) 
         b.op(tpu.DeallocOp(src))
 
 
-def _select_rows(op: Operation, fits: int) -> int:
+def _select_rows(target: Target, op: Operation) -> int:
     """Rows per block of the double-buffered selection: `hardware.cost.select_blocks`
-    blocks (level S's count), fewer rows if two input slots do not fit where one block of
-    `fits` rows did; 0 if not even one row's do (then one block at a time)."""
-    _, outer, *_ = _geometry(op)
-    ok = [r for r in range(1, fits // 2 + 1) if outer % r == 0]
+    blocks (level S's count), fewer rows if the work and a second input slot do not fit
+    VMEM; 0 if not even one row's do (then one block at a time)."""
+    _, outer, n, _, _ = _geometry(op)
+    elem = tensor_type(op.operands[0].type).element_type
+    per_row = _TEMPORARIES * 4 * n + 3 * n * element_bytes(elem)
+    ok = [r for r in range(1, outer + 1) if outer % r == 0 and r * per_row <= target.vmem_bytes]
     return min(outer // select_blocks(outer), max(ok or [0]))
 
 
