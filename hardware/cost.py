@@ -468,6 +468,44 @@ def value_vpu_ops(v: SSAValue) -> int:
     return elementwise_vpu_ops(v.owner) if isinstance(v.owner, Operation) else 1
 
 
+SELECT_STEPS = 32
+"""Row blocks a selecting top_k is cut into at least, where its rows allow
+(lowering/sorting.py `_lower_select`): block t + 1 is fetched while block t is selected
+(two VMEM slots), so only the first block's fetch and the last one's selection and
+write-back are not hidden, as a real kernel's pipeline."""
+SELECT_PASS_OPS = 17
+"""VPU ops per element of one selection pass (the largest key not taken, its lowest
+position, the value there, marking it taken: `_select_top`, splats included)."""
+SELECT_FIXED_OPS = 3
+"""VPU ops per element once per block (the transpose, the positions, `taken`)."""
+SELECT_FLOAT_KEY_OPS = 7
+"""VPU ops per element of a float key's total order as an integer (`_total_key`)."""
+
+
+def select_blocks(outer: int) -> int:
+    """Row blocks of a selecting top_k over `outer` rows: the fewest of at least
+    `SELECT_STEPS` that divide it evenly, else one (few rows: nothing worth pipelining;
+    lowering/sorting.py may take more when VMEM is short)."""
+    many = [b for b in range(SELECT_STEPS, outer + 1) if outer % b == 0]
+    return min(many) if many else 1
+
+
+def select_time(chip: Chip, op: hlo.TopKOp) -> float:
+    """
+    Seconds of a top_k by selection (lowering/sorting.py `_lower_select`), its row blocks
+    double-buffered: the first block's fetch, then per block the longer of its selection
+    (VPU ops, the block's VMEM load) plus its result's write-back and the next fetch.
+    """
+    src = _tensor_types(op.operands[:1])[0]
+    elems, blocks = _elements(src), select_blocks(math.prod(src.get_shape()[:-1]))
+    key = SELECT_FLOAT_KEY_OPS if hlo.element_kind(src.element_type) == hlo.FLOAT else 0
+    ops = elems * (SELECT_FIXED_OPS + key + SELECT_PASS_OPS * op.count)
+    fetch = tensor_bytes(src) / blocks / chip.hbm_bw
+    out = sum(tensor_bytes(t) for t in _tensor_types(op.results)) / blocks / chip.hbm_bw
+    work = (ops / chip.vpu_flops + vmem_time(chip, tensor_bytes(src))) / blocks + out
+    return fetch + (blocks - 1) * max(work, fetch) + work
+
+
 def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     """
     One combine per window element per window position (reduce_window); select_and_scatter
@@ -480,17 +518,53 @@ def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     return float(positions * per_window * (1 if isinstance(op, hlo.ReduceWindowOp) else 2))
 
 
+def dma_hbm_passes(src_in_hbm: bool, dst_in_hbm: bool) -> int:
+    """
+    How many times a device-local DMA's bytes cross its HBM interface: once per end in HBM.
+    `Chip.hbm_bw` is the interface's total, which reads and writes share (every roofline
+    here charges operands read plus results written against it), so an HBM-to-HBM copy of
+    n bytes takes 2 n / hbm_bw and an HBM <-> VMEM/SMEM transfer n / hbm_bw. Level T's DMA
+    engine (interpreter/level_t_dma.py) rates a local DMA by it and level S charges the
+    copies the lowerings make (gather slices, scatter's operand copy, a collective's own
+    block) by it. A VMEM-to-VMEM copy (no lowering makes one) counts one pass: no source
+    gives the DMA engine's on-chip rate.
+    """
+    return max(1, int(src_in_hbm) + int(dst_in_hbm))
+
+
+def hbm_copy_bytes(nbytes: float) -> float:
+    """HBM traffic of copying `nbytes` from HBM to HBM (one local DMA: read and write)."""
+    return dma_hbm_passes(True, True) * nbytes
+
+
+def scatter_in_f32(op: Operation) -> bool:
+    """A bf16/f16/f8 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
+    hlo_gather.py: the operand and the updates in f32, every update applied in order, one
+    rounding at the end), and so does its lowering (lowering/gather.py)."""
+    if not isinstance(op, hlo.ScatterOp) or op.kind.data not in ("add", "mul"):
+        return False
+    elem = _tensor_types(op.results[:1])[0].element_type
+    return accumulation_type(elem) != elem  # bf16, f16 and f8 accumulate in f32
+
+
 def gather_scatter_bytes(op: hlo.GatherOp | hlo.ScatterOp) -> int:
     """
-    Bytes moved: a gather reads the indices and only the slices it gathers (the result's
-    size), and writes the result; a scatter copies the operand through (read + write),
-    reads the indices and updates, and reads and writes the elements it updates.
+    Bytes moved: a gather reads the indices and copies only the slices it gathers (the
+    result's size) HBM to HBM; a scatter copies the operand through (HBM to HBM), reads the
+    indices and updates, and reads and writes the elements it updates. One accumulated in
+    f32 (`scatter_in_f32`) also moves each update's window in f32 four times, through an
+    f32 HBM scratch of the touched windows (lowering/gather.py `_lower_scatter_f32`):
+    widened into it, read and written back by the combine, read by the rounding.
     """
     if isinstance(op, hlo.GatherOp):
         out, idx = (tensor_bytes(t) for t in _tensor_types([op.result, op.start_indices]))
-        return 2 * out + idx
+        return int(hbm_copy_bytes(out)) + idx
     operand, idx, upd = (tensor_bytes(t) for t in _tensor_types(op.operands))
-    return 2 * operand + idx + 3 * upd
+    wide = 0
+    if scatter_in_f32(op):
+        upd_type = _tensor_types([op.updates])[0]
+        wide = 4 * _elements(upd_type) * element_bytes(accumulation_type(upd_type.element_type))
+    return int(hbm_copy_bytes(operand)) + idx + 3 * upd + wide
 
 
 def convolution_flops(op: hlo.ConvolutionOp) -> float:
@@ -609,6 +683,8 @@ class CostModel:
         nbytes = self.hbm_bytes(op)
         if isinstance(op, hlo.SortOp | hlo.TopKOp) and flops and network_sort(op):
             return OpCost(flops, nbytes, sort_time(self.chip, op, nbytes))
+        if isinstance(op, hlo.TopKOp) and flops and sort_selects(op):
+            return OpCost(flops, nbytes, select_time(self.chip, op))
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
         return OpCost(flops, nbytes, self.tiled_time(op, time))
 
@@ -946,11 +1022,14 @@ class CostModel:
                 for t in range(n)
                 if r != t
             ]
-            return transfers_time(self.chip, torus, moves) + nbytes / n / self.chip.hbm_bw
+            return (
+                transfers_time(self.chip, torus, moves)
+                + hbm_copy_bytes(nbytes / n) / self.chip.hbm_bw
+            )
         axes = self._axis_list(op)
         if not axes:
             return 0.0
-        copy = nbytes / self.chip.hbm_bw
+        copy = hbm_copy_bytes(nbytes) / self.chip.hbm_bw  # the own block, HBM to HBM
         if kind == "all_gather":
             return self._gather_phases(axes, nbytes) + copy
         n = math.prod(len(g[0]) for g, _ in axes)

@@ -1,7 +1,8 @@
 """
 The DMA engines of the level-T machine: a DMA's life from `tpu.dma_start` to landing.
 
-A local DMA streams over its device's HBM, a remote one over the ICI links of its route
+A local DMA streams over its device's HBM (once per end there: an HBM-to-HBM copy reads
+and writes it, `hardware.cost.dma_hbm_passes`), a remote one over the ICI links of its route
 (`Torus.route`); concurrent transfers share each resource equally (`Flows`), so every
 start or end re-rates the others and reschedules their drain events. When its last byte
 leaves, the source bytes are read and the send semaphore counts them; `hops *
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 from shardc.dialects import tpu
 from shardc.hardware.chips import Chip
+from shardc.hardware.cost import dma_hbm_passes
 from shardc.interpreter.level_t_machine import (
     DeviceState,
     Diagnostics,
@@ -70,7 +72,11 @@ class DmaEngine:
         d = dev.index
         now = self.events.now
         if target == d:
-            links: list[Any] = [("hbm", d)]
+            # One share of the device's HBM per end there (`dma_hbm_passes`): an HBM-to-HBM
+            # copy reads and writes it, so it drains at half the rate of a fetch.
+            hbm = tpu.MemorySpace.HBM
+            passes = dma_hbm_passes(src.buffer.space == hbm, dst.buffer.space == hbm)
+            links: list[Any] = [("hbm", d)] * passes
             hops = 0
         else:
             links = self.torus.route(d, target)

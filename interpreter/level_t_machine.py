@@ -167,7 +167,8 @@ class Dma:
 
 
 class Flows:
-    """Active transfers on shared resources (directed ICI links, per-device HBM)."""
+    """Active transfers on shared resources (directed ICI links, per-device HBM); a flow
+    that lists a resource k times (an HBM-to-HBM copy: HBM twice) takes k equal shares."""
 
     def __init__(self, capacity: Mapping[str, float]):
         self.capacity = capacity

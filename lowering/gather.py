@@ -54,6 +54,7 @@ from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import MemorySpace, memref_type
 from shardc.hardware.chips import Chip
+from shardc.hardware.cost import scatter_in_f32
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -434,7 +435,7 @@ def _check_scatter(target: Target, op: hlo.ScatterOp) -> None:
     kind = op.kind.data
     if kind != "replace":
         block = _layout(op).block
-        wide = accumulation_type(elem) if in_f32(op) else elem
+        wide = accumulation_type(elem) if scatter_in_f32(op) else elem
         size = math.prod(block) * (element_bytes(elem) + element_bytes(wide))
         target.check_vmem(op, f"{op.name}'s update window {list(block)} (two VMEM blocks)", size)
 
@@ -447,7 +448,7 @@ def _lower_scatter(ctx: LoweringContext, op: hlo.ScatterOp) -> None:
     if math.prod(tensor_type(op.updates.type).get_shape()) == 0:
         e.op(tpu.DMAWaitOp(copy_sem, res))
         return
-    if in_f32(op):
+    if scatter_in_f32(op):
         _lower_scatter_f32(ctx, op, copy_sem)
         return
     e.op(tpu.DMAWaitOp(copy_sem, res))  # the updates overwrite those bytes
@@ -542,15 +543,6 @@ def combine(b: Emitter, kind: str, x: SSAValue, y: SSAValue) -> SSAValue:
 
 
 # bf16 / f16 scatter add and mul: in f32 ----------------------------------------------------
-
-
-def in_f32(op: Operation) -> bool:
-    """A bf16/f16/f8 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
-    hlo_gather.py: the operand and the updates in f32, every update applied in order, one
-    rounding at the end)."""
-    if not isinstance(op, hlo.ScatterOp) or op.kind.data not in ("add", "mul"):
-        return False
-    return accumulation_type(_elem(op)) != _elem(op)  # bf16, f16 and f8 accumulate in f32
 
 
 def _lower_scatter_f32(ctx: LoweringContext, op: hlo.ScatterOp, copy_sem: SSAValue) -> None:

@@ -57,7 +57,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import memref_type
-from shardc.hardware.cost import sort_packs, sort_selects
+from shardc.hardware.cost import select_blocks, sort_packs, sort_selects
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -77,7 +77,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 _TEMPORARIES = 12
 """4-byte [R, P, inner] vectors alive at once in a network stage or selection pass (the
@@ -148,6 +148,9 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
     _, outer, n, inner, m = _geometry(op)
     rows = _rows(ctx.target, op)
     select = _selects(op)
+    if select and _select_rows(ctx.target, op):
+        _lower_select(ctx, op, _select_rows(ctx.target, op))
+        return
     p = n if select else _padded(n)
     ins = [reshape_view(e, ctx.buffers[v], (outer, n, inner), "sort_in") for v in op.operands]
     outs = [reshape_view(e, ctx.buffers[v], (outer, m, inner), "sort_out") for v in op.results]
@@ -472,12 +475,12 @@ def _store_index(b: Emitter, key: SSAValue, index: SSAValue) -> None:
 
 
 def _select_top(b: Emitter, key: SSAValue, values: SSAValue, indices: SSAValue) -> None:
-    """The k largest of each row of `key` ([R, n, 1]) in total order, lowest position
+    """The k largest of each row of `key` ([R, n, 1] or [R, n]) in total order, lowest position
     first among equals, into `values` and `indices` ([R, k] VMEM)."""
-    rows, n, _ = _shape(key)
+    rows, n = _shape(key)[:2]
     k = _shape(values)[1]
     elem = _elem(key)
-    flat = reshape_view(b, key, (rows, n), "topk_rows")
+    flat = key if len(_shape(key)) == 2 else reshape_view(b, key, (rows, n), "topk_rows")
     loaded = b.op(tpu.LoadOp(flat, [b.index(0)] * 2, VectorType(elem, (rows, n))))
     x = b.op(tpu.TransposeOp(loaded, [1, 0]))
     is_float = hlo.element_kind(elem) == hlo.FLOAT
@@ -509,6 +512,61 @@ def _select_top(b: Emitter, key: SSAValue, values: SSAValue, indices: SSAValue) 
         v = b.op(tpu.LoadOp(src, [b.index(0)] * 2, VectorType(_elem(src), (k, rows))))
         b.op(tpu.StoreOp(b.op(tpu.TransposeOp(v, [1, 0])), dst, [b.index(0)] * 2))
         b.op(tpu.DeallocOp(src))
+
+
+def _select_rows(target: Target, op: Operation) -> int:
+    """Rows per block of the double-buffered selection: `hardware.cost.select_blocks`
+    blocks (level S's count), fewer rows if the work and a second input slot do not fit
+    VMEM; 0 if not even one row's do (then one block at a time)."""
+    _, outer, n, _, _ = _geometry(op)
+    elem = tensor_type(op.operands[0].type).element_type
+    per_row = _TEMPORARIES * 4 * n + 3 * n * element_bytes(elem)
+    ok = [r for r in range(1, outer + 1) if outer % r == 0 and r * per_row <= target.vmem_bytes]
+    return min(outer // select_blocks(outer), max(ok or [0]))
+
+
+def _lower_select(ctx: LoweringContext, op: Operation, rows: int) -> None:
+    """top_k by selection over row blocks, double-buffered: block t + 1's fetch is started
+    (into the other slot, free since block t - 1 was written back) before block t is
+    waited for and selected; the [R, k] results are written back and waited per block."""
+    e = ctx.emitter
+    _, outer, n, _, m = _geometry(op)
+    src = reshape_view(e, ctx.buffers[op.operands[0]], (outer, n), "topk_in")
+    outs = [reshape_view(e, ctx.buffers[v], (outer, m), "topk_out") for v in op.results]
+    slots = _alloc(e, (2, rows, n), _elem(src), "topk_vin")
+    sems = e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), "topk_in_sems")
+    vout = [_alloc(e, (rows, m), _elem(v), "sort_vout") for v in outs]
+    sout = [e.op(tpu.AllocOp(tpu.DMASemaphoreType()), "sort_sem") for _ in outs]
+
+    def slot(b: Emitter, i: SSAValue) -> tuple[SSAValue, SSAValue]:
+        ty = memref_type((rows, n), _elem(src), VMEM)
+        buf = b.op(tpu.MemRefSliceOp(slots, [i, b.index(0), b.index(0)], ty), "topk_slot")
+        return buf, b.op(tpu.MemRefSliceOp(sems, [i], tpu.DMASemaphoreType()), "topk_sem")
+
+    def fetch(b: Emitter, block: SSAValue, i: SSAValue) -> None:
+        at = [b.mul(block, b.index(rows)), b.index(0)]
+        buf, sem = slot(b, i)
+        b.op(tpu.DMAStartOp(_block(b, src, at, (rows, n)), buf, recv_sem=sem))
+
+    fetch(e, e.index(0), e.index(0))
+    b, t = for_steps(e, 0, outer // rows, "rows")
+    i, later = b.rem(t, b.index(2)), b.add(t, b.index(1))
+    then = Emitter(Block())
+    fetch(then, later, then.sub(then.index(1), i))
+    then.op(scf.YieldOp())
+    more = b.op(arith.CmpiOp(later, b.index(outer // rows), "slt"))
+    b.op(scf.IfOp(more, [], Region(then.block)))
+    buf, sem = slot(b, i)
+    b.op(tpu.DMAWaitOp(sem, buf))
+    _select_top(b, buf, vout[0], vout[1])
+    at = [b.mul(t, b.index(rows)), b.index(0)]
+    for v, dst, s in zip(vout, outs, sout, strict=True):
+        b.op(tpu.DMAStartOp(v, _block(b, dst, at, (rows, m)), recv_sem=s))
+    for v, s in zip(vout, sout, strict=True):
+        b.op(tpu.DMAWaitOp(s, v))
+    b.op(scf.YieldOp())
+    for v in (slots, *vout):
+        e.op(tpu.DeallocOp(v))
 
 
 def _reduce_rows(b: Emitter, kind: str, v: SSAValue, init: int) -> tuple[SSAValue, SSAValue]:

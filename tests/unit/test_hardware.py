@@ -41,20 +41,24 @@ def test_wraparound_only_on_full_axes() -> None:
 
 W5E, HBM5E, HOP = 4.5e10, 8.1e11, 1e-6
 """v5e's ICI link bandwidth per direction, HBM bandwidth, per-hop latency."""
+COPY5E = 2 / HBM5E
+"""Seconds per byte of a collective's own-block copy, HBM to HBM: read and write
+(`hardware.cost.hbm_copy_bytes`)."""
 
 
 def test_all_gather_without_wraparound_matches_the_scaling_book() -> None:
     # v5e {X: 8, Y: 4}, AllGather_Y of bf16[2048, 8192]: 3 steps of 8.4e6 B at 4.5e10 B/s =
     # 560 us (the scaling book); the lowering's ring also pays a hop per step and the wrap
     # edge's 3 hops back along the line (a chain of 3 edges: 1 + 1 + 3 hops at most) and
-    # copies the own block (8.4e6 B at HBM bandwidth).
+    # copies the own block (8.4e6 B read and written at HBM bandwidth: 21 us, which with
+    # the hops puts it 4.6% above the book's transfer time).
     op, mesh = first(
         gather_program('"X"=8, "Y"=4', "Y", "512x8192", "2048x8192"), collective.AllGatherOp
     )
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     block = 512 * 8192 * 2
-    assert t == pytest.approx(3 * block / W5E + 5 * HOP + block / HBM5E)
-    assert t == pytest.approx(559e-6, rel=0.03)
+    assert t == pytest.approx(3 * block / W5E + 5 * HOP + block * COPY5E)
+    assert t == pytest.approx(559e-6, rel=0.05)
 
 
 def test_all_gather_with_wraparound_uses_both_directions() -> None:
@@ -64,17 +68,17 @@ def test_all_gather_with_wraparound_uses_both_directions() -> None:
     block = 1024 * 1024 * 2
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     # Half of every block each way round: 15 steps of block / 2 per direction.
-    assert t == pytest.approx(15 * (HOP + block / 2 / W5E) + block / HBM5E)
+    assert t == pytest.approx(15 * (HOP + block / 2 / W5E) + block * COPY5E)
 
 
 def test_latency_is_paid_per_ring_step() -> None:
     op, mesh = first(gather_program('"X"=16', "X", "1x8", "16x8"), collective.AllGatherOp)
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
-    assert t == pytest.approx(15 * (HOP + 8 / W5E) + 16 / HBM5E)
+    assert t == pytest.approx(15 * (HOP + 8 / W5E) + 16 * COPY5E)
     # A line of 8: a block crosses 6 one-hop edges and the 7-hop wrap edge.
     op, mesh = first(gather_program('"X"=8', "X", "1x8", "8x8"), collective.AllGatherOp)
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
-    assert t == pytest.approx(13 * HOP + 7 * 16 / W5E + 16 / HBM5E)
+    assert t == pytest.approx(13 * HOP + 7 * 16 / W5E + 16 * COPY5E)
 
 
 def test_reduce_scatter_credits_cross_the_wrap_edge() -> None:
@@ -89,7 +93,7 @@ func.func @f(%x: tensor<16x256xf32>) -> tensor<2x256xf32> attributes {spmd.parti
     op, mesh = first(text, collective.ReduceScatterOp)
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     block = 2 * 256 * 4
-    assert t == pytest.approx(4 * (7 * HOP + block / W5E) + block / HBM5E)
+    assert t == pytest.approx(4 * (7 * HOP + block / W5E) + block * COPY5E)
 
 
 def test_all_reduce_is_a_reduce_scatter_and_an_all_gather() -> None:
@@ -113,10 +117,10 @@ func.func @f(%x: tensor<16384x1024xf32>) -> (tensor<16384x1024xf32>, tensor<1638
     chunk = 1024 * 1024 * 4
     assert rs == pytest.approx(ag)  # f32: partial sums travel in their own type
     # The all-gather phase finds its block in place: one copy fewer.
-    assert ar == pytest.approx(rs + ag - chunk / HBM5E)
+    assert ar == pytest.approx(rs + ag - chunk * COPY5E)
     # all_to_all straight to every rank on a 16-ring: the busiest link carries the blocks
     # of 1 + 2 + ... + 7 pairs one way (distance 8 goes up) plus the 8 of distance 8.
-    assert a2a == pytest.approx(8 * HOP + (28 + 8) * chunk / W5E + chunk / HBM5E, rel=0.01)
+    assert a2a == pytest.approx(8 * HOP + (28 + 8) * chunk / W5E + chunk * COPY5E, rel=0.01)
 
 
 def test_several_axes_run_one_phase_per_axis() -> None:
@@ -136,7 +140,7 @@ func.func @f(%x: tensor<64x1024xbf16>) -> tensor<16384x1024xbf16> attributes {sp
     model = CostModel(get_chip("v5e"), two[1])  # pyright: ignore
     t_y, t_x = model.collective_time(y[0]), model.collective_time(x[0])  # pyright: ignore
     t2 = model.collective_time(two[0])  # pyright: ignore
-    assert t2 == pytest.approx(t_y + t_x - 1024 * 1024 * 2 / HBM5E)
+    assert t2 == pytest.approx(t_y + t_x - 1024 * 1024 * 2 * COPY5E)
 
 
 def test_mesh_axes_folded_onto_one_torus_axis_share_its_links() -> None:
@@ -149,7 +153,7 @@ def test_mesh_axes_folded_onto_one_torus_axis_share_its_links() -> None:
     assert model.torus_axis_lengths() == [2, 8]
     block = 64 * 64 * 2
     t = model.collective_time(op)  # pyright: ignore
-    assert t == pytest.approx(4 * HOP + 4 * block / W5E + block / HBM5E)
+    assert t == pytest.approx(4 * HOP + 4 * block / W5E + block * COPY5E)
 
 
 def test_bf16_reductions_move_f32_partial_sums() -> None:
@@ -164,7 +168,7 @@ func.func @f(%x: tensor<16384x1024xbf16>, %y: tensor<16384x1024xf32>) -> (tensor
     mesh = next(o for o in module.walk() if o.name == "spmd.mesh").mesh  # pyright: ignore
     model = CostModel(get_chip("v5e"), mesh)
     low, wide = [o for o in module.walk() if isinstance(o, collective.ReduceScatterOp)]
-    half_copy = 1024 * 1024 * 2 / HBM5E  # the bf16 result is half the f32 one's bytes
+    half_copy = 1024 * 1024 * 2 * COPY5E  # the bf16 result is half the f32 one's bytes
     assert model.collective_time(low) == pytest.approx(model.collective_time(wide) - half_copy)  # pyright: ignore
 
 
