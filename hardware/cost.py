@@ -345,20 +345,24 @@ def complex_dot(op: Operation) -> bool:
 
 def part_dma_bytes(op: Operation) -> int | None:
     """
-    Bytes the strided DMAs between a complex tensor and its parts move (lowering/
-    movement.py: one DMA per part, each part's bytes once): `hlo.real` / `hlo.imag` their
-    result, `hlo.complex` its result; a complex op on its parts (`complex_part_ops`,
-    `complex_dot`) its complex operands (both parts out) and a complex result (both parts
-    in) around its loops. None: no such DMAs.
+    HBM traffic of the strided DMAs between a complex tensor and its parts (lowering/
+    movement.py: one HBM-to-HBM DMA per part, each part's bytes read and written:
+    `dma_hbm_passes`): `hlo.real` / `hlo.imag` their result, `hlo.complex` its result; a
+    complex op on its parts (`complex_part_ops`, `complex_dot`) its complex operands (both
+    parts out) and a complex result (both parts in) around its loops. None: no such DMAs.
     """
     if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):
-        return sum(tensor_bytes(t) for t in _tensor_types(op.results))
-    if complex_part_ops(op) is None and not complex_dot(op):
+        moved = sum(tensor_bytes(t) for t in _tensor_types(op.results))
+    elif complex_part_ops(op) is None and not complex_dot(op):
         return None
-    values = [*op.operands, *op.results]
-    return sum(
-        tensor_bytes(t) for t in _tensor_types(values) if isinstance(t.element_type, ComplexType)
-    )
+    else:
+        values = [*op.operands, *op.results]
+        moved = sum(
+            tensor_bytes(t)
+            for t in _tensor_types(values)
+            if isinstance(t.element_type, ComplexType)
+        )
+    return dma_hbm_passes(True, True) * moved
 
 
 # Sorting networks (issue 15 item 5, helper opspeed) ----------------------------------------
