@@ -51,7 +51,7 @@ fetched, ordered and written back in turn (not double-buffered).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
@@ -310,6 +310,26 @@ def _stage(
     b: Emitter, bufs: list[SSAValue], n: int, k: int, j: int, order: tuple[bool, bool]
 ) -> None:
     """Compare-exchange i and i + j in every block of 2j (see the module docstring)."""
+    p = _shape(bufs[0])[1]
+
+    def swap(lo: list[SSAValue], hi: list[SSAValue]) -> SSAValue:
+        return _sorts_before(b, (hi[0], hi[-1]), (lo[0], lo[-1]), n if n < p else None, order)
+
+    _exchange(b, bufs, k, j, swap)
+
+
+def _exchange(
+    b: Emitter,
+    bufs: list[SSAValue],
+    k: int,
+    j: int,
+    swap_of: Callable[[list[SSAValue], list[SSAValue]], SSAValue],
+) -> None:
+    """
+    One stage of the network on `bufs` ([R, p, inner]): load the first and second halves
+    of every block of 2j, swap where `swap_of(lo, hi)` says (flipped where the merge of
+    size k runs descending), store back. Shared by the plain and the packed network.
+    """
     rows, p, inner = _shape(bufs[0])
     view, half = (rows, p // (2 * j), 2, j, inner), (rows, p // (2 * j), 1, j, inner)
     views = [reshape_view(b, buf, view, "sort_pairs") for buf in bufs]
@@ -317,7 +337,7 @@ def _stage(
     second = [zero[0], zero[1], b.index(1), zero[3], zero[4]]
     lo = [b.op(tpu.LoadOp(v, zero, VectorType(_elem(v), half))) for v in views]
     hi = [b.op(tpu.LoadOp(v, second, VectorType(_elem(v), half))) for v in views]
-    swap = _sorts_before(b, (hi[0], hi[-1]), (lo[0], lo[-1]), n if n < p else None, order)
+    swap = swap_of(lo, hi)
     if k < p:  # blocks of size k alternate ascending / descending
         block = b.op(tpu.IotaOp(VectorType(i32, half), 1))
         bit = b.op(arith.AndIOp(block, splat_vector(b, k // (2 * j), VectorType(i32, half))))
@@ -444,22 +464,7 @@ def _packed_network(b: Emitter, bufs: list[SSAValue]) -> None:
 def _packed_stage(b: Emitter, bufs: list[SSAValue], k: int, j: int) -> None:
     """Compare-exchange i and i + j in every block of 2j: swap where the second key is
     the smaller (flipped where the merge of size k runs descending)."""
-    rows, p, inner = _shape(bufs[0])
-    view, half = (rows, p // (2 * j), 2, j, inner), (rows, p // (2 * j), 1, j, inner)
-    views = [reshape_view(b, buf, view, "sort_pairs") for buf in bufs]
-    zero = [b.index(0)] * 5
-    second = [zero[0], zero[1], b.index(1), zero[3], zero[4]]
-    lo = [b.op(tpu.LoadOp(v, zero, VectorType(_elem(v), half))) for v in views]
-    hi = [b.op(tpu.LoadOp(v, second, VectorType(_elem(v), half))) for v in views]
-    swap = b.op(tpu.CmpOp("ult", hi[0], lo[0]))
-    if k < p:  # blocks of size k alternate ascending / descending
-        block = b.op(tpu.IotaOp(VectorType(i32, half), 1))
-        bit = b.op(arith.AndIOp(block, splat_vector(b, k // (2 * j), VectorType(i32, half))))
-        down = b.op(tpu.CmpOp("ne", bit, splat_vector(b, 0, VectorType(i32, half))))
-        swap = b.op(arith.XOrIOp(swap, down))
-    for v, x, y in zip(views, lo, hi, strict=True):
-        b.op(tpu.StoreOp(b.op(tpu.SelectOp(swap, y, x)), v, zero))
-        b.op(tpu.StoreOp(b.op(tpu.SelectOp(swap, x, y)), v, second))
+    _exchange(b, bufs, k, j, lambda lo, hi: b.op(tpu.CmpOp("ult", hi[0], lo[0])))
 
 
 def _store_index(b: Emitter, key: SSAValue, index: SSAValue) -> None:

@@ -135,7 +135,12 @@ def test_embedding_lookup_is_one_dma_per_row_and_indices_in_smem() -> None:
 def test_narrow_float_scatter_add_mul_accumulate_in_f32(seed: int, kind: str, dtype: str):
     """bf16/f16 add / mul (lowering/gather.py `_lower_scatter_f32`): level S's f32 accumulation
     in update order, rounded once, bit for bit (duplicates included)."""
-    rng = np.random.default_rng(seed)
+    check(*scatter_case(np.random.default_rng(seed), kind, dtype, values))
+
+
+def scatter_case(rng: np.random.Generator, kind: str, dtype: str, make) -> tuple[str, list]:
+    """A generated per-device scatter of `kind` on `dtype` and its inputs (`make(rng, shape,
+    dtype)`: the operand's and the updates' values) for every device."""
     cfg = random_config(rng)
     dropped = set(cfg["collapsed"]) | set(cfg["op_batching"])
     window = [cfg["window"][d] for d in range(len(cfg["operand"])) if d not in dropped]
@@ -146,14 +151,10 @@ def test_narrow_float_scatter_add_mul_accumulate_in_f32(seed: int, kind: str, dt
     upd_shape = [next(w) if d in window_dims else next(b) for d in range(rank)]
     text = per_device(scatter_text(cfg, window_dims, upd_shape, kind, dtype))
     inputs = [
-        [
-            values(rng, cfg["operand"], dtype),
-            random_indices(rng, cfg),
-            values(rng, upd_shape, dtype),
-        ]
+        [make(rng, cfg["operand"], dtype), random_indices(rng, cfg), make(rng, upd_shape, dtype)]
         for _ in range(DEVICES)
     ]
-    check(text, inputs)
+    return text, inputs
 
 
 BF16_ADD = """spmd.mesh @m = <["x"=2]>

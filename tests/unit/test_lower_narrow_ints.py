@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.interpreter.testing import run_per_device
 from shardc.tests.unit import test_lower_to_tpu as collectives
-from shardc.tests.unit.test_gather_scatter import random_config, random_indices, scatter_text
 from shardc.tests.unit.test_lower_element_types import program, ty
-from shardc.tests.unit.test_lower_gather import per_device
+from shardc.tests.unit.test_lower_gather import scatter_case
 from shardc.tests.unit.test_lower_movement import DEVICES, check
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -182,24 +181,4 @@ def test_reducing_collectives(dtype: str, kind: str, how: str) -> None:
     st.sampled_from(sorted(NARROW)),
 )
 def test_scatter_combiners(seed: int, kind: str, dtype: str) -> None:
-    rng = np.random.default_rng(seed)
-    cfg = random_config(rng)
-    dropped = set(cfg["collapsed"]) | set(cfg["op_batching"])
-    window = [cfg["window"][d] for d in range(len(cfg["operand"])) if d not in dropped]
-    from shardc.tests.unit.test_gather_scatter import batch_of
-
-    batch = batch_of(cfg["ivd"], cfg["idx_shape"])
-    rank = len(batch) + len(window)
-    window_dims = sorted(int(d) for d in rng.permutation(rank)[: len(window)])
-    b, w = iter(batch), iter(window)
-    upd_shape = [next(w) if d in window_dims else next(b) for d in range(rank)]
-    text = per_device(scatter_text(cfg, window_dims, upd_shape, kind, dtype))
-    inputs = [
-        [
-            narrow_values(rng, cfg["operand"], dtype),
-            random_indices(rng, cfg),
-            narrow_values(rng, upd_shape, dtype),
-        ]
-        for _ in range(DEVICES)
-    ]
-    check(text, inputs)
+    check(*scatter_case(np.random.default_rng(seed), kind, dtype, narrow_values))
