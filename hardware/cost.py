@@ -21,8 +21,9 @@ after the other. Mesh axes that cross pods add the data-center network (`dcn_tim
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from shardc.diagnostics import op_position
 from shardc.dialects import collective, hlo, spmd
@@ -1248,34 +1249,33 @@ class CachedCostModel(CostModel):
         )
         return (op.name, types, props, attrs)
 
-    def op_cost(self, op: Operation) -> OpCost:
+    def _memo(self, cache: dict[Hashable, Any], op: Operation, compute: Callable[[], Any]) -> Any:
+        """`compute()` remembered in `cache` by `op`'s key (not remembered: no key)."""
         key = self.key(op)
         if key is None:
-            return super().op_cost(op)
-        cost = self._ops.get(key)
-        if cost is None:
-            cost = self._ops[key] = super().op_cost(op)
-        return cost
+            return compute()
+        found = cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = cache[key] = compute()
+        return found
+
+    def op_cost(self, op: Operation) -> OpCost:
+        return self._memo(self._ops, op, lambda: super(CachedCostModel, self).op_cost(op))
 
     def collective_time(self, op: collective.CollectiveOp) -> float:
-        key = self.key(op)
-        if key is None:
-            return super().collective_time(op)
-        time = self._collectives.get(key)
-        if time is None:
-            time = self._collectives[key] = super().collective_time(op)
-        return time
+        return self._memo(
+            self._collectives, op, lambda: super(CachedCostModel, self).collective_time(op)
+        )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
-        key = self.key(op)
-        if key is None:
-            return super().collective_overlap(op)
-        overlap = self._overlaps.get(key)
-        if overlap is None:
-            overlap = self._overlaps[key] = super().collective_overlap(op)
-        return overlap
+        return self._memo(
+            self._overlaps, op, lambda: super(CachedCostModel, self).collective_overlap(op)
+        )
+
+
+_MISSING = object()
 
 
 def _fusion_wiring(op: hlo.FusionOp) -> tuple[tuple[int, ...], ...]:
