@@ -56,8 +56,7 @@ Report (`Timeline.report()`, the keys of DESIGN.md "Report JSON keys")
   an integer; `comm_bytes_by_kind` splits it per kind.
 * `peak_memory_bytes`: the largest live-tensor total over program order and devices.
 
-Extra keys: `assumptions` (level S: what it assumes that the lowered kernel cannot do yet,
-`Timeline.assumptions`), `chip`, `comm_time_s` (the slowest device's engine busy time),
+Extra keys: `chip`, `comm_time_s` (the slowest device's engine busy time),
 `slowest_device`, `peak_memory_at` (the op where the peak is reached), and `per_device` (each device's finish, compute, communication,
 exposed time, comm bytes and peak memory).
 
@@ -349,7 +348,6 @@ class Timeline:
             "slowest_device": slow.device,
             "peak_memory_at": self._peak_location(),
             **self._breakdown(slow),
-            "assumptions": self.assumptions(),
             "per_device": [
                 {
                     "device": d.device,
@@ -380,35 +378,6 @@ class Timeline:
                 slow.collectives, slow.waits, kinds, self.where
             ),
         }
-
-    def assumptions(self) -> list[str]:
-        """
-        What level S assumes that the kernel `lower-to-tpu` makes cannot do yet, so that
-        level T's step may be longer (issue 14 item 4; the next issue closes them):
-        async collectives hidden behind compute, and compute at its roofline.
-        """
-        if self.level != "S":
-            return []
-        slow = self.slowest
-        out = []
-        hidden = slow.comm - max(0.0, slow.finish - slow.busy)
-        if any(op.IS_START for op, *_ in slow.collectives) and hidden > 0:  # pyright: ignore
-            out.append(
-                f"{format_seconds(hidden)} of communication overlaps compute between "
-                "`_start` and `done`; lower-to-tpu's kernels overlap only a ring's first "
-                "step (level T runs the rest at the `done`)"
-            )
-        if slow.compute:
-            out.append(
-                "compute ops at their roofline; level T's tiled loops add each op's first "
-                "block fetch, last write-back and VMEM loads and stores"
-            )
-        if any(isinstance(op, hlo.FusionOp) for op, _, _ in slow.compute):
-            out.append(
-                "each fusion one kernel through HBM once; lower-to-tpu lowers it as one "
-                "tiled loop (lowering/fusion.py)"
-            )
-        return out
 
     def _peak_location(self) -> str | None:
         """Where the device with the largest peak reached it (op name and location)."""
@@ -569,8 +538,6 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"  peak memory          {format_bytes(report['peak_memory_bytes'])}"
         + (f" (at {at})" if at else "")
     )
-    for i, note in enumerate(report.get("assumptions", [])):
-        lines.append(f"  {'level S assumes' if i == 0 else '':<20} {note}")
     return lines + breakdown.summary_lines(report)
 
 

@@ -13,7 +13,7 @@
 #    are allocated): report and trace in build/.
 # 3. The real-size layer lowered (tpu-pipeline) and simulated at level T with --timing-only
 #    (about 15 s): its timeline picture shows the ring steps' ICI DMAs under the compute
-#    loops; the gap to step 2 is level T's unfused loops (issue 15).
+#    loops; its step is within 10% of step 2's (bench/agreement.py).
 # Extra arguments go to both runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
