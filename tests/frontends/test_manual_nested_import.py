@@ -88,7 +88,9 @@ def test_mixed_program_is_level_g_and_runs():
     module.verify()
     assert "spmd.manual_computation" not in str(module)
     level_s = io.run_module(module, inputs)
-    np.testing.assert_array_equal(level_s["out_0"], level_g["out_0"])
+    # the partitioned dot is another shape's f32 BLAS call (its summation order depends on
+    # shape and CPU): a few roundings of the 16-term sums, not bit for bit
+    np.testing.assert_allclose(level_s["out_0"], level_g["out_0"], rtol=0, atol=4e-6)
     census = CollectiveStats.of(module).counts
     # the ring step's permute only: the dot computes in the in-sharding's layout and the
     # transpose turns the out-sharding's rows into the result's columns locally

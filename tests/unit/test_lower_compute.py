@@ -424,12 +424,14 @@ def test_whole_tensor_is_one_step_without_a_loop():
 
 
 def test_fixed_operand_is_fetched_once():
-    """x[64x256] . w[256x128] with 8-row blocks: w never moves, one slot, one DMA."""
+    """x[64x256] . w[256x128] with 8-row blocks: w never moves, one slot, one DMA. An 8-row
+    block's f32 dot of 256 terms need not sum in the order of the whole 64-row dot (BLAS
+    picks its kernel by shape and CPU): compared within 256 roundings of the largest sum."""
     a, b, r = "tensor<64x256xf32>", "tensor<256x128xf32>", "tensor<64x128xf32>"
     text = program(
         [a, b], r, f"%r = hlo.dot %a0, %a1, contracting_dims = [1] x [0] : ({a}, {b}) -> {r}"
     )
-    module, _ = check(text, vmem=2 * (8 * 256 + 8 * 128) * 4 + 256 * 128 * 4)
+    module, _ = check(text, vmem=2 * (8 * 256 + 8 * 128) * 4 + 256 * 128 * 4, rtol=5e-5)
     text = str(module)
     assert "%dot_in1 = tpu.alloc : memref<256x128xf32" in text
     assert "%dot_in0 = tpu.alloc : memref<2x8x256xf32" in text
