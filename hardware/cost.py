@@ -41,6 +41,7 @@ from shardc.hardware.topology import (
     ring_time,
     transfers_time,
 )
+from shardc.hardware.vmem import collective_budget, rs_pieces
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -957,6 +958,7 @@ class CostModel:
         # a miss only (a 1024-chip mesh has 1024 ids per collective).
         key = (
             kind,
+            op.IS_START,  # a `_start` cuts its reduce-scatters to its share of the VMEM
             tuple(op.axes),
             None if explicit is None else str(explicit),
             repr(pairs),
@@ -973,7 +975,7 @@ class CostModel:
             )
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, t.get_shape(), (low, wide))
+                self._one_collective(op, kind, groups, nbytes, t, (low, wide))
                 for nbytes, t in zip(sizes, types, strict=True)
             )
             found += self.dcn_time(op, kind, sum(sizes))
@@ -1004,12 +1006,20 @@ class CostModel:
         kind: str,
         groups: tuple[tuple[int, ...], ...],
         nbytes: int,
-        shape: Sequence[int],
+        t: TensorType,
         precision: tuple[bool, float],
     ) -> float:
-        """Seconds of one operand of `op` (`nbytes` on each device); `precision`: whether
-        it accumulates in a wider type, and how many times wider its partial sums are."""
+        """Seconds of one operand of `op` (`nbytes` on each device, of type `t`);
+        `precision`: whether it accumulates in a wider type, and how many times wider its
+        partial sums are. A reduce-scatter phase cut into pieces to fit the VMEM the
+        collective may hold (`hardware.vmem`: a `_start` its share) runs them one after
+        the other, each a ring of its own."""
         low, wide = precision
+        shape = t.get_shape()
+        vmem = (
+            element_bytes(accumulation_type(t.element_type)),
+            collective_budget(self.chip.vmem_bytes, op.IS_START),
+        )
         if not groups:
             return 0.0
         torus = self.torus()
@@ -1039,14 +1049,29 @@ class CostModel:
             return self._gather_phases(axes, nbytes) + copy
         n = math.prod(len(g[0]) for g, _ in axes)
         if kind == "reduce_scatter":
-            return self._scatter_phases(axes, nbytes * wide, both_ways_all=False) + copy / n
+            chunk = list(shape)
+            dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
+            chunk[dim] //= n
+            last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
+            return self._scatter_phases(axes, nbytes * wide, last) + copy / n
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
             return tail
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
-        return tail + self._all_reduce(axes, nbytes, n, numel, precision) + copy / n
+        return tail + self._all_reduce(axes, nbytes, n, numel, precision, vmem) + copy / n
+
+    @staticmethod
+    def _pieces(
+        chunk: Sequence[int], wrap: bool, concurrent: int, vmem: tuple[int, int]
+    ) -> tuple[int, int]:
+        """(pieces, directions) of a ring reduce-scatter of `chunk`-shaped chunks, as
+        the lowering cuts it (`vmem.rs_pieces`; `vmem`: accumulation element bytes,
+        budget): both ways on a wrapped ring, unless no dimension divides."""
+        acc, budget = vmem
+        _, pieces, ways = rs_pieces(chunk, acc, wrap, concurrent, budget)
+        return pieces, ways
 
     def _all_reduce_tail(
         self, groups: tuple[tuple[int, ...], ...], nbytes: int, numel: int
@@ -1081,16 +1106,19 @@ class CostModel:
         self,
         axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
         nbytes: float,
-        both_ways_all: bool,
+        last: tuple[int, int],
     ) -> float:
         """reduce_scatter of `nbytes` per device: the most major axis first; only the last
-        phase (or, `both_ways_all`, every phase) runs both ways on a wrapped axis."""
+        phase (of a ring of more than one) runs in `last` = (pieces, directions), the
+        others in one piece, one way (the lowering keeps their results in VMEM)."""
         total = 0.0
-        for j, (groups, wrap) in enumerate(axes):
+        final = _last_ring(axes)[0]
+        for j, (groups, _) in enumerate(axes):
             nbytes /= len(groups[0])
-            ways = (1, -1) if wrap and (both_ways_all or j == len(axes) - 1) else (1,)
-            ring = Ring(groups, nbytes / len(ways), ways)
-            total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
+            pieces, ways = last if j == final else (1, 1)
+            dirs = (1, -1) if ways == 2 else (1,)
+            ring = Ring(groups, nbytes / (pieces * len(dirs)), dirs)
+            total += pieces * ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
         return total
 
     def _all_reduce(
@@ -1100,27 +1128,34 @@ class CostModel:
         n: int,
         numel: int,
         precision: tuple[bool, float],
+        vmem: tuple[int, int],
     ) -> float:
         """reduce_scatter (partial sums `wide` times the bytes) + all_gather; over m axes of
-        one size, m parts at once, each over the axes rotated (lowering/all_reduce.py)."""
+        one size, m parts at once, each over the axes rotated (lowering/all_reduce.py).
+        Every reduce-scatter phase leaves its result in HBM, so each may run in pieces
+        (`_pieces`, of chunks [later axes' product, numel / (parts n)])."""
         low, wide = precision
         m = len(axes)
         sizes = {len(g[0]) for g, _ in axes}
         parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
         if m > 1 and low:
-            scatter = self._scatter_phases(axes, nbytes * wide, False)
+            last = self._pieces([1, numel // n], _last_ring(axes)[1], 1, vmem)
+            scatter = self._scatter_phases(axes, nbytes * wide, last)
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         phases: list[Phase] = []
         part = nbytes / parts
         for phase in range(m):  # reduce-scatter phases, each part on its own axis
             part /= len(axes[0][0][0]) if parts > 1 else len(orders[0][phase][0][0])
+            later = math.prod(len(g[0]) for g, _ in orders[0][phase + 1 :])
+            chunk = [later, numel // (parts * n)]
+            plans = [self._pieces(chunk, order[phase][1], parts, vmem) for order in orders]
+            pieces = max(p for p, _ in plans)
             rings = []
-            for order in orders:
-                groups, wrap = order[phase]
-                ways = (1, -1) if wrap else (1,)
-                rings.append(Ring(groups, part * wide / len(ways), ways))
-            phases.append((rings, RS_CREDITS))
+            for order, (_, ways) in zip(orders, plans, strict=True):
+                dirs = (1, -1) if ways == 2 else (1,)
+                rings.append(Ring(order[phase][0], part * wide / (pieces * len(dirs)), dirs))
+            phases += [(rings, RS_CREDITS)] * pieces
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:
@@ -1170,6 +1205,15 @@ class CostModel:
         else:
             text = " then ".join(f"ring of {n}{' both ways' if wrap else ''}" for n, wrap in rings)
         return text + (" (+ DCN across pods)" if self.dcn_time(op, kind, 1) > 0 else "")
+
+
+def _last_ring(axes: list[tuple[tuple[tuple[int, ...], ...], bool]]) -> tuple[int, bool]:
+    """(index, wraps) of the last phase whose rings have more than one device (the
+    lowering skips axes of size 1): the one a reduce-scatter runs both ways and in pieces."""
+    for j in reversed(range(len(axes))):
+        if len(axes[j][0][0]) > 1:
+            return j, axes[j][1]
+    return len(axes) - 1, False
 
 
 # Remembered costs (issue 14 item 7: estimates stay linear) ------------------------------
