@@ -208,13 +208,17 @@ def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring
 
 def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) -> _RingState:
     """A reduce-scatter ring's VMEM buffers and semaphores (`pieces`: one for the copies
-    out between pieces too); its first credits sent. Low precision with a `dst`: a
-    buffer for the rounded result too, so the ring holds 4 blocks in the accumulation type, as
-    `hardware.vmem.rs_pieces` counts (two f32 receive slots, the f32 accumulator, the
-    own chunk and the rounded result in bf16)."""
+    out between pieces too); its first credits sent. A `dst` narrower than the
+    accumulator (low precision): one buffer for the rounded result too, which every
+    piece reuses, so a ring of bf16 from HBM holds the 4 f32 blocks
+    `hardware.vmem.rs_pieces` counts (two f32 receive slots and accumulator, the own
+    chunk and the rounded result in bf16; the last phase of several, whose own chunk
+    is the previous phase's f32, half a block more)."""
     tag = r.tag
     bshape, _ = r.block_type()
     wide, elem = run.wide, run.elem
+    dst = None if r.dst is None else r.dst.type
+    out = dst.element_type if isinstance(dst, MemRefType) else None
     # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
     st = _RingState(
         bshape,
@@ -228,9 +232,7 @@ def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) 
         e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems"),
         e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits"),
         e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_piece_sem") if pieces else None,
-        None
-        if wide == elem or r.dst is None
-        else e.op(tpu.AllocOp(memref_type(bshape, elem, VMEM)), f"{tag}_rnd"),
+        None if out in (None, wide) else e.op(tpu.AllocOp(memref_type(bshape, out, VMEM)), "rnd"),
     )
     # My receive slots are free: tell the neighbour who sends into them.
     e.op(tpu.SemSignalOp(st.credits, run.credit0, st.back))
