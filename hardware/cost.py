@@ -45,6 +45,9 @@ from shardc.hardware.vmem import collective_budget, rs_pieces
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
+UNCUT = 1 << 62
+"""A VMEM budget no reduce-scatter ring is cut to fit (`collective_latency`)."""
+
 RS_CREDITS = 2
 """Receive slots of a ring reduce-scatter (lowering/reduce_ring.py's double buffer)."""
 
@@ -912,8 +915,9 @@ class CostModel:
         return tuple(dict.fromkeys(tuple(d % size for d in g) for g in groups))
 
     def collective_latency(self, op: collective.CollectiveOp) -> float:
-        """The collective's time without bytes: what combining two of them saves."""
-        return self._collective_seconds(op, [0] * len(op.operands))
+        """The collective's time without bytes: what combining two of them saves; its
+        rings uncut (a ring's steps, not its pieces', `collective_overlap` counts)."""
+        return self._collective_seconds(op, [0] * len(op.operands), UNCUT)
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
         """
@@ -941,15 +945,22 @@ class CostModel:
         steps *= (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
         return latency / steps if steps else latency
 
-    def collective_time(self, op: collective.CollectiveOp) -> float:
+    def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
         """
         Seconds of `op` as `lower-to-tpu` runs it on this torus (`topology`'s module
         docstring gives the algorithms and the model): every operand of a variadic
-        collective one after the other. Cached per collective kind, groups and sizes.
+        collective one after the other, its reduce-scatters cut into the pieces that fit
+        the VMEM it may hold (`hardware.vmem`: a `_start` its share, a synchronous one
+        all). `start`: costed as a `_start` (True) or a synchronous collective (False)
+        whatever `op` is (an estimate of a sync collective `async-split` will split);
+        default: as it is. Cached per collective kind, groups, sizes and budget.
         """
-        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()])
+        budget = collective_budget(self.chip.vmem_bytes, op.IS_START if start is None else start)
+        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()], budget)
 
-    def _collective_seconds(self, op: collective.CollectiveOp, sizes: list[int]) -> float:
+    def _collective_seconds(
+        self, op: collective.CollectiveOp, sizes: list[int], budget: int
+    ) -> float:
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         types = op.input_types()
         pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
@@ -958,7 +969,7 @@ class CostModel:
         # a miss only (a 1024-chip mesh has 1024 ids per collective).
         key = (
             kind,
-            op.IS_START,  # a `_start` cuts its reduce-scatters to its share of the VMEM
+            budget,
             tuple(op.axes),
             None if explicit is None else str(explicit),
             repr(pairs),
@@ -975,7 +986,7 @@ class CostModel:
             )
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, t, (low, wide))
+                self._one_collective(op, kind, groups, nbytes, t, (low, wide), budget)
                 for nbytes, t in zip(sizes, types, strict=True)
             )
             found += self.dcn_time(op, kind, sum(sizes))
@@ -1008,17 +1019,18 @@ class CostModel:
         nbytes: int,
         t: TensorType,
         precision: tuple[bool, float],
+        budget: int,
     ) -> float:
         """Seconds of one operand of `op` (`nbytes` on each device, of type `t`);
         `precision`: whether it accumulates in a wider type, and how many times wider its
-        partial sums are. A reduce-scatter phase cut into pieces to fit the VMEM the
-        collective may hold (`hardware.vmem`: a `_start` its share) runs them one after
-        the other, each a ring of its own."""
+        partial sums are. A reduce-scatter phase cut into pieces to fit the `budget`
+        bytes of VMEM the collective may hold runs them one after the other, each a ring
+        of its own."""
         low, wide = precision
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
-            collective_budget(self.chip.vmem_bytes, op.IS_START),
+            budget,
         )
         if not groups:
             return 0.0
@@ -1306,9 +1318,14 @@ class CachedCostModel(CostModel):
     def op_cost(self, op: Operation) -> OpCost:
         return self._memo(self._ops, op, lambda: super(CachedCostModel, self).op_cost(op))
 
-    def collective_time(self, op: collective.CollectiveOp) -> float:
+    _as_other: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+    """`collective_time` of a collective costed as its other form (a sync one as its
+    `_start`): keyed by the op's key too, which names the form it is."""
+
+    def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
+        cache = self._collectives if start in (None, op.IS_START) else self._as_other
         return self._memo(
-            self._collectives, op, lambda: super(CachedCostModel, self).collective_time(op)
+            cache, op, lambda: super(CachedCostModel, self).collective_time(op, start)
         )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
