@@ -98,9 +98,6 @@ class CollectiveLowering:
         it as without interleaving.
         """
         budget = start_budget(self.target.vmem_bytes, vmem_in_use(self.e.block))
-        import sys
-
-        print("DBG", vmem_in_use(self.e.block), budget, file=sys.stderr)
         try:
             body = self._whole(op, axes, ins, outs, Target(self.target.chip, budget))
         except OpPassError:
