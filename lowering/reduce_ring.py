@@ -232,7 +232,9 @@ def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) 
         e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems"),
         e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits"),
         e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_piece_sem") if pieces else None,
-        None if out in (None, wide) else e.op(tpu.AllocOp(memref_type(bshape, out, VMEM)), "rnd"),
+        None
+        if out in (None, wide)
+        else e.op(tpu.AllocOp(memref_type(bshape, out, VMEM)), "rs_rounded"),
     )
     # My receive slots are free: tell the neighbour who sends into them.
     e.op(tpu.SemSignalOp(st.credits, run.credit0, st.back))
