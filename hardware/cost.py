@@ -1318,12 +1318,12 @@ class CachedCostModel(CostModel):
     def op_cost(self, op: Operation) -> OpCost:
         return self._memo(self._ops, op, lambda: super(CachedCostModel, self).op_cost(op))
 
-    _as_other: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+    _other_form: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
     """`collective_time` of a collective costed as its other form (a sync one as its
     `_start`): keyed by the op's key too, which names the form it is."""
 
     def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
-        cache = self._collectives if start in (None, op.IS_START) else self._as_other
+        cache = self._collectives if start in (None, op.IS_START) else self._other_form
         return self._memo(
             cache, op, lambda: super(CachedCostModel, self).collective_time(op, start)
         )

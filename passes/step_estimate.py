@@ -152,8 +152,9 @@ class OpCosts:
         self.model = model
         self._ops: dict[Operation, OpCost] = {}
         self._collectives: dict[Operation, float] = {}
-        self._as_start: dict[Operation, float] = {}
-        """A sync collective's cost as its `_start` (`collective_time(op, start=True)`)."""
+        self._other_form: dict[Operation, float] = {}
+        """A collective costed as its other form (`collective_time(op, start)`: a sync one as
+        the `_start` it becomes)."""
         self.times: dict[Operation, float] = {}
         """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
 
@@ -172,8 +173,8 @@ class OpCosts:
                 copy._ops[twin] = cost
             if (time := collectives.get(op)) is not None:
                 copy._collectives[twin] = time
-            if (time := self._as_start.get(op)) is not None:
-                copy._as_start[twin] = time
+            if (time := self._other_form.get(op)) is not None:
+                copy._other_form[twin] = time
             if (time := times.get(op)) is not None:
                 copy.times[twin] = time
         return copy
@@ -185,7 +186,7 @@ class OpCosts:
         return cost
 
     def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
-        cache = self._collectives if start in (None, op.IS_START) else self._as_start
+        cache = self._collectives if start in (None, op.IS_START) else self._other_form
         time = cache.get(op)
         if time is None:
             time = cache[op] = self.model.collective_time(op, start)
@@ -195,8 +196,8 @@ class OpCosts:
         """`start` (made by `split_sync` from `sync`) costs what `sync` costed as a
         `_start` (a collective's time is its kind's, operands', groups' and VMEM
         budget's, `CostModel.collective_time`, the budget a `_start`'s share)."""
-        if sync in self._as_start:
-            self._collectives[start] = self._as_start[sync]
+        if sync in self._other_form:
+            self._collectives[start] = self._other_form[sync]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
