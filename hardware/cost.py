@@ -41,8 +41,12 @@ from shardc.hardware.topology import (
     ring_time,
     transfers_time,
 )
+from shardc.hardware.vmem import collective_budget, rs_pieces
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+
+UNCUT = 1 << 62
+"""A VMEM budget no reduce-scatter ring is cut to fit (`collective_latency`)."""
 
 RS_CREDITS = 2
 """Receive slots of a ring reduce-scatter (lowering/reduce_ring.py's double buffer)."""
@@ -911,8 +915,9 @@ class CostModel:
         return tuple(dict.fromkeys(tuple(d % size for d in g) for g in groups))
 
     def collective_latency(self, op: collective.CollectiveOp) -> float:
-        """The collective's time without bytes: what combining two of them saves."""
-        return self._collective_seconds(op, [0] * len(op.operands))
+        """The collective's time without bytes: what combining two of them saves; its
+        rings uncut (a ring's steps, not its pieces', `collective_overlap` counts)."""
+        return self._collective_seconds(op, [0] * len(op.operands), UNCUT)
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
         """
@@ -940,15 +945,22 @@ class CostModel:
         steps *= (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
         return latency / steps if steps else latency
 
-    def collective_time(self, op: collective.CollectiveOp) -> float:
+    def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
         """
         Seconds of `op` as `lower-to-tpu` runs it on this torus (`topology`'s module
         docstring gives the algorithms and the model): every operand of a variadic
-        collective one after the other. Cached per collective kind, groups and sizes.
+        collective one after the other, its reduce-scatters cut into the pieces that fit
+        the VMEM it may hold (`hardware.vmem`: a `_start` its share, a synchronous one
+        all). `start`: costed as a `_start` (True) or a synchronous collective (False)
+        whatever `op` is (an estimate of a sync collective `async-split` will split);
+        default: as it is. Cached per collective kind, groups, sizes and budget.
         """
-        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()])
+        budget = collective_budget(self.chip.vmem_bytes, op.IS_START if start is None else start)
+        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()], budget)
 
-    def _collective_seconds(self, op: collective.CollectiveOp, sizes: list[int]) -> float:
+    def _collective_seconds(
+        self, op: collective.CollectiveOp, sizes: list[int], budget: int
+    ) -> float:
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         types = op.input_types()
         pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
@@ -957,6 +969,7 @@ class CostModel:
         # a miss only (a 1024-chip mesh has 1024 ids per collective).
         key = (
             kind,
+            budget,
             tuple(op.axes),
             None if explicit is None else str(explicit),
             repr(pairs),
@@ -973,7 +986,7 @@ class CostModel:
             )
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, t.get_shape(), (low, wide))
+                self._one_collective(op, kind, groups, nbytes, t, (low, wide), budget)
                 for nbytes, t in zip(sizes, types, strict=True)
             )
             found += self.dcn_time(op, kind, sum(sizes))
@@ -1004,12 +1017,21 @@ class CostModel:
         kind: str,
         groups: tuple[tuple[int, ...], ...],
         nbytes: int,
-        shape: Sequence[int],
+        t: TensorType,
         precision: tuple[bool, float],
+        budget: int,
     ) -> float:
-        """Seconds of one operand of `op` (`nbytes` on each device); `precision`: whether
-        it accumulates in a wider type, and how many times wider its partial sums are."""
+        """Seconds of one operand of `op` (`nbytes` on each device, of type `t`);
+        `precision`: whether it accumulates in a wider type, and how many times wider its
+        partial sums are. A reduce-scatter phase cut into pieces to fit the `budget`
+        bytes of VMEM the collective may hold runs them one after the other, each a ring
+        of its own."""
         low, wide = precision
+        shape = t.get_shape()
+        vmem = (
+            element_bytes(accumulation_type(t.element_type)),
+            budget,
+        )
         if not groups:
             return 0.0
         torus = self.torus()
@@ -1039,14 +1061,29 @@ class CostModel:
             return self._gather_phases(axes, nbytes) + copy
         n = math.prod(len(g[0]) for g, _ in axes)
         if kind == "reduce_scatter":
-            return self._scatter_phases(axes, nbytes * wide, both_ways_all=False) + copy / n
+            chunk = list(shape)
+            dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
+            chunk[dim] //= n
+            last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
+            return self._scatter_phases(axes, nbytes * wide, last) + copy / n
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
             return tail
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
-        return tail + self._all_reduce(axes, nbytes, n, numel, precision) + copy / n
+        return tail + self._all_reduce(axes, nbytes, n, numel, precision, vmem) + copy / n
+
+    @staticmethod
+    def _pieces(
+        chunk: Sequence[int], wrap: bool, concurrent: int, vmem: tuple[int, int]
+    ) -> tuple[int, int]:
+        """(pieces, directions) of a ring reduce-scatter of `chunk`-shaped chunks, as
+        the lowering cuts it (`vmem.rs_pieces`; `vmem`: accumulation element bytes,
+        budget): both ways on a wrapped ring, unless no dimension divides."""
+        acc, budget = vmem
+        _, pieces, ways = rs_pieces(chunk, acc, wrap, concurrent, budget)
+        return pieces, ways
 
     def _all_reduce_tail(
         self, groups: tuple[tuple[int, ...], ...], nbytes: int, numel: int
@@ -1081,16 +1118,19 @@ class CostModel:
         self,
         axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
         nbytes: float,
-        both_ways_all: bool,
+        last: tuple[int, int],
     ) -> float:
         """reduce_scatter of `nbytes` per device: the most major axis first; only the last
-        phase (or, `both_ways_all`, every phase) runs both ways on a wrapped axis."""
+        phase (of a ring of more than one) runs in `last` = (pieces, directions), the
+        others in one piece, one way (the lowering keeps their results in VMEM)."""
         total = 0.0
-        for j, (groups, wrap) in enumerate(axes):
+        final = _last_ring(axes)[0]
+        for j, (groups, _) in enumerate(axes):
             nbytes /= len(groups[0])
-            ways = (1, -1) if wrap and (both_ways_all or j == len(axes) - 1) else (1,)
-            ring = Ring(groups, nbytes / len(ways), ways)
-            total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
+            pieces, ways = last if j == final else (1, 1)
+            dirs = (1, -1) if ways == 2 else (1,)
+            ring = Ring(groups, nbytes / (pieces * len(dirs)), dirs)
+            total += pieces * ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
         return total
 
     def _all_reduce(
@@ -1100,27 +1140,34 @@ class CostModel:
         n: int,
         numel: int,
         precision: tuple[bool, float],
+        vmem: tuple[int, int],
     ) -> float:
         """reduce_scatter (partial sums `wide` times the bytes) + all_gather; over m axes of
-        one size, m parts at once, each over the axes rotated (lowering/all_reduce.py)."""
+        one size, m parts at once, each over the axes rotated (lowering/all_reduce.py).
+        Every reduce-scatter phase leaves its result in HBM, so each may run in pieces
+        (`_pieces`, of chunks [later axes' product, numel / (parts n)])."""
         low, wide = precision
         m = len(axes)
         sizes = {len(g[0]) for g, _ in axes}
         parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
         if m > 1 and low:
-            scatter = self._scatter_phases(axes, nbytes * wide, False)
+            last = self._pieces([1, numel // n], _last_ring(axes)[1], 1, vmem)
+            scatter = self._scatter_phases(axes, nbytes * wide, last)
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         phases: list[Phase] = []
         part = nbytes / parts
         for phase in range(m):  # reduce-scatter phases, each part on its own axis
             part /= len(axes[0][0][0]) if parts > 1 else len(orders[0][phase][0][0])
+            later = math.prod(len(g[0]) for g, _ in orders[0][phase + 1 :])
+            chunk = [later, numel // (parts * n)]
+            plans = [self._pieces(chunk, order[phase][1], parts, vmem) for order in orders]
+            pieces = max(p for p, _ in plans)
             rings = []
-            for order in orders:
-                groups, wrap = order[phase]
-                ways = (1, -1) if wrap else (1,)
-                rings.append(Ring(groups, part * wide / len(ways), ways))
-            phases.append((rings, RS_CREDITS))
+            for order, (_, ways) in zip(orders, plans, strict=True):
+                dirs = (1, -1) if ways == 2 else (1,)
+                rings.append(Ring(order[phase][0], part * wide / (pieces * len(dirs)), dirs))
+            phases += [(rings, RS_CREDITS)] * pieces
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:
@@ -1170,6 +1217,15 @@ class CostModel:
         else:
             text = " then ".join(f"ring of {n}{' both ways' if wrap else ''}" for n, wrap in rings)
         return text + (" (+ DCN across pods)" if self.dcn_time(op, kind, 1) > 0 else "")
+
+
+def _last_ring(axes: list[tuple[tuple[tuple[int, ...], ...], bool]]) -> tuple[int, bool]:
+    """(index, wraps) of the last phase whose rings have more than one device (the
+    lowering skips axes of size 1): the one a reduce-scatter runs both ways and in pieces."""
+    for j in reversed(range(len(axes))):
+        if len(axes[j][0][0]) > 1:
+            return j, axes[j][1]
+    return len(axes) - 1, False
 
 
 # Remembered costs (issue 14 item 7: estimates stay linear) ------------------------------
@@ -1262,9 +1318,14 @@ class CachedCostModel(CostModel):
     def op_cost(self, op: Operation) -> OpCost:
         return self._memo(self._ops, op, lambda: super(CachedCostModel, self).op_cost(op))
 
-    def collective_time(self, op: collective.CollectiveOp) -> float:
+    _other_form: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+    """`collective_time` of a collective costed as its other form (a sync one as its
+    `_start`): keyed by the op's key too, which names the form it is."""
+
+    def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
+        cache = self._collectives if start in (None, op.IS_START) else self._other_form
         return self._memo(
-            self._collectives, op, lambda: super(CachedCostModel, self).collective_time(op)
+            cache, op, lambda: super(CachedCostModel, self).collective_time(op, start)
         )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective
 from shardc.hardware.cost import CostModel
+from shardc.hardware.vmem import start_budget
 from shardc.lowering.all_gather import multi_all_gather
 from shardc.lowering.all_reduce import all_reduce
 from shardc.lowering.all_to_all import all_to_all
@@ -91,12 +92,12 @@ class CollectiveLowering:
         """
         A `_start` emitted whole, steps unrolled, cut into chunks for `overlap`. Its
         VMEM is held until the `done`, across the compute in between, and several may
-        be in flight: collectives in flight keep to half the VMEM, each taking half of
-        what is left of that half (its reduce-scatter pieces shrink to fit), or if that
-        is too little for it, all of it as without interleaving.
+        be in flight: each takes its share of the collectives' half of the VMEM
+        (`hardware.vmem.start_budget`, the budget level S charges its pieces by; its
+        reduce-scatter pieces shrink to fit), or if that is too little for it, all of
+        it as without interleaving.
         """
-        vmem = self.target.vmem_bytes
-        budget = max(vmem // 64, (vmem // 2 - vmem_in_use(self.e.block)) // 2)
+        budget = start_budget(self.target.vmem_bytes, vmem_in_use(self.e.block))
         try:
             body = self._whole(op, axes, ins, outs, Target(self.target.chip, budget))
         except OpPassError:

@@ -77,22 +77,23 @@ def combine(op: Operation, a: SSAValue, b: SSAValue) -> list[Operation]:
     return [*ops, total]
 
 
-def copy_out(e: Emitter, acc: SSAValue, target: SSAValue) -> None:
+def copy_out(e: Emitter, acc: SSAValue, target: SSAValue, buf: SSAValue | None) -> None:
     """Copy a reduced VMEM block to `target` (HBM), rounding once to its element type
-    if the block accumulated in a wider one (bf16 / f16 reduce in f32, as level S)."""
+    if the block accumulated in a wider one (bf16 / f16 reduce in f32, as level S)
+    through `buf` (VMEM of the block's shape in the target's type; the copy is waited
+    for, so every piece reuses the ring's one buffer)."""
     at, tt = acc.type, target.type
     assert isinstance(at, MemRefType) and isinstance(tt, MemRefType)
     if at.element_type == tt.element_type:
         local_copy(e, acc, target, "rs_out")
         return
+    assert buf is not None
     shape = list(at.get_shape())
     zeros = [e.index(0) for _ in shape]
     wide = e.op(tpu.LoadOp(acc, zeros, VectorType(at.element_type, shape)), "wide")
     narrow = e.op(arith.TruncFOp(wide, VectorType(tt.element_type, shape)), "rounded")
-    buf = e.op(tpu.AllocOp(memref_type(shape, tt.element_type, VMEM)), "rs_rounded")
     e.op(tpu.StoreOp(narrow, buf, zeros))
     local_copy(e, buf, target, "rs_out")
-    e.op(tpu.DeallocOp(buf))
 
 
 @dataclass
@@ -111,6 +112,8 @@ class _RingState:
     credits: SSAValue
     out_sem: SSAValue | None
     """Copies of a piece's result out of `acc` (with several pieces)."""
+    rounded: SSAValue | None
+    """Low precision: `acc` rounded to the element type on its way out (`copy_out`)."""
 
 
 @dataclass(frozen=True)
@@ -205,10 +208,17 @@ def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring
 
 def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) -> _RingState:
     """A reduce-scatter ring's VMEM buffers and semaphores (`pieces`: one for the copies
-    out between pieces too); its first credits sent."""
+    out between pieces too); its first credits sent. A `dst` narrower than the
+    accumulator (low precision): one buffer for the rounded result too, which every
+    piece reuses, so a ring of bf16 from HBM holds the 4 f32 blocks
+    `hardware.vmem.rs_pieces` counts (two f32 receive slots and accumulator, the own
+    chunk and the rounded result in bf16; the last phase of several, whose own chunk
+    is the previous phase's f32, half a block more)."""
     tag = r.tag
     bshape, _ = r.block_type()
     wide, elem = run.wide, run.elem
+    dst = None if r.dst is None else r.dst.type
+    out = dst.element_type if isinstance(dst, MemRefType) else None
     # Partials travel and accumulate in the accumulation type (f32 for bf16/f16).
     st = _RingState(
         bshape,
@@ -222,6 +232,9 @@ def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) 
         e.op(tpu.AllocOp(tpu.DMASemaphoreType([2])), f"{tag}_recv_sems"),
         e.op(tpu.AllocOp(tpu.SemaphoreType()), f"{tag}_credits"),
         e.op(tpu.AllocOp(tpu.DMASemaphoreType()), f"{tag}_piece_sem") if pieces else None,
+        None
+        if out in (None, wide)
+        else e.op(tpu.AllocOp(memref_type(bshape, out, VMEM)), "rs_rounded"),
     )
     # My receive slots are free: tell the neighbour who sends into them.
     e.op(tpu.SemSignalOp(st.credits, run.credit0, st.back))
@@ -354,7 +367,7 @@ def _piece_out(
             pending.append(tpu.DMAWaitOp(st.out_sem, target))
     else:
         for r, st in zip(rings, state, strict=False):
-            copy_out(e, st.acc, r.target(e))
+            copy_out(e, st.acc, r.target(e), st.rounded)
     return pending
 
 
@@ -371,6 +384,8 @@ def _finish(
     if rings[0].dst is None:
         return [(r, st.acc) for r, st in zip(rings, state, strict=False)]
     for r, st in zip(rings, state, strict=False):
-        copy_out(e, st.acc, r.target(e))
+        copy_out(e, st.acc, r.target(e), st.rounded)
         e.op(tpu.DeallocOp(st.acc))
+        if st.rounded is not None:
+            e.op(tpu.DeallocOp(st.rounded))
     return []

@@ -5,9 +5,10 @@ the pieces and directions that fit VMEM (the steps themselves: `reduce_ring`).
 On a ring with wraparound it is bidirectional like the all_gather: the first half of
 every chunk is reduced on a rightward ring, the second half on a leftward one (each with
 its own buffers, semaphores and credits), the two rings' steps interleaved. A chunk whose
-4 VMEM blocks per ring do not fit the kernel's VMEM is reduced in pieces (halving along
-the first dimension they divide until they fit), one piece after the other through the
-same buffers.
+4 VMEM blocks per ring do not fit the kernel's VMEM (or a `_start`'s share of it) is
+reduced in pieces (halving along the first dimension they divide until they fit), one
+piece after the other through the same buffers: `hardware.vmem`, whose rule level S's
+cost of the collective charges too.
 
 Several mesh axes (rank row-major over the listed axes): one ring phase per axis, the
 most major first, each phase reduce-scattering the previous phase's VMEM result (only the
@@ -26,8 +27,10 @@ import math
 
 from shardc.dialects import tpu
 from shardc.dialects.hlo import accumulation_type
+from shardc.dialects.sizes import element_bytes
+from shardc.hardware.vmem import rs_pieces
 from shardc.lowering.context import Target
-from shardc.lowering.emit import Emitter, nbytes
+from shardc.lowering.emit import Emitter
 from shardc.lowering.reduce_ring import run_rs_rings
 from shardc.lowering.rings import Ring
 from shardc.lowering.topology import Axis, Topology, group_view
@@ -141,25 +144,13 @@ def rs_plan(
     concurrent: int = 1,
 ) -> tuple[int | None, int, int]:
     """
-    How a ring reduce-scatter of chunks of `shape` splits them: (split dim, pieces,
-    ways). Each piece (run one after the other) must fit its 4 VMEM blocks per ring
-    (receive double buffer, own chunk, accumulator: counted in the accumulation type,
-    f32 for bf16/f16, as `reduce_ring` allocates them), for `concurrent` phases at once,
-    into the kernel's VMEM; bidirectional halves each piece (ways = 2). Pieces and
-    halves cut the same dimension, the first one they divide; if none does, one
-    piece, one way (and `Target.check_vmem` says if that does not fit).
+    How a ring reduce-scatter of chunks of `shape` splits them to fit the kernel's VMEM:
+    (split dim, pieces, ways), `hardware.vmem.rs_pieces` (the rule level S charges too);
+    if nothing divides, one piece, one way (and `Target.check_vmem` says if that does
+    not fit).
     """
-    total = nbytes(shape, accumulation_type(elem)) * concurrent  # bf16 partials are f32
-    for ways in (2, 1) if bidirectional else (1,):
-        pieces = 1
-        while 4 * total // pieces > target.vmem_bytes:
-            pieces *= 2
-        for d, size in enumerate(shape):
-            if size > 1 and size % (ways * pieces) == 0 and (ways, pieces) != (1, 1):
-                return d, pieces, ways
-        if (ways, pieces) == (1, 1):
-            break
-    return None, 1, 1
+    acc = element_bytes(accumulation_type(elem))  # bf16 partials are f32
+    return rs_pieces(shape, acc, bidirectional, concurrent, target.vmem_bytes)
 
 
 def rs_rings(

@@ -152,6 +152,9 @@ class OpCosts:
         self.model = model
         self._ops: dict[Operation, OpCost] = {}
         self._collectives: dict[Operation, float] = {}
+        self._other_form: dict[Operation, float] = {}
+        """A collective costed as its other form (`collective_time(op, start)`: a sync one as
+        the `_start` it becomes)."""
         self.times: dict[Operation, float] = {}
         """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
 
@@ -170,6 +173,8 @@ class OpCosts:
                 copy._ops[twin] = cost
             if (time := collectives.get(op)) is not None:
                 copy._collectives[twin] = time
+            if (time := self._other_form.get(op)) is not None:
+                copy._other_form[twin] = time
             if (time := times.get(op)) is not None:
                 copy.times[twin] = time
         return copy
@@ -180,18 +185,19 @@ class OpCosts:
             cost = self._ops[op] = self.model.op_cost(op)
         return cost
 
-    def collective_time(self, op: collective.CollectiveOp) -> float:
-        time = self._collectives.get(op)
+    def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
+        cache = self._collectives if start in (None, op.IS_START) else self._other_form
+        time = cache.get(op)
         if time is None:
-            time = self._collectives[op] = self.model.collective_time(op)
+            time = cache[op] = self.model.collective_time(op, start)
         return time
 
     def same_as(self, start: Operation, sync: Operation) -> None:
-        """`start` (made by `split_sync` from `sync`) costs what `sync` costs: a collective's
-        time is its kind's, operands' and groups' (`CostModel.collective_time`), the same
-        for both forms."""
-        if sync in self._collectives:
-            self._collectives[start] = self._collectives[sync]
+        """`start` (made by `split_sync` from `sync`) costs what `sync` costed as a
+        `_start` (a collective's time is its kind's, operands', groups' and VMEM
+        budget's, `CostModel.collective_time`, the budget a `_start`'s share)."""
+        if sync in self._other_form:
+            self._collectives[start] = self._other_form[sync]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
@@ -308,11 +314,10 @@ class StepGraph:
     def _add(self, op: Operation) -> None:
         model = self.model
         if type(op) in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
-            t = cast(collective.CollectiveOp, op)
-            time = self.memo.get(op)
-            if time is None:
-                time = self.memo[op] = model.collective_time(t)
-            self.first_node[op] = s = self._node(op, _START, model.collective_time(t), time)
+            # costed as the `_start` it becomes (its VMEM share), not the written op
+            # (`memo`, shared with the written order's estimate, holds that one's time)
+            time = model.collective_time(cast(collective.CollectiveOp, op), start=True)
+            self.first_node[op] = s = self._node(op, _START, time, time)
             self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
             self.split = True
             return
