@@ -37,7 +37,8 @@ from collections.abc import Sequence
 
 IN_FLIGHT = 4
 """Collectives in flight at once that each get a full share of the collectives' half of
-the VMEM: the `schedule` pass's default `max-in-flight`."""
+the VMEM: the default `max-in-flight` of `schedule`, `micro-batch` and the step estimate,
+which use this constant."""
 
 RS_BLOCKS = 4
 """VMEM blocks a ring reduce-scatter keeps per ring: a double-buffered receive slot, the

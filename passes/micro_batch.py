@@ -84,6 +84,7 @@ from shardc.dialects.spmd import MeshOp, find_mesh
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
+from shardc.hardware.vmem import IN_FLIGHT
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
@@ -904,7 +905,7 @@ class MicroBatchPass(ModulePass):
     """Split whenever a dimension qualifies (the best estimate even if slower)."""
     memory_limit: int | None = None
     """`schedule`'s memory limit, for the estimates."""
-    max_in_flight: int = 4
+    max_in_flight: int = IN_FLIGHT
     """`schedule`'s bound on collectives in flight, for the estimates."""
     fused: bool = False
     """Estimate the unsplit block and every split as `fusion` will leave them (spmd-pipeline

@@ -28,6 +28,7 @@ from shardc.dialects import collective, sizes
 from shardc.dialects.spmd import find_mesh
 from shardc.hardware.chips import UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
+from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import engine_window
 from shardc.passes.block_order import dependency_graph, set_order
 from xdsl.context import Context
@@ -297,7 +298,7 @@ class SchedulePass(ModulePass):
 
     memory_limit: int | None = None
     """Bytes one device may hold live at once (default: no limit)."""
-    max_in_flight: int = 4
+    max_in_flight: int = IN_FLIGHT
     """Collectives started and not yet done, at most."""
     chip: str = "v5e"
     """The chip whose costs drive the schedule."""

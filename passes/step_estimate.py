@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CostModel, OpCost, cached
+from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
 from shardc.passes.async_split import TO_START
 from shardc.passes.block_order import control_predecessors, used_values
@@ -212,7 +213,7 @@ def scheduled_time(
     block: Block,
     model: CostModel,
     memory_limit: int | None = None,
-    max_in_flight: int = 4,
+    max_in_flight: int = IN_FLIGHT,
     memo: dict[Operation, float] | None = None,
     issued_together: bool = False,
 ) -> float:
@@ -239,7 +240,7 @@ def split_scheduled_time(
     block: Block,
     model: CostModel,
     memory_limit: int | None = None,
-    max_in_flight: int = 4,
+    max_in_flight: int = IN_FLIGHT,
     memo: dict[Operation, float] | None = None,
 ) -> float:
     """`scheduled_time` by the ops themselves: the block split (`split_sync`), scheduled by
