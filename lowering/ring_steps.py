@@ -17,7 +17,8 @@ into a detached block, and `split_steps` cuts it into:
   the VMEM the compute in between may use stays what `tile_plan.vmem_in_use` counts).
 
 `Overlap` places the chunks: each tiled compute loop lowered while a ring is pending
-calls `Overlap.place` with its step count and block time (the tile plan's estimate);
+calls `Overlap.place` with its step count and block time (`tile_plan.plan_time`: the
+loop's time as the kernel runs it);
 chunk k+1 of a ring goes before the first block boundary at or after where chunk k's
 transfer (the cost model's time for the collective, `CostModel.collective_time`, shared
 by its remote chunks by the bytes they send; local DMAs at HBM bandwidth) finishes,

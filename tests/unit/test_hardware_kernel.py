@@ -56,14 +56,17 @@ def lowered_loops(chip: Chip, op: Operation) -> list[tile_plan.Tiled] | None:
 
 
 def lowered_time(chip: Chip, op: Operation) -> float | None:
-    """The time of the loops lowering builds for `op` at the blocks it plans."""
+    """The time of the loops lowering builds for `op` at the blocks it plans, as lowering
+    estimates it (`tile_plan.plan_time`: the clock by which it places pending ring steps
+    at block boundaries, so it must be the time level S charges; with `STEP_OVERHEAD` in
+    it, corpus `everyday`'s rings ran back to back, tests/e2e/test_timing_agreement.py)."""
     loops = lowered_loops(chip, op)
     if loops is None:
         return None
     total = 0.0
     for t in loops:
         plan = tile_plan.plan_blocks(Target(chip, chip.vmem_bytes), t, 0)
-        total += kernel.pipeline_time(chip, tile_plan.kernel_of(t), plan.blocks, plan.grid)
+        total += tile_plan.plan_time(chip, t, plan)
     return total
 
 
