@@ -33,7 +33,14 @@ from collections.abc import Sequence
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from xdsl.dialects.builtin import ComplexType, DenseIntOrFPElementsAttr, TensorType, f32, f64
+from xdsl.dialects.builtin import (
+    ComplexType,
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -204,7 +211,7 @@ class ComplexArithmetic(RewritePattern):
         if isinstance(op, hlo.AbsOp):
             _abs(b, *parts[0])
             ops, r = b.fused("complex_abs_fusion")
-            rewriter.replace_op(op, ops, [r])
+            rewriter.replace(op, ops, [r])
             return
         if isinstance(op, hlo.NegOp):
             re, im = (b.add(hlo.NegOp(v)) for v in parts[0])
@@ -214,7 +221,7 @@ class ComplexArithmetic(RewritePattern):
             re, im = (_mul if isinstance(op, hlo.MulOp) else _div)(b, *parts)
         b.join(re, im, b.elem(op.results[0]))
         ops, r = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion")
-        rewriter.replace_op(op, ops, [r])
+        rewriter.replace(op, ops, [r])
 
 
 def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
@@ -232,47 +239,86 @@ def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
     return b.join(re, im, res.element_type)
 
 
-_ON_PAIRS = (collective.AllReduceOp, collective.ReduceScatterOp, collective.PermuteOp)
+def _pair_type(ty: Attribute) -> Attribute:
+    """A complex tensor type's view as parts (a last dimension of 2); others unchanged."""
+    if not is_complex(ty):
+        return ty
+    assert isinstance(ty, TensorType)
+    elem = ty.element_type
+    assert isinstance(elem, ComplexType)
+    return TensorType(elem.element_type, [*ty.get_shape(), 2])
 
 
-def _on_pairs(b: _Ops, op: Operation) -> SSAValue:
-    """A reduce add or a collective on the parts' view (2 parts per element)."""
-    p = b.pairs(op.operands[0])
-    res = op.results[0]
-    pty = TensorType(b.part_type(res), [*b.shape(res), 2])
-    if isinstance(op, hlo.ReduceOp):
-        r = b.add(hlo.ReduceOp("add", p, op.dims))
+def _reduce_on_pairs(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
+    """A complex reduce add as the reduce add of the parts' view (2 parts per element)."""
+    r = b.add(hlo.ReduceOp("add", b.pairs(op.operands[0]), op.dims))
+    return b.from_pairs(r, b.elem(op.results[0]))
+
+
+_ON_PAIRS = (
+    collective.AllReduceBase,
+    collective.ReduceScatterBase,
+    collective.PermuteBase,
+)
+"""Collectives (sync and `_start`) that run on the parts' view of their complex operands:
+a reduction adding the parts (kind add only), a permute moving them."""
+
+
+def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:
+    """`op` on the parts' view of its complex operands (its real ones as they are); the new
+    op's results (a `_start`'s: its future) hold the parts' views."""
+    inputs = [b.pairs(v) if is_complex(v) else v for v in op.operands]
+    if isinstance(op, collective.CollectiveOp) and op.IS_START:
+        future = op.results[0].type
+        assert isinstance(future, collective.FutureType)
+        types = [collective.FutureType([_pair_type(t) for t in future.value_types])]
     else:
-        r = b.add(
-            type(op).create(
-                operands=[p],
-                result_types=[pty],
-                properties=dict(op.properties),
-                attributes=dict(op.attributes),
-            )
-        )
-    return b.from_pairs(r, b.elem(res))
+        types = [_pair_type(r.type) for r in op.results]
+    new = type(op).create(
+        operands=inputs,
+        result_types=types,
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    b.add(new)
+    return new
+
+
+def _from_pairs(b: _Ops, values: Sequence[SSAValue], like: Sequence[SSAValue]) -> list[SSAValue]:
+    """`values` (parts' views where `like` is complex) as `like`'s types."""
+    return [
+        b.from_pairs(v, b.elem(old)) if is_complex(old) else v
+        for v, old in zip(values, like, strict=True)
+    ]
 
 
 class ComplexReductions(RewritePattern):
-    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute on the parts."""
+    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute (sync, or a
+    `_start` with its `done`s) on the parts."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not op.operands or not is_complex(op.operands[0]) or len(op.results) != 1:
+        if not any(is_complex(v) for v in op.operands):
             return
         b = _Ops(op)
         if isinstance(op, hlo.DotOp):
-            r = _dot(b, op)
+            rewriter.replace(op, b.ops, [_dot(b, op)])
         elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data == "add":
-            r = _on_pairs(b, op)
-        elif isinstance(op, _ON_PAIRS) and len(op.operands) == 1:
-            kind = getattr(op, "kind", None)
-            if kind is not None and kind.data != "add":
+            rewriter.replace(op, b.ops, [_reduce_on_pairs(b, op)])
+        elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data == "add":
+            new = _collective_on_pairs(b, op)
+            if not (isinstance(op, collective.CollectiveOp) and op.IS_START):
+                results = _from_pairs(b, new.results, op.results)
+                rewriter.replace(op, b.ops, results)
                 return
-            r = _on_pairs(b, op)
-        else:
-            return
-        rewriter.replace_op(op, b.ops, [r])
+            for use in list(op.results[0].uses):  # the `done`s of the future
+                done = use.operation
+                assert isinstance(done, collective.DoneOp)
+                after = _Ops(done)
+                wait = collective.DoneOp(new.results[0])
+                after.add(wait)
+                results = _from_pairs(after, wait.results, done.results)
+                rewriter.replace(done, after.ops, results)
+            rewriter.replace(op, b.ops, [new.results[0]])
 
 
 def expand(function: Operation, chip: Chip) -> None:

@@ -196,11 +196,29 @@ def test_dot_and_reduce_are_level_s_to_rounding(ctype: str, mkn, seed: int) -> N
 
 
 @pytest.mark.parametrize("ctype", sorted(TYPES))
+@pytest.mark.parametrize("asynchronous", [False, True])
 @pytest.mark.parametrize(
     "kind", ["all_reduce", "reduce_scatter_dim0", "reduce_scatter_dim1", "permute_pairs"]
 )
-def test_collectives_of_complex(ctype: str, kind: str) -> None:
-    """all_reduce / reduce_scatter add and permute (its zero fill: the complex zero)."""
+def test_collectives_of_complex(ctype: str, kind: str, asynchronous: bool) -> None:
+    """all_reduce / reduce_scatter add and permute (its zero fill: the complex zero), sync
+    or as a `_start` and its `done`."""
     n = 4
     arg, res, op = collectives.cases(n)[kind]
+    if asynchronous:
+        op = collectives.start_done(op, res)
     collectives.check(collectives.one_op(n, ctype, arg, res, op), n)
+
+
+def test_a_combined_start_of_complex_and_real_operands() -> None:
+    """One `_start` of a complex and a real operand (collective-combine's form), its `done`
+    after other work: the complex one on its parts, the real one as it was."""
+    c, r = "tensor<8x24xcomplex<f64>>", "tensor<8x24xf32>"
+    text = f"""spmd.mesh @m = <["x"=2]>
+func.func @main(%a: {c}, %b: {r}) -> ({c}, {r}, {r}) attributes {{spmd.per_device_io}} {{
+  %f = collective.all_reduce_start add %a, %b on @m["x"] : {c}, {r} -> !collective.future<{c}, {r}>
+  %e = hlo.exp %b : {r}
+  %x, %y = collective.done %f : !collective.future<{c}, {r}> -> {c}, {r}
+  func.return %x, %y, %e : {c}, {r}, {r}
+}}"""
+    collectives.check(text, 2)
