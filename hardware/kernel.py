@@ -54,6 +54,7 @@ from shardc.hardware.chips import Chip
 from shardc.hardware.cost import (
     complex_dot,
     complex_part_ops,
+    complex_parts_read,
     elementwise_vpu_ops,
     matmul_time,
     part_dma_bytes,
@@ -787,13 +788,20 @@ def complex_kernels(chip: Chip, op: Operation) -> list[Kernel]:
     n = len(shape)
     ops = complex_part_ops(op)
     assert ops is not None
+    if ops == 0:  # a convert between equal types, or to the part type: the DMAs only
+        return []
     streams = []
     for v in op.operands:
         elem = _elem(v)
-        assert isinstance(elem, ComplexType)
-        streams += [KernelStream(_shape(v), elem.element_type, tuple(range(n)))] * 2
+        if isinstance(elem, ComplexType):
+            part = KernelStream(_shape(v), elem.element_type, tuple(range(n)))
+            streams += [part] * complex_parts_read(op, v)
+        else:  # a select's predicate, a converted real
+            streams.append(KernelStream(_shape(v), elem, tuple(range(n))))
     res = _elem(op.results[0])
     out = (res.element_type,) * 2 if isinstance(res, ComplexType) else (res,)
+    if isinstance(res, ComplexType) and _elem(op.operands[0]) == res.element_type:
+        streams, out = [], out[:1]  # a real of the part type: the loop makes the zeros only
     return [Kernel(shape, streams, n, out, _vpu(chip, ops, n))]
 
 

@@ -28,7 +28,7 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     f64,
+    i1,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
@@ -62,35 +63,37 @@ class _Ops:
         self.at = at
         self.ops: list[Operation] = []
 
-    def fused(self, name: str) -> tuple[list[Operation], SSAValue]:
+    def fused(self, name: str, outs: Sequence[SSAValue]) -> tuple[list[Operation], list[SSAValue]]:
         """
         The new ops with all their arithmetic in ONE loop fusion (`hardware/cost.py`
-        `complex_part_ops` charges it): the parts in, the result's parts out (a multi-output
-        fusion), so each part crosses HBM once; then the join. Grouping the arithmetic by
-        the fusion pass instead left Smith's division as seven loops, the quotients and
-        selects re-read from HBM. Returns the ops and the value replacing the op's result.
+        `complex_part_ops` charges it): the parts (and the op's real operands) in, `outs`
+        (the result's parts, or its real result) out, a multi-output fusion, so each part
+        crosses HBM once. Grouping the arithmetic by the fusion pass instead left Smith's
+        division as seven loops, the quotients and selects re-read from HBM. The parts no
+        op reads are dropped (a convert to a real type reads the real part only). Returns
+        the ops and the values replacing `outs`.
         """
-        parts = [o for o in self.ops if isinstance(o, hlo.RealOp | hlo.ImagOp)]
-        join = self.ops[-1] if isinstance(self.ops[-1], hlo.ComplexOp) else None
-        arith = [o for o in self.ops if o not in parts and o is not join]
-        outs = list(join.operands) if join is not None else [arith[-1].results[0]]
-        block = Block(arg_types=[p.results[0].type for p in parts])
-        inside = set(arith)
-        for p, arg in zip(parts, block.args, strict=True):
-            for use in list(p.results[0].uses):
-                if use.operation in inside:
+        arith = [o for o in self.ops if not isinstance(o, hlo.RealOp | hlo.ImagOp)]
+        made = {r for o in arith for r in o.results}
+        inputs: list[SSAValue] = []
+        for o in arith:
+            inputs += [v for v in o.operands if v not in made and v not in inputs]
+        read = {*inputs, *outs}
+        parts = [o for o in self.ops if o not in arith and o.results[0] in read]
+        inside = [v for v in outs if v in made]
+        if not inside:
+            return parts, list(outs)
+        block = Block(arg_types=[v.type for v in inputs])
+        for v, arg in zip(inputs, block.args, strict=True):
+            for use in list(v.uses):
+                if use.operation in arith:
                     use.operation.operands[use.index] = arg
         block.add_ops(arith)
-        block.add_op(hlo.ReturnOp(outs))
-        inputs = [p.results[0] for p in parts]
-        fusion = hlo.FusionOp(inputs, [v.type for v in outs], Region(block), "loop", name)
+        block.add_op(hlo.ReturnOp(inside))
+        fusion = hlo.FusionOp(inputs, [v.type for v in inside], Region(block), "loop", name)
         fusion.location = self.at.location
-        ops: list[Operation] = [*parts, fusion]
-        if join is None:
-            return ops, fusion.results[0]
-        for i, r in enumerate(fusion.results):
-            join.operands[i] = r
-        return [*ops, join], join.results[0]
+        new = dict(zip(inside, fusion.results, strict=True))
+        return [*parts, fusion], [new.get(v, v) for v in outs]
 
     def add(self, op: Operation) -> SSAValue:
         op.location = self.at.location
@@ -195,33 +198,129 @@ def _abs(b: _Ops, ar: SSAValue, ai: SSAValue) -> SSAValue:
     return b.add(hlo.SelectOp(either_inf, inf, r))
 
 
-_PARTWISE = (hlo.AddOp, hlo.SubOp)
+Value = tuple[SSAValue, SSAValue] | SSAValue
+"""A value on its parts: a complex one as (real part, imaginary part), a real one itself."""
+Rule = Callable[[_Ops, Operation, list[Value]], Value]
 
 
-class ComplexArithmetic(RewritePattern):
-    """Complex add / sub / neg / mul / div / abs as ops on the parts (module docstring)."""
+def _pair(v: Value) -> tuple[SSAValue, SSAValue]:
+    assert isinstance(v, tuple)
+    return v
+
+
+def _real(v: Value) -> SSAValue:
+    assert not isinstance(v, tuple)
+    return v
+
+
+def _partwise(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """add, sub, neg: each part on its own."""
+    if isinstance(op, hlo.NegOp):
+        return tuple(b.add(hlo.NegOp(v)) for v in _pair(args[0]))  # type: ignore[return-value]
+    assert isinstance(op, hlo.BinaryElementwiseOp)
+    x, y = _pair(args[0]), _pair(args[1])
+    return b.bin(type(op), x[0], y[0]), b.bin(type(op), x[1], y[1])
+
+
+def _product(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    fn = _mul if isinstance(op, hlo.MulOp) else _div
+    re, im = fn(b, _pair(args[0]), _pair(args[1]))
+    return re, im
+
+
+def _modulus(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    return _abs(b, *_pair(args[0]))
+
+
+def _compare(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """EQ: both parts equal; NE: either differs (numpy's, NaN parts unequal). The ordered
+    directions are not defined on complex numbers (the verifier refuses them)."""
+    assert isinstance(op, hlo.CompareOp)
+    d = op.comparison_direction.data
+    (ar, ai), (br, bi) = _pair(args[0]), _pair(args[1])
+    re, im = b.add(hlo.CompareOp(d, ar, br)), b.add(hlo.CompareOp(d, ai, bi))
+    return b.bin(hlo.AndOp if d == "EQ" else hlo.OrOp, re, im)
+
+
+def _select(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    pred, (xr, xi), (yr, yi) = _real(args[0]), _pair(args[1]), _pair(args[2])
+    return b.add(hlo.SelectOp(pred, xr, yr)), b.add(hlo.SelectOp(pred, xi, yi))
+
+
+def _convert(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """Level S's (`interpreter/values.py` `convert`): complex -> complex part by part;
+    real -> complex the value and a zero imaginary part; complex -> i1 `!= 0` (either part
+    nonzero); complex -> other real types the real part converted."""
+    res = op.results[0].type
+    assert isinstance(res, TensorType)
+    dst, (x,) = res.element_type, args
+    if isinstance(dst, ComplexType):
+        part = dst.element_type
+        if isinstance(x, tuple):
+            return b.convert(x[0], part), b.convert(x[1], part)
+        re = b.convert(x, part)
+        return re, b.splat(0.0, re)
+    re, im = _pair(x)
+    if dst == i1:
+        nonzero = (b.add(hlo.CompareOp("NE", v, b.splat(0.0, v))) for v in (re, im))
+        return b.bin(hlo.OrOp, *nonzero)
+    return b.convert(re, dst)
+
+
+RULES: dict[type[Operation], Rule] = {
+    hlo.AddOp: _partwise,
+    hlo.SubOp: _partwise,
+    hlo.NegOp: _partwise,
+    hlo.MulOp: _product,
+    hlo.DivOp: _product,
+    hlo.AbsOp: _modulus,
+    hlo.CompareOp: _compare,
+    hlo.SelectOp: _select,
+    hlo.ConvertOp: _convert,
+}
+"""The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
+ops on the parts (module docstring)."""
+
+
+def _touches_complex(op: Operation) -> bool:
+    return any(is_complex(v) for v in (*op.operands, *op.results))
+
+
+def _join(at: Operation, outs: Sequence[SSAValue], like: Sequence[SSAValue]):
+    """`outs` (two parts for each complex value of `like`) joined: (the joins, the values)."""
+    joins: list[Operation] = []
+    values: list[SSAValue] = []
+    it = iter(outs)
+    for old in like:
+        if not is_complex(old):
+            values.append(next(it))
+            continue
+        join = hlo.ComplexOp(next(it), next(it))
+        join.location = at.location
+        joins.append(join)
+        values.append(join.results[0])
+    return joins, values
+
+
+def _flat(values: Sequence[Value]) -> list[SSAValue]:
+    return [p for v in values for p in (v if isinstance(v, tuple) else (v,))]
+
+
+class ComplexElementwise(RewritePattern):
+    """A complex elementwise op (`RULES`) as one loop fusion on the parts (`_Ops.fused`)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, (*_PARTWISE, hlo.MulOp, hlo.DivOp, hlo.NegOp, hlo.AbsOp)):
-            return
-        if not is_complex(op.operands[0]):
+        rule = RULES.get(type(op))
+        if rule is None or not _touches_complex(op):
             return
         b = _Ops(op)
-        parts = [(b.part(v, 0), b.part(v, 1)) for v in op.operands]
-        if isinstance(op, hlo.AbsOp):
-            _abs(b, *parts[0])
-            ops, r = b.fused("complex_abs_fusion")
-            rewriter.replace(op, ops, [r])
-            return
-        if isinstance(op, hlo.NegOp):
-            re, im = (b.add(hlo.NegOp(v)) for v in parts[0])
-        elif isinstance(op, _PARTWISE):
-            re, im = (b.bin(type(op), x, y) for x, y in zip(*parts, strict=True))
-        else:
-            re, im = (_mul if isinstance(op, hlo.MulOp) else _div)(b, *parts)
-        b.join(re, im, b.elem(op.results[0]))
-        ops, r = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion")
-        rewriter.replace(op, ops, [r])
+        args: list[Value] = [
+            (b.part(v, 0), b.part(v, 1)) if is_complex(v) else v for v in op.operands
+        ]
+        outs = _flat([rule(b, op, args)])
+        ops, outs = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion", outs)
+        joins, values = _join(op, outs, op.results)
+        rewriter.replace(op, [*ops, *joins], values)
 
 
 def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
@@ -325,7 +424,7 @@ def expand(function: Operation, chip: Chip) -> None:
     """Rewrite the complex ops of `function` into ops on their parts (module docstring);
     the parts' arithmetic is one loop fusion (`_Ops.fused`) whatever `chip`."""
     del chip  # the parts' arithmetic is one loop on every chip (`_Ops.fused`)
-    patterns = [ComplexArithmetic(), ComplexReductions()]
+    patterns = [ComplexElementwise(), ComplexReductions()]
     walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)

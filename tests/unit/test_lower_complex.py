@@ -222,3 +222,87 @@ func.func @main(%a: {c}, %b: {r}) -> ({c}, {r}, {r}) attributes {{spmd.per_devic
   func.return %x, %y, %e : {c}, {r}, {r}
 }}"""
     collectives.check(text, 2)
+
+
+def assert_real_same(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit for bit, any NaN for a NaN."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype.kind == "f":
+        nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
+        got, want = np.where(nan, 0, got).astype(want.dtype), np.where(nan, 0, want)
+    assert np.array_equal(got.view(np.uint8), want.astype(want.dtype).view(np.uint8))
+
+
+def real_values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+    """Reals of a real type for a real -> complex convert and a select's predicate."""
+    if dtype == "i1":
+        return rng.random(shape) < 0.5
+    if dtype == "i32":
+        return rng.integers(-(2**31), 2**31, size=shape, dtype=np.int32)
+    part = np.real(values(rng, shape, "complex<f64>"))
+    with np.errstate(over="ignore"):
+        return part.astype(np.float32 if dtype == "f32" else np.float64)
+
+
+OTHERS = ["f32", "f64", "i32", "i1"]
+
+
+@st.composite
+def moving_cases(draw) -> tuple[str, list[str], str]:
+    """A compare EQ / NE, select or convert with complex operands or result: (the op
+    line, the argument types' element types, the result's element type)."""
+    ctype = draw(st.sampled_from(sorted(TYPES)))
+    kind = draw(st.sampled_from(["compare", "select", "to_complex", "from_complex"]))
+    if kind == "compare":
+        d = draw(st.sampled_from(["EQ", "NE"]))
+        return f"hlo.compare {d}, %a0, %a1 : ({{t0}}, {{t1}}) -> {{r}}", [ctype, ctype], "i1"
+    if kind == "select":
+        return "hlo.select %a0, %a1, %a2 : {t0}, {r}", ["i1", ctype, ctype], ctype
+    other = draw(st.sampled_from([*OTHERS, *sorted(TYPES)]))
+    src, dst = (other, ctype) if kind == "to_complex" else (ctype, other)
+    return "hlo.convert %a0 : ({t0}) -> {r}", [src], dst
+
+
+@SETTINGS
+@given(
+    moving_cases(),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_compare_select_convert_bit_for_bit(case, shape, seed: int) -> None:
+    """Level S's numerics exactly (specials included): parts compared, selected and
+    converted as level S does (`interpreter/values.py` `convert`)."""
+    line, args, res = case
+    rng = np.random.default_rng(seed)
+    types = [ty(shape, a) for a in args]
+    fmt = {f"t{i}": t for i, t in enumerate(types)} | {"r": ty(shape, res)}
+    text = program(types, ty(shape, res), line.format(**fmt))
+
+    def arg(a: str) -> np.ndarray:
+        return values(rng, shape, a) if a in TYPES else real_values(rng, shape, a)
+
+    rows = [[arg(a) for a in args] for _ in range(DEVICES)]
+    if "compare" in line:  # equal elements too: every other one copied
+        for row in rows:
+            row[1].ravel()[::2] = row[0].ravel()[::2]
+    want, got = run_both(text, rows)
+    for d in range(DEVICES):
+        if res in TYPES:
+            assert_same(got[d][0], want[d][0])
+        else:
+            assert_real_same(got[d][0], want[d][0])
+
+
+def test_convert_keeps_an_infinite_imaginary_part_and_signed_zeros() -> None:
+    """Level S's convert of complex<f32> to complex<f64> (it made the real part NaN where
+    the imaginary part is infinite, by re + 1j * im) and of a real -0 (its sign)."""
+    z = np.array([[complex(1, np.inf), complex(-0.0, -0.0), complex(np.nan, 2)]], np.complex64)
+    t, t64 = ty(z.shape, "complex<f32>"), ty(z.shape, "complex<f64>")
+    want, got = run_both(program([t], t64, f"hlo.convert %a0 : ({t}) -> {t64}"), [[z]] * 2)
+    assert_same(want[0][0], z.astype(np.complex128))
+    assert_same(got[0][0], z.astype(np.complex128))
+    x = np.array([[-0.0, np.inf, -np.inf]], np.float64)
+    p = ty(x.shape, "f64")
+    want, got = run_both(program([p], t, f"hlo.convert %a0 : ({p}) -> {t}"), [[x]] * 2)
+    for w in (want[0][0], got[0][0]):
+        assert_same(w, x.astype(np.complex64))
