@@ -389,16 +389,56 @@ def complex_dot(op: Operation) -> bool:
     return isinstance(_tensor_types([op.lhs])[0].element_type, ComplexType)
 
 
+_MOVES_PARTS = (
+    hlo.BroadcastOp,
+    hlo.ReshapeOp,
+    hlo.TransposeOp,
+    hlo.SliceOp,
+    hlo.ConcatenateOp,
+    hlo.RealOp,
+    hlo.ImagOp,
+    hlo.ComplexOp,
+    hlo.ReturnOp,
+)
+"""Ops of a fusion's body that only move parts: on complex values, the same op on each
+part (a broadcast ...), or picking or pairing parts (real, imag, complex: no op at all)."""
+
+
+def _touches_complex(op: Operation) -> bool:
+    types = _tensor_types([*op.operands, *op.results])
+    return any(isinstance(t.element_type, ComplexType) for t in types)
+
+
+def fusion_on_parts(op: Operation) -> bool:
+    """
+    Whether `lower-to-tpu` computes fusion `op` as one fusion on the parts of its complex
+    values (lowering/complex_pairs.py `ComplexFusion`): it has complex values and each of
+    its complex ops is a loop on the parts (`complex_part_ops`) or moves parts. Its
+    complex operands are split before it and its complex results joined after it
+    (`part_dma_bytes`); inside, `hlo.real` / `imag` / `complex` cost nothing.
+    """
+    if not isinstance(op, hlo.FusionOp):
+        return False
+    ops = [o for o in op.body.block.ops if _touches_complex(o)]
+    return bool(ops) and all(
+        isinstance(o, _MOVES_PARTS) or complex_part_ops(o) is not None for o in ops
+    )
+
+
 def part_dma_bytes(op: Operation) -> int | None:
     """
     HBM traffic of the strided DMAs between a complex tensor and its parts (lowering/
     movement.py: one HBM-to-HBM DMA per part, each part's bytes read and written:
     `dma_hbm_passes`): `hlo.real` / `hlo.imag` their result, `hlo.complex` its result; a
-    complex op on its parts (`complex_part_ops`, `complex_dot`) its complex operands (both
-    parts out) and a complex result (both parts in) around its loops. None: no such DMAs.
+    complex op on its parts (`complex_part_ops`, `complex_dot`, `fusion_on_parts`) its
+    complex operands (both parts out; a convert to a real type: the real part) and complex
+    results (both parts in) around its loops. None: no such DMAs.
     """
     if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):
         moved = sum(tensor_bytes(t) for t in _tensor_types(op.results))
+    elif fusion_on_parts(op):  # every complex operand split, every complex result joined
+        values = _tensor_types([*op.operands, *op.results])
+        moved = sum(tensor_bytes(t) for t in values if isinstance(t.element_type, ComplexType))
     elif complex_part_ops(op) is None and not complex_dot(op):
         return None
     else:
@@ -515,7 +555,12 @@ def sort_time(chip: Chip, op: hlo.SortOp | hlo.TopKOp, hbm: int) -> float:
 def value_vpu_ops(v: SSAValue) -> int:
     """VPU ops per element of a fused value: its op's (`elementwise_vpu_ops`); an operand
     of the fusion (a block argument) is one, its load."""
-    return elementwise_vpu_ops(v.owner) if isinstance(v.owner, Operation) else 1
+    owner = v.owner
+    if not isinstance(owner, Operation):
+        return 1
+    if isinstance(owner, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp) and _touches_complex(owner):
+        return 0  # a part picked or paired (`fusion_on_parts`)
+    return elementwise_vpu_ops(owner)
 
 
 SELECT_STEPS = 32

@@ -284,6 +284,10 @@ def op_kernel_time(chip: Chip, op: Operation) -> float | None:
 def _op_time(chip: Chip, op: Operation) -> float | None:
     if isinstance(op, hlo.FusionOp):
         kernels = fusion_kernels(chip, op)
+        moved = part_dma_bytes(op)  # complex operands split, results joined
+        if moved is not None and kernels is not None:
+            times = [kernel_time(chip, k) for k in kernels]
+            return None if None in times else moved / chip.hbm_bw + sum(times)  # pyright: ignore
     elif isinstance(op, hlo.RngBitGeneratorOp):
         kernels = rng_kernels(chip, op)
     elif complex_part_ops(op) is not None or complex_dot(op):

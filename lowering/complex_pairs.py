@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
+from shardc.hardware.cost import fusion_on_parts
 from xdsl.dialects.builtin import (
     ComplexType,
     DenseIntOrFPElementsAttr,
@@ -311,7 +312,7 @@ class ComplexElementwise(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         rule = RULES.get(type(op))
-        if rule is None or not _touches_complex(op):
+        if rule is None or not _touches_complex(op) or _fusion_on_parts(op.parent_op()):
             return
         b = _Ops(op)
         args: list[Value] = [
@@ -321,6 +322,99 @@ class ComplexElementwise(RewritePattern):
         ops, outs = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion", outs)
         joins, values = _join(op, outs, op.results)
         rewriter.replace(op, [*ops, *joins], values)
+
+
+_EACH_PART = (hlo.BroadcastOp, hlo.ReshapeOp, hlo.TransposeOp, hlo.SliceOp, hlo.ConcatenateOp)
+"""Ops that move elements: on complex values, the same op on each part."""
+
+
+def _each_part(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    ty = op.results[0].type
+    assert isinstance(ty, TensorType)
+    elem = ty.element_type
+    assert isinstance(elem, ComplexType)
+    part = TensorType(elem.element_type, ty.get_shape())
+
+    def one(which: int) -> SSAValue:
+        new = type(op).create(
+            operands=[_pair(a)[which] for a in args],
+            result_types=[part],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        return b.add(new)
+
+    return one(0), one(1)
+
+
+def _in_fusion(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """A complex op of a fusion's body on the parts (no loop of its own)."""
+    if isinstance(op, hlo.RealOp | hlo.ImagOp):
+        return _pair(args[0])[0 if isinstance(op, hlo.RealOp) else 1]
+    if isinstance(op, hlo.ComplexOp):
+        return _real(args[0]), _real(args[1])
+    if isinstance(op, _EACH_PART):
+        return _each_part(b, op, args)
+    return RULES[type(op)](b, op, args)
+
+
+def _fusion_on_parts(op: Operation | None) -> bool:
+    """Whether `op` is a fusion `ComplexFusion` rewrites (its ops wait for it): the cost
+    model's `fusion_on_parts`, which charges it so."""
+    return op is not None and fusion_on_parts(op)
+
+
+class ComplexFusion(RewritePattern):
+    """
+    A fusion computing on complex values (the fusion pass groups complex ops like any
+    other) as ONE fusion on their parts: its complex operands split outside (the strided
+    DMAs), each complex op of its body on the parts in place, no loop of its own, its
+    complex results joined outside. A body with an op that has no rule on the parts (a
+    complex dot or reduce) is left to the ops' own rewrites.
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, hlo.FusionOp):
+            return
+        if not _fusion_on_parts(op):
+            return
+        outside = _Ops(op)
+        args: list[Value] = [
+            (outside.part(v, 0), outside.part(v, 1)) if is_complex(v) else v for v in op.inputs
+        ]
+        inputs = _flat(args)
+        block = Block(arg_types=[v.type for v in inputs])
+        it = iter(block.args)
+        values: dict[SSAValue, Value] = {}
+        for old, a in zip(op.body.block.args, args, strict=True):
+            values[old] = (next(it), next(it)) if isinstance(a, tuple) else next(it)
+        outs = _body_on_parts(op.body.block, block, values)
+        fusion = hlo.FusionOp(inputs, [v.type for v in outs], Region(block), op.kind.data, op.label)
+        fusion.location, fusion.attributes = op.location, dict(op.attributes)
+        joins, results = _join(op, fusion.results, op.results)
+        rewriter.replace(op, [*outside.ops, fusion, *joins], results)
+
+
+def _body_on_parts(old: Block, new: Block, values: dict[SSAValue, Value]) -> list[SSAValue]:
+    """Move `old`'s ops into `new` (their complex values on the parts, `values` mapping
+    each old value to its parts); returns what `new` returns."""
+    for o in list(old.ops):
+        args = [values[v] for v in o.operands]
+        if isinstance(o, hlo.ReturnOp):
+            outs = _flat(args)
+            new.add_op(hlo.ReturnOp(outs))
+            return outs
+        if not _touches_complex(o):
+            o.detach()
+            for i, a in enumerate(args):
+                o.operands[i] = _real(a)
+            new.add_op(o)
+            values |= {r: r for r in o.results}
+            continue
+        b = _Ops(o)
+        values[o.results[0]] = _in_fusion(b, o, args)
+        new.add_ops(b.ops)
+    raise AssertionError("a fusion's body ends with hlo.return")
 
 
 def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
@@ -424,7 +518,7 @@ def expand(function: Operation, chip: Chip) -> None:
     """Rewrite the complex ops of `function` into ops on their parts (module docstring);
     the parts' arithmetic is one loop fusion (`_Ops.fused`) whatever `chip`."""
     del chip  # the parts' arithmetic is one loop on every chip (`_Ops.fused`)
-    patterns = [ComplexElementwise(), ComplexReductions()]
+    patterns = [ComplexFusion(), ComplexElementwise(), ComplexReductions()]
     walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)
