@@ -320,10 +320,12 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.compare", "f64"): 3,
     ("hlo.select", "f32"): 2,
     ("hlo.select", "f64"): 2,
+    ("hlo.exp", "f32"): 25,  # e^a, cos b, sin b in f64: two converts in, two out
+    ("hlo.exp", "f64"): 21,  # the products and C99's special values (complex_pairs._exp)
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide, abs, compare (EQ / NE) or select as ONE loop over the parts
+multiply, divide, abs, exp, compare (EQ / NE) or select as ONE loop over the parts
 (lowering/complex_pairs.py: the parts in, the result's parts out). Its vector ops per
 element, by op and part type (a splat constant is one op per element, as the level-T
 simulator charges it); a test counts the loop's ops against this table. A convert's:

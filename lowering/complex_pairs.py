@@ -268,6 +268,29 @@ def _convert(b: _Ops, op: Operation, args: list[Value]) -> Value:
     return b.convert(re, dst)
 
 
+def _exp(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """e^a (cos b + i sin b), complex<f32> in f64 (as level S: complex128, rounded once),
+    and C99's (glibc's, numpy's) special values: b = 0 gives the imaginary part b (also
+    where e^a is infinite or NaN); a = +inf with b not finite inf + i NaN; a = -inf with
+    b not finite 0 + i 0 (the sign of b's, NaN: +0)."""
+    ar, ai = _pair(args[0])
+    part = b.elem(ar)
+    x, y = b.convert(ar, f64), b.convert(ai, f64)
+    e = b.add(hlo.ExpOp(x))
+    re = b.bin(hlo.MulOp, e, b.add(hlo.CosOp(y)))
+    im = b.bin(hlo.MulOp, e, b.add(hlo.SinOp(y)))
+    zero = b.splat(0.0, y)
+    im = b.add(hlo.SelectOp(b.add(hlo.CompareOp("EQ", y, zero)), y, im))
+    not_finite = b.add(hlo.CompareOp("NE", b.bin(hlo.SubOp, y, y), zero))  # inf or NaN
+    inf = b.add(hlo.CompareOp("EQ", b.add(hlo.AbsOp(x)), b.splat(float("inf"), x)))
+    edge = b.bin(hlo.AndOp, inf, not_finite)
+    re = b.add(hlo.SelectOp(edge, e, re))  # +inf or +0: e^a itself
+    vanish = b.bin(hlo.AndOp, edge, b.add(hlo.CompareOp("EQ", e, zero)))  # a = -inf
+    signed = b.add(hlo.SelectOp(b.add(hlo.CompareOp("LT", y, zero)), b.add(hlo.NegOp(e)), e))
+    im = b.add(hlo.SelectOp(vanish, signed, im))
+    return b.convert(re, part), b.convert(im, part)
+
+
 RULES: dict[type[Operation], Rule] = {
     hlo.AddOp: _partwise,
     hlo.SubOp: _partwise,
@@ -278,6 +301,7 @@ RULES: dict[type[Operation], Rule] = {
     hlo.CompareOp: _compare,
     hlo.SelectOp: _select,
     hlo.ConvertOp: _convert,
+    hlo.ExpOp: _exp,
 }
 """The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
 ops on the parts (module docstring)."""

@@ -30,8 +30,8 @@ def complex_program(name: str, part: str, shape=SHAPE) -> str:
     if name in ("hlo.compare", "hlo.select"):
         kind = name.removeprefix("hlo.")
         return moving_program(kind, f"complex<{part}>", "i1", shape)
-    if name == "hlo.neg":
-        return program([t], t, f"hlo.neg %a0 : {t}")
+    if name in ("hlo.neg", "hlo.exp"):
+        return program([t], t, f"{name} %a0 : {t}")
     return program([t, t], t, f"{name} %a0, %a1 : {t}")
 
 
@@ -63,7 +63,14 @@ def test_the_table_is_the_loop_the_lowering_makes(name: str, part: str) -> None:
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 @pytest.mark.parametrize(
     ("name", "part"),
-    [("hlo.add", "f32"), ("hlo.mul", "f32"), ("hlo.div", "f64"), ("hlo.abs", "f32")],
+    [
+        ("hlo.add", "f32"),
+        ("hlo.mul", "f32"),
+        ("hlo.div", "f64"),
+        ("hlo.abs", "f32"),
+        ("hlo.exp", "f32"),
+        ("hlo.exp", "f64"),
+    ],
 )
 def test_level_s_step_is_level_t_step(name: str, part: str, chip: str) -> None:
     """The parts' DMAs and the loop, at a size where both matter: within 10%."""

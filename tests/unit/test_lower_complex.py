@@ -398,3 +398,74 @@ def test_a_complex_fusion_step_is_level_t_step(ctype: str, chip: str) -> None:
     kernel = shardc.compile(fused, f"lower-to-tpu{{chip={chip}}}")
     t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
     assert abs(t / s - 1) < 0.1, (s, t)
+
+
+def assert_parts_close(got: np.ndarray, want: np.ndarray, ulps: float) -> None:
+    """Each part within `ulps` of the part type's eps times the part's own magnitude (not
+    below the smallest normal), NaN where level S has NaN, zeros and infinities of level
+    S's sign."""
+    eps, tiny = np.finfo(np.real(want).dtype).eps, np.finfo(np.real(want).dtype).tiny
+    for g, w in ((np.real(got), np.real(want)), (np.imag(got), np.imag(want))):
+        assert np.array_equal(np.isnan(g), np.isnan(w))
+        exact = (w == 0) | np.isinf(w)
+        assert np.array_equal(g[exact], w[exact])
+        assert np.array_equal(np.signbit(g[exact]), np.signbit(w[exact]))
+        finite = np.isfinite(w)
+        with np.errstate(over="ignore", invalid="ignore"):
+            err = np.abs(g[finite].astype(np.float64) - w[finite])
+        assert np.all(err <= ulps * eps * np.maximum(np.abs(w[finite]), tiny)), (
+            g[finite][err > ulps * eps * np.maximum(np.abs(w[finite]), tiny)],
+            w[finite][err > ulps * eps * np.maximum(np.abs(w[finite]), tiny)],
+        )
+
+
+EXP_ULPS = {"complex<f32>": 1, "complex<f64>": 4}
+"""exp's tolerance, in ulps of each part: complex<f32> is computed in f64 at both levels
+(level S: glibc's cexp on complex128; level T: exp, cos, sin and the products in f64),
+both within a few f64 ulps of the exact value, so their f32 roundings differ by at most
+one ulp (where the exact value lies near an f32 rounding boundary); complex<f64>: glibc's
+cexp (sincos, exp, one product) and level T's three roundings (exp, cos or sin, the
+product) each within about two ulps: 4."""
+
+
+def exp_values(rng: np.random.Generator, shape, ctype: str) -> np.ndarray:
+    """`values` with moderate real parts (e^a neither overflowing nor vanishing, mostly)
+    and a tenth of the specials; complex<f64>: real parts below 709, where glibc scales
+    e^a to keep a finite part that e^a * cos b (level T) overflows (the one deviation)."""
+    z = values(rng, shape, ctype)
+    re = np.real(z).copy()
+    mild = rng.random(shape) < 0.8
+    re[mild] = rng.uniform(-100, 100, size=int(mild.sum()))
+    if ctype == "complex<f64>":
+        re = np.where(re > 709, 709, re)
+    out = z.copy()
+    out.real = re
+    return out
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(TYPES)),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_exp_is_level_s_within_its_ulps(ctype: str, shape, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    t = ty(shape, ctype)
+    rows = [[exp_values(rng, shape, ctype)] for _ in range(DEVICES)]
+    want, got = run_both(program([t], t, f"hlo.exp %a0 : {t}"), rows)
+    for d in range(DEVICES):
+        assert_parts_close(got[d][0], want[d][0], EXP_ULPS[ctype])
+
+
+@pytest.mark.parametrize("ctype", sorted(TYPES))
+def test_exp_special_values_are_c99s(ctype: str) -> None:
+    """Every pair of zeros, infinities, NaN and ordinary parts: NaN, infinities and signed
+    zeros exactly as level S (numpy's complex128 exp: C99 Annex G)."""
+    s = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 80.0, -700.0])
+    re, im = np.meshgrid(s, s)
+    z = np.empty(re.shape, TYPES[ctype])
+    z.real, z.imag = re, im
+    t = ty(z.shape, ctype)
+    want, got = run_both(program([t], t, f"hlo.exp %a0 : {t}"), [[z]] * DEVICES)
+    assert_parts_close(got[0][0], want[0][0], EXP_ULPS[ctype])
