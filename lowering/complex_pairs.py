@@ -37,6 +37,7 @@ from shardc.hardware.cost import fusion_on_parts
 from xdsl.dialects.builtin import (
     ComplexType,
     DenseIntOrFPElementsAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     f32,
@@ -291,6 +292,86 @@ def _exp(b: _Ops, op: Operation, args: list[Value]) -> Value:
     return b.convert(re, part), b.convert(im, part)
 
 
+_BIG, _SMALL = 2.0**1020, 2.0**-1020
+"""complex<f64> sqrt's scaling (`_sqrt`): parts at least `_BIG` are scaled by 2^-4 (the
+modulus and a + |z| stay finite), parts all below `_SMALL` by 2^108 (subnormals become
+normal: halving them would round their last bits away); the root by 2^2 or 2^-54."""
+
+
+def _signbit(b: _Ops, v: SSAValue) -> SSAValue:
+    """Whether `v`'s sign bit is set (-0 and NaNs too: the bits as a signed integer < 0)."""
+    bits = IntegerType(64 if b.elem(v) == f64 else 32)
+    word = b.add(hlo.BitcastConvertOp(v, TensorType(bits, b.shape(v))))
+    zero = b.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(word.type, [0])))
+    return b.add(hlo.CompareOp("LT", word, zero))
+
+
+def _scaled(b: _Ops, x: SSAValue, y: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """complex<f64> sqrt's operands scaled into range (`_BIG`) and the root's scale."""
+    m = b.bin(hlo.MaxOp, b.add(hlo.AbsOp(x)), b.add(hlo.AbsOp(y)))
+    big = b.add(hlo.CompareOp("GE", m, b.splat(_BIG, m)))
+    small = b.add(hlo.CompareOp("LT", m, b.splat(_SMALL, m)))
+    one = b.splat(1.0, m)
+    s_in = b.add(
+        hlo.SelectOp(
+            big, b.splat(2.0**-4, m), b.add(hlo.SelectOp(small, b.splat(2.0**108, m), one))
+        )
+    )
+    s_out = b.add(
+        hlo.SelectOp(big, b.splat(4.0, m), b.add(hlo.SelectOp(small, b.splat(2.0**-54, m), one)))
+    )
+    return b.bin(hlo.MulOp, x, s_in), b.bin(hlo.MulOp, y, s_in), s_out
+
+
+def _sqrt(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """
+    The principal root by the stable formula (no cancellation): t = sqrt((|z| + |a|) / 2),
+    u = b / 2t; a >= 0: t + i u, else |u| + i copysign(t, b). complex<f32> in f64 (|z| =
+    sqrt(a^2 + b^2) exactly enough there), complex<f64> scaled (`_scaled`) with |z| = hi
+    sqrt(1 + (lo/hi)^2). C99's special values: z = 0 gives 0 + i b; b = +-inf gives
+    +inf + i b; a = +inf, b NaN: +inf + i NaN; a = -inf, b NaN: NaN + i copysign(inf, b).
+    """
+    ar, ai = _pair(args[0])
+    part = b.elem(ar)
+    x, y = b.convert(ar, f64), b.convert(ai, f64)
+    negative_b = _signbit(b, ai)
+    xs, ys, s_out = _scaled(b, x, y) if part == f64 else (x, y, None)
+    ax = b.add(hlo.AbsOp(xs))
+    if part == f64:
+        ay = b.add(hlo.AbsOp(ys))
+        hi, lo = b.bin(hlo.MaxOp, ax, ay), b.bin(hlo.MinOp, ax, ay)
+        q = b.bin(hlo.DivOp, lo, hi)
+        root = b.add(hlo.SqrtOp(b.bin(hlo.AddOp, b.splat(1.0, q), b.bin(hlo.MulOp, q, q))))
+        none = b.add(hlo.CompareOp("EQ", hi, b.splat(0.0, hi)))  # z = 0: 0 / 0 in q
+        d = b.add(hlo.SelectOp(none, hi, b.bin(hlo.MulOp, hi, root)))
+    else:
+        d = b.add(hlo.SqrtOp(b.bin(hlo.AddOp, b.bin(hlo.MulOp, xs, xs), b.bin(hlo.MulOp, ys, ys))))
+    half = b.splat(0.5, d)
+    t = b.add(hlo.SqrtOp(b.bin(hlo.MulOp, half, b.bin(hlo.AddOp, d, ax))))
+    u = b.bin(hlo.MulOp, half, b.bin(hlo.DivOp, ys, t))
+    pos = b.add(hlo.CompareOp("GE", x, b.splat(0.0, x)))
+    re = b.add(hlo.SelectOp(pos, t, b.add(hlo.AbsOp(u))))
+    im = b.add(hlo.SelectOp(pos, u, b.add(hlo.SelectOp(negative_b, b.add(hlo.NegOp(t)), t))))
+    if s_out is not None:
+        re, im = b.bin(hlo.MulOp, re, s_out), b.bin(hlo.MulOp, im, s_out)
+    return _sqrt_specials(b, x, y, d, pos, negative_b, re, im, part)
+
+
+def _sqrt_specials(b: _Ops, x, y, d, pos, negative_b, re, im, part) -> Value:
+    """`_sqrt`'s special values (its docstring), then the parts in the part type."""
+    zero = b.add(hlo.CompareOp("EQ", d, b.splat(0.0, d)))
+    im = b.add(hlo.SelectOp(zero, y, im))
+    inf = b.splat(float("inf"), x)
+    y_inf = b.add(hlo.CompareOp("EQ", b.add(hlo.AbsOp(y)), inf))
+    re, im = b.add(hlo.SelectOp(y_inf, inf, re)), b.add(hlo.SelectOp(y_inf, y, im))
+    x_inf = b.add(hlo.CompareOp("EQ", b.add(hlo.AbsOp(x)), inf))
+    edge = b.bin(hlo.AndOp, x_inf, b.add(hlo.CompareOp("NE", y, y)))
+    re = b.add(hlo.SelectOp(edge, b.add(hlo.SelectOp(pos, x, y)), re))
+    signed = b.add(hlo.SelectOp(negative_b, x, b.add(hlo.NegOp(x))))  # a = -inf here
+    im = b.add(hlo.SelectOp(edge, b.add(hlo.SelectOp(pos, y, signed)), im))
+    return b.convert(re, part), b.convert(im, part)
+
+
 RULES: dict[type[Operation], Rule] = {
     hlo.AddOp: _partwise,
     hlo.SubOp: _partwise,
@@ -302,6 +383,7 @@ RULES: dict[type[Operation], Rule] = {
     hlo.SelectOp: _select,
     hlo.ConvertOp: _convert,
     hlo.ExpOp: _exp,
+    hlo.SqrtOp: _sqrt,
 }
 """The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
 ops on the parts (module docstring)."""

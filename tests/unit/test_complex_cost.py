@@ -30,7 +30,7 @@ def complex_program(name: str, part: str, shape=SHAPE) -> str:
     if name in ("hlo.compare", "hlo.select"):
         kind = name.removeprefix("hlo.")
         return moving_program(kind, f"complex<{part}>", "i1", shape)
-    if name in ("hlo.neg", "hlo.exp"):
+    if name in ("hlo.neg", "hlo.exp", "hlo.sqrt"):
         return program([t], t, f"{name} %a0 : {t}")
     return program([t, t], t, f"{name} %a0, %a1 : {t}")
 
@@ -70,6 +70,8 @@ def test_the_table_is_the_loop_the_lowering_makes(name: str, part: str) -> None:
         ("hlo.abs", "f32"),
         ("hlo.exp", "f32"),
         ("hlo.exp", "f64"),
+        ("hlo.sqrt", "f32"),
+        ("hlo.sqrt", "f64"),
     ],
 )
 def test_level_s_step_is_level_t_step(name: str, part: str, chip: str) -> None:

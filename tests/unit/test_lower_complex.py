@@ -469,3 +469,44 @@ def test_exp_special_values_are_c99s(ctype: str) -> None:
     t = ty(z.shape, ctype)
     want, got = run_both(program([t], t, f"hlo.exp %a0 : {t}"), [[z]] * DEVICES)
     assert_parts_close(got[0][0], want[0][0], EXP_ULPS[ctype])
+
+
+SQRT_ULPS = {"complex<f32>": 1, "complex<f64>": 4}
+"""sqrt's tolerance, in ulps of each part: complex<f32> computed in f64 at both levels
+(level S: glibc's csqrt on complex128) rounds to the same f32 but near a rounding
+boundary; complex<f64>: level T's modulus hi sqrt(1 + (lo/hi)^2) (a few ulps, glibc's
+hypot is within one), then a sum, a halving, a root and a quotient, against glibc's own
+rounding: 4 (2 seen over the drawn values)."""
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(TYPES)),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_sqrt_is_level_s_within_its_ulps(ctype: str, shape, seed: int) -> None:
+    """Every magnitude (`values`: huge, tiny and subnormal parts, specials)."""
+    rng = np.random.default_rng(seed)
+    t = ty(shape, ctype)
+    rows = [[values(rng, shape, ctype)] for _ in range(DEVICES)]
+    want, got = run_both(program([t], t, f"hlo.sqrt %a0 : {t}"), rows)
+    for d in range(DEVICES):
+        assert_parts_close(got[d][0], want[d][0], SQRT_ULPS[ctype])
+
+
+@pytest.mark.parametrize("ctype", sorted(TYPES))
+def test_sqrt_special_values_are_c99s(ctype: str) -> None:
+    """Every pair of signed zeros, infinities, NaNs of both signs and ordinary, huge and
+    subnormal parts: as level S (C99 Annex G: the sign of a NaN b gives -inf's)."""
+    big = 1.7e308 if ctype == "complex<f64>" else 3.4e38
+    s = np.array([0.0, -0.0, 4.0, -2.5, np.inf, -np.inf, np.nan, -np.nan, big, -big, 5e-324])
+    re, im = np.meshgrid(s, s)
+    z = np.empty(re.shape, TYPES[ctype])
+    with np.errstate(over="ignore"):
+        z.real, z.imag = re, im
+    t = ty(z.shape, ctype)
+    want, got = run_both(program([t], t, f"hlo.sqrt %a0 : {t}"), [[z]] * DEVICES)
+    assert_parts_close(got[0][0], want[0][0], SQRT_ULPS[ctype])
+    g, w = np.imag(got[0][0]), np.imag(want[0][0])
+    assert np.array_equal(np.signbit(g[~np.isnan(w)]), np.signbit(w[~np.isnan(w)]))
