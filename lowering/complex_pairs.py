@@ -23,7 +23,24 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
 * reduce add, dot and reducing collectives: sums of the parts (a complex dot as four
   real ones, as the cost model counts it), in level T's summation order.
 * all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
-  element); a permute's zero fill is the complex zero.
+  element); a permute's zero fill is the complex zero. A `_start`'s operands and its
+  `done`'s results are the views too; a combined collective's real operands stay.
+* compare EQ / NE (both parts equal / either differs), select (each part), convert
+  (level S's `convert`: complex <-> complex part by part, real -> complex with a zero
+  imaginary part, complex -> i1 either part nonzero, complex -> real the real part):
+  bit for bit.
+* exp: e^a (cos b + i sin b); sqrt: the stable formula t = sqrt((|z| + |a|) / 2), u =
+  b / 2t (a >= 0: t + i u, else |u| + i copysign(t, b)), complex<f64> scaled into range.
+  complex<f32> in f64 (level S: numpy's complex128, glibc's cexp / csqrt, rounded once):
+  within one f32 ulp of each part, equal in practice; complex<f64> within 4 ulps.
+  C99's special values (infinities, NaN, signed zeros) as glibc's. Deviation: exp of a
+  complex<f64> with a > ~709.78 gives an infinite part where glibc, scaling e^a, keeps a
+  finite one (e^a * cos b overflows first).
+
+`RULES` holds each elementwise op's ops on the parts. A top-level op becomes ONE loop
+fusion on its parts (`ComplexElementwise`); a fusion of complex ops (the fusion pass's)
+becomes one fusion on the parts of its values (`ComplexFusion`), where the cost model's
+`fusion_on_parts` says so, which charges it so.
 """
 
 from __future__ import annotations
