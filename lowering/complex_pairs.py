@@ -235,7 +235,8 @@ def _real(v: Value) -> SSAValue:
 def _partwise(b: _Ops, op: Operation, args: list[Value]) -> Value:
     """add, sub, neg: each part on its own."""
     if isinstance(op, hlo.NegOp):
-        return tuple(b.add(hlo.NegOp(v)) for v in _pair(args[0]))  # type: ignore[return-value]
+        re, im = _pair(args[0])
+        return b.add(hlo.NegOp(re)), b.add(hlo.NegOp(im))
     assert isinstance(op, hlo.BinaryElementwiseOp)
     x, y = _pair(args[0]), _pair(args[1])
     return b.bin(type(op), x[0], y[0]), b.bin(type(op), x[1], y[1])
@@ -374,8 +375,19 @@ def _sqrt(b: _Ops, op: Operation, args: list[Value]) -> Value:
     return _sqrt_specials(b, x, y, d, pos, negative_b, re, im, part)
 
 
-def _sqrt_specials(b: _Ops, x, y, d, pos, negative_b, re, im, part) -> Value:
-    """`_sqrt`'s special values (its docstring), then the parts in the part type."""
+def _sqrt_specials(
+    b: _Ops,
+    x: SSAValue,
+    y: SSAValue,
+    d: SSAValue,
+    pos: SSAValue,
+    negative_b: SSAValue,
+    re: SSAValue,
+    im: SSAValue,
+    part: Attribute,
+) -> Value:
+    """`_sqrt`'s special values (its docstring) over the root `re + i im` of `x + i y`
+    (`d` its modulus, `pos` x >= 0, `negative_b` y's sign bit), then the part type."""
     zero = b.add(hlo.CompareOp("EQ", d, b.splat(0.0, d)))
     im = b.add(hlo.SelectOp(zero, y, im))
     inf = b.splat(float("inf"), x)
@@ -410,7 +422,9 @@ def _touches_complex(op: Operation) -> bool:
     return any(is_complex(v) for v in (*op.operands, *op.results))
 
 
-def _join(at: Operation, outs: Sequence[SSAValue], like: Sequence[SSAValue]):
+def _join(
+    at: Operation, outs: Sequence[SSAValue], like: Sequence[SSAValue]
+) -> tuple[list[Operation], list[SSAValue]]:
     """`outs` (two parts for each complex value of `like`) joined: (the joins, the values)."""
     joins: list[Operation] = []
     values: list[SSAValue] = []
