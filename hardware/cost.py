@@ -320,24 +320,73 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.mul", "f64"): 6,
     ("hlo.div", "f64"): 33,
     ("hlo.abs", "f64"): 18,  # max * sqrt(1 + (min / max)^2), the zero and infinities
+    ("hlo.compare", "f32"): 3,  # the parts compared, and (EQ) / or (NE)
+    ("hlo.compare", "f64"): 3,
+    ("hlo.select", "f32"): 2,
+    ("hlo.select", "f64"): 2,
+    ("hlo.exp", "f32"): 25,  # e^a, cos b, sin b in f64: two converts in, two out
+    ("hlo.exp", "f64"): 21,  # the products and C99's special values (complex_pairs._exp)
+    ("hlo.sqrt", "f32"): 43,  # the stable formula in f64, b's sign bit, C99's specials
+    ("hlo.sqrt", "f64"): 67,  # the same scaled into range, the modulus without overflow
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide or abs as ONE loop over the parts (lowering/complex_pairs.py: the parts
-in, the result's parts out). Its vector ops per element, by op and part type (a splat
-constant is one op per element, as the level-T simulator charges it); a test counts the
-loop's ops against this table.
+multiply, divide, abs, exp, sqrt, compare (EQ / NE) or select as ONE loop over the parts
+(lowering/complex_pairs.py: the parts in, the result's parts out). Its vector ops per
+element, by op and part type (a splat constant is one op per element, as the level-T
+simulator charges it); a test counts the loop's ops against this table. A convert's:
+`complex_convert_ops`.
 """
+
+_COMPLEX_LOOPS = (
+    hlo.BinaryElementwiseOp,
+    hlo.UnaryElementwiseOp,
+    hlo.CompareOp,
+    hlo.SelectOp,
+    hlo.ConvertOp,
+)
+
+
+def complex_convert_ops(src: Attribute, dst: Attribute) -> int:
+    """
+    Vector ops per element of a convert from or to a complex type on the parts
+    (lowering/complex_pairs.py `_convert`): complex -> complex each part converted (none
+    between equal types: the parts' DMAs only); real -> complex the zero imaginary part (a
+    splat) and the value converted unless it has the part type; complex -> i1 `re != 0 or
+    im != 0` (two splats, two compares, the or); complex -> real the real part converted
+    unless it has the part type (then `hlo.real` alone).
+    """
+    if isinstance(dst, ComplexType):
+        if isinstance(src, ComplexType):
+            return 0 if src == dst else 2
+        return 1 if src == dst.element_type else 2
+    assert isinstance(src, ComplexType)
+    if dst == i1:
+        return 5
+    return 0 if src.element_type == dst else 1
 
 
 def complex_part_ops(op: Operation) -> int | None:
-    """`COMPLEX_PART_OPS` of `op`; None: not a complex op lowered as a loop on its parts."""
-    if not isinstance(op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp):
+    """Vector ops per element of the loop on the parts `lower-to-tpu` makes of complex
+    `op` (`COMPLEX_PART_OPS`, `complex_convert_ops`); None: not a complex op lowered so."""
+    if not isinstance(op, _COMPLEX_LOOPS):
         return None
-    elem = _tensor_types(op.operands[:1])[0].element_type
-    if not isinstance(elem, ComplexType):
+    types = [t.element_type for t in _tensor_types([*op.operands, *op.results])]
+    parts = [e.element_type for e in types if isinstance(e, ComplexType)]
+    if not parts:
         return None
-    return COMPLEX_PART_OPS.get((op.name, str(elem.element_type)))
+    if isinstance(op, hlo.ConvertOp):
+        return complex_convert_ops(types[0], types[-1])
+    return COMPLEX_PART_OPS.get((op.name, str(parts[0])))
+
+
+def complex_parts_read(op: Operation, value: SSAValue) -> int:
+    """How many parts of complex operand `value` the loop on the parts of `op` reads: a
+    convert to a real type other than i1 its real part only, else both."""
+    res = _tensor_types(op.results)[0].element_type
+    if isinstance(op, hlo.ConvertOp) and not isinstance(res, ComplexType) and res != i1:
+        return 1
+    return 2
 
 
 def complex_dot(op: Operation) -> bool:
@@ -348,25 +397,65 @@ def complex_dot(op: Operation) -> bool:
     return isinstance(_tensor_types([op.lhs])[0].element_type, ComplexType)
 
 
+_MOVES_PARTS = (
+    hlo.BroadcastOp,
+    hlo.ReshapeOp,
+    hlo.TransposeOp,
+    hlo.SliceOp,
+    hlo.ConcatenateOp,
+    hlo.RealOp,
+    hlo.ImagOp,
+    hlo.ComplexOp,
+    hlo.ReturnOp,
+)
+"""Ops of a fusion's body that only move parts: on complex values, the same op on each
+part (a broadcast ...), or picking or pairing parts (real, imag, complex: no op at all)."""
+
+
+def _touches_complex(op: Operation) -> bool:
+    types = _tensor_types([*op.operands, *op.results])
+    return any(isinstance(t.element_type, ComplexType) for t in types)
+
+
+def fusion_on_parts(op: Operation) -> bool:
+    """
+    Whether `lower-to-tpu` computes fusion `op` as one fusion on the parts of its complex
+    values (lowering/complex_pairs.py `ComplexFusion`): it has complex values and each of
+    its complex ops is a loop on the parts (`complex_part_ops`) or moves parts. Its
+    complex operands are split before it and its complex results joined after it
+    (`part_dma_bytes`); inside, `hlo.real` / `imag` / `complex` cost nothing.
+    """
+    if not isinstance(op, hlo.FusionOp):
+        return False
+    ops = [o for o in op.body.block.ops if _touches_complex(o)]
+    return bool(ops) and all(
+        isinstance(o, _MOVES_PARTS) or complex_part_ops(o) is not None for o in ops
+    )
+
+
 def part_dma_bytes(op: Operation) -> int | None:
     """
     HBM traffic of the strided DMAs between a complex tensor and its parts (lowering/
     movement.py: one HBM-to-HBM DMA per part, each part's bytes read and written:
     `dma_hbm_passes`): `hlo.real` / `hlo.imag` their result, `hlo.complex` its result; a
-    complex op on its parts (`complex_part_ops`, `complex_dot`) its complex operands (both
-    parts out) and a complex result (both parts in) around its loops. None: no such DMAs.
+    complex op on its parts (`complex_part_ops`, `complex_dot`, `fusion_on_parts`) its
+    complex operands (both parts out; a convert to a real type: the real part) and complex
+    results (both parts in) around its loops. None: no such DMAs.
     """
     if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):
         moved = sum(tensor_bytes(t) for t in _tensor_types(op.results))
+    elif fusion_on_parts(op):  # every complex operand split, every complex result joined
+        values = _tensor_types([*op.operands, *op.results])
+        moved = sum(tensor_bytes(t) for t in values if isinstance(t.element_type, ComplexType))
     elif complex_part_ops(op) is None and not complex_dot(op):
         return None
     else:
-        values = [*op.operands, *op.results]
-        moved = sum(
-            tensor_bytes(t)
-            for t in _tensor_types(values)
-            if isinstance(t.element_type, ComplexType)
-        )
+        moved = 0
+        for v in (*op.operands, *op.results):
+            (t,) = _tensor_types([v])
+            if isinstance(t.element_type, ComplexType):
+                read = 2 if v in op.results else complex_parts_read(op, v)
+                moved += tensor_bytes(t) * read // 2
     return dma_hbm_passes(True, True) * moved
 
 
@@ -474,7 +563,12 @@ def sort_time(chip: Chip, op: hlo.SortOp | hlo.TopKOp, hbm: int) -> float:
 def value_vpu_ops(v: SSAValue) -> int:
     """VPU ops per element of a fused value: its op's (`elementwise_vpu_ops`); an operand
     of the fusion (a block argument) is one, its load."""
-    return elementwise_vpu_ops(v.owner) if isinstance(v.owner, Operation) else 1
+    owner = v.owner
+    if not isinstance(owner, Operation):
+        return 1
+    if isinstance(owner, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp) and _touches_complex(owner):
+        return 0  # a part picked or paired (`fusion_on_parts`)
+    return elementwise_vpu_ops(owner)
 
 
 SELECT_STEPS = 32
@@ -816,6 +910,10 @@ class CostModel:
             return window_flops(op), self.chip.vpu_flops
         if isinstance(op, hlo.RngBitGeneratorOp):
             return rng_bit_generator_flops(op), self.chip.vpu_flops
+        if isinstance(op, hlo.ConvertOp) and complex_part_ops(op) is not None:
+            return float(_elements(_tensor_types(op.results)[0]) * elementwise_vpu_ops(op)), (
+                self.chip.vpu_flops
+            )
         if isinstance(
             op,
             hlo.BinaryElementwiseOp

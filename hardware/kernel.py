@@ -54,6 +54,7 @@ from shardc.hardware.chips import Chip
 from shardc.hardware.cost import (
     complex_dot,
     complex_part_ops,
+    complex_parts_read,
     elementwise_vpu_ops,
     matmul_time,
     part_dma_bytes,
@@ -283,6 +284,10 @@ def op_kernel_time(chip: Chip, op: Operation) -> float | None:
 def _op_time(chip: Chip, op: Operation) -> float | None:
     if isinstance(op, hlo.FusionOp):
         kernels = fusion_kernels(chip, op)
+        moved = part_dma_bytes(op)  # complex operands split, results joined
+        if moved is not None and kernels is not None:
+            times = [kernel_time(chip, k) for k in kernels]
+            return None if None in times else moved / chip.hbm_bw + sum(times)  # pyright: ignore
     elif isinstance(op, hlo.RngBitGeneratorOp):
         kernels = rng_kernels(chip, op)
     elif complex_part_ops(op) is not None or complex_dot(op):
@@ -787,13 +792,20 @@ def complex_kernels(chip: Chip, op: Operation) -> list[Kernel]:
     n = len(shape)
     ops = complex_part_ops(op)
     assert ops is not None
+    if ops == 0:  # a convert between equal types, or to the part type: the DMAs only
+        return []
     streams = []
     for v in op.operands:
         elem = _elem(v)
-        assert isinstance(elem, ComplexType)
-        streams += [KernelStream(_shape(v), elem.element_type, tuple(range(n)))] * 2
+        if isinstance(elem, ComplexType):
+            part = KernelStream(_shape(v), elem.element_type, tuple(range(n)))
+            streams += [part] * complex_parts_read(op, v)
+        else:  # a select's predicate, a converted real
+            streams.append(KernelStream(_shape(v), elem, tuple(range(n))))
     res = _elem(op.results[0])
     out = (res.element_type,) * 2 if isinstance(res, ComplexType) else (res,)
+    if isinstance(res, ComplexType) and _elem(op.operands[0]) == res.element_type:
+        streams, out = [], out[:1]  # a real of the part type: the loop makes the zeros only
     return [Kernel(shape, streams, n, out, _vpu(chip, ops, n))]
 
 

@@ -351,7 +351,9 @@ def convert(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
             re, im = np.real(x), np.imag(x)
         else:
             re, im = x, np.zeros(x.shape, dtype=part)
-        return (convert(re, part) + 1j * convert(im, part)).astype(dtype)
+        out = np.empty(x.shape, dtype)  # not re + 1j * im: an infinite im makes re NaN
+        out.real, out.imag = convert(re, part), convert(im, part)
+        return out
     # float destination
     if src in INT_DTYPES:
         x = x.astype(container(src))

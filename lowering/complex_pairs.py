@@ -23,17 +23,44 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
 * reduce add, dot and reducing collectives: sums of the parts (a complex dot as four
   real ones, as the cost model counts it), in level T's summation order.
 * all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
-  element); a permute's zero fill is the complex zero.
+  element); a permute's zero fill is the complex zero. A `_start`'s operands and its
+  `done`'s results are the views too; a combined collective's real operands stay.
+* compare EQ / NE (both parts equal / either differs), select (each part), convert
+  (level S's `convert`: complex <-> complex part by part, real -> complex with a zero
+  imaginary part, complex -> i1 either part nonzero, complex -> real the real part):
+  bit for bit.
+* exp: e^a (cos b + i sin b); sqrt: the stable formula t = sqrt((|z| + |a|) / 2), u =
+  b / 2t (a >= 0: t + i u, else |u| + i copysign(t, b)), complex<f64> scaled into range.
+  complex<f32> in f64 (level S: numpy's complex128, glibc's cexp / csqrt, rounded once):
+  within one f32 ulp of each part, equal in practice; complex<f64> within 4 ulps.
+  C99's special values (infinities, NaN, signed zeros) as glibc's. Deviation: exp of a
+  complex<f64> with a > ~709.78 gives an infinite part where glibc, scaling e^a, keeps a
+  finite one (e^a * cos b overflows first).
+
+`RULES` holds each elementwise op's ops on the parts. A top-level op becomes ONE loop
+fusion on its parts (`ComplexElementwise`); a fusion of complex ops (the fusion pass's)
+becomes one fusion on the parts of its values (`ComplexFusion`), where the cost model's
+`fusion_on_parts` says so, which charges it so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from xdsl.dialects.builtin import ComplexType, DenseIntOrFPElementsAttr, TensorType, f32, f64
+from shardc.hardware.cost import fusion_on_parts
+from xdsl.dialects.builtin import (
+    ComplexType,
+    DenseIntOrFPElementsAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+    i1,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -55,35 +82,37 @@ class _Ops:
         self.at = at
         self.ops: list[Operation] = []
 
-    def fused(self, name: str) -> tuple[list[Operation], SSAValue]:
+    def fused(self, name: str, outs: Sequence[SSAValue]) -> tuple[list[Operation], list[SSAValue]]:
         """
         The new ops with all their arithmetic in ONE loop fusion (`hardware/cost.py`
-        `complex_part_ops` charges it): the parts in, the result's parts out (a multi-output
-        fusion), so each part crosses HBM once; then the join. Grouping the arithmetic by
-        the fusion pass instead left Smith's division as seven loops, the quotients and
-        selects re-read from HBM. Returns the ops and the value replacing the op's result.
+        `complex_part_ops` charges it): the parts (and the op's real operands) in, `outs`
+        (the result's parts, or its real result) out, a multi-output fusion, so each part
+        crosses HBM once. Grouping the arithmetic by the fusion pass instead left Smith's
+        division as seven loops, the quotients and selects re-read from HBM. The parts no
+        op reads are dropped (a convert to a real type reads the real part only). Returns
+        the ops and the values replacing `outs`.
         """
-        parts = [o for o in self.ops if isinstance(o, hlo.RealOp | hlo.ImagOp)]
-        join = self.ops[-1] if isinstance(self.ops[-1], hlo.ComplexOp) else None
-        arith = [o for o in self.ops if o not in parts and o is not join]
-        outs = list(join.operands) if join is not None else [arith[-1].results[0]]
-        block = Block(arg_types=[p.results[0].type for p in parts])
-        inside = set(arith)
-        for p, arg in zip(parts, block.args, strict=True):
-            for use in list(p.results[0].uses):
-                if use.operation in inside:
+        arith = [o for o in self.ops if not isinstance(o, hlo.RealOp | hlo.ImagOp)]
+        made = {r for o in arith for r in o.results}
+        inputs: list[SSAValue] = []
+        for o in arith:
+            inputs += [v for v in o.operands if v not in made and v not in inputs]
+        read = {*inputs, *outs}
+        parts = [o for o in self.ops if o not in arith and o.results[0] in read]
+        inside = [v for v in outs if v in made]
+        if not inside:
+            return parts, list(outs)
+        block = Block(arg_types=[v.type for v in inputs])
+        for v, arg in zip(inputs, block.args, strict=True):
+            for use in list(v.uses):
+                if use.operation in arith:
                     use.operation.operands[use.index] = arg
         block.add_ops(arith)
-        block.add_op(hlo.ReturnOp(outs))
-        inputs = [p.results[0] for p in parts]
-        fusion = hlo.FusionOp(inputs, [v.type for v in outs], Region(block), "loop", name)
+        block.add_op(hlo.ReturnOp(inside))
+        fusion = hlo.FusionOp(inputs, [v.type for v in inside], Region(block), "loop", name)
         fusion.location = self.at.location
-        ops: list[Operation] = [*parts, fusion]
-        if join is None:
-            return ops, fusion.results[0]
-        for i, r in enumerate(fusion.results):
-            join.operands[i] = r
-        return [*ops, join], join.results[0]
+        new = dict(zip(inside, fusion.results, strict=True))
+        return [*parts, fusion], [new.get(v, v) for v in outs]
 
     def add(self, op: Operation) -> SSAValue:
         op.location = self.at.location
@@ -188,33 +217,341 @@ def _abs(b: _Ops, ar: SSAValue, ai: SSAValue) -> SSAValue:
     return b.add(hlo.SelectOp(either_inf, inf, r))
 
 
-_PARTWISE = (hlo.AddOp, hlo.SubOp)
+Value = tuple[SSAValue, SSAValue] | SSAValue
+"""A value on its parts: a complex one as (real part, imaginary part), a real one itself."""
+Rule = Callable[[_Ops, Operation, list[Value]], Value]
 
 
-class ComplexArithmetic(RewritePattern):
-    """Complex add / sub / neg / mul / div / abs as ops on the parts (module docstring)."""
+def _pair(v: Value) -> tuple[SSAValue, SSAValue]:
+    assert isinstance(v, tuple)
+    return v
+
+
+def _real(v: Value) -> SSAValue:
+    assert not isinstance(v, tuple)
+    return v
+
+
+def _partwise(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """add, sub, neg: each part on its own."""
+    if isinstance(op, hlo.NegOp):
+        re, im = _pair(args[0])
+        return b.add(hlo.NegOp(re)), b.add(hlo.NegOp(im))
+    assert isinstance(op, hlo.BinaryElementwiseOp)
+    x, y = _pair(args[0]), _pair(args[1])
+    return b.bin(type(op), x[0], y[0]), b.bin(type(op), x[1], y[1])
+
+
+def _product(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    fn = _mul if isinstance(op, hlo.MulOp) else _div
+    re, im = fn(b, _pair(args[0]), _pair(args[1]))
+    return re, im
+
+
+def _modulus(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    return _abs(b, *_pair(args[0]))
+
+
+def _compare(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """EQ: both parts equal; NE: either differs (numpy's, NaN parts unequal). The ordered
+    directions are not defined on complex numbers (the verifier refuses them)."""
+    assert isinstance(op, hlo.CompareOp)
+    d = op.comparison_direction.data
+    (ar, ai), (br, bi) = _pair(args[0]), _pair(args[1])
+    re, im = b.add(hlo.CompareOp(d, ar, br)), b.add(hlo.CompareOp(d, ai, bi))
+    return b.bin(hlo.AndOp if d == "EQ" else hlo.OrOp, re, im)
+
+
+def _select(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    pred, (xr, xi), (yr, yi) = _real(args[0]), _pair(args[1]), _pair(args[2])
+    return b.add(hlo.SelectOp(pred, xr, yr)), b.add(hlo.SelectOp(pred, xi, yi))
+
+
+def _convert(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """Level S's (`interpreter/values.py` `convert`): complex -> complex part by part;
+    real -> complex the value and a zero imaginary part; complex -> i1 `!= 0` (either part
+    nonzero); complex -> other real types the real part converted."""
+    res = op.results[0].type
+    assert isinstance(res, TensorType)
+    dst, (x,) = res.element_type, args
+    if isinstance(dst, ComplexType):
+        part = dst.element_type
+        if isinstance(x, tuple):
+            return b.convert(x[0], part), b.convert(x[1], part)
+        re = b.convert(x, part)
+        return re, b.splat(0.0, re)
+    re, im = _pair(x)
+    if dst == i1:
+        nonzero = (b.add(hlo.CompareOp("NE", v, b.splat(0.0, v))) for v in (re, im))
+        return b.bin(hlo.OrOp, *nonzero)
+    return b.convert(re, dst)
+
+
+def _exp(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """e^a (cos b + i sin b), complex<f32> in f64 (as level S: complex128, rounded once),
+    and C99's (glibc's, numpy's) special values: b = 0 gives the imaginary part b (also
+    where e^a is infinite or NaN); a = +inf with b not finite inf + i NaN; a = -inf with
+    b not finite 0 + i 0 (the sign of b's, NaN: +0)."""
+    ar, ai = _pair(args[0])
+    part = b.elem(ar)
+    x, y = b.convert(ar, f64), b.convert(ai, f64)
+    e = b.add(hlo.ExpOp(x))
+    re = b.bin(hlo.MulOp, e, b.add(hlo.CosOp(y)))
+    im = b.bin(hlo.MulOp, e, b.add(hlo.SinOp(y)))
+    zero = b.splat(0.0, y)
+    im = b.add(hlo.SelectOp(b.add(hlo.CompareOp("EQ", y, zero)), y, im))
+    not_finite = b.add(hlo.CompareOp("NE", b.bin(hlo.SubOp, y, y), zero))  # inf or NaN
+    inf = b.add(hlo.CompareOp("EQ", b.add(hlo.AbsOp(x)), b.splat(float("inf"), x)))
+    edge = b.bin(hlo.AndOp, inf, not_finite)
+    re = b.add(hlo.SelectOp(edge, e, re))  # +inf or +0: e^a itself
+    vanish = b.bin(hlo.AndOp, edge, b.add(hlo.CompareOp("EQ", e, zero)))  # a = -inf
+    signed = b.add(hlo.SelectOp(b.add(hlo.CompareOp("LT", y, zero)), b.add(hlo.NegOp(e)), e))
+    im = b.add(hlo.SelectOp(vanish, signed, im))
+    return b.convert(re, part), b.convert(im, part)
+
+
+_BIG, _SMALL = 2.0**1020, 2.0**-1020
+"""complex<f64> sqrt's scaling (`_sqrt`): parts at least `_BIG` are scaled by 2^-4 (the
+modulus and a + |z| stay finite), parts all below `_SMALL` by 2^108 (subnormals become
+normal: halving them would round their last bits away); the root by 2^2 or 2^-54."""
+
+
+def _signbit(b: _Ops, v: SSAValue) -> SSAValue:
+    """Whether `v`'s sign bit is set (-0 and NaNs too: the bits as a signed integer < 0)."""
+    bits = IntegerType(64 if b.elem(v) == f64 else 32)
+    word = b.add(hlo.BitcastConvertOp(v, TensorType(bits, b.shape(v))))
+    zero = b.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(word.type, [0])))
+    return b.add(hlo.CompareOp("LT", word, zero))
+
+
+def _scaled(b: _Ops, x: SSAValue, y: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """complex<f64> sqrt's operands scaled into range (`_BIG`) and the root's scale."""
+    m = b.bin(hlo.MaxOp, b.add(hlo.AbsOp(x)), b.add(hlo.AbsOp(y)))
+    big = b.add(hlo.CompareOp("GE", m, b.splat(_BIG, m)))
+    small = b.add(hlo.CompareOp("LT", m, b.splat(_SMALL, m)))
+    one = b.splat(1.0, m)
+    s_in = b.add(
+        hlo.SelectOp(
+            big, b.splat(2.0**-4, m), b.add(hlo.SelectOp(small, b.splat(2.0**108, m), one))
+        )
+    )
+    s_out = b.add(
+        hlo.SelectOp(big, b.splat(4.0, m), b.add(hlo.SelectOp(small, b.splat(2.0**-54, m), one)))
+    )
+    return b.bin(hlo.MulOp, x, s_in), b.bin(hlo.MulOp, y, s_in), s_out
+
+
+def _sqrt(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """
+    The principal root by the stable formula (no cancellation): t = sqrt((|z| + |a|) / 2),
+    u = b / 2t; a >= 0: t + i u, else |u| + i copysign(t, b). complex<f32> in f64 (|z| =
+    sqrt(a^2 + b^2) exactly enough there), complex<f64> scaled (`_scaled`) with |z| = hi
+    sqrt(1 + (lo/hi)^2). C99's special values: z = 0 gives 0 + i b; b = +-inf gives
+    +inf + i b; a = +inf, b NaN: +inf + i NaN; a = -inf, b NaN: NaN + i copysign(inf, b).
+    """
+    ar, ai = _pair(args[0])
+    part = b.elem(ar)
+    x, y = b.convert(ar, f64), b.convert(ai, f64)
+    negative_b = _signbit(b, ai)
+    xs, ys, s_out = _scaled(b, x, y) if part == f64 else (x, y, None)
+    ax = b.add(hlo.AbsOp(xs))
+    if part == f64:
+        ay = b.add(hlo.AbsOp(ys))
+        hi, lo = b.bin(hlo.MaxOp, ax, ay), b.bin(hlo.MinOp, ax, ay)
+        q = b.bin(hlo.DivOp, lo, hi)
+        root = b.add(hlo.SqrtOp(b.bin(hlo.AddOp, b.splat(1.0, q), b.bin(hlo.MulOp, q, q))))
+        none = b.add(hlo.CompareOp("EQ", hi, b.splat(0.0, hi)))  # z = 0: 0 / 0 in q
+        d = b.add(hlo.SelectOp(none, hi, b.bin(hlo.MulOp, hi, root)))
+    else:
+        d = b.add(hlo.SqrtOp(b.bin(hlo.AddOp, b.bin(hlo.MulOp, xs, xs), b.bin(hlo.MulOp, ys, ys))))
+    half = b.splat(0.5, d)
+    t = b.add(hlo.SqrtOp(b.bin(hlo.MulOp, half, b.bin(hlo.AddOp, d, ax))))
+    u = b.bin(hlo.MulOp, half, b.bin(hlo.DivOp, ys, t))
+    pos = b.add(hlo.CompareOp("GE", x, b.splat(0.0, x)))
+    re = b.add(hlo.SelectOp(pos, t, b.add(hlo.AbsOp(u))))
+    im = b.add(hlo.SelectOp(pos, u, b.add(hlo.SelectOp(negative_b, b.add(hlo.NegOp(t)), t))))
+    if s_out is not None:
+        re, im = b.bin(hlo.MulOp, re, s_out), b.bin(hlo.MulOp, im, s_out)
+    return _sqrt_specials(b, x, y, d, pos, negative_b, re, im, part)
+
+
+def _sqrt_specials(
+    b: _Ops,
+    x: SSAValue,
+    y: SSAValue,
+    d: SSAValue,
+    pos: SSAValue,
+    negative_b: SSAValue,
+    re: SSAValue,
+    im: SSAValue,
+    part: Attribute,
+) -> Value:
+    """`_sqrt`'s special values (its docstring) over the root `re + i im` of `x + i y`
+    (`d` its modulus, `pos` x >= 0, `negative_b` y's sign bit), then the part type."""
+    zero = b.add(hlo.CompareOp("EQ", d, b.splat(0.0, d)))
+    im = b.add(hlo.SelectOp(zero, y, im))
+    inf = b.splat(float("inf"), x)
+    y_inf = b.add(hlo.CompareOp("EQ", b.add(hlo.AbsOp(y)), inf))
+    re, im = b.add(hlo.SelectOp(y_inf, inf, re)), b.add(hlo.SelectOp(y_inf, y, im))
+    x_inf = b.add(hlo.CompareOp("EQ", b.add(hlo.AbsOp(x)), inf))
+    edge = b.bin(hlo.AndOp, x_inf, b.add(hlo.CompareOp("NE", y, y)))
+    re = b.add(hlo.SelectOp(edge, b.add(hlo.SelectOp(pos, x, y)), re))
+    signed = b.add(hlo.SelectOp(negative_b, x, b.add(hlo.NegOp(x))))  # a = -inf here
+    im = b.add(hlo.SelectOp(edge, b.add(hlo.SelectOp(pos, y, signed)), im))
+    return b.convert(re, part), b.convert(im, part)
+
+
+RULES: dict[type[Operation], Rule] = {
+    hlo.AddOp: _partwise,
+    hlo.SubOp: _partwise,
+    hlo.NegOp: _partwise,
+    hlo.MulOp: _product,
+    hlo.DivOp: _product,
+    hlo.AbsOp: _modulus,
+    hlo.CompareOp: _compare,
+    hlo.SelectOp: _select,
+    hlo.ConvertOp: _convert,
+    hlo.ExpOp: _exp,
+    hlo.SqrtOp: _sqrt,
+}
+"""The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
+ops on the parts (module docstring)."""
+
+
+def _touches_complex(op: Operation) -> bool:
+    return any(is_complex(v) for v in (*op.operands, *op.results))
+
+
+def _join(
+    at: Operation, outs: Sequence[SSAValue], like: Sequence[SSAValue]
+) -> tuple[list[Operation], list[SSAValue]]:
+    """`outs` (two parts for each complex value of `like`) joined: (the joins, the values)."""
+    joins: list[Operation] = []
+    values: list[SSAValue] = []
+    it = iter(outs)
+    for old in like:
+        if not is_complex(old):
+            values.append(next(it))
+            continue
+        join = hlo.ComplexOp(next(it), next(it))
+        join.location = at.location
+        joins.append(join)
+        values.append(join.results[0])
+    return joins, values
+
+
+def _flat(values: Sequence[Value]) -> list[SSAValue]:
+    return [p for v in values for p in (v if isinstance(v, tuple) else (v,))]
+
+
+class ComplexElementwise(RewritePattern):
+    """A complex elementwise op (`RULES`) as one loop fusion on the parts (`_Ops.fused`)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, (*_PARTWISE, hlo.MulOp, hlo.DivOp, hlo.NegOp, hlo.AbsOp)):
-            return
-        if not is_complex(op.operands[0]):
+        rule = RULES.get(type(op))
+        if rule is None or not _touches_complex(op) or _fusion_on_parts(op.parent_op()):
             return
         b = _Ops(op)
-        parts = [(b.part(v, 0), b.part(v, 1)) for v in op.operands]
-        if isinstance(op, hlo.AbsOp):
-            _abs(b, *parts[0])
-            ops, r = b.fused("complex_abs_fusion")
-            rewriter.replace_op(op, ops, [r])
+        args: list[Value] = [
+            (b.part(v, 0), b.part(v, 1)) if is_complex(v) else v for v in op.operands
+        ]
+        outs = _flat([rule(b, op, args)])
+        ops, outs = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion", outs)
+        joins, values = _join(op, outs, op.results)
+        rewriter.replace(op, [*ops, *joins], values)
+
+
+_EACH_PART = (hlo.BroadcastOp, hlo.ReshapeOp, hlo.TransposeOp, hlo.SliceOp, hlo.ConcatenateOp)
+"""Ops that move elements: on complex values, the same op on each part."""
+
+
+def _each_part(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    ty = op.results[0].type
+    assert isinstance(ty, TensorType)
+    elem = ty.element_type
+    assert isinstance(elem, ComplexType)
+    part = TensorType(elem.element_type, ty.get_shape())
+
+    def one(which: int) -> SSAValue:
+        new = type(op).create(
+            operands=[_pair(a)[which] for a in args],
+            result_types=[part],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        return b.add(new)
+
+    return one(0), one(1)
+
+
+def _in_fusion(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """A complex op of a fusion's body on the parts (no loop of its own)."""
+    if isinstance(op, hlo.RealOp | hlo.ImagOp):
+        return _pair(args[0])[0 if isinstance(op, hlo.RealOp) else 1]
+    if isinstance(op, hlo.ComplexOp):
+        return _real(args[0]), _real(args[1])
+    if isinstance(op, _EACH_PART):
+        return _each_part(b, op, args)
+    return RULES[type(op)](b, op, args)
+
+
+def _fusion_on_parts(op: Operation | None) -> bool:
+    """Whether `op` is a fusion `ComplexFusion` rewrites (its ops wait for it): the cost
+    model's `fusion_on_parts`, which charges it so."""
+    return op is not None and fusion_on_parts(op)
+
+
+class ComplexFusion(RewritePattern):
+    """
+    A fusion computing on complex values (the fusion pass groups complex ops like any
+    other) as ONE fusion on their parts: its complex operands split outside (the strided
+    DMAs), each complex op of its body on the parts in place, no loop of its own, its
+    complex results joined outside. A body with an op that has no rule on the parts (a
+    complex dot or reduce) is left to the ops' own rewrites.
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, hlo.FusionOp):
             return
-        if isinstance(op, hlo.NegOp):
-            re, im = (b.add(hlo.NegOp(v)) for v in parts[0])
-        elif isinstance(op, _PARTWISE):
-            re, im = (b.bin(type(op), x, y) for x, y in zip(*parts, strict=True))
-        else:
-            re, im = (_mul if isinstance(op, hlo.MulOp) else _div)(b, *parts)
-        b.join(re, im, b.elem(op.results[0]))
-        ops, r = b.fused(f"complex_{op.name.removeprefix('hlo.')}_fusion")
-        rewriter.replace_op(op, ops, [r])
+        if not _fusion_on_parts(op):
+            return
+        outside = _Ops(op)
+        args: list[Value] = [
+            (outside.part(v, 0), outside.part(v, 1)) if is_complex(v) else v for v in op.inputs
+        ]
+        inputs = _flat(args)
+        block = Block(arg_types=[v.type for v in inputs])
+        it = iter(block.args)
+        values: dict[SSAValue, Value] = {}
+        for old, a in zip(op.body.block.args, args, strict=True):
+            values[old] = (next(it), next(it)) if isinstance(a, tuple) else next(it)
+        outs = _body_on_parts(op.body.block, block, values)
+        fusion = hlo.FusionOp(inputs, [v.type for v in outs], Region(block), op.kind.data, op.label)
+        fusion.location, fusion.attributes = op.location, dict(op.attributes)
+        joins, results = _join(op, fusion.results, op.results)
+        rewriter.replace(op, [*outside.ops, fusion, *joins], results)
+
+
+def _body_on_parts(old: Block, new: Block, values: dict[SSAValue, Value]) -> list[SSAValue]:
+    """Move `old`'s ops into `new` (their complex values on the parts, `values` mapping
+    each old value to its parts); returns what `new` returns."""
+    for o in list(old.ops):
+        args = [values[v] for v in o.operands]
+        if isinstance(o, hlo.ReturnOp):
+            outs = _flat(args)
+            new.add_op(hlo.ReturnOp(outs))
+            return outs
+        if not _touches_complex(o):
+            o.detach()
+            for i, a in enumerate(args):
+                o.operands[i] = _real(a)
+            new.add_op(o)
+            values |= {r: r for r in o.results}
+            continue
+        b = _Ops(o)
+        values[o.results[0]] = _in_fusion(b, o, args)
+        new.add_ops(b.ops)
+    raise AssertionError("a fusion's body ends with hlo.return")
 
 
 def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
@@ -232,54 +569,93 @@ def _dot(b: _Ops, op: hlo.DotOp) -> SSAValue:
     return b.join(re, im, res.element_type)
 
 
-_ON_PAIRS = (collective.AllReduceOp, collective.ReduceScatterOp, collective.PermuteOp)
+def _pair_type(ty: Attribute) -> Attribute:
+    """A complex tensor type's view as parts (a last dimension of 2); others unchanged."""
+    if not is_complex(ty):
+        return ty
+    assert isinstance(ty, TensorType)
+    elem = ty.element_type
+    assert isinstance(elem, ComplexType)
+    return TensorType(elem.element_type, [*ty.get_shape(), 2])
 
 
-def _on_pairs(b: _Ops, op: Operation) -> SSAValue:
-    """A reduce add or a collective on the parts' view (2 parts per element)."""
-    p = b.pairs(op.operands[0])
-    res = op.results[0]
-    pty = TensorType(b.part_type(res), [*b.shape(res), 2])
-    if isinstance(op, hlo.ReduceOp):
-        r = b.add(hlo.ReduceOp("add", p, op.dims))
+def _reduce_on_pairs(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
+    """A complex reduce add as the reduce add of the parts' view (2 parts per element)."""
+    r = b.add(hlo.ReduceOp("add", b.pairs(op.operands[0]), op.dims))
+    return b.from_pairs(r, b.elem(op.results[0]))
+
+
+_ON_PAIRS = (
+    collective.AllReduceBase,
+    collective.ReduceScatterBase,
+    collective.PermuteBase,
+)
+"""Collectives (sync and `_start`) that run on the parts' view of their complex operands:
+a reduction adding the parts (kind add only), a permute moving them."""
+
+
+def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:
+    """`op` on the parts' view of its complex operands (its real ones as they are); the new
+    op's results (a `_start`'s: its future) hold the parts' views."""
+    inputs = [b.pairs(v) if is_complex(v) else v for v in op.operands]
+    if isinstance(op, collective.CollectiveOp) and op.IS_START:
+        future = op.results[0].type
+        assert isinstance(future, collective.FutureType)
+        types = [collective.FutureType([_pair_type(t) for t in future.value_types])]
     else:
-        r = b.add(
-            type(op).create(
-                operands=[p],
-                result_types=[pty],
-                properties=dict(op.properties),
-                attributes=dict(op.attributes),
-            )
-        )
-    return b.from_pairs(r, b.elem(res))
+        types = [_pair_type(r.type) for r in op.results]
+    new = type(op).create(
+        operands=inputs,
+        result_types=types,
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    b.add(new)
+    return new
+
+
+def _from_pairs(b: _Ops, values: Sequence[SSAValue], like: Sequence[SSAValue]) -> list[SSAValue]:
+    """`values` (parts' views where `like` is complex) as `like`'s types."""
+    return [
+        b.from_pairs(v, b.elem(old)) if is_complex(old) else v
+        for v, old in zip(values, like, strict=True)
+    ]
 
 
 class ComplexReductions(RewritePattern):
-    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute on the parts."""
+    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute (sync, or a
+    `_start` with its `done`s) on the parts."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not op.operands or not is_complex(op.operands[0]) or len(op.results) != 1:
+        if not any(is_complex(v) for v in op.operands):
             return
         b = _Ops(op)
         if isinstance(op, hlo.DotOp):
-            r = _dot(b, op)
+            rewriter.replace(op, b.ops, [_dot(b, op)])
         elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data == "add":
-            r = _on_pairs(b, op)
-        elif isinstance(op, _ON_PAIRS) and len(op.operands) == 1:
-            kind = getattr(op, "kind", None)
-            if kind is not None and kind.data != "add":
+            rewriter.replace(op, b.ops, [_reduce_on_pairs(b, op)])
+        elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data == "add":
+            new = _collective_on_pairs(b, op)
+            if not (isinstance(op, collective.CollectiveOp) and op.IS_START):
+                results = _from_pairs(b, new.results, op.results)
+                rewriter.replace(op, b.ops, results)
                 return
-            r = _on_pairs(b, op)
-        else:
-            return
-        rewriter.replace_op(op, b.ops, [r])
+            for use in list(op.results[0].uses):  # the `done`s of the future
+                done = use.operation
+                assert isinstance(done, collective.DoneOp)
+                after = _Ops(done)
+                wait = collective.DoneOp(new.results[0])
+                after.add(wait)
+                results = _from_pairs(after, wait.results, done.results)
+                rewriter.replace(done, after.ops, results)
+            rewriter.replace(op, b.ops, [new.results[0]])
 
 
 def expand(function: Operation, chip: Chip) -> None:
     """Rewrite the complex ops of `function` into ops on their parts (module docstring);
     the parts' arithmetic is one loop fusion (`_Ops.fused`) whatever `chip`."""
     del chip  # the parts' arithmetic is one loop on every chip (`_Ops.fused`)
-    patterns = [ComplexArithmetic(), ComplexReductions()]
+    patterns = [ComplexFusion(), ComplexElementwise(), ComplexReductions()]
     walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)

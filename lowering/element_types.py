@@ -21,11 +21,19 @@ and complex<f64>), but not every op computes in every one of them yet.
   width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
   combine them with `arith` at their width).
 * complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
-  abs, real, imag, complex, dot, reduce add, all_reduce / reduce_scatter add and permute
-  of them into ops on the real and imaginary parts (lowering/complex_pairs.py, with
-  level S's numpy numerics); what remains of them only moves bytes.
-* Not yet (an error at the op): complex numbers in other computing ops (exp, log, pow,
-  compare, convert, a reduce other than add, async collectives ...).
+  abs, exp, sqrt, compare EQ / NE, select, convert (complex <-> complex, real -> complex,
+  complex -> real and i1), real, imag, complex, dot, reduce add, all_reduce /
+  reduce_scatter add and permute (sync, or a `_start` and its `done`s) of them into ops
+  on the real and imaginary parts, and a fusion of such ops (with broadcast, reshape,
+  transpose, slice, concatenate) into one fusion on the parts (lowering/complex_pairs.py,
+  with level S's numpy numerics; exp and sqrt within an ulp or a few); what remains of
+  them only moves bytes.
+* Not yet (an error at the op naming it): complex log and pow (level T has no atan2 for
+  the argument), max / min (level S's lexicographic order), a reduce other than add
+  (mul, max, min), all_reduce / reduce_scatter other than add, a complex transpose or
+  broadcast outside a fusion, a complex constant. The other transcendentals (tanh,
+  rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
+  refuses them on complex numbers).
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).
 """

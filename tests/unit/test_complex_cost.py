@@ -27,8 +27,11 @@ def complex_program(name: str, part: str, shape=SHAPE) -> str:
     t, rt = ty(shape, f"complex<{part}>"), ty(shape, part)
     if name == "hlo.abs":
         return program([t], rt, f"hlo.abs %a0 : ({t}) -> {rt}")
-    if name == "hlo.neg":
-        return program([t], t, f"hlo.neg %a0 : {t}")
+    if name in ("hlo.compare", "hlo.select"):
+        kind = name.removeprefix("hlo.")
+        return moving_program(kind, f"complex<{part}>", "i1", shape)
+    if name in ("hlo.neg", "hlo.exp", "hlo.sqrt"):
+        return program([t], t, f"{name} %a0 : {t}")
     return program([t, t], t, f"{name} %a0, %a1 : {t}")
 
 
@@ -60,7 +63,16 @@ def test_the_table_is_the_loop_the_lowering_makes(name: str, part: str) -> None:
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 @pytest.mark.parametrize(
     ("name", "part"),
-    [("hlo.add", "f32"), ("hlo.mul", "f32"), ("hlo.div", "f64"), ("hlo.abs", "f32")],
+    [
+        ("hlo.add", "f32"),
+        ("hlo.mul", "f32"),
+        ("hlo.div", "f64"),
+        ("hlo.abs", "f32"),
+        ("hlo.exp", "f32"),
+        ("hlo.exp", "f64"),
+        ("hlo.sqrt", "f32"),
+        ("hlo.sqrt", "f64"),
+    ],
 )
 def test_level_s_step_is_level_t_step(name: str, part: str, chip: str) -> None:
     """The parts' DMAs and the loop, at a size where both matter: within 10%."""
@@ -96,6 +108,67 @@ def test_a_complex_dot_is_the_loops_level_s_plans(part: str) -> None:
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 def test_complex_dot_step_is_level_t_step(chip: str) -> None:
     text = dot_program(512, 1024, 1024, "f32")
+    s = shardc.run(text, timing_only=True, chip=chip).report["step_time_s"]
+    kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
+    t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
+    assert abs(t / s - 1) < 0.1, (s, t)
+
+
+def moving_program(kind: str, src: str, dst: str, shape=SHAPE) -> str:
+    """A compare EQ, select or convert with complex operands or result."""
+    t, r = ty(shape, src), ty(shape, dst)
+    if kind == "compare":
+        return program([t, t], r, f"hlo.compare EQ, %a0, %a1 : ({t}, {t}) -> {r}")
+    if kind == "select":
+        b = ty(shape, "i1")
+        return program([b, t, t], t, f"hlo.select %a0, %a1, %a2 : {b}, {t}")
+    return program([t], r, f"hlo.convert %a0 : ({t}) -> {r}")
+
+
+C32, C64 = "complex<f32>", "complex<f64>"
+MOVING = [
+    ("compare", C32, "i1"),
+    ("compare", C64, "i1"),
+    ("select", C32, C32),
+    ("select", C64, C64),
+    *(("convert", C32, d) for d in (C64, C32, "f32", "f64", "i32", "i1", "bf16")),
+    *(("convert", C64, d) for d in (C32, "f64", "f32", "i1")),
+    *(("convert", s, C32) for s in ("f32", "f64", "i32", "i1")),
+    *(("convert", s, C64) for s in ("f64", "f32")),
+]
+
+
+@pytest.mark.parametrize(("kind", "src", "dst"), MOVING)
+def test_compare_select_convert_loops_are_what_level_s_charges(kind, src, dst) -> None:
+    """`complex_part_ops` (the table, `complex_convert_ops`) is the loop the lowering makes
+    (none where only the parts' DMAs remain), as charged by both levels."""
+    text = moving_program(kind, src, dst)
+    fusions = expanded(text)
+    body = [o for f in fusions for o in f.body.block.ops if not isinstance(o, hlo.ReturnOp)]
+    assert len(fusions) == (1 if body else 0)
+    (op,) = [o for o in parse(text, "c.mlir").walk() if o.name == f"hlo.{kind}"]
+    assert complex_part_ops(op) == len(body)
+    assert len(complex_kernels(CHIPS["v5e"], op)) == len(fusions)
+    n = SHAPE[0] * SHAPE[1]
+    assert simulated_vpu_ops(text) == len(body) * n
+    rows = shardc.run(text, timing_only=True, chip="v5e").report["ops"]
+    assert sum(row["flops"] for row in rows) == len(body) * n
+
+
+@pytest.mark.parametrize("chip", ["v5e", "v5p"])
+@pytest.mark.parametrize(
+    ("kind", "src", "dst"),
+    [
+        ("compare", C32, "i1"),
+        ("select", C64, C64),
+        ("convert", C32, C64),
+        ("convert", C64, "f64"),
+        ("convert", "f32", C32),
+        ("convert", C32, "i1"),
+    ],
+)
+def test_compare_select_convert_steps_agree(kind: str, src: str, dst: str, chip: str) -> None:
+    text = moving_program(kind, src, dst, (512, 1024))
     s = shardc.run(text, timing_only=True, chip=chip).report["step_time_s"]
     kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
     t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]

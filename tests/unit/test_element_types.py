@@ -389,12 +389,13 @@ def test_level_t_unsigned_integer_predicates() -> None:
 def test_lower_to_tpu_refuses_new_types_at_the_op() -> None:
     text = """func.func @main(%a: tensor<8x128xi32>) -> tensor<8x128xf32> attributes {spmd.per_device_io} {
   %c = hlo.convert %a : (tensor<8x128xi32>) -> tensor<8x128xcomplex<f32>>
-  %e = hlo.real %c : (tensor<8x128xcomplex<f32>>) -> tensor<8x128xf32>
+  %p = hlo.pow %c, %c : tensor<8x128xcomplex<f32>>
+  %e = hlo.real %p : (tensor<8x128xcomplex<f32>>) -> tensor<8x128xf32>
   func.return %e : tensor<8x128xf32>
 }"""
-    with pytest.raises(
+    with pytest.raises(  # the convert is lowered (on the parts), the complex pow is not
         DiagnosticError,
-        match=r"<test>:2:3: .*lower-to-tpu: hlo.convert with element type complex<f32> is not "
+        match=r"<test>:3:3: .*lower-to-tpu: hlo.pow with element type complex<f32> is not "
         "supported yet",
     ):
         compile_module(parse(text), "lower-to-tpu", "<test>")

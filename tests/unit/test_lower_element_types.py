@@ -171,12 +171,20 @@ def test_byte_moving_ops_take_every_type(dtype: str, kind: str, seed: int) -> No
 @pytest.mark.parametrize(
     "dtype, line, name",
     [
-        ("complex<f32>", "hlo.exp %a0 : {t}", "hlo.exp"),
-        ("complex<f64>", "hlo.sqrt %a0 : {t}", "hlo.sqrt"),
+        ("complex<f32>", "hlo.log %a0 : {t}", "hlo.log"),
+        ("complex<f64>", "hlo.log %a0 : {t}", "hlo.log"),
+        ("complex<f32>", "hlo.pow %a0, %a0 : {t}", "hlo.pow"),
+        ("complex<f64>", "hlo.max %a0, %a0 : {t}", "hlo.max"),
+        (
+            "complex<f32>",
+            "hlo.reduce mul %a0, dims = [1] : ({t}) -> tensor<8xcomplex<f32>>",
+            "hlo.reduce",
+        ),
     ],
 )
 def test_ops_not_computed_in_a_type_are_refused_at_the_op(dtype: str, line: str, name: str):
     t = ty((8, 128), dtype)
-    text = program([t], t, line.format(t=t))
+    res = "tensor<8xcomplex<f32>>" if "reduce" in line else t
+    text = program([t], res, line.format(t=t))
     with pytest.raises(OpPassError, match=f"{name} with element type .* is not supported yet"):
         LowerToTpuPass().apply(make_context(), parse(text))

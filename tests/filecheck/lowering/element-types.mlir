@@ -63,3 +63,60 @@ func.func @mul_c64(%a: tensor<8x128xcomplex<f32>>, %b: tensor<8x128xcomplex<f32>
 // CHECK:         %[[O:.*]] = tpu.memref_bitcast %out0 : memref<8x128xcomplex<f32>, #tpu.memory_space<hbm>> -> memref<8x128x2xf32, #tpu.memory_space<hbm>>
 // CHECK:         %[[PLACE:.*]] = tpu.memref_slice %[[O]]
 // CHECK:         tpu.dma_start %part_src, %[[PLACE]], %complex_sem
+
+// -----
+
+// A complex compare EQ (lowering/complex_pairs.py): both parts equal, one loop on them.
+
+func.func @eq_c64(%a: tensor<8x128xcomplex<f32>>, %b: tensor<8x128xcomplex<f32>>) -> tensor<8x128xi1> {
+  %r = hlo.compare EQ, %a, %b : (tensor<8x128xcomplex<f32>>, tensor<8x128xcomplex<f32>>) -> tensor<8x128xi1>
+  func.return %r : tensor<8x128xi1>
+}
+
+// CHECK-LABEL: func.func @eq_c64(
+// CHECK:         %[[RE:.*]] = tpu.cmp oeq, %{{.*}}, %{{.*}} : vector<8x128xf32>
+// CHECK:         %[[IM:.*]] = tpu.cmp oeq, %{{.*}}, %{{.*}} : vector<8x128xf32>
+// CHECK-NEXT:    arith.andi %[[RE]], %[[IM]] : vector<8x128xi1>
+
+// -----
+
+// A complex exp: e^a (cos b + i sin b) in f64 for complex<f32> parts, rounded once.
+
+func.func @exp_c64(%a: tensor<8x128xcomplex<f32>>) -> tensor<8x128xcomplex<f32>> {
+  %r = hlo.exp %a : tensor<8x128xcomplex<f32>>
+  func.return %r : tensor<8x128xcomplex<f32>>
+}
+
+// CHECK-LABEL: func.func @exp_c64(
+// CHECK:         %[[X:.*]] = arith.extf %{{.*}} : vector<8x128xf32> to vector<8x128xf64>
+// CHECK:         %[[Y:.*]] = arith.extf %{{.*}} : vector<8x128xf32> to vector<8x128xf64>
+// CHECK:         %[[E:.*]] = math.exp %[[X]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[C:.*]] = math.cos %[[Y]] : vector<8x128xf64>
+// CHECK-NEXT:    arith.mulf %[[E]], %[[C]] : vector<8x128xf64>
+// CHECK:         arith.truncf %{{.*}} : vector<8x128xf64> to vector<8x128xf32>
+// CHECK:         math.sin %[[Y]] : vector<8x128xf64>
+// CHECK:         arith.truncf %{{.*}} : vector<8x128xf64> to vector<8x128xf32>
+
+// -----
+
+// A fusion of complex ops is one loop on the parts: the product's real part and the sum
+// follow each other in the loop (no HBM round trip of the product, no loop per op).
+
+func.func @fused_c128(%a: tensor<8x128xcomplex<f64>>, %b: tensor<8x128xcomplex<f64>>) -> tensor<8x128xcomplex<f64>> {
+  %0 = hlo.fusion(%x = %a, %y = %b) kind = loop, name = "multiply_add_fusion" : (tensor<8x128xcomplex<f64>>, tensor<8x128xcomplex<f64>>) -> tensor<8x128xcomplex<f64>> {
+    %m = hlo.mul %x, %y : tensor<8x128xcomplex<f64>>
+    %s = hlo.add %m, %y : tensor<8x128xcomplex<f64>>
+    hlo.return %s : tensor<8x128xcomplex<f64>>
+  }
+  func.return %0 : tensor<8x128xcomplex<f64>>
+}
+
+// CHECK-LABEL: func.func @fused_c128(
+// CHECK:         tpu.dma_start %{{.*}}, %fusion_in3
+// CHECK-NOT:     tpu.dma_start
+// CHECK:         %[[RE:.*]] = arith.subf %{{.*}}, %{{.*}} : vector<8x128xf64>
+// CHECK-NEXT:    arith.addf %[[RE]], %{{.*}} : vector<8x128xf64>
+// CHECK-NOT:     tpu.dma_start
+// CHECK:         arith.addf %{{.*}}, %{{.*}} : vector<8x128xf64>
+// CHECK-NEXT:    arith.addf %{{.*}}, %{{.*}} : vector<8x128xf64>
+// CHECK:         tpu.dma_start %fusion_out
