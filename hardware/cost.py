@@ -35,10 +35,12 @@ from shardc.hardware.topology import (
     Phase,
     Ring,
     Torus,
+    Transfer,
     axis_groups,
     dcn_axes,
     ring_phases_time,
     ring_time,
+    transfer_legs,
     transfers_time,
 )
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
@@ -663,6 +665,27 @@ def while_trip_count(op: hlo.WhileOp) -> int | None:
     return None if step is None else _trips(start, step, limit, direction)
 
 
+@dataclass(frozen=True)
+class Landings:
+    """
+    Per device of a one-round collective (`CostModel.collective_landings`): seconds from
+    its own begin until its last send has left (`leave`), the (source, seconds from the
+    source's begin until it landed) of each transfer it receives (`incoming`), and the
+    local copy every device makes after (`local`).
+    """
+
+    leave: dict[int, float]
+    incoming: dict[int, tuple[tuple[int, float], ...]]
+    local: float = 0.0
+
+    def end(self, device: int, begins: dict[int, float]) -> float:
+        """When the collective is done on `device`, its members beginning at `begins`."""
+        end = begins[device] + self.leave.get(device, 0.0)
+        for src, landed in self.incoming.get(device, ()):
+            end = max(end, begins[src] + landed)
+        return end + self.local
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -1014,23 +1037,9 @@ class CostModel:
             return 0.0
         torus = self.torus()
         groups = self._pod_local(groups)
-        if kind == "permute":
-            pairs = op.source_target_pairs  # pyright: ignore[reportAttributeAccessIssue]
-            moves = [(g[s], g[t], nbytes) for g in groups for s, t in pairs if s != t]
-            return transfers_time(self.chip, torus, moves)
-        if kind == "all_to_all":
-            n = len(groups[0])
-            moves = [
-                (g[r], g[t], nbytes / n)
-                for g in groups
-                for r in range(n)
-                for t in range(n)
-                if r != t
-            ]
-            return (
-                transfers_time(self.chip, torus, moves)
-                + hbm_copy_bytes(nbytes / n) / self.chip.hbm_bw
-            )
+        if kind in ("permute", "all_to_all"):
+            moves = self._round_moves(op, kind, groups, nbytes, math.prod(shape))
+            return transfers_time(self.chip, torus, moves) + self._round_copy(kind, groups, nbytes)
         axes = self._axis_list(op)
         if not axes:
             return 0.0
@@ -1057,13 +1066,74 @@ class CostModel:
         pushes them straight to every peer at once, one round of DMAs, as all_to_all
         does (a scalar's all_reduce is latency, not 2 (G - 1) ring steps).
         """
-        n = len(groups[0])
-        r = numel % n
-        if not r:
+        if not numel % len(groups[0]):
             return 0.0
-        block = nbytes * r / numel
-        moves = [(g[a], g[b], block) for g in groups for a in range(n) for b in range(n) if a != b]
+        moves = self._round_moves(None, "all_reduce", groups, nbytes, numel)
         return transfers_time(self.chip, self.torus(), moves)
+
+    def _round_moves(
+        self,
+        op: collective.CollectiveOp | None,
+        kind: str,
+        groups: tuple[tuple[int, ...], ...],
+        nbytes: float,
+        numel: int,
+    ) -> list[Transfer]:
+        """
+        The DMAs of a collective that is one round of them, all started at its `_start`
+        (`nbytes` per device): a permute's pairs, an all_to_all's blocks, an all_reduce's
+        last numel mod G elements pushed to every peer (`_all_reduce_tail`).
+        """
+        n = len(groups[0])
+        if kind == "permute":
+            pairs = op.source_target_pairs  # pyright: ignore[reportOptionalMemberAccess, reportAttributeAccessIssue]
+            return [(g[s], g[t], nbytes) for g in groups for s, t in pairs if s != t]
+        block = nbytes / n if kind == "all_to_all" else nbytes * (numel % n) / numel
+        return [(g[a], g[b], block) for g in groups for a in range(n) for b in range(n) if a != b]
+
+    def _round_copy(self, kind: str, groups: tuple[tuple[int, ...], ...], nbytes: float) -> float:
+        """The local copy after a one-round collective: an all_to_all's own block."""
+        if kind != "all_to_all":
+            return 0.0
+        return hbm_copy_bytes(nbytes / len(groups[0])) / self.chip.hbm_bw
+
+    def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
+        """
+        When a collective that is one round of DMAs (a permute, an all_to_all, an
+        all_reduce of fewer elements than its group) is done on each device, from its
+        members' begins: level T starts every DMA at the sender's `_start` and a device's
+        `done` waits for its own sends to leave and its own receives to land, not for the
+        whole group (`topology.transfer_legs`), so a device far from nobody is not held by
+        the group's longest transfer. The latest device ends `collective_time` after a
+        common begin. None (the group's one end): rings (their steps couple every member),
+        variadic collectives, meshes across pods.
+        """
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        if op.group_size() < 2 or len(op.operands) != 1 or self.dcn_time(op, kind, 1):
+            return None
+        ty = op.input_types()[0]
+        numel = math.prod(ty.get_shape())
+        one_round = kind in ("permute", "all_to_all") or (
+            kind == "all_reduce" and numel < op.group_size()
+        )
+        if not one_round:
+            return None
+        groups = tuple(tuple(g) for g in op.device_groups())
+        if self._pod_local(groups) != groups:  # across pods: the DCN's rings
+            return None
+        moves = self._round_moves(op, kind, groups, tensor_bytes(ty), numel)
+        leave: dict[int, float] = {}
+        incoming: dict[int, list[tuple[int, float]]] = {}
+        for (src, dst, _), (left, landed) in zip(
+            moves, transfer_legs(self.chip, self.torus(), moves), strict=True
+        ):
+            leave[src] = max(leave.get(src, 0.0), left)
+            incoming.setdefault(dst, []).append((src, landed))
+        return Landings(
+            leave,
+            {d: tuple(v) for d, v in incoming.items()},
+            self._round_copy(kind, groups, tensor_bytes(ty)),
+        )
 
     def _gather_phases(
         self, axes: list[tuple[tuple[tuple[int, ...], ...], bool]], block: float

@@ -89,7 +89,7 @@ from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import CostModel, OpCost
+from shardc.hardware.cost import CostModel, Landings, OpCost
 from shardc.interpreter import breakdown
 from shardc.interpreter.breakdown import op_label
 from shardc.interpreter.trace_events import TraceWriter, trace_json
@@ -256,6 +256,8 @@ class CollectiveCost:
     """What the cost model assumed (`CostModel.collective_algorithm`)."""
     overlap: float = 0.0
     """What of `time` may run under the collectives ahead (`CostModel.collective_overlap`)."""
+    landings: Landings | None = None
+    """Each member's own end of a one-round collective (`CostModel.collective_landings`)."""
 
 
 def engine_window(
