@@ -126,21 +126,21 @@ def _time_collective(members: list[Wait], clocks: Any) -> dict[int, float]:
     Start the group's collective when the last member has issued it and every
     member's engine can take it (`timing.engine_window`); a sync form blocks each
     member's compute stream until it ends. A collective that is one round of DMAs
-    (`CostModel.collective_landings`) begins on each member by its own issue and engine
-    and ends there when its own sends have left and its receives landed, as level T's
-    kernel waits. Returns each member's end.
+    (`CostModel.collective_landings`) begins on each member at its own issue (the
+    engine term stays the group's: their transfers share the links) and ends there when
+    its own sends have left and its receives landed, as level T's kernel waits. Returns
+    each member's end.
     """
     cost = members[0].info.cost
     assert cost is not None
+    free = max(clocks[w.device].engine for w in members)
     if cost.landings is not None:
         begins = {
-            w.device: engine_window(w.arrival, clocks[w.device].engine, cost.time, cost.overlap)[0]
-            for w in members
+            w.device: engine_window(w.arrival, free, cost.time, cost.overlap)[0] for w in members
         }
         ends = {w.device: cost.landings.end(w.device, begins) for w in members}
     else:
         issued = max(w.arrival for w in members)
-        free = max(clocks[w.device].engine for w in members)
         start, end = engine_window(issued, free, cost.time, cost.overlap)
         begins = dict.fromkeys((w.device for w in members), start)
         ends = dict.fromkeys((w.device for w in members), end)

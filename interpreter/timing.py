@@ -17,10 +17,11 @@ Every device has a **compute stream** and a **collective engine**.
   group has issued it and every member's engine can take it (`engine_window`), and takes
   `CostModel.collective_time(op)`. All members see the same begin and end, except for a
   collective that is one round of DMAs (a permute, an all_to_all, an all_reduce of fewer
-  elements than its group: `CostModel.collective_landings`): it begins on each member by
-  that member's own issue and engine, and ends there when the member's own sends have left
-  and the transfers it receives have landed (as level T's kernel waits: a device no long
-  transfer reaches is not held by the group's longest one, e.g. a line's wrap edge).
+  elements than its group: `CostModel.collective_landings`): it begins on each member at
+  that member's own issue (its DMAs start at its `_start`; the engine term stays the
+  group's, whose transfers share the links), and ends there when the member's own sends
+  have left and the transfers it receives have landed (as level T's kernel waits: a device
+  no long transfer reaches is not held by the group's longest one, e.g. a line's wrap edge).
 * A sync collective blocks its device's compute stream until the collective ends.
 * A `_start` does not block: compute continues while the engine works; its
   `collective.done` blocks the compute stream until the collective has ended.
