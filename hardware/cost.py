@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+import numpy as np
 from shardc.diagnostics import op_position
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.hlo import accumulation_type
@@ -665,25 +667,46 @@ def while_trip_count(op: hlo.WhileOp) -> int | None:
     return None if step is None else _trips(start, step, limit, direction)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Landings:
     """
-    Per device of a one-round collective (`CostModel.collective_landings`): seconds from
-    its own begin until its last send has left (`leave`), the (source, seconds from the
-    source's begin until it landed) of each transfer it receives (`incoming`), and the
-    local copy every device makes after (`local`).
+    The DMAs of a one-round collective (`CostModel.collective_landings`), by device id:
+    each transfer's source and target, seconds from its source's begin until its last byte
+    has left (`left`) and until it has landed (`landed`); `local`: the copy every device
+    makes after.
     """
 
-    leave: dict[int, float]
-    incoming: dict[int, tuple[tuple[int, float], ...]]
+    src: np.ndarray
+    dst: np.ndarray
+    left: np.ndarray
+    landed: np.ndarray
     local: float = 0.0
 
-    def end(self, device: int, begins: dict[int, float]) -> float:
-        """When the collective is done on `device`, its members beginning at `begins`."""
-        end = begins[device] + self.leave.get(device, 0.0)
-        for src, landed in self.incoming.get(device, ()):
-            end = max(end, begins[src] + landed)
+    def ends(self, begins: np.ndarray) -> np.ndarray:
+        """
+        When the collective is done on each device, every device beginning at `begins`
+        (indexed by device id): its own sends have left and its receives have landed.
+        """
+        end = begins.copy()
+        np.maximum.at(end, self.src, begins[self.src] + self.left)
+        np.maximum.at(end, self.dst, begins[self.src] + self.landed)
         return end + self.local
+
+    @cached_property
+    def size(self) -> int:
+        """How long `begins` must be: the largest device id it moves between, plus one."""
+        return int(max(self.src.max(initial=0), self.dst.max(initial=0))) + 1
+
+    @cached_property
+    def skewed(self) -> bool:
+        """Whether members beginning together end at different times (a line's wrap edge:
+        one device waits for a long transfer, the others not), so that one device no
+        longer stands for all (`passes/step_estimate.py`)."""
+        members = np.union1d(self.src, self.dst)
+        if not len(members):
+            return False
+        ends = self.ends(np.zeros(self.size))[members]
+        return bool(ends.max() > ends.min())
 
 
 @dataclass
@@ -1122,16 +1145,12 @@ class CostModel:
         if self._pod_local(groups) != groups:  # across pods: the DCN's rings
             return None
         moves = self._round_moves(op, kind, groups, tensor_bytes(ty), numel)
-        leave: dict[int, float] = {}
-        incoming: dict[int, list[tuple[int, float]]] = {}
-        for (src, dst, _), (left, landed) in zip(
-            moves, transfer_legs(self.chip, self.torus(), moves), strict=True
-        ):
-            leave[src] = max(leave.get(src, 0.0), left)
-            incoming.setdefault(dst, []).append((src, landed))
+        legs = transfer_legs(self.chip, self.torus(), moves)
         return Landings(
-            leave,
-            {d: tuple(v) for d, v in incoming.items()},
+            np.array([m[0] for m in moves], dtype=np.int64),
+            np.array([m[1] for m in moves], dtype=np.int64),
+            np.array([left for left, _ in legs]),
+            np.array([landed for _, landed in legs]),
             self._round_copy(kind, groups, tensor_bytes(ty)),
         )
 
@@ -1338,6 +1357,14 @@ class CachedCostModel(CostModel):
         )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+    _landings: dict[Hashable, Landings | None] = field(
+        default_factory=dict[Hashable, "Landings | None"]
+    )
+
+    def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
+        return self._memo(
+            self._landings, op, lambda: super(CachedCostModel, self).collective_landings(op)
+        )
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
         return self._memo(

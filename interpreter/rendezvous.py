@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from shardc.dialects import collective as coll
 from shardc.interpreter.execution import Device, DeviceRun, Future
 from shardc.interpreter.plan import CollectiveInfo
@@ -138,7 +139,10 @@ def _time_collective(members: list[Wait], clocks: Any) -> dict[int, float]:
         begins = {
             w.device: engine_window(w.arrival, free, cost.time, cost.overlap)[0] for w in members
         }
-        ends = {w.device: cost.landings.end(w.device, begins) for w in members}
+        at = np.zeros(max(cost.landings.size, max(begins) + 1))
+        at[list(begins)] = list(begins.values())
+        landed = cost.landings.ends(at)
+        ends = {w.device: float(landed[w.device]) for w in members}
     else:
         issued = max(w.arrival for w in members)
         start, end = engine_window(issued, free, cost.time, cost.overlap)

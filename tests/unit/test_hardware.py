@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from shardc.dialects import collective, hlo
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
@@ -294,16 +295,18 @@ func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {spmd.partitione
     landings = model.collective_landings(op)  # pyright: ignore
     assert landings is not None
     send = 32 / get_chip("v5e").ici_link_bw  # 2x4 f32 on one link
-    begins = dict.fromkeys(range(8), 0.0)
-    ends = [landings.end(d, begins) for d in range(8)]
+    begins = np.zeros(8)
+    ends = landings.ends(begins)
     assert ends[0] == pytest.approx(7 * HOP + send)
-    assert ends[1:] == pytest.approx([HOP + send] * 7)
-    assert max(ends) == pytest.approx(model.collective_time(op))  # pyright: ignore
+    assert list(ends[1:]) == pytest.approx([HOP + send] * 7)
+    assert ends.max() == model.collective_time(op)  # pyright: ignore
+    assert landings.skewed
     # device 7 began 3 us late: device 0 waits for it, device 1 not (its source is 0)
     begins[7] = 3e-6
-    assert landings.end(0, begins) == pytest.approx(3e-6 + 7 * HOP + send)
-    assert landings.end(1, begins) == pytest.approx(HOP + send)
-    assert landings.end(7, begins) == pytest.approx(3e-6 + send)  # its send has left
+    ends = landings.ends(begins)
+    assert ends[0] == pytest.approx(3e-6 + 7 * HOP + send)
+    assert ends[1] == pytest.approx(HOP + send)
+    assert ends[7] == pytest.approx(3e-6 + send)  # its send has left
     # rings couple every member through their steps: one end for the group
     ring, mesh = first(gather_program('"x"=4', "x", "256", "1024"), collective.AllGatherOp)
     assert CostModel(get_chip("v5e"), mesh).collective_landings(ring) is None  # pyright: ignore
