@@ -1111,7 +1111,7 @@ class CostModel:
         if kind == "permute":
             pairs = op.source_target_pairs  # pyright: ignore[reportOptionalMemberAccess, reportAttributeAccessIssue]
             return [(g[s], g[t], nbytes) for g in groups for s, t in pairs if s != t]
-        block = nbytes / n if kind == "all_to_all" else nbytes * (numel % n) / numel
+        block = nbytes / n if kind == "all_to_all" else nbytes * (numel % n) / max(numel, 1)
         return [(g[a], g[b], block) for g in groups for a in range(n) for b in range(n) if a != b]
 
     def _round_copy(self, kind: str, groups: tuple[tuple[int, ...], ...], nbytes: float) -> float:
