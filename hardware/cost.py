@@ -1221,6 +1221,19 @@ class CostModel:
         # Every device runs the phases one after the other, no barrier between them.
         return ring_phases_time(self.chip, self.torus(), phases)
 
+    def collective_soonest(self, op: collective.CollectiveOp) -> float:
+        """
+        The soonest a member of `op` is done after a common begin: `collective_time`, but
+        for a one-round collective whose members end apart (`collective_landings`) the
+        earliest of them. What a lower bound on a step may charge per collective (the
+        devices' clocks part where a long transfer lands on one of them only).
+        """
+        landings = self.collective_landings(op)
+        if landings is None or not landings.skewed:
+            return self.collective_time(op)
+        members = np.union1d(landings.src, landings.dst)
+        return float(landings.ends(np.zeros(landings.size))[members].min())
+
     def dcn_time(self, op: collective.CollectiveOp, kind: str, nbytes: int) -> float:
         """
         Extra seconds where `op`'s groups span pods (a mesh larger than `Chip.pod_chips`:
