@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+import numpy as np
 from shardc.diagnostics import op_position
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.hlo import accumulation_type
@@ -35,10 +37,12 @@ from shardc.hardware.topology import (
     Phase,
     Ring,
     Torus,
+    Transfer,
     axis_groups,
     dcn_axes,
     ring_phases_time,
     ring_time,
+    transfer_legs,
     transfers_time,
 )
 from shardc.hardware.vmem import collective_budget, rs_pieces
@@ -761,6 +765,48 @@ def while_trip_count(op: hlo.WhileOp) -> int | None:
     return None if step is None else _trips(start, step, limit, direction)
 
 
+@dataclass(frozen=True, eq=False)
+class Landings:
+    """
+    The DMAs of a one-round collective (`CostModel.collective_landings`), by device id:
+    each transfer's source and target, seconds from its source's begin until its last byte
+    has left (`left`) and until it has landed (`landed`); `local`: the copy every device
+    makes after.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    left: np.ndarray
+    landed: np.ndarray
+    local: float = 0.0
+
+    def ends(self, begins: np.ndarray) -> np.ndarray:
+        """
+        When the collective is done on each device, every device beginning at `begins`
+        (indexed by device id): its own sends have left and its receives have landed.
+        """
+        end = begins.copy()
+        np.maximum.at(end, self.src, begins[self.src] + self.left)
+        np.maximum.at(end, self.dst, begins[self.src] + self.landed)
+        return end + self.local
+
+    @cached_property
+    def size(self) -> int:
+        """How long `begins` must be: the largest device id it moves between, plus one."""
+        return int(max(self.src.max(initial=0), self.dst.max(initial=0))) + 1
+
+    @cached_property
+    def skewed(self) -> bool:
+        """Whether members beginning together end at different times (a line's wrap edge:
+        one device waits for a long transfer, the others not), so that one device no
+        longer stands for all (`passes/step_estimate.py`)."""
+        members = np.union1d(self.src, self.dst)
+        if not len(members):
+            return False
+        ends = self.ends(np.zeros(self.size))[members]
+        return bool(ends.max() > ends.min())
+
+
 @dataclass
 class CostModel:
     """Costs on `chip` for programs over `mesh` (None: one device)."""
@@ -1134,23 +1180,9 @@ class CostModel:
             return 0.0
         torus = self.torus()
         groups = self._pod_local(groups)
-        if kind == "permute":
-            pairs = op.source_target_pairs  # pyright: ignore[reportAttributeAccessIssue]
-            moves = [(g[s], g[t], nbytes) for g in groups for s, t in pairs if s != t]
-            return transfers_time(self.chip, torus, moves)
-        if kind == "all_to_all":
-            n = len(groups[0])
-            moves = [
-                (g[r], g[t], nbytes / n)
-                for g in groups
-                for r in range(n)
-                for t in range(n)
-                if r != t
-            ]
-            return (
-                transfers_time(self.chip, torus, moves)
-                + hbm_copy_bytes(nbytes / n) / self.chip.hbm_bw
-            )
+        if kind in ("permute", "all_to_all"):
+            moves = self._round_moves(op, kind, groups, nbytes, math.prod(shape))
+            return transfers_time(self.chip, torus, moves) + self._round_copy(kind, groups, nbytes)
         axes = self._axis_list(op)
         if not axes:
             return 0.0
@@ -1192,13 +1224,70 @@ class CostModel:
         pushes them straight to every peer at once, one round of DMAs, as all_to_all
         does (a scalar's all_reduce is latency, not 2 (G - 1) ring steps).
         """
-        n = len(groups[0])
-        r = numel % n
-        if not r:
+        if not numel % len(groups[0]):
             return 0.0
-        block = nbytes * r / numel
-        moves = [(g[a], g[b], block) for g in groups for a in range(n) for b in range(n) if a != b]
+        moves = self._round_moves(None, "all_reduce", groups, nbytes, numel)
         return transfers_time(self.chip, self.torus(), moves)
+
+    def _round_moves(
+        self,
+        op: collective.CollectiveOp | None,
+        kind: str,
+        groups: tuple[tuple[int, ...], ...],
+        nbytes: float,
+        numel: int,
+    ) -> list[Transfer]:
+        """
+        The DMAs of a collective that is one round of them, all started at its `_start`
+        (`nbytes` per device): a permute's pairs, an all_to_all's blocks, an all_reduce's
+        last numel mod G elements pushed to every peer (`_all_reduce_tail`).
+        """
+        n = len(groups[0])
+        if kind == "permute":
+            pairs = op.source_target_pairs  # pyright: ignore[reportOptionalMemberAccess, reportAttributeAccessIssue]
+            return [(g[s], g[t], nbytes) for g in groups for s, t in pairs if s != t]
+        block = nbytes / n if kind == "all_to_all" else nbytes * (numel % n) / max(numel, 1)
+        return [(g[a], g[b], block) for g in groups for a in range(n) for b in range(n) if a != b]
+
+    def _round_copy(self, kind: str, groups: tuple[tuple[int, ...], ...], nbytes: float) -> float:
+        """The local copy after a one-round collective: an all_to_all's own block."""
+        if kind != "all_to_all":
+            return 0.0
+        return hbm_copy_bytes(nbytes / len(groups[0])) / self.chip.hbm_bw
+
+    def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
+        """
+        When a collective that is one round of DMAs (a permute, an all_to_all, an
+        all_reduce of fewer elements than its group) is done on each device, from its
+        members' begins: level T starts every DMA at the sender's `_start` and a device's
+        `done` waits for its own sends to leave and its own receives to land, not for the
+        whole group (`topology.transfer_legs`), so a device far from nobody is not held by
+        the group's longest transfer. The latest device ends `collective_time` after a
+        common begin. None (the group's one end): rings (their steps couple every member),
+        variadic collectives, meshes across pods.
+        """
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        if op.group_size() < 2 or len(op.operands) != 1 or self.dcn_time(op, kind, 1):
+            return None
+        ty = op.input_types()[0]
+        numel = math.prod(ty.get_shape())
+        one_round = kind in ("permute", "all_to_all") or (
+            kind == "all_reduce" and numel < op.group_size()
+        )
+        if not one_round:
+            return None
+        groups = tuple(tuple(g) for g in op.device_groups())
+        if self._pod_local(groups) != groups:  # across pods: the DCN's rings
+            return None
+        moves = self._round_moves(op, kind, groups, tensor_bytes(ty), numel)
+        legs = transfer_legs(self.chip, self.torus(), moves)
+        return Landings(
+            np.array([m[0] for m in moves], dtype=np.int64),
+            np.array([m[1] for m in moves], dtype=np.int64),
+            np.array([left for left, _ in legs]),
+            np.array([landed for _, landed in legs]),
+            self._round_copy(kind, groups, tensor_bytes(ty)),
+        )
 
     def _gather_phases(
         self, axes: list[tuple[tuple[tuple[int, ...], ...], bool]], block: float
@@ -1276,6 +1365,19 @@ class CostModel:
             part *= len(orders[0][phase][0][0])
         # Every device runs the phases one after the other, no barrier between them.
         return ring_phases_time(self.chip, self.torus(), phases)
+
+    def collective_soonest(self, op: collective.CollectiveOp) -> float:
+        """
+        The soonest a member of `op` is done after a common begin: `collective_time`, but
+        for a one-round collective whose members end apart (`collective_landings`) the
+        earliest of them. What a lower bound on a step may charge per collective (the
+        devices' clocks part where a long transfer lands on one of them only).
+        """
+        landings = self.collective_landings(op)
+        if landings is None or not landings.skewed:
+            return self.collective_time(op)
+        members = np.union1d(landings.src, landings.dst)
+        return float(landings.ends(np.zeros(landings.size))[members].min())
 
     def dcn_time(self, op: collective.CollectiveOp, kind: str, nbytes: int) -> float:
         """
@@ -1427,6 +1529,14 @@ class CachedCostModel(CostModel):
         )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+    _landings: dict[Hashable, Landings | None] = field(
+        default_factory=dict[Hashable, "Landings | None"]
+    )
+
+    def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
+        return self._memo(
+            self._landings, op, lambda: super(CachedCostModel, self).collective_landings(op)
+        )
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
         return self._memo(

@@ -123,11 +123,17 @@ Transfer = tuple[int, int, float]
 """(source device, target device, bytes) of one DMA."""
 
 
-def transfer_times(chip: Chip, torus: Torus, transfers: Sequence[Transfer]) -> list[float]:
+def transfer_legs(
+    chip: Chip, torus: Torus, transfers: Sequence[Transfer]
+) -> list[tuple[float, float]]:
     """
-    Seconds each of `transfers` takes when all start at once: its hops' latency plus its
-    bytes at its share of its most crowded directed link (equal shares, as level T's
-    `Flows`, not re-rated as others finish: an upper bound within the larger share).
+    (left, landed) of each of `transfers` when all start at once, in seconds: its last byte
+    leaves the source after its bytes at its share of its most crowded directed link
+    (equal shares, as level T's `Flows`, not re-rated as others finish: an upper bound
+    within the larger share), and lands its hops' latency later (cut-through). Level T's
+    DMA signals the sender's semaphore when the last byte leaves and the receiver's when
+    it lands (`interpreter/level_t_dma.py`), so a sender waits for `left`, a receiver for
+    `landed`.
     """
     routes = [torus.route(s, t) for s, t, _ in transfers]
     count: dict[Link, int] = {}
@@ -136,9 +142,17 @@ def transfer_times(chip: Chip, torus: Torus, transfers: Sequence[Transfer]) -> l
             count[link] = count.get(link, 0) + 1
     out = []
     for (_, _, nbytes), r in zip(transfers, routes, strict=True):
-        crowd = max((count[link] for link in r), default=0)
-        out.append(len(r) * chip.hop_latency + nbytes * crowd / chip.ici_link_bw if r else 0.0)
+        if not r:
+            out.append((0.0, 0.0))
+            continue
+        left = nbytes * max(count[link] for link in r) / chip.ici_link_bw
+        out.append((left, len(r) * chip.hop_latency + left))
     return out
+
+
+def transfer_times(chip: Chip, torus: Torus, transfers: Sequence[Transfer]) -> list[float]:
+    """Seconds until each of `transfers` (all started at once) has landed (`transfer_legs`)."""
+    return [landed for _, landed in transfer_legs(chip, torus, transfers)]
 
 
 def transfers_time(chip: Chip, torus: Torus, transfers: Sequence[Transfer]) -> float:

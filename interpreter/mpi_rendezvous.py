@@ -297,11 +297,13 @@ class DistributedRendezvous(Rendezvous):
         signature = members[0].info.signature
         if any(w.info.signature != signature for w in members):
             raise self.diagnostics.mismatch(members)
-        end = _time_collective(members, clocks) if self.timed else 0.0
+        ends = _time_collective(members, clocks) if self.timed else {}
         return [
             (
                 w.device,
-                (Future(w.op, outputs[w.device], end),) if w.op.IS_START else outputs[w.device],
+                (Future(w.op, outputs[w.device], ends.get(w.device, 0.0)),)
+                if w.op.IS_START
+                else outputs[w.device],
             )
             for w in members
             if w.device in outputs

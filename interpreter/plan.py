@@ -167,6 +167,7 @@ def _plan_collective(plan: ProgramPlan, op: coll.CollectiveOp, scope: _Scope) ->
                 plan.cost_model.comm_bytes(op),
                 plan.cost_model.collective_algorithm(op),
                 plan.cost_model.collective_overlap(op),
+                plan.cost_model.collective_landings(op),
             )
             plan.collective_costs[op] = cost
         plan.collectives[op] = CollectiveInfo(

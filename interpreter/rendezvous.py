@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from shardc.dialects import collective as coll
 from shardc.interpreter.execution import Device, DeviceRun, Future
 from shardc.interpreter.plan import CollectiveInfo
@@ -114,29 +115,43 @@ class Rendezvous:
             outputs = [(None,) * info.n_values] * len(members)
         else:
             outputs = info.execute([w.values for w in members])
-        end = 0.0
-        if self.timed:
-            end = _time_collective(members, clocks)
+        ends = _time_collective(members, clocks) if self.timed else {}
         return [
-            (w.device, (Future(w.op, out, end),) if w.op.IS_START else out)
+            (w.device, (Future(w.op, out, ends.get(w.device, 0.0)),) if w.op.IS_START else out)
             for w, out in zip(members, outputs, strict=False)
         ]
 
 
-def _time_collective(members: list[Wait], clocks: list[Any]) -> float:
+def _time_collective(members: list[Wait], clocks: Any) -> dict[int, float]:
     """
     Start the group's collective when the last member has issued it and every
     member's engine can take it (`timing.engine_window`); a sync form blocks each
-    member's compute stream until it ends. Returns the end time.
+    member's compute stream until it ends. A collective that is one round of DMAs
+    (`CostModel.collective_landings`) begins on each member at its own issue (the
+    engine term stays the group's: their transfers share the links) and ends there when
+    its own sends have left and its receives landed, as level T's kernel waits. Returns
+    each member's end.
     """
     cost = members[0].info.cost
     assert cost is not None
-    issued = max(w.arrival for w in members)
     free = max(clocks[w.device].engine for w in members)
-    start, end = engine_window(issued, free, cost.time, cost.overlap)
+    if cost.landings is not None:
+        begins = {
+            w.device: engine_window(w.arrival, free, cost.time, cost.overlap)[0] for w in members
+        }
+        at = np.zeros(max(cost.landings.size, max(begins) + 1))
+        at[list(begins)] = list(begins.values())
+        landed = cost.landings.ends(at)
+        ends = {w.device: float(landed[w.device]) for w in members}
+    else:
+        issued = max(w.arrival for w in members)
+        start, end = engine_window(issued, free, cost.time, cost.overlap)
+        begins = dict.fromkeys((w.device for w in members), start)
+        ends = dict.fromkeys((w.device for w in members), end)
     kind, nbytes = cost.kind, cost.bytes
     for w in members:
         tm = clocks[w.device]
+        start, end = begins[w.device], ends[w.device]
         tm.comm += engine_busy(tm.engine, start, end)
         tm.engine = max(tm.engine, end)
         tm.collectives.append((w.op, w.arrival, start, end))
@@ -145,4 +160,4 @@ def _time_collective(members: list[Wait], clocks: list[Any]) -> float:
         if not w.op.IS_START and end > tm.clock:
             tm.waits.append((w.op, tm.clock, end))
             tm.clock = end
-    return end
+    return ends

@@ -15,7 +15,13 @@ Every device has a **compute stream** and a **collective engine**.
 * A collective (sync or `_start`) is *issued* when the device's compute stream reaches
   it (its arrival time = the compute clock then). It **begins** when every member of its
   group has issued it and every member's engine can take it (`engine_window`), and takes
-  `CostModel.collective_time(op)`. All members see the same begin and end.
+  `CostModel.collective_time(op)`. All members see the same begin and end, except for a
+  collective that is one round of DMAs (a permute, an all_to_all, an all_reduce of fewer
+  elements than its group: `CostModel.collective_landings`): it begins on each member at
+  that member's own issue (its DMAs start at its `_start`; the engine term stays the
+  group's, whose transfers share the links), and ends there when the member's own sends
+  have left and the transfers it receives have landed (as level T's kernel waits: a device
+  no long transfer reaches is not held by the group's longest one, e.g. a line's wrap edge).
 * A sync collective blocks its device's compute stream until the collective ends.
 * A `_start` does not block: compute continues while the engine works; its
   `collective.done` blocks the compute stream until the collective has ended.
@@ -88,7 +94,7 @@ from shardc.dialects import hlo, spmd
 from shardc.dialects.collective import collective_kind
 from shardc.dialects.sizes import value_bytes
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import CostModel, OpCost
+from shardc.hardware.cost import CostModel, Landings, OpCost
 from shardc.interpreter import breakdown
 from shardc.interpreter.breakdown import op_label
 from shardc.interpreter.trace_events import TraceWriter, trace_json
@@ -255,6 +261,8 @@ class CollectiveCost:
     """What the cost model assumed (`CostModel.collective_algorithm`)."""
     overlap: float = 0.0
     """What of `time` may run under the collectives ahead (`CostModel.collective_overlap`)."""
+    landings: Landings | None = None
+    """Each member's own end of a one-round collective (`CostModel.collective_landings`)."""
 
 
 def engine_window(

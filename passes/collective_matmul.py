@@ -309,8 +309,13 @@ class RingOptions:
             # permutes take their whole time one after another (issue 14 item 7: with
             # the latency overlapped, 2-step rings of latency-bound permutes passed this
             # test, and the gate estimated a copy of the module to refuse them).
+            # Where a permute's members end apart (a line's wrap edge,
+            # `CostModel.collective_landings`), the ring's slowest device waits for the
+            # long transfer once, its other steps at least the soonest member's time.
             t, o = self.model.collective_time(step), self.model.collective_overlap(step)
-            permutes = max(sum(self.steps(n)) * (t - o) + o, max(self.steps(n)) * t)
+            soonest = self.model.collective_soonest(step)
+            chain = (max(self.steps(n)) - 1) * soonest + t
+            permutes = max(sum(self.steps(n)) * (t - o) + o, chain)
         finally:
             where.erase_op(step)
         dot_time = self.model.op_cost(dot).time

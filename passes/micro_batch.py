@@ -727,9 +727,10 @@ class SplitFloor:
         )
 
     def whole(self, op: collective.CollectiveOp) -> float:
-        """At most the engine time `op` adds to the block unsplit."""
-        time = self.model.collective_time(op)
-        return time if op in self.ordered else time - self.model.collective_overlap(op)
+        """At most the engine time `op` adds to the block unsplit (its soonest member's:
+        `CostModel.collective_soonest`)."""
+        time = self.model.collective_soonest(op)
+        return time if op in self.ordered else max(time - self.model.collective_overlap(op), 0.0)
 
     def bound(self, cand: Candidate, k: int) -> float:
         """At most the estimate of splitting `cand` into `k` chunks."""
@@ -766,7 +767,7 @@ class SplitFloor:
             if (found := self.chunks.get(key)) is not None:
                 return found
         chunk = _chunk_of(op, cand, k)
-        costs = (self.model.collective_time(chunk), self.model.collective_overlap(chunk))
+        costs = (self.model.collective_soonest(chunk), self.model.collective_overlap(chunk))
         if key is not None:
             self.chunks[key] = costs
         return costs

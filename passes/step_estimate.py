@@ -34,8 +34,9 @@ import math
 from collections.abc import Iterable
 from typing import Any, cast
 
+import numpy as np
 from shardc.dialects import collective, hlo
-from shardc.hardware.cost import CostModel, OpCost, cached
+from shardc.hardware.cost import CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
 from shardc.passes.async_split import TO_START
@@ -64,6 +65,9 @@ def program_order_time(
     is most of an estimate's time.
     """
     memo = {} if memo is None else memo
+    ops = list(ops)
+    if any(skewed(op, model) for op in ops if isinstance(op, collective.CollectiveOp)):
+        return _per_device_time(ops, model, memo)
     clock = engine = 0.0
     in_flight: dict[SSAValue, float] = {}
     for op in ops:
@@ -82,6 +86,78 @@ def program_order_time(
         else:
             clock += time
     return max(clock, engine)
+
+
+def skewed(op: collective.CollectiveOp, model: CostModel) -> bool:
+    """Whether `op`'s members, beginning together, end at different times
+    (`Landings.skewed`): then one device no longer stands for all."""
+    landings = model.collective_landings(op)
+    return landings is not None and landings.skewed
+
+
+class DeviceClocks:
+    """
+    Every device's compute clock and collective engine, for a block where one device no
+    longer stands for all: a one-round collective whose members end at different times
+    (`CostModel.collective_landings`, e.g. a permute over a line whose wrap edge is long)
+    makes their clocks differ from then on. The interpreter's rules
+    (`rendezvous._time_collective`) over arrays: a collective begins per group (its last
+    member's issue, the members' engines: `timing.engine_window`), a one-round one at each
+    member's own issue, and ends per member (`Landings.ends`).
+    """
+
+    def __init__(self, devices: int):
+        self.clock = np.zeros(devices)
+        self.engine = np.zeros(devices)
+
+    def collective(
+        self, op: collective.CollectiveOp, model: CostModel, time: float, overlap: float
+    ) -> np.ndarray:
+        """Each device's end of `op` issued now (-inf on devices outside its groups)."""
+        groups = np.array(op.device_groups(), dtype=np.int64)
+        free = self.engine[groups].max(axis=1, keepdims=True)
+        landings = model.collective_landings(op)
+        ends = np.full(len(self.clock), -math.inf)
+        if landings is None:
+            issued = self.clock[groups].max(axis=1, keepdims=True)
+            ends[groups] = np.maximum(issued, free - overlap) + time
+        else:
+            begins = np.zeros(max(len(self.clock), landings.size))
+            begins[groups] = np.maximum(self.clock[groups], free - overlap)
+            ends[groups] = landings.ends(begins)[groups]
+        self.engine = np.maximum(self.engine, ends)
+        return ends
+
+    def step(self) -> float:
+        return float(max(self.clock.max(), self.engine.max()))
+
+
+def _devices(model: CostModel) -> int:
+    mesh = model.mesh
+    return math.prod(mesh.shape) if mesh is not None else 1
+
+
+def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operation, float]) -> float:
+    """`program_order_time` on every device's clocks (`DeviceClocks`)."""
+    clocks = DeviceClocks(_devices(model))
+    in_flight: dict[SSAValue, np.ndarray] = {}
+    for op in ops:
+        time = memo.get(op)
+        if time is None:
+            time = memo[op] = _time(op, model)
+        if isinstance(op, collective.CollectiveOp):
+            ends = clocks.collective(op, model, time, model.collective_overlap(op))
+            if op.IS_START:
+                in_flight[op.results[0]] = ends
+            else:
+                clocks.clock = np.maximum(clocks.clock, ends)
+        elif isinstance(op, collective.DoneOp):
+            ends = in_flight.pop(op.future, None)
+            if ends is not None:
+                clocks.clock = np.maximum(clocks.clock, ends)
+        else:
+            clocks.clock += time
+    return clocks.step()
 
 
 def _time(op: Operation, model: CostModel) -> float:
@@ -156,6 +232,7 @@ class OpCosts:
         self._other_form: dict[Operation, float] = {}
         """A collective costed as its other form (`collective_time(op, start)`: a sync one as
         the `_start` it becomes)."""
+        self._landings: dict[Operation, Landings | None] = {}
         self.times: dict[Operation, float] = {}
         """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
 
@@ -192,6 +269,12 @@ class OpCosts:
         if time is None:
             time = cache[op] = self.model.collective_time(op, start)
         return time
+
+    def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
+        found = self._landings.get(op, _MISSING)
+        if found is _MISSING:
+            found = self._landings[op] = self.model.collective_landings(op)
+        return found  # pyright: ignore[reportReturnType]
 
     def same_as(self, start: Operation, sync: Operation) -> None:
         """`start` (made by `split_sync` from `sync`) costs what `sync` costed as a
@@ -261,6 +344,8 @@ def split_scheduled_time(
     return time
 
 
+_MISSING = object()
+
 _START, _DONE, _COMPUTE, _SYNC = 0, 1, 2, 3
 """`StepGraph` kinds: a `_start`, a `done`, a compute op, a collective run synchronously (one
 with no `_start` form: it blocks the stream, as `BlockScheduler.run_compute` runs it)."""
@@ -294,6 +379,8 @@ class StepGraph:
         self.split = False
         """Whether a sync collective stands as two nodes (then an order of the nodes is no
         order of the ops)."""
+        self.skewed = False
+        """Whether a collective's members end at different times (`DeviceClocks`)."""
         self.result_node: dict[Operation, int] = {}
         self.first_node: dict[Operation, int] = {}
         for op in block.ops:
@@ -310,6 +397,8 @@ class StepGraph:
         self.start.append(start)
         collective_op = kind in (_START, _SYNC)
         self.overlap.append(self.model.collective_overlap(op) if collective_op else 0.0)  # pyright: ignore
+        if collective_op and not self.skewed:
+            self.skewed = skewed(op, self.model)  # pyright: ignore[reportArgumentType]
         return len(self.kind) - 1
 
     def _add(self, op: Operation) -> None:
@@ -429,6 +518,7 @@ class StepGraph:
                 self.cost[n] = issued_behind(self.cost[n], self.overlap[n])
                 self.time[n] = issued_behind(self.time[n], self.overlap[n])
                 self.overlap[n] = 0.0
+        self.skewed = False  # each collective's engine time only: one device stands for all
 
     def scheduled_time(self, max_in_flight: int) -> float:
         """`program_order_time` of `order`; inf if the scheduler is stuck."""
@@ -447,6 +537,8 @@ class StepGraph:
     def program_time(self, order: Iterable[int]) -> float:
         """`program_order_time` of the nodes in `order`."""
         kind, time, start_of, overlap = self.kind, self.time, self.start, self.overlap
+        if self.skewed:
+            return self._per_device_time(order)
         clock = engine = 0.0
         in_flight: dict[int, float] = {}
         for n in order:
@@ -463,6 +555,34 @@ class StepGraph:
             else:
                 clock += time[n]
         return max(clock, engine)
+
+    def _per_device_time(self, order: Iterable[int]) -> float:
+        """`program_time` on every device's clocks (`DeviceClocks`)."""
+        kind, time, start_of, overlap, ops = (
+            self.kind,
+            self.time,
+            self.start,
+            self.overlap,
+            self.ops,
+        )
+        clocks = DeviceClocks(_devices(self.model))
+        in_flight: dict[int, np.ndarray] = {}
+        for n in order:
+            k = kind[n]
+            if k in (_START, _SYNC):
+                op = cast(collective.CollectiveOp, ops[n])
+                ends = clocks.collective(op, self.model, time[n], overlap[n])
+                if k == _START:
+                    in_flight[n] = ends
+                else:
+                    clocks.clock = np.maximum(clocks.clock, ends)
+            elif k == _DONE:
+                ends = in_flight.pop(start_of[n], None)
+                if ends is not None:
+                    clocks.clock = np.maximum(clocks.clock, ends)
+            else:
+                clocks.clock += time[n]
+        return clocks.step()
 
 
 def _blocks(module: ModuleOp) -> list[Block]:

@@ -177,11 +177,14 @@ def test_a_tiny_fsdp_adam_step_keeps_its_reduce_scatter() -> None:
     collectives. (When level S ran collectives in flight end to end the ring came out 3x
     the sync step, 105.5 us against 33.6; level T runs it in 28.5 us, and so does level S
     now that their latencies overlap, 28.3 us: still slower than the gated 24.6 us, level
-    T 24.5 us.)"""
+    T 24.5 us.) On v5e's line of 8 the ring's wrap edge is 7 hops: level T waits for it on
+    one device only, and so does level S now that a permute ends per device
+    (`CostModel.collective_landings`): the ring is 26.5 us (32.5 us when every device
+    waited for the wrap edge; level T 22.2 us), still slower than the gated step."""
     module = parse_and_verify(CTX, fsdp_adam(16, 64, 64), "<test>")
     sync, t = check_never_slower(module)
     slow = step(after(module, ungated(SpmdPipelinePass())))
-    assert slow > 1.1 * t and sync > 1.25 * t
+    assert slow > 1.05 * t and sync > 1.25 * t
 
 
 @pytest.mark.parametrize(("m", "k", "kept"), [(16, 64, False), (4096, 8192, True)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from shardc.dialects import collective, hlo
 from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
@@ -274,6 +275,41 @@ func.func @f(%x: tensor<8x8xf32>) -> tensor<32x2xf32> attributes {spmd.partition
     model = CostModel(get_chip("v5e"), mesh)  # pyright: ignore
     assert model.collective_overlap(a2a) == pytest.approx(3 * HOP)  # pyright: ignore
     assert model.collective_overlap(a2a) == model.collective_latency(a2a)  # pyright: ignore
+
+
+def test_a_one_round_collective_ends_on_each_device_by_its_own_transfers() -> None:
+    # v5e line of 8 (no wraparound): a permute shift 1 sends 7 -> 0 back over 7 hops, the
+    # others 1 hop. Level T's kernel waits at the `done` for its own send to leave and its
+    # own receive to land, so only device 0 waits 7 hops; each device ends by when *its*
+    # sources began (`Landings.end`). A common begin: the latest device ends after
+    # `collective_time`, the group's old single end.
+    op, mesh = first(
+        """spmd.mesh @m = <["x"=8]>
+func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {spmd.partitioned} {
+  %r = collective.permute %x on @m["x"], shift = 1 : tensor<2x4xf32>
+  func.return %r : tensor<2x4xf32>
+}""",
+        collective.PermuteOp,
+    )
+    model = CostModel(get_chip("v5e"), mesh)  # pyright: ignore
+    landings = model.collective_landings(op)  # pyright: ignore
+    assert landings is not None
+    send = 32 / get_chip("v5e").ici_link_bw  # 2x4 f32 on one link
+    begins = np.zeros(8)
+    ends = landings.ends(begins)
+    assert ends[0] == pytest.approx(7 * HOP + send)
+    assert list(ends[1:]) == pytest.approx([HOP + send] * 7)
+    assert ends.max() == model.collective_time(op)  # pyright: ignore
+    assert landings.skewed
+    # device 7 began 3 us late: device 0 waits for it, device 1 not (its source is 0)
+    begins[7] = 3e-6
+    ends = landings.ends(begins)
+    assert ends[0] == pytest.approx(3e-6 + 7 * HOP + send)
+    assert ends[1] == pytest.approx(HOP + send)
+    assert ends[7] == pytest.approx(3e-6 + send)  # its send has left
+    # rings couple every member through their steps: one end for the group
+    ring, mesh = first(gather_program('"x"=4', "x", "256", "1024"), collective.AllGatherOp)
+    assert CostModel(get_chip("v5e"), mesh).collective_landings(ring) is None  # pyright: ignore
 
 
 def test_an_all_reduce_smaller_than_its_group_is_one_round_of_pushes() -> None:
