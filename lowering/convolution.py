@@ -83,7 +83,7 @@ class ConvolutionToDots(RewritePattern):
         if math.prod(res.get_shape()) == 0 or 0 in tensor_type(op.rhs.type).get_shape():
             # Nothing to multiply: an empty result, or sums over an empty kernel (zeros).
             zeros = hlo.ConstantOp(splat_elements(res, 0))
-            rewriter.replace_op(op, zeros, [zeros.result])
+            rewriter.replace(op, zeros, [zeros.result])
             return
         b = _Builder(op)
         x = _padded(b, op)
@@ -109,7 +109,7 @@ class ConvolutionToDots(RewritePattern):
         if tensor_type(total.type).element_type != res.element_type:
             total = b.add(hlo.ConvertOp(total, res))
         check_expansion(self.target, op, b.ops, "as dots over its kernel taps")
-        rewriter.replace_op(op, b.ops, [total])
+        rewriter.replace(op, b.ops, [total])
 
 
 def _padded(b: _Builder, op: hlo.ConvolutionOp) -> SSAValue:

@@ -425,7 +425,7 @@ class ReduceWindowToSlices(RewritePattern):
         if acc != elem:
             total = add(hlo.ConvertOp(total, res))
         check_expansion(self.target, op, new, "as strided slices and combines")
-        rewriter.replace_op(op, new, [total])
+        rewriter.replace(op, new, [total])
 
 
 def check_expansion(target: Target | None, op: Operation, new: Sequence[Operation], how: str):
