@@ -93,7 +93,16 @@ class Passage:
         return Passage(groups, float(ends0.max(initial=0.0)), ends0, step, ends)
 
     def end(self, ready: Ready, devices: int) -> Ready:
-        """Each device's end of the collective, its members ready at `ready`."""
+        """Each device's end of the collective, its members ready at `ready` (a float where
+        every device ends together: the common case costs no array operation after)."""
+        out = self._end(ready, devices)
+        if isinstance(out, np.ndarray):
+            low, high = out.min(), out.max()
+            if low == high:
+                return float(low)
+        return out
+
+    def _end(self, ready: Ready, devices: int) -> Ready:
         if self.ends0 is not None:
             if isinstance(ready, float):
                 return ready + self.ends0
@@ -148,6 +157,29 @@ class Segment:
         return _max(self.start, self.first + self.steps - self.most)
 
 
+def _operands_ready(
+    op: Operation, lo: dict[SSAValue, Ready], hi: dict[SSAValue, Ready]
+) -> tuple[Ready, Ready]:
+    """(the latest of `lo`, the latest of `hi`) over `op`'s operands: values ready at 0
+    (arguments, constants) are skipped and a single other operand's times are passed on as
+    they are, so that a chain of compute ops costs no array operation (at 10k ops the walk
+    was most of the bound)."""
+    first: Ready | None = None
+    last: Ready | None = None
+    for v in op.operands:
+        h = hi.get(v)
+        if h is None or (h.__class__ is float and h <= 0.0):
+            continue
+        f = lo[v]
+        if last is None or first is None:
+            first, last = f, h
+        else:
+            first, last = _max(first, f), _max(last, h)
+    if last is None or first is None:
+        return 0.0, 0.0
+    return first, last
+
+
 def _latest(ready: Ready) -> float:
     return float(ready.max()) if isinstance(ready, np.ndarray) else ready
 
@@ -170,9 +202,17 @@ class ChainFloor:
         self.model = model
         self.devices = devices
         self.passages: dict[Hashable, Passage | None] = {}
+        self.by_op: dict[Operation, Passage | None] = {}
         self.whole_bound: float | None = None
 
     def passage(self, op: collective.CollectiveOp) -> Passage | None:
+        """`op`'s passage, remembered by op and by the cost model's key of it."""
+        if op in self.by_op:
+            return self.by_op[op]
+        found = self.by_op[op] = self._passage(op)
+        return found
+
+    def _passage(self, op: collective.CollectiveOp) -> Passage | None:
         key_of = getattr(self.model, "key", None)
         key = key_of(op) if key_of is not None else None
         if key is not None and key in self.passages:
@@ -202,12 +242,7 @@ class ChainFloor:
         segment = Segment()
         for op in self.block.ops:
             split = op in split_ops
-            first: Ready = 0.0
-            last: Ready = 0.0
-            for v in op.operands:
-                if (h := hi.get(v)) is not None:
-                    last = _max(last, h)
-                    first = _max(first, lo[v] if split else h)
+            first, last = _operands_ready(op, lo if split else hi, hi)
             if isinstance(op, collective.CollectiveOp):
                 passage = chunk(op) if split else self.passage(op)
                 if passage is None:
@@ -224,9 +259,7 @@ class ChainFloor:
                 first = end_first if split else last
                 if anchor:
                     segment = Segment(start=last)
-            elif not split:
-                first = last
-            latest = max(latest, _latest(last))
+                latest = max(latest, _latest(last))  # a free compute op adds nothing
             for r in op.results:
                 lo[r], hi[r] = first, last
         return max(latest, _latest(segment.end()))

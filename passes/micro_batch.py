@@ -754,12 +754,17 @@ class SplitFloor:
     def chunk(self, op: collective.CollectiveOp, cand: Candidate, k: int) -> Passage | None:
         """The passage of one chunk of `op` split by `cand` into `k` (`_chunk_of`),
         remembered as `chunk_costs` remembers its costs."""
+        mine = (op, cand.key, k)  # by op first: the model's key hashes its types
+        if mine in self.passages:
+            return self.passages[mine]
         key = self._chunk_key(op, cand, k)
         if key is not None and key in self.passages:
-            return self.passages[key]
-        found = Passage.of(_chunk_of(op, cand, k), self.model, _devices(self.model))
-        if key is not None:
-            self.passages[key] = found
+            found = self.passages[key]
+        else:
+            found = Passage.of(_chunk_of(op, cand, k), self.model, _devices(self.model))
+            if key is not None:
+                self.passages[key] = found
+        self.passages[mine] = found
         return found
 
     def _chunk_key(self, op: collective.CollectiveOp, cand: Candidate, k: int) -> Hashable:
