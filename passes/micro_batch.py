@@ -55,7 +55,11 @@ charged for the slices, concatenate and per-chunk kernels fusion removes, nor th
 for kernels fusion merges (the floor below is then the fused block's). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
 split collective paying each chunk's time less what it may overlap, the first chunk all of
-it where only its sibling chunks can be in flight with it) cannot beat the best so far, or the
+it where only its sibling chunks can be in flight with it; and the chains' bound,
+`chain_floor.ChainFloor`: device by device, the longest chain of dependent collectives with
+compute free, each run of collectives between two ordered whole ones passing the engine one
+after the other, which the totals miss where collectives end apart per device, as
+collective-matmul's rings of permutes on a line) cannot beat the best so far, or the
 `min-gain` threshold, is not built; a larger count of a class is not tried once a count
 was slower than the one before and missed `min-gain` (the chunks' latencies and re-reads
 only grow from there). It
