@@ -55,7 +55,11 @@ charged for the slices, concatenate and per-chunk kernels fusion removes, nor th
 for kernels fusion merges (the floor below is then the fused block's). A
 plan whose lower bound (`SplitFloor`: the engine's and the compute stream's totals, each
 split collective paying each chunk's time less what it may overlap, the first chunk all of
-it where only its sibling chunks can be in flight with it) cannot beat the best so far, or the
+it where only its sibling chunks can be in flight with it; and the chains' bound,
+`chain_floor.ChainFloor`: device by device, the longest chain of dependent collectives with
+compute free, each run of collectives between two ordered whole ones passing the engine one
+after the other, which the totals miss where collectives end apart per device, as
+collective-matmul's rings of permutes on a line) cannot beat the best so far, or the
 `min-gain` threshold, is not built; a larger count of a class is not tried once a count
 was slower than the one before and missed `min-gain` (the chunks' latencies and re-reads
 only grow from there). It
@@ -86,6 +90,7 @@ from shardc.hardware.chips import CHIPS, UnknownChipError, get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.hardware.vmem import IN_FLIGHT
 from shardc.passes.block_order import set_order, stable_topological_order
+from shardc.passes.chain_floor import ChainFloor, Passage
 from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
 from shardc.passes.step_estimate import op_time, per_op, program_order_time, scheduled_time
@@ -691,6 +696,14 @@ class SplitFloor:
     )
     """By class (`Candidate.key`): its split collectives, whether each is `alone_in_flight`,
     and its `whole` time."""
+    chain: ChainFloor | None = None
+    """The block's chains of collectives device by device (`chain_floor`): a step waits
+    for its longest, which the totals above miss where collectives end apart per device
+    (issue 14 item 7: collective-matmul's rings of permutes on v5e's line)."""
+    passages: dict[Hashable, Passage | None] = field(
+        default_factory=dict[Hashable, "Passage | None"]
+    )
+    """A split collective's chunk passage (`Passage`), by `chunk_costs`'s key."""
 
     @staticmethod
     def of(view_block: Block, model: CostModel, block: Block) -> SplitFloor:
@@ -703,6 +716,7 @@ class SplitFloor:
             if not isinstance(op, collective.CollectiveOp)
         )
         floor = SplitFloor(compute, 0.0, model, ordered)
+        floor.chain = ChainFloor(block, model, _devices(model), ordered)
         collectives = [op for op in block.ops if isinstance(op, collective.CollectiveOp)]
         floor.engine = sum(floor.whole(op) for op in collectives)
         ends: list[Operation | None] = [None, *collectives, None]
@@ -732,8 +746,40 @@ class SplitFloor:
         time = self.model.collective_soonest(op)
         return time if op in self.ordered else max(time - self.model.collective_overlap(op), 0.0)
 
-    def bound(self, cand: Candidate, k: int) -> float:
-        """At most the estimate of splitting `cand` into `k` chunks."""
+    def bound(self, cand: Candidate, k: int, enough: float = math.inf) -> float:
+        """At most the estimate of splitting `cand` into `k` chunks: the totals' bound, and
+        the chains' (`ChainFloor`) unless the totals' already reach `enough` (the chains'
+        walk the block, the totals' do not)."""
+        totals = self.totals(cand, k)
+        if totals >= enough or self.chain is None:
+            return totals
+        return max(totals, self.chain.split(cand.split_ops, k, lambda op: self.chunk(op, cand, k)))
+
+    def chunk(self, op: collective.CollectiveOp, cand: Candidate, k: int) -> Passage | None:
+        """The passage of one chunk of `op` split by `cand` into `k` (`_chunk_of`),
+        remembered as `chunk_costs` remembers its costs."""
+        mine = (op, cand.key, k)  # by op first: the model's key hashes its types
+        if mine in self.passages:
+            return self.passages[mine]
+        key = self._chunk_key(op, cand, k)
+        if key is not None and key in self.passages:
+            found = self.passages[key]
+        else:
+            found = Passage.of(_chunk_of(op, cand, k), self.model, _devices(self.model))
+            if key is not None:
+                self.passages[key] = found
+        self.passages[mine] = found
+        return found
+
+    def _chunk_key(self, op: collective.CollectiveOp, cand: Candidate, k: int) -> Hashable:
+        key_of = getattr(self.model, "key", None)
+        op_key = key_of(op) if key_of is not None else None
+        if op_key is None:
+            return None
+        return (op_key, tuple(cand.dim_of.get(v) for v in op.operands), k)
+
+    def totals(self, cand: Candidate, k: int) -> float:
+        """The compute stream's and the engine's totals' bound (the class docstring)."""
         engine = self.engine
         split = self.split.get(cand.key)
         if split is None:  # the class's collectives, found once for all its counts
@@ -759,13 +805,9 @@ class SplitFloor:
         repeats its collectives: at 10k ops building a scratch module per split
         collective and count was most of `micro-batch` (issue 14 item 7).
         """
-        key_of = getattr(self.model, "key", None)
-        op_key = key_of(op) if key_of is not None else None
-        key = None
-        if op_key is not None:
-            key = (op_key, tuple(cand.dim_of.get(v) for v in op.operands), k)
-            if (found := self.chunks.get(key)) is not None:
-                return found
+        key = self._chunk_key(op, cand, k)
+        if key is not None and (found := self.chunks.get(key)) is not None:
+            return found
         chunk = _chunk_of(op, cand, k)
         costs = (self.model.collective_soonest(chunk), self.model.collective_overlap(chunk))
         if key is not None:
@@ -790,6 +832,12 @@ def _chunk_of(op: collective.CollectiveOp, cand: Candidate, k: int) -> collectiv
     scratch = ModuleOp([m.clone() for m in _meshes(op)])
     scratch.body.block.add_op(chunk)
     return chunk
+
+
+def _devices(model: CostModel) -> int:
+    """The devices of `model`'s mesh (one without a mesh)."""
+    mesh = model.mesh
+    return math.prod(mesh.shape) if mesh is not None else 1
 
 
 def _meshes(op: Operation) -> list[MeshOp]:
@@ -853,6 +901,10 @@ class Base:
 
     def __post_init__(self) -> None:
         self.written = program_order_time(self.block.ops, self.model)
+
+    def threshold(self) -> float:
+        """A time `beyond` surely refuses (without scheduling the base), unless `force`."""
+        return math.inf if self.owner.force else self.written * (1 - self.owner.min_gain)
 
     def beyond(self, t: float) -> bool:
         """Whether `t` misses `min-gain` against the base."""
@@ -1003,7 +1055,8 @@ class MicroBatchPass(ModulePass):
         for cand in found:
             fewer = math.inf  # the class's best with the last chunk count tried
             for k in self.counts(cand.size):
-                bound = floor.bound(cand, k)
+                enough = min(best[0] if best is not None else math.inf, base.threshold())
+                bound = floor.bound(cand, k, enough)
                 if (best is not None and bound >= best[0]) or (
                     not self.force and base.beyond(bound)
                 ):

@@ -239,3 +239,78 @@ def test_floor_below_every_estimate_on_the_bench_chain() -> None:
     """At 200 ops the chain's fixed costs keep the floor within `min-gain` of the base: the
     class is estimated, and the floor is below every estimate."""
     _floor_holds(str(_bench_module(200)), fused=True)
+
+
+def _pipeline_prefix(text: str) -> str:
+    """`text` as `spmd-pipeline` hands it to micro-batch (collective-matmul included: on
+    v5e's lines its rings of permutes end apart per device, `collective_landings`)."""
+    from shardc.passes.spmd_pipeline import SpmdPipelinePass
+
+    module = parse_and_verify(CTX, text, "<generated>")
+    SpmdPipelinePass(micro_batch=False, fusion=False, schedule=False).apply(CTX, module)
+    return str(module)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(partitionable_programs(), st.booleans())
+def test_floor_below_every_estimate_after_the_pipeline_prefix(text: str, fused: bool) -> None:
+    """The chains' bound (`ChainFloor`) too, on what micro-batch sees in the pipeline."""
+    _floor_holds(_pipeline_prefix(partition(text)), fused)
+
+
+def _chain_module(n_ops: int) -> ModuleOp:
+    from shardc.bench.partition_speed import program
+
+    return parse_and_verify(CTX, _pipeline_prefix(program(n_ops)), "<bench>")
+
+
+def test_floor_below_every_estimate_on_the_chain_with_permute_rings() -> None:
+    """bench/partition_speed.py's chain with collective-matmul's rings of permutes (which
+    end apart per device on v5e's line): the floor, chains included, is below every
+    estimate of every class and count, fused or not."""
+    module = _chain_module(200)
+    assert any(op.name == "collective.permute" for op in module.walk())
+    for fused in (True, False):
+        _floor_holds(str(module), fused)
+
+
+def test_the_chain_with_permute_rings_is_planned_without_a_split_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """
+    At 1k ops (issue 14 item 7): the totals' floor charges each permute of collective-
+    matmul's rings almost nothing (its soonest member less its overlap), so every plan was
+    estimated (13 estimates, micro-batch 16x slower); the chains' floor (each ring between
+    two ordered collectives waits for its longest landing, and its permutes pass the engine
+    one after the other) misses `min-gain` for every plan: none is estimated and none
+    chosen, as when they were (the best estimate was 0.3% slower than the base).
+    """
+    module = _chain_module(1000)
+    made: list[Plan | None] = []
+    original = MicroBatchPass.estimate
+
+    def estimate(self, module, index, plan, model, *rest):  # type: ignore[no-untyped-def]
+        made.append(plan)
+        return original(self, module, index, plan, model, *rest)
+
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    with monkeypatch.context() as m:
+        m.setattr(MicroBatchPass, "estimate", estimate)
+        plans, _ = MicroBatchPass(fused=True).plans_and_view(module, model)
+    assert plans == [] and [p for p in made if p is not None] == []
+
+
+def test_chain_floor_is_tighter_than_the_totals_on_permute_rings() -> None:
+    """The chains' bound of the unsplit chain is above the totals' (which it must be to
+    prune) and below its scheduled and written estimates."""
+    from shardc.passes.step_estimate import program_order_time, scheduled_time
+
+    module = _chain_module(200)
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    block = _function_blocks(module)[0]
+    floor = SplitFloor.of(block, per_op(model), block)
+    assert floor.chain is not None
+    whole = floor.chain.whole()
+    assert whole > max(floor.compute, floor.engine)
+    assert whole <= scheduled_time(block, model) * (1 + 1e-9)
+    assert whole <= program_order_time(block.ops, model) * (1 + 1e-9)
