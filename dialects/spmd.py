@@ -22,6 +22,7 @@ coordinates, the device groups of a set of axes, a sharding's local shape and sh
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -189,9 +190,12 @@ class MeshAttr(ParametrizedAttribute):
         coordinate form a group; a device's rank is its row-major coordinate over `axes`
         in the order given (first listed is major).
         """
+        return [list(group) for group in _mesh_groups(self, tuple(axes))]
+
+    def _groups(self, axes: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
         axis_index = [self.names.index(a) for a in axes]
         others = [i for i in range(len(self.shape)) if i not in axis_index]
-        groups: list[list[int]] = []
+        groups: list[tuple[int, ...]] = []
         for other in itertools.product(*(range(self.shape[i]) for i in others)):
             group: list[int] = []
             for inner in itertools.product(*(range(self.shape[i]) for i in axis_index)):
@@ -201,8 +205,8 @@ class MeshAttr(ParametrizedAttribute):
                 for i, c in zip(axis_index, inner, strict=False):
                     coords[i] = c
                 group.append(self.device_id(coords))
-            groups.append(group)
-        return groups
+            groups.append(tuple(group))
+        return tuple(groups)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -702,6 +706,13 @@ def _symbol_table(op: Operation) -> Operation | None:
     while anchor is not None and not anchor.has_trait(SymbolTable):
         anchor = anchor.parent_op()
     return anchor
+
+
+@functools.cache
+def _mesh_groups(mesh: MeshAttr, axes: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    """`MeshAttr.groups`, computed once per mesh and axes (the passes and the cost model ask
+    for a collective's groups many times; a mesh attribute is immutable)."""
+    return mesh._groups(axes)  # pyright: ignore[reportPrivateUsage]
 
 
 def lookup_mesh(op: Operation, name: str) -> MeshAttr:
