@@ -349,10 +349,12 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.exp", "f64"): 21,  # the products and C99's special values (complex_pairs._exp)
     ("hlo.sqrt", "f32"): 43,  # the stable formula in f64, b's sign bit, C99's specials
     ("hlo.sqrt", "f64"): 67,  # the same scaled into range, the modulus without overflow
+    ("hlo.log", "f32"): 111,  # log|z| in f64 (log1p near |z| = 1), atan2's ATAN2_OPS
+    ("hlo.log", "f64"): 143,  # the same with Dekker's exact squares, no overflow
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide, abs, exp, sqrt, compare (EQ / NE) or select as ONE loop over the parts
+multiply, divide, abs, exp, sqrt, log, compare (EQ / NE) or select as ONE loop over the parts
 (lowering/complex_pairs.py: the parts in, the result's parts out). Its vector ops per
 element, by op and part type (a splat constant is one op per element, as the level-T
 simulator charges it); a test counts the loop's ops against this table. A convert's:
