@@ -351,12 +351,16 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.sqrt", "f64"): 67,  # the same scaled into range, the modulus without overflow
     ("hlo.log", "f32"): 111,  # log|z| in f64 (log1p near |z| = 1), atan2's ATAN2_OPS
     ("hlo.log", "f64"): 143,  # the same with Dekker's exact squares, no overflow
+    ("hlo.max", "f32"): 15,  # numpy's lexicographic order: compares, ands, ors, selects
+    ("hlo.max", "f64"): 15,
+    ("hlo.min", "f32"): 15,
+    ("hlo.min", "f64"): 15,
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide, abs, exp, sqrt, log, compare (EQ / NE) or select as ONE loop over the parts
-(lowering/complex_pairs.py: the parts in, the result's parts out). Its vector ops per
-element, by op and part type (a splat constant is one op per element, as the level-T
+multiply, divide, abs, exp, sqrt, log, max, min, compare (EQ / NE) or select as ONE loop
+over the parts (lowering/complex_pairs.py: the parts in, the result's parts out). Its
+vector ops per element (an atan2 counts its `elementwise_vpu_ops`), by op and part type (a splat constant is one op per element, as the level-T
 simulator charges it); a test counts the loop's ops against this table. A convert's:
 `complex_convert_ops`.
 """

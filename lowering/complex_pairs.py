@@ -36,6 +36,8 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   C99's special values (infinities, NaN, signed zeros) as glibc's. Deviation: exp of a
   complex<f64> with a > ~709.78 gives an infinite part where glibc, scaling e^a, keeps a
   finite one (e^a * cos b overflows first).
+* max / min: numpy's lexicographic order (real part, then imaginary part), a NaN part of
+  the first operand propagating (`_lexicographic`): compares and selects, bit for bit.
 * log: log|z| + i atan2(b, a) (`hlo.atan2`: lowering/atan2.py), log|z| without
   cancellation: where |z|^2 is in [0.5, 2], log1p(hi^2 - 1 + lo^2) / 2 (Kahan's log1p from
   log; the squares exact: in f64 for f32 parts, Dekker's for f64 ones), elsewhere
@@ -476,6 +478,22 @@ def _log(b: _Ops, op: Operation, args: list[Value]) -> Value:
     return b.convert(re, part), b.convert(im, part)
 
 
+def _lexicographic(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """max / min as numpy's (level S): x where x has a NaN part or x >= y (<= for min) in
+    the order of (real part, imaginary part), else y; the real parts decide only where
+    neither imaginary part is NaN, equal values give x (its signed zeros)."""
+    (ar, ai), (br, bi) = _pair(args[0]), _pair(args[1])
+    strict, weak = ("GT", "GE") if isinstance(op, hlo.MaxOp) else ("LT", "LE")
+    ordered = b.bin(
+        hlo.AndOp, b.add(hlo.CompareOp("EQ", ai, ai)), b.add(hlo.CompareOp("EQ", bi, bi))
+    )
+    first = b.bin(hlo.AndOp, b.add(hlo.CompareOp(strict, ar, br)), ordered)
+    tie = b.bin(hlo.AndOp, b.add(hlo.CompareOp("EQ", ar, br)), b.add(hlo.CompareOp(weak, ai, bi)))
+    nan = b.bin(hlo.OrOp, b.add(hlo.CompareOp("NE", ar, ar)), b.add(hlo.CompareOp("NE", ai, ai)))
+    pick = b.bin(hlo.OrOp, nan, b.bin(hlo.OrOp, first, tie))
+    return b.add(hlo.SelectOp(pick, ar, br)), b.add(hlo.SelectOp(pick, ai, bi))
+
+
 RULES: dict[type[Operation], Rule] = {
     hlo.AddOp: _partwise,
     hlo.SubOp: _partwise,
@@ -489,6 +507,8 @@ RULES: dict[type[Operation], Rule] = {
     hlo.ExpOp: _exp,
     hlo.SqrtOp: _sqrt,
     hlo.LogOp: _log,
+    hlo.MaxOp: _lexicographic,
+    hlo.MinOp: _lexicographic,
 }
 """The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
 ops on the parts (module docstring)."""

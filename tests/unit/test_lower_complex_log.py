@@ -1,9 +1,10 @@
 """
-`lower-to-tpu` of complex `hlo.log` (lowering/complex_pairs.py `_log`: log|z| + i atan2(b,
-a) on the parts, issue 15 item 3) against level S (numpy's complex128 log, glibc's clog;
-complex<f32> rounded once): hypothesis-drawn values of every magnitude and values on and
-near the unit circle (where log|z| cancels), and every pair of specials (C99 Annex G:
--inf + i arg of zeros, +inf of an infinite part even with a NaN one, NaN).
+`lower-to-tpu` of complex `hlo.log` (lowering/complex_pairs.py `_log`: log|z| + i
+atan2(b, a) on the parts, issue 15 item 3) against level S (numpy's complex128 log,
+glibc's clog; complex<f32> rounded once): hypothesis-drawn values of every magnitude and
+values on and near the unit circle (where log|z| cancels), and every pair of specials
+(C99 Annex G: -inf + i arg of zeros, +inf of an infinite part even with a NaN one, NaN);
+complex max / min (`_lexicographic`) bit for bit in numpy's lexicographic order.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shardc.tests.unit.test_lower_complex import SETTINGS, TYPES, run_both, values
+from shardc.tests.unit.test_lower_complex import SETTINGS, TYPES, assert_same, run_both, values
 from shardc.tests.unit.test_lower_element_types import program, ty
 from shardc.tests.unit.test_lower_movement import DEVICES
 
@@ -80,3 +81,24 @@ def test_log_special_values_are_c99s(ctype: str) -> None:
     t = ty(z.shape, ctype)
     want, got = run_both(program([t], t, f"hlo.log %a0 : {t}"), [[z]] * DEVICES)
     assert_log_close(got[0][0], want[0][0], ctype)
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(TYPES)),
+    st.sampled_from(["max", "min"]),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_max_min_are_numpys_lexicographic_order(ctype: str, op: str, shape, seed: int):
+    """Bit for bit with level S (numpy's maximum / minimum of complex numbers): real parts
+    first, ties (half the real parts shared, signed zeros) by the imaginary parts, NaN
+    parts as numpy propagates them."""
+    rng = np.random.default_rng(seed)
+    a, b = values(rng, shape, ctype), values(rng, shape, ctype)
+    tie = rng.random(shape) < 0.5
+    b.real = np.where(tie, a.real, b.real)
+    t = ty(shape, ctype)
+    want, got = run_both(program([t, t], t, f"hlo.{op} %a0, %a1 : {t}"), [[a, b]] * DEVICES)
+    for d in range(DEVICES):
+        assert_same(got[d][0], np.asarray(want[d][0]))

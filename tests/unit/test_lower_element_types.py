@@ -173,7 +173,6 @@ def test_byte_moving_ops_take_every_type(dtype: str, kind: str, seed: int) -> No
     [
         ("complex<f32>", "hlo.pow %a0, %a0 : {t}", "hlo.pow"),
         ("complex<f64>", "hlo.pow %a0, %a0 : {t}", "hlo.pow"),
-        ("complex<f64>", "hlo.max %a0, %a0 : {t}", "hlo.max"),
         (
             "complex<f32>",
             "hlo.reduce mul %a0, dims = [1] : ({t}) -> tensor<8xcomplex<f32>>",
