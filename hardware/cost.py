@@ -305,15 +305,16 @@ def elementwise_vpu_ops(op: Operation) -> int:
     VPU ops per result element of an elementwise op: one, but a float remainder below f64
     takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS`, an f64 one
     `F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS`, a complex op its loop on
-    the parts' `complex_part_ops`, an atan2 `ATAN2_OPS` (+ `ATAN2_WIDEN_OPS` below f64)
+    the parts' `complex_part_ops`, an atan2 `ATAN2_OPS` (+ `ATAN2_WIDEN_OPS` below f64; an atan one more)
     (what `lower-to-tpu` emits: tests count the simulator's ops of the lowered kernel
     against this).
     """
-    if isinstance(op, hlo.Atan2Op):
+    if isinstance(op, hlo.Atan2Op | hlo.AtanOp):  # atan: atan2(x, 1), the 1 a splat
         out = op.results[0].type
         assert isinstance(out, TensorType)
         wide = str(out.element_type) == "f64"
-        return ATAN2_OPS + (0 if wide else ATAN2_WIDEN_OPS)
+        one = 1 if isinstance(op, hlo.AtanOp) else 0
+        return ATAN2_OPS + one + (0 if wide else ATAN2_WIDEN_OPS)
     if isinstance(op, hlo.RemainderOp):
         out = op.results[0].type
         assert isinstance(out, TensorType)

@@ -19,6 +19,7 @@ C99's (numpy's) special values fall out of the same ops with two selects: both z
 takes t = 1, giving +-pi/4 or +-3pi/4; one infinite gives t = 0 (x infinite: +-0 or +-pi)
 or the swap (+-pi/2); a NaN operand propagates through max / min to the result.
 
+`hlo.atan` is atan2(x, 1) (lowering/vector_ops.py: the 1 a splat, one op more).
 Level S charges the ops emitted here: hardware/cost.py `ATAN2_OPS` (f64) plus
 `ATAN2_WIDEN_OPS` (the converts of the narrower types), tested against the simulator.
 """

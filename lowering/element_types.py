@@ -36,7 +36,7 @@ and complex<f64>), but not every op computes in every one of them yet.
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
 * Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
-  acos, acosh, asin, asinh, atan, atanh, cbrt, ceil, floor, round_nearest_even,
+  acos, acosh, asin, asinh, atanh, cbrt, ceil, floor, round_nearest_even,
   round_nearest_afz, cosh, sinh, tan, expm1, log1p, sign, digamma, lgamma, erf_inv.
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).

@@ -309,6 +309,10 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         from shardc.lowering.atan2 import atan2  # atan2.py builds on this module
 
         return atan2(b, vals[0], vals[1])
+    if isinstance(op, hlo.AtanOp):  # atan2(x, 1): the same vector code
+        from shardc.lowering.atan2 import atan2
+
+        return atan2(b, vals[0], splat_vector(b, 1.0, vector_type(vals[0])))
     if isinstance(op, hlo.RemainderOp):  # f64: an integer long division
         if isinstance(elem, Float64Type):
             return f64_remainder(b, vals[0], vals[1])

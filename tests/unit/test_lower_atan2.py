@@ -5,7 +5,7 @@ once): hypothesis-drawn values over the whole exponent range within 2 f64 ulps (
 one ulp of the type (f32, bf16, f16: the f64 result rounded once, equal but where it
 straddles a rounding boundary); every pair of special values (signed zeros, infinities,
 NaN, subnormals, the largest) exactly, signs of zeros included; and level S's charge is
-the lowered kernel's vector ops.
+the lowered kernel's vector ops. `hlo.atan` lowers as atan2(x, 1), tested the same way.
 """
 
 from __future__ import annotations
@@ -131,3 +131,32 @@ func.func @main(%x: tensor<8x128xf32>, %i: {v}) -> tensor<8xf32> attributes {{sp
 }}"""
     (op,) = [o for o in parse(text, "body.mlir").walk() if isinstance(o, hlo.ReduceOp)]
     assert reduce_body_ops(op) == ATAN2_OPS + ATAN2_WIDEN_OPS + 1
+
+
+@SETTINGS
+@given(
+    st.sampled_from(sorted(DTYPES)),
+    st.tuples(st.sampled_from([1, 3, 8]), st.sampled_from([1, 5, 128])),
+    st.integers(0, 2**16),
+)
+def test_atan_is_atan2_of_one_within_its_ulps(dtype: str, shape, seed: int) -> None:
+    """`hlo.atan` lowers as atan2(x, 1) (the same vector code): level S's arctan within
+    the same ulps, its specials (signed zeros, +-pi/2 of infinities, NaN) exactly."""
+    rng = np.random.default_rng(seed)
+    x = values(rng, shape, DTYPES[dtype])
+    t = ty(shape, dtype)
+    want, got = run_both(program([t], t, f"hlo.atan %a0 : {t}"), [[x]] * DEVICES)
+    assert_within(np.asarray(got[0][0]), np.asarray(want[0][0]), ULPS[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["f64", "bf16"])
+def test_level_s_charges_atans_ops(dtype: str) -> None:
+    """An atan's charge is its lowered kernel's vector ops (atan2's and the splat 1)."""
+    from shardc.dialects import hlo
+    from shardc.hardware.cost import ATAN2_OPS, elementwise_vpu_ops
+
+    t = ty((16, 256), dtype)
+    text = program([t], t, f"hlo.atan %a0 : {t}")
+    (op,) = [o for o in parse(text, "atan.mlir").walk() if isinstance(o, hlo.AtanOp)]
+    assert elementwise_vpu_ops(op) > ATAN2_OPS
+    assert simulated_vpu_ops(text) == elementwise_vpu_ops(op) * 16 * 256

@@ -47,3 +47,19 @@ func.func @atan2_f64(%y: tensor<8x128xf64>, %x: tensor<8x128xf64>) -> tensor<8x1
 // CHECK:         math.copysign
 // CHECK:         %[[A:.*]] = math.copysign %{{.*}} : vector<8x128xf64>
 // CHECK-NEXT:    tpu.store %[[A]]
+
+// -----
+
+// hlo.atan: atan2(x, 1), the 1 a splat in the operand's type.
+
+func.func @atan(%x: tensor<8x128xf32>) -> tensor<8x128xf32> {
+  %r = hlo.atan %x : tensor<8x128xf32>
+  func.return %r : tensor<8x128xf32>
+}
+
+// CHECK-LABEL: func.func @atan(
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[ONES:.*]] = vector.broadcast %[[ONE]] : f32 to vector<8x128xf32>
+// CHECK-NEXT:    arith.extf %{{.*}} : vector<8x128xf32> to vector<8x128xf64>
+// CHECK-NEXT:    arith.extf %[[ONES]] : vector<8x128xf32> to vector<8x128xf64>
+// CHECK:         arith.truncf %{{.*}} : vector<8x128xf64> to vector<8x128xf32>
