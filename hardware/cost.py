@@ -154,11 +154,13 @@ def reduce_body_ops(op: hlo.ReduceOp) -> int:
     """
     VPU ops per reduced element of a reduce: one combine, or its body's ops but the
     return (an argmax's compares, ands, ors and selects each run once per element, on
-    every operand pair together).
+    every operand pair together), each its `elementwise_vpu_ops` (an atan2's or a
+    remainder's vector code, not one op).
     """
     if op.body is None:
         return 1
-    return max(1, sum(1 for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)))
+    ops = [o for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)]
+    return max(1, sum(elementwise_vpu_ops(o) for o in ops))
 
 
 RNG_CIPHER_OPS = {"THREE_FRY": 2 + 20 * 5 + 5 * 2, "PHILOX": 10 * 8}
@@ -289,14 +291,30 @@ significands and exponents, the scale back to f64, the sign, the special cases, 
 splat constants (one op per element each, as the level-T simulator charges a splat)."""
 
 
+ATAN2_OPS = 72
+"""Vector ops of an f64 atan2 (lowering/atan2.py: no arctangent instruction): |y|, |x|,
+t = min / max and its two special cases, the reduction t > 0.66, Cephes' P(z) / Q(z)
+by Horner, the quadrant n pi/4 +- atan(r) by selects, y's sign, and the splat constants
+(one op per element each, as the level-T simulator charges a splat)."""
+ATAN2_WIDEN_OPS = 3
+"""An atan2 of a narrower float: its two operands converted to f64, the result back."""
+
+
 def elementwise_vpu_ops(op: Operation) -> int:
     """
     VPU ops per result element of an elementwise op: one, but a float remainder below f64
     takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS`, an f64 one
     `F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS`, a complex op its loop on
-    the parts' `complex_part_ops` (what `lower-to-tpu` emits: tests count the simulator's
-    ops of the lowered kernel against this).
+    the parts' `complex_part_ops`, an atan2 `ATAN2_OPS` (+ `ATAN2_WIDEN_OPS` below f64; an atan one more)
+    (what `lower-to-tpu` emits: tests count the simulator's ops of the lowered kernel
+    against this).
     """
+    if isinstance(op, hlo.Atan2Op | hlo.AtanOp):  # atan: atan2(x, 1), the 1 a splat
+        out = op.results[0].type
+        assert isinstance(out, TensorType)
+        wide = str(out.element_type) == "f64"
+        one = 1 if isinstance(op, hlo.AtanOp) else 0
+        return ATAN2_OPS + one + (0 if wide else ATAN2_WIDEN_OPS)
     if isinstance(op, hlo.RemainderOp):
         out = op.results[0].type
         assert isinstance(out, TensorType)
@@ -332,12 +350,18 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.exp", "f64"): 21,  # the products and C99's special values (complex_pairs._exp)
     ("hlo.sqrt", "f32"): 43,  # the stable formula in f64, b's sign bit, C99's specials
     ("hlo.sqrt", "f64"): 67,  # the same scaled into range, the modulus without overflow
+    ("hlo.log", "f32"): 111,  # log|z| in f64 (log1p near |z| = 1), atan2's ATAN2_OPS
+    ("hlo.log", "f64"): 143,  # the same with Dekker's exact squares, no overflow
+    ("hlo.max", "f32"): 15,  # numpy's lexicographic order: compares, ands, ors, selects
+    ("hlo.max", "f64"): 15,
+    ("hlo.min", "f32"): 15,
+    ("hlo.min", "f64"): 15,
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide, abs, exp, sqrt, compare (EQ / NE) or select as ONE loop over the parts
-(lowering/complex_pairs.py: the parts in, the result's parts out). Its vector ops per
-element, by op and part type (a splat constant is one op per element, as the level-T
+multiply, divide, abs, exp, sqrt, log, max, min, compare (EQ / NE) or select as ONE loop
+over the parts (lowering/complex_pairs.py: the parts in, the result's parts out). Its
+vector ops per element (an atan2 counts its `elementwise_vpu_ops`), by op and part type (a splat constant is one op per element, as the level-T
 simulator charges it); a test counts the loop's ops against this table. A convert's:
 `complex_convert_ops`.
 """

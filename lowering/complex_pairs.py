@@ -36,6 +36,15 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   C99's special values (infinities, NaN, signed zeros) as glibc's. Deviation: exp of a
   complex<f64> with a > ~709.78 gives an infinite part where glibc, scaling e^a, keeps a
   finite one (e^a * cos b overflows first).
+* max / min: numpy's lexicographic order (real part, then imaginary part), a NaN part of
+  the first operand propagating (`_lexicographic`): compares and selects, bit for bit.
+* log: log|z| + i atan2(b, a) (`hlo.atan2`: lowering/atan2.py), log|z| without
+  cancellation: where |z|^2 is in [0.5, 2], log1p(hi^2 - 1 + lo^2) / 2 (Kahan's log1p from
+  log; the squares exact: in f64 for f32 parts, Dekker's for f64 ones), elsewhere
+  log(a^2 + b^2) / 2 in f64 (f32 parts) or log(hi) + log(1 + (lo/hi)^2) / 2 (f64 parts).
+  complex<f32> within an ulp of each part (equal in practice), complex<f64> within 4 ulps
+  (and about eps^2 absolute near |z| = 1, where glibc sums the squares' low parts exactly).
+  C99's special values: zero gives -inf + i arg, an infinite part +inf, NaN otherwise.
 
 `RULES` holds each elementwise op's ops on the parts. A top-level op becomes ONE loop
 fusion on its parts (`ComplexElementwise`); a fusion of complex ops (the fusion pass's)
@@ -401,6 +410,90 @@ def _sqrt_specials(
     return b.convert(re, part), b.convert(im, part)
 
 
+def _log1p(b: _Ops, d: SSAValue) -> SSAValue:
+    """log(1 + d) to a few ulps without a log1p (Kahan): u = 1 + d, log(u) d / (u - 1),
+    d itself where u rounds to 1."""
+    u = b.bin(hlo.AddOp, b.splat(1.0, d), d)
+    ratio = b.bin(hlo.DivOp, d, b.bin(hlo.SubOp, u, b.splat(1.0, d)))
+    exact = b.add(hlo.CompareOp("EQ", u, b.splat(1.0, d)))
+    return b.add(hlo.SelectOp(exact, d, b.bin(hlo.MulOp, b.add(hlo.LogOp(u)), ratio)))
+
+
+def _square(b: _Ops, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """v^2 as p + e exactly (Dekker: v split in halves of 26 bits by Veltkamp's 2^27 + 1)."""
+    p = b.bin(hlo.MulOp, v, v)
+    c = b.bin(hlo.MulOp, b.splat(134217729.0, v), v)
+    h = b.bin(hlo.SubOp, c, b.bin(hlo.SubOp, c, v))
+    low = b.bin(hlo.SubOp, v, h)
+    hh, hl = b.bin(hlo.MulOp, h, h), b.bin(hlo.MulOp, h, low)
+    e = b.bin(hlo.AddOp, b.bin(hlo.SubOp, hh, p), b.bin(hlo.AddOp, hl, hl))
+    return p, b.bin(hlo.AddOp, e, b.bin(hlo.MulOp, low, low))
+
+
+def _log_modulus(b: _Ops, x: SSAValue, y: SSAValue, part: Attribute) -> SSAValue:
+    """
+    log|x + i y| (f64 `x`, `y`) without cancellation near |z| = 1: there (|z|^2 in
+    [0.5, 2]) log1p(hi^2 - 1 + lo^2) / 2 with the squares exact (f32 parts: their f64
+    products; f64 parts: `_square`) and hi^2 - 1 exact (Sterbenz); elsewhere f32 parts
+    log(hi^2 + lo^2) / 2 (no overflow in f64), f64 parts log(hi) + log(1 + (lo/hi)^2) / 2.
+    An infinite part gives +inf (a NaN other part too, as C99's clog).
+    """
+    ax, ay = b.add(hlo.AbsOp(x)), b.add(hlo.AbsOp(y))
+    hi, lo = b.bin(hlo.MaxOp, ax, ay), b.bin(hlo.MinOp, ax, ay)
+    half = b.splat(0.5, hi)
+    if part == f32:
+        p1, p2 = b.bin(hlo.MulOp, hi, hi), b.bin(hlo.MulOp, lo, lo)
+        d = b.bin(hlo.AddOp, b.bin(hlo.SubOp, p1, b.splat(1.0, hi)), p2)
+        s = b.bin(hlo.AddOp, p1, p2)
+        far = b.bin(hlo.MulOp, half, b.add(hlo.LogOp(s)))
+    else:
+        (p1, e1), (p2, e2) = _square(b, hi), _square(b, lo)
+        d = b.bin(hlo.AddOp, b.bin(hlo.SubOp, p1, b.splat(1.0, hi)), p2)
+        d = b.bin(hlo.AddOp, d, b.bin(hlo.AddOp, e1, e2))
+        s = b.bin(hlo.AddOp, p1, p2)
+        q = b.bin(hlo.DivOp, lo, hi)
+        rest = b.add(hlo.LogOp(b.bin(hlo.AddOp, b.splat(1.0, q), b.bin(hlo.MulOp, q, q))))
+        far = b.bin(hlo.AddOp, b.add(hlo.LogOp(hi)), b.bin(hlo.MulOp, half, rest))
+        zero = b.add(hlo.CompareOp("EQ", hi, b.splat(0.0, hi)))  # 0 / 0 in q
+        far = b.add(hlo.SelectOp(zero, b.splat(float("-inf"), hi), far))
+    near = b.bin(
+        hlo.AndOp,
+        b.add(hlo.CompareOp("GE", s, b.splat(0.5, s))),
+        b.add(hlo.CompareOp("LE", s, b.splat(2.0, s))),
+    )
+    r = b.add(hlo.SelectOp(near, b.bin(hlo.MulOp, half, _log1p(b, d)), far))
+    inf = b.splat(float("inf"), hi)
+    either_inf = b.bin(hlo.OrOp, *(b.add(hlo.CompareOp("EQ", v, inf)) for v in (ax, ay)))
+    return b.add(hlo.SelectOp(either_inf, inf, r))
+
+
+def _log(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """log|z| + i atan2(b, a) (module docstring), complex<f32> in f64 as level S (numpy's
+    complex128 clog, rounded once)."""
+    ar, ai = _pair(args[0])
+    part = b.elem(ar)
+    x, y = b.convert(ar, f64), b.convert(ai, f64)
+    re = _log_modulus(b, x, y, part)
+    im = b.add(hlo.Atan2Op(y, x))
+    return b.convert(re, part), b.convert(im, part)
+
+
+def _lexicographic(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """max / min as numpy's (level S): x where x has a NaN part or x >= y (<= for min) in
+    the order of (real part, imaginary part), else y; the real parts decide only where
+    neither imaginary part is NaN, equal values give x (its signed zeros)."""
+    (ar, ai), (br, bi) = _pair(args[0]), _pair(args[1])
+    strict, weak = ("GT", "GE") if isinstance(op, hlo.MaxOp) else ("LT", "LE")
+    ordered = b.bin(
+        hlo.AndOp, b.add(hlo.CompareOp("EQ", ai, ai)), b.add(hlo.CompareOp("EQ", bi, bi))
+    )
+    first = b.bin(hlo.AndOp, b.add(hlo.CompareOp(strict, ar, br)), ordered)
+    tie = b.bin(hlo.AndOp, b.add(hlo.CompareOp("EQ", ar, br)), b.add(hlo.CompareOp(weak, ai, bi)))
+    nan = b.bin(hlo.OrOp, b.add(hlo.CompareOp("NE", ar, ar)), b.add(hlo.CompareOp("NE", ai, ai)))
+    pick = b.bin(hlo.OrOp, nan, b.bin(hlo.OrOp, first, tie))
+    return b.add(hlo.SelectOp(pick, ar, br)), b.add(hlo.SelectOp(pick, ai, bi))
+
+
 RULES: dict[type[Operation], Rule] = {
     hlo.AddOp: _partwise,
     hlo.SubOp: _partwise,
@@ -413,6 +506,9 @@ RULES: dict[type[Operation], Rule] = {
     hlo.ConvertOp: _convert,
     hlo.ExpOp: _exp,
     hlo.SqrtOp: _sqrt,
+    hlo.LogOp: _log,
+    hlo.MaxOp: _lexicographic,
+    hlo.MinOp: _lexicographic,
 }
 """The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
 ops on the parts (module docstring)."""

@@ -21,19 +21,23 @@ and complex<f64>), but not every op computes in every one of them yet.
   width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
   combine them with `arith` at their width).
 * complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
-  abs, exp, sqrt, compare EQ / NE, select, convert (complex <-> complex, real -> complex,
-  complex -> real and i1), real, imag, complex, dot, reduce add, all_reduce /
-  reduce_scatter add and permute (sync, or a `_start` and its `done`s) of them into ops
-  on the real and imaginary parts, and a fusion of such ops (with broadcast, reshape,
-  transpose, slice, concatenate) into one fusion on the parts (lowering/complex_pairs.py,
-  with level S's numpy numerics; exp and sqrt within an ulp or a few); what remains of
-  them only moves bytes.
-* Not yet (an error at the op naming it): complex log and pow (level T has no atan2 for
-  the argument), max / min (level S's lexicographic order), a reduce other than add
+  abs, exp, sqrt, log, max, min, compare EQ / NE, select, convert (complex <-> complex,
+  real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add,
+  all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
+  them into ops on the real and imaginary parts, and a fusion of such ops (with
+  broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts
+  (lowering/complex_pairs.py, with level S's numpy numerics; exp, sqrt and log within an
+  ulp or a few, max / min bit for bit in numpy's lexicographic order; log's argument is
+  the real `hlo.atan2`, lowering/atan2.py); what remains of them only moves bytes.
+* Not yet (an error at the op naming it): complex pow (level S's numpy pow multiplies
+  out integer exponents below 100 and calls cpow otherwise), a reduce other than add
   (mul, max, min), all_reduce / reduce_scatter other than add, a complex transpose or
   broadcast outside a fusion, a complex constant. The other transcendentals (tanh,
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
+* Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
+  acos, acosh, asin, asinh, atanh, cbrt, ceil, floor, round_nearest_even,
+  round_nearest_afz, cosh, sinh, tan, expm1, log1p, sign, digamma, lgamma, erf_inv.
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).
 """

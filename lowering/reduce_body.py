@@ -29,7 +29,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import vpu_time
+from shardc.hardware.cost import reduce_body_ops, vpu_time
 from shardc.lowering import compute
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import INDEX, memref_shape, reshape_view, tensor_type
@@ -86,11 +86,6 @@ def _refusal(op: hlo.ReduceOp) -> str | None:
     return None
 
 
-def _body_ops(op: hlo.ReduceOp) -> int:
-    """Vector ops per reduced element (the body's, for the planner's compute estimate)."""
-    return max(1, sum(1 for o in _body_block(op).ops if not isinstance(o, hlo.ReturnOp)))
-
-
 def tiled(chip: Chip, op: hlo.ReduceOp) -> Tiled:
     """The loop (see the module docstring)."""
     n = len(op.results)
@@ -124,7 +119,7 @@ def tiled(chip: Chip, op: hlo.ReduceOp) -> Tiled:
         lambda b, v: v,
         epilogue if n > 1 else None,
     )
-    ops = _body_ops(op)
+    ops = reduce_body_ops(op)  # level S's charge: the body's ops, one definition
 
     def work(blocks: Sequence[int]) -> float:
         """The fold's vector ops: each on whole (8, 128) vregs of the kept block, so a

@@ -187,6 +187,7 @@ _BIT_COUNTS: dict[type[Operation], type[Operation]] = {
 _LOWERED_13: tuple[type[Operation], ...] = (
     hlo.ErfOp,
     hlo.ErfcOp,
+    hlo.Atan2Op,
     hlo.XorOp,
     hlo.ClampOp,
     hlo.RemainderOp,
@@ -304,6 +305,14 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         return b.op(tpu.CmpOp((_BOOL_CMP if unsigned else _INT_CMP)[d], vals[0], vals[1]))
     if kind != FLOAT:
         return _int_math(b, op, vals, kind == BOOL)
+    if isinstance(op, hlo.Atan2Op):  # no arctangent instruction: in f64 (atan2.py)
+        from shardc.lowering.atan2 import atan2  # atan2.py builds on this module
+
+        return atan2(b, vals[0], vals[1])
+    if isinstance(op, hlo.AtanOp):  # atan2(x, 1): the same vector code
+        from shardc.lowering.atan2 import atan2
+
+        return atan2(b, vals[0], splat_vector(b, 1.0, vector_type(vals[0])))
     if isinstance(op, hlo.RemainderOp):  # f64: an integer long division
         if isinstance(elem, Float64Type):
             return f64_remainder(b, vals[0], vals[1])
@@ -328,11 +337,13 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
 # `elementwise_vpu_ops`), which level S charges; the splat constants are made once.
 
 
-class _Splats:
-    """Splat constants of one remainder, each made once (a splat is a VPU op per element)."""
+class Splats:
+    """Splat f64 (i64) constants of one kernel body (a remainder, an atan2), each made once:
+    a splat is a VPU op per element."""
 
     def __init__(self, b: TileEmitter, shape: Sequence[int]):
-        self.b, self.shape, self.made = b, tuple(shape), {}
+        self.b, self.shape = b, tuple(shape)
+        self.made: dict[tuple[type, float | int], SSAValue] = {}
 
     def __call__(self, value: float | int) -> SSAValue:
         key = (type(value), value)
@@ -342,7 +353,7 @@ class _Splats:
         return self.made[key]
 
 
-def _rem_step(b: TileEmitter, c: _Splats, r: SSAValue, big: SSAValue, bits: int) -> SSAValue:
+def _rem_step(b: TileEmitter, c: Splats, r: SSAValue, big: SSAValue, bits: int) -> SSAValue:
     """One exact reduction step of r (f64, >= 0) by big = |b| (see above): the exponent
     field of r / B (>= 0: no sign bit) less `bits`, at least the bias, is 2^k's."""
     vty = vector_type(r)
@@ -368,7 +379,7 @@ def float_remainder(b: TileEmitter, x: SSAValue, y: SSAValue) -> SSAValue:
     """
     elem = vector_type(x).element_type
     a, d = (convert_vector(b, v, f64) for v in (x, y))
-    c = _Splats(b, vector_type(a).get_shape())
+    c = Splats(b, vector_type(a).get_shape())
     zero, inf = c(0.0), c(float("inf"))
     r, big = b.op(mathd.AbsFOp(a)), b.op(mathd.AbsFOp(d))
     nan = b.op(tpu.CmpOp("uno", a, d))

@@ -67,10 +67,10 @@ func.func @argmax(%x: tensor<8x256xf32>, %i: tensor<8x256xi32>) -> (tensor<8xf32
 // A body op lower-to-tpu does not lower: refused at the reduce, naming it.
 
 spmd.mesh @m = <["x"=1]>
-func.func @atan2(%x: tensor<8x128xf32>, %i: tensor<f32>) -> tensor<8xf32> attributes {spmd.per_device_io} {
-  // expected-error @+1 {{lower-to-tpu: hlo.reduce with hlo.atan2 in its body is not supported yet}}
+func.func @tan(%x: tensor<8x128xf32>, %i: tensor<f32>) -> tensor<8xf32> attributes {spmd.per_device_io} {
+  // expected-error @+1 {{lower-to-tpu: hlo.reduce with hlo.tan in its body is not supported yet}}
   %r = hlo.reduce(%x init: %i) across dims = [1] : (tensor<8x128xf32>, tensor<f32>) -> tensor<8xf32> reducer(%a: tensor<f32>, %b: tensor<f32>) {
-    %s = hlo.atan2 %a, %b : tensor<f32>
+    %s = hlo.tan %a : tensor<f32>
     hlo.return %s : tensor<f32>
   }
   func.return %r : tensor<8xf32>
