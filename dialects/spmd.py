@@ -716,9 +716,22 @@ def _mesh_groups(mesh: MeshAttr, axes: tuple[str, ...]) -> tuple[tuple[int, ...]
 
 
 def lookup_mesh(op: Operation, name: str) -> MeshAttr:
-    """The mesh named `name` visible from `op`, or a `VerifyException`."""
+    """The mesh named `name` visible from `op`, or a `VerifyException`. What
+    `SymbolTable.lookup_symbol` finds (the first symbol of that name in the closest symbol
+    table), without building a `SymbolRefAttr` per call: the cost model and the step
+    estimates ask for a collective's groups, so its mesh, thousands of times."""
     anchor = _symbol_table(op)
-    found = SymbolTable.lookup_symbol(anchor, name) if anchor is not None else None
+    found: Operation | None = None
+    for o in anchor.regions[0].block.ops if anchor is not None else ():
+        if isinstance(o, MeshOp):
+            if o.sym_name.data == name:
+                found = o
+                break
+        elif (symbol := o.get_trait(SymbolOpInterface)) is not None and (
+            symbol.get_sym_attr_name(o) == StringAttr(name)
+        ):
+            found = o
+            break
     if not isinstance(found, MeshOp):
         raise VerifyException(f"@{name} does not name an spmd.mesh")
     return found.mesh

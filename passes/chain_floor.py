@@ -158,17 +158,18 @@ class Segment:
 
 
 def _operands_ready(
-    op: Operation, lo: dict[SSAValue, Ready], hi: dict[SSAValue, Ready]
+    operands: tuple[int, ...], lo: list[Ready], hi: list[Ready]
 ) -> tuple[Ready, Ready]:
-    """(the latest of `lo`, the latest of `hi`) over `op`'s operands: values ready at 0
-    (arguments, constants) are skipped and a single other operand's times are passed on as
-    they are, so that a chain of compute ops costs no array operation (at 10k ops the walk
-    was most of the bound)."""
+    """(the latest of `lo`, the latest of `hi`) over an op's `operands` (numbers of values
+    made in the block; arguments are ready at 0 and not listed): values ready at 0
+    (constants) are skipped and a single other operand's times are passed on as they are,
+    so that a chain of compute ops costs no array operation (at 10k ops the walk was most
+    of the bound)."""
     first: Ready | None = None
     last: Ready | None = None
-    for v in op.operands:
-        h = hi.get(v)
-        if h is None or (h.__class__ is float and h <= 0.0):
+    for v in operands:
+        h = hi[v]
+        if h.__class__ is float and h <= 0.0:
             continue
         f = lo[v]
         if last is None or first is None:
@@ -178,6 +179,20 @@ def _operands_ready(
     if last is None or first is None:
         return 0.0, 0.0
     return first, last
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One op of the block as `ChainFloor.split` walks it: its number (`index`), the
+    numbers of its operands made in the block and of its results, and for a collective
+    the op (else None) and whether it is ordered (an anchor unless split)."""
+
+    op: Operation
+    index: int
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    collective: collective.CollectiveOp | None
+    ordered: bool
 
 
 def _latest(ready: Ready) -> float:
@@ -204,6 +219,28 @@ class ChainFloor:
         self.passages: dict[Hashable, Passage | None] = {}
         self.by_op: dict[Operation, Passage | None] = {}
         self.whole_bound: float | None = None
+        self._steps: list[_Step] | None = None
+        self._numbers: dict[Operation, int] = {}
+        self._values = 0
+
+    def steps(self) -> list[_Step]:
+        """The block's ops numbered, their values numbered, once for every `split` (the
+        walk then reads lists, not the block's linked ops and hashed values: it runs once
+        per (class, chunk count)). The block must not change between calls: `micro-batch`
+        estimates its splits on copies and restores what it touches in place."""
+        if self._steps is None:
+            values: dict[SSAValue, int] = {}
+            steps: list[_Step] = []
+            for i, op in enumerate(self.block.ops):
+                operands = tuple(values[v] for v in op.operands if v in values)
+                results: list[int] = []
+                for r in op.results:
+                    results.append(values.setdefault(r, len(values)))
+                coll = op if isinstance(op, collective.CollectiveOp) else None
+                steps.append(_Step(op, i, operands, tuple(results), coll, op in self.ordered))
+                self._numbers[op] = i
+            self._steps, self._values = steps, len(values)
+        return self._steps
 
     def passage(self, op: collective.CollectiveOp) -> Passage | None:
         """`op`'s passage, remembered by op and by the cost model's key of it."""
@@ -236,18 +273,25 @@ class ChainFloor:
     ) -> float:
         """The bound for the block with `split_ops` made k chunks each (`chunk`: a split
         collective's chunk passage); 0.0 where a collective's passage is unknown."""
-        lo: dict[SSAValue, Ready] = {}
-        hi: dict[SSAValue, Ready] = {}
+        steps = self.steps()
+        split_at = [False] * len(steps)
+        for op in split_ops:
+            i = self._numbers.get(op)
+            if i is not None:
+                split_at[i] = True
+        lo: list[Ready] = [0.0] * self._values
+        hi: list[Ready] = [0.0] * self._values
         latest = 0.0
         segment = Segment()
-        for op in self.block.ops:
-            split = op in split_ops
-            first, last = _operands_ready(op, lo if split else hi, hi)
-            if isinstance(op, collective.CollectiveOp):
+        for step in steps:
+            split = split_at[step.index]
+            first, last = _operands_ready(step.operands, lo if split else hi, hi)
+            op = step.collective
+            if op is not None:
                 passage = chunk(op) if split else self.passage(op)
                 if passage is None:
                     return 0.0
-                anchor = not split and op in self.ordered
+                anchor = not split and step.ordered
                 if anchor:  # it waits for the segment before it
                     last = first = _max(last, segment.end())
                 else:
@@ -260,6 +304,6 @@ class ChainFloor:
                 if anchor:
                     segment = Segment(start=last)
                 latest = max(latest, _latest(last))  # a free compute op adds nothing
-            for r in op.results:
+            for r in step.results:
                 lo[r], hi[r] = first, last
         return max(latest, _latest(segment.end()))

@@ -314,3 +314,28 @@ def test_chain_floor_is_tighter_than_the_totals_on_permute_rings() -> None:
     assert whole > max(floor.compute, floor.engine)
     assert whole <= scheduled_time(block, model) * (1 + 1e-9)
     assert whole <= program_order_time(block.ops, model) * (1 + 1e-9)
+
+
+def test_chain_floor_reused_across_classes_and_counts_as_fresh() -> None:
+    """`ChainFloor` numbers the block's ops once and walks that list for every (class,
+    count): each walk must start afresh, giving what a floor built for that one call gives
+    (on the chain with permute rings, whose ready times are per device arrays)."""
+    from shardc.passes.chain_floor import ChainFloor
+    from shardc.passes.micro_batch import _devices
+
+    module = _chain_module(200)
+    model = per_op(cached(CostModel(get_chip("v5e"), find_mesh(module))))
+    block = _function_blocks(module)[0]
+    floor = SplitFloor.of(block, model, block)
+    assert floor.chain is not None
+    owner = MicroBatchPass()
+    seen: list[float] = []
+    for cand in candidates(block):
+        for k in owner.counts(cand.size):
+            chunk = lambda op, cand=cand, k=k: floor.chunk(op, cand, k)  # noqa: E731
+            reused = floor.chain.split(cand.split_ops, k, chunk)
+            fresh = ChainFloor(block, model, _devices(model), floor.chain.ordered)
+            assert reused == fresh.split(cand.split_ops, k, chunk)
+            assert floor.chain.whole() == fresh.whole()
+            seen.append(reused)
+    assert len(seen) > 2 and len(set(seen)) > 1

@@ -1187,3 +1187,19 @@ func.func @main(%x: tensor<4x4xf32> {spmd.sharding = #spmd.sharding<@"my \"mesh\
     custom = print_module(module)
     assert print_module(parse(custom)) == custom
     assert print_module(parse(print_module(module, generic=True))) == custom
+
+
+def test_lookup_mesh_finds_the_named_mesh_as_the_symbol_table_does() -> None:
+    """`spmd.lookup_mesh` scans the module's symbols itself (no `SymbolRefAttr` per call):
+    it finds the mesh of that name (after another symbol), and refuses a name that is
+    another symbol or none, as `SymbolTable.lookup_symbol` would."""
+    from xdsl.traits import SymbolTable
+
+    module = parse('func.func @f() {\n  func.return\n}\nspmd.mesh @b = <["x"=2, "y"=4]>\n')
+    ret = next(op for op in module.walk() if isinstance(op, ReturnOp))
+    expected = SymbolTable.lookup_symbol(module, "b")
+    assert isinstance(expected, spmd.MeshOp)
+    assert spmd.lookup_mesh(ret, "b") == expected.mesh
+    for name in ("f", "c"):
+        with pytest.raises(VerifyException, match="does not name an spmd.mesh"):
+            spmd.lookup_mesh(ret, name)
