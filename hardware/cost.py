@@ -351,7 +351,7 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.sqrt", "f32"): 43,  # the stable formula in f64, b's sign bit, C99's specials
     ("hlo.sqrt", "f64"): 67,  # the same scaled into range, the modulus without overflow
     ("hlo.log", "f32"): 111,  # log|z| in f64 (log1p near |z| = 1), atan2's ATAN2_OPS
-    ("hlo.log", "f64"): 143,  # the same with Dekker's exact squares, no overflow
+    ("hlo.log", "f64"): 155,  # the same with Dekker's exact squares and two-sums, no overflow
     ("hlo.max", "f32"): 15,  # numpy's lexicographic order: compares, ands, ors, selects
     ("hlo.max", "f64"): 15,
     ("hlo.min", "f32"): 15,

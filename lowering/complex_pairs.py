@@ -430,11 +430,21 @@ def _square(b: _Ops, v: SSAValue) -> tuple[SSAValue, SSAValue]:
     return p, b.bin(hlo.AddOp, e, b.bin(hlo.MulOp, low, low))
 
 
+def _two_sum(b: _Ops, x: SSAValue, y: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """x + y as s + e exactly (Knuth's two-sum: no ordering of |x|, |y| needed)."""
+    s = b.bin(hlo.AddOp, x, y)
+    yy = b.bin(hlo.SubOp, s, x)
+    xx = b.bin(hlo.SubOp, s, yy)
+    e = b.bin(hlo.AddOp, b.bin(hlo.SubOp, x, xx), b.bin(hlo.SubOp, y, yy))
+    return s, e
+
+
 def _log_modulus(b: _Ops, x: SSAValue, y: SSAValue, part: Attribute) -> SSAValue:
     """
     log|x + i y| (f64 `x`, `y`) without cancellation near |z| = 1: there (|z|^2 in
     [0.5, 2]) log1p(hi^2 - 1 + lo^2) / 2 with the squares exact (f32 parts: their f64
-    products; f64 parts: `_square`) and hi^2 - 1 exact (Sterbenz); elsewhere f32 parts
+    products, hi^2 - 1 and the sum exact in f64; f64 parts: `_square`, summed by
+    `_two_sum`s); elsewhere f32 parts
     log(hi^2 + lo^2) / 2 (no overflow in f64), f64 parts log(hi) + log(1 + (lo/hi)^2) / 2.
     An infinite part gives +inf (a NaN other part too, as C99's clog).
     """
@@ -448,8 +458,12 @@ def _log_modulus(b: _Ops, x: SSAValue, y: SSAValue, part: Attribute) -> SSAValue
         far = b.bin(hlo.MulOp, half, b.add(hlo.LogOp(s)))
     else:
         (p1, e1), (p2, e2) = _square(b, hi), _square(b, lo)
-        d = b.bin(hlo.AddOp, b.bin(hlo.SubOp, p1, b.splat(1.0, hi)), p2)
-        d = b.bin(hlo.AddOp, d, b.bin(hlo.AddOp, e1, e2))
+        # hi^2 - 1 + lo^2 as exact two-sums: hi^2 - 1 is not exact below hi^2 = 1/2
+        # (|z|^2 near 1 with both parts near 0.707), nor is the sum with lo^2
+        s1, r1 = _two_sum(b, p1, b.splat(-1.0, hi))
+        s2, r2 = _two_sum(b, s1, p2)
+        rest = b.bin(hlo.AddOp, b.bin(hlo.AddOp, r1, r2), b.bin(hlo.AddOp, e1, e2))
+        d = b.bin(hlo.AddOp, s2, rest)
         s = b.bin(hlo.AddOp, p1, p2)
         q = b.bin(hlo.DivOp, lo, hi)
         rest = b.add(hlo.LogOp(b.bin(hlo.AddOp, b.splat(1.0, q), b.bin(hlo.MulOp, q, q))))
