@@ -220,18 +220,7 @@ def test_the_bench_chain_is_planned_without_an_estimate(monkeypatch: pytest.Monk
     latency once as the unsplit ones do and the floor misses `min-gain`: no split is
     estimated (four whole estimates before, about 0.25 s each).
     """
-    module = _bench_module(1000)
-    made: list[Plan | None] = []
-    original = MicroBatchPass.estimate
-
-    def estimate(self, module, index, plan, model, *rest):  # type: ignore[no-untyped-def]
-        made.append(plan)
-        return original(self, module, index, plan, model, *rest)
-
-    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
-    with monkeypatch.context() as m:
-        m.setattr(MicroBatchPass, "estimate", estimate)
-        plans, _ = MicroBatchPass(fused=True).plans_and_view(module, model)
+    plans, made = _plans_and_estimates(_bench_module(1000), monkeypatch)
     assert plans == [] and made == []
 
 
@@ -285,18 +274,7 @@ def test_the_chain_with_permute_rings_is_planned_without_a_split_estimate(
     one after the other) misses `min-gain` for every plan: none is estimated and none
     chosen, as when they were (the best estimate was 0.3% slower than the base).
     """
-    module = _chain_module(1000)
-    made: list[Plan | None] = []
-    original = MicroBatchPass.estimate
-
-    def estimate(self, module, index, plan, model, *rest):  # type: ignore[no-untyped-def]
-        made.append(plan)
-        return original(self, module, index, plan, model, *rest)
-
-    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
-    with monkeypatch.context() as m:
-        m.setattr(MicroBatchPass, "estimate", estimate)
-        plans, _ = MicroBatchPass(fused=True).plans_and_view(module, model)
+    plans, made = _plans_and_estimates(_chain_module(1000), monkeypatch)
     assert plans == [] and [p for p in made if p is not None] == []
 
 
@@ -339,3 +317,19 @@ def test_chain_floor_reused_across_classes_and_counts_as_fresh() -> None:
             assert floor.chain.whole() == fresh.whole()
             seen.append(reused)
     assert len(seen) > 2 and len(set(seen)) > 1
+
+
+def _plans_and_estimates(module, monkeypatch):  # type: ignore[no-untyped-def]
+    """micro-batch's chosen plans on `module` (v5e, fused) and every plan it estimated."""
+    made: list[Plan | None] = []
+    original = MicroBatchPass.estimate
+
+    def estimate(self, module, index, plan, model, *rest):  # type: ignore[no-untyped-def]
+        made.append(plan)
+        return original(self, module, index, plan, model, *rest)
+
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    with monkeypatch.context() as m:
+        m.setattr(MicroBatchPass, "estimate", estimate)
+        plans, _ = MicroBatchPass(fused=True).plans_and_view(module, model)
+    return plans, made
