@@ -38,7 +38,7 @@ for every order the scheduler may pick.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -267,7 +267,7 @@ class ChainFloor:
 
     def split(
         self,
-        split_ops: set[Operation],
+        split_ops: Collection[Operation],
         k: int,
         chunk: Callable[[collective.CollectiveOp], Passage | None],
     ) -> float:

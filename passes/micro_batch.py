@@ -271,8 +271,10 @@ class Candidate:
     """(position of its first collective in the block, result index, dim): names the
     class in a copy of the block."""
     dim_of: dict[SSAValue, int]
-    split_ops: set[Operation]
-    """The ops split into chunks (the others making a value of the class stay whole)."""
+    split_ops: dict[Operation, None]
+    """The ops split into chunks (the others making a value of the class stay whole), in
+    the order their values were found (a dict, not a set: sums over them, `SplitFloor`'s,
+    are the same to the last bit in every run)."""
     size: int
     collectives: int
     links: dict[Operation, Links] = field(default_factory=dict[Operation, Links])
@@ -386,7 +388,7 @@ def _qualify(
         sizes.add(_shape(v)[d])
     if len(sizes) != 1:
         return None
-    split_ops: set[Operation] = set()
+    split_ops: dict[Operation, None] = {}
     count = 0
     for v in dim_of:
         op = v.owner
@@ -397,7 +399,7 @@ def _qualify(
             r in dim_of and (k, dim_of[r]) in ls for k, r in enumerate(op.results)
         ):
             continue  # made whole, cut into chunks where a split op needs them
-        split_ops.add(op)
+        split_ops[op] = None
         if isinstance(op, collective.SYNC_OPS):
             count += 1
     if not count:
@@ -919,13 +921,13 @@ class Base:
 def _copy_candidate(cand: Candidate, values: dict[SSAValue, SSAValue]) -> Candidate | None:
     """`cand` in a clone of its block (`values`: the clone's value map); None if an op of
     it has no result to find it by."""
-    ops: set[Operation] = set()
+    ops: dict[Operation, None] = {}
     links: dict[Operation, Links] = {}
     for op in cand.split_ops:
         if not op.results:
             return None
         twin = cast(Operation, values[op.results[0]].owner)
-        ops.add(twin)
+        ops[twin] = None
         if (ls := cand.links.get(op)) is not None:
             links[twin] = ls  # the copy's types and attributes are the op's
     dim_of = {values.get(v, v): d for v, d in cand.dim_of.items()}
