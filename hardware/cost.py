@@ -440,7 +440,9 @@ _MOVES_PARTS = (
 part (a broadcast ...), or picking or pairing parts (real, imag, complex: no op at all)."""
 
 
-def _touches_complex(op: Operation) -> bool:
+def touches_complex(op: Operation) -> bool:
+    """Whether an operand or result of `op` is a complex tensor (one test for the cost
+    model and `lowering/complex_pairs.py`)."""
     types = _tensor_types([*op.operands, *op.results])
     return any(isinstance(t.element_type, ComplexType) for t in types)
 
@@ -455,7 +457,7 @@ def fusion_on_parts(op: Operation) -> bool:
     """
     if not isinstance(op, hlo.FusionOp):
         return False
-    ops = [o for o in op.body.block.ops if _touches_complex(o)]
+    ops = [o for o in op.body.block.ops if touches_complex(o)]
     return bool(ops) and all(
         isinstance(o, _MOVES_PARTS) or complex_part_ops(o) is not None for o in ops
     )
@@ -594,7 +596,7 @@ def value_vpu_ops(v: SSAValue) -> int:
     owner = v.owner
     if not isinstance(owner, Operation):
         return 1
-    if isinstance(owner, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp) and _touches_complex(owner):
+    if isinstance(owner, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp) and touches_complex(owner):
         return 0  # a part picked or paired (`fusion_on_parts`)
     return elementwise_vpu_ops(owner)
 

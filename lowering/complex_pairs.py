@@ -59,7 +59,7 @@ from collections.abc import Callable, Sequence
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import fusion_on_parts
+from shardc.hardware.cost import fusion_on_parts, touches_complex
 from xdsl.dialects.builtin import (
     ComplexType,
     DenseIntOrFPElementsAttr,
@@ -528,10 +528,6 @@ RULES: dict[type[Operation], Rule] = {
 ops on the parts (module docstring)."""
 
 
-def _touches_complex(op: Operation) -> bool:
-    return any(is_complex(v) for v in (*op.operands, *op.results))
-
-
 def _join(
     at: Operation, outs: Sequence[SSAValue], like: Sequence[SSAValue]
 ) -> tuple[list[Operation], list[SSAValue]]:
@@ -559,7 +555,7 @@ class ComplexElementwise(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         rule = RULES.get(type(op))
-        if rule is None or not _touches_complex(op) or _fusion_on_parts(op.parent_op()):
+        if rule is None or not touches_complex(op) or _fusion_on_parts(op.parent_op()):
             return
         b = _Ops(op)
         args: list[Value] = [
@@ -651,7 +647,7 @@ def _body_on_parts(old: Block, new: Block, values: dict[SSAValue, Value]) -> lis
             outs = _flat(args)
             new.add_op(hlo.ReturnOp(outs))
             return outs
-        if not _touches_complex(o):
+        if not touches_complex(o):
             o.detach()
             for i, a in enumerate(args):
                 o.operands[i] = _real(a)
