@@ -110,6 +110,14 @@ def _float_unary(f):
     return impl
 
 
+def _round_half_away(x):
+    """C's round: the integer part, one more in magnitude where the fraction (exact:
+    x - trunc(x)) is at least a half; +-0, +-inf and NaN stay."""
+    with np.errstate(invalid="ignore"):  # inf - inf: the fraction of an infinity
+        t = np.trunc(x)
+        return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(t), x), t)
+
+
 def _cast(op, args, ty):
     (a,) = args
     if isinstance(ty, VectorType):
@@ -304,6 +312,12 @@ ELEMENTWISE: dict[type[Operation], Elementwise] = {
     math.RsqrtOp: _float_unary(lambda x: 1 / np.sqrt(x)),
     math.AbsFOp: _float_unary(np.abs),
     math.TruncOp: _float_unary(np.trunc),
+    # The VPU's rounding instructions (lowering/unary_math.py): to -inf, +inf, the nearest
+    # (ties to even), the nearest (ties away from zero, C's `round`).
+    math.FloorOp: _float_unary(np.floor),
+    math.CeilOp: _float_unary(np.ceil),
+    math.RoundEvenOp: _float_unary(np.rint),
+    math.RoundOp: _float_unary(_round_half_away),
     math.CopySignOp: _float_binary(np.copysign),
     math.SinOp: _float_unary(np.sin),
     math.CosOp: _float_unary(np.cos),

@@ -184,6 +184,21 @@ _BIT_COUNTS: dict[type[Operation], type[Operation]] = {
     hlo.PopcntOp: mathd.CtPopOp,
     hlo.CountLeadingZerosOp: mathd.CountLeadingZerosOp,
 }
+_UNARY_MATH: tuple[type[Operation], ...] = (
+    hlo.FloorOp,
+    hlo.CeilOp,
+    hlo.RoundNearestEvenOp,
+    hlo.RoundNearestAfzOp,
+    hlo.SignOp,
+    hlo.CbrtOp,
+    hlo.Expm1Op,
+    hlo.Log1pOp,
+    hlo.TanOp,
+    hlo.CoshOp,
+    hlo.SinhOp,
+)
+"""Ops without a VPU instruction (but rounding): vector code in lowering/unary_math.py
+(its `OPS`, which imports this module: the list is here, tested equal)."""
 _LOWERED_13: tuple[type[Operation], ...] = (
     hlo.ErfOp,
     hlo.ErfcOp,
@@ -193,6 +208,7 @@ _LOWERED_13: tuple[type[Operation], ...] = (
     hlo.RemainderOp,
     *_SHIFTS,
     *_BIT_COUNTS,
+    *_UNARY_MATH,
 )
 """The ops of issue 13's `hlo.ELEMENTWISE_OPS_13` that `elementwise` computes."""
 
@@ -303,6 +319,10 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
             return b.op(tpu.CmpOp(_FLOAT_CMP[d], vals[0], vals[1]))
         unsigned = kind == BOOL or hlo.is_unsigned(elem)
         return b.op(tpu.CmpOp((_BOOL_CMP if unsigned else _INT_CMP)[d], vals[0], vals[1]))
+    if isinstance(op, _UNARY_MATH):  # no instruction (but rounding): unary_math.py
+        from shardc.lowering import unary_math  # it builds on this module
+
+        return unary_math.lower(b, op, vals[0])
     if kind != FLOAT:
         return _int_math(b, op, vals, kind == BOOL)
     if isinstance(op, hlo.Atan2Op):  # no arctangent instruction: in f64 (atan2.py)
