@@ -300,6 +300,65 @@ ATAN2_WIDEN_OPS = 3
 """An atan2 of a narrower float: its two operands converted to f64, the result back."""
 
 
+# Unary math without an instruction (issue 15 item 3, helper unarya) ------------------------
+
+UNARY_MATH_OPS: dict[str, int] = {
+    "hlo.floor": 1,  # the VPU's rounding instructions
+    "hlo.ceil": 1,
+    "hlo.round_nearest_even": 1,
+    "hlo.round_nearest_afz": 1,
+    "hlo.sign": 5,  # splats 0 and 1, x ueq 0, copysign(1, x), the select
+    "hlo.tan": 3,  # sin, cos, the quotient
+    "hlo.expm1": 14,  # exp, u - 1, log, x / log(u), the product, three selects (and
+    # their compares), splats 1, -1, inf
+    "hlo.log1p": 14,  # u = 1 + x and its two-sum error (five more), log, c / u, the sum,
+    # two selects and compares, splat 1
+    "hlo.cosh": 33,  # |x|, expm1's 14, 1 + t^2 / (2 (1 + t)) (five), e / 2 + 1 / (2 e)
+    # (three, splat 0.5), the overflow branch (six, exp(|x| / 2)), the select by ln2 / 2
+    "hlo.sinh": 46,  # |x|, x^2, Taylor's nine coefficients (splats) by Horner (16), its
+    # sum (three), exp, e / 2 - 1 / (2 e) (four), the overflow branch (seven), x's sign,
+    # the select by |x| < 1
+    "hlo.cbrt": 28,  # |x|, exp(log|x| / 3) (four), the Newton step (five), the two
+    # neighbours tried (bitcasts, i64 +-1, cubes, compares, selects: fourteen), x's sign,
+    # 0 and inf kept (three)
+}
+"""
+Vector ops per element of the elementwise ops level T has no instruction for (but the
+rounding ones), as lowering/unary_math.py emits them (the value's type for floor, ceil,
+the roundings and sign; f64 code for the others; a splat constant is one op per element,
+as the level-T simulator charges it). A test counts the simulator's ops against this.
+"""
+UNARY_MATH_WIDEN_OPS = 2
+"""Converts around `UNARY_MATH_OPS`: to f64 and back for the f64 code of a type other than
+f64; to f32 and back for the own-type ops of bf16, f16 and f8."""
+INT_SIGN_OPS = {"signed": 4, "unsigned": 3}
+"""An integer sign: min(max(x, -1), 1) with its two splats; min(x, 1) with the splat of an
+unsigned 1 (a signless splat and its convert). Sub-byte integers: `UNARY_MATH_WIDEN_OPS`
+more (unpacked to i32 lanes, where they take the signed form, and packed back)."""
+_OWN_TYPE = frozenset(
+    ("hlo.floor", "hlo.ceil", "hlo.round_nearest_even", "hlo.round_nearest_afz", "hlo.sign")
+)
+
+
+def unary_math_ops(op: Operation) -> int | None:
+    """Vector ops per element of `op` if lowering/unary_math.py computes it
+    (`UNARY_MATH_OPS`, `UNARY_MATH_WIDEN_OPS`, `INT_SIGN_OPS`), else None."""
+    ops = UNARY_MATH_OPS.get(op.name)
+    if ops is None:
+        return None
+    out = op.results[0].type
+    assert isinstance(out, TensorType)
+    elem = out.element_type
+    if isinstance(elem, IntegerType):  # sign
+        width = elem.width.data
+        if width < 8:
+            return INT_SIGN_OPS["signed"] + UNARY_MATH_WIDEN_OPS
+        return INT_SIGN_OPS["unsigned" if hlo.is_unsigned(elem) else "signed"]
+    name = str(elem)
+    wide = name == "f64" or (name == "f32" and op.name in _OWN_TYPE)
+    return ops + (0 if wide else UNARY_MATH_WIDEN_OPS)
+
+
 def elementwise_vpu_ops(op: Operation) -> int:
     """
     VPU ops per result element of an elementwise op: one, but a float remainder below f64
@@ -315,6 +374,9 @@ def elementwise_vpu_ops(op: Operation) -> int:
         wide = str(out.element_type) == "f64"
         one = 1 if isinstance(op, hlo.AtanOp) else 0
         return ATAN2_OPS + one + (0 if wide else ATAN2_WIDEN_OPS)
+    unary = unary_math_ops(op)  # no instruction: vector code (helper unarya)
+    if unary is not None:
+        return unary
     if isinstance(op, hlo.RemainderOp):
         out = op.results[0].type
         assert isinstance(out, TensorType)

@@ -152,7 +152,9 @@ def log1p(b: TileEmitter, c: Splats, x: SSAValue) -> SSAValue:
     one = c(1.0)
     u = b.op(arith.AddfOp(one, x))
     bb = b.op(arith.SubfOp(u, one))
-    err = b.op(arith.AddfOp(b.op(arith.SubfOp(one, b.op(arith.SubfOp(u, bb)))), b.op(arith.SubfOp(x, bb))))
+    err = b.op(
+        arith.AddfOp(b.op(arith.SubfOp(one, b.op(arith.SubfOp(u, bb)))), b.op(arith.SubfOp(x, bb)))
+    )
     lg = b.op(mathd.LogOp(u))
     corr = b.op(arith.DivfOp(err, u))
     r = b.op(arith.AddfOp(lg, corr))
