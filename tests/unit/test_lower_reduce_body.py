@@ -161,7 +161,8 @@ def test_a_body_op_not_lowered_is_refused_at_the_reduce() -> None:
     text = f"""spmd.mesh @m = <["x"={DEVICES}]>
 func.func @main(%x: tensor<8x128xf32>, %i: {v}) -> tensor<8xf32> attributes {{spmd.per_device_io}} {{
   %r = hlo.reduce(%x init: %i) across dims = [1] : (tensor<8x128xf32>, {v}) -> tensor<8xf32> reducer(%a: {v}, %b: {v}) {{
-    %s = hlo.tan %a : {v}
+    %f = hlo.is_finite %a : ({v}) -> tensor<i1>
+    %s = hlo.select %f, %a, %b : tensor<i1>, {v}
     hlo.return %s : {v}
   }}
   func.return %r : tensor<8xf32>
@@ -169,7 +170,26 @@ func.func @main(%x: tensor<8x128xf32>, %i: {v}) -> tensor<8xf32> attributes {{sp
     module = parse(text, "body.mlir")
     with pytest.raises(OpPassError) as info:
         LowerToTpuPass().apply(make_context(), module)
-    assert "lower-to-tpu: hlo.reduce with hlo.tan in its body is not supported yet" in str(
+    assert "lower-to-tpu: hlo.reduce with hlo.is_finite in its body is not supported yet" in str(
         info.value
     )
     assert info.value.op.name == "hlo.reduce" and "body.mlir" in str(info.value.op.location)
+
+
+def test_a_body_of_vector_code_ops_is_level_s() -> None:
+    """tan and sign (lowering/unary_math.py: f64 code, no instruction) in a body: level S's
+    values bit for bit (f32: the f64 quotient rounded once)."""
+    v = "tensor<f32>"
+    text = f"""spmd.mesh @m = <["x"={DEVICES}]>
+func.func @main(%x: tensor<8x128xf32>, %i: {v}) -> tensor<8xf32> attributes {{spmd.per_device_io}} {{
+  %r = hlo.reduce(%x init: %i) across dims = [1] : (tensor<8x128xf32>, {v}) -> tensor<8xf32> reducer(%a: {v}, %b: {v}) {{
+    %t = hlo.tan %a : {v}
+    %s = hlo.sign %b : {v}
+    %m = hlo.add %t, %s : {v}
+    hlo.return %m : {v}
+  }}
+  func.return %r : tensor<8xf32>
+}}"""
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 2, (8, 128)).astype(np.float32)
+    check(text, [[x, np.float32(0.5)]] * DEVICES)

@@ -130,15 +130,19 @@ def test_lower_to_tpu_refuses_a_body_op_it_does_not_lower_at_the_reduce() -> Non
     from shardc.passes.spmd_pipeline import SpmdPipelinePass
 
     select = "%bx = hlo.select %keep, %a, %b : tensor<i1>, tensor<f32>"
-    tan = select.replace("%bx", "%bx0") + "\n    %bx = hlo.tan %bx0 : tensor<f32>"
-    program = argmax_program((8, 128), 1, "GT").replace(select, tan)
+    odd = (
+        select.replace("%bx", "%bx0")
+        + "\n    %fin = hlo.is_finite %bx0 : (tensor<f32>) -> tensor<i1>"
+    )
+    odd += "\n    %bx = hlo.select %fin, %bx0, %b : tensor<i1>, tensor<f32>"
+    program = argmax_program((8, 128), 1, "GT").replace(select, odd)
     text = 'spmd.mesh @mesh = <["x"=2]>\n' + program
     module = parse(text, "am.mlir")
     ctx = make_context()
     SpmdPipelinePass().apply(ctx, module)
     with pytest.raises(OpPassError) as info:
         LowerToTpuPass(chip="v5e").apply(ctx, module)
-    assert "lower-to-tpu: hlo.reduce with hlo.tan in its body is not supported yet" in str(
+    assert "lower-to-tpu: hlo.reduce with hlo.is_finite in its body is not supported yet" in str(
         info.value
     )
     assert info.value.op.name == "hlo.reduce" and "am.mlir" in str(info.value.op.location)
