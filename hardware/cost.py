@@ -315,12 +315,11 @@ UNARY_MATH_OPS: dict[str, int] = {
     # two selects and compares, splat 1
     "hlo.cosh": 33,  # |x|, expm1's 14, 1 + t^2 / (2 (1 + t)) (five), e / 2 + 1 / (2 e)
     # (three, splat 0.5), the overflow branch (six, exp(|x| / 2)), the select by ln2 / 2
-    "hlo.sinh": 46,  # |x|, x^2, Taylor's nine coefficients (splats) by Horner (16), its
+    "hlo.sinh": 52,  # |x|, x^2, Taylor's eleven coefficients (splats) by Horner (20), its
     # sum (three), exp, e / 2 - 1 / (2 e) (four), the overflow branch (seven), x's sign,
-    # the select by |x| < 1
-    "hlo.cbrt": 28,  # |x|, exp(log|x| / 3) (four), the Newton step (five), the two
-    # neighbours tried (bitcasts, i64 +-1, cubes, compares, selects: fourteen), x's sign,
-    # 0 and inf kept (three)
+    # the select by |x| < 1.5 (three)
+    "hlo.cbrt": 14,  # |x|, exp(log|x| / 3) (four, splat 3), the Newton step (five), x's
+    # sign, 0 and inf kept (|x| + |x| == |x|, the select)
 }
 """
 Vector ops per element of the elementwise ops level T has no instruction for (but the
