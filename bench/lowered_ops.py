@@ -9,7 +9,8 @@ one chip (v5e): level S's step (the cost model) and level T's simulated step
 Sizes: the embedding lookup of the real-size layer on one of 8 devices (2048 tokens of
 a 32000 x 4096 bf16 table) and its gradient (scatter add, f32 table), a MoE router's
 top-2 of 128 experts for 2048 tokens, sorting 8 rows of 1024 scores, and int8 / uint8
-arithmetic on a 2048 x 4096 activation (quantized add; uint8 dequantized to f32).
+arithmetic on a 2048 x 4096 activation (quantized add; uint8 dequantized to f32), and the
+unary ops without a VPU instruction (lowering/unary_math.py) on one of bf16.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ PROGRAMS = {
         "%a: tensor<2048x4096xi8>, %b: tensor<2048x4096xi8>",
         "tensor<2048x4096xi8>",
         "  %r = hlo.add %a, %b : tensor<2048x4096xi8>\n  func.return %r : tensor<2048x4096xi8>",
+    ),
+    "log1p, expm1, sign (2048x4096 bf16: f64 vector code)": _fn(
+        "%a: tensor<2048x4096xbf16>",
+        "tensor<2048x4096xbf16>",
+        "  %l = hlo.log1p %a : tensor<2048x4096xbf16>\n"
+        "  %e = hlo.expm1 %l : tensor<2048x4096xbf16>\n"
+        "  %r = hlo.sign %e : tensor<2048x4096xbf16>\n"
+        "  func.return %r : tensor<2048x4096xbf16>",
     ),
     "ui8 -> f32 convert (2048x4096)": _fn(
         "%a: tensor<2048x4096xui8>",

@@ -36,8 +36,18 @@ and complex<f64>), but not every op computes in every one of them yet.
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
 * Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
-  acos, acosh, asin, asinh, atanh, cbrt, ceil, floor, round_nearest_even,
-  round_nearest_afz, cosh, sinh, tan, expm1, log1p, sign, digamma, lgamma, erf_inv.
+  acos, acosh, asin, asinh, atanh, digamma, lgamma, erf_inv.
+* Ops without a VPU instruction (lowering/unary_math.py, helper unarya): level T's vector
+  unit has the instructions the simulator executes (interpreter/level_t_arith.py: exp,
+  log, sqrt, rsqrt, tanh, sin, cos, erf, powf, trunc, abs, copysign, the `arith` ops,
+  `tpu.cmp` / `tpu.select`) plus the rounding instructions `math.floor`, `math.ceil`,
+  `math.roundeven`, `math.round`; everything else is vector code over those, as XLA
+  expands it (lowering/atan2.py likewise). floor, ceil, round_nearest_even,
+  round_nearest_afz and sign compute in the value's type (bf16 f16 f8 in f32, exact),
+  bit for bit with level S, sign of integers in every width too; cbrt, expm1, log1p,
+  tan, cosh and sinh are f64 code rounded once to the value's type (level S's `in_f64`):
+  bit for bit in bf16 f16 f8, within an ulp in f32, within 1-2 ulps of numpy in f64
+  (unary_math.py states and tests the bound per op).
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).
 """
