@@ -171,3 +171,33 @@ def test_the_dispatch_and_the_module_list_the_same_ops() -> None:
     from shardc.lowering import unary_math, vector_ops
 
     assert set(unary_math.OPS) == set(vector_ops._UNARY_MATH)
+
+
+FUSED = """
+func.func @main(%x: tensor<16x256xbf16>) -> (tensor<16x256xbf16>, tensor<16x256xbf16>) {
+  %r:2 = hlo.fusion(%p0 = %x) kind = loop, name = "unary_fusion" : (tensor<16x256xbf16>) -> (tensor<16x256xbf16>, tensor<16x256xbf16>) {
+    %a = hlo.log1p %p0 : tensor<16x256xbf16>
+    %b = hlo.sinh %a : tensor<16x256xbf16>
+    %c = hlo.round_nearest_afz %b : tensor<16x256xbf16>
+    %d = hlo.sign %p0 : tensor<16x256xbf16>
+    hlo.return %c, %d : tensor<16x256xbf16>, tensor<16x256xbf16>
+  }
+  func.return %r#0, %r#1 : tensor<16x256xbf16>, tensor<16x256xbf16>
+}
+"""
+
+
+def test_a_fusion_of_them_is_one_loop_equal_to_level_s_and_charged_its_ops() -> None:
+    """In a fusion (lowering/fusion.py: one loop, intermediates in vregs) the ops are the
+    same vector code: level S's values, and level S charges the loop's vector ops."""
+    import shardc
+    from shardc.dialects import hlo
+    from shardc.hardware.cost import elementwise_vpu_ops
+    from shardc.tests.unit.test_lower_fusion import check
+
+    check(FUSED)
+    inner = [o for o in parse(FUSED).walk() if isinstance(o, hlo.HloOp) and o.name != "hlo.fusion"]
+    per_element = sum(elementwise_vpu_ops(o) for o in inner if not isinstance(o, hlo.ReturnOp))
+    assert simulated_vpu_ops(FUSED) == per_element * 16 * 256
+    s = shardc.run(FUSED, timing_only=True, chip="v5e").report["ops"]
+    assert sum(row["flops"] for row in s) == per_element * 16 * 256
