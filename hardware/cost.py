@@ -309,12 +309,15 @@ UNARY_MATH_OPS: dict[str, int] = {
     "hlo.round_nearest_afz": 1,
     "hlo.sign": 5,  # splats 0 and 1, x ueq 0, copysign(1, x), the select
     "hlo.tan": 3,  # sin, cos, the quotient
-    "hlo.expm1": 14,  # exp, u - 1, log, x / log(u), the product, three selects (and
-    # their compares), splats 1, -1, inf
+    "hlo.expm1": 66,  # Kahan's quotient: exp, u - 1, log, x / log(u), the product, three
+    # selects (and compares: overflow, -1, u == 1), splats 1, -1, inf; Taylor's: sixteen coefficients (splats;
+    # 1/2! is the threshold's 0.5 too) by Horner (30), x + x (x P) (three), |x| < 0.5
+    # (abs, compare, select)
     "hlo.log1p": 14,  # u = 1 + x and its two-sum error (five more), log, c / u, the sum,
     # two selects and compares, splat 1
-    "hlo.cosh": 33,  # |x|, expm1's 14, 1 + t^2 / (2 (1 + t)) (five), e / 2 + 1 / (2 e)
-    # (three, splat 0.5), the overflow branch (six, exp(|x| / 2)), the select by ln2 / 2
+    "hlo.cosh": 84,  # |x|, expm1's 66, 1 + t^2 / (2 (1 + t)) (five), e / 2 + 1 / (2 e)
+    # (three: the 0.5 is Taylor's), the overflow branch (six, exp(|x| / 2)), the select by
+    # ln2 / 2 (three)
     "hlo.sinh": 52,  # |x|, x^2, Taylor's eleven coefficients (splats) by Horner (20), its
     # sum (three), exp, e / 2 - 1 / (2 e) (four), the overflow branch (seven), x's sign,
     # the select by |x| < 1.5 (three)

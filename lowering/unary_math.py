@@ -18,8 +18,10 @@ else is vector code over those, as XLA expands these ops (lowering/atan2.py like
   through lowering/narrow_ints.py (i32 lanes): bit for bit.
 * cbrt, expm1, log1p, tan, cosh, sinh: in f64 and rounded once to the value's type, as
   level S computes numpy's function in f64 (`in_f64`):
-  - expm1: Kahan's u = exp(x): u == 1 ? x : u - 1 == -1 ? -1 : (u - 1) * (x / log(u))
-    (log(u) has the error of u in it, so the quotient cancels it), u = inf: inf;
+  - expm1: |x| < 0.5: Taylor's x + x (x P(x)), P's coefficients 1/2! .. 1/17!; else
+    Kahan's u = exp(x): u - 1 == -1 ? -1 : (u - 1) * (x / log(u)) (log(u) has the error
+    of u in it, so the quotient cancels it), u = inf: inf; u == 1: x (-0's sign, which
+    x + x^2 P(x) loses);
   - log1p: u = 1 + x and its exact rounding error c (Knuth's two-sum), log1p(x) =
     log(u) + log(1 + c / u) = log(u) + c / u (to 2^-106): Kahan's observation that the
     error is u's, corrected additively (no overflow of log(u) * x, fewer ulps than the
@@ -40,11 +42,12 @@ else is vector code over those, as XLA expands these ops (lowering/atan2.py like
 
 Accuracy against level S (measured on 10^6 random inputs over the whole range per op,
 numpy 2.4 on this machine, whose f64 functions are themselves within 0.5 - 0.8 ulp):
-f64 cbrt, cosh and log1p within 1 ulp of numpy's; f64 expm1, tan and sinh within 2
-ulps (above 1 in about 4e-3, 3e-4 and 5e-6 of the inputs: the exp / log / sin / cos
-instructions' own rounding, up to 0.68 ulp here, plus the formula's, which is more than
-the 1-ulp target; that would need polynomial kernels in double-double instead of the
-instructions). f32: the f64 value
+f64 cbrt, expm1 and log1p within 1 ulp of numpy's, cosh and sinh too but past exp's
+overflow (709.78 < |x| < 710.48: exp(|x| / 2)^2 / 2, three roundings, 2 ulps); f64 tan
+within 2 ulps (above 1 in about 3e-4 of the inputs: sin and cos are each within about
+0.5 ulp and their quotient is rounded again, numpy's tan within 0.53). Those two miss
+the 1-ulp target: it would take polynomial kernels in double-double instead of the
+instructions. f32: the f64 value
 rounded once, within 1 ulp of level S (equal but where the two f64 values straddle an
 f32 rounding boundary). bf16, f16, f8E4M3FN, f8E5M2: bit for bit (tested on every value
 of the type).
@@ -88,6 +91,12 @@ OPS: tuple[type[Operation], ...] = (*ROUNDING, hlo.SignOp, *IN_F64)
 
 HALF_LN2 = 0.5 * math.log(2.0)
 """Below it, cosh is 1 + t^2 / (2 (1 + t)) with t = expm1(|x|) (fdlibm)."""
+EXPM1_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(17, 1, -1))
+"""expm1's Taylor coefficients 1/17! .. 1/2! (highest first), for |x| < `EXPM1_TAYLOR_BELOW`."""
+EXPM1_TAYLOR_BELOW = 0.5
+"""Below it expm1 is its Taylor series x + x (x P(x)) (the next term is below 2^-60 of x;
+Kahan's quotient is up to 2 ulps off numpy's there: log(u) near 0 carries the log
+instruction's rounding into the result); above, Kahan's quotient is within an ulp."""
 SINH_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(23, 2, -2))
 """sinh's Taylor coefficients 1/23! .. 1/3! (highest first), for |x| < `SINH_TAYLOR_BELOW`."""
 SINH_TAYLOR_BELOW = 1.5
@@ -132,13 +141,20 @@ def float_sign(b: TileEmitter, x: SSAValue) -> SSAValue:
 
 
 def _expm1(b: TileEmitter, c: Splats, x: SSAValue) -> tuple[SSAValue, SSAValue]:
-    """(expm1(x), exp(x)) by Kahan's quotient (module docstring)."""
+    """(expm1(x), exp(x)): Taylor's series below `EXPM1_TAYLOR_BELOW`, else Kahan's
+    quotient (module docstring)."""
     u = b.op(mathd.ExpOp(x))
     um = b.op(arith.SubfOp(u, c(1.0)))
     r = b.op(arith.MulfOp(um, b.op(arith.DivfOp(x, b.op(mathd.LogOp(u))))))
     r = b.op(tpu.SelectOp(b.op(tpu.CmpOp("oeq", u, c(math.inf))), u, r))  # x / log(inf)
     r = b.op(tpu.SelectOp(b.op(tpu.CmpOp("oeq", um, c(-1.0))), um, r))  # x / log(0)
-    return b.op(tpu.SelectOp(b.op(tpu.CmpOp("oeq", u, c(1.0))), x, r)), u
+    p = c(EXPM1_TAYLOR[0])
+    for k in EXPM1_TAYLOR[1:]:
+        p = b.op(arith.AddfOp(b.op(arith.MulfOp(p, x)), c(k)))
+    small = b.op(arith.AddfOp(x, b.op(arith.MulfOp(x, b.op(arith.MulfOp(x, p))))))
+    near = b.op(tpu.CmpOp("olt", b.op(mathd.AbsFOp(x)), c(EXPM1_TAYLOR_BELOW)))
+    r = b.op(tpu.SelectOp(near, small, r))
+    return b.op(tpu.SelectOp(b.op(tpu.CmpOp("oeq", u, c(1.0))), x, r)), u  # -0 stays -0
 
 
 def expm1(b: TileEmitter, c: Splats, x: SSAValue) -> SSAValue:

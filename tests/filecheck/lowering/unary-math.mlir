@@ -2,8 +2,9 @@
 // RUN: shardc-opt %s -p lower-to-tpu --split-input-file | shardc-opt - --split-input-file > /dev/null
 
 // hlo.expm1 (lowering/unary_math.py): no instruction, so bf16 is widened to f64, u =
-// exp(x), Kahan's (u - 1) * (x / log(u)), the overflow (u = inf), -1 and u == 1 (x itself)
-// cases as selects, and one rounding back to bf16.
+// exp(x), Kahan's (u - 1) * (x / log(u)) with the overflow (u = inf) and -1 cases as
+// selects, Taylor's x + x (x P(x)) by Horner (1/17! first) where |x| < 0.5, u == 1 keeping
+// x itself, and one rounding back to bf16.
 
 func.func @expm1(%x: tensor<8x128xbf16>) -> tensor<8x128xbf16> {
   %r = hlo.expm1 %x : tensor<8x128xbf16>
@@ -21,9 +22,20 @@ func.func @expm1(%x: tensor<8x128xbf16>) -> tensor<8x128xbf16> {
 // CHECK:         arith.constant 0x7ff0000000000000 : f64
 // CHECK:         tpu.cmp oeq, %[[U]], %{{.*}} : vector<8x128xf64>
 // CHECK:         arith.constant -1.000000e+00 : f64
-// CHECK:         tpu.cmp oeq, %[[UM]], %{{.*}} : vector<8x128xf64>
-// CHECK:         %[[EQ:.*]] = tpu.cmp oeq, %[[U]], %[[ONE]] : vector<8x128xf64>
-// CHECK-NEXT:    %[[E:.*]] = tpu.select %[[EQ]], %[[X]], %{{.*}} : vector<8x128xi1>, vector<8x128xf64>
+// CHECK:         %[[K:.*]] = tpu.cmp oeq, %[[UM]], %{{.*}} : vector<8x128xf64>
+// CHECK-NEXT:    %[[KAHAN:.*]] = tpu.select %[[K]], %[[UM]], %{{.*}}
+// CHECK-NEXT:    arith.constant 2.8114572543455206e-15 : f64
+// CHECK:         arith.constant 5.000000e-01 : f64
+// CHECK-NEXT:    %[[HALF:.*]] = vector.broadcast %{{.*}} : f64 to vector<8x128xf64>
+// CHECK-NEXT:    %[[P:.*]] = arith.addf %{{.*}}, %[[HALF]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[XP:.*]] = arith.mulf %[[X]], %[[P]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[XXP:.*]] = arith.mulf %[[X]], %[[XP]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[T:.*]] = arith.addf %[[X]], %[[XXP]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[AX:.*]] = math.absf %[[X]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[NEAR:.*]] = tpu.cmp olt, %[[AX]], %[[HALF]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[S:.*]] = tpu.select %[[NEAR]], %[[T]], %[[KAHAN]]
+// CHECK-NEXT:    %[[EQ:.*]] = tpu.cmp oeq, %[[U]], %[[ONE]] : vector<8x128xf64>
+// CHECK-NEXT:    %[[E:.*]] = tpu.select %[[EQ]], %[[X]], %[[S]] : vector<8x128xi1>, vector<8x128xf64>
 // CHECK-NEXT:    arith.truncf %[[E]] : vector<8x128xf64> to vector<8x128xbf16>
 
 // -----
