@@ -47,10 +47,10 @@ overflow (709.78 < |x| < 710.48: exp(|x| / 2)^2 / 2, three roundings, 2 ulps); f
 within 2 ulps (above 1 in about 3e-4 of the inputs: sin and cos are each within about
 0.5 ulp and their quotient is rounded again, numpy's tan within 0.53). Those two miss
 the 1-ulp target: it would take polynomial kernels in double-double instead of the
-instructions. f32: the f64 value
-rounded once, within 1 ulp of level S (equal but where the two f64 values straddle an
-f32 rounding boundary). bf16, f16, f8E4M3FN, f8E5M2: bit for bit (tested on every value
-of the type).
+instructions. f32: the f64 value rounded once, within 1 ulp of level S (equal but where
+the two f64 values straddle an f32 rounding boundary). bf16, f16, f8E4M3FN, f8E5M2: bit
+for bit (tested on every value of the type). The tests check these bounds on
+hypothesis-drawn values (tiny, huge, subnormal, specials).
 
 Level S charges the ops emitted here: hardware/cost.py `UNARY_MATH_OPS` (the f64 code or
 the instruction in the own type), `UNARY_MATH_WIDEN_OPS` (the two converts of a type
