@@ -310,9 +310,9 @@ UNARY_MATH_OPS: dict[str, int] = {
     "hlo.sign": 5,  # splats 0 and 1, x ueq 0, copysign(1, x), the select
     "hlo.tan": 3,  # sin, cos, the quotient
     "hlo.expm1": 66,  # Kahan's quotient: exp, u - 1, log, x / log(u), the product, three
-    # selects (and compares: overflow, -1, u == 1), splats 1, -1, inf; Taylor's: sixteen coefficients (splats;
-    # 1/2! is the threshold's 0.5 too) by Horner (30), x + x (x P) (three), |x| < 0.5
-    # (abs, compare, select)
+    # selects and their compares (overflow, -1, u == 1), splats 1, -1, inf; Taylor's:
+    # sixteen coefficients (splats; 1/2! is the threshold's 0.5 too) by Horner (30),
+    # x + x (x P) (three), |x| < 0.5 (abs, compare, select)
     "hlo.log1p": 14,  # u = 1 + x and its two-sum error (five more), log, c / u, the sum,
     # two selects and compares, splat 1
     "hlo.cosh": 84,  # |x|, expm1's 66, 1 + t^2 / (2 (1 + t)) (five), e / 2 + 1 / (2 e)
@@ -376,7 +376,7 @@ def elementwise_vpu_ops(op: Operation) -> int:
         wide = str(out.element_type) == "f64"
         one = 1 if isinstance(op, hlo.AtanOp) else 0
         return ATAN2_OPS + one + (0 if wide else ATAN2_WIDEN_OPS)
-    unary = unary_math_ops(op)  # no instruction: vector code (helper unarya)
+    unary = unary_math_ops(op)  # floor .. sinh: their vector code (unary_math.py)
     if unary is not None:
         return unary
     if isinstance(op, hlo.RemainderOp):
