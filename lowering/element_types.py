@@ -36,8 +36,10 @@ and complex<f64>), but not every op computes in every one of them yet.
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
 * Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
-  acos, acosh, asin, asinh, atanh, cbrt, ceil, floor, round_nearest_even,
-  round_nearest_afz, cosh, sinh, tan, expm1, log1p, sign, digamma, lgamma, erf_inv.
+  cbrt, ceil, floor, round_nearest_even, round_nearest_afz, cosh, sinh, tan, expm1,
+  log1p, sign.
+* CHLO's asin, acos, asinh, acosh, atanh, lgamma, digamma and erf_inv compute in every
+  float type as f64 vector code rounded once (lowering/special_functions.py).
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).
 """

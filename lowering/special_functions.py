@@ -299,9 +299,10 @@ def _lgamma(f: F64Code, x: SSAValue) -> SSAValue:
     a = f.abs(x)
     r = f.sub(f.log(_lanczos_sum(f, a)), LANCZOS_G)
     r = f.add(r, f.mul(f.sub(a, 0.5), f.sub(f.log(f.sub(f.add(a, LANCZOS_G), 0.5)), 1.0)))
-    reflected = f.sub(f.sub(f.sub(LOG_PI, f.log(_abs_sin_pi(f, a))), f.log(a)), r)
+    log_a = f.log(a)
+    reflected = f.sub(f.sub(f.sub(LOG_PI, f.log(_abs_sin_pi(f, a))), log_a), r)
     r = f.select(f.cmp("olt", x, 0.0), reflected, r)
-    r = f.select(f.cmp("olt", a, TINY), f.neg(f.log(a)), r)
+    r = f.select(f.cmp("olt", a, TINY), f.neg(log_a), r)
     # integers up to 2 (and +-inf): +inf at the poles (and -inf), 0 at 1 and 2
     special = f.both(f.cmp("oeq", x, f.trunc(x)), f.cmp("ole", x, 2.0))
     return f.select(special, f.select(f.cmp("ole", x, 0.0), INF, 0.0), r)
@@ -448,9 +449,9 @@ def _erfc(f: F64Code, x: SSAValue, erf_x: SSAValue) -> SSAValue:
 
 
 def _erf_inv(f: F64Code, y: SSAValue) -> SSAValue:
-    a = f.abs(y)
-    inside = f.cmp("olt", a, 1.0)
-    a = f.select(inside, a, 0.0)
+    abs_y = f.abs(y)
+    inside = f.cmp("olt", abs_y, 1.0)
+    a = f.select(inside, abs_y, 0.0)
     w = f.neg(f.log(f.mul(f.sub(1.0, a), f.add(1.0, a))))
     small = f.horner(f.sub(w, 2.5), GILES_SMALL)
     large = f.horner(f.sub(f.sqrt(w), 3.0), GILES_LARGE)
@@ -464,7 +465,7 @@ def _erf_inv(f: F64Code, y: SSAValue) -> SSAValue:
         step_near = f.mul(f.sub(f.log(tail_x), log_tail), tail_x)
         err = f.select(near_one, f.neg(step_near), f.sub(erf_x, a))
         x = f.sub(x, f.div(err, slope))
-    edge = f.select(f.cmp("oeq", f.abs(y), 1.0), INF, NAN)
+    edge = f.select(f.cmp("oeq", abs_y, 1.0), INF, NAN)
     return f.copysign(f.select(inside, x, edge), y)
 
 
