@@ -75,7 +75,7 @@ from xdsl.dialects.builtin import f64
 from xdsl.ir import Operation, SSAValue
 
 NAN = math.nan
-"""One NaN object: `Splats` finds a constant by equality, and only NaN's identity is."""
+"""One NaN object: `Splats` looks its constants up in a dict, where NaN matches only itself."""
 INF = math.inf
 LN2 = math.log(2.0)
 PI = math.pi
