@@ -96,10 +96,14 @@ def special(op: str, dtype: str, rows: int = 2048, width: int = 4096) -> Callabl
     """A CHLO special function (lowering/special_functions.py: f64 vector code), e.g. the
     erf_inv `jax.random.normal` samples with, on one activation."""
     x = f"tensor<{rows}x{width}x{dtype}>"
-    return lambda: f"""func.func @main(%x: {x}) -> {x} {{
+
+    def make() -> str:
+        return f"""func.func @main(%x: {x}) -> {x} {{
   %r = hlo.{op} %x : {x}
   func.return %r : {x}
 }}"""
+
+    return make
 
 
 PROGRAMS = {
