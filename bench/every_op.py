@@ -1,6 +1,7 @@
 """
 Level S vs level T step time of the ops issue 15 item 3 made lower (while, case, pad,
-reverse, reduce_window, convolution), one realistic size each, on one v5e chip:
+reverse, reduce_window, convolution, CHLO's special functions), one realistic size each,
+on one v5e chip:
 
     python bench/every_op.py [--chip v5e] [--only NAME]
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import shardc
 
@@ -90,6 +92,20 @@ def convolution() -> str:
 }}"""
 
 
+def special(op: str, dtype: str, rows: int = 2048, width: int = 4096) -> Callable[[], str]:
+    """A CHLO special function (lowering/special_functions.py: f64 vector code), e.g. the
+    erf_inv `jax.random.normal` samples with, on one activation."""
+    x = f"tensor<{rows}x{width}x{dtype}>"
+
+    def make() -> str:
+        return f"""func.func @main(%x: {x}) -> {x} {{
+  %r = hlo.{op} %x : {x}
+  func.return %r : {x}
+}}"""
+
+    return make
+
+
 PROGRAMS = {
     "while (scan, 8 steps)": (scan, "x 1024x2048, W 8x2048x2048 bf16"),
     "case": (case, "2048x4096 bf16"),
@@ -97,6 +113,9 @@ PROGRAMS = {
     "reverse": (reverse, "2048x4096 bf16, dim 0"),
     "reduce_window": (reduce_window, "max 3x3/2 on 8x112x112x64 bf16"),
     "convolution": (convolution, "3x3, 8x56x56x64 -> 64 bf16"),
+    "erf_inv (jax.random.normal)": (special("erf_inv", "f32"), "2048x4096 f32"),
+    "lgamma": (special("lgamma", "f32"), "2048x4096 f32"),
+    "asin": (special("asin", "bf16"), "2048x4096 bf16"),
 }
 
 

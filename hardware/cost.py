@@ -361,12 +361,49 @@ def unary_math_ops(op: Operation) -> int | None:
     return ops + (0 if wide else UNARY_MATH_WIDEN_OPS)
 
 
+# CHLO's special functions as vector code (issue 15 item 3, helper unaryb) -----------------
+
+ERF_INV_NEWTON_STEPS = 6
+"""Newton steps of erf_inv after Giles' approximation (level S's, interpreter/hlo_special.py)."""
+ERF_INV_STEP_OPS = 89
+"""Vector ops of one erf_inv Newton step (lowering/special_functions.py): erf'(x) (4),
+erf (1), Cody's erfc (75: his two rational functions, exp(-x^2) as two exact parts, the
+selects of the three intervals), the log erfc residual times erfc (4), the erf residual
+and the select of the two (3), the step (2)."""
+DIGAMMA_STEPS = 10
+"""Steps of digamma's recurrence psi(x) = psi(x + 1) - 1/x (level S's): every x >= 1/2
+reaches 10, where the asymptotic series takes over."""
+DIGAMMA_STEP_OPS = 6
+"""x < 10, 1/x subtracted, x + 1, and the two selects that stop a lane at 10."""
+SPECIAL_FUNCTION_OPS: dict[str, int] = {
+    "hlo.asin": ATAN2_OPS + 4,  # atan2(x, sqrt((1 - x)(1 + x))), atan2's splats shared
+    "hlo.acos": ATAN2_OPS + 4,  # atan2(sqrt((1 - x)(1 + x)), x)
+    "hlo.asinh": 29,  # three branches (log1p: 6 ops), their selects, the sign; 5 splats
+    "hlo.acosh": 33,  # three branches, their selects, NaN below 1; 6 splats
+    "hlo.atanh": 22,  # two log1p arguments, log1p, +-inf at +-1, the sign; 4 splats
+    "hlo.lgamma": 189,  # Lanczos' sum in x and in 1/x (97), |sin(pi x)| (29); 36 splats
+    "hlo.digamma": 68 + DIGAMMA_STEPS * DIGAMMA_STEP_OPS,  # reflection, series; 13 splats
+    "hlo.erf_inv": 113 + ERF_INV_NEWTON_STEPS * ERF_INV_STEP_OPS,  # Giles; 59 splats
+}
+"""
+Vector ops per element of the f64 code of `lower-to-tpu`'s asin, acos, asinh, acosh,
+atanh, lgamma, digamma and erf_inv (lowering/special_functions.py: level T has no
+instruction for them), splat constants included (one op per element each, as the
+level-T simulator charges a splat); a test counts the simulator's ops against it.
+"""
+SPECIAL_FUNCTION_WIDEN_OPS = UNARY_MATH_WIDEN_OPS
+"""A special function of a narrower float: its operand converted to f64, the result back
+(the same two converts as `UNARY_MATH_WIDEN_OPS`)."""
+
+
 def elementwise_vpu_ops(op: Operation) -> int:
     """
     VPU ops per result element of an elementwise op: one, but a float remainder below f64
     takes `FMOD_FIXED_OPS + steps * FMOD_STEP_OPS`, an f64 one
     `F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS`, a complex op its loop on
     the parts' `complex_part_ops`, an atan2 `ATAN2_OPS` (+ `ATAN2_WIDEN_OPS` below f64; an atan one more)
+    a unary op without an instruction (floor ... sinh) `unary_math_ops`, and a special
+    function (asin ... erf_inv) `SPECIAL_FUNCTION_OPS` (+ the widening)
     (what `lower-to-tpu` emits: tests count the simulator's ops of the lowered kernel
     against this).
     """
@@ -379,6 +416,11 @@ def elementwise_vpu_ops(op: Operation) -> int:
     unary = unary_math_ops(op)  # floor .. sinh: their vector code (unary_math.py)
     if unary is not None:
         return unary
+    if op.name in SPECIAL_FUNCTION_OPS:  # f64 vector code, the converts below f64
+        out = op.results[0].type
+        assert isinstance(out, TensorType)
+        wide = str(out.element_type) == "f64"
+        return SPECIAL_FUNCTION_OPS[op.name] + (0 if wide else SPECIAL_FUNCTION_WIDEN_OPS)
     if isinstance(op, hlo.RemainderOp):
         out = op.results[0].type
         assert isinstance(out, TensorType)

@@ -79,12 +79,13 @@ def _atan01(b: TileEmitter, c: Splats, t: SSAValue) -> tuple[SSAValue, SSAValue]
     return a, b.op(tpu.SelectOp(big, one, c(0.0)))
 
 
-def atan2(b: TileEmitter, y: SSAValue, x: SSAValue) -> SSAValue:
+def atan2(b: TileEmitter, y: SSAValue, x: SSAValue, c: Splats | None = None) -> SSAValue:
     """atan2(y, x) of two float vectors of one type, in f64 and rounded once (module
-    docstring)."""
+    docstring); `c`: the splats of the f64 code it is part of (lowering/special_functions.py),
+    shared."""
     elem = vector_type(y).element_type
     y, x = convert_vector(b, y, f64), convert_vector(b, x, f64)
-    c = Splats(b, vector_type(y).get_shape())
+    c = Splats(b, vector_type(y).get_shape()) if c is None else c
     ay, ax = b.op(mathd.AbsFOp(y)), b.op(mathd.AbsFOp(x))
     hi, lo = b.op(arith.MaximumfOp(ay, ax)), b.op(arith.MinimumfOp(ay, ax))
     t = b.op(arith.DivfOp(lo, hi))

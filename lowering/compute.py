@@ -363,7 +363,7 @@ _BUILDERS: list[tuple[type | tuple[type, ...], Callable[..., Tiled]]] = [
 
 
 def _builder(op: Operation) -> Callable[..., Tiled] | None:
-    if (isinstance(op, hlo.CHLO_OPS_13) and not isinstance(op, hlo.AtanOp)) or not_computed(op):
+    if not_computed(op):
         return None  # not lowered yet: lower-to-tpu says so at the op
     if isinstance(op, hlo.ReduceOp) and op.has_body:
         return None  # lowering/reduce_body.py

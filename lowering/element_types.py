@@ -35,8 +35,6 @@ and complex<f64>), but not every op computes in every one of them yet.
   broadcast outside a fusion, a complex constant. The other transcendentals (tanh,
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
-* Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
-  acos, acosh, asin, asinh, atanh, digamma, lgamma, erf_inv.
 * Ops without a VPU instruction (lowering/unary_math.py, helper unarya): level T's vector
   unit has the instructions the simulator executes (interpreter/level_t_arith.py: exp,
   log, sqrt, rsqrt, tanh, sin, cos, erf, powf, trunc, abs, copysign, the `arith` ops,
@@ -48,6 +46,8 @@ and complex<f64>), but not every op computes in every one of them yet.
   tan, cosh and sinh are f64 code rounded once to the value's type (level S's `in_f64`):
   bit for bit in bf16 f16 f8, within an ulp in f32, within 1-2 ulps of numpy in f64
   (unary_math.py states and tests the bound per op).
+* CHLO's asin, acos, asinh, acosh, atanh, lgamma, digamma and erf_inv compute in every
+  float type as f64 vector code rounded once (lowering/special_functions.py).
 * `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
   `complex` of complex tensors (strided DMAs of the parts).
 """

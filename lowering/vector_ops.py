@@ -333,6 +333,10 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         from shardc.lowering.atan2 import atan2
 
         return atan2(b, vals[0], splat_vector(b, 1.0, vector_type(vals[0])))
+    if isinstance(op, hlo.CHLO_OPS_13):  # the others: f64 vector code (special_functions.py)
+        from shardc.lowering.special_functions import special_function  # builds on this
+
+        return special_function(b, op, vals[0])
     if isinstance(op, hlo.RemainderOp):  # f64: an integer long division
         if isinstance(elem, Float64Type):
             return f64_remainder(b, vals[0], vals[1])
