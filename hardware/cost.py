@@ -46,6 +46,7 @@ from shardc.hardware.topology import (
     transfers_time,
 )
 from shardc.hardware.vmem import collective_budget, rs_pieces
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -461,6 +462,23 @@ def fusion_on_parts(op: Operation) -> bool:
     return bool(ops) and all(
         isinstance(o, _MOVES_PARTS) or complex_part_ops(o) is not None for o in ops
     )
+
+
+def bitcast_view(op: Operation) -> bool:
+    """
+    Whether `lower-to-tpu` lowers `op`, a `bitcast_convert` between widths, as a view of
+    its operand's HBM buffer (`tpu.memref_bitcast`: the same bytes, read where they are)
+    rather than a DMA into a buffer of its own: at the function's top level (a loop's
+    carried buffers are rewritten each trip) where no `func.return` reads its result (an
+    output is a buffer of its own). A complex tensor's parts' view (a last dimension of
+    2: lowering/complex_pairs.py) is such a bitcast; copying it was a whole extra pass
+    through HBM on both sides of a complex reduce or collective (level T 2.9x level S).
+    """
+    if not isinstance(op, hlo.BitcastConvertOp) or op.extra_dim() == 0:
+        return False
+    if not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    return not any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
 
 
 def part_dma_bytes(op: Operation) -> int | None:
@@ -1013,6 +1031,8 @@ class CostModel:
 
     def _hbm_bytes(self, op: Operation) -> int:
         if isinstance(op, hlo.ReshapeOp | spmd.AxisIndexOp | spmd.ConstraintOp):
+            return 0
+        if bitcast_view(op):  # the operand's bytes, read in place by its users
             return 0
         if isinstance(op, hlo.PartitionIdOp | hlo.ReplicaIdOp):  # a register, like axis_index
             return 0

@@ -28,18 +28,23 @@ and complex<f64>), but not every op computes in every one of them yet.
   broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts
   (lowering/complex_pairs.py, with level S's numpy numerics; exp, sqrt and log within an
   ulp or a few, max / min bit for bit in numpy's lexicographic order; log's argument is
-  the real `hlo.atan2`, lowering/atan2.py); what remains of them only moves bytes.
+  the real `hlo.atan2`, lowering/atan2.py); what remains of them only moves bytes:
+  a transpose or broadcast outside a fusion moves whole elements (compute.py's loop, one
+  vector op per element, as `hardware/kernel.py` plans), a constant's blocks are stored
+  through the parts' view (a splat as its (re, im) pair broadcast), and the parts' view
+  a reduce or collective reads is its operand's buffer viewed in place
+  (`hardware/cost.py` `bitcast_view`, which level S charges nothing for either).
 * Not yet (an error at the op naming it): complex pow (level S's numpy pow multiplies
   out integer exponents below 100 and calls cpow otherwise), a reduce other than add
-  (mul, max, min), all_reduce / reduce_scatter other than add, a complex transpose or
-  broadcast outside a fusion, a complex constant. The other transcendentals (tanh,
+  (mul, max, min), all_reduce / reduce_scatter other than add. The other transcendentals (tanh,
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
 * Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
   acos, acosh, asin, asinh, atanh, cbrt, ceil, floor, round_nearest_even,
   round_nearest_afz, cosh, sinh, tan, expm1, log1p, sign, digamma, lgamma, erf_inv.
-* `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
-  `complex` of complex tensors (strided DMAs of the parts).
+* `moves_bytes` also takes a `bitcast_convert` between widths (a DMA, or a view:
+  `bitcast_view`), `real` / `imag` / `complex` of complex tensors (strided DMAs of the
+  parts), and a complex transpose, broadcast or constant.
 """
 
 from __future__ import annotations
@@ -94,6 +99,8 @@ def moves_bytes(op: Operation) -> bool:
         return op.extra_dim() != 0
     if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):  # complex: strided DMAs
         return any(_is_complex(v.type) for v in (*op.operands, *op.results))
+    if isinstance(op, hlo.TransposeOp | hlo.BroadcastOp | hlo.ConstantOp):
+        return _is_complex(op.results[0].type)  # whole elements moved or written (compute.py)
     return isinstance(op, _BYTE_MOVERS)
 
 

@@ -334,7 +334,7 @@ def fused_chain(ctype: str, n: int, steps: list[tuple[str, int, int]]) -> str:
         elif op == "convert":
             lines.append(f"%w{k} = hlo.convert {x} : ({t}) -> {other}")
             lines.append(f"{v} = hlo.convert %w{k} : ({other}) -> {t}")
-        else:  # read by the add only: fused (a complex transpose alone: not lowered yet)
+        else:  # read by the add only: fused
             lines.append(f"%t{k} = hlo.transpose {x}, dims = [1, 0] : ({t}) -> {t}")
             lines.append(f"{v} = hlo.add %t{k}, {y} : {t}")
         vals.append(v)
