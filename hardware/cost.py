@@ -153,11 +153,13 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
 
 def reduce_body_ops(op: hlo.ReduceOp) -> int:
     """
-    VPU ops per reduced element of a reduce: one combine, or its body's ops but the
-    return (an argmax's compares, ands, ors and selects each run once per element, on
+    VPU ops per reduced element of a reduce: one combine (a complex mul / max / min:
+    `complex_fold_ops`), or its body's ops but the return (an argmax's compares, ands, ors and selects each run once per element, on
     every operand pair together), each its `elementwise_vpu_ops` (an atan2's or a
     remainder's vector code, not one op).
     """
+    if complex_fold(op):
+        return complex_fold_ops(op)
     if op.body is None:
         return 1
     ops = [o for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)]
@@ -409,6 +411,48 @@ def complex_part_ops(op: Operation) -> int | None:
     return COMPLEX_PART_OPS.get((op.name, str(parts[0])))
 
 
+COMPLEX_FOLDS = ("mul", "max", "min")
+"""The complex reduces `lower-to-tpu` folds on the parts (lowering/complex_pairs.py `_fold`:
+a reduce with a body, lowering/reduce_body.py); add sums the parts' view."""
+PLAIN_PRODUCT_OPS = 6
+"""Vector ops of a complex product as ar br - ai bi + i (ar bi + ai br), each product and
+sum rounded in the part type (`complex_fold_plain`)."""
+
+
+def complex_fold(op: Operation) -> bool:
+    """Whether `op` is a complex reduce mul / max / min without a body (`COMPLEX_FOLDS`)."""
+    if not isinstance(op, hlo.ReduceOp) or op.has_body:
+        return False
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    return isinstance(elem, ComplexType) and op.kind.data in COMPLEX_FOLDS
+
+
+def complex_fold_plain(op: hlo.ReduceOp) -> bool:
+    """
+    Whether level S's numpy multiplies a complex reduce's values uncontracted: where its
+    iteration's innermost axis (the operand's last of size > 1, row-major) is reduced,
+    numpy's reduce loop computes ar br - ai bi + i (ar bi + ai br) with every product and
+    sum rounded in the part type; otherwise its elementwise loop, whose products are
+    contracted into fused multiply-adds (lowering/complex_pairs.py `_mul`). Measured on
+    this machine's numpy for both part types; a level-S value that is not row-major in
+    memory (a transpose's view) may take the other loop (within an ulp per product).
+    """
+    shape = _tensor_types(op.operands[:1])[0].get_shape()
+    inner = [d for d, n in enumerate(shape) if n > 1]
+    return not inner or inner[-1] in op.dims
+
+
+def complex_fold_ops(op: hlo.ReduceOp) -> int:
+    """Vector ops per element of a complex fold's body (`complex_fold`): the product
+    (`PLAIN_PRODUCT_OPS`, or the contracted one's `COMPLEX_PART_OPS`) or max / min's."""
+    part = _tensor_types(op.operands[:1])[0].element_type
+    assert isinstance(part, ComplexType)
+    kind = op.kind.data
+    if kind == "mul" and complex_fold_plain(op):
+        return PLAIN_PRODUCT_OPS
+    return COMPLEX_PART_OPS[(f"hlo.{kind}", str(part.element_type))]
+
+
 def complex_parts_read(op: Operation, value: SSAValue) -> int:
     """How many parts of complex operand `value` the loop on the parts of `op` reads: a
     convert to a real type other than i1 its real part only, else both."""
@@ -495,7 +539,7 @@ def part_dma_bytes(op: Operation) -> int | None:
     elif fusion_on_parts(op):  # every complex operand split, every complex result joined
         values = _tensor_types([*op.operands, *op.results])
         moved = sum(tensor_bytes(t) for t in values if isinstance(t.element_type, ComplexType))
-    elif complex_part_ops(op) is None and not complex_dot(op):
+    elif complex_part_ops(op) is None and not complex_dot(op) and not complex_fold(op):
         return None
     else:
         moved = 0

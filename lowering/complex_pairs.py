@@ -22,6 +22,12 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   complex<f64>: max * sqrt(1 + (min / max)^2) (no overflow), within a few ulps.
 * reduce add, dot and reducing collectives: sums of the parts (a complex dot as four
   real ones, as the cost model counts it), in level T's summation order.
+* reduce mul / max / min (`_fold`): a reduce with a body on the parts, folded in level
+  S's order from the identity's parts (lowering/reduce_body.py). numpy's product in a
+  reduce depends on its loop (`hardware/cost.py` `complex_fold_plain`): over the innermost
+  axis its reduce loop rounds every product and sum in the part type (`_plain_mul`: bit
+  for bit), elsewhere its elementwise loop contracts them (`_mul`: bit for bit for
+  complex<f32>, within an ulp per product for complex<f64>); max / min `_extreme`.
 * all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
   element); a permute's zero fill is the complex zero. A `_start`'s operands and its
   `done`'s results are the views too; a combined collective's real operands stay.
@@ -54,12 +60,13 @@ becomes one fusion on the parts of its values (`ComplexFusion`), where the cost 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import fusion_on_parts, touches_complex
+from shardc.hardware.cost import complex_fold_plain, fusion_on_parts, touches_complex
 from xdsl.dialects.builtin import (
     ComplexType,
     DenseIntOrFPElementsAttr,
@@ -180,6 +187,15 @@ def _mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue
     re = b.bin(hlo.SubOp, b.bin(hlo.MulOp, w[0], w[1]), w[3])
     im = b.bin(hlo.AddOp, b.bin(hlo.MulOp, w[0], w[2]), w[4])
     return [b.convert(re, part), b.convert(im, part)]
+
+
+def _plain_mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:
+    """numpy's uncontracted complex product (its reduce loop, `complex_fold_plain`): every
+    product and sum rounded in the part type."""
+    (ar, ai), (br, bi) = x, y
+    re = b.bin(hlo.SubOp, b.bin(hlo.MulOp, ar, br), b.bin(hlo.MulOp, ai, bi))
+    im = b.bin(hlo.AddOp, b.bin(hlo.MulOp, ar, bi), b.bin(hlo.MulOp, ai, br))
+    return [re, im]
 
 
 def _div(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:
@@ -493,11 +509,19 @@ def _log(b: _Ops, op: Operation, args: list[Value]) -> Value:
 
 
 def _lexicographic(b: _Ops, op: Operation, args: list[Value]) -> Value:
-    """max / min as numpy's (level S): x where x has a NaN part or x >= y (<= for min) in
-    the order of (real part, imaginary part), else y; the real parts decide only where
-    neither imaginary part is NaN, equal values give x (its signed zeros)."""
-    (ar, ai), (br, bi) = _pair(args[0]), _pair(args[1])
-    strict, weak = ("GT", "GE") if isinstance(op, hlo.MaxOp) else ("LT", "LE")
+    """max / min as numpy's (level S): `_extreme`."""
+    return _extreme(b, _pair(args[0]), _pair(args[1]), isinstance(op, hlo.MaxOp))
+
+
+def _extreme(
+    b: _Ops, x: tuple[SSAValue, SSAValue], y: tuple[SSAValue, SSAValue], larger: bool
+) -> tuple[SSAValue, SSAValue]:
+    """numpy's complex maximum (`larger`) or minimum: x where x has a NaN part or x >= y
+    (<= for min) in the order of (real part, imaginary part), else y; the real parts
+    decide only where neither imaginary part is NaN, equal values give x (its signed
+    zeros)."""
+    (ar, ai), (br, bi) = x, y
+    strict, weak = ("GT", "GE") if larger else ("LT", "LE")
     ordered = b.bin(
         hlo.AndOp, b.add(hlo.CompareOp("EQ", ai, ai)), b.add(hlo.CompareOp("EQ", bi, bi))
     )
@@ -685,6 +709,43 @@ def _pair_type(ty: Attribute) -> Attribute:
     return TensorType(elem.element_type, [*ty.get_shape(), 2])
 
 
+FOLD_IDENTITY = {"mul": (1.0, 0.0), "max": (-math.inf, -math.inf), "min": (math.inf, math.inf)}
+"""Level S's identities of a complex reduce (interpreter `identity`): its inits' parts."""
+
+
+def _fold(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
+    """
+    A complex reduce mul / max / min as a reduce with a body on the parts (lowering/
+    reduce_body.py folds it in level S's order, from the inits): inputs the real and
+    imaginary parts (their strided DMAs), inits the identity's parts, the body numpy's
+    product (uncontracted where its reduce loop runs: `complex_fold_plain`, else `_mul`)
+    or lexicographic max / min (`_extreme`) of the accumulator (numpy's first operand)
+    and the element; the result's parts joined.
+    """
+    x = op.operands[0]
+    kind = op.kind.data
+    part = b.part_type(x)
+    scalar = TensorType(part, [])
+    inits = [
+        b.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(scalar, [v])))
+        for v in FOLD_IDENTITY[kind]
+    ]
+    block = Block(arg_types=[scalar] * 4)
+    acc, elem = (block.args[0], block.args[1]), (block.args[2], block.args[3])
+    inner = _Ops(op)
+    if kind == "mul" and complex_fold_plain(op):
+        outs = _plain_mul(inner, acc, elem)
+    elif kind == "mul":
+        outs = _mul(inner, acc, elem)
+    else:
+        outs = list(_extreme(inner, acc, elem, kind == "max"))
+    block.add_ops(inner.ops)
+    block.add_op(hlo.ReturnOp(outs))
+    fold = hlo.ReduceOp.with_body([b.part(x, 0), b.part(x, 1)], inits, op.dims, Region(block))
+    b.add(fold)
+    return b.join(fold.results[0], fold.results[1], b.elem(op.results[0]))
+
+
 def _reduce_on_pairs(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
     """A complex reduce add as the reduce add of the parts' view (2 parts per element)."""
     r = b.add(hlo.ReduceOp("add", b.pairs(op.operands[0]), op.dims))
@@ -740,6 +801,8 @@ class ComplexReductions(RewritePattern):
             rewriter.replace(op, b.ops, [_dot(b, op)])
         elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data == "add":
             rewriter.replace(op, b.ops, [_reduce_on_pairs(b, op)])
+        elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data in FOLD_IDENTITY:
+            rewriter.replace(op, b.ops, [_fold(b, op)])
         elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data == "add":
             new = _collective_on_pairs(b, op)
             if not (isinstance(op, collective.CollectiveOp) and op.IS_START):

@@ -22,8 +22,9 @@ and complex<f64>), but not every op computes in every one of them yet.
   combine them with `arith` at their width).
 * complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
   abs, exp, sqrt, log, max, min, compare EQ / NE, select, convert (complex <-> complex,
-  real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add,
-  all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
+  real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add, mul,
+  max and min (mul, max, min: a reduce with a body on the parts in level S's order, bit
+  for bit but complex<f64> products numpy contracts), all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
   them into ops on the real and imaginary parts, and a fusion of such ops (with
   broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts
   (lowering/complex_pairs.py, with level S's numpy numerics; exp, sqrt and log within an
@@ -35,8 +36,10 @@ and complex<f64>), but not every op computes in every one of them yet.
   a reduce or collective reads is its operand's buffer viewed in place
   (`hardware/cost.py` `bitcast_view`, which level S charges nothing for either).
 * Not yet (an error at the op naming it): complex pow (level S's numpy pow multiplies
-  out integer exponents below 100 and calls cpow otherwise), a reduce other than add
-  (mul, max, min), all_reduce / reduce_scatter other than add. The other transcendentals (tanh,
+  out integer exponents below 100 and calls cpow otherwise), all_reduce /
+  reduce_scatter other than add (mul, max, min: level S combines in rank order with
+  numpy's complex product or lexicographic order; the rings combine the parts' view
+  elementwise). The other transcendentals (tanh,
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
 * Real ops still refused in every type (`lower-to-tpu: hlo.X is not supported yet`):
