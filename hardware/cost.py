@@ -359,10 +359,12 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.max", "f64"): 15,
     ("hlo.min", "f32"): 15,
     ("hlo.min", "f64"): 15,
+    ("hlo.pow", "f32"): 353,  # exp(b log a), the exponent multiplied out, its specials
+    ("hlo.pow", "f64"): 393,  # the same with f64's log and exp
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide, abs, exp, sqrt, log, max, min, compare (EQ / NE) or select as ONE loop
+multiply, divide, abs, exp, sqrt, log, max, min, pow, compare (EQ / NE) or select as ONE loop
 over the parts (lowering/complex_pairs.py: the parts in, the result's parts out). Its
 vector ops per element (an atan2 counts its `elementwise_vpu_ops`), by op and part type (a splat constant is one op per element, as the level-T
 simulator charges it); a test counts the loop's ops against this table. A convert's:

@@ -21,23 +21,24 @@ and complex<f64>), but not every op computes in every one of them yet.
   width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
   combine them with `arith` at their width).
 * complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
-  abs, exp, sqrt, log, max, min, compare EQ / NE, select, convert (complex <-> complex,
+  abs, exp, sqrt, log, max, min, pow, compare EQ / NE, select, convert (complex <-> complex,
   real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add, mul,
   max and min (mul, max, min: a reduce with a body on the parts in level S's order, bit
   for bit but complex<f64> products numpy contracts), all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
   them into ops on the real and imaginary parts, and a fusion of such ops (with
   broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts
   (lowering/complex_pairs.py, with level S's numpy numerics; exp, sqrt and log within an
-  ulp or a few, max / min bit for bit in numpy's lexicographic order; log's argument is
+  ulp or a few, max / min bit for bit in numpy's lexicographic order, pow bit for bit
+  for integer exponents below 100 and otherwise exp(b log a) within a few ulps per unit
+  of b log a's product scale; log's argument is
   the real `hlo.atan2`, lowering/atan2.py); what remains of them only moves bytes:
   a transpose or broadcast outside a fusion moves whole elements (compute.py's loop, one
   vector op per element, as `hardware/kernel.py` plans), a constant's blocks are stored
   through the parts' view (a splat as its (re, im) pair broadcast), and the parts' view
   a reduce or collective reads is its operand's buffer viewed in place
   (`hardware/cost.py` `bitcast_view`, which level S charges nothing for either).
-* Not yet (an error at the op naming it): complex pow (level S's numpy pow multiplies
-  out integer exponents below 100 and calls cpow otherwise), all_reduce /
-  reduce_scatter other than add (mul, max, min: level S combines in rank order with
+* Not yet (an error at the op naming it): complex all_reduce / reduce_scatter other
+  than add (mul, max, min: level S combines in rank order with
   numpy's complex product or lexicographic order; the rings combine the parts' view
   elementwise). The other transcendentals (tanh,
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
