@@ -46,6 +46,7 @@ from shardc.hardware.topology import (
     transfers_time,
 )
 from shardc.hardware.vmem import collective_budget, rs_pieces
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -152,11 +153,13 @@ def sort_flops(op: hlo.SortOp | hlo.TopKOp) -> float:
 
 def reduce_body_ops(op: hlo.ReduceOp) -> int:
     """
-    VPU ops per reduced element of a reduce: one combine, or its body's ops but the
-    return (an argmax's compares, ands, ors and selects each run once per element, on
+    VPU ops per reduced element of a reduce: one combine (a complex mul / max / min:
+    `complex_fold_ops`), or its body's ops but the return (an argmax's compares, ands, ors and selects each run once per element, on
     every operand pair together), each its `elementwise_vpu_ops` (an atan2's or a
     remainder's vector code, not one op).
     """
+    if complex_fold(op):
+        return complex_fold_ops(op)
     if op.body is None:
         return 1
     ops = [o for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)]
@@ -462,10 +465,12 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.max", "f64"): 15,
     ("hlo.min", "f32"): 15,
     ("hlo.min", "f64"): 15,
+    ("hlo.pow", "f32"): 353,  # exp(b log a), the exponent multiplied out, its specials
+    ("hlo.pow", "f64"): 393,  # the same with f64's log and exp
 }
 """
 A TPU has no complex unit: `lower-to-tpu` computes a complex add, subtract, negate,
-multiply, divide, abs, exp, sqrt, log, max, min, compare (EQ / NE) or select as ONE loop
+multiply, divide, abs, exp, sqrt, log, max, min, pow, compare (EQ / NE) or select as ONE loop
 over the parts (lowering/complex_pairs.py: the parts in, the result's parts out). Its
 vector ops per element (an atan2 counts its `elementwise_vpu_ops`), by op and part type (a splat constant is one op per element, as the level-T
 simulator charges it); a test counts the loop's ops against this table. A convert's:
@@ -512,6 +517,48 @@ def complex_part_ops(op: Operation) -> int | None:
     if isinstance(op, hlo.ConvertOp):
         return complex_convert_ops(types[0], types[-1])
     return COMPLEX_PART_OPS.get((op.name, str(parts[0])))
+
+
+COMPLEX_FOLDS = ("mul", "max", "min")
+"""The complex reduces `lower-to-tpu` folds on the parts (lowering/complex_pairs.py `_fold`:
+a reduce with a body, lowering/reduce_body.py); add sums the parts' view."""
+PLAIN_PRODUCT_OPS = 6
+"""Vector ops of a complex product as ar br - ai bi + i (ar bi + ai br), each product and
+sum rounded in the part type (`complex_fold_plain`)."""
+
+
+def complex_fold(op: Operation) -> bool:
+    """Whether `op` is a complex reduce mul / max / min without a body (`COMPLEX_FOLDS`)."""
+    if not isinstance(op, hlo.ReduceOp) or op.has_body:
+        return False
+    elem = _tensor_types(op.operands[:1])[0].element_type
+    return isinstance(elem, ComplexType) and op.kind.data in COMPLEX_FOLDS
+
+
+def complex_fold_plain(op: hlo.ReduceOp) -> bool:
+    """
+    Whether level S's numpy multiplies a complex reduce's values uncontracted: where its
+    iteration's innermost axis (the operand's last of size > 1, row-major) is reduced,
+    numpy's reduce loop computes ar br - ai bi + i (ar bi + ai br) with every product and
+    sum rounded in the part type; otherwise its elementwise loop, whose products are
+    contracted into fused multiply-adds (lowering/complex_pairs.py `_mul`). Measured on
+    this machine's numpy for both part types; a level-S value that is not row-major in
+    memory (a transpose's view) may take the other loop (within an ulp per product).
+    """
+    shape = _tensor_types(op.operands[:1])[0].get_shape()
+    inner = [d for d, n in enumerate(shape) if n > 1]
+    return not inner or inner[-1] in op.dims
+
+
+def complex_fold_ops(op: hlo.ReduceOp) -> int:
+    """Vector ops per element of a complex fold's body (`complex_fold`): the product
+    (`PLAIN_PRODUCT_OPS`, or the contracted one's `COMPLEX_PART_OPS`) or max / min's."""
+    part = _tensor_types(op.operands[:1])[0].element_type
+    assert isinstance(part, ComplexType)
+    kind = op.kind.data
+    if kind == "mul" and complex_fold_plain(op):
+        return PLAIN_PRODUCT_OPS
+    return COMPLEX_PART_OPS[(f"hlo.{kind}", str(part.element_type))]
 
 
 def complex_parts_read(op: Operation, value: SSAValue) -> int:
@@ -569,6 +616,23 @@ def fusion_on_parts(op: Operation) -> bool:
     )
 
 
+def bitcast_view(op: Operation) -> bool:
+    """
+    Whether `lower-to-tpu` lowers `op`, a `bitcast_convert` between widths, as a view of
+    its operand's HBM buffer (`tpu.memref_bitcast`: the same bytes, read where they are)
+    rather than a DMA into a buffer of its own: at the function's top level (a loop's
+    carried buffers are rewritten each trip) where no `func.return` reads its result (an
+    output is a buffer of its own). A complex tensor's parts' view (a last dimension of
+    2: lowering/complex_pairs.py) is such a bitcast; copying it was a whole extra pass
+    through HBM on both sides of a complex reduce or collective (level T 2.9x level S).
+    """
+    if not isinstance(op, hlo.BitcastConvertOp) or op.extra_dim() == 0:
+        return False
+    if not isinstance(op.parent_op(), func.FuncOp):
+        return False
+    return not any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
+
+
 def part_dma_bytes(op: Operation) -> int | None:
     """
     HBM traffic of the strided DMAs between a complex tensor and its parts (lowering/
@@ -583,7 +647,7 @@ def part_dma_bytes(op: Operation) -> int | None:
     elif fusion_on_parts(op):  # every complex operand split, every complex result joined
         values = _tensor_types([*op.operands, *op.results])
         moved = sum(tensor_bytes(t) for t in values if isinstance(t.element_type, ComplexType))
-    elif complex_part_ops(op) is None and not complex_dot(op):
+    elif complex_part_ops(op) is None and not complex_dot(op) and not complex_fold(op):
         return None
     else:
         moved = 0
@@ -1119,6 +1183,8 @@ class CostModel:
 
     def _hbm_bytes(self, op: Operation) -> int:
         if isinstance(op, hlo.ReshapeOp | spmd.AxisIndexOp | spmd.ConstraintOp):
+            return 0
+        if bitcast_view(op):  # the operand's bytes, read in place by its users
             return 0
         if isinstance(op, hlo.PartitionIdOp | hlo.ReplicaIdOp):  # a register, like axis_index
             return 0

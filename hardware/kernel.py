@@ -53,6 +53,8 @@ from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import (
     complex_dot,
+    complex_fold,
+    complex_fold_ops,
     complex_part_ops,
     complex_parts_read,
     elementwise_vpu_ops,
@@ -290,7 +292,7 @@ def _op_time(chip: Chip, op: Operation) -> float | None:
             return None if None in times else moved / chip.hbm_bw + sum(times)  # pyright: ignore
     elif isinstance(op, hlo.RngBitGeneratorOp):
         kernels = rng_kernels(chip, op)
-    elif complex_part_ops(op) is not None or complex_dot(op):
+    elif complex_part_ops(op) is not None or complex_dot(op) or complex_fold(op):
         return complex_time(chip, op)
     else:
         k = op_kernel(chip, op)
@@ -460,20 +462,35 @@ def _reduce_body(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
     """
     if not reduce_body_lowers(op):
         return None
-    shape, dims = _shape(op.inputs[0]), list(op.dims)
+    inputs = [_elem(x) for x in op.inputs]
+    inits = [_elem(i) for i in op.inits]
+    results = tuple(_elem(r) for r in op.results)
+    ops = reduce_body_ops(op)
+    return _fold_kernel(chip, _shape(op.inputs[0]), list(op.dims), inputs, inits, results, ops)
+
+
+def _fold_kernel(
+    chip: Chip,
+    shape: tuple[int, ...],
+    dims: list[int],
+    inputs: Sequence[Attribute],
+    inits: Sequence[Attribute],
+    elems: tuple[Attribute, ...],
+    ops: int,
+) -> Kernel:
+    """`_reduce_body`'s loop of inputs of `shape` and element types `inputs`, reduced over
+    `dims` from `inits` into `elems`, `ops` vector ops per body evaluation and element."""
     kept = [d for d in range(len(shape)) if d not in dims]
     nk = len(kept)
     its = {d: i for i, d in enumerate(kept)} | {d: nk + j for j, d in enumerate(dims)}
     sizes = (*(shape[d] for d in kept), *(shape[d] for d in dims))
     staged = (*dims, *kept) != tuple(range(len(shape)))
     follow = tuple(its[d] for d in range(len(shape)))
-    streams = [KernelStream(shape, _elem(x), follow, staged) for x in op.inputs]
-    streams += [KernelStream((), _elem(i), ()) for i in op.inits]
-    elems = tuple(_elem(r) for r in op.results)
+    streams = [KernelStream(shape, e, follow, staged) for e in inputs]
+    streams += [KernelStream((), e, ()) for e in inits]
     scratch: list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]] = [
         (lambda blocks: tuple(blocks[:nk]), e) for e in elems[1:]
     ]
-    ops = reduce_body_ops(op)
 
     def work(blocks: Sequence[int]) -> float:
         vregs = -(-math.prod(blocks[:nk]) // (LANES * SUBLANES))
@@ -833,13 +850,28 @@ def complex_dot_kernels(chip: Chip, op: hlo.DotOp) -> list[Kernel]:
     return [dot] * 4 + [combine] * 2
 
 
+def complex_fold_kernels(chip: Chip, op: hlo.ReduceOp) -> list[Kernel]:
+    """The loop lowering/complex_pairs.py `_fold` makes of a complex reduce mul / max /
+    min: `_reduce_body`'s, of the two parts from the identity's parts into the result's,
+    `cost.complex_fold_ops` vector ops per element."""
+    elem = _elem(op.operand)
+    assert isinstance(elem, ComplexType)
+    part = elem.element_type
+    shape, dims = _shape(op.operand), list(op.dims)
+    return [
+        _fold_kernel(chip, shape, dims, [part] * 2, [part] * 2, (part, part), complex_fold_ops(op))
+    ]
+
+
 def complex_time(chip: Chip, op: Operation) -> float | None:
     """Level S's seconds of a complex op on its parts: the strided DMAs that split its
     operands and join its result (`cost.part_dma_bytes` at the HBM bandwidth, one after
     another as level T runs them) and its loops (`complex_kernels`,
-    `complex_dot_kernels`)."""
+    `complex_dot_kernels`, `complex_fold_kernels`)."""
     if isinstance(op, hlo.DotOp):
         kernels = complex_dot_kernels(chip, op)
+    elif isinstance(op, hlo.ReduceOp):
+        kernels = complex_fold_kernels(chip, op)
     else:
         kernels = complex_kernels(chip, op)
     times = [kernel_time(chip, k) for k in kernels]

@@ -211,7 +211,10 @@ class MemoryFunctions(InterpreterFunctions):
                 op, d, f"bitcast of {src.describe()}, which is not contiguous"
             )
         ty = op.result.type
-        view = src.view.view(dtype_of(ty.element_type)).reshape(ty.get_shape())
+        # a rank-0 buffer (a complex scalar's parts) as one row: numpy views no 0-d array
+        # as another width
+        flat = src.view.reshape(src.view.shape or (1,))
+        view = flat.view(dtype_of(ty.element_type)).reshape(ty.get_shape())
         return (Ref(src.buffer, view, src.label),)
 
     @impl(tpu.AllocOp)

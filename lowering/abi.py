@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shardc.dialects import hlo, spmd, tpu
+from shardc.hardware.cost import bitcast_view
 from shardc.lowering.emit import Emitter, hbm_type, tensor_type
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -73,6 +74,8 @@ class KernelAbi:
                 direct[v] = i
         scratch_values: list[SSAValue] = []
         for op in _ops_with_buffers(old):
+            if bitcast_view(op):  # its operand's buffer, viewed (`view`)
+                continue
             for r in op.results:
                 if isinstance(r.type, TensorType) and r not in direct:
                     scratch_values.append(r)
@@ -104,6 +107,12 @@ class KernelAbi:
         self.arg_types.append(ty)
         self.scratch += 1
         return arg
+
+    def view(self, e: Emitter, op: hlo.BitcastConvertOp) -> None:
+        """A `bitcast_view` op's result: its operand's buffer viewed as its type (no copy)."""
+        ty = tensor_type(op.result.type)
+        view = tpu.MemRefBitcastOp(self.buffers[op.operand], hbm_type(ty))
+        self.buffers[op.result] = e.op(view, "bitcast_view")
 
     def emit_return(self, e: Emitter) -> None:
         """Copy every returned value not computed in place into its output; return."""

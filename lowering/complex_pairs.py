@@ -22,6 +22,12 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   complex<f64>: max * sqrt(1 + (min / max)^2) (no overflow), within a few ulps.
 * reduce add, dot and reducing collectives: sums of the parts (a complex dot as four
   real ones, as the cost model counts it), in level T's summation order.
+* reduce mul / max / min (`_fold`): a reduce with a body on the parts, folded in level
+  S's order from the identity's parts (lowering/reduce_body.py). numpy's product in a
+  reduce depends on its loop (`hardware/cost.py` `complex_fold_plain`): over the innermost
+  axis its reduce loop rounds every product and sum in the part type (`_plain_mul`: bit
+  for bit), elsewhere its elementwise loop contracts them (`_mul`: bit for bit for
+  complex<f32>, within an ulp per product for complex<f64>); max / min `_extreme`.
 * all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
   element); a permute's zero fill is the complex zero. A `_start`'s operands and its
   `done`'s results are the views too; a combined collective's real operands stay.
@@ -46,6 +52,19 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   (and about eps^2 absolute near |z| = 1, where glibc sums the squares' low parts exactly).
   C99's special values: zero gives -inf + i arg, an infinite part +inf, NaN otherwise.
 
+* pow (`_pow`): numpy's `nc_pow` as measured on this machine's numpy (tests/unit/
+  test_lower_complex_pow.py): b = 0 gives 1; a = 0 gives 0 (Re b > 0) or NaN; an integer
+  exponent (Im b = 0, |n| < 100) is multiplied out with the uncontracted product in the
+  part type (n = 1, 2, 3 unrolled, else square-and-multiply over all 7 bits, Smith's
+  1 / r for n < 0): bit for bit. Any other exponent: glibc's cpow (cpowf for
+  complex<f32>), exp(b log a) with b log a the uncontracted product in the part type
+  (measured: numpy's contracted one matches 63%, this one all): `_log` and `_exp` within
+  an ulp (f32 parts) or a few (f64 parts) of glibc's, which exp turns into a few ulps of
+  |a^b| per unit of b log a's product scale. Deviation: glibc's product recovers
+  infinities where both of its parts come out NaN (C99 Annex G), this one does not (NaN
+  where level S may give an infinity or zero); where b log a is huge, the infinities'
+  signs may differ.
+
 `RULES` holds each elementwise op's ops on the parts. A top-level op becomes ONE loop
 fusion on its parts (`ComplexElementwise`); a fusion of complex ops (the fusion pass's)
 becomes one fusion on the parts of its values (`ComplexFusion`), where the cost model's
@@ -54,12 +73,13 @@ becomes one fusion on the parts of its values (`ComplexFusion`), where the cost 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import fusion_on_parts, touches_complex
+from shardc.hardware.cost import complex_fold_plain, fusion_on_parts, touches_complex
 from xdsl.dialects.builtin import (
     ComplexType,
     DenseIntOrFPElementsAttr,
@@ -180,6 +200,15 @@ def _mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue
     re = b.bin(hlo.SubOp, b.bin(hlo.MulOp, w[0], w[1]), w[3])
     im = b.bin(hlo.AddOp, b.bin(hlo.MulOp, w[0], w[2]), w[4])
     return [b.convert(re, part), b.convert(im, part)]
+
+
+def _plain_mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:
+    """numpy's uncontracted complex product (its reduce loop, `complex_fold_plain`): every
+    product and sum rounded in the part type."""
+    (ar, ai), (br, bi) = x, y
+    re = b.bin(hlo.SubOp, b.bin(hlo.MulOp, ar, br), b.bin(hlo.MulOp, ai, bi))
+    im = b.bin(hlo.AddOp, b.bin(hlo.MulOp, ar, bi), b.bin(hlo.MulOp, ai, br))
+    return [re, im]
 
 
 def _div(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:
@@ -493,11 +522,19 @@ def _log(b: _Ops, op: Operation, args: list[Value]) -> Value:
 
 
 def _lexicographic(b: _Ops, op: Operation, args: list[Value]) -> Value:
-    """max / min as numpy's (level S): x where x has a NaN part or x >= y (<= for min) in
-    the order of (real part, imaginary part), else y; the real parts decide only where
-    neither imaginary part is NaN, equal values give x (its signed zeros)."""
-    (ar, ai), (br, bi) = _pair(args[0]), _pair(args[1])
-    strict, weak = ("GT", "GE") if isinstance(op, hlo.MaxOp) else ("LT", "LE")
+    """max / min as numpy's (level S): `_extreme`."""
+    return _extreme(b, _pair(args[0]), _pair(args[1]), isinstance(op, hlo.MaxOp))
+
+
+def _extreme(
+    b: _Ops, x: tuple[SSAValue, SSAValue], y: tuple[SSAValue, SSAValue], larger: bool
+) -> tuple[SSAValue, SSAValue]:
+    """numpy's complex maximum (`larger`) or minimum: x where x has a NaN part or x >= y
+    (<= for min) in the order of (real part, imaginary part), else y; the real parts
+    decide only where neither imaginary part is NaN, equal values give x (its signed
+    zeros)."""
+    (ar, ai), (br, bi) = x, y
+    strict, weak = ("GT", "GE") if larger else ("LT", "LE")
     ordered = b.bin(
         hlo.AndOp, b.add(hlo.CompareOp("EQ", ai, ai)), b.add(hlo.CompareOp("EQ", bi, bi))
     )
@@ -506,6 +543,77 @@ def _lexicographic(b: _Ops, op: Operation, args: list[Value]) -> Value:
     nan = b.bin(hlo.OrOp, b.add(hlo.CompareOp("NE", ar, ar)), b.add(hlo.CompareOp("NE", ai, ai)))
     pick = b.bin(hlo.OrOp, nan, b.bin(hlo.OrOp, first, tie))
     return b.add(hlo.SelectOp(pick, ar, br)), b.add(hlo.SelectOp(pick, ai, bi))
+
+
+POW_INT_BITS = 7
+"""Bits of an integer exponent numpy multiplies out (|n| < 100 < 2^7: `_pow`)."""
+
+
+def _select_pair(
+    b: _Ops, c: SSAValue, x: Sequence[SSAValue], y: Sequence[SSAValue]
+) -> tuple[SSAValue, SSAValue]:
+    return b.add(hlo.SelectOp(c, x[0], y[0])), b.add(hlo.SelectOp(c, x[1], y[1]))
+
+
+def _int_power(b: _Ops, a: tuple[SSAValue, SSAValue], n: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """
+    numpy's a^|n| for an integer |n| < 2^`POW_INT_BITS` (its `nc_pow` loop, every element
+    taking every bit): from 1 + 0i, a multiplied in where n's bit is set, squared
+    between bits, with the uncontracted product (`_plain_mul`, numpy's `nc_prod`).
+    """
+    k = b.add(hlo.AbsOp(n))
+    aa = (b.splat(1.0, a[0]), b.splat(0.0, a[0]))
+    p = a
+    for level in range(POW_INT_BITS):
+        bit = b.bin(hlo.AndOp, k, b.splat(1 << level, k))
+        on = b.add(hlo.CompareOp("NE", bit, b.splat(0, k)))
+        aa = _select_pair(b, on, _plain_mul(b, aa, p), aa)
+        if level + 1 < POW_INT_BITS:
+            p = tuple(_plain_mul(b, p, p))
+    return aa
+
+
+def _pow(b: _Ops, op: Operation, args: list[Value]) -> Value:
+    """
+    numpy's complex power (level S: `np.power` in the operands' type, measured on this
+    machine's numpy): b = 0 gives 1 + 0i (whatever a); a = 0 gives 0 + 0i where Re b > 0,
+    else NaN + i NaN; an integer exponent n (Im b = 0) with |n| < 100 is multiplied out
+    with the uncontracted product: n = 1 a, n = 2 a a, n = 3 a (a a), else `_int_power`,
+    then 1 / that by Smith's division (`_div`) for n < 0 (bit for bit); any other
+    exponent glibc's cpow, exp(b log a) (`_log`, the uncontracted product in the part
+    type, `_exp`: within a few ulps of level S's per unit of b log a's product scale).
+    """
+    a, e = _pair(args[0]), _pair(args[1])
+    (ar, ai), (br, bi) = a, e
+    zero = b.splat(0.0, ar)
+    general = _exp(b, op, [tuple(_plain_mul(b, e, _pair(_log(b, op, [a]))))])
+    small = b.add(hlo.CompareOp("LT", b.add(hlo.AbsOp(br)), b.splat(100.0, br)))
+    n = b.convert(b.add(hlo.SelectOp(small, br, zero)), IntegerType(32))
+    integral = b.bin(hlo.AndOp, small, b.add(hlo.CompareOp("EQ", b.convert(n, b.elem(br)), br)))
+    integral = b.bin(hlo.AndOp, integral, b.add(hlo.CompareOp("EQ", bi, zero)))
+    square = tuple(_plain_mul(b, a, a))
+    looped = _int_power(b, a, n)
+    one = (b.splat(1.0, ar), zero)
+    negative = b.add(hlo.CompareOp("LT", br, zero))
+    looped = _select_pair(b, negative, _div(b, one, looped), looped)
+
+    def exponent(k: int) -> SSAValue:
+        return b.add(hlo.CompareOp("EQ", n, b.splat(k, n)))
+
+    whole = _select_pair(b, exponent(3), _plain_mul(b, a, square), looped)
+    whole = _select_pair(b, exponent(2), square, whole)
+    whole = _select_pair(b, exponent(1), a, whole)
+    r = _select_pair(b, integral, whole, general)
+    a_zero = b.bin(
+        hlo.AndOp, b.add(hlo.CompareOp("EQ", ar, zero)), b.add(hlo.CompareOp("EQ", ai, zero))
+    )
+    nan = b.splat(math.nan, ar)
+    to_zero = _select_pair(b, b.add(hlo.CompareOp("GT", br, zero)), (zero, zero), (nan, nan))
+    r = _select_pair(b, a_zero, to_zero, r)
+    b_zero = b.bin(
+        hlo.AndOp, b.add(hlo.CompareOp("EQ", br, zero)), b.add(hlo.CompareOp("EQ", bi, zero))
+    )
+    return _select_pair(b, b_zero, one, r)
 
 
 RULES: dict[type[Operation], Rule] = {
@@ -523,6 +631,7 @@ RULES: dict[type[Operation], Rule] = {
     hlo.LogOp: _log,
     hlo.MaxOp: _lexicographic,
     hlo.MinOp: _lexicographic,
+    hlo.PowOp: _pow,
 }
 """The elementwise ops on complex numbers `lower-to-tpu` computes on the parts: each as its
 ops on the parts (module docstring)."""
@@ -685,6 +794,43 @@ def _pair_type(ty: Attribute) -> Attribute:
     return TensorType(elem.element_type, [*ty.get_shape(), 2])
 
 
+FOLD_IDENTITY = {"mul": (1.0, 0.0), "max": (-math.inf, -math.inf), "min": (math.inf, math.inf)}
+"""Level S's identities of a complex reduce (interpreter `identity`): its inits' parts."""
+
+
+def _fold(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
+    """
+    A complex reduce mul / max / min as a reduce with a body on the parts (lowering/
+    reduce_body.py folds it in level S's order, from the inits): inputs the real and
+    imaginary parts (their strided DMAs), inits the identity's parts, the body numpy's
+    product (uncontracted where its reduce loop runs: `complex_fold_plain`, else `_mul`)
+    or lexicographic max / min (`_extreme`) of the accumulator (numpy's first operand)
+    and the element; the result's parts joined.
+    """
+    x = op.operands[0]
+    kind = op.kind.data
+    part = b.part_type(x)
+    scalar = TensorType(part, [])
+    inits = [
+        b.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(scalar, [v])))
+        for v in FOLD_IDENTITY[kind]
+    ]
+    block = Block(arg_types=[scalar] * 4)
+    acc, elem = (block.args[0], block.args[1]), (block.args[2], block.args[3])
+    inner = _Ops(op)
+    if kind == "mul" and complex_fold_plain(op):
+        outs = _plain_mul(inner, acc, elem)
+    elif kind == "mul":
+        outs = _mul(inner, acc, elem)
+    else:
+        outs = list(_extreme(inner, acc, elem, kind == "max"))
+    block.add_ops(inner.ops)
+    block.add_op(hlo.ReturnOp(outs))
+    fold = hlo.ReduceOp.with_body([b.part(x, 0), b.part(x, 1)], inits, op.dims, Region(block))
+    b.add(fold)
+    return b.join(fold.results[0], fold.results[1], b.elem(op.results[0]))
+
+
 def _reduce_on_pairs(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
     """A complex reduce add as the reduce add of the parts' view (2 parts per element)."""
     r = b.add(hlo.ReduceOp("add", b.pairs(op.operands[0]), op.dims))
@@ -740,6 +886,8 @@ class ComplexReductions(RewritePattern):
             rewriter.replace(op, b.ops, [_dot(b, op)])
         elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data == "add":
             rewriter.replace(op, b.ops, [_reduce_on_pairs(b, op)])
+        elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data in FOLD_IDENTITY:
+            rewriter.replace(op, b.ops, [_fold(b, op)])
         elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data == "add":
             new = _collective_on_pairs(b, op)
             if not (isinstance(op, collective.CollectiveOp) and op.IS_START):

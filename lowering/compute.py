@@ -80,7 +80,14 @@ from shardc.lowering.vector_ops import (
     store_block,
 )
 from xdsl.dialects import arith, scf, vector
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, VectorType, i32, i64
+from xdsl.dialects.builtin import (
+    ComplexType,
+    DenseIntOrFPElementsAttr,
+    MemRefType,
+    VectorType,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 _ELEMENTWISE = (
@@ -125,6 +132,9 @@ def _constant(chip: Chip, op: hlo.ConstantOp) -> Tiled:
     splat = value is not None
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
+        if isinstance(ty.element_type, ComplexType):
+            _complex_constant(b, op, value, target)
+            return
         vty = VectorType(ty.element_type, memref_shape(target))
         if splat:
             v = splat_vector(b, value, vty)
@@ -133,6 +143,31 @@ def _constant(chip: Chip, op: hlo.ConstantOp) -> Tiled:
         store_block(b, v, target)
 
     return Tiled(op, shape, [], body, _vpu_work(chip, 0, len(shape)), whole=not splat)
+
+
+def _complex_constant(
+    b: TileEmitter, op: hlo.ConstantOp, value: tuple[float, float] | None, target: SSAValue
+) -> None:
+    """
+    A complex constant's block stored through its parts' view (`tpu.memref_bitcast` of
+    the VMEM block to the part type with a last dimension of 2: a vector register holds
+    real lanes): a splat (`value`: its (re, im) pair) broadcast, one vector op per part;
+    a dense literal as its bytes, which are the interleaved parts already.
+    """
+    elem = tensor_type(op.result.type).element_type
+    assert isinstance(elem, ComplexType)
+    part = elem.element_type
+    pairs = [*memref_shape(target), 2]
+    space = target.type.memory_space  # pyright: ignore[reportAttributeAccessIssue]
+    view = b.op(tpu.MemRefBitcastOp(target, MemRefType(part, pairs, memory_space=space)))
+    vty = VectorType(part, pairs)
+    if value is None:
+        v = b.op(arith.ConstantOp(DenseIntOrFPElementsAttr(vty, op.value.data)))
+    else:
+        two = VectorType(part, [2])
+        pair = DenseIntOrFPElementsAttr.from_list(two, list(value))
+        v = b.op(vector.BroadcastOp(b.op(arith.ConstantOp(pair)), vty))
+    store_block(b, v, view)
 
 
 def _iota(chip: Chip, op: hlo.IotaOp) -> Tiled:

@@ -21,18 +21,26 @@ and complex<f64>), but not every op computes in every one of them yet.
   width; dots and reduces accumulate in i32; reducing collectives and scatter combiners
   combine them with `arith` at their width).
 * complex<f32> and complex<f64>: `lower-to-tpu` first rewrites add, sub, mul, div, neg,
-  abs, exp, sqrt, log, max, min, compare EQ / NE, select, convert (complex <-> complex,
-  real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add,
-  all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
+  abs, exp, sqrt, log, max, min, pow, compare EQ / NE, select, convert (complex <-> complex,
+  real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add, mul,
+  max and min (mul, max, min: a reduce with a body on the parts in level S's order, bit
+  for bit but complex<f64> products numpy contracts), all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
   them into ops on the real and imaginary parts, and a fusion of such ops (with
   broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts
   (lowering/complex_pairs.py, with level S's numpy numerics; exp, sqrt and log within an
-  ulp or a few, max / min bit for bit in numpy's lexicographic order; log's argument is
-  the real `hlo.atan2`, lowering/atan2.py); what remains of them only moves bytes.
-* Not yet (an error at the op naming it): complex pow (level S's numpy pow multiplies
-  out integer exponents below 100 and calls cpow otherwise), a reduce other than add
-  (mul, max, min), all_reduce / reduce_scatter other than add, a complex transpose or
-  broadcast outside a fusion, a complex constant. The other transcendentals (tanh,
+  ulp or a few, max / min bit for bit in numpy's lexicographic order, pow bit for bit
+  for integer exponents below 100 and otherwise exp(b log a) within a few ulps per unit
+  of b log a's product scale; log's argument is
+  the real `hlo.atan2`, lowering/atan2.py); what remains of them only moves bytes:
+  a transpose or broadcast outside a fusion moves whole elements (compute.py's loop, one
+  vector op per element, as `hardware/kernel.py` plans), a constant's blocks are stored
+  through the parts' view (a splat as its (re, im) pair broadcast), and the parts' view
+  a reduce or collective reads is its operand's buffer viewed in place
+  (`hardware/cost.py` `bitcast_view`, which level S charges nothing for either).
+* Not yet (an error at the op naming it): complex all_reduce / reduce_scatter other
+  than add (mul, max, min: level S combines in rank order with
+  numpy's complex product or lexicographic order; the rings combine the parts' view
+  elementwise). The other transcendentals (tanh,
   rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
   refuses them on complex numbers).
 * Ops without a VPU instruction (lowering/unary_math.py, helper unarya): level T's vector
@@ -48,8 +56,9 @@ and complex<f64>), but not every op computes in every one of them yet.
   (unary_math.py states and tests the bound per op).
 * CHLO's asin, acos, asinh, acosh, atanh, lgamma, digamma and erf_inv compute in every
   float type as f64 vector code rounded once (lowering/special_functions.py).
-* `moves_bytes` also takes a `bitcast_convert` between widths, and `real` / `imag` /
-  `complex` of complex tensors (strided DMAs of the parts).
+* `moves_bytes` also takes a `bitcast_convert` between widths (a DMA, or a view:
+  `bitcast_view`), `real` / `imag` / `complex` of complex tensors (strided DMAs of the
+  parts), and a complex transpose, broadcast or constant.
 """
 
 from __future__ import annotations
@@ -104,6 +113,8 @@ def moves_bytes(op: Operation) -> bool:
         return op.extra_dim() != 0
     if isinstance(op, hlo.RealOp | hlo.ImagOp | hlo.ComplexOp):  # complex: strided DMAs
         return any(_is_complex(v.type) for v in (*op.operands, *op.results))
+    if isinstance(op, hlo.TransposeOp | hlo.BroadcastOp | hlo.ConstantOp):
+        return _is_complex(op.results[0].type)  # whole elements moved or written (compute.py)
     return isinstance(op, _BYTE_MOVERS)
 
 

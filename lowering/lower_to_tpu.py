@@ -62,6 +62,7 @@ from types import ModuleType
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective, hlo, spmd, tpu
 from shardc.hardware.chips import UnknownChipError, get_chip
+from shardc.hardware.cost import bitcast_view
 from shardc.lowering import complex_pairs, element_types
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import control_flow as tpu_control
@@ -259,6 +260,9 @@ class KernelLowering:
         elif isinstance(op, collective.CollectiveOp):
             assert self.collectives is not None
             self.collectives.lower(op, self.buffers)
+        elif bitcast_view(op):
+            assert isinstance(op, hlo.BitcastConvertOp)
+            self.abi.view(self._emitter, op)
         else:
             lowering = next((m for m in _OP_LOWERINGS if m.handles(op)), None)
             if lowering is None:

@@ -387,16 +387,17 @@ def test_level_t_unsigned_integer_predicates() -> None:
 
 
 def test_lower_to_tpu_refuses_new_types_at_the_op() -> None:
-    text = """func.func @main(%a: tensor<8x128xi32>) -> tensor<8x128xf32> attributes {spmd.per_device_io} {
+    text = """spmd.mesh @m = <["x"=2]>
+func.func @main(%a: tensor<8x128xi32>) -> tensor<8x128xf32> attributes {spmd.per_device_io} {
   %c = hlo.convert %a : (tensor<8x128xi32>) -> tensor<8x128xcomplex<f32>>
-  %p = hlo.pow %c, %c : tensor<8x128xcomplex<f32>>
+  %p = collective.all_reduce max %c on @m["x"] : tensor<8x128xcomplex<f32>>
   %e = hlo.real %p : (tensor<8x128xcomplex<f32>>) -> tensor<8x128xf32>
   func.return %e : tensor<8x128xf32>
 }"""
-    with pytest.raises(  # the convert is lowered (on the parts), the complex pow is not
+    with pytest.raises(  # the convert is lowered (on the parts), the complex max ring is not
         DiagnosticError,
-        match=r"<test>:3:3: .*lower-to-tpu: hlo.pow with element type complex<f32> is not "
-        "supported yet",
+        match=r"<test>:4:3: .*lower-to-tpu: collective.all_reduce with element type "
+        "complex<f32> is not supported yet",
     ):
         compile_module(parse(text), "lower-to-tpu", "<test>")
 

@@ -59,6 +59,7 @@ def assert_same(got: np.ndarray, want: np.ndarray) -> None:
     """Bit for bit, but a NaN part may be any NaN (numpy's loops may swap the operands of
     a commutative op, which picks another NaN's sign and payload)."""
     assert got.dtype == want.dtype and got.shape == want.shape
+    got, want = np.atleast_1d(got), np.atleast_1d(want)  # numpy views no 0-d array as bytes
     for g, w in ((np.real(got), np.real(want)), (np.imag(got), np.imag(want))):
         nan = np.isnan(g) & np.isnan(w)
         assert np.array_equal(
@@ -334,7 +335,7 @@ def fused_chain(ctype: str, n: int, steps: list[tuple[str, int, int]]) -> str:
         elif op == "convert":
             lines.append(f"%w{k} = hlo.convert {x} : ({t}) -> {other}")
             lines.append(f"{v} = hlo.convert %w{k} : ({other}) -> {t}")
-        else:  # read by the add only: fused (a complex transpose alone: not lowered yet)
+        else:  # read by the add only: fused
             lines.append(f"%t{k} = hlo.transpose {x}, dims = [1, 0] : ({t}) -> {t}")
             lines.append(f"{v} = hlo.add %t{k}, {y} : {t}")
         vals.append(v)
