@@ -240,6 +240,8 @@ class _Pending:
     frees: list[Operation]
     ready: float
     """Overlap clock at which the DMAs of the last chunk placed are done."""
+    slack: float = 0.0
+    """Seconds its link may still idle without a later step (`_idle_or_stall`)."""
 
 
 @dataclass
@@ -250,12 +252,21 @@ class Overlap:
     """Estimated seconds of compute lowered so far (tile-plan estimates)."""
     rings: dict[SSAValue, _Pending] = field(default_factory=dict[SSAValue, _Pending])
 
-    def start(self, future: SSAValue, e: Emitter, steps: RingSteps, times: list[float]) -> None:
-        """Emit the hoisted ops and chunk 0 at the `_start`; keep the rest for later."""
+    def start(
+        self,
+        future: SSAValue,
+        e: Emitter,
+        steps: RingSteps,
+        times: list[float],
+        slack: float = 0.0,
+    ) -> None:
+        """Emit the hoisted ops and chunk 0 at the `_start`; keep the rest for later.
+        `slack`: by how much level S's schedule lets the collective end later
+        (`step_estimate.collective_slack`)."""
         for op in [*steps.hoisted, *steps.chunks[0]]:
             e.op(op)
         self.rings[future] = _Pending(
-            steps.chunks[1:], times[1:], steps.frees, self.clock + times[0]
+            steps.chunks[1:], times[1:], steps.frees, self.clock + times[0], slack
         )
 
     def done(self, future: SSAValue, e: Emitter) -> None:
@@ -279,6 +290,9 @@ class Overlap:
     def place(self, b: TileEmitter, step: Ix, steps: int, block_time: float) -> None:
         """Put pending chunks at the top of the loop body `b` (block `step` of `steps`)."""
         at: dict[int, list[Operation]] = {}
+        stalls = [0.0] * (steps + 1)
+        """Seconds the chunks placed stall the compute before each block boundary (so far,
+        summed: a stall delays every block after it)."""
         free = 0.0
         """When the rings issued before this one are done with their transfers (engine
         order, `_engine_free`)."""
@@ -286,12 +300,17 @@ class Overlap:
             for j in range(steps):
                 if not _transfers_left(ring):
                     break  # only waits left: they go at the `done`
-                t = self.clock + j * block_time
-                if _lands_before(ring, free, t):
-                    at.setdefault(j, []).extend(ring.chunks.pop(0))
-                    ring.ready = t + ring.times.pop(0)
+                t = self.clock + j * block_time + stalls[j]
+                lands = max(ring.ready, free)
+                if lands > t and _idle_or_stall(ring, lands, t, block_time) == "idle":
+                    continue
+                at.setdefault(j, []).extend(ring.chunks.pop(0))
+                ring.slack -= max(0.0, t - lands)
+                for k in range(j, steps + 1):
+                    stalls[k] += max(0.0, lands - t)
+                ring.ready = max(t, lands) + ring.times.pop(0)
             free = _engine_free(free, ring)
-        self.clock += steps * block_time
+        self.clock += steps * block_time + stalls[steps]
         for j, ops in sorted(at.items()):
 
             def emit(w: TileEmitter, ops: list[Operation] = ops) -> None:
@@ -321,18 +340,21 @@ def _engine_free(free: float, ring: _Pending) -> float:
     return float("inf") if _transfers_left(ring) else max(free, ring.ready)
 
 
-def _lands_before(ring: _Pending, free: float, t: float) -> bool:
+def _idle_or_stall(ring: _Pending, lands: float, t: float, block_time: float) -> str:
     """
-    Whether `ring`'s next chunk may go at the block boundary at `t`: its turn on the
-    engine has come (`free`, `_engine_free`) and its previous transfer is estimated to
-    have landed. The first boundary after, not the nearest one (half a block early at
-    most, as it was):
-    the chunk begins with the wait for that transfer, at the top of a compute block, so
-    placed early it stalls the compute for certain, while placed late it leaves the link
-    idle for less than a block, which costs nothing as long as the ring fits under the
-    compute the schedule put between its `_start` and `done` (where level S counts it
-    hidden). With the nearest boundary, megatron4 at 8192x4096x16384 on v5p (16 bf16
-    all_reduces of 8 MiB under 80 us dots) stalled 1.8 us per step: level T 3.18 ms
-    against level S's 2.72 ms; at the first boundary after, 2.87 ms (helper biglayer).
+    Where `ring`'s next chunk goes when its previous transfer (or its turn on the engine)
+    lands at `lands`, inside the block that begins at `t`: at the boundary after ('idle':
+    the link idles until then, the compute runs on) or at this one ('stall': the chunk's
+    wait holds the compute until the transfer lands, the next one starts at once). A
+    ring runs at the speed level S's engine has it only if it never idles, a compute loop
+    only if it never stalls: the one that may wait is the one with slack in level S's
+    schedule. Idle while the ring has slack for it (`step_estimate.collective_slack`, less
+    what it idled already): then it ends before anything waits for it, as level S has it
+    (megatron4 at 8192x4096x16384 on v5p, compute-bound, stalled 1.8 us per step at the
+    nearest boundary: level T 3.18 ms against level S's 2.72 ms; helper biglayer). Else
+    stall: a ring with no slack keeps the engine busy up to a `done` that waits, so each
+    second it idles comes out of the step, while the compute waits there anyway
+    (dp_grads 2048x4096 on v5p, communication-bound: 12.9 us transfers under 5 us dot
+    blocks idled the link 2-3 us each, level T 4.75 ms against level S's 4.27 ms).
     """
-    return max(ring.ready, free) <= t
+    return "idle" if ring.slack >= t + block_time - lands else "stall"
