@@ -22,9 +22,12 @@ loop's time as the kernel runs it);
 chunk k+1 of a ring goes before the first block boundary at or after where chunk k's
 transfer (the cost model's time for the collective, `CostModel.collective_time`, shared
 by its remote chunks by the bytes they send; local DMAs at HBM bandwidth) finishes,
-never earlier (`_lands_before`), one chunk per ring per block; the rings pending go one
-after the other, in issue order (`_engine_free`). A chunk placed at block j runs under `scf.if %t == j` at the
-top of the loop body (predication, not peeling: the body stays one loop whatever the
+the link idling until then, unless the ring has no slack for that in level S's schedule
+(`step_estimate.collective_slack`): then before the last boundary ahead of it, its wait
+stalling the compute until the transfer lands (`_stalls`; later boundaries move by the
+stall); one chunk per ring per block; the rings pending go one after the other, in
+issue order (`_engine_free`). A chunk placed at block j runs under `scf.if %t == j` at
+the top of the loop body (predication, not peeling: the body stays one loop whatever the
 placement, each chunk appears once, and the loop's blocks, double-buffering and
 write-backs are untouched). `Overlap.wanted_steps` tells the tile plan how many blocks a
 loop needs for the chunks that fit under it (two per chunk, so a chunk lands within half
@@ -302,7 +305,7 @@ class Overlap:
                     break  # only waits left: they go at the `done`
                 t = self.clock + j * block_time + stalls[j]
                 lands = max(ring.ready, free)
-                if lands > t and _idle_or_stall(ring, lands, t, block_time) == "idle":
+                if lands > t and not _stalls(ring, lands, t, block_time):
                     continue
                 at.setdefault(j, []).extend(ring.chunks.pop(0))
                 ring.slack -= max(0.0, t - lands)
@@ -340,21 +343,23 @@ def _engine_free(free: float, ring: _Pending) -> float:
     return float("inf") if _transfers_left(ring) else max(free, ring.ready)
 
 
-def _idle_or_stall(ring: _Pending, lands: float, t: float, block_time: float) -> str:
+def _stalls(ring: _Pending, lands: float, t: float, block_time: float) -> bool:
     """
-    Where `ring`'s next chunk goes when its previous transfer (or its turn on the engine)
-    lands at `lands`, inside the block that begins at `t`: at the boundary after ('idle':
-    the link idles until then, the compute runs on) or at this one ('stall': the chunk's
-    wait holds the compute until the transfer lands, the next one starts at once). A
-    ring runs at the speed level S's engine has it only if it never idles, a compute loop
-    only if it never stalls: the one that may wait is the one with slack in level S's
-    schedule. Idle while the ring has slack for it (`step_estimate.collective_slack`, less
-    what it idled already): then it ends before anything waits for it, as level S has it
-    (megatron4 at 8192x4096x16384 on v5p, compute-bound, stalled 1.8 us per step at the
-    nearest boundary: level T 3.18 ms against level S's 2.72 ms; helper biglayer). Else
-    stall: a ring with no slack keeps the engine busy up to a `done` that waits, so each
-    second it idles comes out of the step, while the compute waits there anyway
-    (dp_grads 2048x4096 on v5p, communication-bound: 12.9 us transfers under 5 us dot
-    blocks idled the link 2-3 us each, level T 4.75 ms against level S's 4.27 ms).
+    Whether `ring`'s next chunk goes at the block boundary at `t`, before its previous
+    transfer (or its turn on the engine) lands at `lands`: its wait then holds the
+    compute until the transfer lands and the next transfer starts at once; else it goes
+    at the first boundary after `lands`, the link idling until then while the compute
+    runs on. Only in the block where it lands (a stall of less than a block). A ring
+    runs at the speed level S's engine has it only if it never idles, a compute loop only
+    if it never stalls: the one that may wait is the one with slack in level S's schedule.
+    Idle while the ring has slack for it (`step_estimate.collective_slack`, less what it
+    idled already): then it still ends before anything waits for it, as level S has it
+    (megatron4 at 8192x4096x16384 on v5p, compute-bound, stalled 1.8 us per step when
+    every chunk went to the nearest boundary: level T 3.18 ms against level S's 2.72 ms;
+    helper biglayer). Else stall: a ring with no slack keeps the engine busy up to a
+    `done` that waits, so each second it idles comes out of the step, while the compute
+    waits there anyway (dp_grads 2048x4096 on v5p, communication-bound: 12.9 us steps
+    under 5 us dot blocks idled the link 2-3 us each, level T 4.75 ms against level S's
+    4.27 ms; with the stalls 4.37 ms).
     """
-    return "idle" if ring.slack >= t + block_time - lands else "stall"
+    return t < lands < t + block_time and ring.slack < t + block_time - lands
