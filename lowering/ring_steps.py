@@ -292,6 +292,23 @@ class Overlap:
 
     def place(self, b: TileEmitter, step: Ix, steps: int, block_time: float) -> None:
         """Put pending chunks at the top of the loop body `b` (block `step` of `steps`)."""
+        for j, ops in sorted(self._placements(steps, block_time).items()):
+
+            def emit(w: TileEmitter, ops: list[Operation] = ops) -> None:
+                for op in ops:
+                    w.op(op)
+
+            emit_if(b, ix_cmp(b, step, "eq", j), emit)
+
+    def place_before(self, e: Emitter, time: float) -> None:
+        """Put pending chunks before an op of `time` seconds about to be emitted by `e`
+        (one block: a movement op's DMAs)."""
+        for op in self._placements(1, time).get(0, []):
+            e.op(op)
+
+    def _placements(self, steps: int, block_time: float) -> dict[int, list[Operation]]:
+        """The chunks going at each of `steps` block boundaries `block_time` apart, from
+        the clock on (which moves past them and the stalls they cause)."""
         at: dict[int, list[Operation]] = {}
         stalls = [0.0] * (steps + 1)
         """Seconds the chunks placed stall the compute before each block boundary (so far,
@@ -314,13 +331,7 @@ class Overlap:
                 ring.ready = max(t, lands) + ring.times.pop(0)
             free = _engine_free(free, ring)
         self.clock += steps * block_time + stalls[steps]
-        for j, ops in sorted(at.items()):
-
-            def emit(w: TileEmitter, ops: list[Operation] = ops) -> None:
-                for op in ops:
-                    w.op(op)
-
-            emit_if(b, ix_cmp(b, step, "eq", j), emit)
+        return at
 
 
 def _transfers_left(ring: _Pending) -> bool:
