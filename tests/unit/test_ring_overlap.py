@@ -450,13 +450,12 @@ def test_slack_of_a_ring_the_engine_chains_to_a_waiting_done_is_zero():
     assert first > 0.0 and second == pytest.approx(step - 2 * ring, rel=0.02)
 
 
-@pytest.mark.parametrize("dots", [8])
-def test_a_ring_without_slack_keeps_its_link_busy(dots):
+def test_a_ring_without_slack_keeps_its_link_busy():
     """A ring with no slack (`communication_bound`) runs at level S's speed under the
     dots: its steps' waits hold the compute until each transfer lands rather than the
     link idling until the next block boundary (it idled up to a block per step, level T
     1.087x level S on v5p; now within 4%)."""
-    text = communication_bound(dots)
+    text = communication_bound(8)
     level_s = shardc.run(
         parse_and_verify(make_context(), text, "<comm>"), timing_only=True, chip="v5p"
     ).report["step_time_s"]
