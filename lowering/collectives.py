@@ -38,6 +38,7 @@ from shardc.lowering.reduce_scatter import multi_reduce_scatter
 from shardc.lowering.ring_steps import Overlap, chunk_times, split_steps
 from shardc.lowering.tile_plan import vmem_in_use
 from shardc.lowering.topology import Axis, Topology
+from shardc.passes.step_estimate import collective_slack
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -56,6 +57,8 @@ class CollectiveLowering:
         """future -> ops to emit at its `done`."""
         self.start_results: dict[Operation, list[SSAValue]] = {}
         """`_start` -> the buffers it wrote (its `done`'s results')."""
+        self.slack: dict[Block, dict[Operation, float]] = {}
+        """Per level-S block: each collective's slack (`step_estimate.collective_slack`)."""
 
     def lower(self, op: collective.CollectiveOp, buffers: Mapping[SSAValue, SSAValue]) -> None:
         """Lower `op` (a collective or a `_start`) on the HBM `buffers` of its values."""
@@ -104,7 +107,17 @@ class CollectiveLowering:
             body = self._whole(op, axes, ins, outs, self.target)
         steps = split_steps(body)
         times = chunk_times(self.target.chip, steps.chunks, self.cost.collective_time(op))
-        overlap.start(op.results[0], self.e, steps, times)
+        overlap.start(op.results[0], self.e, steps, times, self._slack(op))
+
+    def _slack(self, op: collective.CollectiveOp) -> float:
+        """How much later `op` may end than level S has it without a later step
+        (`step_estimate.collective_slack` of its block, computed once per block)."""
+        block = op.parent_block()
+        if block is None:
+            return 0.0
+        if block not in self.slack:
+            self.slack[block] = collective_slack(block.ops, self.cost)
+        return self.slack[block].get(op, 0.0)
 
     def _whole(
         self,

@@ -22,9 +22,12 @@ loop's time as the kernel runs it);
 chunk k+1 of a ring goes before the first block boundary at or after where chunk k's
 transfer (the cost model's time for the collective, `CostModel.collective_time`, shared
 by its remote chunks by the bytes they send; local DMAs at HBM bandwidth) finishes,
-never earlier (`_lands_before`), one chunk per ring per block; the rings pending go one
-after the other, in issue order (`_engine_free`). A chunk placed at block j runs under `scf.if %t == j` at the
-top of the loop body (predication, not peeling: the body stays one loop whatever the
+the link idling until then, unless the ring has no slack for that in level S's schedule
+(`step_estimate.collective_slack`): then before the last boundary ahead of it, its wait
+stalling the compute until the transfer lands (`_stalls`; later boundaries move by the
+stall); one chunk per ring per block; the rings pending go one after the other, in
+issue order (`_engine_free`). A chunk placed at block j runs under `scf.if %t == j` at
+the top of the loop body (predication, not peeling: the body stays one loop whatever the
 placement, each chunk appears once, and the loop's blocks, double-buffering and
 write-backs are untouched). `Overlap.wanted_steps` tells the tile plan how many blocks a
 loop needs for the chunks that fit under it (two per chunk, so a chunk lands within half
@@ -240,6 +243,8 @@ class _Pending:
     frees: list[Operation]
     ready: float
     """Overlap clock at which the DMAs of the last chunk placed are done."""
+    slack: float = 0.0
+    """Seconds its link may still idle without a later step (`_idle_or_stall`)."""
 
 
 @dataclass
@@ -250,12 +255,21 @@ class Overlap:
     """Estimated seconds of compute lowered so far (tile-plan estimates)."""
     rings: dict[SSAValue, _Pending] = field(default_factory=dict[SSAValue, _Pending])
 
-    def start(self, future: SSAValue, e: Emitter, steps: RingSteps, times: list[float]) -> None:
-        """Emit the hoisted ops and chunk 0 at the `_start`; keep the rest for later."""
+    def start(
+        self,
+        future: SSAValue,
+        e: Emitter,
+        steps: RingSteps,
+        times: list[float],
+        slack: float = 0.0,
+    ) -> None:
+        """Emit the hoisted ops and chunk 0 at the `_start`; keep the rest for later.
+        `slack`: by how much level S's schedule lets the collective end later
+        (`step_estimate.collective_slack`)."""
         for op in [*steps.hoisted, *steps.chunks[0]]:
             e.op(op)
         self.rings[future] = _Pending(
-            steps.chunks[1:], times[1:], steps.frees, self.clock + times[0]
+            steps.chunks[1:], times[1:], steps.frees, self.clock + times[0], slack
         )
 
     def done(self, future: SSAValue, e: Emitter) -> None:
@@ -278,7 +292,27 @@ class Overlap:
 
     def place(self, b: TileEmitter, step: Ix, steps: int, block_time: float) -> None:
         """Put pending chunks at the top of the loop body `b` (block `step` of `steps`)."""
+        for j, ops in sorted(self._placements(steps, block_time).items()):
+
+            def emit(w: TileEmitter, ops: list[Operation] = ops) -> None:
+                for op in ops:
+                    w.op(op)
+
+            emit_if(b, ix_cmp(b, step, "eq", j), emit)
+
+    def place_before(self, e: Emitter, time: float) -> None:
+        """Put pending chunks before an op of `time` seconds about to be emitted by `e`
+        (one block: a movement op's DMAs)."""
+        for op in self._placements(1, time).get(0, []):
+            e.op(op)
+
+    def _placements(self, steps: int, block_time: float) -> dict[int, list[Operation]]:
+        """The chunks going at each of `steps` block boundaries `block_time` apart, from
+        the clock on (which moves past them and the stalls they cause)."""
         at: dict[int, list[Operation]] = {}
+        stalls = [0.0] * (steps + 1)
+        """Seconds the chunks placed stall the compute before each block boundary (so far,
+        summed: a stall delays every block after it)."""
         free = 0.0
         """When the rings issued before this one are done with their transfers (engine
         order, `_engine_free`)."""
@@ -286,19 +320,18 @@ class Overlap:
             for j in range(steps):
                 if not _transfers_left(ring):
                     break  # only waits left: they go at the `done`
-                t = self.clock + j * block_time
-                if _lands_before(ring, free, t):
-                    at.setdefault(j, []).extend(ring.chunks.pop(0))
-                    ring.ready = t + ring.times.pop(0)
+                t = self.clock + j * block_time + stalls[j]
+                lands = max(ring.ready, free)
+                if lands > t and not _stalls(ring, lands, t, block_time):
+                    continue
+                at.setdefault(j, []).extend(ring.chunks.pop(0))
+                ring.slack -= max(0.0, t - lands)
+                for k in range(j, steps + 1):
+                    stalls[k] += max(0.0, lands - t)
+                ring.ready = max(t, lands) + ring.times.pop(0)
             free = _engine_free(free, ring)
-        self.clock += steps * block_time
-        for j, ops in sorted(at.items()):
-
-            def emit(w: TileEmitter, ops: list[Operation] = ops) -> None:
-                for op in ops:
-                    w.op(op)
-
-            emit_if(b, ix_cmp(b, step, "eq", j), emit)
+        self.clock += steps * block_time + stalls[steps]
+        return at
 
 
 def _transfers_left(ring: _Pending) -> bool:
@@ -321,18 +354,23 @@ def _engine_free(free: float, ring: _Pending) -> float:
     return float("inf") if _transfers_left(ring) else max(free, ring.ready)
 
 
-def _lands_before(ring: _Pending, free: float, t: float) -> bool:
+def _stalls(ring: _Pending, lands: float, t: float, block_time: float) -> bool:
     """
-    Whether `ring`'s next chunk may go at the block boundary at `t`: its turn on the
-    engine has come (`free`, `_engine_free`) and its previous transfer is estimated to
-    have landed. The first boundary after, not the nearest one (half a block early at
-    most, as it was):
-    the chunk begins with the wait for that transfer, at the top of a compute block, so
-    placed early it stalls the compute for certain, while placed late it leaves the link
-    idle for less than a block, which costs nothing as long as the ring fits under the
-    compute the schedule put between its `_start` and `done` (where level S counts it
-    hidden). With the nearest boundary, megatron4 at 8192x4096x16384 on v5p (16 bf16
-    all_reduces of 8 MiB under 80 us dots) stalled 1.8 us per step: level T 3.18 ms
-    against level S's 2.72 ms; at the first boundary after, 2.87 ms (helper biglayer).
+    Whether `ring`'s next chunk goes at the block boundary at `t`, before its previous
+    transfer (or its turn on the engine) lands at `lands`: its wait then holds the
+    compute until the transfer lands and the next transfer starts at once; else it goes
+    at the first boundary after `lands`, the link idling until then while the compute
+    runs on. Only in the block where it lands (a stall of less than a block). A ring
+    runs at the speed level S's engine has it only if it never idles, a compute loop only
+    if it never stalls: the one that may wait is the one with slack in level S's schedule.
+    Idle while the ring has slack for it (`step_estimate.collective_slack`, less what it
+    idled already): then it still ends before anything waits for it, as level S has it
+    (megatron4 at 8192x4096x16384 on v5p, compute-bound, stalled 1.8 us per step when
+    every chunk went to the nearest boundary: level T 3.18 ms against level S's 2.72 ms;
+    helper biglayer). Else stall: a ring with no slack keeps the engine busy up to a
+    `done` that waits, so each second it idles comes out of the step, while the compute
+    waits there anyway (dp_grads 2048x4096 on v5p, communication-bound: 12.9 us steps
+    under 5 us dot blocks idled the link 2-3 us each, level T 4.75 ms against level S's
+    4.27 ms; with the stalls 4.37 ms).
     """
-    return max(ring.ready, free) <= t
+    return t < lands < t + block_time and ring.slack < t + block_time - lands

@@ -259,8 +259,8 @@ def plan_time(chip: Chip, t: Tiled, plan: Plan) -> float:
     Seconds `plan`'s loop takes as the kernel runs it: `kernel.pipeline_time`, the time
     level S charges (`kernel.kernel_time`) and the level-T simulator runs, without
     `STEP_OVERHEAD` (it only steers the choice of blocks; neither level charges it).
-    `ring_steps.Overlap` keeps its clock by it, placing a pending ring's next step at the
-    first block boundary after the last one lands, and the rings in flight one after the
+    `ring_steps.Overlap` keeps its clock by it, placing a pending ring's next step at a
+    block boundary by when the last one lands, and the rings in flight one after the
     other. With the overhead counted, that clock ran 0.35 us per grid step ahead of the
     kernel: corpus `everyday`'s cumsum, two dozen one-step loops of about 1 ns each,
     counted 8.4 us, so its two argmax all_gathers' later steps were placed as if

@@ -88,6 +88,54 @@ def program_order_time(
     return max(clock, engine)
 
 
+def collective_slack(ops: Iterable[Operation], model: CostModel) -> dict[Operation, float]:
+    """
+    Per collective of a block's `ops` (in this order, `program_order_time`'s rules, one
+    device standing for all): by how many seconds its end may come later without the
+    step coming later. A forward pass (`program_order_time`'s) gives each collective's
+    end; a backward one the latest each may end: before its `done` must resume the compute
+    for the rest to finish by the step, and before every collective issued after it may
+    begin (the engine takes them in issue order: `timing.engine_window`). A collective on
+    a chain of collectives that keeps the engine busy up to a `done` that waits has no
+    slack, however long the compute under it: every second its ring idles comes out of
+    the step (`ring_steps.Overlap` keeps such a ring's link busy rather than the compute).
+    """
+    ops = list(ops)
+    times = [_time(op, model) for op in ops]
+    ends: dict[Operation, float] = {}
+    clock = engine = 0.0
+    in_flight: dict[SSAValue, float] = {}
+    for op, time in zip(ops, times, strict=True):
+        if isinstance(op, collective.CollectiveOp):
+            _, end = engine_window(clock, engine, time, model.collective_overlap(op))
+            ends[op], engine = end, max(engine, end)
+            if op.IS_START:
+                in_flight[op.results[0]] = end
+            else:
+                clock = end
+        elif isinstance(op, collective.DoneOp):
+            clock = max(clock, in_flight.pop(op.future, clock))
+        else:
+            clock += time
+    latest = engine_limit = max(clock, engine)
+    """The latest the compute clock may be after the op (going backward); the latest a
+    collective issued before may end (the engine must be free for the later ones)."""
+    by_done: dict[SSAValue, float] = {}
+    slack: dict[Operation, float] = {}
+    for op, time in zip(reversed(ops), reversed(times), strict=True):
+        if isinstance(op, collective.CollectiveOp):
+            end = min(engine_limit, by_done.pop(op.results[0], latest) if op.IS_START else latest)
+            slack[op] = max(0.0, end - ends[op])
+            begin = end - time
+            engine_limit = min(engine_limit, begin + model.collective_overlap(op))
+            latest = min(latest, begin)
+        elif isinstance(op, collective.DoneOp):
+            by_done[op.future] = latest
+        else:
+            latest -= time
+    return slack
+
+
 def skewed(op: collective.CollectiveOp, model: CostModel) -> bool:
     """Whether `op`'s members, beginning together, end at different times
     (`Landings.skewed`): then one device no longer stands for all."""

@@ -9,7 +9,8 @@ biglayer, issue 15 item 5):
   runs them (no placed step sends for two collectives);
 * a chunk's estimated transfer is its share of the collective's time by the bytes it
   sends (a bf16 all_reduce's f32 partials take twice its all-gather blocks' time);
-* a chunk is placed only once its predecessor's transfer is estimated to have landed;
+* a chunk is placed once its predecessor's transfer is estimated to have landed, or in
+  the block where it lands if its ring has no slack in level S's schedule;
 * `TpuPipelinePass.to_level_s` is the program `tpu-pipeline` lowers: `spmd-pipeline`
   behind its gates, not its passes applied one by one.
 """
@@ -96,14 +97,17 @@ def test_chunk_times_share_the_collective_by_bytes():
     assert times == pytest.approx([1e-6, 2e-6, 0.0])
 
 
-def test_a_chunk_waits_for_its_predecessor_to_land():
-    """Placed at a boundary only once the previous transfer is estimated done and the
-    rings ahead of it are (never half a block early: its wait would stall the
-    compute)."""
-    ring = ring_steps._Pending([], [], [], ready=10.0)
-    assert not ring_steps._lands_before(ring, 0.0, 9.5)
-    assert ring_steps._lands_before(ring, 0.0, 10.0)
-    assert not ring_steps._lands_before(ring, 12.0, 11.0)
+def test_a_chunk_stalls_the_compute_only_where_its_ring_has_no_slack():
+    """A step landing inside a block (boundaries at 9 and 10, landing at 9.75) goes at
+    the boundary after it (the link idles 0.25) while its ring has that much slack, at
+    the one before it (the compute stalls 0.75) when it has not; a step landing beyond
+    the block, or before the boundary, never stalls there."""
+    roomy = ring_steps._Pending([], [], [], ready=9.75, slack=0.25)
+    tight = ring_steps._Pending([], [], [], ready=9.75, slack=0.2)
+    assert not ring_steps._stalls(roomy, 9.75, 9.0, 1.0)
+    assert ring_steps._stalls(tight, 9.75, 9.0, 1.0)
+    assert not ring_steps._stalls(tight, 10.5, 9.0, 1.0)
+    assert not ring_steps._stalls(tight, 8.5, 9.0, 1.0)
 
 
 def test_to_level_s_is_the_program_tpu_pipeline_lowers():
