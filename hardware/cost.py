@@ -1038,6 +1038,13 @@ class CostModel:
         """Operand bytes one device contributes (DESIGN.md's `comm_bytes`)."""
         return sum(tensor_bytes(t) for t in op.input_types())
 
+    def group_array(self, op: collective.CollectiveOp) -> np.ndarray:
+        """`op.device_groups()` as a read-only int array, a row per group: what the clocks
+        of every device (`step_estimate.DeviceClocks`, `chain_floor.Passage`) index by."""
+        groups = np.array(op.device_groups(), dtype=np.int64)
+        groups.flags.writeable = False
+        return groups
+
     def torus(self) -> Torus:
         """
         The ICI torus of one pod of this model's mesh (`topology.Torus.of` over the mesh
@@ -1553,6 +1560,11 @@ class CachedCostModel(CostModel):
         return self._memo(
             cache, op, lambda: super(CachedCostModel, self).collective_time(op, start)
         )
+
+    _groups: dict[Hashable, np.ndarray] = field(default_factory=dict[Hashable, np.ndarray])
+
+    def group_array(self, op: collective.CollectiveOp) -> np.ndarray:
+        return self._memo(self._groups, op, lambda: super(CachedCostModel, self).group_array(op))
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
     _landings: dict[Hashable, Landings | None] = field(

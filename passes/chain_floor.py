@@ -70,7 +70,7 @@ class Passage:
     @staticmethod
     def of(op: collective.CollectiveOp, model: CostModel, devices: int) -> Passage | None:
         """`op`'s passage, or None if its groups name a device beyond the mesh."""
-        groups = np.array(op.device_groups(), dtype=np.int64)
+        groups = model.group_array(op)
         if groups.size and int(groups.max()) >= devices:
             return None
         overlap = model.collective_overlap(op)

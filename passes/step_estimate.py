@@ -114,7 +114,7 @@ class DeviceClocks:
         self, op: collective.CollectiveOp, model: CostModel, time: float, overlap: float
     ) -> np.ndarray:
         """Each device's end of `op` issued now (-inf on devices outside its groups)."""
-        groups = np.array(op.device_groups(), dtype=np.int64)
+        groups = model.group_array(op)
         free = self.engine[groups].max(axis=1, keepdims=True)
         landings = model.collective_landings(op)
         ends = np.full(len(self.clock), -math.inf)
@@ -222,7 +222,8 @@ class OpCosts:
     while the ops do not change: one estimate, or (`spmd-pipeline`'s gate) the plans and
     estimates of one pass until it changes the module; `split_sync` only re-points uses at
     values of the same types, which the costs do not depend on. Answers as `model` does
-    (`op_cost`, `collective_time`; anything else is `model`'s).
+    (`op_cost`, `collective_time`, `collective_landings`, `collective_overlap`,
+    `group_array` remembered; anything else is `model`'s).
     """
 
     def __init__(self, model: CostModel):
@@ -233,6 +234,8 @@ class OpCosts:
         """A collective costed as its other form (`collective_time(op, start)`: a sync one as
         the `_start` it becomes)."""
         self._landings: dict[Operation, Landings | None] = {}
+        self._overlaps: dict[Operation, float] = {}
+        self._groups: dict[Operation, np.ndarray] = {}
         self.times: dict[Operation, float] = {}
         """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
 
@@ -245,16 +248,19 @@ class OpCosts:
         op again (issue 14 item 7).
         """
         copy = OpCosts(self.model)
-        ops, collectives, times = self._ops, self._collectives, self.times
+        pairs = [
+            (self._ops, copy._ops),
+            (self._collectives, copy._collectives),
+            (self._other_form, copy._other_form),
+            (self._landings, copy._landings),
+            (self._overlaps, copy._overlaps),
+            (self._groups, copy._groups),
+            (self.times, copy.times),
+        ]
         for op, twin in twins:
-            if (cost := ops.get(op)) is not None:
-                copy._ops[twin] = cost
-            if (time := collectives.get(op)) is not None:
-                copy._collectives[twin] = time
-            if (time := self._other_form.get(op)) is not None:
-                copy._other_form[twin] = time
-            if (time := times.get(op)) is not None:
-                copy.times[twin] = time
+            for mine, theirs in pairs:
+                if (found := mine.get(op, _MISSING)) is not _MISSING:
+                    theirs[twin] = found
         return copy
 
     def op_cost(self, op: Operation) -> OpCost:
@@ -275,6 +281,18 @@ class OpCosts:
         if found is _MISSING:
             found = self._landings[op] = self.model.collective_landings(op)
         return found  # pyright: ignore[reportReturnType]
+
+    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+        found = self._overlaps.get(op)
+        if found is None:
+            found = self._overlaps[op] = self.model.collective_overlap(op)
+        return found
+
+    def group_array(self, op: collective.CollectiveOp) -> np.ndarray:
+        found = self._groups.get(op)
+        if found is None:
+            found = self._groups[op] = self.model.group_array(op)
+        return found
 
     def same_as(self, start: Operation, sync: Operation) -> None:
         """`start` (made by `split_sync` from `sync`) costs what `sync` costed as a
