@@ -200,8 +200,10 @@ class SpmdPipelinePass(ModulePass):
         if isinstance(p, CollectiveMatmulPass):
             # the pipeline's gate instead of the pass's own (one estimate, not two), and
             # no copy at all where no site's ring may pay
+            # (its rings are new ops; the ops it keeps read the same types: costed as they
+            # were, `keeps_ops`)
             if p.any_match(op, gate.model):
-                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True)
+                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True, keeps_ops=True)
         elif isinstance(p, MicroBatchPass):
             # planned on the module itself (its estimates leave it as it was); the copy
             # only if a split is planned
@@ -304,8 +306,9 @@ class Gate:
         no slower (with `strict`: faster); whether it was kept. With `view`, both are judged
         by the estimates of `view(op)` and `view(copy)` (micro-batch: as fusion will leave
         them), and what is known is forgotten (it is the view's). With `keeps_ops` (the
-        transform adds and erases ops but changes none it keeps: `collective-combine`), the
-        copy's ops are costed as `op`'s were (`OpCosts.moved`), not again."""
+        transform adds and erases ops but changes none it keeps, re-pointing uses at values
+        of the same types at most: `collective-combine`, `collective-matmul`), the copy's
+        ops are costed as `op`'s were (`OpCosts.moved`), not again."""
         self.fused = None
         candidate = op.clone()
         moved = None

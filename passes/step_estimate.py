@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any, cast
 
 import numpy as np
 from shardc.dialects import collective, hlo
-from shardc.hardware.cost import CostModel, Landings, OpCost, cached
+from shardc.hardware.cost import CachedCostModel, CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
 from shardc.passes.async_split import TO_START
@@ -221,13 +221,18 @@ class OpCosts:
     of an op (its types and properties, hashed) is most of the price of an answer. Valid
     while the ops do not change: one estimate, or (`spmd-pipeline`'s gate) the plans and
     estimates of one pass until it changes the module; `split_sync` only re-points uses at
-    values of the same types, which the costs do not depend on. Answers as `model` does
+    values of the same types, which the costs do not depend on. A cached `model` is asked
+    with the op's key, computed once for all the questions about it (a collective is asked
+    five). Answers as `model` does
     (`op_cost`, `collective_time`, `collective_landings`, `collective_overlap`,
     `group_array` remembered; anything else is `model`'s).
     """
 
     def __init__(self, model: CostModel):
         self.model = model
+        self._keyed = isinstance(model, CachedCostModel)
+        self._keys: dict[Operation, Hashable | None] = {}
+        """Each op's key in a cached `model` (`CachedCostModel.key`), once per op."""
         self._ops: dict[Operation, OpCost] = {}
         self._collectives: dict[Operation, float] = {}
         self._other_form: dict[Operation, float] = {}
@@ -255,6 +260,7 @@ class OpCosts:
             (self._landings, copy._landings),
             (self._overlaps, copy._overlaps),
             (self._groups, copy._groups),
+            (self._keys, copy._keys),
             (self.times, copy.times),
         ]
         for op, twin in twins:
@@ -263,36 +269,36 @@ class OpCosts:
                     theirs[twin] = found
         return copy
 
+    def _ask(self, cache: dict[Operation, Any], op: Operation, question: str, *args: Any) -> Any:
+        """The model's answer to `question` about `op`, remembered in `cache`; a cached
+        model is given the op's key, computed once for all questions about the op."""
+        found = cache.get(op, _MISSING)
+        if found is _MISSING:
+            ask = getattr(self.model, question)
+            if self._keyed:
+                key = self._keys.get(op, _MISSING)
+                if key is _MISSING:
+                    key = self._keys[op] = self.model.key(op)
+                found = cache[op] = ask(op, *args, key=key)
+            else:
+                found = cache[op] = ask(op, *args)
+        return found
+
     def op_cost(self, op: Operation) -> OpCost:
-        cost = self._ops.get(op)
-        if cost is None:
-            cost = self._ops[op] = self.model.op_cost(op)
-        return cost
+        return self._ask(self._ops, op, "op_cost")
 
     def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
         cache = self._collectives if start in (None, op.IS_START) else self._other_form
-        time = cache.get(op)
-        if time is None:
-            time = cache[op] = self.model.collective_time(op, start)
-        return time
+        return self._ask(cache, op, "collective_time", start)
 
     def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
-        found = self._landings.get(op, _MISSING)
-        if found is _MISSING:
-            found = self._landings[op] = self.model.collective_landings(op)
-        return found  # pyright: ignore[reportReturnType]
+        return self._ask(self._landings, op, "collective_landings")
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
-        found = self._overlaps.get(op)
-        if found is None:
-            found = self._overlaps[op] = self.model.collective_overlap(op)
-        return found
+        return self._ask(self._overlaps, op, "collective_overlap")
 
     def group_array(self, op: collective.CollectiveOp) -> np.ndarray:
-        found = self._groups.get(op)
-        if found is None:
-            found = self._groups[op] = self.model.group_array(op)
-        return found
+        return self._ask(self._groups, op, "group_array")
 
     def same_as(self, start: Operation, sync: Operation) -> None:
         """`start` (made by `split_sync` from `sync`) costs what `sync` costed as a
