@@ -93,7 +93,13 @@ from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.chain_floor import ChainFloor, Passage
 from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import op_time, per_op, program_order_time, scheduled_time
+from shardc.passes.step_estimate import (
+    OpCosts,
+    op_time,
+    per_op,
+    program_order_time,
+    scheduled_time,
+)
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -1010,18 +1016,21 @@ class MicroBatchPass(ModulePass):
 
     def plans_and_view(
         self, module: ModuleOp, model: CostModel
-    ) -> tuple[list[tuple[int, Plan]], ModuleOp | None]:
+    ) -> tuple[list[tuple[int, Plan]], FusedView | None]:
         """`plans`, and with `fused` the copy of `module` the unsplit estimates judged (every
-        function fused, as `fusion` leaves the module with `model`'s costs), or None if
-        no function had a candidate: `spmd-pipeline` takes it for `fusion`'s result when
-        nothing is split, instead of fusing the module a second time."""
+        function fused, as `fusion` leaves the module with `model`'s costs) with its ops'
+        costs, or None if no function had a candidate: `spmd-pipeline` takes it for
+        `fusion`'s result when nothing is split, instead of fusing the module a second
+        time, and `schedule` its costs instead of costing the ops again."""
         found: list[tuple[int, Plan]] = []
         view = _LazyView(module, model) if self.fused else None
         for index, block in enumerate(_function_blocks(module)):
             plan = self.plan(module, index, block, model, view)
             if plan is not None:
                 found.append((index, plan))
-        return found, view.module if view is not None else None
+        if view is None or view.module is None:
+            return found, None
+        return found, FusedView(view.module, view.costs)
 
     def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
         """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
@@ -1047,9 +1056,10 @@ class MicroBatchPass(ModulePass):
         if self.fused:
             fused = fused if fused is not None else _LazyView(module, model)
             view, view_block = fused.get(), _function_blocks(fused.get())[index]
+            costs = cast(CostModel, fused.costs)
         else:
             view, view_block = module, block
-        costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
+            costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
         base = Base(self, view, index, view_block, costs)
         floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
@@ -1107,6 +1117,15 @@ class MicroBatchPass(ModulePass):
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
 
 
+@dataclass(frozen=True)
+class FusedView:
+    """A copy of a module with every function fused, as `fusion` leaves it with the
+    estimates' model, and its ops' costs (`OpCosts`, valid while they do not change)."""
+
+    module: ModuleOp
+    costs: OpCosts
+
+
 class _LazyView:
     """
     A copy of a module with every function fused (`fusion`'s loop, with the estimates'
@@ -1120,6 +1139,9 @@ class _LazyView:
         self.source = module
         self.model = model
         self.module: ModuleOp | None = None
+        self.costs = cast(OpCosts, per_op(model))
+        """The costs of the copy's ops (and of the collectives of `source` the floors
+        read), by op: every estimate of the unsplit module asks for them."""
 
     def get(self) -> ModuleOp:
         if self.module is None:

@@ -72,7 +72,7 @@ from shardc.passes.block_order import set_order
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.fusion import FusionPass, fuse_function
-from shardc.passes.micro_batch import MicroBatchPass
+from shardc.passes.micro_batch import FusedView, MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass, ScheduleStuck, sync_peak
@@ -217,9 +217,16 @@ class SpmdPipelinePass(ModulePass):
         elif isinstance(p, FusionPass) and gate.fused is not None:
             # what `fusion` would make of the module, made already (micro-batch's view,
             # fused with the estimates' model: fusion's choices are compute costs, which
-            # the mesh does not change); tests/e2e/test_micro_batch.py pins it
-            _take_body(op, gate.fused)
-            gate.forget()
+            # the mesh does not change); tests/e2e/test_micro_batch.py pins it. Its ops
+            # become the module's, costed already by micro-batch's estimates.
+            view = gate.fused
+            _take_body(op, view.module)
+            gate.forget(costs=view.costs)
+        elif isinstance(p, AsyncSplitPass):
+            # new `_start`s and `done`s for the sync collectives, their uses re-pointed at
+            # values of the same types: the costs of the ops it keeps hold (`schedule`'s)
+            p.apply(ctx, op)
+            gate.forget(costs=gate.known_costs)
         elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
             # its own policy first, then XLA's (merge whatever is independent) on top of
             # it, each kept only where the step does not get slower: the gate, not the
@@ -273,17 +280,25 @@ class Gate:
         self.memory_limit = memory_limit
         self.known: float | None = None
         """The estimate of the module as it is now; None after an ungated pass."""
-        self.fused: ModuleOp | None = None
+        self.fused: FusedView | None = None
         """A copy of the module as it is now as `fusion` would leave it, if one was made
-        (by `micro-batch`, for its estimates, when it split nothing)."""
+        (by `micro-batch`, for its estimates, when it split nothing), and its costs."""
         self._costs: OpCosts | None = None
         """The costs of the module's ops as they are now, by op (`step_estimate.OpCosts`):
         a pass's plans and estimates cost each op once; None after a pass changed ops."""
 
-    def forget(self) -> None:
+    def forget(self, costs: OpCosts | None = None) -> None:
+        """Forget what is known of the module, a pass having changed it; `costs`: the
+        costs of its ops as they are now (of this model, by op), where known: a pass that
+        made the module of the ops these costed, or only added and erased ops."""
         self.known = None
         self.fused = None
-        self._costs = None
+        self._costs = costs
+
+    @property
+    def known_costs(self) -> OpCosts | None:
+        """The costs of the module's ops remembered so far, if any."""
+        return self._costs
 
     def costs(self) -> CostModel:
         """The gate's model with the costs of the module's ops as they are now remembered."""
@@ -352,7 +367,7 @@ class Gate:
             return False
         if find_mesh(op) != self.model.mesh:
             return False
-        costs = OpCosts(self.model)
+        costs = self._costs if self._costs is not None else OpCosts(self.model)
         planned: list[tuple[Block, list[Operation] | None]] = []
         for f in op.body.block.ops:
             if not isinstance(f, func.FuncOp):
