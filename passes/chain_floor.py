@@ -285,8 +285,22 @@ class ChainFloor:
         segment = Segment()
         for step in steps:
             split = split_at[step.index]
-            first, last = _operands_ready(step.operands, lo if split else hi, hi)
             op = step.collective
+            if op is None and not split:
+                # a free compute op, whole: its results are ready (every chunk) once its
+                # operands are whole (`_operands_ready` on `hi` alone, its common case of
+                # one operand inline: most of the block's ops)
+                operands = step.operands
+                if len(operands) == 1:
+                    h = hi[operands[0]]
+                    if h.__class__ is float and h <= 0.0:
+                        h = 0.0
+                else:
+                    h = _operands_ready(operands, hi, hi)[1]
+                for r in step.results:
+                    lo[r] = hi[r] = h
+                continue
+            first, last = _operands_ready(step.operands, lo if split else hi, hi)
             if op is not None:
                 passage = chunk(op) if split else self.passage(op)
                 if passage is None:
