@@ -95,6 +95,7 @@ from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
 from shardc.passes.step_estimate import (
     OpCosts,
+    StepGraph,
     op_time,
     per_op,
     program_order_time,
@@ -950,8 +951,9 @@ class Base:
     """
     The unsplit block's estimate, as the pipeline would leave it: the better of its
     scheduled and its written order (`spmd-pipeline` keeps the written one where
-    scheduling is slower). The written order's time is cheap (no scheduling) and bounds
-    it from above, so the scheduled one is computed only for a split that could beat it.
+    scheduling is slower). The written order's time (no scheduling) bounds it from above,
+    so the scheduled one is computed only for a split that could beat it (without a memory
+    limit both come from one `StepGraph` of the block, built first).
     """
 
     owner: MicroBatchPass
@@ -961,9 +963,15 @@ class Base:
     model: CostModel
     written: float = math.inf
     scheduled: float | None = None
+    graph: StepGraph | None = None
+    """The block's `StepGraph` (without a memory limit): both orders' times from it."""
 
     def __post_init__(self) -> None:
-        self.written = program_order_time(self.block.ops, self.model)
+        if self.owner.memory_limit is None:
+            self.graph = StepGraph(self.block, per_op(self.model), None)
+            self.written = self.graph.sync_written_time()
+        else:
+            self.written = program_order_time(self.block.ops, self.model)
 
     def threshold(self) -> float:
         """A time `beyond` surely refuses (without scheduling the base), unless `force`."""
@@ -975,7 +983,10 @@ class Base:
         if t > self.written * factor:
             return True
         if self.scheduled is None:
-            self.scheduled = self.owner.estimate(self.module, self.index, None, self.model)
+            if self.graph is not None:  # `estimate`'s graph (the block is as it was)
+                self.scheduled = self.graph.scheduled_time(self.owner.max_in_flight)
+            else:
+                self.scheduled = self.owner.estimate(self.module, self.index, None, self.model)
         return t > min(self.written, self.scheduled) * factor
 
 

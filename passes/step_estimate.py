@@ -269,6 +269,16 @@ class OpCosts:
                     theirs[twin] = found
         return copy
 
+    def key(self, op: Operation) -> Hashable | None:
+        """The cached model's key of `op` (`CachedCostModel.key`), once per op; None (not
+        remembered by key) for a model without keys."""
+        if not self._keyed:
+            return None
+        found = self._keys.get(op, _MISSING)
+        if found is _MISSING:
+            found = self._keys[op] = cast(CachedCostModel, self.model).key(op)
+        return found
+
     def _ask(self, cache: dict[Operation, Any], op: Operation, question: str, *args: Any) -> Any:
         """The model's answer to `question` about `op`, remembered in `cache`; a cached
         model is given the op's key, computed once for all questions about the op."""
@@ -276,10 +286,7 @@ class OpCosts:
         if found is _MISSING:
             ask = getattr(self.model, question)
             if self._keyed:
-                key = self._keys.get(op, _MISSING)
-                if key is _MISSING:
-                    key = self._keys[op] = self.model.key(op)
-                found = cache[op] = ask(op, *args, key=key)
+                found = cache[op] = ask(op, *args, key=self.key(op))
             else:
                 found = cache[op] = ask(op, *args)
         return found
@@ -403,6 +410,8 @@ class StepGraph:
         self.split = False
         """Whether a sync collective stands as two nodes (then an order of the nodes is no
         order of the ops)."""
+        self.split_starts: list[int] = []
+        """The start nodes of the sync collectives standing as two nodes."""
         self.skewed = False
         """Whether a collective's members end at different times (`DeviceClocks`)."""
         self.result_node: dict[Operation, int] = {}
@@ -434,6 +443,7 @@ class StepGraph:
             self.first_node[op] = s = self._node(op, _START, time, time)
             self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
             self.split = True
+            self.split_starts.append(s)
             return
         time = self.memo.get(op)
         if time is None:
@@ -555,14 +565,40 @@ class StepGraph:
         return self.program_time(order)
 
     def written_time(self) -> float:
-        """`program_order_time` of the block as it is."""
+        """`program_order_time` of the nodes as they are (a split sync collective's start
+        then its done)."""
         return self.program_time(range(len(self.kind)))
 
-    def program_time(self, order: Iterable[int]) -> float:
-        """`program_order_time` of the nodes in `order`."""
-        kind, time, start_of, overlap = self.kind, self.time, self.start, self.overlap
+    def sync_written_time(self) -> float:
+        """`program_order_time` of the block as it is written, its sync collectives sync:
+        the nodes in order, a split collective's start node run as the sync collective (its
+        time as written, `_time`) and its done node then finding nothing in flight. The same
+        clocks on the same numbers as `program_order_time(block.ops)`, from the graph an
+        estimate builds anyway (issue 14 item 7: no second walk over the ops)."""
+        kind, time = self.kind, self.time
+        if self.split_starts:
+            kind, time = list(kind), list(time)
+            for n in self.split_starts:
+                op = self.ops[n]
+                sync = self.memo.get(op)
+                if sync is None:
+                    sync = self.memo[op] = _time(op, self.model)
+                kind[n], time[n] = _SYNC, sync
+        return self.program_time(range(len(kind)), kind, time)
+
+    def program_time(
+        self,
+        order: Iterable[int],
+        kind: list[int] | None = None,
+        time: list[float] | None = None,
+    ) -> float:
+        """`program_order_time` of the nodes in `order` (`kind`, `time`: the nodes' own
+        unless given)."""
+        kind = self.kind if kind is None else kind
+        time = self.time if time is None else time
+        start_of, overlap = self.start, self.overlap
         if self.skewed:
-            return self._per_device_time(order)
+            return self._per_device_time(order, kind, time)
         clock = engine = 0.0
         in_flight: dict[int, float] = {}
         for n in order:
@@ -580,15 +616,9 @@ class StepGraph:
                 clock += time[n]
         return max(clock, engine)
 
-    def _per_device_time(self, order: Iterable[int]) -> float:
+    def _per_device_time(self, order: Iterable[int], kind: list[int], time: list[float]) -> float:
         """`program_time` on every device's clocks (`DeviceClocks`)."""
-        kind, time, start_of, overlap, ops = (
-            self.kind,
-            self.time,
-            self.start,
-            self.overlap,
-            self.ops,
-        )
+        start_of, overlap, ops = self.start, self.overlap, self.ops
         clocks = DeviceClocks(_devices(self.model))
         in_flight: dict[int, np.ndarray] = {}
         for n in order:
@@ -629,6 +659,10 @@ def module_step_time(
     memo, by_op = costs.times, cast(CostModel, costs)
     total = 0.0
     for block in _blocks(module):
+        if memory_limit is None:  # both orders' times from one graph of the block
+            graph = StepGraph(block, by_op, memo)
+            total += min(graph.sync_written_time(), graph.scheduled_time(IN_FLIGHT))
+            continue
         written = program_order_time(block.ops, by_op, memo)
         total += min(written, scheduled_time(block, by_op, memory_limit, memo=memo))
     return total
