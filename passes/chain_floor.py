@@ -286,19 +286,22 @@ class ChainFloor:
         for step in steps:
             split = split_at[step.index]
             op = step.collective
-            if op is None and not split:
-                # a free compute op, whole: its results are ready (every chunk) once its
-                # operands are whole (`_operands_ready` on `hi` alone, its common case of
-                # one operand inline: most of the block's ops)
+            if op is None:
+                # a free compute op: `_operands_ready` (a whole op reads whole operands:
+                # `hi` for both), its common case of one operand inline (most of the
+                # block's ops: at 10k ops the walk was most of micro-batch's floor)
                 operands = step.operands
                 if len(operands) == 1:
-                    h = hi[operands[0]]
-                    if h.__class__ is float and h <= 0.0:
-                        h = 0.0
+                    v = operands[0]
+                    last = hi[v]
+                    if last.__class__ is float and last <= 0.0:
+                        first = last = 0.0
+                    else:
+                        first = lo[v] if split else last
                 else:
-                    h = _operands_ready(operands, hi, hi)[1]
+                    first, last = _operands_ready(operands, lo if split else hi, hi)
                 for r in step.results:
-                    lo[r] = hi[r] = h
+                    lo[r], hi[r] = first, last
                 continue
             first, last = _operands_ready(step.operands, lo if split else hi, hi)
             if op is not None:
