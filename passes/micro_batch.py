@@ -131,10 +131,8 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 def _same_dims(op: Operation, operands: Sequence[int]) -> Links:
     """Result 0 dimension d from dimension d of each listed operand of the same rank."""
     rank = len(_shape(op.results[0]))
-    return {
-        (0, d): [(i, d) for i in operands if len(_shape(op.operands[i])) == rank]
-        for d in range(rank)
-    }
+    same = [i for i in operands if len(_shape(op.operands[i])) == rank]
+    return {(0, d): [(i, d) for i in same] for d in range(rank)}
 
 
 def _reshape_links(op: hlo.ReshapeOp) -> Links:
