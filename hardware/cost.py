@@ -1510,8 +1510,9 @@ class CachedCostModel(CostModel):
         issue 14 item 7), so this reads the op's fields directly.
         """
         seen, number = self._seen, self._number_of
-        # None between operands and results (`number` inlined for the types seen before)
-        operands = op._operands  # pyright: ignore[reportPrivateUsage]  (no view built)
+        # None between operands and results (`number` inlined for the types seen before);
+        # the operands' tuple itself, not the view `op.operands` builds on every call
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
         types = (
             *[f[1] if (f := seen.get(id(v.type))) else number(v.type) for v in operands],
             None,
