@@ -1210,6 +1210,13 @@ class CostModel:
         """Operand bytes one device contributes (DESIGN.md's `comm_bytes`)."""
         return sum(tensor_bytes(t) for t in op.input_types())
 
+    def group_array(self, op: collective.CollectiveOp) -> np.ndarray:
+        """`op.device_groups()` as a read-only int array, a row per group: what the clocks
+        of every device (`step_estimate.DeviceClocks`, `chain_floor.Passage`) index by."""
+        groups = np.array(op.device_groups(), dtype=np.int64)
+        groups.flags.writeable = False
+        return groups
+
     def torus(self) -> Torus:
         """
         The ICI torus of one pod of this model's mesh (`topology.Torus.of` over the mesh
@@ -1628,6 +1635,9 @@ def _last_ring(axes: list[tuple[tuple[tuple[int, ...], ...], bool]]) -> tuple[in
 
 # Remembered costs (issue 14 item 7: estimates stay linear) ------------------------------
 
+_MISSING: Any = object()
+"""No answer (yet), or no key given (`CachedCostModel`'s questions)."""
+
 
 @dataclass
 class CachedCostModel(CostModel):
@@ -1652,7 +1662,12 @@ class CachedCostModel(CostModel):
     )
     """Each distinct type or attribute value (by equality) -> a small number."""
 
-    def _number(self, attr: Attribute | None) -> int:
+    def _number_of(self, attr: Attribute) -> int:
+        """`attr`'s number: found by its id if this object was numbered before, else by
+        equality (hashing it once)."""
+        found = self._seen.get(id(attr))
+        if found is not None:
+            return found[1]
         n = self._numbers.setdefault(attr, len(self._numbers))
         self._seen[id(attr)] = (attr, n)
         return n
@@ -1662,50 +1677,49 @@ class CachedCostModel(CostModel):
         What the op's cost depends on. Its operand and result types are numbered (equal
         types, one number; this model's numbers only): hashing a tensor type walks its
         shape on every lookup, while the copies of a module the gates estimate share their
-        type objects, so each object is hashed once and then found by its id.
+        type objects, so each object is hashed once and then found by its id. The estimates
+        ask for a key per op and question (at 10k ops about a tenth of `spmd-pipeline`,
+        issue 14 item 7), so this reads the op's fields directly.
         """
-        seen, number = self._seen, self._number
-        types = tuple(
-            [
-                found[1] if (found := seen.get(id(t))) is not None else number(t)
-                # None between operands and results
-                for t in (*(v.type for v in op.operands), None, *(r.type for r in op.results))
-            ]
+        seen, number = self._seen, self._number_of
+        # None between operands and results (`number` inlined for the types seen before);
+        # the operands' tuple itself, not the view `op.operands` builds on every call
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        types = (
+            *[f[1] if (f := seen.get(id(v.type))) else number(v.type) for v in operands],
+            None,
+            *[f[1] if (f := seen.get(id(r.type))) else number(r.type) for r in op.results],
         )
-        if isinstance(op, hlo.FusionOp):  # its inner ops' keys: a fusion's cost is theirs
-            inner = tuple(self.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp))
-            return None if None in inner else (op.name, types, inner, _fusion_wiring(op))
         if op.regions:
+            if isinstance(op, hlo.FusionOp):  # its inner ops' keys: a fusion's cost is theirs
+                inner = tuple(
+                    self.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp)
+                )
+                return None if None in inner else (op.name, types, inner, _fusion_wiring(op))
             return None
         if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
             return (op.name, types)
         # properties and attributes numbered as the types are (the copies share their
         # objects too): hashing a key then hashes small ints, not attribute trees
-        props = (
-            tuple(
-                sorted(
-                    (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
-                    for k, v in op.properties.items()
-                )
-            )
-            if op.properties
-            else ()
+        props = op.properties
+        attrs = op.attributes
+        return (
+            op.name,
+            types,
+            tuple(sorted([(k, number(v)) for k, v in props.items()])) if props else (),
+            tuple(sorted([(k, number(v)) for k, v in attrs.items()])) if attrs else (),
         )
-        attrs = (
-            tuple(
-                sorted(
-                    (k, found[1] if (found := seen.get(id(v))) is not None else number(v))
-                    for k, v in op.attributes.items()
-                )
-            )
-            if op.attributes
-            else ()
-        )
-        return (op.name, types, props, attrs)
 
-    def _memo(self, cache: dict[Hashable, Any], op: Operation, compute: Callable[[], Any]) -> Any:
-        """`compute()` remembered in `cache` by `op`'s key (not remembered: no key)."""
-        key = self.key(op)
+    # Each question below takes the op's key if the caller has it (`step_estimate.OpCosts`
+    # asks several about one op: its key computed once), else computes it.
+
+    def _memo(
+        self, cache: dict[Hashable, Any], op: Operation, compute: Callable[[], Any], key: Any
+    ) -> Any:
+        """`compute()` remembered in `cache` by `op`'s key (`key`, or `_MISSING`: compute it;
+        not remembered: no key)."""
+        if key is _MISSING:
+            key = self.key(op)
         if key is None:
             return compute()
         found = cache.get(key, _MISSING)
@@ -1713,17 +1727,26 @@ class CachedCostModel(CostModel):
             found = cache[key] = compute()
         return found
 
-    def op_cost(self, op: Operation) -> OpCost:
-        return self._memo(self._ops, op, lambda: super(CachedCostModel, self).op_cost(op))
+    def op_cost(self, op: Operation, *, key: Any = _MISSING) -> OpCost:
+        return self._memo(self._ops, op, lambda: super(CachedCostModel, self).op_cost(op), key)
 
     _other_form: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
     """`collective_time` of a collective costed as its other form (a sync one as its
     `_start`): keyed by the op's key too, which names the form it is."""
 
-    def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
+    def collective_time(
+        self, op: collective.CollectiveOp, start: bool | None = None, *, key: Any = _MISSING
+    ) -> float:
         cache = self._collectives if start in (None, op.IS_START) else self._other_form
         return self._memo(
-            cache, op, lambda: super(CachedCostModel, self).collective_time(op, start)
+            cache, op, lambda: super(CachedCostModel, self).collective_time(op, start), key
+        )
+
+    _groups: dict[Hashable, np.ndarray] = field(default_factory=dict[Hashable, np.ndarray])
+
+    def group_array(self, op: collective.CollectiveOp, *, key: Any = _MISSING) -> np.ndarray:
+        return self._memo(
+            self._groups, op, lambda: super(CachedCostModel, self).group_array(op), key
         )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
@@ -1731,18 +1754,17 @@ class CachedCostModel(CostModel):
         default_factory=dict[Hashable, "Landings | None"]
     )
 
-    def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
+    def collective_landings(
+        self, op: collective.CollectiveOp, *, key: Any = _MISSING
+    ) -> Landings | None:
         return self._memo(
-            self._landings, op, lambda: super(CachedCostModel, self).collective_landings(op)
+            self._landings, op, lambda: super(CachedCostModel, self).collective_landings(op), key
         )
 
-    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+    def collective_overlap(self, op: collective.CollectiveOp, *, key: Any = _MISSING) -> float:
         return self._memo(
-            self._overlaps, op, lambda: super(CachedCostModel, self).collective_overlap(op)
+            self._overlaps, op, lambda: super(CachedCostModel, self).collective_overlap(op), key
         )
-
-
-_MISSING = object()
 
 
 def _fusion_wiring(op: hlo.FusionOp) -> tuple[tuple[int, ...], ...]:

@@ -70,7 +70,7 @@ class Passage:
     @staticmethod
     def of(op: collective.CollectiveOp, model: CostModel, devices: int) -> Passage | None:
         """`op`'s passage, or None if its groups name a device beyond the mesh."""
-        groups = np.array(op.device_groups(), dtype=np.int64)
+        groups = model.group_array(op)
         if groups.size and int(groups.max()) >= devices:
             return None
         overlap = model.collective_overlap(op)
@@ -285,8 +285,25 @@ class ChainFloor:
         segment = Segment()
         for step in steps:
             split = split_at[step.index]
-            first, last = _operands_ready(step.operands, lo if split else hi, hi)
             op = step.collective
+            if op is None:
+                # a free compute op: `_operands_ready` (a whole op reads whole operands:
+                # `hi` for both), its common case of one operand inline (most of the
+                # block's ops: at 10k ops the walk was most of micro-batch's floor)
+                operands = step.operands
+                if len(operands) == 1:
+                    v = operands[0]
+                    last = hi[v]
+                    if last.__class__ is float and last <= 0.0:
+                        first = last = 0.0
+                    else:
+                        first = lo[v] if split else last
+                else:
+                    first, last = _operands_ready(operands, lo if split else hi, hi)
+                for r in step.results:
+                    lo[r], hi[r] = first, last
+                continue
+            first, last = _operands_ready(step.operands, lo if split else hi, hi)
             if op is not None:
                 passage = chunk(op) if split else self.passage(op)
                 if passage is None:

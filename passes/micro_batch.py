@@ -79,9 +79,9 @@ single-block function bodies are split.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from shardc.dialects import collective, hlo
 from shardc.dialects.spmd import MeshOp, find_mesh
@@ -93,7 +93,14 @@ from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.chain_floor import ChainFloor, Passage
 from shardc.passes.fusion import fuse_block, fuse_function
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
-from shardc.passes.step_estimate import op_time, per_op, program_order_time, scheduled_time
+from shardc.passes.step_estimate import (
+    OpCosts,
+    StepGraph,
+    op_time,
+    per_op,
+    program_order_time,
+    scheduled_time,
+)
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -105,9 +112,6 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
-
-Node = tuple[SSAValue, int]
-"""A dimension of a value."""
 
 Links = dict[tuple[int, int], list[tuple[int, int]]]
 """(result index, result dim) -> the (operand index, operand dim) it comes from."""
@@ -127,10 +131,8 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 def _same_dims(op: Operation, operands: Sequence[int]) -> Links:
     """Result 0 dimension d from dimension d of each listed operand of the same rank."""
     rank = len(_shape(op.results[0]))
-    return {
-        (0, d): [(i, d) for i in operands if len(_shape(op.operands[i])) == rank]
-        for d in range(rank)
-    }
+    same = [i for i in operands if len(_shape(op.operands[i])) == rank]
+    return {(0, d): [(i, d) for i in same] for d in range(rank)}
 
 
 def _reshape_links(op: hlo.ReshapeOp) -> Links:
@@ -182,57 +184,65 @@ def op_links(op: Operation) -> Links | None:
         return None
     if not all(isinstance(r.type, TensorType) for r in op.results):
         return None
-    if isinstance(op, hlo.ConstantOp | hlo.IotaOp):
-        return {(0, d): [] for d in range(len(_shape(op.results[0])))}
-    if isinstance(op, hlo.BinaryElementwiseOp | hlo.UnaryElementwiseOp | hlo.CompareOp):
-        return _same_dims(op, range(len(op.operands)))
-    if isinstance(op, hlo.SelectOp | hlo.ConvertOp | hlo.IsFiniteOp | hlo.ClampOp):
-        return _same_dims(op, range(len(op.operands)))
-    if isinstance(op, hlo.ComplexOp | hlo.RealOp | hlo.ImagOp):
-        return _same_dims(op, range(len(op.operands)))
-    if isinstance(op, hlo.BroadcastOp):
-        src, dst = _shape(op.operand), _shape(op.result)
-        links: Links = {(0, d): [] for d in range(len(dst))}
-        for i, d in enumerate(op.dims):
-            if src[i] == dst[d]:
-                links[(0, d)] = [(0, i)]
-        return links
-    if isinstance(op, hlo.TransposeOp):
-        return {(0, i): [(0, p)] for i, p in enumerate(op.perm)}
-    if isinstance(op, hlo.ReshapeOp):
-        return _reshape_links(op)
-    if isinstance(op, hlo.DotOp):
-        return _dot_links(op)
-    if isinstance(op, hlo.ReduceOp) and not op.has_body:
-        kept = [d for d in range(len(_shape(op.operand))) if d not in op.dims]
-        return {(0, i): [(0, d)] for i, d in enumerate(kept)}
-    if isinstance(op, hlo.SliceOp):
-        src = _shape(op.operand)
-        return {
-            (0, d): [(0, d)]
-            for d, (lo, hi, st) in enumerate(op.bounds)
-            if lo == 0 and hi == src[d] and st == 1
-        }
-    if isinstance(op, hlo.DynamicSliceOp):
-        src = _shape(op.operand)
-        return {(0, d): [(0, d)] for d, s in enumerate(op.sizes) if s == src[d]}
-    if isinstance(op, hlo.DynamicUpdateSliceOp):
-        src, upd = _shape(op.operand), _shape(op.update)
-        return {(0, d): [(0, d), (1, d)] for d in range(len(src)) if src[d] == upd[d]}
-    if isinstance(op, hlo.ConcatenateOp):
-        cat = op.dimension.value.data
-        return {
-            (0, d): [(i, d) for i in range(len(op.operands))]
-            for d in range(len(_shape(op.result)))
-            if d != cat
-        }
-    if isinstance(op, hlo.SortOp | hlo.TopKOp):
-        return _sort_links(op)
-    if isinstance(op, hlo.ConvolutionOp):
-        return _convolution_links(op)
-    if isinstance(op, collective.SYNC_OPS):
-        return _collective_links(op)
-    return None
+    rule = _rule_of(type(op))
+    return rule(op) if rule is not None else None
+
+
+def _source_links(op: Operation) -> Links:
+    """A constant or iota: every dimension, from nothing."""
+    return {(0, d): [] for d in range(len(_shape(op.results[0])))}
+
+
+def _elementwise_links(op: Operation) -> Links:
+    return _same_dims(op, range(len(op.operands)))
+
+
+def _broadcast_links(op: hlo.BroadcastOp) -> Links:
+    src, dst = _shape(op.operand), _shape(op.result)
+    links: Links = {(0, d): [] for d in range(len(dst))}
+    for i, d in enumerate(op.dims):
+        if src[i] == dst[d]:
+            links[(0, d)] = [(0, i)]
+    return links
+
+
+def _transpose_links(op: hlo.TransposeOp) -> Links:
+    return {(0, i): [(0, p)] for i, p in enumerate(op.perm)}
+
+
+def _reduce_links(op: hlo.ReduceOp) -> Links | None:
+    if op.has_body:
+        return None
+    kept = [d for d in range(len(_shape(op.operand))) if d not in op.dims]
+    return {(0, i): [(0, d)] for i, d in enumerate(kept)}
+
+
+def _slice_links(op: hlo.SliceOp) -> Links:
+    src = _shape(op.operand)
+    return {
+        (0, d): [(0, d)]
+        for d, (lo, hi, st) in enumerate(op.bounds)
+        if lo == 0 and hi == src[d] and st == 1
+    }
+
+
+def _dynamic_slice_links(op: hlo.DynamicSliceOp) -> Links:
+    src = _shape(op.operand)
+    return {(0, d): [(0, d)] for d, s in enumerate(op.sizes) if s == src[d]}
+
+
+def _update_slice_links(op: hlo.DynamicUpdateSliceOp) -> Links:
+    src, upd = _shape(op.operand), _shape(op.update)
+    return {(0, d): [(0, d), (1, d)] for d in range(len(src)) if src[d] == upd[d]}
+
+
+def _concatenate_links(op: hlo.ConcatenateOp) -> Links:
+    cat = op.dimension.value.data
+    return {
+        (0, d): [(i, d) for i in range(len(op.operands))]
+        for d in range(len(_shape(op.result)))
+        if d != cat
+    }
 
 
 def _sort_links(op: hlo.SortOp | hlo.TopKOp) -> Links:
@@ -258,6 +268,49 @@ def _convolution_links(op: hlo.ConvolutionOp) -> Links:
     if op.batch_groups == op.feature_groups == 1:
         links[(0, op.out_dims_[1])] = [(1, op.rhs_dims_[1])]
     return links
+
+
+_LINK_RULES: list[tuple[type | tuple[type, ...], Callable[[Any], Links | None]]] = [
+    ((hlo.ConstantOp, hlo.IotaOp), _source_links),
+    (
+        (
+            hlo.BinaryElementwiseOp,
+            hlo.UnaryElementwiseOp,
+            hlo.CompareOp,
+            hlo.SelectOp,
+            hlo.ConvertOp,
+            hlo.IsFiniteOp,
+            hlo.ClampOp,
+            hlo.ComplexOp,
+            hlo.RealOp,
+            hlo.ImagOp,
+        ),
+        _elementwise_links,
+    ),
+    (hlo.BroadcastOp, _broadcast_links),
+    (hlo.TransposeOp, _transpose_links),
+    (hlo.ReshapeOp, _reshape_links),
+    (hlo.DotOp, _dot_links),
+    (hlo.ReduceOp, _reduce_links),
+    (hlo.SliceOp, _slice_links),
+    (hlo.DynamicSliceOp, _dynamic_slice_links),
+    (hlo.DynamicUpdateSliceOp, _update_slice_links),
+    (hlo.ConcatenateOp, _concatenate_links),
+    ((hlo.SortOp, hlo.TopKOp), _sort_links),
+    (hlo.ConvolutionOp, _convolution_links),
+    (collective.SYNC_OPS, _collective_links),
+]
+"""`op_links`'s rule for each kind of op, the first whose classes the op's is one of."""
+
+_RULE_OF: dict[type, Callable[[Any], Links | None] | None] = {}
+"""`_LINK_RULES`'s rule by op class (None: none), found once per class: `micro-batch`
+asks for every op of the program (issue 14 item 7)."""
+
+
+def _rule_of(cls: type) -> Callable[[Any], Links | None] | None:
+    if cls not in _RULE_OF:
+        _RULE_OF[cls] = next((rule for kinds, rule in _LINK_RULES if issubclass(cls, kinds)), None)
+    return _RULE_OF[cls]
 
 
 # Candidate dimensions ----------------------------------------------------------------
@@ -299,11 +352,14 @@ class _DimClasses:
         for v in _values(block):
             self._first(v)
         for op, ls in links.items():
-            if ls is None:
+            if not ls:
                 continue
+            results, operands = op.results, op.operands
             for (k, d), sources in ls.items():
-                for i, e in sources:
-                    self.union(self.node(op.results[k], d), self.node(op.operands[i], e))
+                if sources:
+                    to = self.node(results[k], d)
+                    for i, e in sources:
+                        self.union(to, self.node(operands[i], e))
 
     def _first(self, v: SSAValue) -> tuple[int, tuple[int, ...]]:
         found = self.first.get(id(v))
@@ -353,11 +409,11 @@ def candidates(block: Block) -> list[Candidate]:
     ops = list(block.ops)
     links = {op: op_links(op) for op in ops}
     uf = _DimClasses(block, links)
-    members: dict[int, list[Node]] = {}
+    members: dict[int, list[tuple[SSAValue, int, int]]] = {}
     for v in _values(block):
         for d, size in enumerate(uf.shape(v)):
             if size >= 2:
-                members.setdefault(uf.find(uf.node(v, d)), []).append((v, d))
+                members.setdefault(uf.find(uf.node(v, d)), []).append((v, d, size))
     found: list[Candidate] = []
     seen: set[int] = set()
     for pos, op in enumerate(ops):
@@ -377,15 +433,19 @@ def candidates(block: Block) -> list[Candidate]:
 
 
 def _qualify(
-    key: tuple[int, int, int], nodes: list[Node], links: dict[Operation, Links | None]
+    key: tuple[int, int, int],
+    nodes: list[tuple[SSAValue, int, int]],
+    links: dict[Operation, Links | None],
 ) -> Candidate | None:
+    """The class of `nodes` ((value, dimension, its size) each) as a `Candidate`, if it
+    qualifies (module docstring)."""
     dim_of: dict[SSAValue, int] = {}
     sizes: set[int] = set()
-    for v, d in nodes:
+    for v, d, size in nodes:
         if v in dim_of:
             return None  # two dimensions of one value
         dim_of[v] = d
-        sizes.add(_shape(v)[d])
+        sizes.add(size)
     if len(sizes) != 1:
         return None
     split_ops: dict[Operation, None] = {}
@@ -889,8 +949,9 @@ class Base:
     """
     The unsplit block's estimate, as the pipeline would leave it: the better of its
     scheduled and its written order (`spmd-pipeline` keeps the written one where
-    scheduling is slower). The written order's time is cheap (no scheduling) and bounds
-    it from above, so the scheduled one is computed only for a split that could beat it.
+    scheduling is slower). The written order's time (no scheduling) bounds it from above,
+    so the scheduled one is computed only for a split that could beat it (without a memory
+    limit both come from one `StepGraph` of the block, built first).
     """
 
     owner: MicroBatchPass
@@ -900,9 +961,15 @@ class Base:
     model: CostModel
     written: float = math.inf
     scheduled: float | None = None
+    graph: StepGraph | None = None
+    """The block's `StepGraph` (without a memory limit): both orders' times from it."""
 
     def __post_init__(self) -> None:
-        self.written = program_order_time(self.block.ops, self.model)
+        if self.owner.memory_limit is None:
+            self.graph = StepGraph(self.block, per_op(self.model), None)
+            self.written = self.graph.sync_written_time()
+        else:
+            self.written = program_order_time(self.block.ops, self.model)
 
     def threshold(self) -> float:
         """A time `beyond` surely refuses (without scheduling the base), unless `force`."""
@@ -914,7 +981,10 @@ class Base:
         if t > self.written * factor:
             return True
         if self.scheduled is None:
-            self.scheduled = self.owner.estimate(self.module, self.index, None, self.model)
+            if self.graph is not None:  # `estimate`'s graph (the block is as it was)
+                self.scheduled = self.graph.scheduled_time(self.owner.max_in_flight)
+            else:
+                self.scheduled = self.owner.estimate(self.module, self.index, None, self.model)
         return t > min(self.written, self.scheduled) * factor
 
 
@@ -1010,18 +1080,21 @@ class MicroBatchPass(ModulePass):
 
     def plans_and_view(
         self, module: ModuleOp, model: CostModel
-    ) -> tuple[list[tuple[int, Plan]], ModuleOp | None]:
+    ) -> tuple[list[tuple[int, Plan]], FusedView | None]:
         """`plans`, and with `fused` the copy of `module` the unsplit estimates judged (every
-        function fused, as `fusion` leaves the module with `model`'s costs), or None if
-        no function had a candidate: `spmd-pipeline` takes it for `fusion`'s result when
-        nothing is split, instead of fusing the module a second time."""
+        function fused, as `fusion` leaves the module with `model`'s costs) with its ops'
+        costs, or None if no function had a candidate: `spmd-pipeline` takes it for
+        `fusion`'s result when nothing is split, instead of fusing the module a second
+        time, and `schedule` its costs instead of costing the ops again."""
         found: list[tuple[int, Plan]] = []
         view = _LazyView(module, model) if self.fused else None
         for index, block in enumerate(_function_blocks(module)):
             plan = self.plan(module, index, block, model, view)
             if plan is not None:
                 found.append((index, plan))
-        return found, view.module if view is not None else None
+        if view is None or view.module is None:
+            return found, None
+        return found, FusedView(view.module, view.costs)
 
     def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
         """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
@@ -1047,9 +1120,10 @@ class MicroBatchPass(ModulePass):
         if self.fused:
             fused = fused if fused is not None else _LazyView(module, model)
             view, view_block = fused.get(), _function_blocks(fused.get())[index]
+            costs = cast(CostModel, fused.costs)
         else:
             view, view_block = module, block
-        costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
+            costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
         base = Base(self, view, index, view_block, costs)
         floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
@@ -1107,6 +1181,15 @@ class MicroBatchPass(ModulePass):
         return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
 
 
+@dataclass(frozen=True)
+class FusedView:
+    """A copy of a module with every function fused, as `fusion` leaves it with the
+    estimates' model, and its ops' costs (`OpCosts`, valid while they do not change)."""
+
+    module: ModuleOp
+    costs: OpCosts
+
+
 class _LazyView:
     """
     A copy of a module with every function fused (`fusion`'s loop, with the estimates'
@@ -1120,6 +1203,9 @@ class _LazyView:
         self.source = module
         self.model = model
         self.module: ModuleOp | None = None
+        self.costs = cast(OpCosts, per_op(model))
+        """The costs of the copy's ops (and of the collectives of `source` the floors
+        read), by op: every estimate of the unsplit module asks for them."""
 
     def get(self) -> ModuleOp:
         if self.module is None:

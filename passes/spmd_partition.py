@@ -61,7 +61,7 @@ from shardc.dialects.spmd import (
 )
 from shardc.dialects.syntax import i64_array, i64_attr, splat_elements
 from shardc.hardware.chips import CHIPS
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, cached
 from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.padding_masks import identity, mask_padding
 from shardc.passes.partition_cost import (
@@ -852,7 +852,9 @@ class SpmdPartitionPass(ModulePass):
         steps = 0
         coster = None
         if self.cost_based:
-            coster = PlanCoster(*mesh, CostModel(CHIPS[self.chip], mesh[1]))
+            # remembered costs: the compute of every op (`hideable`) is asked for, and a
+            # program repeats its ops
+            coster = PlanCoster(*mesh, cached(CostModel(CHIPS[self.chip], mesh[1])))
         for function in global_functions(op):
             refuse_open_shardings(function)
             partitioner = FunctionPartitioner(function, *mesh, coster=coster, explain=self.explain)

@@ -72,7 +72,7 @@ from shardc.passes.block_order import set_order
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.fusion import FusionPass, fuse_function
-from shardc.passes.micro_batch import MicroBatchPass
+from shardc.passes.micro_batch import FusedView, MicroBatchPass
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass, ScheduleStuck, sync_peak
@@ -200,8 +200,10 @@ class SpmdPipelinePass(ModulePass):
         if isinstance(p, CollectiveMatmulPass):
             # the pipeline's gate instead of the pass's own (one estimate, not two), and
             # no copy at all where no site's ring may pay
+            # (its rings are new ops; the ops it keeps read the same types: costed as they
+            # were, `keeps_ops`)
             if p.any_match(op, gate.model):
-                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True)
+                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True, keeps_ops=True)
         elif isinstance(p, MicroBatchPass):
             # planned on the module itself (its estimates leave it as it was); the copy
             # only if a split is planned
@@ -215,9 +217,16 @@ class SpmdPipelinePass(ModulePass):
         elif isinstance(p, FusionPass) and gate.fused is not None:
             # what `fusion` would make of the module, made already (micro-batch's view,
             # fused with the estimates' model: fusion's choices are compute costs, which
-            # the mesh does not change); tests/e2e/test_micro_batch.py pins it
-            _take_body(op, gate.fused)
-            gate.forget()
+            # the mesh does not change); tests/e2e/test_micro_batch.py pins it. Its ops
+            # become the module's, costed already by micro-batch's estimates.
+            view = gate.fused
+            _take_body(op, view.module)
+            gate.forget(costs=view.costs)
+        elif isinstance(p, AsyncSplitPass):
+            # new `_start`s and `done`s for the sync collectives, their uses re-pointed at
+            # values of the same types: the costs of the ops it keeps hold (`schedule`'s)
+            p.apply(ctx, op)
+            gate.forget(costs=gate.known_costs)
         elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
             # its own policy first, then XLA's (merge whatever is independent) on top of
             # it, each kept only where the step does not get slower: the gate, not the
@@ -271,17 +280,25 @@ class Gate:
         self.memory_limit = memory_limit
         self.known: float | None = None
         """The estimate of the module as it is now; None after an ungated pass."""
-        self.fused: ModuleOp | None = None
+        self.fused: FusedView | None = None
         """A copy of the module as it is now as `fusion` would leave it, if one was made
-        (by `micro-batch`, for its estimates, when it split nothing)."""
+        (by `micro-batch`, for its estimates, when it split nothing), and its costs."""
         self._costs: OpCosts | None = None
         """The costs of the module's ops as they are now, by op (`step_estimate.OpCosts`):
         a pass's plans and estimates cost each op once; None after a pass changed ops."""
 
-    def forget(self) -> None:
+    def forget(self, costs: OpCosts | None = None) -> None:
+        """Forget what is known of the module, a pass having changed it; `costs`: the
+        costs of its ops as they are now (of this model, by op), where known: a pass that
+        made the module of the ops these costed, or only added and erased ops."""
         self.known = None
         self.fused = None
-        self._costs = None
+        self._costs = costs
+
+    @property
+    def known_costs(self) -> OpCosts | None:
+        """The costs of the module's ops remembered so far, if any."""
+        return self._costs
 
     def costs(self) -> CostModel:
         """The gate's model with the costs of the module's ops as they are now remembered."""
@@ -304,8 +321,9 @@ class Gate:
         no slower (with `strict`: faster); whether it was kept. With `view`, both are judged
         by the estimates of `view(op)` and `view(copy)` (micro-batch: as fusion will leave
         them), and what is known is forgotten (it is the view's). With `keeps_ops` (the
-        transform adds and erases ops but changes none it keeps: `collective-combine`), the
-        copy's ops are costed as `op`'s were (`OpCosts.moved`), not again."""
+        transform adds and erases ops but changes none it keeps, re-pointing uses at values
+        of the same types at most: `collective-combine`, `collective-matmul`), the copy's
+        ops are costed as `op`'s were (`OpCosts.moved`), not again."""
         self.fused = None
         candidate = op.clone()
         moved = None
@@ -349,7 +367,7 @@ class Gate:
             return False
         if find_mesh(op) != self.model.mesh:
             return False
-        costs = OpCosts(self.model)
+        costs = self._costs if self._costs is not None else OpCosts(self.model)
         planned: list[tuple[Block, list[Operation] | None]] = []
         for f in op.body.block.ops:
             if not isinstance(f, func.FuncOp):

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any, cast
 
 import numpy as np
 from shardc.dialects import collective, hlo
-from shardc.hardware.cost import CostModel, Landings, OpCost, cached
+from shardc.hardware.cost import CachedCostModel, CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
 from shardc.passes.async_split import TO_START
@@ -162,7 +162,7 @@ class DeviceClocks:
         self, op: collective.CollectiveOp, model: CostModel, time: float, overlap: float
     ) -> np.ndarray:
         """Each device's end of `op` issued now (-inf on devices outside its groups)."""
-        groups = np.array(op.device_groups(), dtype=np.int64)
+        groups = model.group_array(op)
         free = self.engine[groups].max(axis=1, keepdims=True)
         landings = model.collective_landings(op)
         ends = np.full(len(self.clock), -math.inf)
@@ -269,18 +269,26 @@ class OpCosts:
     of an op (its types and properties, hashed) is most of the price of an answer. Valid
     while the ops do not change: one estimate, or (`spmd-pipeline`'s gate) the plans and
     estimates of one pass until it changes the module; `split_sync` only re-points uses at
-    values of the same types, which the costs do not depend on. Answers as `model` does
-    (`op_cost`, `collective_time`; anything else is `model`'s).
+    values of the same types, which the costs do not depend on. A cached `model` is asked
+    with the op's key, computed once for all the questions about it (a collective is asked
+    five). Answers as `model` does
+    (`op_cost`, `collective_time`, `collective_landings`, `collective_overlap`,
+    `group_array` remembered; anything else is `model`'s).
     """
 
     def __init__(self, model: CostModel):
         self.model = model
+        self._keyed = isinstance(model, CachedCostModel)
+        self._keys: dict[Operation, Hashable | None] = {}
+        """Each op's key in a cached `model` (`CachedCostModel.key`), once per op."""
         self._ops: dict[Operation, OpCost] = {}
         self._collectives: dict[Operation, float] = {}
         self._other_form: dict[Operation, float] = {}
         """A collective costed as its other form (`collective_time(op, start)`: a sync one as
         the `_start` it becomes)."""
         self._landings: dict[Operation, Landings | None] = {}
+        self._overlaps: dict[Operation, float] = {}
+        self._groups: dict[Operation, np.ndarray] = {}
         self.times: dict[Operation, float] = {}
         """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
 
@@ -293,36 +301,59 @@ class OpCosts:
         op again (issue 14 item 7).
         """
         copy = OpCosts(self.model)
-        ops, collectives, times = self._ops, self._collectives, self.times
+        pairs = [
+            (self._ops, copy._ops),
+            (self._collectives, copy._collectives),
+            (self._other_form, copy._other_form),
+            (self._landings, copy._landings),
+            (self._overlaps, copy._overlaps),
+            (self._groups, copy._groups),
+            (self._keys, copy._keys),
+            (self.times, copy.times),
+        ]
         for op, twin in twins:
-            if (cost := ops.get(op)) is not None:
-                copy._ops[twin] = cost
-            if (time := collectives.get(op)) is not None:
-                copy._collectives[twin] = time
-            if (time := self._other_form.get(op)) is not None:
-                copy._other_form[twin] = time
-            if (time := times.get(op)) is not None:
-                copy.times[twin] = time
+            for mine, theirs in pairs:
+                if (found := mine.get(op, _MISSING)) is not _MISSING:
+                    theirs[twin] = found
         return copy
 
+    def key(self, op: Operation) -> Hashable | None:
+        """The cached model's key of `op` (`CachedCostModel.key`), once per op; None (not
+        remembered by key) for a model without keys."""
+        if not self._keyed:
+            return None
+        found = self._keys.get(op, _MISSING)
+        if found is _MISSING:
+            found = self._keys[op] = cast(CachedCostModel, self.model).key(op)
+        return found
+
+    def _ask(self, cache: dict[Operation, Any], op: Operation, question: str, *args: Any) -> Any:
+        """The model's answer to `question` about `op`, remembered in `cache`; a cached
+        model is given the op's key, computed once for all questions about the op."""
+        found = cache.get(op, _MISSING)
+        if found is _MISSING:
+            ask = getattr(self.model, question)
+            if self._keyed:
+                found = cache[op] = ask(op, *args, key=self.key(op))
+            else:
+                found = cache[op] = ask(op, *args)
+        return found
+
     def op_cost(self, op: Operation) -> OpCost:
-        cost = self._ops.get(op)
-        if cost is None:
-            cost = self._ops[op] = self.model.op_cost(op)
-        return cost
+        return self._ask(self._ops, op, "op_cost")
 
     def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
         cache = self._collectives if start in (None, op.IS_START) else self._other_form
-        time = cache.get(op)
-        if time is None:
-            time = cache[op] = self.model.collective_time(op, start)
-        return time
+        return self._ask(cache, op, "collective_time", start)
 
     def collective_landings(self, op: collective.CollectiveOp) -> Landings | None:
-        found = self._landings.get(op, _MISSING)
-        if found is _MISSING:
-            found = self._landings[op] = self.model.collective_landings(op)
-        return found  # pyright: ignore[reportReturnType]
+        return self._ask(self._landings, op, "collective_landings")
+
+    def collective_overlap(self, op: collective.CollectiveOp) -> float:
+        return self._ask(self._overlaps, op, "collective_overlap")
+
+    def group_array(self, op: collective.CollectiveOp) -> np.ndarray:
+        return self._ask(self._groups, op, "group_array")
 
     def same_as(self, start: Operation, sync: Operation) -> None:
         """`start` (made by `split_sync` from `sync`) costs what `sync` costed as a
@@ -427,6 +458,8 @@ class StepGraph:
         self.split = False
         """Whether a sync collective stands as two nodes (then an order of the nodes is no
         order of the ops)."""
+        self.split_starts: list[int] = []
+        """The start nodes of the sync collectives standing as two nodes."""
         self.skewed = False
         """Whether a collective's members end at different times (`DeviceClocks`)."""
         self.result_node: dict[Operation, int] = {}
@@ -458,6 +491,7 @@ class StepGraph:
             self.first_node[op] = s = self._node(op, _START, time, time)
             self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
             self.split = True
+            self.split_starts.append(s)
             return
         time = self.memo.get(op)
         if time is None:
@@ -579,14 +613,40 @@ class StepGraph:
         return self.program_time(order)
 
     def written_time(self) -> float:
-        """`program_order_time` of the block as it is."""
+        """`program_order_time` of the nodes as they are (a split sync collective's start
+        then its done)."""
         return self.program_time(range(len(self.kind)))
 
-    def program_time(self, order: Iterable[int]) -> float:
-        """`program_order_time` of the nodes in `order`."""
-        kind, time, start_of, overlap = self.kind, self.time, self.start, self.overlap
+    def sync_written_time(self) -> float:
+        """`program_order_time` of the block as it is written, its sync collectives sync:
+        the nodes in order, a split collective's start node run as the sync collective (its
+        time as written, `_time`) and its done node then finding nothing in flight. The same
+        clocks on the same numbers as `program_order_time(block.ops)`, from the graph an
+        estimate builds anyway (issue 14 item 7: no second walk over the ops)."""
+        kind, time = self.kind, self.time
+        if self.split_starts:
+            kind, time = list(kind), list(time)
+            for n in self.split_starts:
+                op = self.ops[n]
+                sync = self.memo.get(op)
+                if sync is None:
+                    sync = self.memo[op] = _time(op, self.model)
+                kind[n], time[n] = _SYNC, sync
+        return self.program_time(range(len(kind)), kind, time)
+
+    def program_time(
+        self,
+        order: Iterable[int],
+        kind: list[int] | None = None,
+        time: list[float] | None = None,
+    ) -> float:
+        """`program_order_time` of the nodes in `order` (`kind`, `time`: the nodes' own
+        unless given)."""
+        kind = self.kind if kind is None else kind
+        time = self.time if time is None else time
+        start_of, overlap = self.start, self.overlap
         if self.skewed:
-            return self._per_device_time(order)
+            return self._per_device_time(order, kind, time)
         clock = engine = 0.0
         in_flight: dict[int, float] = {}
         for n in order:
@@ -604,15 +664,9 @@ class StepGraph:
                 clock += time[n]
         return max(clock, engine)
 
-    def _per_device_time(self, order: Iterable[int]) -> float:
+    def _per_device_time(self, order: Iterable[int], kind: list[int], time: list[float]) -> float:
         """`program_time` on every device's clocks (`DeviceClocks`)."""
-        kind, time, start_of, overlap, ops = (
-            self.kind,
-            self.time,
-            self.start,
-            self.overlap,
-            self.ops,
-        )
+        start_of, overlap, ops = self.start, self.overlap, self.ops
         clocks = DeviceClocks(_devices(self.model))
         in_flight: dict[int, np.ndarray] = {}
         for n in order:
@@ -653,6 +707,10 @@ def module_step_time(
     memo, by_op = costs.times, cast(CostModel, costs)
     total = 0.0
     for block in _blocks(module):
+        if memory_limit is None:  # both orders' times from one graph of the block
+            graph = StepGraph(block, by_op, memo)
+            total += min(graph.sync_written_time(), graph.scheduled_time(IN_FLIGHT))
+            continue
         written = program_order_time(block.ops, by_op, memo)
         total += min(written, scheduled_time(block, by_op, memory_limit, memo=memo))
     return total

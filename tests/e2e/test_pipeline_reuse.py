@@ -35,6 +35,8 @@ from shardc.passes.schedule import BlockScheduler
 from shardc.passes.spmd_pipeline import Gate, SpmdPipelinePass
 from shardc.passes.step_estimate import (
     OpCosts,
+    StepGraph,
+    program_order_time,
     scheduled_time,
     split_scheduled_time,
     split_sync,
@@ -129,14 +131,17 @@ def _blocks_of(module: ModuleOp) -> list[Block]:
 
 def _check_nodes(module: ModuleOp) -> None:
     """`scheduled_time` (the scheduler over `StepGraph`) is what splitting, `BlockScheduler`
-    and joining back give, float for float, at every max-in-flight; the block is left as
-    it was."""
+    and joining back give, float for float, at every max-in-flight, and the graph's time
+    of the block as written (its sync collectives sync) is `program_order_time`'s; the
+    block is left as it was."""
     model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
     for block in _blocks_of(module):
         before = [(op, tuple(op.operands)) for op in block.ops]
         for k in (1, 2, 4):
             fast = scheduled_time(block, model, None, k)
             assert fast == split_scheduled_time(block, model, None, k)
+        written = StepGraph(block, model, None).sync_written_time()
+        assert written == program_order_time(block.ops, model)
         assert [(op, tuple(op.operands)) for op in block.ops] == before
 
 
