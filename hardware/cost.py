@@ -633,6 +633,24 @@ def bitcast_view(op: Operation) -> bool:
     return not any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
 
 
+def unviewed_result_bytes(op: Operation) -> int:
+    """
+    HBM traffic of copying `op`'s complex results out of the parts' views `lower-to-tpu`
+    computes them in (a reduce add, a fusion on the views: lowering/complex_pairs.py),
+    where the view back to the complex type is not in place (`bitcast_view`): a result
+    `func.return` reads is a buffer of its own, and so is every one inside a region. An
+    HBM-to-HBM DMA each (`hbm_copy_bytes`).
+    """
+    top = isinstance(op.parent_op(), func.FuncOp)
+    moved = 0
+    for r in op.results:
+        if not isinstance(r.type, TensorType) or not isinstance(r.type.element_type, ComplexType):
+            continue
+        if not top or any(isinstance(u.operation, func.ReturnOp) for u in r.uses):
+            moved += tensor_bytes(r.type)
+    return hbm_copy_bytes(moved)
+
+
 def part_dma_bytes(op: Operation) -> int | None:
     """
     HBM traffic of the strided DMAs between a complex tensor and its parts (lowering/
