@@ -34,6 +34,28 @@ def _is_complex(v: SSAValue) -> bool:
     return isinstance(v.type, TensorType) and isinstance(v.type.element_type, ComplexType)
 
 
+_VIEW_OPS = (
+    hlo.TransposeOp,
+    hlo.BroadcastOp,
+    hlo.SliceOp,
+    hlo.ReshapeOp,
+    hlo.ConcatenateOp,
+    hlo.AddOp,
+    hlo.SubOp,
+    hlo.NegOp,
+    hlo.ReturnOp,
+)
+
+
+def has_view_form(op: Operation) -> bool:
+    """Whether complex op `op` acts on the parts' views as a real op (`_on_pairs`)."""
+    if isinstance(op, hlo.ConvertOp):
+        return _is_complex(op.operand) and _is_complex(op.result)
+    if isinstance(op, hlo.ReduceOp):
+        return not op.has_body and op.kind.data == "add"
+    return isinstance(op, _VIEW_OPS)
+
+
 def _on_pairs(op: Operation, args: Sequence[SSAValue]) -> Operation | None:
     """`op` (with a complex result) on the parts' views `args`, or None where the view is
     not the same op (a product, a modulus, a dot: the parts combine)."""

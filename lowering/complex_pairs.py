@@ -85,7 +85,7 @@ from shardc.hardware.cost import (
     fusion_on_parts,
     touches_complex,
 )
-from shardc.hardware.pairs import on_views, pairs_fusion
+from shardc.hardware.pairs import has_view_form, on_views, pairs_fusion
 from shardc.lowering.fusion import inline_fusion
 from xdsl.dialects.builtin import (
     ComplexType,
@@ -953,9 +953,13 @@ def _inline_unfusable(function: Operation) -> list[str]:
         ops = [o for o in op.body.block.ops if touches_complex(o)]
         if not ops:
             continue
-        several = [o.name for o in ops if complex_part_ops(o) is None and not _moves_parts(o)]
-        names = ", ".join(dict.fromkeys(several or [o.name for o in ops]))
-        remarks.append(f"{op.label}: complex {names}, more than one loop on the parts")
+        names = [
+            o.name
+            for o in ops
+            if not has_view_form(o) or (complex_part_ops(o) is None and not _moves_parts(o))
+        ]
+        names = ", ".join(dict.fromkeys(names))
+        remarks.append(f"{op.label}: complex {names}: not one loop on the parts or their views")
         inline_fusion(op)
     return remarks
 
