@@ -939,7 +939,7 @@ def _moves_parts(op: Operation) -> bool:
 
 def _inline_unfusable(function: Operation) -> list[str]:
     """
-    Inline (unfused) each top-level fusion with complex values that is neither one fusion
+    Inline (unfused) each fusion with complex values that is neither one fusion
     on the parts (`fusion_on_parts`) nor one on their views (`hardware/pairs.py`): a
     complex dot is four real dots and a reduce mul a reduce with a body, more than one
     loop holds. Its ops then lower one by one as at the top level, which is what level S
@@ -947,8 +947,8 @@ def _inline_unfusable(function: Operation) -> list[str]:
     for each, for the kernel's `tpu.unfused` and the level-S summary line.
     """
     remarks = []
-    for op in list(function.regions[0].block.ops):
-        if not isinstance(op, hlo.FusionOp) or fusion_on_parts(op) or on_views(op):
+    for op in [o for o in function.walk() if isinstance(o, hlo.FusionOp)]:
+        if fusion_on_parts(op) or on_views(op):
             continue
         ops = [o for o in op.body.block.ops if touches_complex(o)]
         if not ops:
