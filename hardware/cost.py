@@ -1109,9 +1109,18 @@ class CostModel:
         reshape, a dense constant, a reduce with a body inside...): it inlines it, each
         inner op its own kernel through HBM, so it costs its ops one after another (XLA's
         Philox expanded into one 240-op fusion, corpus `dropout_rbg`: 6 ns as one kernel,
-        418 ns as level T runs it).
+        418 ns as level T runs it). A fusion of complex values on the parts' views
+        (`pairs.on_views`) inlines as those views' ops, its complex results copied out of
+        the views where they are not viewed in place (`unviewed_result_bytes`).
         """
-        return self.block_cost(op.body.block)
+        from shardc.hardware import pairs  # it builds on this module's predicates
+
+        viewed = pairs.pairs_fusion(op) if pairs.on_views(op) else None
+        if viewed is None:
+            return self.block_cost(op.body.block)
+        cost = self.block_cost(viewed.body.block)
+        copy = unviewed_result_bytes(op)
+        return OpCost(cost.flops, cost.bytes + copy, cost.time + copy / self.chip.hbm_bw)
 
     def compute_seconds(self, op: Operation) -> float:
         """

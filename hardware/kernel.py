@@ -668,8 +668,8 @@ def fusion_kernels(chip: Chip, op: hlo.FusionOp) -> list[Kernel] | None:
     root (each computing its part into the result); None: not loops (it is inlined). A
     fusion of complex values is `lower-to-tpu`'s: on the parts (`fusion_on_parts`), or on
     the parts' views (`pairs.pairs_fusion`), or inlined."""
-    if not fusion_on_parts(op) and any(touches_complex(o) for o in op.body.block.ops):
-        viewed = pairs_fusion(op)
+    if any(touches_complex(o) for o in op.body.block.ops) and not fusion_on_parts(op):
+        viewed = pairs_fusion(op) if on_views(op) else None
         if viewed is None:
             return None
         op = viewed

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shardc.dialects import hlo
-from shardc.hardware.cost import fusion_on_parts
+from shardc.hardware.cost import fusion_on_parts, touches_complex
 from xdsl.dialects.builtin import ComplexType, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -85,7 +85,9 @@ def _on_pairs(op: Operation, args: Sequence[SSAValue]) -> Operation | None:
 
 def pairs_body(op: hlo.FusionOp) -> Block | None:
     """`op`'s body on the parts' views of its complex values (a new block), or None where
-    some complex op has no such form (`_on_pairs`), or nothing in it is complex."""
+    some complex op has no such form (`has_view_form`), or nothing in it is complex."""
+    if not any(touches_complex(o) for o in op.body.block.ops):
+        return None
     old = op.body.block
     block = Block(arg_types=[pair_type(a.type) for a in old.args])
     values: dict[SSAValue, SSAValue] = dict(zip(old.args, block.args, strict=True))
@@ -118,9 +120,10 @@ def on_views(op: Operation) -> bool:
     `pairs_body` rewrites."""
     if isinstance(op, hlo.ReduceOp):
         return not op.has_body and op.kind.data == "add" and _is_complex(op.operands[0])
-    if not isinstance(op, hlo.FusionOp) or fusion_on_parts(op):
+    if not isinstance(op, hlo.FusionOp):
         return False
-    return pairs_body(op) is not None
+    ops = [o for o in op.body.block.ops if touches_complex(o)]
+    return bool(ops) and all(has_view_form(o) for o in ops) and not fusion_on_parts(op)
 
 
 def pairs_fusion(op: hlo.FusionOp, inputs: Sequence[SSAValue] | None = None) -> hlo.FusionOp | None:
