@@ -633,6 +633,24 @@ def bitcast_view(op: Operation) -> bool:
     return not any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
 
 
+def unviewed_result_bytes(op: Operation) -> int:
+    """
+    HBM traffic of copying `op`'s complex results out of the parts' views `lower-to-tpu`
+    computes them in (a reduce add, a fusion on the views: lowering/complex_pairs.py),
+    where the view back to the complex type is not in place (`bitcast_view`): a result
+    `func.return` reads is a buffer of its own, and so is every one inside a region. An
+    HBM-to-HBM DMA each (`hbm_copy_bytes`).
+    """
+    top = isinstance(op.parent_op(), func.FuncOp)
+    moved = 0
+    for r in op.results:
+        if not isinstance(r.type, TensorType) or not isinstance(r.type.element_type, ComplexType):
+            continue
+        if not top or any(isinstance(u.operation, func.ReturnOp) for u in r.uses):
+            moved += tensor_bytes(r.type)
+    return hbm_copy_bytes(moved)
+
+
 def part_dma_bytes(op: Operation) -> int | None:
     """
     HBM traffic of the strided DMAs between a complex tensor and its parts (lowering/
@@ -1091,9 +1109,18 @@ class CostModel:
         reshape, a dense constant, a reduce with a body inside...): it inlines it, each
         inner op its own kernel through HBM, so it costs its ops one after another (XLA's
         Philox expanded into one 240-op fusion, corpus `dropout_rbg`: 6 ns as one kernel,
-        418 ns as level T runs it).
+        418 ns as level T runs it). A fusion of complex values on the parts' views
+        (`pairs.on_views`) inlines as those views' ops, its complex results copied out of
+        the views where they are not viewed in place (`unviewed_result_bytes`).
         """
-        return self.block_cost(op.body.block)
+        from shardc.hardware import pairs  # it builds on this module's predicates
+
+        viewed = pairs.pairs_fusion(op) if pairs.on_views(op) else None
+        if viewed is None:
+            return self.block_cost(op.body.block)
+        cost = self.block_cost(viewed.body.block)
+        copy = unviewed_result_bytes(op)
+        return OpCost(cost.flops, cost.bytes + copy, cost.time + copy / self.chip.hbm_bw)
 
     def compute_seconds(self, op: Operation) -> float:
         """

@@ -58,15 +58,19 @@ from shardc.hardware.cost import (
     complex_part_ops,
     complex_parts_read,
     elementwise_vpu_ops,
+    fusion_on_parts,
     matmul_time,
     part_dma_bytes,
     reduce_body_ops,
     rng_block_time,
     rng_groups,
+    touches_complex,
+    unviewed_result_bytes,
     value_vpu_ops,
     vmem_time,
     vpu_time,
 )
+from shardc.hardware.pairs import on_views, pairs_fusion
 from xdsl.dialects.builtin import ComplexType, TensorType, i32
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -274,12 +278,15 @@ def op_kernel_time(chip: Chip, op: Operation) -> float | None:
     big dot's plan compares thousands of block shapes."""
     key = _key(op)
     if key is None:
-        return _op_time(chip, op)
-    found = _TIMES.get((chip, key), _MISSING)
-    if found is _MISSING:
-        if len(_TIMES) > 4096:
-            _TIMES.clear()
-        found = _TIMES[(chip, key)] = _op_time(chip, op)
+        found = _op_time(chip, op)
+    else:
+        found = _TIMES.get((chip, key), _MISSING)
+        if found is _MISSING:
+            if len(_TIMES) > 4096:
+                _TIMES.clear()
+            found = _TIMES[(chip, key)] = _op_time(chip, op)
+    if found is not None and on_views(op):  # where its uses are, not its types
+        found += unviewed_result_bytes(op) / chip.hbm_bw  # pyright: ignore[reportOperatorIssue]
     return found  # pyright: ignore[reportReturnType]
 
 
@@ -658,7 +665,14 @@ class _Fused:
 
 def fusion_kernels(chip: Chip, op: hlo.FusionOp) -> list[Kernel] | None:
     """A fusion as lowering/fusion.py's loops: one, or one per operand of a concatenate
-    root (each computing its part into the result); None: not loops (it is inlined)."""
+    root (each computing its part into the result); None: not loops (it is inlined). A
+    fusion of complex values is `lower-to-tpu`'s: on the parts (`fusion_on_parts`), or on
+    the parts' views (`pairs.pairs_fusion`), or inlined."""
+    if any(touches_complex(o) for o in op.body.block.ops) and not fusion_on_parts(op):
+        viewed = pairs_fusion(op) if on_views(op) else None
+        if viewed is None:
+            return None
+        op = viewed
     ret = op.body.block.last_op
     assert ret is not None
     outputs = list(ret.operands)
@@ -686,6 +700,8 @@ def _fused(chip: Chip, op: hlo.FusionOp, outputs: list[SSAValue]) -> Kernel:
     if len(cores) > 1:
         raise NotOneLoop("more than one dot or reduce")
     core = cores[0] if cores else None
+    if core is not None and isinstance(_elem(core.operands[0]), ComplexType):
+        raise NotOneLoop("a complex dot or reduce")  # on the parts: several loops
     core_k = None if core is None else op_kernel(chip, core)
     if core is not None and (core_k is None or core_k.n_out != n_out):
         raise NotOneLoop("results of another shape than the dot's or reduce's")

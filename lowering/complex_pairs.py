@@ -79,7 +79,14 @@ from collections.abc import Callable, Sequence
 from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import complex_fold_plain, fusion_on_parts, touches_complex
+from shardc.hardware.cost import (
+    complex_fold_plain,
+    complex_part_ops,
+    fusion_on_parts,
+    touches_complex,
+)
+from shardc.hardware.pairs import has_view_form, on_views, pairs_fusion
+from shardc.lowering.fusion import inline_fusion
 from xdsl.dialects.builtin import (
     ComplexType,
     DenseIntOrFPElementsAttr,
@@ -721,14 +728,18 @@ class ComplexFusion(RewritePattern):
     A fusion computing on complex values (the fusion pass groups complex ops like any
     other) as ONE fusion on their parts: its complex operands split outside (the strided
     DMAs), each complex op of its body on the parts in place, no loop of its own, its
-    complex results joined outside. A body with an op that has no rule on the parts (a
-    complex dot or reduce) is left to the ops' own rewrites.
+    complex results joined outside. A body whose complex ops all act on the parts' views
+    as real ops (moves, add, sub, neg, a reduce add: `hardware/pairs.py`) becomes that
+    fusion on the views (`_on_views`). Any other (a complex dot, a product feeding a
+    reduce) is left to the ops' own rewrites, and `lowering/fusion.py` inlines it (level
+    S costs it op by op: `kernel.fusion_kernels`).
     """
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, hlo.FusionOp):
             return
         if not _fusion_on_parts(op):
+            self._on_views(op, rewriter)
             return
         outside = _Ops(op)
         args: list[Value] = [
@@ -745,6 +756,23 @@ class ComplexFusion(RewritePattern):
         fusion.location, fusion.attributes = op.location, dict(op.attributes)
         joins, results = _join(op, fusion.results, op.results)
         rewriter.replace(op, [*outside.ops, fusion, *joins], results)
+
+    @staticmethod
+    def _on_views(op: hlo.FusionOp, rewriter: PatternRewriter) -> None:
+        """A fusion whose complex ops act on the parts' views as real ops (a transpose
+        feeding a reduce add...: `hardware/pairs.py`) as that fusion on the views, its
+        complex operands and results viewed in place."""
+        if not any(is_complex(v) for v in (*op.inputs, *op.outputs)):
+            return
+        b = _Ops(op)
+        inputs = [b.pairs(v) if is_complex(v) else v for v in op.inputs]
+        fusion = pairs_fusion(op, inputs)
+        if fusion is None:
+            return
+        fusion.location = op.location
+        b.add(fusion)
+        results = _from_pairs(b, list(fusion.results), list(op.results))
+        rewriter.replace(op, b.ops, results)
 
 
 def _body_on_parts(old: Block, new: Block, values: dict[SSAValue, Value]) -> list[SSAValue]:
@@ -905,11 +933,45 @@ class ComplexReductions(RewritePattern):
             rewriter.replace(op, b.ops, [new.results[0]])
 
 
-def expand(function: Operation, chip: Chip) -> None:
+def _moves_parts(op: Operation) -> bool:
+    return isinstance(op, (*_EACH_PART, hlo.RealOp, hlo.ImagOp, hlo.ComplexOp, hlo.ReturnOp))
+
+
+def _inline_unfusable(function: Operation) -> list[str]:
+    """
+    Inline (unfused) each fusion with complex values that is neither one fusion
+    on the parts (`fusion_on_parts`) nor one on their views (`hardware/pairs.py`): a
+    complex dot is four real dots and a reduce mul a reduce with a body, more than one
+    loop holds. Its ops then lower one by one as at the top level, which is what level S
+    charges for it (`kernel.fusion_kernels` None: `inlined_fusion_cost`). `name: why`
+    for each, for the kernel's `tpu.unfused` and the level-S summary line.
+    """
+    remarks = []
+    for op in [o for o in function.walk() if isinstance(o, hlo.FusionOp)]:
+        if fusion_on_parts(op) or on_views(op):
+            continue
+        ops = [o for o in op.body.block.ops if touches_complex(o)]
+        if not ops:
+            continue
+        names = [
+            o.name
+            for o in ops
+            if not has_view_form(o) or (complex_part_ops(o) is None and not _moves_parts(o))
+        ]
+        names = ", ".join(dict.fromkeys(names))
+        remarks.append(f"{op.label}: complex {names}: not one loop on the parts or their views")
+        inline_fusion(op)
+    return remarks
+
+
+def expand(function: Operation, chip: Chip) -> list[str]:
     """Rewrite the complex ops of `function` into ops on their parts (module docstring);
-    the parts' arithmetic is one loop fusion (`_Ops.fused`) whatever `chip`."""
+    the parts' arithmetic is one loop fusion (`_Ops.fused`) whatever `chip`. Returns the
+    fusions inlined (`_inline_unfusable`)."""
     del chip  # the parts' arithmetic is one loop on every chip (`_Ops.fused`)
+    remarks = _inline_unfusable(function)
     patterns = [ComplexFusion(), ComplexElementwise(), ComplexReductions()]
     walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False)
     for region in function.regions:
         walker.rewrite_region(region)
+    return remarks

@@ -26,7 +26,11 @@ and complex<f64>), but not every op computes in every one of them yet.
   max and min (mul, max, min: a reduce with a body on the parts in level S's order, bit
   for bit but complex<f64> products numpy contracts), all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
   them into ops on the real and imaginary parts, and a fusion of such ops (with
-  broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts
+  broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts; a
+  fusion of moves, add, sub, neg, complex converts and a reduce add (a transpose feeding
+  a reduce) into that fusion on the parts' views, one loop reading each operand in place
+  (`hardware/pairs.py`); any other complex fusion (a dot, a product feeding a reduce) is
+  inlined and its ops lowered one by one, as level S costs it
   (lowering/complex_pairs.py, with level S's numpy numerics; exp, sqrt and log within an
   ulp or a few, max / min bit for bit in numpy's lexicographic order, pow bit for bit
   for integer exponents below 100 and otherwise exp(b log a) within a few ulps per unit

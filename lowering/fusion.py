@@ -463,11 +463,11 @@ def prepare(function: func.FuncOp, target: Target) -> list[str]:
             why = why_unfused(target, op)
             if why is not None:
                 remarks.append(f"{op.label}: {why}")
-                _inline(op)
+                inline_fusion(op)
     return remarks
 
 
-def _inline(op: hlo.FusionOp) -> None:
+def inline_fusion(op: hlo.FusionOp) -> None:
     """The fusion's ops in its place, its parameters its operands."""
     block = op.body.block
     ret = block.last_op

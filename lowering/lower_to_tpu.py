@@ -374,8 +374,8 @@ class LowerToTpuPass(ModulePass):
             _check_partitioned(function)
             if len(function.body.blocks) != 1:
                 raise OpPassError(function, "lower-to-tpu: functions of one block only")
-            complex_pairs.expand(function, chip)  # complex ops on their parts, fused
-            remarks = tpu_fusion.prepare(function, target)  # first: it may inline a conv
+            remarks = complex_pairs.expand(function, chip)  # complex ops on their parts
+            remarks += tpu_fusion.prepare(function, target)  # first: it may inline a conv
             tpu_windows.expand(function, target)  # reduce_window as level-S ops
             tpu_convolution.expand(function, target)  # convolution as dots over taps
             check_function(function, target)
