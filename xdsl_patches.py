@@ -63,7 +63,9 @@ check_xdsl_version()
 
 def patch_hex_float_elements() -> None:
     """
-    Read a hexadecimal element of a float `dense<...>` literal as the value's bits.
+    Read a hexadecimal element of a float `dense<...>` literal as the value's bits, and
+    refuse a complex element that is not a (re, im) pair with a message (xDSL 0.74
+    asserts).
 
     That is how MLIR (and xDSL's printer) writes inf and nan: `dense<0xff800000> :
     tensor<f32>` is -inf. xDSL 0.74 reads a hexadecimal scalar float attribute this way
@@ -89,6 +91,9 @@ def patch_hex_float_elements() -> None:
                 parser.raise_error(f"hexadecimal literal {text} does not fit in {type}", self.span)
             raw = bits.to_bytes(type.compile_time_size, "little")
             return next(iter(type.iter_unpack(raw)))
+        if isinstance(type, ComplexType) and not isinstance(self.value, tuple):
+            # xDSL 0.74 asserts here; MLIR wants a pair for each complex element
+            parser.raise_error(f"expected a complex literal (re, im) for {type}", self.span)
         return to_type(self, parser, type)
 
     element.to_type = to_type_reading_hex_bits

@@ -176,6 +176,14 @@ func.func @constant_wide_hex_float() {
 
 // -----
 
+func.func @constant_complex_without_a_pair() {
+  %0 = hlo.constant dense<0.0> : tensor<2xcomplex<f32>>
+  // CHECK: invalid.mlir:[[# @LINE - 1]]:27: error: expected a complex literal (re, im) for complex<f32>
+  func.return
+}
+
+// -----
+
 func.func @iota_dim() {
   %0 = hlo.iota dim = 2 : tensor<8x4xi32>
   // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'hlo.iota' op iota dim 2 is out of range for tensor<8x4xi32>
