@@ -51,7 +51,8 @@ group (an `hlo.fusion` is one loop, `fusion`; other ops are each their own loop 
 HBM, and wait for their last write-back before the next starts); ring steps of a `_start`
 overlap only the tiled compute loops and movement ops before its `done` (`ring_steps`: a
 movement op is one block, its steps placed before it; steps whose transfers the compute
-in between cannot cover run at the `done`).
+in between cannot cover run at the `done`); a complex all_reduce / reduce_scatter other
+than add (lowering/element_types.py).
 """
 
 from __future__ import annotations
