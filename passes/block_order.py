@@ -9,11 +9,16 @@ from typing import Any
 from shardc.dialects.spmd import CONTROL_AFTER_ATTR_NAME, CONTROL_ID_ATTR_NAME
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsolatedFromAbove
 
 
 def used_values(op: Operation) -> list[SSAValue]:
-    """Operands of `op` and of the ops nested in its regions."""
+    """Operands of `op` and of the ops nested in its regions: what it reads from outside.
+    An op isolated from above (a fusion) reads the outside through its operands only: its
+    body is not walked (every estimate links every fusion of the module, issue 14 item 7)."""
     values = list(op.operands)
+    if not op.regions or op.has_trait(IsolatedFromAbove):
+        return values
     for region in op.regions:
         for nested in region.walk():
             values.extend(nested.operands)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from shardc.dialects import collective
@@ -92,9 +93,23 @@ class Passage:
 
         return Passage(groups, float(ends0.max(initial=0.0)), ends0, step, ends)
 
+    @cached_property
+    def _ends0_range(self) -> tuple[float, float]:
+        """The least and the most of `ends0` (one-round, else (0, 0))."""
+        if self.ends0 is None or not self.ends0.size:
+            return 0.0, 0.0
+        return float(self.ends0.min()), float(self.ends0.max())
+
     def end(self, ready: Ready, devices: int) -> Ready:
         """Each device's end of the collective, its members ready at `ready` (a float where
         every device ends together: the common case costs no array operation after)."""
+        if self.ends0 is not None and self.ends0.size and isinstance(ready, float):
+            # the least and most of `ready + ends0` without the array (a float sum is
+            # monotone: the least of the sums is the sum with the least)
+            low, high = self._ends0_range
+            if ready + low == ready + high:
+                return ready + low
+            return ready + self.ends0
         out = self._end(ready, devices)
         if isinstance(out, np.ndarray):
             low, high = out.min(), out.max()

@@ -209,11 +209,32 @@ def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operatio
 
 
 def _time(op: Operation, model: CostModel) -> float:
-    if isinstance(op, collective.CollectiveOp):
-        return model.collective_time(op)
-    if isinstance(op, collective.DoneOp):
+    kind = _kind(op)
+    if kind == _COMPUTE:
+        return op_time(op, model)
+    if kind == _DONE:
         return 0.0
-    return op_time(op, model)
+    return model.collective_time(cast(collective.CollectiveOp, op))
+
+
+_KINDS: dict[type[Operation], int] = {}
+"""Each op class's `_kind` (an op's kind is its class's: `isinstance` on the dialects'
+abstract classes, a few per op and estimate, was a tenth of `StepGraph`)."""
+
+
+def _kind(op: Operation) -> int:
+    """`_START` (an async collective's start), `_SYNC` (any other collective), `_DONE` or
+    `_COMPUTE`: what `op` is to the clocks, as written."""
+    kind = _KINDS.get(type(op))
+    if kind is None:
+        if isinstance(op, collective.CollectiveOp):
+            kind = _START if op.IS_START else _SYNC
+        elif isinstance(op, collective.DoneOp):
+            kind = _DONE
+        else:
+            kind = _COMPUTE
+        kind = _KINDS[type(op)] = kind
+    return kind
 
 
 def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
@@ -496,14 +517,14 @@ class StepGraph:
         time = self.memo.get(op)
         if time is None:
             time = self.memo[op] = _time(op, model)
-        if isinstance(op, collective.CollectiveOp):
-            kind = _START if op.IS_START else _SYNC
-            n = self._node(op, kind, model.collective_time(op), time)
-        elif isinstance(op, collective.DoneOp):
-            owner = op.future.owner
+        kind = _kind(op)
+        if kind == _COMPUTE:
+            n = self._node(op, _COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
+        elif kind == _DONE:
+            owner = cast(collective.DoneOp, op).future.owner
             n = self._node(op, _DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
         else:
-            n = self._node(op, _COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
+            n = self._node(op, kind, model.collective_time(cast(collective.CollectiveOp, op)), time)
         self.first_node[op] = self.result_node[op] = n
 
     def _link(self, block: Block) -> None:
