@@ -161,7 +161,7 @@ def reduce_body_ops(op: hlo.ReduceOp) -> int:
     if complex_fold(op):
         return complex_fold_ops(op)
     if op.body is None:
-        return 1
+        return plain_reduce_ops(_element(op.inputs[0]))
     ops = [o for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)]
     return max(1, sum(elementwise_vpu_ops(o) for o in ops))
 
@@ -515,6 +515,17 @@ def compute_widen_ops(op: Operation) -> int:
     if str(elem) in LOW_PRECISION_FLOATS and not isinstance(op, hlo.CompareOp):
         return len(op.operands) + 1
     return 0
+
+
+def plain_reduce_ops(elem: Attribute) -> int:
+    """
+    Vector ops per reduced element of a reduce add / mul / max / min of `elem` without a
+    body (lowering/compute.py `_reduce`): the fold, and the element converted to what it
+    accumulates in first where that differs (bf16 / f16 / f8 to f32, a sub-byte integer
+    or a predicate to i32: `accumulation_type`).
+    """
+    acc = accumulation_type(elem)
+    return 2 if acc != elem or _is_narrow_int(elem) or elem == i1 else 1
 
 
 def plain_elementwise_ops(op: Operation) -> int:
