@@ -493,6 +493,12 @@ def _element(v: SSAValue) -> Attribute:
     return ty.element_type
 
 
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return ty.get_shape()
+
+
 def _is_narrow_int(elem: Attribute) -> bool:
     """A sub-byte integer (i2 i4 ui2 ui4; lowering/narrow_ints.py `is_narrow`)."""
     return isinstance(elem, IntegerType) and 1 < elem.width.data < 8
@@ -503,17 +509,19 @@ def compute_widen_ops(op: Operation) -> int:
     Converts per element around elementwise `op` where the VPU computes it in a wider type
     than it stores: bf16 / f16 / f8 (`LOW_PRECISION_FLOATS`, but a compare) each operand
     widened to f32 and the result narrowed; a sub-byte integer each operand unpacked to
-    i32 and the result packed (a compare's i1 is not). Widened once per operand, as the
-    lowering does: in a fusion a value feeding two ops is widened for each (a bf16
-    intermediate is narrowed and widened again: the rounding level S's numerics need).
+    i32 and the result packed (a compare's i1 is not). Widened once per distinct operand
+    (x * x: once), as the lowering does; in a fusion a value feeding two ops is widened
+    for each (a bf16 intermediate is narrowed and widened again: the rounding level S's
+    numerics need).
     """
     if isinstance(op, _AS_STORED) or not op.operands:
         return 0
     elem, out = _element(op.operands[-1]), _element(op.results[0])
+    distinct = len(set(op.operands))
     if _is_narrow_int(elem):
-        return len(op.operands) + (1 if _is_narrow_int(out) else 0)
+        return distinct + (1 if _is_narrow_int(out) else 0)
     if str(elem) in LOW_PRECISION_FLOATS and not isinstance(op, hlo.CompareOp):
-        return len(op.operands) + 1
+        return distinct + 1
     return 0
 
 
@@ -533,7 +541,8 @@ def plain_elementwise_ops(op: Operation) -> int:
     Vector ops per element of an elementwise op of real types `lower-to-tpu` computes with
     `arith` / `math` instructions (vector_ops.py `elementwise`): `FLOAT_MATH_OPS`,
     `INT_MATH_OPS` (on a sub-byte integer's unpacking `NARROW_BITS_OPS` for its bits),
-    else one, plus `compute_widen_ops`. Tests count the simulator's ops against it.
+    else one, plus `compute_widen_ops` (and a clamp's rank-0 bounds broadcast, one op
+    each). Tests count the simulator's ops against it.
     """
     if isinstance(op, _AS_STORED) or not op.operands:
         return 1
@@ -546,6 +555,8 @@ def plain_elementwise_ops(op: Operation) -> int:
         ops = INT_MATH_OPS.get(op.name, 1)
     else:
         ops = FLOAT_MATH_OPS.get(op.name, 1)
+    if isinstance(op, hlo.ClampOp) and _shape(op.operands[1]):  # rank-0 bounds broadcast
+        ops += len({v for v in op.operands if not _shape(v)})
     return ops + compute_widen_ops(op)
 
 

@@ -116,7 +116,11 @@ def _map(chip: Chip, op: Operation) -> Tiled:
         streams.append(Stream(v, ident if rank else ()))
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
-        store_block(b, elementwise(b, op, [load_block(b, v) for v in views]), target)
+        loaded: dict[SSAValue, SSAValue] = {}  # an operand repeated (x * x): loaded once
+        for v, view in zip(op.operands, views, strict=False):
+            if v not in loaded:
+                loaded[v] = load_block(b, view)
+        store_block(b, elementwise(b, op, [loaded[v] for v in op.operands]), target)
 
     return Tiled(op, shape, streams, body, _vpu_work(chip, elementwise_vpu_ops(op), len(shape)))
 
