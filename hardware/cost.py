@@ -161,7 +161,7 @@ def reduce_body_ops(op: hlo.ReduceOp) -> int:
     if complex_fold(op):
         return complex_fold_ops(op)
     if op.body is None:
-        return 1
+        return plain_reduce_ops(_element(op.inputs[0]))
     ops = [o for o in op.body.block.ops if not isinstance(o, hlo.ReturnOp)]
     return max(1, sum(elementwise_vpu_ops(o) for o in ops))
 
@@ -433,7 +433,131 @@ def elementwise_vpu_ops(op: Operation) -> int:
         if str(out.element_type) == "f64":
             return F64_FMOD_FIXED_OPS + F64_FMOD_STEPS * F64_FMOD_STEP_OPS
     parts = complex_part_ops(op)  # a complex op: its loop on the parts (dtcost)
-    return 1 if parts is None else parts
+    return plain_elementwise_ops(op) if parts is None else parts
+
+
+# Ops computed in a wider type, and ops of a few instructions (issue 15 item 5) -------------
+
+LOW_PRECISION_FLOATS = ("bf16", "f16", "f8E4M3FN", "f8E5M2")
+"""Floats the VPU computes in f32 (lowering/vector_ops.py `elementwise`): each operand
+widened (`extf`), the op in f32, the result narrowed (`truncf`): rounded once per op, as
+level S's ml_dtypes / numpy arithmetic rounds. A compare, select or convert runs on them
+as they are."""
+
+FLOAT_MATH_OPS = {"hlo.logistic": 5, "hlo.erfc": 3, "hlo.clamp": 2}
+"""Float ops of several vector ops (vector_ops.py `_float_math`): logistic 1 / (1 + exp(-x))
+(the 1 a splat, negate, exp, add, divide), erfc 1 - erf(x) (splat, erf, subtract), clamp
+min(max(x, lo), hi); any other float op is one."""
+
+INT_MATH_OPS = {
+    "hlo.not": 2,  # x xor -1, the -1 a splat
+    "hlo.neg": 2,  # 0 - x, the 0 a splat
+    "hlo.remainder": 3,  # a - div(a, b) * b
+    "hlo.clamp": 2,  # min(max(x, lo), hi)
+    "hlo.shift_left": 7,  # amount < width (a splat, a compare), clipped (a splat, a
+    "hlo.shift_right_logical": 7,  # select), the shift, 0 beyond (a splat, a select)
+    "hlo.shift_right_arithmetic": 5,  # the sign fill beyond: no final select
+}
+"""Signed / signless integer ops of several vector ops (vector_ops.py `_int_math`,
+`_shift`); any other is one."""
+
+UNSIGNED_INT_MATH_OPS = INT_MATH_OPS | {
+    "hlo.not": 3,  # an unsigned splat is two ops: the signless bits, converted
+    "hlo.neg": 3,
+    "hlo.abs": 0,  # |x| = x: nothing emitted
+    "hlo.popcnt": 3,  # on the signless bits: converted there and back
+    "hlo.count_leading_zeros": 3,
+    "hlo.shift_left": 10,  # three unsigned splats
+    "hlo.shift_right_logical": 10,
+    "hlo.shift_right_arithmetic": 7,  # two
+}
+"""`INT_MATH_OPS` of unsigned integers of a byte or more (vector_ops.py `splat_vector`)."""
+
+NARROW_BITS_OPS = {
+    "hlo.popcnt": 3,  # the w bits (a splat mask, an and), ctpop
+    "hlo.count_leading_zeros": 5,  # the w bits, clz, less 32 - w (a splat, a subtract)
+    "hlo.shift_left": 4,  # the w bits of both (a splat mask, two ands), the shift
+    "hlo.shift_right_logical": 4,
+    "hlo.shift_right_arithmetic": 9,  # the w bits sign-extended (a splat, shl, shrsi),
+}  # the amount clipped to w - 1 (a splat, a min), the shift
+"""Ops of a sub-byte integer's bits on its i32 unpacking (lowering/narrow_ints.py
+`_bits_op`), without the unpacking and packing (`compute_widen_ops`)."""
+
+_AS_STORED = (hlo.ConvertOp, hlo.SelectOp, hlo.BitcastConvertOp)
+"""Ops the lowering runs on the stored type, never widened (vector_ops.py `elementwise`)."""
+
+
+def _element(v: SSAValue) -> Attribute:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return ty.element_type
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return ty.get_shape()
+
+
+def _is_narrow_int(elem: Attribute) -> bool:
+    """A sub-byte integer (i2 i4 ui2 ui4; lowering/narrow_ints.py `is_narrow`)."""
+    return isinstance(elem, IntegerType) and 1 < elem.width.data < 8
+
+
+def compute_widen_ops(op: Operation) -> int:
+    """
+    Converts per element around elementwise `op` where the VPU computes it in a wider type
+    than it stores: bf16 / f16 / f8 (`LOW_PRECISION_FLOATS`, but a compare) each operand
+    widened to f32 and the result narrowed; a sub-byte integer each operand unpacked to
+    i32 and the result packed (a compare's i1 is not). Widened once per distinct operand
+    (x * x: once), as the lowering does; in a fusion a value feeding two ops is widened
+    for each (a bf16 intermediate is narrowed and widened again: the rounding level S's
+    numerics need).
+    """
+    if isinstance(op, _AS_STORED) or not op.operands:
+        return 0
+    elem, out = _element(op.operands[-1]), _element(op.results[0])
+    distinct = len(set(op.operands))
+    if _is_narrow_int(elem):
+        return distinct + (1 if _is_narrow_int(out) else 0)
+    if str(elem) in LOW_PRECISION_FLOATS and not isinstance(op, hlo.CompareOp):
+        return distinct + 1
+    return 0
+
+
+def plain_reduce_ops(elem: Attribute) -> int:
+    """
+    Vector ops per reduced element of a reduce add / mul / max / min of `elem` without a
+    body (lowering/compute.py `_reduce`): the fold, and the element converted to what it
+    accumulates in first where that differs (bf16 / f16 / f8 to f32, a sub-byte integer
+    or a predicate to i32: `accumulation_type`).
+    """
+    acc = accumulation_type(elem)
+    return 2 if acc != elem or _is_narrow_int(elem) or elem == i1 else 1
+
+
+def plain_elementwise_ops(op: Operation) -> int:
+    """
+    Vector ops per element of an elementwise op of real types `lower-to-tpu` computes with
+    `arith` / `math` instructions (vector_ops.py `elementwise`): `FLOAT_MATH_OPS`,
+    `INT_MATH_OPS` (on a sub-byte integer's unpacking `NARROW_BITS_OPS` for its bits),
+    else one, plus `compute_widen_ops` (and a clamp's rank-0 bounds broadcast, one op
+    each). Tests count the simulator's ops against it.
+    """
+    if isinstance(op, _AS_STORED) or not op.operands:
+        return 1
+    elem = _element(op.operands[-1])
+    if _is_narrow_int(elem):  # computed on its signless i32 unpacking
+        ops = NARROW_BITS_OPS.get(op.name) or INT_MATH_OPS.get(op.name, 1)
+    elif isinstance(elem, IntegerType) and hlo.is_unsigned(elem):
+        ops = UNSIGNED_INT_MATH_OPS.get(op.name, 1)
+    elif isinstance(elem, IntegerType):
+        ops = INT_MATH_OPS.get(op.name, 1)
+    else:
+        ops = FLOAT_MATH_OPS.get(op.name, 1)
+    if isinstance(op, hlo.ClampOp) and _shape(op.operands[1]):  # rank-0 bounds broadcast
+        ops += len({v for v in op.operands if not _shape(v)})
+    return ops + compute_widen_ops(op)
 
 
 # Complex ops on their parts (issue 15 item 5, helper dtcost) -------------------------------

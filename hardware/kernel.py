@@ -454,7 +454,12 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
     stream = KernelStream(shape, elem, tuple(its[d] for d in range(len(shape))))
     res = _elem(op.results[0])
     return Kernel(
-        sizes, [stream], len(kept), (res,), _vpu(chip, 1, len(sizes)), acc if acc != res else None
+        sizes,
+        [stream],
+        len(kept),
+        (res,),
+        _vpu(chip, reduce_body_ops(op), len(sizes)),
+        acc if acc != res else None,
     )
 
 

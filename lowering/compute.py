@@ -62,7 +62,7 @@ from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, accumulation_type, element_kind
 from shardc.dialects.syntax import splat_element
 from shardc.hardware.chips import Chip
-from shardc.hardware.cost import elementwise_vpu_ops, matmul_time, vpu_time
+from shardc.hardware.cost import elementwise_vpu_ops, matmul_time, reduce_body_ops, vpu_time
 from shardc.lowering import narrow_ints
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import memref_shape, reshape_view, tensor_type
@@ -116,7 +116,11 @@ def _map(chip: Chip, op: Operation) -> Tiled:
         streams.append(Stream(v, ident if rank else ()))
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target: SSAValue) -> None:
-        store_block(b, elementwise(b, op, [load_block(b, v) for v in views]), target)
+        loaded: dict[SSAValue, SSAValue] = {}  # an operand repeated (x * x): loaded once
+        for v, view in zip(op.operands, views, strict=False):
+            if v not in loaded:
+                loaded[v] = load_block(b, view)
+        store_block(b, elementwise(b, op, [loaded[v] for v in op.operands]), target)
 
     return Tiled(op, shape, streams, body, _vpu_work(chip, elementwise_vpu_ops(op), len(shape)))
 
@@ -378,7 +382,7 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Tiled:
         store_block(b, b.op(tpu.ReduceOp(kind, v, c, rdims)), target)
 
     acc = Acc(acc_elem, identity, lambda b, v: convert_vector(b, v, elem))
-    work = _vpu_work(chip, 1, len(sizes))
+    work = _vpu_work(chip, reduce_body_ops(op), len(sizes))  # level S's charge
     return Tiled(
         op, sizes, [Stream(op.operand, tuple(its[d] for d in range(len(shape))))], body, work, acc
     )

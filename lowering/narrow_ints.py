@@ -97,7 +97,9 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue], compute: Co
     from shardc.lowering.emit import tensor_type
 
     w = vals[-1].type.element_type.width.data  # pyright: ignore[reportAttributeAccessIssue]
-    widened = [_i32(b, v) for v in vals]
+    from shardc.lowering.vector_ops import once
+
+    widened = once(vals, lambda v: _i32(b, v))
     r = _bits_op(b, op, widened, w) if isinstance(op, _BITS) else compute(b, op, widened)
     res = tensor_type(op.results[0].type).element_type
     if not is_narrow(res):

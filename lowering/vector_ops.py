@@ -6,7 +6,7 @@ splats, broadcasts, StableHLO `convert`, and hlo elementwise ops as `arith` / `m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, FLOAT, element_kind
@@ -308,7 +308,7 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
     if isinstance(op, hlo.BitcastConvertOp):  # one width: the same bits, another type
         return b.op(arith.BitcastOp(vals[0], with_element(vals[0], res_elem)))
     if isinstance(op, hlo.ClampOp):  # rank-0 bounds: broadcast to the operand's block
-        vals = [broadcast_to(b, v, vector_type(vals[1]).get_shape()) for v in vals]
+        vals = once(vals, lambda v: broadcast_to(b, v, vector_type(vals[1]).get_shape()))
     elem = vector_type(vals[0]).element_type
     if narrow_ints.is_narrow(elem):  # sub-byte integers: unpacked to i32 and packed back
         return narrow_ints.elementwise(b, op, vals, elementwise)
@@ -343,9 +343,19 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
         return float_remainder(b, vals[0], vals[1])
     if not _low_precision(elem):
         return _float_math(b, op, vals)
-    wide = [b.op(arith.ExtFOp(v, with_element(v, f32))) for v in vals]
+    wide = once(vals, lambda v: b.op(arith.ExtFOp(v, with_element(v, f32))))
     r = _float_math(b, op, wide)
     return b.op(arith.TruncFOp(r, with_element(r, elem)))
+
+
+def once(vals: list[SSAValue], convert: Callable[[SSAValue], SSAValue]) -> list[SSAValue]:
+    """`convert` of each of `vals`, a value repeated (x * x) converted once: the widening
+    hardware/cost.py `compute_widen_ops` charges per distinct operand."""
+    made: dict[SSAValue, SSAValue] = {}
+    for v in vals:
+        if v not in made:
+            made[v] = convert(v)
+    return [made[v] for v in vals]
 
 
 # Float remainder ---------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def _layer_times(options: str) -> tuple[float, float, float]:
     return runs[0].report["compute_time_s"], matmuls, runs[1].report["compute_time_s"]
 
 
-@pytest.mark.parametrize(("options", "bound"), [(" micro-batch=false", 1.26), ("", 1.26)])
+@pytest.mark.parametrize(("options", "bound"), [(" micro-batch=false", 1.26), ("", 1.27)])
 def test_real_size_layer_compute_is_close_to_its_matmuls(options: str, bound: float) -> None:
     """
     Issue 14's target is 1.3x; the model gets 1.24x with and without micro-batch
@@ -101,7 +101,8 @@ def test_real_size_layer_compute_is_close_to_its_matmuls(options: str, bound: fl
     that use them and its concatenate is a loop fusion with the residual adds; what is
     left is the softmax's and layer norms' reductions and the first layer norm's
     normalization). This pins what is reached, and that fusion cuts the unfused 27 ms by
-    more than 3x.
+    more than 3x. With micro-batch 1.264x since level S charges bf16 ops their widening
+    and rounding (hardware/cost.py `compute_widen_ops`, as the lowering runs them).
     """
     unfused, matmuls, fused = _layer_times(options)
     assert fused < unfused / 3
