@@ -322,11 +322,13 @@ def unmaterialized(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     for n in reversed(shape):
         strides.append(step)
         step *= max(n, 1)
-    base = _NO_BYTES[: dtype.itemsize].view(dtype)
+    # strided over raw bytes of the same width, then viewed as the dtype: numpy's
+    # array interface (as_strided's path) cannot name ml_dtypes' f8E5M2 ('<f1')
+    base = _NO_BYTES[: dtype.itemsize].view(np.dtype((np.void, dtype.itemsize)))
     out = np.lib.stride_tricks.as_strided(
         base, shape=shape, strides=tuple(reversed(strides)), writeable=False
     )
-    return out
+    return out.view(dtype)
 
 
 def placeholder(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
