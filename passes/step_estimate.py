@@ -68,15 +68,31 @@ def program_order_time(
     ops = list(ops)
     if any(skewed(op, model) for op in ops if isinstance(op, collective.CollectiveOp)):
         return _per_device_time(ops, model, memo)
-    clock = engine = 0.0
-    in_flight: dict[SSAValue, float] = {}
+    times = []
     for op in ops:
         time = memo.get(op)
         if time is None:
             time = memo[op] = _time(op, model)
+        times.append(time)
+    return _forward(ops, times, model)
+
+
+def _forward(
+    ops: list[Operation],
+    times: list[float],
+    model: CostModel,
+    ends: dict[Operation, float] | None = None,
+) -> float:
+    """The step of `ops` (each taking its `times` entry) in this order, one device standing
+    for all; each collective's end into `ends` when given (`collective_slack`)."""
+    clock = engine = 0.0
+    in_flight: dict[SSAValue, float] = {}
+    for op, time in zip(ops, times, strict=True):
         if isinstance(op, collective.CollectiveOp):
             _, end = engine_window(clock, engine, time, model.collective_overlap(op))
             engine = max(engine, end)
+            if ends is not None:
+                ends[op] = end
             if op.IS_START:
                 in_flight[op.results[0]] = end
             else:
@@ -103,21 +119,7 @@ def collective_slack(ops: Iterable[Operation], model: CostModel) -> dict[Operati
     ops = list(ops)
     times = [_time(op, model) for op in ops]
     ends: dict[Operation, float] = {}
-    clock = engine = 0.0
-    in_flight: dict[SSAValue, float] = {}
-    for op, time in zip(ops, times, strict=True):
-        if isinstance(op, collective.CollectiveOp):
-            _, end = engine_window(clock, engine, time, model.collective_overlap(op))
-            ends[op], engine = end, max(engine, end)
-            if op.IS_START:
-                in_flight[op.results[0]] = end
-            else:
-                clock = end
-        elif isinstance(op, collective.DoneOp):
-            clock = max(clock, in_flight.pop(op.future, clock))
-        else:
-            clock += time
-    latest = engine_limit = max(clock, engine)
+    latest = engine_limit = _forward(ops, times, model, ends)
     """The latest the compute clock may be after the op (going backward); the latest a
     collective issued before may end (the engine must be free for the later ones)."""
     by_done: dict[SSAValue, float] = {}
