@@ -1913,6 +1913,20 @@ class ClampOp(HloOp):
                 )
 
 
+ELEMENTWISE: tuple[type[HloOp], ...] = (
+    BinaryElementwiseOp,
+    UnaryElementwiseOp,
+    CompareOp,
+    SelectOp,
+    ConvertOp,
+    IsFiniteOp,
+    ClampOp,
+)
+"""The ops that compute each result element from the operands' elements at the same
+index (the base classes of the arithmetic ops and the others of that form): what
+propagation, fusion and micro-batch's links treat alike."""
+
+
 ELEMENTWISE_OPS_13: tuple[type[HloOp], ...] = (
     RemainderOp,
     Atan2Op,

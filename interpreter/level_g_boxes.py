@@ -41,16 +41,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 Box = tuple[tuple[int, int], ...]
 
-_SAME_BOX = (
-    hlo.BinaryElementwiseOp,
-    hlo.UnaryElementwiseOp,
-    hlo.CompareOp,
-    hlo.SelectOp,
-    hlo.ConvertOp,
-    hlo.IsFiniteOp,
-    hlo.ClampOp,
-    spmd.ConstraintOp,
-)
+_SAME_BOX = (*hlo.ELEMENTWISE, spmd.ConstraintOp)
 """Ops whose result element i depends on operand element i only (or a scalar operand)."""
 
 

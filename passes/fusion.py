@@ -71,13 +71,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 CHEAP = (
-    hlo.BinaryElementwiseOp,
-    hlo.UnaryElementwiseOp,
-    hlo.CompareOp,
-    hlo.SelectOp,
-    hlo.ConvertOp,
-    hlo.IsFiniteOp,
-    hlo.ClampOp,
+    *hlo.ELEMENTWISE,
     hlo.BroadcastOp,
     hlo.IotaOp,
 )

@@ -274,13 +274,7 @@ _LINK_RULES: list[tuple[type | tuple[type, ...], Callable[[Any], Links | None]]]
     ((hlo.ConstantOp, hlo.IotaOp), _source_links),
     (
         (
-            hlo.BinaryElementwiseOp,
-            hlo.UnaryElementwiseOp,
-            hlo.CompareOp,
-            hlo.SelectOp,
-            hlo.ConvertOp,
-            hlo.IsFiniteOp,
-            hlo.ClampOp,
+            *hlo.ELEMENTWISE,
             hlo.ComplexOp,
             hlo.RealOp,
             hlo.ImagOp,

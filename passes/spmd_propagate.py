@@ -604,13 +604,7 @@ def global_functions(module: ModuleOp) -> list[func.FuncOp]:
 
 OP_PRIORITY_STAGES = ("pass-through ops", "pass-through factors", "every op")
 _PASS_THROUGH_OPS = (
-    hlo.BinaryElementwiseOp,
-    hlo.UnaryElementwiseOp,
-    hlo.CompareOp,
-    hlo.SelectOp,
-    hlo.IsFiniteOp,
-    hlo.ClampOp,
-    hlo.ConvertOp,
+    *hlo.ELEMENTWISE,
     hlo.ReshapeOp,
     hlo.TransposeOp,
     spmd.ConstraintOp,
