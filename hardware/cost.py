@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -982,6 +982,54 @@ def hbm_copy_bytes(nbytes: float) -> float:
     return dma_hbm_passes(True, True) * nbytes
 
 
+def rs_combine_time(chip: Chip, elems: float, elem: Attribute) -> float:
+    """
+    Seconds of one reduce-scatter ring step's reduction on a block of `elems` elements
+    whose own chunk is of type `elem` (lowering/reduce_ring.py `_ring_step`): the partial
+    sum received (in `elem`'s accumulation type) and the own chunk loaded from VMEM, the
+    own chunk widened (`arith.extf`) if narrower, the combining op, the sum stored back
+    to the accumulator. The next step sends that sum, so each step waits for it: a
+    latency per step, on the vector unit, that no DMA overlaps (a 4 MiB f32 block on
+    v5e: 0.8 us per step).
+    """
+    acc = accumulation_type(elem)
+    own, wide = element_bytes(elem), element_bytes(acc)
+    return vmem_time(chip, int(elems * (2 * wide + own))) + vpu_time(
+        chip, int(elems), 1 + int(acc != elem)
+    )
+
+
+def rs_lead_time(chip: Chip, elems: float, elem: Attribute) -> float:
+    """
+    Seconds before a reduce-scatter ring's first send (reduce_ring.py `_first_messages`):
+    none where the own chunk of `elems` elements of `elem` is sent from HBM as it is; a
+    low-precision one (partial sums travel in f32) is first fetched into VMEM (a local
+    DMA from HBM), loaded, widened and stored to the accumulator, and sent from there.
+    """
+    acc = accumulation_type(elem)
+    if acc == elem:
+        return 0.0
+    own, wide = element_bytes(elem), element_bytes(acc)
+    fetch = elems * own * dma_hbm_passes(True, False) / chip.hbm_bw
+    return fetch + vmem_time(chip, int(elems * (own + wide))) + vpu_time(chip, int(elems))
+
+
+def rs_tail_time(chip: Chip, elems: float, elem: Attribute, out: Attribute) -> float:
+    """
+    Seconds after a reduce-scatter ring's last step (reduce_ring.py `copy_out`): its
+    result of `elems` elements, accumulated in `elem`'s accumulation type, copied from
+    VMEM to HBM as `out` (a local DMA, waited), rounded first (loaded, `arith.truncf`,
+    stored) where `out` is narrower. What an all_reduce's all-gather waits for before
+    its first send (its handover), and a reduce_scatter's last act.
+    """
+    acc = accumulation_type(elem)
+    copy = elems * element_bytes(out) * dma_hbm_passes(False, True) / chip.hbm_bw
+    if out == acc:
+        return copy
+    rounding = vmem_time(chip, int(elems * (element_bytes(acc) + element_bytes(out))))
+    return copy + rounding + vpu_time(chip, int(elems))
+
+
 def scatter_in_f32(op: Operation) -> bool:
     """A bf16/f16/f8 scatter `add` / `mul`: level S accumulates it in f32 (interpreter/
     hlo_gather.py: the operand and the updates in f32, every update applied in order, one
@@ -1526,7 +1574,7 @@ class CostModel:
         partial sums are. A reduce-scatter phase cut into pieces to fit the `budget`
         bytes of VMEM the collective may hold runs them one after the other, each a ring
         of its own."""
-        low, wide = precision
+        wide = precision[1]
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
@@ -1542,23 +1590,24 @@ class CostModel:
         axes = self._axis_list(op)
         if not axes:
             return 0.0
-        copy = hbm_copy_bytes(nbytes) / self.chip.hbm_bw  # the own block, HBM to HBM
         if kind == "all_gather":
-            return self._gather_phases(axes, nbytes) + copy
+            # The own block first, HBM to HBM.
+            return self._gather_phases(axes, nbytes) + hbm_copy_bytes(nbytes) / self.chip.hbm_bw
         n = math.prod(len(g[0]) for g, _ in axes)
+        elem = t.element_type
         if kind == "reduce_scatter":
             chunk = list(shape)
             dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
             chunk[dim] //= n
             last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
-            return self._scatter_phases(axes, nbytes * wide, last) + copy / n
+            return self._scatter_phases(axes, nbytes * wide, last, elem)
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
             return tail
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
-        return tail + self._all_reduce(axes, nbytes, n, numel, precision, vmem) + copy / n
+        return tail + self._all_reduce(axes, nbytes, n, numel, (elem, wide), vmem)
 
     @staticmethod
     def _pieces(
@@ -1662,19 +1711,64 @@ class CostModel:
         axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
         nbytes: float,
         last: tuple[int, int],
+        elem: Attribute,
     ) -> float:
-        """reduce_scatter of `nbytes` per device: the most major axis first; only the last
-        phase (of a ring of more than one) runs in `last` = (pieces, directions), the
-        others in one piece, one way (the lowering keeps their results in VMEM)."""
+        """reduce_scatter of `nbytes` (partial sums) per device of `elem` values: the most
+        major axis first; only the last phase (of a ring of more than one) runs in `last`
+        = (pieces, directions) and copies its result out, the others in one piece, one
+        way (the lowering keeps their results in VMEM, in the accumulation type)."""
         total = 0.0
         final = _last_ring(axes)[0]
+        own = elem
         for j, (groups, _) in enumerate(axes):
             nbytes /= len(groups[0])
             pieces, ways = last if j == final else (1, 1)
             dirs = (1, -1) if ways == 2 else (1,)
-            ring = Ring(groups, nbytes / (pieces * len(dirs)), dirs)
-            total += pieces * ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
+            out = elem if j == final else None
+            ring = self._rs_ring(groups, nbytes / (pieces * len(dirs)), dirs, own, out)
+            rings = self._rs_pieces(ring, pieces, own if out is None else out)
+            total += sum(ring_time(self.chip, self.torus(), [r], RS_CREDITS) for r in rings)
+            if len(groups[0]) > 1:
+                own = accumulation_type(elem)
         return total
+
+    def _rs_ring(
+        self,
+        groups: tuple[tuple[int, ...], ...],
+        block: float,
+        dirs: tuple[int, ...],
+        own: Attribute,
+        out: Attribute | None,
+    ) -> Ring:
+        """
+        A reduce-scatter ring moving `block` bytes of partial sums per direction and step,
+        its own chunks of type `own`, with the vector work the lowering puts between its
+        transfers (reduce_ring.py): the reduction every step (`rs_combine_time`), the own
+        chunk widened before the first send (`rs_lead_time`), and (`out`: its result
+        goes to HBM as that type) the copy out after the last (`rs_tail_time`).
+        """
+        if len(groups[0]) < 2:
+            return Ring(groups, block, dirs)
+        elems = block / element_bytes(accumulation_type(own))
+        chip = self.chip
+        tail = 0.0 if out is None else rs_tail_time(chip, elems, own, out)
+        return Ring(
+            groups,
+            block,
+            dirs,
+            rs_combine_time(chip, elems, own),
+            rs_lead_time(chip, elems, own),
+            tail,
+        )
+
+    @staticmethod
+    def _rs_pieces(ring: Ring, pieces: int, out: Attribute) -> list[Ring]:
+        """The `pieces` rings of a reduce-scatter cut into pieces, one after the other: a
+        piece's copy out overlaps the next piece's first transfers (reduce_ring.py
+        `_piece_out`) but where it rounds to a narrower `out` (waited for), so only the
+        last piece's counts then."""
+        mid = ring if accumulation_type(out) != out else replace(ring, tail=0.0)
+        return [mid] * (pieces - 1) + [ring]
 
     def _all_reduce(
         self,
@@ -1682,20 +1776,22 @@ class CostModel:
         nbytes: float,
         n: int,
         numel: int,
-        precision: tuple[bool, float],
+        precision: tuple[Attribute, float],
         vmem: tuple[int, int],
     ) -> float:
-        """reduce_scatter (partial sums `wide` times the bytes) + all_gather; over m axes of
-        one size, m parts at once, each over the axes rotated (lowering/all_reduce.py).
-        Every reduce-scatter phase leaves its result in HBM, so each may run in pieces
+        """reduce_scatter (of `elem` values; partial sums `wide` times the bytes) +
+        all_gather; over m axes of one size, m parts at once, each over the axes rotated
+        (lowering/all_reduce.py). Every reduce-scatter phase leaves its result in HBM
+        (copied out: the handover to the next phase), so each may run in pieces
         (`_pieces`, of chunks [later axes' product, numel / (parts n)])."""
-        low, wide = precision
+        elem, wide = precision
+        low = accumulation_type(elem) != elem
         m = len(axes)
         sizes = {len(g[0]) for g, _ in axes}
         parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
         if m > 1 and low:
             last = self._pieces([1, numel // n], _last_ring(axes)[1], 1, vmem)
-            scatter = self._scatter_phases(axes, nbytes * wide, last)
+            scatter = self._scatter_phases(axes, nbytes * wide, last, elem)
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         phases: list[Phase] = []
@@ -1709,8 +1805,10 @@ class CostModel:
             rings = []
             for order, (_, ways) in zip(orders, plans, strict=True):
                 dirs = (1, -1) if ways == 2 else (1,)
-                rings.append(Ring(order[phase][0], part * wide / (pieces * len(dirs)), dirs))
-            phases += [(rings, RS_CREDITS)] * pieces
+                block = part * wide / (pieces * len(dirs))
+                rings.append(self._rs_ring(order[phase][0], block, dirs, elem, elem))
+            cut = [self._rs_pieces(r, pieces, elem) for r in rings]
+            phases += [([c[p] for c in cut], RS_CREDITS) for p in range(pieces)]
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:

@@ -29,7 +29,12 @@ crosses n - 1 hops (routed back along the line).
   ring takes the sum of its edges' step times less the cheapest edge (`ring_time`);
 - reduce_scatter (double-buffered receive slots, credits): the same chain, but a sender
   may run only 2 steps ahead of its receiver, so also at least ceil((n-1)/2) times the
-  dearest edge's step time (a credit round trip crosses the wrap edge);
+  dearest edge's step time (a credit round trip crosses the wrap edge); and the vector
+  work between its transfers, which no DMA overlaps (`Ring.combine`, `lead`, `tail`):
+  every step the received partial sum is added to the own chunk in VMEM before the next
+  send (a slot is freed after it), a low-precision own chunk is fetched and widened to
+  f32 before the first send, and the result is copied out of VMEM after the last step
+  (before an all_reduce's all-gather phase begins);
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
@@ -170,6 +175,17 @@ class Ring:
     groups: tuple[tuple[int, ...], ...]
     block: float
     directions: tuple[int, ...] = (1,)
+    combine: float = 0.0
+    """Seconds a device computes on each step's block of one direction once it has
+    landed, before its next step's sends: a reduce-scatter adds the received partial
+    sum to its own chunk on the vector unit, in VMEM (`cost.rs_combine_time`); an
+    all-gather forwards what it received (0)."""
+    lead: float = 0.0
+    """Seconds per direction before the first send (`cost.rs_lead_time`: a
+    low-precision reduce-scatter's own chunk fetched and widened in VMEM)."""
+    tail: float = 0.0
+    """Seconds per direction after the last step (`cost.rs_tail_time`: a
+    reduce-scatter's result copied out of VMEM)."""
 
 
 def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
@@ -200,14 +216,16 @@ def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | No
     for (i, (g, direction, _, _)), t in zip(edges, times, strict=True):
         per_ring.setdefault((i, g, direction), []).append(t)
     worst = 0.0
-    for ts in per_ring.values():
-        n = len(ts)
+    for (i, _, _), ts in per_ring.items():
+        n, ring = len(ts), rings[i]
         if n < 2:
             continue
-        chain = sum(ts) - min(ts)
+        # A device combines every direction's block before its next sends.
+        work = len(ring.directions) * ring.combine
+        chain = sum(ts) - min(ts) + (n - 1) * work
         if credits is not None:
-            chain = max(chain, math.ceil((n - 1) / credits) * max(ts))
-        worst = max(worst, chain)
+            chain = max(chain, math.ceil((n - 1) / credits) * (max(ts) + work))
+        worst = max(worst, chain + len(ring.directions) * (ring.lead + ring.tail))
     return worst
 
 
@@ -254,20 +272,25 @@ def _phase(
     kernel's order (every ring of a phase covers every device)."""
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
-    lanes: dict[int, list[tuple[int, float]]] = {}
+    lanes: dict[int, list[tuple[int, float, Ring]]] = {}
     for (i, (g, _, r, peer)), t in zip(edges, transfer_times(chip, torus, transfers), strict=True):
-        lanes.setdefault(rings[i].groups[g][r], []).append((peer, t))
+        lanes.setdefault(rings[i].groups[g][r], []).append((peer, t, rings[i]))
     devices = sorted(lanes)
     at = {d: k for k, d in enumerate(devices)}
-    peer = np.array([[at[p] for p, _ in lanes[d]] for d in devices])
-    edge = np.array([[t for _, t in lanes[d]] for d in devices])
+    peer = np.array([[at[p] for p, _, _ in lanes[d]] for d in devices])
+    edge = np.array([[t for _, t, _ in lanes[d]] for d in devices])
+    work = np.array([[ring.combine for _, _, ring in lanes[d]] for d in devices])
+    lead, tail = (
+        np.array([sum(getattr(ring, f) for _, _, ring in lanes[d]) for d in devices])
+        for f in ("lead", "tail")
+    )
     n_lanes = peer.shape[1]
     sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
     for j in range(n_lanes):
         sender[peer[:, j], j] = np.arange(len(devices))
     n = max(len(g) for ring in rings for g in ring.groups)
     begin = np.array([ready.get(d, 0.0) for d in devices])
-    now, cols = begin.copy(), np.arange(n_lanes)
+    now, cols = begin + lead, np.arange(n_lanes)
     taken: list[np.ndarray] = []  # per step: when each device took each lane's block
     for s in range(n - 1):
         send = np.broadcast_to(now[:, None], peer.shape)
@@ -276,12 +299,17 @@ def _phase(
             send = np.maximum(send, freed)
         send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
         arrive = send[sender, cols] + edge[sender, cols]
-        waits = np.concatenate([send[:, -1:], arrive], axis=1)
-        taken.append(np.maximum.accumulate(waits, axis=1)[:, 1:])
-        now = taken[-1][:, -1]
+        # Lane by lane: wait for its block, then combine it (the slot is free after).
+        took = np.empty_like(arrive)
+        t = send[:, -1]
+        for j in range(n_lanes):
+            t = took[:, j] = np.maximum(t, arrive[:, j]) + work[:, j]
+        taken.append(took)
+        now = took[:, -1]
     if credits is not None:  # the credits still owed: the receiver took the last messages
         for step in taken[max(0, n - 1 - credits) :]:
             now = np.maximum(now, step[peer, cols].max(axis=1))
+    now = now + tail
     return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
 
 

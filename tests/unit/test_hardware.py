@@ -45,6 +45,18 @@ W5E, HBM5E, HOP = 4.5e10, 8.1e11, 1e-6
 COPY5E = 2 / HBM5E
 """Seconds per byte of a collective's own-block copy, HBM to HBM: read and write
 (`hardware.cost.hbm_copy_bytes`)."""
+OUT5E = 1 / HBM5E
+"""Seconds per byte of a reduce-scatter's result copied out of VMEM to HBM."""
+VMEM5E, VPU5E = 22 * HBM5E, 1.97e14 / 16
+"""v5e's VMEM bandwidth (22x HBM's, the scaling book) and VPU element rate (1/16 of the
+MXU's bf16 peak)."""
+
+
+def combine(elems: int, own: int = 4, acc: int = 4) -> float:
+    """A reduce-scatter step's reduction of `elems` elements, by hand: the partial (`acc`
+    bytes each) and the own chunk (`own` bytes) loaded, the own chunk widened if
+    narrower, the add, the sum stored."""
+    return elems * (2 * acc + own) / VMEM5E + elems * (1 + (own != acc)) / VPU5E
 
 
 def test_all_gather_without_wraparound_matches_the_scaling_book() -> None:
@@ -84,7 +96,8 @@ def test_latency_is_paid_per_ring_step() -> None:
 
 def test_reduce_scatter_credits_cross_the_wrap_edge() -> None:
     # Two receive slots: on a line of 8, every second step waits for a credit that comes
-    # back over the 7-hop wrap edge: ceil(7/2) x (7 hops + the block).
+    # back over the 7-hop wrap edge: ceil(7/2) x (7 hops + the block + the receiver's
+    # reduction before it frees the slot); then the result copied out of VMEM.
     text = """
 spmd.mesh @m = <["X"=8]>
 func.func @f(%x: tensor<16x256xf32>) -> tensor<2x256xf32> attributes {spmd.partitioned} {
@@ -94,7 +107,7 @@ func.func @f(%x: tensor<16x256xf32>) -> tensor<2x256xf32> attributes {spmd.parti
     op, mesh = first(text, collective.ReduceScatterOp)
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     block = 2 * 256 * 4
-    assert t == pytest.approx(4 * (7 * HOP + block / W5E) + block * COPY5E)
+    assert t == pytest.approx(4 * (7 * HOP + block / W5E + combine(2 * 256)) + block * OUT5E)
 
 
 def test_all_reduce_is_a_reduce_scatter_and_an_all_gather() -> None:
@@ -116,7 +129,10 @@ func.func @f(%x: tensor<16384x1024xf32>) -> (tensor<16384x1024xf32>, tensor<1638
     ar = model.collective_time(ops["collective.all_reduce"])  # pyright: ignore
     a2a = model.collective_time(ops["collective.all_to_all"])  # pyright: ignore
     chunk = 1024 * 1024 * 4
-    assert rs == pytest.approx(ag)  # f32: partial sums travel in their own type
+    # f32: partial sums travel in their own type, as the all-gather's blocks; every step
+    # adds both directions' halves; the result is copied out of VMEM, not HBM to HBM.
+    steps = 15 * 2 * combine(1024 * 1024 // 2)
+    assert rs == pytest.approx(ag - chunk * COPY5E + steps + chunk * OUT5E)
     # The all-gather phase finds its block in place: one copy fewer.
     assert ar == pytest.approx(rs + ag - chunk * COPY5E)
     # all_to_all straight to every rank on a 16-ring: the busiest link carries the blocks
@@ -169,8 +185,14 @@ func.func @f(%x: tensor<16384x1024xbf16>, %y: tensor<16384x1024xf32>) -> (tensor
     mesh = next(o for o in module.walk() if o.name == "spmd.mesh").mesh  # pyright: ignore
     model = CostModel(get_chip("v5e"), mesh)
     low, wide = [o for o in module.walk() if isinstance(o, collective.ReduceScatterOp)]
-    half_copy = 1024 * 1024 * 2 * COPY5E  # the bf16 result is half the f32 one's bytes
-    assert model.collective_time(low) == pytest.approx(model.collective_time(wide) - half_copy)  # pyright: ignore
+    # The same f32 transfers; the bf16 result is half the f32 one's bytes, rounded
+    # first; each step widens the own bf16 chunk, and so does the first send.
+    half = 1024 * 1024 // 2  # elements per direction
+    out = 2 * (half * 2 * OUT5E + half * (4 + 2) / VMEM5E + half / VPU5E)
+    lead = 2 * (half * 2 / HBM5E + half * (2 + 4) / VMEM5E + half / VPU5E)
+    steps = 15 * 2 * (combine(half, own=2) - combine(half))
+    want = model.collective_time(wide) - 2 * half * 4 * OUT5E + out + lead + steps  # pyright: ignore
+    assert model.collective_time(low) == pytest.approx(want)  # pyright: ignore
 
 
 def test_meshes_larger_than_a_pod_cross_the_data_center_network() -> None:
