@@ -44,7 +44,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, accumulation_type, dot_free_dims, element_kind
@@ -99,6 +99,9 @@ class KernelStream:
     elem: Attribute
     dims: tuple[int | None, ...]
     staged: bool = False
+    once: bool = False
+    """Read by a fused epilogue only: loaded from VMEM once per result block, at its
+    last reduced step, not every step (`Kernel.finish`)."""
 
     def block(self, blocks: Sequence[int]) -> tuple[int, ...]:
         return tuple(
@@ -132,6 +135,13 @@ class Kernel:
         default_factory=list[tuple[Callable[[Sequence[int]], tuple[int, ...]], Attribute]]
     )
     """(block shape, element type) of each VMEM buffer of the body's own."""
+    finish: Work | None = None
+    """Compute seconds of a fused epilogue (the ops after a dot or reduce): run once per
+    result block, on the rounded accumulator at its last reduced step
+    (lowering/tile_loop.py `round_once`), not at every step like `work`."""
+    reduces_to: Attribute | None = None
+    """A reducing loop (a dot, a reduce, a fusion around one): the element type its
+    accumulator is rounded to (`block_ends_time`); None: no accumulator of that kind."""
 
     def out_bytes(self, blocks: Sequence[int]) -> int:
         """Bytes of one block of every result."""
@@ -193,22 +203,31 @@ def pipeline_time(chip: Chip, k: Kernel, blocks: Sequence[int], grid: Sequence[i
     """
     Seconds the loop takes: the first fetch, then per step the longer of its compute and
     the HBM traffic overlapping it (the blocks prefetched for the next step, the previous
-    result block's write-back), then the last write-back.
+    result block's write-back), then the last write-back. A reducing loop's step that
+    completes a result block also starts and rounds it (`block_ends_time`).
     """
     hbm = chip.hbm_bw
     steps = math.prod(grid)
     out = k.out_bytes(blocks)
     sizes = [block_bytes(s.block(blocks), s.elem) for s in k.streams]
-    # The body's loads and stores (operand blocks, result block read and written) at
-    # VMEM bandwidth, then its compute.
-    work = vmem_time(chip, sum(sizes) + 2 * out) + k.work(blocks)
+    # The body's loads and stores (operand blocks, result block or accumulator read and
+    # written) at VMEM bandwidth, then its compute.
+    loads = sum(size for s, size in zip(k.streams, sizes, strict=True) if not s.once)
+    work = vmem_time(chip, loads + 2 * _acc_bytes(k, blocks)) + k.work(blocks)
+    n_red = math.prod(grid[k.n_out :])
+    start, end = block_ends_time(chip, k, blocks)
+    # A result block's first step starts it, its last rounds it (one step: both). With
+    # several reduced steps the first ones are those t with t + 1 = 1 mod n_red: of
+    # the class of period 1 (blocks moving every step), else of no traffic.
+    firsts = math.prod(grid[: k.n_out]) if n_red > 1 else 0
+    if n_red == 1:
+        start, end = 0.0, start + end
     # Bytes moved every `period` steps; periods are suffix products of the grid, so each
     # divides the next, and a step that moves one period's blocks moves the shorter ones'.
     traffic: dict[int, int] = {}
     for s, size in zip(k.streams, sizes, strict=False):
         if s.moves(grid):
             traffic[s.period(grid)] = traffic.get(s.period(grid), 0) + size
-    n_red = math.prod(grid[k.n_out :])
     if n_red < steps:
         traffic[n_red] = traffic.get(n_red, 0) + out
     periods = sorted(traffic)
@@ -216,10 +235,50 @@ def pipeline_time(chip: Chip, k: Kernel, blocks: Sequence[int], grid: Sequence[i
     for j, p in enumerate(periods):
         count = (steps - 1) // p - ((steps - 1) // periods[j + 1] if j + 1 < len(periods) else 0)
         moved += traffic[p]
-        total += count * max(work, moved / hbm)
+        # Steps t whose t + 1 is a multiple of p (of n_red, a period itself when there
+        # are several result blocks, if p >= n_red) complete a result block.
+        step = work + (end if p >= n_red else 0.0)
+        first = firsts if p == 1 else 0
+        total += (count - first) * max(step, moved / hbm)
+        total += first * max(step + start, moved / hbm)
         busy += count
-    total += (steps - busy) * work
+    # The rest: steps without traffic (none completes a block, some may start one) and
+    # the last.
+    first = firsts if not periods or periods[0] != 1 else 0
+    total += (steps - busy) * work + first * start + end
     return sum(sizes) / hbm + total + out / hbm + staging_time(chip, k, blocks, grid)
+
+
+def _acc_bytes(k: Kernel, blocks: Sequence[int]) -> int:
+    """Bytes of the block a loop's body reads and writes every step: a reducing loop's
+    accumulator, in its own type where it is a buffer of its own, else the result
+    block."""
+    if k.reduces_to is None or k.acc is None:
+        return k.out_bytes(blocks)
+    return block_bytes(blocks[: k.n_out], k.acc)
+
+
+def block_ends_time(chip: Chip, k: Kernel, blocks: Sequence[int]) -> tuple[float, float]:
+    """
+    Seconds a reducing loop spends once per result block, not every step
+    (lowering/tile_loop.py `_Loop.init`, `round_once`): (start, end). At its first
+    reduced step the accumulator set to the identity (a splat, stored); at its last,
+    where it is a buffer of its own, the accumulator loaded, rounded to `reduces_to`
+    (one op where the types differ), the fused epilogue run on it (`Kernel.finish`: its
+    operands loaded, its ops) and every result stored to its slot. (0, 0) for other
+    loops.
+    """
+    if k.reduces_to is None:
+        return 0.0, 0.0
+    cells = math.prod(blocks[: k.n_out])
+    acc = _acc_bytes(k, blocks)
+    start = vpu_time(chip, cells) + vmem_time(chip, acc)
+    if k.acc is None:
+        return start, 0.0
+    late = sum(block_bytes(s.block(blocks), s.elem) for s in k.streams if s.once)
+    rounding = vpu_time(chip, cells, int(k.acc != k.reduces_to))
+    epilogue = k.finish(blocks) if k.finish is not None else 0.0
+    return start, vmem_time(chip, acc + late + k.out_bytes(blocks)) + rounding + epilogue
 
 
 def staging_time(chip: Chip, k: Kernel, blocks: Sequence[int], grid: Sequence[int]) -> float:
@@ -438,7 +497,9 @@ def _dot(chip: Chip, op: hlo.DotOp) -> Kernel:
         cols = math.prod(blocks[nb + nl : n_out])
         return matmul_time(chip, rows, math.prod(blocks[n_out:]), cols, elem)
 
-    return Kernel(sizes, streams, n_out, (res,), work, acc if acc != res else None, align)
+    return Kernel(
+        sizes, streams, n_out, (res,), work, acc if acc != res else None, align, reduces_to=res
+    )
 
 
 def _reduce(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
@@ -460,6 +521,7 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Kernel | None:
         (res,),
         _vpu(chip, reduce_body_ops(op), len(sizes)),
         acc if acc != res else None,
+        reduces_to=res,
     )
 
 
@@ -625,6 +687,21 @@ def _check_fused(op: Operation) -> None:
         raise NotOneLoop(f"{op.name} inside")
 
 
+def after_core(ops: Sequence[Operation], core: Operation | None) -> set[SSAValue]:
+    """
+    The values of a fusion's `ops` (in block order) computed from its dot's or reduce's
+    result: its epilogue, which lowering/fusion.py runs once per result block on the
+    rounded accumulator (`Kernel.finish`), not at every reduced step.
+    """
+    after: set[SSAValue] = set()
+    for o in ops:
+        if o is core or any(v in after for v in o.operands):
+            after.update(o.results)
+    if core is not None:
+        after.difference_update(core.results)
+    return after
+
+
 def _ancestors(outputs: Sequence[SSAValue]) -> list[Operation]:
     """The fused ops the outputs depend on, in block order."""
     seen: set[Operation] = set()
@@ -644,7 +721,9 @@ class _Fused:
     op: hlo.FusionOp
     maps: dict[SSAValue, Map] = field(default_factory=dict[SSAValue, Map])
     streams: list[KernelStream] = field(default_factory=list[KernelStream])
-    keys: set[Hashable] = field(default_factory=set[Hashable])
+    keys: dict[Hashable, int] = field(default_factory=dict[Hashable, int])
+    after: set[SSAValue] = field(default_factory=set[SSAValue])
+    """The epilogue's values (`after_core`)."""
 
     def assign(self, v: SSAValue, m: Map) -> None:
         if not isinstance(v, BlockArgument) and self.maps.setdefault(v, m) != m:
@@ -657,15 +736,20 @@ class _Fused:
         window: Window,
         like: int | None = None,
         staged: bool = False,
+        once: bool = False,
     ) -> None:
         """The stream reading parameter `arg` with map `m` (a core operand's: `like`, its
-        index among the core's streams, so that its staging is kept)."""
-        if (arg, m, window, like) in self.keys:
+        index among the core's streams, so that its staging is kept); `once`: for the
+        epilogue (read every step as soon as anything else reads it too)."""
+        key = (arg, m, window, like)
+        if key in self.keys:
+            i = self.keys[key]
+            self.streams[i] = replace(self.streams[i], once=self.streams[i].once and once)
             return
-        self.keys.add((arg, m, window, like))
+        self.keys[key] = len(self.streams)
         outer = self.op.inputs[arg.index]
         shape = window[1] if window is not None else _shape(outer)
-        self.streams.append(KernelStream(shape, _elem(outer), m, staged))
+        self.streams.append(KernelStream(shape, _elem(outer), m, staged, once))
 
 
 def fusion_kernels(chip: Chip, op: hlo.FusionOp) -> list[Kernel] | None:
@@ -710,7 +794,7 @@ def _fused(chip: Chip, op: hlo.FusionOp, outputs: list[SSAValue]) -> Kernel:
     core_k = None if core is None else op_kernel(chip, core)
     if core is not None and (core_k is None or core_k.n_out != n_out):
         raise NotOneLoop("results of another shape than the dot's or reduce's")
-    f = _Fused(op)
+    f = _Fused(op, after=after_core(ops, core))
     for v in outputs:
         if isinstance(v, BlockArgument):
             f.stream(v, tuple(range(n_out)), None)
@@ -738,7 +822,7 @@ def _propagate(f: _Fused, o: Operation, core: Operation | None, core_k: Kernel |
         return
     for v, (om, window) in zip(o.operands, operand_maps(o, m), strict=True):
         if isinstance(v, BlockArgument):
-            f.stream(v, om, window)
+            f.stream(v, om, window, once=o.results[0] in f.after)
         else:
             f.assign(v, om)
 
@@ -768,14 +852,17 @@ def _fused_kernel(
         for v, s in zip(core.operands, core_k.streams, strict=True):
             if not isinstance(v, BlockArgument):
                 scratch.append((s.block, s.elem))
-    fused = [(v, m) for v, m in f.maps.items() if v.owner is not core]
+    fused = [(v, m) for v, m in f.maps.items() if v.owner is not core and v not in f.after]
+    epilogue = [(v, m) for v, m in f.maps.items() if v in f.after]
+
+    def vpu(values: list[tuple[SSAValue, Map]], blocks: Sequence[int]) -> float:
+        return sum(
+            vpu_time(chip, math.prod(_value_block(v, m, blocks)), value_vpu_ops(v))
+            for v, m in values
+        )
 
     def work(blocks: Sequence[int]) -> float:
-        own = sum(
-            vpu_time(chip, math.prod(_value_block(v, m, blocks)), value_vpu_ops(v))
-            for v, m in fused
-        )
-        return own + (core_k.work(blocks) if core_k is not None else 0.0)
+        return vpu(fused, blocks) + (core_k.work(blocks) if core_k is not None else 0.0)
 
     outs = tuple(_elem(r) for r in f.op.outputs)
     n_out = len(sizes)
@@ -791,6 +878,8 @@ def _fused_kernel(
         _acc_elem(core),
         dict(core_k.align),
         scratch=scratch,
+        finish=(lambda blocks: vpu(epilogue, blocks)) if epilogue else None,
+        reduces_to=_elem(core.results[0]),
     )
 
 

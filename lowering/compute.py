@@ -271,6 +271,7 @@ def _dot(chip: Chip, op: hlo.DotOp) -> Tiled:
         acc_elem,
         lambda b, vty: splat_vector(b, 0, vty),
         lambda b, v: convert_vector(b, v, res.element_type),
+        result=res.element_type,
     )
     return Tiled(op, sizes, streams, _dot_body(elem, operand, acc_elem), work, acc, align)
 
@@ -381,7 +382,7 @@ def _reduce(chip: Chip, op: hlo.ReduceOp) -> Tiled:
         c = load_block(b, target)
         store_block(b, b.op(tpu.ReduceOp(kind, v, c, rdims)), target)
 
-    acc = Acc(acc_elem, identity, lambda b, v: convert_vector(b, v, elem))
+    acc = Acc(acc_elem, identity, lambda b, v: convert_vector(b, v, elem), result=elem)
     work = _vpu_work(chip, reduce_body_ops(op), len(sizes))  # level S's charge
     return Tiled(
         op, sizes, [Stream(op.operand, tuple(its[d] for d in range(len(shape))))], body, work, acc

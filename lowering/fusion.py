@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.syntax import splat_element
+from shardc.hardware import kernel
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import value_vpu_ops, vpu_time
 from shardc.lowering import compute
@@ -133,6 +134,8 @@ class _Fused:
     scratch: list[Scratch] = field(default_factory=list)
     scratch_of: dict[object, int] = field(default_factory=dict)
     blocks: tuple[int, ...] = ()
+    after: set[SSAValue] = field(default_factory=set)
+    """The epilogue's values (`kernel.after_core`): computed once per result block."""
 
     @property
     def block(self) -> Block:
@@ -144,14 +147,25 @@ class _Fused:
         if self.maps.setdefault(v, m) != m:
             raise Unfusable("an intermediate read in two block layouts")
 
-    def stream(self, arg: SSAValue, m: Map, window: Window, like: Stream | None = None) -> int:
-        """The index of the stream reading parameter `arg` with map `m` (and window)."""
+    def stream(
+        self,
+        arg: SSAValue,
+        m: Map,
+        window: Window,
+        like: Stream | None = None,
+        once: bool = False,
+    ) -> int:
+        """The index of the stream reading parameter `arg` with map `m` (and window);
+        `once`: for the epilogue (read every step as soon as anything else reads it)."""
         key = (arg, m, window, None if like is None else id(like))
-        if key not in self.keys:
+        if key in self.keys:
+            s = self.streams[self.keys[key]]
+            s.once = s.once and once
+        else:
             assert isinstance(arg, BlockArgument)
             outer = self.op.inputs[arg.index]
             if like is None:
-                s = Stream(outer, m, window=window)
+                s = Stream(outer, m, window=window, once=once)
             else:
                 s = Stream(outer, like.dims, like.perm, like.view)
             self.keys[key] = len(self.streams)
@@ -200,6 +214,7 @@ def _analyse(chip: Chip, op: hlo.FusionOp, outputs: list[SSAValue]) -> _Fused:
         f.core_t = build(chip, f.core)
         if f.core_t.n_out != n_out:
             raise Unfusable("results of another shape than the dot's or reduce's")
+    f.after = kernel.after_core(ops, f.core)
     for v in outputs:
         if isinstance(v, BlockArgument):
             f.stream(v, _identity(n_out), None)
@@ -227,7 +242,7 @@ def _propagate(f: _Fused, o: Operation) -> None:
         return
     for v, (om, window) in zip(o.operands, _operand_maps(o, m), strict=True):
         if isinstance(v, BlockArgument):
-            f.stream(v, om, window)
+            f.stream(v, om, window, once=o.results[0] in f.after)
         else:
             f.assign(v, om)
 
@@ -362,14 +377,17 @@ def _loop(
     _plan_scratch(f)
     core_t = f.core_t
     sizes = core_t.sizes if core_t is not None else tensor_type(f.outputs[0].type).get_shape()
-    elementwise_ops = [v for v in f.maps if v.owner is not f.core]
+    elementwise_ops = [v for v in f.maps if v.owner is not f.core and v not in f.after]
+    epilogue_ops = [v for v in f.maps if v in f.after]
+
+    def vpu(values: list[SSAValue], blocks: Sequence[int]) -> float:
+        return sum(
+            vpu_time(chip, math.prod(_block(v, f.maps[v], blocks)), value_vpu_ops(v))
+            for v in values
+        )
 
     def work(blocks: Sequence[int]) -> float:
-        own = sum(
-            vpu_time(chip, math.prod(_block(v, f.maps[v], blocks)), value_vpu_ops(v))
-            for v in elementwise_ops
-        )
-        return own + (core_t.work(blocks) if core_t is not None else 0.0)
+        return vpu(elementwise_ops, blocks) + (core_t.work(blocks) if core_t is not None else 0.0)
 
     def body(b: TileEmitter, views: list[SSAValue], idx: list[Ix], target) -> None:
         ev = _Eval(f, b, views, idx)
@@ -383,7 +401,9 @@ def _loop(
     acc = None
     if core_t is not None:
         assert core_t.acc is not None
-        acc = Acc(core_t.acc.elem, core_t.acc.init, core_t.acc.finish, _epilogue(f))
+        acc = Acc(
+            core_t.acc.elem, core_t.acc.init, core_t.acc.finish, _epilogue(f), core_t.acc.result
+        )
     t = Tiled(
         op,
         tuple(sizes),
@@ -395,6 +415,7 @@ def _loop(
         outputs=tuple(op.outputs),
         scratch=f.scratch,
         out_offset=offset,
+        finish=(lambda blocks: vpu(epilogue_ops, blocks)) if epilogue_ops else None,
     )
     t.on_plan = lambda blocks: setattr(f, "blocks", tuple(blocks))
     return t

@@ -42,6 +42,8 @@ class Stream:
     window: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     """(start, shape): only this part of the operand is read (a fused static slice), its
     blocks offset by `start`; default: all of it."""
+    once: bool = False
+    """Read by a fused epilogue only: loaded once per result block (`Acc.epilogue`)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -90,6 +92,9 @@ class Acc:
     epilogue: Epilogue | None = None
     """Applied to the rounded accumulator before the write-back (a fused dot's epilogue);
     the accumulator is then a VMEM buffer of its own."""
+    result: Attribute | None = None
+    """The element type `finish` rounds to (`kernel.Kernel.reduces_to`: level S's cost of
+    a result block's start and rounding); None: not costed so (a reduce with a body)."""
 
 
 Body = Callable[[TileEmitter, list[SSAValue], list[Ix], SSAValue], None]
@@ -134,6 +139,8 @@ class Tiled:
     concatenate); default: at the origin, the results of the iteration space's shape."""
     on_plan: Callable[[tuple[int, ...]], None] | None = None
     """Told the chosen blocks before the loop is emitted (a fused body's block shapes)."""
+    finish: Callable[[Sequence[int]], float] | None = None
+    """Compute seconds of the epilogue (`Acc.epilogue`), once per result block."""
 
     @property
     def result(self) -> SSAValue:
@@ -166,12 +173,22 @@ def kernel_of(t: Tiled) -> Kernel:
     """`t` as `hardware.kernel` plans and times it (its streams' shapes, element types and
     block maps; whether they are staged; the results' element types; the accumulator if
     it is a buffer of its own; the body's work and scratch)."""
-    streams = [KernelStream(s.shape, s.elem, s.dims, s.perm is not None) for s in t.streams]
+    streams = [KernelStream(s.shape, s.elem, s.dims, s.perm is not None, s.once) for s in t.streams]
     outs = tuple(tensor_type(r.type).element_type for r in t.results)
     acc = t.acc.elem if t.acc is not None and separate_acc(t) else None
     scratch = [(s.shape, s.elem) for s in t.scratch]
     return Kernel(
-        tuple(t.sizes), streams, t.n_out, outs, t.work, acc, dict(t.align), t.whole, scratch
+        tuple(t.sizes),
+        streams,
+        t.n_out,
+        outs,
+        t.work,
+        acc,
+        dict(t.align),
+        t.whole,
+        scratch,
+        t.finish,
+        None if t.acc is None else t.acc.result,
     )
 
 

@@ -216,26 +216,28 @@ func.func @softmax_pv(%s: tensor<4x8x8xbf16>, %m: tensor<4x8xf32>, %z: tensor<4x
 // by a loop fusion: the consumer joins the dot's kernel as a second output, so the dot's
 // result is not read back. Not where a collective reads the dot's result (the merged
 // kernel would issue it later), nor where the consumer needs a value made after the dot.
-// (One bf16 negate: level S charges a bf16 op its widening and rounding, 3 VPU ops, and
-// the kernel model charges a dot's epilogue at every step of K, so a longer bf16 chain,
-// negate then tanh, makes the merged kernel slower than the two by that model.)
+// (The bf16 chain negate then tanh joins: level S charges a dot's epilogue once per result
+// block, as the lowering runs it, not at every step of K, which made the merged kernel
+// look slower than the two.)
 spmd.mesh @mesh = <["x"=2]>
 func.func @multi_output(%x: tensor<512x4096xbf16>, %w: tensor<4096x1024xbf16>, %b: tensor<512x1024xbf16>) -> (tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>) attributes {spmd.partitioned} {
   %y = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<512x1024xbf16>
   %n = hlo.neg %y : tensor<512x1024xbf16>
+  %t = hlo.tanh %n : tensor<512x1024xbf16>
   %y2 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<512x1024xbf16>
   %r = collective.all_reduce add %y2 on @mesh["x"] : tensor<512x1024xbf16>
   %n2 = hlo.neg %y2 : tensor<512x1024xbf16>
   %y3 = hlo.dot %x, %w, contracting_dims = [1] x [0] : (tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> tensor<512x1024xbf16>
   %late = collective.all_reduce add %b on @mesh["x"] : tensor<512x1024xbf16>
   %a3 = hlo.add %y3, %late : tensor<512x1024xbf16>
-  func.return %y, %n, %r, %n2, %y3, %a3 : tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>
+  func.return %y, %t, %r, %n2, %y3, %a3 : tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<512x1024xbf16>
 }
 // CHECK-LABEL: func.func @multi_output
-// CHECK-NEXT:    %y, %n = hlo.fusion(%0 = %x, %1 = %w) kind = output, name = "dot_fusion" : (tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> (tensor<512x1024xbf16>, tensor<512x1024xbf16>) {
+// CHECK-NEXT:    %y, %t = hlo.fusion(%0 = %x, %1 = %w) kind = output, name = "dot_fusion" : (tensor<512x4096xbf16>, tensor<4096x1024xbf16>) -> (tensor<512x1024xbf16>, tensor<512x1024xbf16>) {
 // CHECK-NEXT:      %y_1 = hlo.dot %0, %1
-// CHECK-NEXT:      %n_1 = hlo.neg %y_1
-// CHECK-NEXT:      hlo.return %y_1, %n_1
+// CHECK-NEXT:      %n = hlo.neg %y_1
+// CHECK-NEXT:      %t_1 = hlo.tanh %n
+// CHECK-NEXT:      hlo.return %y_1, %t_1
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %y2 = hlo.dot %x, %w
 // CHECK-NEXT:    %r = collective.all_reduce add %y2
