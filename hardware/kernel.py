@@ -13,6 +13,10 @@ when their last reduced block is done. Its time (`pipeline_time`) is
   + per step max(compute, the HBM traffic overlapping it): compute is the body's VPU or
     MXU work plus its VMEM loads and stores, the traffic the blocks prefetched for the next
     step and the previous result block's write-back
+  + once per result block, on the step that starts it and the one that completes it, a
+    reducing loop's accumulator set to the identity, then rounded (loaded, converted,
+    a fused epilogue run on it, stored to the result slots: `block_ends_time`; the
+    epilogue is not run every step of K, and neither is it charged so)
   + drain (the last result block's write-back, nothing left to overlap it)
   + staging (`staging_time`: blocks re-laid out in VMEM as they arrive, before the next
     step's DMAs start, so nothing overlaps it).
