@@ -155,6 +155,10 @@ class FunctionPartitioner:
     """Prices the candidates of the ops with a choice (None: `choose_factors` as it is)."""
     explain: bool = False
     """Print each choice with its estimated time and the runners-up (stderr)."""
+    chosen_factors: dict[tuple[object, ...], tuple[Axes, ...]] = field(
+        default_factory=dict[tuple[object, ...], tuple[Axes, ...]]
+    )
+    """`choose_factors`'s answers by what they depend on."""
 
     def __post_init__(self) -> None:
         self.resharder = Resharder(self.mesh_name, self.mesh)
@@ -441,7 +445,26 @@ class FunctionPartitioner:
             self.reshard_result(op, r, natural, want)
 
     def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
-        """Reduced factors from the operands as they are, then the rest from `want`."""
+        """Reduced factors from the operands as they are, then the rest from `want`
+        (remembered by what they depend on: a program repeats its ops, issue 14 item 7)."""
+        if rule.halo_factors:  # aligned by the op's window attributes too: not remembered
+            return self._choose_factors(op, rule, want)
+        key = (
+            rule,
+            pads_safely(op),
+            tuple(
+                (layout(self.actual[o]), self.global_shape(o))
+                for _, o in zip(rule.operand_dims, op.operands, strict=False)
+            ),
+            layout(want),
+            tuple(self.global_shape(r) for r in op.results),
+        )
+        found = self.chosen_factors.get(key)
+        if found is None:
+            found = self.chosen_factors[key] = tuple(self._choose_factors(op, rule, want))
+        return list(found)
+
+    def _choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
         factors: list[Axes] = [()] * rule.factor_count
         used: set[str] = set()
         for dims, operand in zip(rule.operand_dims, op.operands, strict=False):
