@@ -245,8 +245,8 @@ class SpmdPipelinePass(ModulePass):
             plan, guarded = p.guarded_plan(op, costs)  # planned once: applied to the copy
             for variant in (p, replace(p, overlap_aware=False)):
                 if variant is not p:
-                    if not guarded and (refused is not None or not plan):
-                        break  # the module as it was, and the same plan again
+                    if _planned_already(guarded, plan, refused):
+                        break
                     plan = variant.plan(op, costs)
                 if plan and not _same_plan(plan, refused):
                     kept = gate.run(
@@ -448,6 +448,17 @@ def fused_copy(module: ModuleOp, model: CostModel) -> ModuleOp:
         if isinstance(function, func.FuncOp):
             fuse_function(function, model)
     return copy
+
+
+def _planned_already(
+    guarded: bool,
+    plan: list[tuple[Block, list[list[collective.CollectiveOp]]]],
+    refused: list[tuple[Block, list[list[Operation]]]] | None,
+) -> bool:
+    """Whether XLA's `collective-combine` would plan what was planned (`plan`) again: the
+    overlap-aware plan's guard refused no merge (`guarded` false: the two plans are the
+    same) and the module is as it was planned on (the plan refused, or nothing planned)."""
+    return not guarded and (refused is not None or not plan)
 
 
 def _same_plan(
