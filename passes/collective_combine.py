@@ -167,6 +167,8 @@ class OverlapGuard:
     first_use: dict[Operation, int]
     position: dict[Operation, int]
     model: CostModel
+    refused: bool = False
+    """Whether `allows` refused a merge (else the plan is the one without the guard)."""
 
     @staticmethod
     def for_block(block: Block, model: CostModel) -> OverlapGuard:
@@ -194,9 +196,12 @@ class OverlapGuard:
 
     def allows(self, group: Group, op: collective.CollectiveOp) -> bool:
         saved = self.model.collective_latency(op)
-        if self.clock[op] - self.clock[group.ops[0]] > saved:
+        if self.clock[op] - self.clock[group.ops[0]] > saved or not all(
+            self.first_use[m] > self.position[op] for m in group.ops
+        ):
+            self.refused = True
             return False
-        return all(self.first_use[m] > self.position[op] for m in group.ops)
+        return True
 
 
 def plan_groups(
@@ -355,8 +360,13 @@ class CollectiveCombinePass(ModulePass):
             if groups:
                 topological_reorder(block)
 
-    def groups(self, block: Block, model: CostModel) -> list[list[collective.CollectiveOp]]:
+    def groups(
+        self, block: Block, model: CostModel, guards: list[OverlapGuard] | None = None
+    ) -> list[list[collective.CollectiveOp]]:
+        """The block's groups; with `guards`, the overlap guard used (if any) appended."""
         guard = OverlapGuard.for_block(block, model) if self.overlap_aware else None
+        if guard is not None and guards is not None:
+            guards.append(guard)
         return plan_groups(block, self.threshold_bytes, self.max_count, guard, self.align_dims)
 
     def any_match(self, op: ModuleOp) -> bool:
@@ -369,10 +379,21 @@ class CollectiveCombinePass(ModulePass):
     ) -> list[tuple[Block, list[list[collective.CollectiveOp]]]]:
         """What `apply` would merge, block by block (nothing is changed). `model`: this
         pass's cost model (`spmd-pipeline` passes its gate's, which remembers costs by op)."""
+        return self.guarded_plan(op, model)[0]
+
+    def guarded_plan(
+        self, op: ModuleOp, model: CostModel | None = None
+    ) -> tuple[list[tuple[Block, list[list[collective.CollectiveOp]]]], bool]:
+        """`plan`, and whether its overlap guard refused a merge: if not, the plan is the
+        one without the guard (`overlap-aware=false`) too (`spmd-pipeline` then does not
+        plan that one again, issue 14 item 7)."""
         if model is None:
             model = cached(CostModel(get_chip(self.chip), find_mesh(op)))
-        planned = [(block, self.groups(block, model)) for block in _blocks(op)]
-        return [(block, groups) for block, groups in planned if groups]
+        guards: list[OverlapGuard] = []
+        planned = [(block, self.groups(block, model, guards)) for block in _blocks(op)]
+        return [(block, groups) for block, groups in planned if groups], any(
+            g.refused for g in guards
+        )
 
     @staticmethod
     def apply_plan(

@@ -33,7 +33,7 @@ from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.timing import issued_behind
-from shardc.passes.resharding import Resharder, layout, local_type
+from shardc.passes.resharding import Layout, Resharder, layout, local_type
 from shardc.passes.sharding_rules import Axes, FactorRule, factor_axes_from, make_sharding
 from shardc.passes.step_estimate import scheduled_time
 from xdsl.dialects import func
@@ -187,6 +187,19 @@ def _assign(
 
 
 @dataclass
+class Choice:
+    """An op's candidates (`spmd_partition.FunctionPartitioner.candidates`): each factor
+    assignment with the result sharding it targets, the layout each gives the op's
+    operands, and their plans by which of those layouts the operands had already."""
+
+    options: list[tuple[list[Axes], ShardingAttr]]
+    targets: list[tuple[Layout, ...]]
+    plans: dict[tuple[bool, ...], list[Plan]] = field(
+        default_factory=dict[tuple[bool, ...], list[Plan]]
+    )
+
+
+@dataclass
 class PlanCoster:
     """
     Prices candidate factor assignments of ops on one mesh with one cost model: each plan
@@ -201,6 +214,10 @@ class PlanCoster:
     model: CostModel
     _scratch: ModuleOp | None = None
     _plans: dict[tuple[object, ...], Plan] = field(default_factory=dict[tuple[object, ...], Plan])
+    choices: dict[tuple[object, ...], Choice] = field(
+        default_factory=dict[tuple[object, ...], Choice]
+    )
+    """An op's candidates by what they depend on (`FunctionPartitioner.choice_key`)."""
 
     def module(self) -> ModuleOp:
         """A module holding the mesh (collectives look their group up in it) and the

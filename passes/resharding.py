@@ -59,10 +59,7 @@ class Resharder:
         return op
 
     def group(self, axes: Sequence[str]) -> dict[str, Attribute]:
-        return {
-            "mesh": SymbolRefAttr(self.mesh_name),
-            "mesh_axes": ArrayAttr(StringAttr(a) for a in axes),
-        }
+        return dict(_group(self.mesh_name, tuple(axes)))
 
     def constant_i32(self, value: int) -> SSAValue:
         return self._insert(hlo.ConstantOp(_i32_literal(value))).results[0]
@@ -91,7 +88,7 @@ class Resharder:
         shape[dim] //= self._size(axes)
         op = collective.ReduceScatterOp.create(
             operands=[value],
-            result_types=[TensorType(ty.element_type, shape)],
+            result_types=[_tensor_of(ty.element_type, tuple(shape))],
             properties={"kind": StringAttr("add"), "dim": i64_attr(dim), **self.group(axes)},
         )
         return self._insert(op).results[0]
@@ -102,7 +99,7 @@ class Resharder:
         shape[dim] *= self._size(axes)
         op = collective.AllGatherOp.create(
             operands=[value],
-            result_types=[TensorType(ty.element_type, shape)],
+            result_types=[_tensor_of(ty.element_type, tuple(shape))],
             properties={"dim": i64_attr(dim), **self.group(axes)},
         )
         return self._insert(op).results[0]
@@ -115,7 +112,7 @@ class Resharder:
         shape[concat] *= g
         op = collective.AllToAllOp.create(
             operands=[value],
-            result_types=[TensorType(ty.element_type, shape)],
+            result_types=[_tensor_of(ty.element_type, tuple(shape))],
             properties={
                 "split_dim": i64_attr(split),
                 "concat_dim": i64_attr(concat),
@@ -411,8 +408,36 @@ Layout = tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]
 
 
 def layout(sharding: ShardingAttr) -> Layout:
-    """A sharding as plain tuples: cheap to hash, unlike the nested attribute."""
-    return sharding.dim_axes, sharding.unreduced_axes
+    """A sharding as plain tuples: cheap to hash, unlike the nested attribute (remembered
+    per attribute object, kept alive in the entry so that its id is not reused: the
+    partitioner asks it of every operand of every op, several times)."""
+    entry = _LAYOUTS.get(id(sharding))
+    if entry is not None and entry[0] is sharding:
+        return entry[1]
+    if len(_LAYOUTS) > 65536:
+        _LAYOUTS.clear()
+    found = sharding.dim_axes, sharding.unreduced_axes
+    _LAYOUTS[id(sharding)] = (sharding, found)
+    return found
+
+
+_LAYOUTS: dict[int, tuple[ShardingAttr, Layout]] = {}
+
+
+@functools.lru_cache(maxsize=1024)
+def _group(mesh_name: str, axes: tuple[str, ...]) -> tuple[tuple[str, Attribute], ...]:
+    """A collective's `mesh` and `mesh_axes` properties (attributes are immutable: built
+    and verified once)."""
+    return (
+        ("mesh", SymbolRefAttr(mesh_name)),
+        ("mesh_axes", ArrayAttr(StringAttr(a) for a in axes)),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_of(element_type: Attribute, shape: tuple[int, ...]) -> TensorType:
+    """`TensorType(element_type, shape)`, built and verified once."""
+    return TensorType(element_type, shape)
 
 
 _LOCAL_TYPES: dict[tuple[object, ...], tuple[TensorType, TensorType]] = {}

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from types import UnionType
+from typing import Any
 
 from shardc.dialects import hlo, spmd
 from shardc.dialects.spmd import MeshAttr, ShardingAttr
@@ -492,62 +494,63 @@ def factor_rule(op: Operation, shape: ShapeOf = type_shape) -> FactorRule | None
     The op's factors, or None for an op with no sharding rule. `shape` gives a value's
     global shape (the partitioner asks it of operands that are already local).
     """
-    match op:
-        case hlo.BroadcastOp():
-            return _broadcast_rule(op, shape)
-        case hlo.TransposeOp():
-            return _transpose_rule(op, shape)
-        case hlo.SliceOp():
-            return _slice_rule(op, shape)
-        case hlo.DynamicSliceOp():
-            return _dynamic_slice_rule(op, shape)
-        case hlo.DynamicUpdateSliceOp():
-            return _dynamic_update_slice_rule(op, shape)
-        case hlo.ConcatenateOp():
-            return _concatenate_rule(op, shape)
-        case hlo.DotOp():
-            return _dot_rule(op, shape)
-        case hlo.ReduceOp():
-            return _reduce_rule(op, shape)
-        case hlo.ReshapeOp():
-            return _reshape_rule(op, shape)
-        case hlo.PadOp():
-            return _pad_rule(op, shape)
-        case hlo.ReverseOp():
-            return _reverse_rule(op, shape)
-        case hlo.SortOp():
-            return _sort_rule(op, shape)
-        case hlo.TopKOp():
-            return _top_k_rule(op, shape)
-        case hlo.ConvolutionOp():
-            return _convolution_rule(op, shape)
-        case hlo.GatherOp():
-            return _gather_rule(op, shape)
-        case hlo.ScatterOp():
-            return _scatter_rule(op, shape)
-        case hlo.BitcastConvertOp():
-            return _bitcast_convert_rule(op, shape)
-        case hlo.ComplexOp() | hlo.RealOp() | hlo.ImagOp():
-            return _identity_rule(op, shape)
-        case hlo.ReduceWindowOp() | hlo.SelectAndScatterOp():
-            return _window_rule(op, shape)
-        case (
-            hlo.BinaryElementwiseOp()
-            | hlo.UnaryElementwiseOp()
-            | hlo.CompareOp()
-            | hlo.SelectOp()
-            | hlo.IsFiniteOp()
-            | hlo.ClampOp()
-            | hlo.ConvertOp()
-            | hlo.ConstantOp()
-            | hlo.IotaOp()
-            | spmd.ConstraintOp()
-        ):
-            return _identity_rule(op, shape)
-        case hlo.PartitionIdOp() | hlo.ReplicaIdOp():  # rank 0: replicated
-            return _identity_rule(op, shape)
-        case _:
-            return None
+    cls = type(op)
+    rule = _RULES.get(cls, _UNKNOWN)
+    if rule is _UNKNOWN:
+        rule = _RULES[cls] = _rule_of(cls)
+    return None if rule is None else rule(op, shape)
+
+
+def _rule_of(cls: type[Operation]) -> Callable[[Any, ShapeOf], FactorRule] | None:
+    """The rule function for ops of class `cls` (None: no sharding rule)."""
+    for classes, rule in _RULE_TABLE:
+        if issubclass(cls, classes):
+            return rule
+    return None
+
+
+_RULE_TABLE: tuple[tuple[type | UnionType, Callable[[Any, ShapeOf], FactorRule]], ...] = (
+    (hlo.BroadcastOp, _broadcast_rule),
+    (hlo.TransposeOp, _transpose_rule),
+    (hlo.SliceOp, _slice_rule),
+    (hlo.DynamicSliceOp, _dynamic_slice_rule),
+    (hlo.DynamicUpdateSliceOp, _dynamic_update_slice_rule),
+    (hlo.ConcatenateOp, _concatenate_rule),
+    (hlo.DotOp, _dot_rule),
+    (hlo.ReduceOp, _reduce_rule),
+    (hlo.ReshapeOp, _reshape_rule),
+    (hlo.PadOp, _pad_rule),
+    (hlo.ReverseOp, _reverse_rule),
+    (hlo.SortOp, _sort_rule),
+    (hlo.TopKOp, _top_k_rule),
+    (hlo.ConvolutionOp, _convolution_rule),
+    (hlo.GatherOp, _gather_rule),
+    (hlo.ScatterOp, _scatter_rule),
+    (hlo.BitcastConvertOp, _bitcast_convert_rule),
+    (hlo.ComplexOp | hlo.RealOp | hlo.ImagOp, _identity_rule),
+    (hlo.ReduceWindowOp | hlo.SelectAndScatterOp, _window_rule),
+    (
+        hlo.BinaryElementwiseOp
+        | hlo.UnaryElementwiseOp
+        | hlo.CompareOp
+        | hlo.SelectOp
+        | hlo.IsFiniteOp
+        | hlo.ClampOp
+        | hlo.ConvertOp
+        | hlo.ConstantOp
+        | hlo.IotaOp
+        | spmd.ConstraintOp,
+        _identity_rule,
+    ),
+    (hlo.PartitionIdOp | hlo.ReplicaIdOp, _identity_rule),  # rank 0: replicated
+)
+"""Each op class's rule function, the first whose classes it belongs to."""
+
+_UNKNOWN = object()
+_RULES: dict[type[Operation], Any] = {}
+"""`_rule_of` by op class: `factor_rule` is asked of every op several times by propagation
+and partitioning, and trying its classes one by one was a third of its price (issue 14
+item 7)."""
 
 
 ################################################################################

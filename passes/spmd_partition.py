@@ -66,7 +66,9 @@ from shardc.passes.collective_stats import CollectiveStats
 from shardc.passes.padding_masks import identity, mask_padding
 from shardc.passes.partition_cost import (
     CHOICE_OPS,
+    Choice,
     OpPlanner,
+    Plan,
     PlanCoster,
     candidate_factors,
     choose,
@@ -153,6 +155,10 @@ class FunctionPartitioner:
     """Prices the candidates of the ops with a choice (None: `choose_factors` as it is)."""
     explain: bool = False
     """Print each choice with its estimated time and the runners-up (stderr)."""
+    chosen_factors: dict[tuple[object, ...], tuple[Axes, ...]] = field(
+        default_factory=dict[tuple[object, ...], tuple[Axes, ...]]
+    )
+    """`choose_factors`'s answers by what they depend on."""
 
     def __post_init__(self) -> None:
         self.resharder = Resharder(self.mesh_name, self.mesh)
@@ -439,7 +445,26 @@ class FunctionPartitioner:
             self.reshard_result(op, r, natural, want)
 
     def choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
-        """Reduced factors from the operands as they are, then the rest from `want`."""
+        """Reduced factors from the operands as they are, then the rest from `want`
+        (remembered by what they depend on: a program repeats its ops, issue 14 item 7)."""
+        if rule.halo_factors:  # aligned by the op's window attributes too: not remembered
+            return self._choose_factors(op, rule, want)
+        key = (
+            rule,
+            pads_safely(op),
+            tuple(
+                (layout(self.actual[o]), self.global_shape(o))
+                for _, o in zip(rule.operand_dims, op.operands, strict=False)
+            ),
+            layout(want),
+            tuple(self.global_shape(r) for r in op.results),
+        )
+        found = self.chosen_factors.get(key)
+        if found is None:
+            found = self.chosen_factors[key] = tuple(self._choose_factors(op, rule, want))
+        return list(found)
+
+    def _choose_factors(self, op: Operation, rule: FactorRule, want: ShardingAttr) -> list[Axes]:
         factors: list[Axes] = [()] * rule.factor_count
         used: set[str] = set()
         for dims, operand in zip(rule.operand_dims, op.operands, strict=False):
@@ -475,16 +500,104 @@ class FunctionPartitioner:
         """
         assert self.coster is not None
         actual = [self.actual[o] for o in op.operands]
+        theirs = self.users_target(op)
+        key = self.choice_key(op, rule, want, today, actual, theirs)
+        choice = self.coster.choices.get(key) if key is not None else None
+        if choice is None:
+            choice = self.candidates(op, rule, want, today, actual, theirs)
+            if key is not None:
+                self.coster.choices[key] = choice
+        if len(choice.options) == 1:
+            return today, want
+        reused = tuple(
+            (operand, target) in self.resharded
+            for targets in choice.targets
+            for operand, target in zip(op.operands, targets, strict=False)
+        )
+        plans = choice.plans.get(reused)
+        if plans is None:
+            plans = choice.plans[reused] = self.plans(op, rule, actual, choice.options)
+        chosen = choose(plans, self.hideable)
+        if self.explain:
+            line = explain_line(op_position(op) or "<unknown>", op, plans, chosen, self.hideable)
+            print(line, file=sys.stderr)
+        best = plans[chosen]
+        self.hideable += best.compute - min(best.early, self.hideable)
+        self.costed = True
+        return list(plans[chosen].factors), choice.options[chosen][1]
+
+    def choice_key(
+        self,
+        op: Operation,
+        rule: FactorRule,
+        want: ShardingAttr,
+        today: list[Axes],
+        actual: list[ShardingAttr],
+        theirs: ShardingAttr | None,
+    ) -> tuple[object, ...] | None:
+        """
+        What `candidates` and each candidate's plan (`OpPlanner.plan`'s key, but for which
+        operands are resharded already: `Choice.plans`) depend on, so that a program of many
+        alike ops (issue 14 item 7: a third of the pass at 10k ops) weighs each kind once.
+        None where the op's window attributes matter too (halo factors: not remembered).
+        """
+        if rule.halo_factors:
+            return None
+        return (
+            op.name,
+            rule,
+            pads_safely(op),
+            tuple(o.type for o in op.operands),
+            tuple(r.type for r in op.results),
+            tuple(self.global_shape(o) for o in op.operands),
+            tuple(layout(a) for a in actual),
+            layout(want),
+            None if theirs is None else layout(theirs),
+            tuple(today),
+            tuple(_is_argument(o) for o in op.operands),
+            self.issued,
+        )
+
+    def candidates(
+        self,
+        op: Operation,
+        rule: FactorRule,
+        want: ShardingAttr,
+        today: list[Axes],
+        actual: list[ShardingAttr],
+        theirs: ShardingAttr | None,
+    ) -> Choice:
+        """The op's candidates (`partition_cost.candidate_factors`, settled), each with the
+        result sharding it targets, and the layouts each candidate gives the operands."""
         options: list[tuple[list[Axes], ShardingAttr]] = [(today, want)]
         targets = [want]
-        if (theirs := self.users_target(op)) is not None and theirs != want:
+        if theirs is not None and theirs != want:
             targets.append(theirs)
         for target in targets:
             for f in candidate_factors(rule, actual, target, today):
                 if (settled := (self.settle(op, rule, f), target)) not in options:
                     options.append(settled)
-        if len(options) == 1:
-            return today, want
+        uneven = pads_safely(op)
+        layouts = [
+            tuple(
+                layout(
+                    project(self.mesh_name, dims, factors, self.global_shape(o), self.mesh, uneven)
+                )
+                for dims, o in zip(rule.operand_dims, op.operands, strict=False)
+            )
+            for factors, _ in options
+        ]
+        return Choice(options, layouts)
+
+    def plans(
+        self,
+        op: Operation,
+        rule: FactorRule,
+        actual: list[ShardingAttr],
+        options: list[tuple[list[Axes], ShardingAttr]],
+    ) -> list[Plan]:
+        """Each candidate priced (`partition_cost.OpPlanner`)."""
+        assert self.coster is not None
         uneven = pads_safely(op)
         planner = OpPlanner(
             self.coster,
@@ -500,15 +613,7 @@ class FunctionPartitioner:
             lambda i: _is_argument(op.operands[i]),
             self.issued,
         )
-        plans = [planner.plan(f, target) for f, target in options]
-        chosen = choose(plans, self.hideable)
-        if self.explain:
-            line = explain_line(op_position(op) or "<unknown>", op, plans, chosen, self.hideable)
-            print(line, file=sys.stderr)
-        best = plans[chosen]
-        self.hideable += best.compute - min(best.early, self.hideable)
-        self.costed = True
-        return list(plans[chosen].factors), options[chosen][1]
+        return [planner.plan(f, target) for f, target in options]
 
     def users_target(self, op: Operation) -> ShardingAttr | None:
         """

@@ -73,6 +73,7 @@ from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.collective_matmul import CollectiveMatmulPass
 from shardc.passes.fusion import FusionPass, fuse_function
 from shardc.passes.micro_batch import FusedView, MicroBatchPass
+from shardc.passes.module_copy import copy_op
 from shardc.passes.reduce_scatter_create import ReduceScatterCreatePass
 from shardc.passes.rewrite_utils import check_option
 from shardc.passes.schedule import SchedulePass, ScheduleStuck, sync_peak
@@ -237,10 +238,16 @@ class SpmdPipelinePass(ModulePass):
             # estimate, refused again: at 10k ops a third of the pass, issue 14 item 7).
             # The plans cost ops as the gate does, by op (the gate's model is the pass's
             # when the module's mesh is the one the pipeline started with).
+            # Where the first policy's guard refused no merge and the module is as it was
+            # (nothing kept), XLA's plan is that very plan: not planned again.
             refused: list[tuple[Block, list[list[Operation]]]] | None = None
             costs = gate.costs() if find_mesh(op) == gate.model.mesh else None
+            plan, guarded = p.guarded_plan(op, costs)  # planned once: applied to the copy
             for variant in (p, replace(p, overlap_aware=False)):
-                plan = variant.plan(op, costs)  # planned once: applied to the gate's copy
+                if variant is not p:
+                    if _planned_already(guarded, plan, refused):
+                        break
+                    plan = variant.plan(op, costs)
                 if plan and not _same_plan(plan, refused):
                     kept = gate.run(
                         lambda m, pl=plan: p.apply_plan(pl, op, m), op, strict=False, keeps_ops=True
@@ -325,7 +332,7 @@ class Gate:
         of the same types at most: `collective-combine`, `collective-matmul`), the copy's
         ops are costed as `op`'s were (`OpCosts.moved`), not again."""
         self.fused = None
-        candidate = op.clone()
+        candidate = copy_op(op)
         moved = None
         if keeps_ops and view is None:
             moved = cast(OpCosts, self.costs()).moved(zip(op.walk(), candidate.walk(), strict=True))
@@ -436,11 +443,22 @@ def _survivors_frozen() -> Iterator[Callable[[], None]]:
 
 def fused_copy(module: ModuleOp, model: CostModel) -> ModuleOp:
     """A copy of `module` as `fusion` leaves it (micro-batch's gate judges by it)."""
-    copy = module.clone()
+    copy = copy_op(module)
     for function in list(copy.walk()):
         if isinstance(function, func.FuncOp):
             fuse_function(function, model)
     return copy
+
+
+def _planned_already(
+    guarded: bool,
+    plan: list[tuple[Block, list[list[collective.CollectiveOp]]]],
+    refused: list[tuple[Block, list[list[Operation]]]] | None,
+) -> bool:
+    """Whether XLA's `collective-combine` would plan what was planned (`plan`) again: the
+    overlap-aware plan's guard refused no merge (`guarded` false: the two plans are the
+    same) and the module is as it was planned on (the plan refused, or nothing planned)."""
+    return not guarded and (refused is not None or not plan)
 
 
 def _same_plan(

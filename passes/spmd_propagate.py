@@ -120,6 +120,24 @@ def describe(value: SSAValue) -> str:
     return f"{name} ({value.owner.name})"
 
 
+@dataclass(frozen=True)
+class Through:
+    """A sharding propagated through an op, put in words only when asked (`explain`): most
+    runs never ask, and the words cost as much as the propagation (issue 14 item 7)."""
+
+    forward: bool
+    op_name: str
+    value: SSAValue
+    contributors: list[SSAValue]
+
+    def describe(self) -> str:
+        froms = sorted({describe(v) for v in self.contributors if v is not self.value})
+        direction = "forward" if self.forward else "backward"
+        return f"{direction} through {self.op_name}" + (
+            f" from {', '.join(froms)}" if froms else ""
+        )
+
+
 @dataclass
 class ShardingPropagation:
     """The propagation state of one function."""
@@ -128,7 +146,8 @@ class ShardingPropagation:
     mesh_name: str
     mesh: MeshAttr
     known: dict[SSAValue, ShardingAttr] = field(default_factory=dict[SSAValue, ShardingAttr])
-    origin: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])
+    origin: dict[SSAValue, str | Through] = field(default_factory=dict[SSAValue, "str | Through"])
+    """Where each value's sharding came from (`origin_of`; `Through`: said when asked)."""
     fixed: set[SSAValue] = field(default_factory=set[SSAValue])
     open: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
     rules: dict[Operation, FactorRule | None] = field(
@@ -187,7 +206,7 @@ class ShardingPropagation:
                 if d in sharding.open_dims:
                     opens.add(d)
             self.known[value] = ShardingAttr(self.mesh_name, dims, known.unreduced_axes)
-            self.origin[value] += f", p{level} dimensions"
+            self.origin[value] = self.origin_of(value) + f", p{level} dimensions"
 
     def seed(self) -> None:
         """The user's annotations: arguments, constraints, then returned values."""
@@ -329,13 +348,14 @@ class ShardingPropagation:
                     d for f, d in enumerate(dims) if d is not None and f not in decided
                 }
             changed = True
-            contributors = source_of.values() or [v for _, v in sources]
-            froms = sorted({describe(v) for v in contributors if v is not value})
-            direction = "forward" if value in op.results else "backward"
-            self.origin[value] = f"{direction} through {op.name}" + (
-                f" from {', '.join(froms)}" if froms else ""
-            )
+            contributors = list(source_of.values()) or [v for _, v in sources]
+            self.origin[value] = Through(value in op.results, op.name, value, contributors)
         return changed
+
+    def origin_of(self, value: SSAValue) -> str:
+        """Where `value`'s sharding came from, in words."""
+        origin = self.origin[value]
+        return origin if isinstance(origin, str) else origin.describe()
 
     def propagate_rng(self, op: hlo.RngBitGeneratorOp) -> bool:
         """
@@ -476,7 +496,7 @@ class ShardingPropagation:
             ):
                 op.sharding = self.known[op.result]
             if explain:
-                op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin[op.results[0]])
+                op.attributes[ORIGIN_ATTR_NAME] = StringAttr(self.origin_of(op.results[0]))
             if isinstance(op, hlo.RngBitGeneratorOp):
                 op.attributes[RESULT_SHARDINGS_ATTR_NAME] = ArrayAttr(
                     [self.known[r] for r in op.results]

@@ -18,6 +18,7 @@ What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it ou
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,7 @@ def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, plain: bool) -
     made with the pass's own model; with `plain`, a plan the gate refused is tried again
     and `schedule` runs as a pass (not over `StepGraph`s)."""
     estimate, plan = Gate.estimate, CollectiveCombinePass.plan
+    guarded_plan = CollectiveCombinePass.guarded_plan
 
     def checked_estimate(self: Gate, module: ModuleOp, costs: OpCosts | None = None) -> float:
         got = estimate(self, module, costs)
@@ -184,11 +186,21 @@ def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, plain: bool) -
         assert got == plan(self, op)
         return got
 
+    def checked_guarded_plan(
+        self: CollectiveCombinePass, op: ModuleOp, model: CostModel | None = None
+    ):  # type: ignore[no-untyped-def]
+        got, guarded = guarded_plan(self, op, model)
+        if not guarded:  # the guard refused nothing: XLA's plan is the same
+            assert got == guarded_plan(replace(self, overlap_aware=False), op, model)[0]
+        return got, guarded
+
     with monkeypatch.context() as m:
         m.setattr(Gate, "estimate", checked_estimate)
         m.setattr(CollectiveCombinePass, "plan", checked_plan)
+        m.setattr(CollectiveCombinePass, "guarded_plan", checked_guarded_plan)
         if plain:  # and `schedule` by the pass itself
             m.setattr(spmd_pipeline, "_same_plan", lambda *_: False)
+            m.setattr(spmd_pipeline, "_planned_already", lambda *_: False)
             m.setattr(Gate, "_schedule_by_graph", lambda *_: False)
         module = parse_and_verify(CTX, text, "test")
         SpmdPipelinePass().apply(CTX, module)
@@ -205,19 +217,28 @@ def test_carried_costs_on_examples(path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_carried_costs_on_the_bench_chain(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the chain's one combinable pair is refused by the first variant's gate and planned
-    # again by XLA's: the second plan is skipped (the output the same as with it tried)
+    # the chain's one combinable pair is refused by the first variant's gate, and its
+    # overlap guard refused no merge: XLA's variant would plan the same and is not planned
+    # (the output the same as with it planned and tried)
     refused: list[bool] = []
+    skipped: list[bool] = []
     same_plan = spmd_pipeline._same_plan  # pyright: ignore[reportPrivateUsage]
+    planned_already = spmd_pipeline._planned_already  # pyright: ignore[reportPrivateUsage]
 
     def spy(*args):  # type: ignore[no-untyped-def]
         refused.append(same := same_plan(*args))
         return same
 
+    def spy_skip(*args):  # type: ignore[no-untyped-def]
+        skipped.append(skip := planned_already(*args))
+        return skip
+
     monkeypatch.setattr(spmd_pipeline, "_same_plan", spy)
+    monkeypatch.setattr(spmd_pipeline, "_planned_already", spy_skip)
     module = parse_and_verify(CTX, bench_program(300), "test")
     SpmdPipelinePass().apply(CTX, module)
-    assert refused == [False, True]
+    assert refused == [False]
+    assert skipped == [True]
     monkeypatch.undo()
     _check_carried(bench_program(300), monkeypatch)
 
