@@ -509,7 +509,18 @@ def _rule_of(cls: type[Operation]) -> Callable[[Any, ShapeOf], FactorRule] | Non
     return None
 
 
-_RULE_TABLE: tuple[tuple[type | UnionType, Callable[[Any, ShapeOf], FactorRule]], ...] = (
+_SAME_INDEX_OPS: tuple[type[Operation], ...] = (
+    *hlo.ELEMENTWISE,
+    hlo.ConstantOp,
+    hlo.IotaOp,
+    spmd.ConstraintOp,
+)
+"""Ops whose result element at an index needs only the operands' elements at that index
+(or none): one identity rule, and their padding stays in the padding."""
+
+_RULE_TABLE: tuple[
+    tuple[type | UnionType | tuple[type, ...], Callable[[Any, ShapeOf], FactorRule]], ...
+] = (
     (hlo.BroadcastOp, _broadcast_rule),
     (hlo.TransposeOp, _transpose_rule),
     (hlo.SliceOp, _slice_rule),
@@ -529,19 +540,7 @@ _RULE_TABLE: tuple[tuple[type | UnionType, Callable[[Any, ShapeOf], FactorRule]]
     (hlo.BitcastConvertOp, _bitcast_convert_rule),
     (hlo.ComplexOp | hlo.RealOp | hlo.ImagOp, _identity_rule),
     (hlo.ReduceWindowOp | hlo.SelectAndScatterOp, _window_rule),
-    (
-        hlo.BinaryElementwiseOp
-        | hlo.UnaryElementwiseOp
-        | hlo.CompareOp
-        | hlo.SelectOp
-        | hlo.IsFiniteOp
-        | hlo.ClampOp
-        | hlo.ConvertOp
-        | hlo.ConstantOp
-        | hlo.IotaOp
-        | spmd.ConstraintOp,
-        _identity_rule,
-    ),
+    (_SAME_INDEX_OPS, _identity_rule),
     (hlo.PartitionIdOp | hlo.ReplicaIdOp, _identity_rule),  # rank 0: replicated
 )
 """Each op class's rule function, the first whose classes it belongs to."""
@@ -614,19 +613,9 @@ def pads_safely(op: Operation) -> bool:
         return False  # no identity to mask the padding with: a body is any computation
     if isinstance(op, hlo.ReduceOp | hlo.DotOp):
         return isinstance(_element(op.operands[0]), IntegerType | AnyFloat)
-    found = _PADS_SAFELY[type(op)] = isinstance(
+    found = _PADS_SAFELY[type(op)] = isinstance(op, _SAME_INDEX_OPS) or isinstance(
         op,
-        hlo.BinaryElementwiseOp
-        | hlo.UnaryElementwiseOp
-        | hlo.CompareOp
-        | hlo.SelectOp
-        | hlo.IsFiniteOp
-        | hlo.ClampOp
-        | hlo.ConvertOp
-        | hlo.ConstantOp
-        | hlo.IotaOp
-        | spmd.ConstraintOp
-        | hlo.BroadcastOp
+        hlo.BroadcastOp
         | hlo.TransposeOp
         | hlo.SliceOp
         | hlo.DynamicSliceOp
