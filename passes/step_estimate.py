@@ -39,7 +39,7 @@ from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CachedCostModel, CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
-from shardc.passes.async_split import TO_START
+from shardc.passes.async_split import TO_START, start_and_done
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
@@ -249,21 +249,9 @@ def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
     pairs: list[tuple[Operation, collective.DoneOp]] = []
     futures: dict[tuple[Attribute, ...], collective.FutureType] = {}  # one per result types
     for op in list(block.ops):
-        start_type = TO_START.get(type(op))  # pyright: ignore[reportArgumentType]
-        if start_type is None:
+        if type(op) not in TO_START:
             continue
-        types = tuple(op.result_types)
-        future = futures.get(types)
-        if future is None:
-            future = futures[types] = collective.FutureType(types)  # pyright: ignore
-        start = start_type.create(
-            operands=list(op.operands),
-            result_types=[future],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
-        # what `DoneOp(start.results[0])` builds, without its checks (estimates only)
-        done = collective.DoneOp.create(operands=start.results, result_types=types)
+        start, done = start_and_done(cast(collective.CollectiveOp, op), futures)
         block.insert_ops_before([start, done], op)
         for old, new in zip(op.results, done.results, strict=True):
             old.replace_all_uses_with(new)
@@ -485,67 +473,100 @@ class StepGraph:
         """The start nodes of the sync collectives standing as two nodes."""
         self.skewed = False
         """Whether a collective's members end at different times (`DeviceClocks`)."""
-        self.result_node: dict[Operation, int] = {}
-        self.first_node: dict[Operation, int] = {}
-        for op in block.ops:
-            self._add(op)
+        ops = list(block.ops)
+        self.result_node: dict[int, int] = {}
+        """id(op) -> the node of the op's results (a split collective's done)."""
+        self.first_node: dict[int, int] = {}
+        """id(op) -> the op's first node (a split collective's start); ids, not ops: the
+        ops are alive while the block is, and an int hashes without a Python call."""
+        self._add_all(ops)
         self.users: list[list[int]] = [[] for _ in self.kind]
         self.waiting = [0] * len(self.kind)
-        self._link(block)
+        self._link(block, ops)
 
-    def _node(self, op: Operation, kind: int, cost: float, time: float, start: int = -1) -> int:
-        self.ops.append(op)
-        self.kind.append(kind)
-        self.cost.append(cost)
-        self.time.append(time)
-        self.start.append(start)
-        collective_op = kind in (_START, _SYNC)
-        self.overlap.append(self.model.collective_overlap(op) if collective_op else 0.0)  # pyright: ignore
-        if collective_op and not self.skewed:
-            self.skewed = skewed(op, self.model)  # pyright: ignore[reportArgumentType]
-        return len(self.kind) - 1
+    def _add_all(self, block_ops: list[Operation]) -> None:
+        """The nodes of `block_ops`, in order (one loop, the lists bound locally: at 10k
+        ops every gate builds a graph of the module, issue 14 item 7)."""
+        model, memo = self.model, self.memo
+        kinds, costs, times, starts = self.kind, self.cost, self.time, self.start
+        overlaps, ops = self.overlap, self.ops
+        first, result = self.first_node, self.result_node
+        op_cost, collective_time = model.op_cost, model.collective_time
+        collective_overlap = model.collective_overlap
+        last = block_ops[-1] if block_ops else None
+        for op in block_ops:
+            cls = type(op)
+            n = len(kinds)
+            if cls in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
+                # costed as the `_start` it becomes (its VMEM share), not the written op
+                # (`memo`, shared with the written order's estimate, holds that one's time)
+                sync = cast(collective.CollectiveOp, op)
+                time = collective_time(sync, start=True)
+                ops += (op, op)
+                kinds += (_START, _DONE)
+                costs += (time, 0.0)
+                times += (time, 0.0)
+                starts += (-1, n)
+                overlaps += (collective_overlap(sync), 0.0)
+                if not self.skewed:
+                    self.skewed = skewed(sync, model)
+                first[id(op)], result[id(op)] = n, n + 1
+                self.split = True
+                self.split_starts.append(n)
+                continue
+            time = memo.get(op)
+            if time is None:
+                time = memo[op] = _time(op, model)
+            kind = _KINDS.get(cls)
+            if kind is None:
+                kind = _kind(op)
+            ops.append(op)
+            kinds.append(kind)
+            times.append(time)
+            if kind == _COMPUTE:
+                costs.append(op_cost(op).time if op is not last else 0.0)
+                starts.append(-1)
+                overlaps.append(0.0)
+            elif kind == _DONE:
+                owner = cast(collective.DoneOp, op).future.owner
+                costs.append(0.0)
+                starts.append(first.get(id(owner), -1))
+                overlaps.append(0.0)
+            else:
+                coll = cast(collective.CollectiveOp, op)
+                costs.append(collective_time(coll))
+                starts.append(-1)
+                overlaps.append(collective_overlap(coll))
+                if not self.skewed:
+                    self.skewed = skewed(coll, model)
+            first[id(op)] = result[id(op)] = n
 
-    def _add(self, op: Operation) -> None:
-        model = self.model
-        if type(op) in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
-            # costed as the `_start` it becomes (its VMEM share), not the written op
-            # (`memo`, shared with the written order's estimate, holds that one's time)
-            time = model.collective_time(cast(collective.CollectiveOp, op), start=True)
-            self.first_node[op] = s = self._node(op, _START, time, time)
-            self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
-            self.split = True
-            self.split_starts.append(s)
-            return
-        time = self.memo.get(op)
-        if time is None:
-            time = self.memo[op] = _time(op, model)
-        kind = _kind(op)
-        if kind == _COMPUTE:
-            n = self._node(op, _COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
-        elif kind == _DONE:
-            owner = cast(collective.DoneOp, op).future.owner
-            n = self._node(op, _DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
-        else:
-            n = self._node(op, kind, model.collective_time(cast(collective.CollectiveOp, op)), time)
-        self.first_node[op] = self.result_node[op] = n
-
-    def _link(self, block: Block) -> None:
-        """`block_order.dependency_graph` of the split block, by node."""
+    def _link(self, block: Block, block_ops: list[Operation]) -> None:
+        """`block_order.dependency_graph` of the split block, by node: an op depends on the
+        ops of the block whose results it (or its regions) reads, and on its control
+        predecessors (the block's ops are the keys of `result_node`)."""
         control = control_predecessors(block)
         first, result = self.first_node, self.result_node
-        for op in block.ops:
-            n = first[op]
-            values = used_values(op) if op.regions else op.operands
-            deps = {
-                result[v.owner] for v in values if v.owner.parent is block and v.owner is not op
-            }  # pyright: ignore
-            deps.update(first[p] for p in control.get(op, ()))
-            if n != result[op]:  # a split collective: its done waits for its start
-                self.users[n].append(result[op])
-                self.waiting[result[op]] = 1
+        users, waiting = self.users, self.waiting
+        result_of = result.get
+        for op in block_ops:
+            me = id(op)
+            n = first[me]
+            values = used_values(op) if op.regions else op._operands  # pyright: ignore
+            deps: set[int] = set()
+            for v in values:
+                d = result_of(id(v.owner))
+                if d is not None:
+                    deps.add(d)
+            deps.discard(result[me])  # its own results (read inside its regions)
+            if control:
+                deps.update(first[id(p)] for p in control.get(op, ()))
+            if n != result[me]:  # a split collective: its done waits for its start
+                users[n].append(n + 1)
+                waiting[n + 1] = 1
             for d in deps:
-                self.users[d].append(n)
-            self.waiting[n] = len(deps)
+                users[d].append(n)
+            waiting[n] = len(deps)
 
     def order(self, max_in_flight: int) -> list[int]:
         """`BlockScheduler.run`'s order (no memory limit), by node."""
