@@ -156,35 +156,46 @@ class DeviceClocks:
     member's own issue, and ends per member (`Landings.ends`).
 
     While every device's compute clock is the same, `clock` is that one float (a float
-    sum is the sum each element of the array would get): a compute op then costs no array
-    operation (at 10k ops the array sums were most of an estimate of a skewed block).
+    sum is the sum each element of the array would get), and so is `engine` while every
+    device's engine is free at the same time: a compute op then costs no array operation,
+    nor a ring over every device (at 10k ops the array operations were most of an estimate
+    of a skewed block).
     """
 
     def __init__(self, devices: int):
         self.devices = devices
         self.clock: float | np.ndarray = 0.0
         """Each device's compute clock (one float while they are all the same)."""
-        self.engine = np.zeros(devices)
+        self.engine: float | np.ndarray = 0.0
+        """When each device's collective engine is free (one float while the same)."""
 
     def advance(self, time: float) -> None:
         """A compute op of `time` on every device."""
         self.clock += time
 
-    def wait(self, ends: np.ndarray) -> None:
+    def wait(self, ends: float | np.ndarray) -> None:
         """Each device's compute waits for its `ends` (one float again if they agree)."""
-        clock = np.maximum(self.clock, ends)
-        low = clock.min()
-        self.clock = float(low) if low == clock.max() else clock
+        self.clock = _collapsed(np.maximum(self.clock, ends))
 
     def collective(
         self, op: collective.CollectiveOp, model: CostModel, time: float, overlap: float
-    ) -> np.ndarray:
-        """Each device's end of `op` issued now (-inf on devices outside its groups)."""
+    ) -> float | np.ndarray:
+        """Each device's end of `op` issued now (-inf on devices outside its groups; one
+        float if every device ends then)."""
         groups = model.group_array(op)
-        free = self.engine[groups].max(axis=1, keepdims=True)
         landings = model.collective_landings(op)
+        clock, engine = self.clock, self.engine
+        if landings is None and groups.size == self.devices:
+            if not isinstance(clock, np.ndarray) and not isinstance(engine, np.ndarray):
+                # a ring over every device, all of them issuing it and free together:
+                # the arrays' rule on the one number they all hold
+                end = float(np.maximum(clock, engine - overlap) + time)
+                self.engine = float(np.maximum(engine, end))
+                return end
+        free = (
+            engine[groups].max(axis=1, keepdims=True) if isinstance(engine, np.ndarray) else engine
+        )
         ends = np.full(self.devices, -math.inf)
-        clock = self.clock
         if landings is None:
             if isinstance(clock, np.ndarray):
                 issued = clock[groups].max(axis=1, keepdims=True)
@@ -196,14 +207,23 @@ class DeviceClocks:
             issued = clock[groups] if isinstance(clock, np.ndarray) else clock
             begins[groups] = np.maximum(issued, free - overlap)
             ends[groups] = landings.ends(begins)[groups]
-        self.engine = np.maximum(self.engine, ends)
+        self.engine = _collapsed(np.maximum(engine, ends))
         return ends
 
     def step(self) -> float:
-        clock = self.clock
+        clock, engine = self.clock, self.engine
         return float(
-            max(clock.max() if isinstance(clock, np.ndarray) else clock, self.engine.max())
+            max(
+                clock.max() if isinstance(clock, np.ndarray) else clock,
+                engine.max() if isinstance(engine, np.ndarray) else engine,
+            )
         )
+
+
+def _collapsed(times: np.ndarray) -> float | np.ndarray:
+    """`times` (one per device), or the one float they all are."""
+    low = times.min()
+    return float(low) if low == times.max() else times
 
 
 def _devices(model: CostModel) -> int:
