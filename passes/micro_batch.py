@@ -92,7 +92,7 @@ from shardc.hardware.vmem import IN_FLIGHT
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.chain_floor import ChainFloor, Passage
 from shardc.passes.fusion import fuse_block, fuse_function
-from shardc.passes.rewrite_utils import check_option, erase_if_dead
+from shardc.passes.rewrite_utils import check_option, clone_op, erase_if_dead
 from shardc.passes.step_estimate import (
     OpCosts,
     StepGraph,
@@ -1226,7 +1226,7 @@ class MicroBatchPass(ModulePass):
             block = _function_blocks(module)[index]
             return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
         values: dict[SSAValue, SSAValue] = {}
-        copy = module.clone(value_mapper=values)
+        copy = clone_op(module, values)
         block = _function_blocks(copy)[index]
         copied = _copy_candidate(cand, values) if cand is not None else None
         if copied is None:
@@ -1266,7 +1266,7 @@ class _LazyView:
 
     def get(self) -> ModuleOp:
         if self.module is None:
-            self.module = self.source.clone()
+            self.module = clone_op(self.source)
             for function in list(self.module.walk()):
                 if isinstance(function, func.FuncOp):
                     fuse_function(function, self.model)
