@@ -1145,13 +1145,14 @@ class MicroBatchPass(ModulePass):
         time, and `schedule` its costs instead of costing the ops again."""
         found: list[tuple[int, Plan]] = []
         view = _LazyView(module, model) if self.fused else None
+        graphs: dict[Block, StepGraph] = {}
         for index, block in enumerate(_function_blocks(module)):
-            plan = self.plan(module, index, block, model, view)
+            plan = self.plan(module, index, block, model, view, graphs)
             if plan is not None:
                 found.append((index, plan))
         if view is None or view.module is None:
             return found, None
-        return found, FusedView(view.module, view.costs)
+        return found, FusedView(view.module, view.costs, graphs)
 
     def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
         """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
@@ -1168,9 +1169,12 @@ class MicroBatchPass(ModulePass):
         block: Block,
         model: CostModel,
         fused: _LazyView | None = None,
+        graphs: dict[Block, StepGraph] | None = None,
     ) -> Plan | None:
         """The best split of function `index` by the estimates, or None (`fused`: the
-        fused copy to judge by, shared by the functions; built here if not given)."""
+        fused copy to judge by, shared by the functions; built here if not given;
+        `graphs`: where the unsplit block's `StepGraph` is kept, by the block it is of,
+        if one was built)."""
         found = candidates(block)
         if not found:
             return None
@@ -1182,6 +1186,8 @@ class MicroBatchPass(ModulePass):
             view, view_block = module, block
             costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
         base = Base(self, view, index, view_block, costs)
+        if graphs is not None and base.graph is not None:
+            graphs[view_block] = base.graph
         floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
         types = ChunkTypes()
@@ -1241,10 +1247,13 @@ class MicroBatchPass(ModulePass):
 @dataclass(frozen=True)
 class FusedView:
     """A copy of a module with every function fused, as `fusion` leaves it with the
-    estimates' model, and its ops' costs (`OpCosts`, valid while they do not change)."""
+    estimates' model, its ops' costs (`OpCosts`, valid while they do not change), and the
+    `StepGraph`s the estimates built of its blocks (by block: `schedule` orders by them
+    after `async-split`, `StepGraph.after_split`)."""
 
     module: ModuleOp
     costs: OpCosts
+    graphs: dict[Block, StepGraph] = field(default_factory=dict[Block, StepGraph])
 
 
 class _LazyView:

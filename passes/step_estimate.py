@@ -30,6 +30,7 @@ would be slower), summed over functions.
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 from collections.abc import Hashable, Iterable
 from typing import Any, cast
@@ -514,6 +515,10 @@ class StepGraph:
         """Whether a sync collective stands as two nodes (then an order of the nodes is no
         order of the ops)."""
         self.split_starts: list[int] = []
+        self._orders: dict[int, list[int]] = {}
+        """`order`'s answers by `max_in_flight` (the graph's costs unchanged since)."""
+        self._scheduled: dict[int, float] = {}
+        """`scheduled_time`'s answers by `max_in_flight`."""
         """The start nodes of the sync collectives standing as two nodes."""
         self.skewed = False
         """Whether a collective's members end at different times (`DeviceClocks`)."""
@@ -613,7 +618,13 @@ class StepGraph:
             waiting[n] = len(deps)
 
     def order(self, max_in_flight: int) -> list[int]:
-        """`BlockScheduler.run`'s order (no memory limit), by node."""
+        """`BlockScheduler.run`'s order (no memory limit), by node (remembered: read only)."""
+        found = self._orders.get(max_in_flight)
+        if found is None:
+            found = self._orders[max_in_flight] = self._order(max_in_flight)
+        return found
+
+    def _order(self, max_in_flight: int) -> list[int]:
         kind, cost, start_of, users = self.kind, self.cost, self.start, self.users
         overlap = self.overlap
         waiting = list(self.waiting)
@@ -689,9 +700,16 @@ class StepGraph:
                 self.time[n] = issued_behind(self.time[n], self.overlap[n])
                 self.overlap[n] = 0.0
         self.skewed = False  # each collective's engine time only: one device stands for all
+        self._orders, self._scheduled = {}, {}
 
     def scheduled_time(self, max_in_flight: int) -> float:
-        """`program_order_time` of `order`; inf if the scheduler is stuck."""
+        """`program_order_time` of `order`; inf if the scheduler is stuck (remembered)."""
+        found = self._scheduled.get(max_in_flight)
+        if found is None:
+            found = self._scheduled[max_in_flight] = self._scheduled_time(max_in_flight)
+        return found
+
+    def _scheduled_time(self, max_in_flight: int) -> float:
         if not self.kind:
             return 0.0
         try:
@@ -699,6 +717,39 @@ class StepGraph:
         except ScheduleStuck:
             return math.inf
         return self.program_time(order)
+
+    def after_split(self, block: Block) -> StepGraph | None:
+        """
+        This graph as the graph of `block`, if `block` is this graph's block after
+        `async-split` (each sync collective replaced in place by its `_start` and a `done`
+        reading it, every other op the same): the graph stands a sync collective as the
+        `_start` and `done` the split makes (`split_sync` is async-split's rewrite, its
+        costs the `_start`'s), so it is the graph `StepGraph(block)` would build, the same
+        numbers in the same places; only its ops are `block`'s. None, if `block` is not
+        that. `schedule` then orders by the graph `micro-batch`'s estimate of the same ops
+        built (issue 14 item 7), its order remembered.
+        """
+        ops = list(block.ops)
+        if len(ops) != len(self.ops):
+            return None
+        for s in self.split_starts:
+            start, done = ops[s], ops[s + 1]
+            if (
+                type(start) is not TO_START[type(self.ops[s])]  # pyright: ignore
+                or not isinstance(done, collective.DoneOp)
+                or done.future is not start.results[0]
+            ):
+                return None
+        split = {n for s in self.split_starts for n in (s, s + 1)}
+        if any(
+            op is not mine
+            for n, (op, mine) in enumerate(zip(ops, self.ops, strict=True))
+            if n not in split
+        ):
+            return None
+        graph = copy.copy(self)
+        graph.ops, graph.split, graph.split_starts = ops, False, []
+        return graph
 
     def written_time(self) -> float:
         """`program_order_time` of the nodes as they are (a split sync collective's start
