@@ -1932,21 +1932,34 @@ class CachedCostModel(CostModel):
         """
         seen, number = self._seen, self._number_of
         # None between operands and results (`number` inlined for the types seen before);
-        # the operands' tuple itself, not the view `op.operands` builds on every call
+        # the operands' tuple itself, not the view `op.operands` builds on every call, and
+        # each value's `_type`, not the property (a Python call per value)
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         types = (
-            *[f[1] if (f := seen.get(id(v.type))) else number(v.type) for v in operands],
+            *[
+                f[1] if (f := seen.get(id(t := v._type))) else number(t)  # pyright: ignore
+                for v in operands
+            ],
             None,
-            *[f[1] if (f := seen.get(id(r.type))) else number(r.type) for r in op.results],
+            *[
+                f[1] if (f := seen.get(id(t := r._type))) else number(t)  # pyright: ignore
+                for r in op.results
+            ],
         )
         if op.regions:
             if isinstance(op, hlo.FusionOp):  # its inner ops' keys: a fusion's cost is theirs
-                inner = tuple(
-                    self.key(i) for i in op.body.block.ops if not isinstance(i, hlo.ReturnOp)
-                )
-                return None if None in inner else (op.name, types, inner, _fusion_wiring(op))
+                inner: list[Hashable | None] = []
+                wiring: list[tuple[int, ...]] = []
+                for i in op.body.block.ops:
+                    wiring.append(tuple([_wire(v) for v in i._operands]))  # pyright: ignore
+                    if i.__class__ is not hlo.ReturnOp:
+                        k = self.key(i)
+                        if k is None:
+                            return None
+                        inner.append(k)
+                return (op.name, types, tuple(inner), tuple(wiring))
             return None
-        if isinstance(op, hlo.ConstantOp):  # its bytes, not its value
+        if op.__class__ is hlo.ConstantOp:  # its bytes, not its value
             return (op.name, types)
         # properties and attributes numbered as the types are (the copies share their
         # objects too): hashing a key then hashes small ints, not attribute trees
@@ -2016,13 +2029,11 @@ class CachedCostModel(CostModel):
         )
 
 
-def _fusion_wiring(op: hlo.FusionOp) -> tuple[tuple[int, ...], ...]:
-    """Which block argument each inner op reads (-1: a value made inside): what a fusion
-    reads through slices only (`fusion_input_bytes`) depends on it, not only on types."""
-    return tuple(
-        tuple(v.index if isinstance(v, BlockArgument) else -1 for v in inner.operands)
-        for inner in op.body.block.ops
-    )
+def _wire(value: SSAValue) -> int:
+    """Which block argument an operand of a fusion's inner op is (-1: a value made inside):
+    what a fusion reads through slices only (`fusion_input_bytes`) depends on it, not only
+    on types, so a fusion's key holds it for every operand of every inner op."""
+    return value.index if value.__class__ is BlockArgument else -1  # pyright: ignore
 
 
 def cached(model: CostModel) -> CachedCostModel:

@@ -126,6 +126,19 @@ def is_timed(op: Operation) -> bool:
     `hlo.case` (the ops of their regions run, and take time, each time they run) nor
     `hlo.return`; a reduce with a body is one kernel (its body's ops are in its cost).
     """
+    regions = bool(op.regions)
+    found = _TIMED.get((type(op), regions))
+    if found is None:
+        found = _TIMED[(type(op), regions)] = _is_timed(op)
+    return found
+
+
+_TIMED: dict[tuple[type[Operation], bool], bool] = {}
+"""`is_timed` by (op class, whether the op has regions): all it depends on, found once (every
+estimate asks it of every op, issue 14 item 7)."""
+
+
+def _is_timed(op: Operation) -> bool:
     if isinstance(op, hlo.FusionOp):  # one kernel: its ops take no time of their own
         return True
     if isinstance(op, hlo.ReduceOp):  # a body (argmax) is its combiner, not ops that run

@@ -23,12 +23,13 @@ futures used by anything but one `done` in the same block, stay.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from shardc.dialects import collective, hlo, spmd
 from shardc.passes.rewrite_utils import check_option, insert_from, operand_bytes, replace_results
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -36,7 +37,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 TO_START: dict[type[collective.CollectiveOp], type[collective.CollectiveOp]] = dict(
     zip(collective.SYNC_OPS, collective.START_OPS, strict=True)
@@ -47,18 +48,53 @@ FREE_OPS = (hlo.ConstantOp, spmd.AxisIndexOp)
 """Ops that take no time: a start/done pair with only these between them overlaps nothing."""
 
 
-def split(op: collective.CollectiveOp, rewriter: PatternRewriter) -> collective.DoneOp:
-    """Replace the sync `op` by its `_start` and a `done` right after it."""
-    start_cls = TO_START[type(op)]
-    start = start_cls.create(
+def start_and_done(
+    op: collective.CollectiveOp, futures: dict[tuple[Attribute, ...], collective.FutureType] | None
+) -> tuple[Operation, collective.DoneOp]:
+    """The `_start` form of the sync `op` and the `done` of its future, located where
+    `op` is (not inserted). `futures`: future types already made, by the types they hold
+    (shared by the ops of one pass: an attribute is immutable)."""
+    types = tuple(r.type for r in op.results)
+    future = futures.get(types) if futures is not None else None
+    if future is None:
+        future = collective.FutureType(types)  # pyright: ignore[reportArgumentType]
+        if futures is not None:
+            futures[types] = future
+    start = TO_START[type(op)].create(
         operands=list(op.operands),
-        result_types=[collective.FutureType([r.type for r in op.results])],  # pyright: ignore
+        result_types=[future],
         properties=dict(op.properties),
         attributes=dict(op.attributes),
+        location=op.location,
     )
-    done = collective.DoneOp(start.results[0])
+    # what `DoneOp(start.results[0])` builds, by `create` (its types are the future's)
+    done = collective.DoneOp.create(
+        operands=start.results, result_types=types, location=op.location
+    )
+    return start, done
+
+
+def split(op: collective.CollectiveOp, rewriter: PatternRewriter) -> collective.DoneOp:
+    """Replace the sync `op` by its `_start` and a `done` right after it."""
+    start, done = start_and_done(op, None)
     insert_from(rewriter, op, [start, done])
     replace_results(rewriter, op, done.results)
+    return done
+
+
+def split_in_place(
+    op: collective.CollectiveOp,
+    futures: dict[tuple[Attribute, ...], collective.FutureType] | None = None,
+) -> collective.DoneOp:
+    """`split` without a pattern rewriter (no listener to tell): what `async-split` does
+    to each sync collective, in one walk over the module instead of a pattern walker's
+    worklist (at 10k ops the worklist was most of the pass, issue 14 item 7)."""
+    start, done = start_and_done(op, futures)
+    Rewriter.insert_op([start, done], InsertPoint.before(op))
+    for old, new in zip(op.results, done.results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    Rewriter.erase_op(op)
     return done
 
 
@@ -123,9 +159,34 @@ class AsyncSplitPass(ModulePass):
         check_option(self.name, "min-bytes", self.min_bytes >= 0, "at least 0", self.min_bytes)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        pattern = JoinAdjacentPair() if self.inverse else SplitCollective(self.min_bytes)
-        # one walk: neither pattern makes an op the other walk could match (a split leaves
+        # one walk: neither rewrite makes an op the other walk could match (a split leaves
         # a start and a done, a join a sync collective: not a `done`, and not a free op
         # that could let another pair join), so the fixpoint's second walk over the whole
         # module would find nothing (issue 14 item 7)
-        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
+        if self.inverse:
+            PatternRewriteWalker(JoinAdjacentPair(), apply_recursively=False).rewrite_module(op)
+            return
+        # `SplitCollective`'s rewrite on each sync collective (a split changes no other op)
+        futures: dict[tuple[Attribute, ...], collective.FutureType] = {}
+        for sync in sync_collectives(op):
+            if operand_bytes(sync) >= self.min_bytes:
+                split_in_place(sync, futures)
+
+
+def sync_collectives(op: Operation) -> list[collective.CollectiveOp]:
+    """The sync collectives with a `_start` form inside `op`, in walk order. A fusion's
+    body is not walked: it holds hlo ops only (`hlo.FusionOp`'s verifier), and at 10k ops
+    the fusions' bodies were half of the ops a walk visits."""
+    found: list[collective.CollectiveOp] = []
+
+    def visit(parent: Operation) -> None:
+        for region in parent.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    if type(inner) in TO_START:
+                        found.append(cast(collective.CollectiveOp, inner))
+                    elif inner.regions and not isinstance(inner, hlo.FusionOp):
+                        visit(inner)
+
+    visit(op)
+    return found

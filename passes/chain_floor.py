@@ -41,6 +41,7 @@ import math
 from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from shardc.dialects import collective
@@ -103,13 +104,18 @@ class Passage:
     def end(self, ready: Ready, devices: int) -> Ready:
         """Each device's end of the collective, its members ready at `ready` (a float where
         every device ends together: the common case costs no array operation after)."""
-        if self.ends0 is not None and self.ends0.size and isinstance(ready, float):
-            # the least and most of `ready + ends0` without the array (a float sum is
-            # monotone: the least of the sums is the sum with the least)
-            low, high = self._ends0_range
-            if ready + low == ready + high:
-                return ready + low
-            return ready + self.ends0
+        if isinstance(ready, float):
+            ends0 = self.ends0
+            if ends0 is None:
+                if self.groups.size == devices:  # `_end`'s float case, before any array
+                    return ready + self.time
+            elif ends0.size:
+                # the least and most of `ready + ends0` without the array (a float sum is
+                # monotone: the least of the sums is the sum with the least)
+                low, high = self._ends0_range
+                if ready + low == ready + high:
+                    return ready + low
+                return ready + ends0
         out = self._end(ready, devices)
         if isinstance(out, np.ndarray):
             low, high = out.min(), out.max()
@@ -196,18 +202,15 @@ def _operands_ready(
     return first, last
 
 
-@dataclass(frozen=True)
-class _Step:
-    """One op of the block as `ChainFloor.split` walks it: its number (`index`), the
-    numbers of its operands made in the block and of its results, and for a collective
-    the op (else None) and whether it is ordered (an anchor unless split)."""
+_Step = tuple[tuple[int, ...], tuple[int, ...], "collective.CollectiveOp | None", bool]
+"""One op of the block as `ChainFloor.split` walks it: the numbers of its operands made in
+the block and of its results, for a collective the op (else None) and whether it is
+ordered (an anchor unless split). A tuple, unpacked in the walk (at 10k ops the walk's
+attribute reads were a fifth of it)."""
 
-    op: Operation
-    index: int
-    operands: tuple[int, ...]
-    results: tuple[int, ...]
-    collective: collective.CollectiveOp | None
-    ordered: bool
+
+_UNKNOWN: Any = object()
+"""A collective step's passage not found yet (`ChainFloor._whole`)."""
 
 
 def _latest(ready: Ready) -> float:
@@ -235,6 +238,9 @@ class ChainFloor:
         self.by_op: dict[Operation, Passage | None] = {}
         self.whole_bound: float | None = None
         self._steps: list[_Step] | None = None
+        self._whole: list[Passage | None] = []
+        """Each collective step's passage (`passage`), by step number, found on the first
+        walk (None for a compute op; `_UNKNOWN` until found)."""
         self._numbers: dict[Operation, int] = {}
         self._values = 0
 
@@ -252,9 +258,10 @@ class ChainFloor:
                 for r in op.results:
                     results.append(values.setdefault(r, len(values)))
                 coll = op if isinstance(op, collective.CollectiveOp) else None
-                steps.append(_Step(op, i, operands, tuple(results), coll, op in self.ordered))
+                steps.append((operands, tuple(results), coll, op in self.ordered))
                 self._numbers[op] = i
             self._steps, self._values = steps, len(values)
+            self._whole = [_UNKNOWN if step[2] is not None else None for step in steps]
         return self._steps
 
     def passage(self, op: collective.CollectiveOp) -> Passage | None:
@@ -294,48 +301,56 @@ class ChainFloor:
             i = self._numbers.get(op)
             if i is not None:
                 split_at[i] = True
+        whole, devices = self._whole, self.devices
         lo: list[Ready] = [0.0] * self._values
         hi: list[Ready] = [0.0] * self._values
         latest = 0.0
         segment = Segment()
-        for step in steps:
-            split = split_at[step.index]
-            op = step.collective
+        for i, (operands, results, op, ordered) in enumerate(steps):
+            split = split_at[i]
             if op is None:
-                # a free compute op: `_operands_ready` (a whole op reads whole operands:
-                # `hi` for both), its common case of one operand inline (most of the
-                # block's ops: at 10k ops the walk was most of micro-batch's floor)
-                operands = step.operands
-                if len(operands) == 1:
-                    v = operands[0]
-                    last = hi[v]
-                    if last.__class__ is float and last <= 0.0:
-                        first = last = 0.0
+                # a free compute op: `_operands_ready` inlined (a whole op reads whole
+                # operands: `hi` for both), for most of the block's ops (at 10k ops the
+                # walk was most of micro-batch's floor)
+                first = last = None
+                for v in operands:
+                    h = hi[v]
+                    if h.__class__ is float and h <= 0.0:
+                        continue
+                    f = lo[v] if split else h
+                    if last is None or first is None:
+                        first, last = f, h
                     else:
-                        first = lo[v] if split else last
-                else:
-                    first, last = _operands_ready(operands, lo if split else hi, hi)
-                for r in step.results:
+                        first, last = _max(first, f), _max(last, h)
+                if last is None or first is None:
+                    first = last = 0.0
+                for r in results:
                     lo[r], hi[r] = first, last
                 continue
-            first, last = _operands_ready(step.operands, lo if split else hi, hi)
-            if op is not None:
-                passage = chunk(op) if split else self.passage(op)
-                if passage is None:
-                    return 0.0
-                anchor = not split and step.ordered
-                if anchor:  # it waits for the segment before it
-                    last = first = _max(last, segment.end())
-                else:
-                    segment.add(passage, k if split else 1, self.devices)
-                end_first = passage.end(first, self.devices)
-                last = passage.end(last, self.devices)
-                if split:
-                    last = _max(last, end_first + (k - 1) * passage.step)
-                first = end_first if split else last
-                if anchor:
-                    segment = Segment(start=last)
-                latest = max(latest, _latest(last))  # a free compute op adds nothing
-            for r in step.results:
+            first, last = _operands_ready(operands, lo if split else hi, hi)
+            if split:
+                passage = chunk(op)
+            else:
+                passage = whole[i]
+                if passage is _UNKNOWN:
+                    passage = whole[i] = self.passage(op)
+            if passage is None:
+                return 0.0
+            if split:
+                segment.add(passage, k, devices)
+                end_first = passage.end(first, devices)
+                last = _max(passage.end(last, devices), end_first + (k - 1) * passage.step)
+                first = end_first
+            elif ordered:  # an anchor: it waits for the segment before it
+                last = passage.end(_max(last, segment.end()), devices)
+                first = last
+                segment = Segment(start=last)
+            else:  # a whole op's first chunk is its whole (`first` unused)
+                segment.add(passage, 1, devices)
+                last = passage.end(last, devices)
+                first = last
+            # a free compute op adds nothing
+            latest = max(latest, last if last.__class__ is float else float(last.max()))
+            for r in results:
                 lo[r], hi[r] = first, last
         return max(latest, _latest(segment.end()))

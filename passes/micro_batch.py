@@ -92,6 +92,7 @@ from shardc.hardware.vmem import IN_FLIGHT
 from shardc.passes.block_order import set_order, stable_topological_order
 from shardc.passes.chain_floor import ChainFloor, Passage
 from shardc.passes.fusion import fuse_block, fuse_function
+from shardc.passes.module_copy import copy_op
 from shardc.passes.rewrite_utils import check_option, erase_if_dead
 from shardc.passes.step_estimate import (
     OpCosts,
@@ -108,7 +109,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -125,14 +126,33 @@ MAX_CLASSES = 4
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
     ty = value.type
+    if ty.__class__ is TensorType:  # without the abstract class check (every op asks)
+        return tuple([d.data for d in cast(TensorType, ty).shape.data])
     return tuple(ty.get_shape()) if isinstance(ty, TensorType) else ()
 
 
+def _rank(value: SSAValue) -> int:
+    ty = value.type
+    if ty.__class__ is TensorType:
+        return len(cast(TensorType, ty).shape.data)
+    return len(_shape(value))
+
+
 def _same_dims(op: Operation, operands: Sequence[int]) -> Links:
-    """Result 0 dimension d from dimension d of each listed operand of the same rank."""
-    rank = len(_shape(op.results[0]))
-    same = [i for i in operands if len(_shape(op.operands[i])) == rank]
-    return {(0, d): [(i, d) for i in same] for d in range(rank)}
+    """Result 0 dimension d from dimension d of each listed operand of the same rank (one
+    dict per (rank, operands), shared by the ops that have them: read only)."""
+    rank = _rank(op.results[0])
+    values = tuple(op._operands)  # pyright: ignore[reportPrivateUsage]
+    same = tuple([i for i in operands if _rank(values[i]) == rank])
+    links = _SAME_DIMS.get((rank, same))
+    if links is None:
+        links = _SAME_DIMS[(rank, same)] = {(0, d): [(i, d) for i in same] for d in range(rank)}
+    return links
+
+
+_SAME_DIMS: dict[tuple[int, tuple[int, ...]], Links] = {}
+"""`_same_dims`'s links by (rank, the operands of that rank): most ops of a program are
+elementwise, and their links are the same few dicts (issue 14 item 7)."""
 
 
 def _reshape_links(op: hlo.ReshapeOp) -> Links:
@@ -182,8 +202,9 @@ def op_links(op: Operation) -> Links | None:
     """
     if op.regions or not op.results:
         return None
-    if not all(isinstance(r.type, TensorType) for r in op.results):
-        return None
+    for r in op.results:
+        if r.type.__class__ is not TensorType and not isinstance(r.type, TensorType):
+            return None
     rule = _rule_of(type(op))
     return rule(op) if rule is not None else None
 
@@ -336,24 +357,39 @@ class _DimClasses:
     were most of `candidates`, issue 14 item 7). The classes are the same.
     """
 
-    def __init__(self, block: Block, links: dict[Operation, Links | None]):
+    def __init__(
+        self,
+        block: Block,
+        links: dict[Operation, Links | None],
+        values: list[SSAValue] | None = None,
+    ):
         self.first: dict[int, tuple[int, tuple[int, ...]]] = {}
         """id(value) -> (its first dimension's number, its shape); the values are alive
         while `block` is, so their ids stand for them."""
         self.parent: list[int] = []
         self.extra: dict[tuple[int, int], int] = {}
         """(id(value), dim) of a dimension beyond the value's rank (none in valid links)."""
-        for v in _values(block):
-            self._first(v)
+        first, parent = self.first, self.parent
+        for v in _values(block) if values is None else values:
+            if id(v) not in first:
+                shape = _shape(v)
+                n = len(parent)
+                first[id(v)] = (n, shape)
+                parent.extend(range(n, n + len(shape)))
+        node, find = self.node, self.find
+        item = tuple.__getitem__  # not `SSAValues.__getitem__`, a Python call per index
         for op, ls in links.items():
             if not ls:
                 continue
-            results, operands = op.results, op.operands
+            results, operands = op.results, op._operands  # pyright: ignore
             for (k, d), sources in ls.items():
                 if sources:
-                    to = self.node(results[k], d)
+                    to = find(node(item(results, k), d))
                     for i, e in sources:
-                        self.union(to, self.node(operands[i], e))
+                        # `union`, inlined (every link of every op)
+                        rb = find(node(item(operands, i), e))
+                        if to != rb:
+                            parent[rb] = to
 
     def _first(self, v: SSAValue) -> tuple[int, tuple[int, ...]]:
         found = self.first.get(id(v))
@@ -402,16 +438,26 @@ def candidates(block: Block) -> list[Candidate]:
     """The qualifying classes of `block` (module docstring), most collectives first."""
     ops = list(block.ops)
     links = {op: op_links(op) for op in ops}
-    uf = _DimClasses(block, links)
+    values = _values(block)
+    uf = _DimClasses(block, links, values)
     members: dict[int, list[tuple[SSAValue, int, int]]] = {}
-    for v in _values(block):
-        for d, size in enumerate(uf.shape(v)):
+    first, find, parent = uf.first, uf.find, uf.parent
+    for v in values:
+        n, shape = first[id(v)]
+        for d, size in enumerate(shape):
             if size >= 2:
-                members.setdefault(uf.find(uf.node(v, d)), []).append((v, d, size))
+                root = n + d
+                if parent[root] != root:
+                    root = find(root)
+                found_members = members.get(root)
+                if found_members is None:
+                    members[root] = [(v, d, size)]
+                else:
+                    found_members.append((v, d, size))
     found: list[Candidate] = []
     seen: set[int] = set()
     for pos, op in enumerate(ops):
-        if not isinstance(op, collective.SYNC_OPS):
+        if not _is_sync(type(op)):
             continue
         for k, r in enumerate(op.results):
             for d in range(len(_shape(r))):
@@ -433,33 +479,51 @@ def _qualify(
 ) -> Candidate | None:
     """The class of `nodes` ((value, dimension, its size) each) as a `Candidate`, if it
     qualifies (module docstring)."""
-    dim_of: dict[SSAValue, int] = {}
-    sizes: set[int] = set()
-    for v, d, size in nodes:
-        if v in dim_of:
+    size = nodes[0][2]
+    previous = None
+    for v, _, s in nodes:
+        # a value's dimensions are listed one after the other (`candidates`)
+        if v is previous:
             return None  # two dimensions of one value
-        dim_of[v] = d
-        sizes.add(size)
-    if len(sizes) != 1:
-        return None
+        if s != size:
+            return None  # two sizes
+        previous = v
+    dim_of = {v: d for v, d, _ in nodes}
     split_ops: dict[Operation, None] = {}
+    found: dict[Operation, Links] = {}
     count = 0
     for v in dim_of:
-        op = v.owner
-        if not isinstance(op, Operation) or op in split_ops:
+        if v.__class__ is not OpResult:
+            continue  # a block argument: cut into chunks where a split op needs it
+        op = cast(OpResult, v).op
+        if op in split_ops:
             continue
         ls = links.get(op)
-        if ls is None or not all(
-            r in dim_of and (k, dim_of[r]) in ls for k, r in enumerate(op.results)
-        ):
-            continue  # made whole, cut into chunks where a split op needs them
-        split_ops[op] = None
-        if isinstance(op, collective.SYNC_OPS):
-            count += 1
+        if ls is None:
+            continue
+        for k, r in enumerate(op.results):
+            d = dim_of.get(r)
+            if d is None or (k, d) not in ls:
+                break  # made whole, cut into chunks where a split op needs them
+        else:
+            split_ops[op] = None
+            found[op] = ls
+            if _is_sync(type(op)):
+                count += 1
     if not count:
         return None
-    found = {op: ls for op in split_ops if (ls := links.get(op)) is not None}
-    return Candidate(key, dim_of, split_ops, sizes.pop(), count, found)
+    return Candidate(key, dim_of, split_ops, size, count, found)
+
+
+_SYNC: dict[type, bool] = {}
+"""Whether an op class is a sync collective (`collective.SYNC_OPS`), found once per class."""
+
+
+def _is_sync(cls: type) -> bool:
+    found = _SYNC.get(cls)
+    if found is None:
+        found = _SYNC[cls] = issubclass(cls, collective.SYNC_OPS)
+    return found
 
 
 def find_candidate(block: Block, key: tuple[int, int, int]) -> Candidate | None:
@@ -1082,13 +1146,14 @@ class MicroBatchPass(ModulePass):
         time, and `schedule` its costs instead of costing the ops again."""
         found: list[tuple[int, Plan]] = []
         view = _LazyView(module, model) if self.fused else None
+        graphs: dict[Block, StepGraph] = {}
         for index, block in enumerate(_function_blocks(module)):
-            plan = self.plan(module, index, block, model, view)
+            plan = self.plan(module, index, block, model, view, graphs)
             if plan is not None:
                 found.append((index, plan))
         if view is None or view.module is None:
             return found, None
-        return found, FusedView(view.module, view.costs)
+        return found, FusedView(view.module, view.costs, graphs)
 
     def split(self, module: ModuleOp, plans: list[tuple[int, Plan]]) -> None:
         """Split by `plans` (of `module` or a copy of it: a plan names its class by place)."""
@@ -1105,9 +1170,12 @@ class MicroBatchPass(ModulePass):
         block: Block,
         model: CostModel,
         fused: _LazyView | None = None,
+        graphs: dict[Block, StepGraph] | None = None,
     ) -> Plan | None:
         """The best split of function `index` by the estimates, or None (`fused`: the
-        fused copy to judge by, shared by the functions; built here if not given)."""
+        fused copy to judge by, shared by the functions; built here if not given;
+        `graphs`: where the unsplit block's `StepGraph` is kept, by the block it is of,
+        if one was built)."""
         found = candidates(block)
         if not found:
             return None
@@ -1119,6 +1187,8 @@ class MicroBatchPass(ModulePass):
             view, view_block = module, block
             costs = per_op(model)  # the unsplit block's ops, costed once for all three uses
         base = Base(self, view, index, view_block, costs)
+        if graphs is not None and base.graph is not None:
+            graphs[view_block] = base.graph
         floor = SplitFloor.of(view_block, costs, block)
         best: tuple[float, Plan] | None = None
         types = ChunkTypes()
@@ -1163,7 +1233,7 @@ class MicroBatchPass(ModulePass):
             block = _function_blocks(module)[index]
             return scheduled_time(block, model, self.memory_limit, self.max_in_flight)
         values: dict[SSAValue, SSAValue] = {}
-        copy = module.clone(value_mapper=values)
+        copy = copy_op(module, values)
         block = _function_blocks(copy)[index]
         copied = _copy_candidate(cand, values) if cand is not None else None
         if copied is None:
@@ -1178,10 +1248,13 @@ class MicroBatchPass(ModulePass):
 @dataclass(frozen=True)
 class FusedView:
     """A copy of a module with every function fused, as `fusion` leaves it with the
-    estimates' model, and its ops' costs (`OpCosts`, valid while they do not change)."""
+    estimates' model, its ops' costs (`OpCosts`, valid while they do not change), and the
+    `StepGraph`s the estimates built of its blocks (by block: `schedule` orders by them
+    after `async-split`, `StepGraph.after_split`)."""
 
     module: ModuleOp
     costs: OpCosts
+    graphs: dict[Block, StepGraph] = field(default_factory=dict[Block, StepGraph])
 
 
 class _LazyView:
@@ -1203,7 +1276,7 @@ class _LazyView:
 
     def get(self) -> ModuleOp:
         if self.module is None:
-            self.module = self.source.clone()
+            self.module = copy_op(self.source)
             for function in list(self.module.walk()):
                 if isinstance(function, func.FuncOp):
                     fuse_function(function, self.model)

@@ -27,12 +27,19 @@ class _ForwardReference(Exception):
     """An operand not defined yet in walk order: the copy needs xDSL's second walk."""
 
 
-def copy_op(op: OpT) -> OpT:
-    """`op.clone()`, made in one walk where no operand is a forward reference."""
+def copy_op(op: OpT, value_mapper: dict[SSAValue, SSAValue] | None = None) -> OpT:
+    """`op.clone(value_mapper)`, made in one walk where no operand is a forward reference.
+    `value_mapper` receives each value of `op` mapped to its copy (micro-batch carries a
+    candidate over to the copy through it)."""
+    copier = _Copier()
     try:
-        return _Copier().op(op)
+        copy = copier.op(op)
     except _ForwardReference:
-        return op.clone()
+        copier.values = {}
+        copy = op.clone(value_mapper=copier.values)
+    if value_mapper is not None:
+        value_mapper.update(copier.values)
+    return copy
 
 
 class _Copier:

@@ -222,12 +222,12 @@ class SpmdPipelinePass(ModulePass):
             # become the module's, costed already by micro-batch's estimates.
             view = gate.fused
             _take_body(op, view.module)
-            gate.forget(costs=view.costs)
+            gate.forget(costs=view.costs, graphs=view.graphs)
         elif isinstance(p, AsyncSplitPass):
             # new `_start`s and `done`s for the sync collectives, their uses re-pointed at
             # values of the same types: the costs of the ops it keeps hold (`schedule`'s)
             p.apply(ctx, op)
-            gate.forget(costs=gate.known_costs)
+            gate.forget(costs=gate.known_costs, graphs=gate.known_graphs)
         elif isinstance(p, CollectiveCombinePass) and p.overlap_aware:
             # its own policy first, then XLA's (merge whatever is independent) on top of
             # it, each kept only where the step does not get slower: the gate, not the
@@ -293,14 +293,22 @@ class Gate:
         self._costs: OpCosts | None = None
         """The costs of the module's ops as they are now, by op (`step_estimate.OpCosts`):
         a pass's plans and estimates cost each op once; None after a pass changed ops."""
+        self.known_graphs: dict[Block, StepGraph] = {}
+        """`StepGraph`s of blocks of the module built by an estimate (micro-batch's, of
+        fusion's result), kept through `async-split` for `schedule`
+        (`StepGraph.after_split` checks that a block is still the graph's)."""
 
-    def forget(self, costs: OpCosts | None = None) -> None:
+    def forget(
+        self, costs: OpCosts | None = None, graphs: dict[Block, StepGraph] | None = None
+    ) -> None:
         """Forget what is known of the module, a pass having changed it; `costs`: the
         costs of its ops as they are now (of this model, by op), where known: a pass that
-        made the module of the ops these costed, or only added and erased ops."""
+        made the module of the ops these costed, or only added and erased ops; `graphs`:
+        `known_graphs`, where known."""
         self.known = None
         self.fused = None
         self._costs = costs
+        self.known_graphs = graphs if graphs is not None else {}
 
     @property
     def known_costs(self) -> OpCosts | None:
@@ -332,6 +340,7 @@ class Gate:
         of the same types at most: `collective-combine`, `collective-matmul`), the copy's
         ops are costed as `op`'s were (`OpCosts.moved`), not again."""
         self.fused = None
+        self.known_graphs = {}
         candidate = copy_op(op)
         moved = None
         if keeps_ops and view is None:
@@ -380,7 +389,10 @@ class Gate:
             if not isinstance(f, func.FuncOp):
                 continue
             for block in f.body.blocks:
-                graph = StepGraph(block, cast(CostModel, costs), costs.times)
+                known = self.known_graphs.get(block)
+                graph = known.after_split(block) if known is not None else None
+                if graph is None:
+                    graph = StepGraph(block, cast(CostModel, costs), costs.times)
                 if graph.split:
                     return False
                 try:
@@ -391,7 +403,7 @@ class Gate:
                 slower = (
                     len(f.body.blocks) == 1
                     and bool(order)
-                    and graph.program_time(order) > graph.written_time()
+                    and graph.scheduled_time(p.max_in_flight) > graph.written_time()
                 )
                 planned.append((block, None if slower else [graph.ops[n] for n in order]))
         for block, order in planned:

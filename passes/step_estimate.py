@@ -30,6 +30,7 @@ would be slower), summed over functions.
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 from collections.abc import Hashable, Iterable
 from typing import Any, cast
@@ -39,7 +40,7 @@ from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CachedCostModel, CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
 from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
-from shardc.passes.async_split import TO_START
+from shardc.passes.async_split import TO_START, start_and_done
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
 from xdsl.dialects import func
@@ -154,32 +155,76 @@ class DeviceClocks:
     (`rendezvous._time_collective`) over arrays: a collective begins per group (its last
     member's issue, the members' engines: `timing.engine_window`), a one-round one at each
     member's own issue, and ends per member (`Landings.ends`).
+
+    While every device's compute clock is the same, `clock` is that one float (a float
+    sum is the sum each element of the array would get), and so is `engine` while every
+    device's engine is free at the same time: a compute op then costs no array operation,
+    nor a ring over every device (at 10k ops the array operations were most of an estimate
+    of a skewed block).
     """
 
     def __init__(self, devices: int):
-        self.clock = np.zeros(devices)
-        self.engine = np.zeros(devices)
+        self.devices = devices
+        self.clock: float | np.ndarray = 0.0
+        """Each device's compute clock (one float while they are all the same)."""
+        self.engine: float | np.ndarray = 0.0
+        """When each device's collective engine is free (one float while the same)."""
+
+    def advance(self, time: float) -> None:
+        """A compute op of `time` on every device."""
+        self.clock += time
+
+    def wait(self, ends: float | np.ndarray) -> None:
+        """Each device's compute waits for its `ends` (one float again if they agree)."""
+        self.clock = _collapsed(np.maximum(self.clock, ends))
 
     def collective(
         self, op: collective.CollectiveOp, model: CostModel, time: float, overlap: float
-    ) -> np.ndarray:
-        """Each device's end of `op` issued now (-inf on devices outside its groups)."""
+    ) -> float | np.ndarray:
+        """Each device's end of `op` issued now (-inf on devices outside its groups; one
+        float if every device ends then)."""
         groups = model.group_array(op)
-        free = self.engine[groups].max(axis=1, keepdims=True)
         landings = model.collective_landings(op)
-        ends = np.full(len(self.clock), -math.inf)
+        clock, engine = self.clock, self.engine
+        if landings is None and groups.size == self.devices:
+            if not isinstance(clock, np.ndarray) and not isinstance(engine, np.ndarray):
+                # a ring over every device, all of them issuing it and free together:
+                # the arrays' rule on the one number they all hold
+                end = float(np.maximum(clock, engine - overlap) + time)
+                self.engine = float(np.maximum(engine, end))
+                return end
+        free = (
+            engine[groups].max(axis=1, keepdims=True) if isinstance(engine, np.ndarray) else engine
+        )
+        ends = np.full(self.devices, -math.inf)
         if landings is None:
-            issued = self.clock[groups].max(axis=1, keepdims=True)
+            if isinstance(clock, np.ndarray):
+                issued = clock[groups].max(axis=1, keepdims=True)
+            else:
+                issued = clock
             ends[groups] = np.maximum(issued, free - overlap) + time
         else:
-            begins = np.zeros(max(len(self.clock), landings.size))
-            begins[groups] = np.maximum(self.clock[groups], free - overlap)
+            begins = np.zeros(max(self.devices, landings.size))
+            issued = clock[groups] if isinstance(clock, np.ndarray) else clock
+            begins[groups] = np.maximum(issued, free - overlap)
             ends[groups] = landings.ends(begins)[groups]
-        self.engine = np.maximum(self.engine, ends)
+        self.engine = _collapsed(np.maximum(engine, ends))
         return ends
 
     def step(self) -> float:
-        return float(max(self.clock.max(), self.engine.max()))
+        clock, engine = self.clock, self.engine
+        return float(
+            max(
+                clock.max() if isinstance(clock, np.ndarray) else clock,
+                engine.max() if isinstance(engine, np.ndarray) else engine,
+            )
+        )
+
+
+def _collapsed(times: np.ndarray) -> float | np.ndarray:
+    """`times` (one per device), or the one float they all are."""
+    low = times.min()
+    return float(low) if low == times.max() else times
 
 
 def _devices(model: CostModel) -> int:
@@ -200,13 +245,13 @@ def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operatio
             if op.IS_START:
                 in_flight[op.results[0]] = ends
             else:
-                clocks.clock = np.maximum(clocks.clock, ends)
+                clocks.wait(ends)
         elif isinstance(op, collective.DoneOp):
             ends = in_flight.pop(op.future, None)
             if ends is not None:
-                clocks.clock = np.maximum(clocks.clock, ends)
+                clocks.wait(ends)
         else:
-            clocks.clock += time
+            clocks.advance(time)
     return clocks.step()
 
 
@@ -249,21 +294,9 @@ def split_sync(block: Block) -> list[tuple[Operation, collective.DoneOp]]:
     pairs: list[tuple[Operation, collective.DoneOp]] = []
     futures: dict[tuple[Attribute, ...], collective.FutureType] = {}  # one per result types
     for op in list(block.ops):
-        start_type = TO_START.get(type(op))  # pyright: ignore[reportArgumentType]
-        if start_type is None:
+        if type(op) not in TO_START:
             continue
-        types = tuple(op.result_types)
-        future = futures.get(types)
-        if future is None:
-            future = futures[types] = collective.FutureType(types)  # pyright: ignore
-        start = start_type.create(
-            operands=list(op.operands),
-            result_types=[future],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
-        # what `DoneOp(start.results[0])` builds, without its checks (estimates only)
-        done = collective.DoneOp.create(operands=start.results, result_types=types)
+        start, done = start_and_done(cast(collective.CollectiveOp, op), futures)
         block.insert_ops_before([start, done], op)
         for old, new in zip(op.results, done.results, strict=True):
             old.replace_all_uses_with(new)
@@ -482,73 +515,116 @@ class StepGraph:
         """Whether a sync collective stands as two nodes (then an order of the nodes is no
         order of the ops)."""
         self.split_starts: list[int] = []
+        self._orders: dict[int, list[int]] = {}
+        """`order`'s answers by `max_in_flight` (the graph's costs unchanged since)."""
+        self._scheduled: dict[int, float] = {}
+        """`scheduled_time`'s answers by `max_in_flight`."""
         """The start nodes of the sync collectives standing as two nodes."""
         self.skewed = False
         """Whether a collective's members end at different times (`DeviceClocks`)."""
-        self.result_node: dict[Operation, int] = {}
-        self.first_node: dict[Operation, int] = {}
-        for op in block.ops:
-            self._add(op)
+        ops = list(block.ops)
+        self.result_node: dict[int, int] = {}
+        """id(op) -> the node of the op's results (a split collective's done)."""
+        self.first_node: dict[int, int] = {}
+        """id(op) -> the op's first node (a split collective's start); ids, not ops: the
+        ops are alive while the block is, and an int hashes without a Python call."""
+        self._add_all(ops)
         self.users: list[list[int]] = [[] for _ in self.kind]
         self.waiting = [0] * len(self.kind)
-        self._link(block)
+        self._link(block, ops)
 
-    def _node(self, op: Operation, kind: int, cost: float, time: float, start: int = -1) -> int:
-        self.ops.append(op)
-        self.kind.append(kind)
-        self.cost.append(cost)
-        self.time.append(time)
-        self.start.append(start)
-        collective_op = kind in (_START, _SYNC)
-        self.overlap.append(self.model.collective_overlap(op) if collective_op else 0.0)  # pyright: ignore
-        if collective_op and not self.skewed:
-            self.skewed = skewed(op, self.model)  # pyright: ignore[reportArgumentType]
-        return len(self.kind) - 1
+    def _add_all(self, block_ops: list[Operation]) -> None:
+        """The nodes of `block_ops`, in order (one loop, the lists bound locally: at 10k
+        ops every gate builds a graph of the module, issue 14 item 7)."""
+        model, memo = self.model, self.memo
+        kinds, costs, times, starts = self.kind, self.cost, self.time, self.start
+        overlaps, ops = self.overlap, self.ops
+        first, result = self.first_node, self.result_node
+        op_cost, collective_time = model.op_cost, model.collective_time
+        collective_overlap = model.collective_overlap
+        last = block_ops[-1] if block_ops else None
+        for op in block_ops:
+            cls = type(op)
+            n = len(kinds)
+            if cls in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
+                # costed as the `_start` it becomes (its VMEM share), not the written op
+                # (`memo`, shared with the written order's estimate, holds that one's time)
+                sync = cast(collective.CollectiveOp, op)
+                time = collective_time(sync, start=True)
+                ops += (op, op)
+                kinds += (_START, _DONE)
+                costs += (time, 0.0)
+                times += (time, 0.0)
+                starts += (-1, n)
+                overlaps += (collective_overlap(sync), 0.0)
+                if not self.skewed:
+                    self.skewed = skewed(sync, model)
+                first[id(op)], result[id(op)] = n, n + 1
+                self.split = True
+                self.split_starts.append(n)
+                continue
+            time = memo.get(op)
+            if time is None:
+                time = memo[op] = _time(op, model)
+            kind = _KINDS.get(cls)
+            if kind is None:
+                kind = _kind(op)
+            ops.append(op)
+            kinds.append(kind)
+            times.append(time)
+            if kind == _COMPUTE:
+                costs.append(op_cost(op).time if op is not last else 0.0)
+                starts.append(-1)
+                overlaps.append(0.0)
+            elif kind == _DONE:
+                owner = cast(collective.DoneOp, op).future.owner
+                costs.append(0.0)
+                starts.append(first.get(id(owner), -1))
+                overlaps.append(0.0)
+            else:
+                coll = cast(collective.CollectiveOp, op)
+                costs.append(collective_time(coll))
+                starts.append(-1)
+                overlaps.append(collective_overlap(coll))
+                if not self.skewed:
+                    self.skewed = skewed(coll, model)
+            first[id(op)] = result[id(op)] = n
 
-    def _add(self, op: Operation) -> None:
-        model = self.model
-        if type(op) in TO_START:  # its `_start` and its `done`, as `split_sync` leaves it
-            # costed as the `_start` it becomes (its VMEM share), not the written op
-            # (`memo`, shared with the written order's estimate, holds that one's time)
-            time = model.collective_time(cast(collective.CollectiveOp, op), start=True)
-            self.first_node[op] = s = self._node(op, _START, time, time)
-            self.result_node[op] = self._node(op, _DONE, 0.0, 0.0, s)
-            self.split = True
-            self.split_starts.append(s)
-            return
-        time = self.memo.get(op)
-        if time is None:
-            time = self.memo[op] = _time(op, model)
-        kind = _kind(op)
-        if kind == _COMPUTE:
-            n = self._node(op, _COMPUTE, model.op_cost(op).time if op.next_op else 0.0, time)
-        elif kind == _DONE:
-            owner = cast(collective.DoneOp, op).future.owner
-            n = self._node(op, _DONE, 0.0, 0.0, self.first_node.get(owner, -1))  # pyright: ignore
-        else:
-            n = self._node(op, kind, model.collective_time(cast(collective.CollectiveOp, op)), time)
-        self.first_node[op] = self.result_node[op] = n
-
-    def _link(self, block: Block) -> None:
-        """`block_order.dependency_graph` of the split block, by node."""
+    def _link(self, block: Block, block_ops: list[Operation]) -> None:
+        """`block_order.dependency_graph` of the split block, by node: an op depends on the
+        ops of the block whose results it (or its regions) reads, and on its control
+        predecessors (the block's ops are the keys of `result_node`)."""
         control = control_predecessors(block)
         first, result = self.first_node, self.result_node
-        for op in block.ops:
-            n = first[op]
-            values = used_values(op) if op.regions else op.operands
-            deps = {
-                result[v.owner] for v in values if v.owner.parent is block and v.owner is not op
-            }  # pyright: ignore
-            deps.update(first[p] for p in control.get(op, ()))
-            if n != result[op]:  # a split collective: its done waits for its start
-                self.users[n].append(result[op])
-                self.waiting[result[op]] = 1
+        users, waiting = self.users, self.waiting
+        result_of = result.get
+        for op in block_ops:
+            me = id(op)
+            n = first[me]
+            values = used_values(op) if op.regions else op._operands  # pyright: ignore
+            deps: set[int] = set()
+            for v in values:
+                d = result_of(id(v.owner))
+                if d is not None:
+                    deps.add(d)
+            deps.discard(result[me])  # its own results (read inside its regions)
+            if control:
+                deps.update(first[id(p)] for p in control.get(op, ()))
+            if n != result[me]:  # a split collective: its done waits for its start
+                users[n].append(n + 1)
+                waiting[n + 1] = 1
             for d in deps:
-                self.users[d].append(n)
-            self.waiting[n] = len(deps)
+                users[d].append(n)
+            waiting[n] = len(deps)
 
     def order(self, max_in_flight: int) -> list[int]:
-        """`BlockScheduler.run`'s order (no memory limit), by node."""
+        """`BlockScheduler.run`'s order (no memory limit), by node (remembered: read only)."""
+        found = self._orders.get(max_in_flight)
+        if found is None:
+            found = self._orders[max_in_flight] = self._order(max_in_flight)
+        return found
+
+    def _order(self, max_in_flight: int) -> list[int]:
         kind, cost, start_of, users = self.kind, self.cost, self.start, self.users
         overlap = self.overlap
         waiting = list(self.waiting)
@@ -624,9 +700,16 @@ class StepGraph:
                 self.time[n] = issued_behind(self.time[n], self.overlap[n])
                 self.overlap[n] = 0.0
         self.skewed = False  # each collective's engine time only: one device stands for all
+        self._orders, self._scheduled = {}, {}
 
     def scheduled_time(self, max_in_flight: int) -> float:
-        """`program_order_time` of `order`; inf if the scheduler is stuck."""
+        """`program_order_time` of `order`; inf if the scheduler is stuck (remembered)."""
+        found = self._scheduled.get(max_in_flight)
+        if found is None:
+            found = self._scheduled[max_in_flight] = self._scheduled_time(max_in_flight)
+        return found
+
+    def _scheduled_time(self, max_in_flight: int) -> float:
         if not self.kind:
             return 0.0
         try:
@@ -634,6 +717,39 @@ class StepGraph:
         except ScheduleStuck:
             return math.inf
         return self.program_time(order)
+
+    def after_split(self, block: Block) -> StepGraph | None:
+        """
+        This graph as the graph of `block`, if `block` is this graph's block after
+        `async-split` (each sync collective replaced in place by its `_start` and a `done`
+        reading it, every other op the same): the graph stands a sync collective as the
+        `_start` and `done` the split makes (`split_sync` is async-split's rewrite, its
+        costs the `_start`'s), so it is the graph `StepGraph(block)` would build, the same
+        numbers in the same places; only its ops are `block`'s. None, if `block` is not
+        that. `schedule` then orders by the graph `micro-batch`'s estimate of the same ops
+        built (issue 14 item 7), its order remembered.
+        """
+        ops = list(block.ops)
+        if len(ops) != len(self.ops):
+            return None
+        for s in self.split_starts:
+            start, done = ops[s], ops[s + 1]
+            if (
+                type(start) is not TO_START[type(self.ops[s])]  # pyright: ignore
+                or not isinstance(done, collective.DoneOp)
+                or done.future is not start.results[0]
+            ):
+                return None
+        split = {n for s in self.split_starts for n in (s, s + 1)}
+        if any(
+            op is not mine
+            for n, (op, mine) in enumerate(zip(ops, self.ops, strict=True))
+            if n not in split
+        ):
+            return None
+        graph = copy.copy(self)
+        graph.ops, graph.split, graph.split_starts = ops, False, []
+        return graph
 
     def written_time(self) -> float:
         """`program_order_time` of the nodes as they are (a split sync collective's start
@@ -700,13 +816,13 @@ class StepGraph:
                 if k == _START:
                     in_flight[n] = ends
                 else:
-                    clocks.clock = np.maximum(clocks.clock, ends)
+                    clocks.wait(ends)
             elif k == _DONE:
                 ends = in_flight.pop(start_of[n], None)
                 if ends is not None:
-                    clocks.clock = np.maximum(clocks.clock, ends)
+                    clocks.wait(ends)
             else:
-                clocks.clock += time[n]
+                clocks.clock += time[n]  # `advance`, inlined
         return clocks.step()
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shardc.bench.partition_speed import program
 from shardc.parsing import parse_and_verify
-from shardc.passes.async_split import JoinAdjacentPair, SplitCollective
+from shardc.passes.async_split import AsyncSplitPass, JoinAdjacentPair, SplitCollective
 from shardc.passes.block_order import used_values
 from shardc.passes.collective_combine import COMBINABLE, dependency_masks
 from shardc.passes.spmd_pipeline import SpmdPipelinePass
@@ -39,6 +39,16 @@ def test_async_split_one_walk_is_the_fixpoint(text: str, min_bytes: int) -> None
         assert _walked(source, JoinAdjacentPair(), False) == _walked(
             source, JoinAdjacentPair(), True
         )
+
+
+@settings(max_examples=25, deadline=None)
+@given(per_device_collective_programs(), st.sampled_from([0, 64, 1 << 20]))
+def test_async_split_without_a_walker_is_the_pattern(text: str, min_bytes: int) -> None:
+    """`async-split` rewrites each sync collective itself (no pattern walker, a fusion's
+    body not walked): the module the pattern walk makes, name hints and uses alike."""
+    module = parse_and_verify(CTX, text, "<t>")
+    AsyncSplitPass(min_bytes=min_bytes).apply(CTX, module)
+    assert str(module) == _walked(text, SplitCollective(min_bytes), recursively=False)
 
 
 def _naive_masks(block, index) -> dict[Operation, int]:  # noqa: ANN001

@@ -13,7 +13,9 @@ What `spmd-pipeline` reuses to stay fast (issue 14 item 7) changes nothing it ou
 * the costs the gate carries from the module to its copy for `collective-combine`
   (`OpCosts.moved`) and lends to its plans are what costing afresh gives, and a plan the
   gate refused is not worth trying again;
-* the pipeline's `schedule` over `StepGraph`s (no memory limit) orders as the pass does.
+* the pipeline's `schedule` over `StepGraph`s (no memory limit) orders as the pass does;
+* the `StepGraph` micro-batch's estimate built of fusion's result is, after `async-split`,
+  the graph `schedule` would build of the split block (`StepGraph.after_split`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel, cached
 from shardc.parsing import parse_and_verify
 from shardc.passes import spmd_pipeline
+from shardc.passes.async_split import AsyncSplitPass
 from shardc.passes.collective_combine import CollectiveCombinePass
 from shardc.passes.micro_batch import MicroBatchPass
 from shardc.passes.schedule import BlockScheduler
@@ -165,6 +168,49 @@ def test_scheduler_over_nodes_on_the_bench_chain() -> None:
 @given(text=partitionable_programs())
 def test_scheduler_over_nodes_on_generated(text: str) -> None:
     _check_nodes(_partitioned(text))
+
+
+def _check_after_split(module: ModuleOp) -> None:
+    """A block's `StepGraph` built before `async-split` is, after it (`after_split`), the
+    graph built afresh of the split block: the same nodes, costs and dependencies, the
+    same orders and times (its remembered order too); before the split, a block with a
+    sync collective is not the graph's split block."""
+    model = cached(CostModel(get_chip("v5e"), find_mesh(module)))
+    costs = OpCosts(model)
+    graphs = {block: StepGraph(block, costs, costs.times) for block in _blocks_of(module)}
+    for block, graph in graphs.items():
+        graph.scheduled_time(4)  # an order remembered before the split
+        assert (graph.after_split(block) is None) == bool(graph.split_starts)
+    AsyncSplitPass().apply(CTX, module)
+    for block, graph in graphs.items():
+        after = graph.after_split(block)
+        assert after is not None
+        fresh = StepGraph(block, OpCosts(model), None)
+        fields = ("kind", "cost", "time", "start", "overlap", "waiting", "ops", "skewed")
+        for name in (*fields, "split", "split_starts"):
+            assert getattr(after, name) == getattr(fresh, name), name
+        assert [sorted(u) for u in after.users] == [sorted(u) for u in fresh.users]
+        for k in (1, 4):
+            assert after.order(k) == fresh.order(k)
+            assert after.scheduled_time(k) == fresh.scheduled_time(k)
+        assert after.written_time() == fresh.written_time()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_graph_after_split_on_examples(path: Path) -> None:
+    _check_after_split(_partitioned(path.read_text()))
+
+
+def test_graph_after_split_on_the_bench_chain() -> None:
+    module = parse_and_verify(CTX, bench_program(600), "test")
+    SpmdPipelinePass(micro_batch=False, schedule=False).apply(CTX, module)
+    _check_after_split(module)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=partitionable_programs())
+def test_graph_after_split_on_generated(text: str) -> None:
+    _check_after_split(_partitioned(text))
 
 
 def _checked_pipeline(text: str, monkeypatch: pytest.MonkeyPatch, plain: bool) -> str:
