@@ -89,6 +89,7 @@ from shardc.hardware.pairs import has_view_form, on_views, pairs_fusion
 from shardc.lowering.fusion import inline_fusion
 from xdsl.dialects.builtin import (
     ComplexType,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntegerType,
     StringAttr,
@@ -96,6 +97,7 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i1,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
@@ -826,14 +828,37 @@ FOLD_IDENTITY = {"mul": (1.0, 0.0), "max": (-math.inf, -math.inf), "min": (math.
 """Level S's identities of a complex reduce (interpreter `identity`): its inits' parts."""
 
 
+def combine_body(at: Operation, kind: str, part: Attribute, plain: bool = False) -> Block:
+    """
+    One complex combine of reduction `kind` (mul, max, min) as a block on the parts:
+    arguments the accumulator's (numpy's first operand) and the element's real and
+    imaginary parts (rank-0 tensors of `part`), returning the result's; the product
+    numpy's contracted one (`_mul`: its elementwise loop, as `np.multiply` of two arrays)
+    or with `plain` its reduce loop's (`_plain_mul`), max / min `_extreme`. A complex
+    reduce's body (`_fold`) and a ring collective's combine (lowering/pair_combine.py).
+    """
+    scalar = TensorType(part, [])
+    block = Block(arg_types=[scalar] * 4)
+    acc, elem = (block.args[0], block.args[1]), (block.args[2], block.args[3])
+    inner = _Ops(at)
+    if kind == "mul" and plain:
+        outs = _plain_mul(inner, acc, elem)
+    elif kind == "mul":
+        outs = _mul(inner, acc, elem)
+    else:
+        outs = list(_extreme(inner, acc, elem, kind == "max"))
+    block.add_ops(inner.ops)
+    block.add_op(hlo.ReturnOp(outs))
+    return block
+
+
 def _fold(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
     """
     A complex reduce mul / max / min as a reduce with a body on the parts (lowering/
     reduce_body.py folds it in level S's order, from the inits): inputs the real and
-    imaginary parts (their strided DMAs), inits the identity's parts, the body numpy's
-    product (uncontracted where its reduce loop runs: `complex_fold_plain`, else `_mul`)
-    or lexicographic max / min (`_extreme`) of the accumulator (numpy's first operand)
-    and the element; the result's parts joined.
+    imaginary parts (their strided DMAs), inits the identity's parts, the body
+    `combine_body` (the product uncontracted where numpy's reduce loop runs:
+    `complex_fold_plain`); the result's parts joined.
     """
     x = op.operands[0]
     kind = op.kind.data
@@ -843,17 +868,8 @@ def _fold(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
         b.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(scalar, [v])))
         for v in FOLD_IDENTITY[kind]
     ]
-    block = Block(arg_types=[scalar] * 4)
-    acc, elem = (block.args[0], block.args[1]), (block.args[2], block.args[3])
-    inner = _Ops(op)
-    if kind == "mul" and complex_fold_plain(op):
-        outs = _plain_mul(inner, acc, elem)
-    elif kind == "mul":
-        outs = _mul(inner, acc, elem)
-    else:
-        outs = list(_extreme(inner, acc, elem, kind == "max"))
-    block.add_ops(inner.ops)
-    block.add_op(hlo.ReturnOp(outs))
+    plain = kind == "mul" and complex_fold_plain(op)
+    block = combine_body(op, kind, part, plain)
     fold = hlo.ReduceOp.with_body([b.part(x, 0), b.part(x, 1)], inits, op.dims, Region(block))
     b.add(fold)
     return b.join(fold.results[0], fold.results[1], b.elem(op.results[0]))
@@ -871,12 +887,29 @@ _ON_PAIRS = (
     collective.PermuteBase,
 )
 """Collectives (sync and `_start`) that run on the parts' view of their complex operands:
-a reduction adding the parts (kind add only), a permute moving them."""
+a reduction adding the parts, or (mul, max, min: `PAIRS_ATTR`) combining them a pair at a
+time, a permute moving them."""
+
+PAIRS_ATTR = "tpu.complex_pairs"
+"""On a reducing collective of kind mul, max or min made by `_collective_on_pairs`: the
+indices of its operands that are complex values' parts' views, whose ring combines each
+(re, im) pair as one complex number (lowering/pair_combine.py); its other operands are
+real and combine elementwise. Only `lower-to-tpu` makes and reads it."""
+
+
+def pair_operands(op: Operation) -> tuple[int, ...]:
+    """The operands of `op` whose last dimension holds complex (re, im) pairs to combine
+    as complex numbers (`PAIRS_ATTR`)."""
+    attr = op.attributes.get(PAIRS_ATTR)
+    if not isinstance(attr, DenseArrayBase):
+        return ()
+    return tuple(int(i) for i in attr.get_values())
 
 
 def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:
     """`op` on the parts' view of its complex operands (its real ones as they are); the new
-    op's results (a `_start`'s: its future) hold the parts' views."""
+    op's results (a `_start`'s: its future) hold the parts' views. A reduction other than
+    add lists those operands in `PAIRS_ATTR` (add sums the parts' view elementwise)."""
     inputs = [b.pairs(v) if is_complex(v) else v for v in op.operands]
     if isinstance(op, collective.CollectiveOp) and op.IS_START:
         future = op.results[0].type
@@ -890,6 +923,9 @@ def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:
         properties=dict(op.properties),
         attributes=dict(op.attributes),
     )
+    if getattr(op, "kind", StringAttr("add")).data != "add":
+        pairs = [i for i, v in enumerate(op.operands) if is_complex(v)]
+        new.attributes[PAIRS_ATTR] = DenseArrayBase.from_list(i64, pairs)
     b.add(new)
     return new
 
@@ -903,8 +939,8 @@ def _from_pairs(b: _Ops, values: Sequence[SSAValue], like: Sequence[SSAValue]) -
 
 
 class ComplexReductions(RewritePattern):
-    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute (sync, or a
-    `_start` with its `done`s) on the parts."""
+    """Complex dot, reduce add, all_reduce / reduce_scatter (add; mul, max, min combining
+    pairs: `PAIRS_ATTR`) and permute (sync, or a `_start` with its `done`s) on the parts."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not any(is_complex(v) for v in op.operands):
@@ -916,7 +952,10 @@ class ComplexReductions(RewritePattern):
             rewriter.replace(op, b.ops, [_reduce_on_pairs(b, op)])
         elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data in FOLD_IDENTITY:
             rewriter.replace(op, b.ops, [_fold(b, op)])
-        elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data == "add":
+        elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data in (
+            "add",
+            *FOLD_IDENTITY,
+        ):
             new = _collective_on_pairs(b, op)
             if not (isinstance(op, collective.CollectiveOp) and op.IS_START):
                 results = _from_pairs(b, new.results, op.results)
