@@ -28,8 +28,11 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   axis its reduce loop rounds every product and sum in the part type (`_plain_mul`: bit
   for bit), elsewhere its elementwise loop contracts them (`_mul`: bit for bit for
   complex<f32>, within an ulp per product for complex<f64>); max / min `_extreme`.
-* all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
-  element); a permute's zero fill is the complex zero. A `_start`'s operands and its
+* all_reduce / reduce_scatter and permute: of the parts (a view of 2 parts per element);
+  add sums the view elementwise, mul / max / min combine each (re, im) pair as one
+  complex number (`PAIRS_ATTR`, lowering/pair_combine.py: `combine_body`, numpy's
+  contracted product as `np.multiply`, `_extreme`), in the ring's order (products to
+  rounding); a permute's zero fill is the complex zero. A `_start`'s operands and its
   `done`'s results are the views too; a combined collective's real operands stay.
 * compare EQ / NE (both parts equal / either differs), select (each part), convert
   (level S's `convert`: complex <-> complex part by part, real -> complex with a zero

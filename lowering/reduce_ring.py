@@ -19,7 +19,9 @@ floats agree to rounding. The reduction is level S's: add / mul / max / min as
 `arith.addf|mulf|maximumf|minimumf` (ints: addi, muli, maxsi, minsi; i1: ori for add/max,
 andi for mul/min); bf16 / f16 partials travel and accumulate in f32 (receive buffers and
 accumulator in f32, the own chunk widened with `arith.extf`) and are rounded once
-(`arith.truncf`) when the result is copied out.
+(`arith.truncf`) when the result is copied out. A complex value's parts' view under mul,
+max or min (`_Run.pairs`) combines each (re, im) pair as one complex number
+(lowering/pair_combine.py).
 
 Several rings (both directions, the parts of a torus all-reduce) run their steps
 interleaved; a chunk cut into pieces (see `reduce_scatter.rs_plan`) runs the pieces one
