@@ -685,6 +685,54 @@ def complex_fold_ops(op: hlo.ReduceOp) -> int:
     return COMPLEX_PART_OPS[(f"hlo.{kind}", str(part.element_type))]
 
 
+def ring_combine_ops(elem: Attribute, kind: str) -> int:
+    """
+    Vector ops per element of one combine of a ring reduction (lowering/reduce_ring.py
+    `combine`, an all_reduce tail's rows): the reduction's one op, the own value widened
+    first where partial sums accumulate wider (bf16, f16: an `extf`); on complex values
+    add sums both parts, mul / max / min take each (re, im) pair as one complex number
+    (lowering/pair_combine.py): their elementwise op's loop body (`COMPLEX_PART_OPS`: 13
+    for a complex<f32> product, its fma in f64; 6 for complex<f64>; 15 for max / min).
+    """
+    if isinstance(elem, ComplexType):
+        if kind == "add":
+            return 2
+        return COMPLEX_PART_OPS[(f"hlo.{kind}", str(elem.element_type))]
+    return 1 if accumulation_type(elem) == elem else 2
+
+
+def ring_reduction_ops(kind: str, reduction: str, ty: TensorType, sizes: Sequence[int]) -> float:
+    """
+    Vector ops one device spends combining in a ring all_reduce / reduce_scatter (`kind`)
+    by `reduction` (add, mul, max, min) of a `ty` operand over rings of `sizes` (one
+    phase each, the most major first), as
+    lowering/reduce_scatter.py and all_reduce.py build it: phase j combines (n_j - 1)
+    chunks of its input / n_j elements (`ring_combine_ops` each; after the first phase
+    a low-precision one combines its f32 partial sums, one op); low precision also widens
+    the first phase's first messages and rounds the result once. An all_reduce's last
+    numel mod G elements (its tail) combine G - 1 rows in rank order (low precision: the
+    first row widened, the result rounded). How many rings run at once, in pieces or both
+    ways does not change the count.
+    """
+    elem = ty.element_type
+    per = ring_combine_ops(elem, reduction)
+    low = not isinstance(elem, ComplexType) and accumulation_type(elem) != elem
+    numel = math.prod(ty.get_shape())
+    group = math.prod(sizes)
+    ops = 0.0
+    if kind == "all_reduce" and group > 1:
+        tail = numel % group
+        ops += tail * ((group - 1) * per + (2 if low else 0))
+        numel -= tail
+    size = float(numel)
+    for j, n in enumerate(sizes):
+        size /= n
+        ops += (n - 1) * size * (1 if low and j else per)
+    if low and numel and sizes:
+        ops += numel / sizes[0] + numel / group
+    return ops
+
+
 def complex_parts_read(op: Operation, value: SSAValue) -> int:
     """How many parts of complex operand `value` the loop on the parts of `op` reads: a
     convert to a real type other than i1 its real part only, else both."""
@@ -1469,6 +1517,7 @@ class CostModel:
         # a miss only (a 1024-chip mesh has 1024 ids per collective).
         key = (
             kind,
+            getattr(op, "kind", None),  # a reduction's: its combine's vector ops
             budget,
             tuple(op.axes),
             None if explicit is None else str(explicit),
@@ -1487,11 +1536,25 @@ class CostModel:
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
                 self._one_collective(op, kind, groups, nbytes, t, (low, wide), budget)
+                + (self.combine_ops(op, t) / self.chip.vpu_flops if groups and nbytes else 0.0)
                 for nbytes, t in zip(sizes, types, strict=True)
             )
             found += self.dcn_time(op, kind, sum(sizes))
             self._collective_cache[key] = found
         return found
+
+    def combine_ops(self, op: collective.CollectiveOp, ty: TensorType) -> float:
+        """
+        Vector ops one device spends combining partial results in `op` (an all_reduce or
+        reduce_scatter; 0 for the others) for its operand of type `ty`:
+        `ring_reduction_ops` over its rings. Each step's combine runs between the
+        arrival of a partial and the send of the next, so its time adds to the ring's.
+        """
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        if not isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase):
+            return 0.0
+        sizes = [n for n, _ in self.axis_rings(op) if n > 1]
+        return ring_reduction_ops(kind, op.kind.data, ty, sizes)
 
     def _axis_list(
         self, op: collective.CollectiveOp
