@@ -45,6 +45,9 @@ W5E, HBM5E, HOP = 4.5e10, 8.1e11, 1e-6
 COPY5E = 2 / HBM5E
 """Seconds per byte of a collective's own-block copy, HBM to HBM: read and write
 (`hardware.cost.hbm_copy_bytes`)."""
+VPU5E = 16 / 197e12
+"""Seconds per vector op on v5e (a sixteenth of its 197 TFLOP/s bf16 MXU peak): a ring
+reduction's combines (`hardware.cost.ring_reduction_ops`)."""
 
 
 def test_all_gather_without_wraparound_matches_the_scaling_book() -> None:
@@ -94,7 +97,8 @@ func.func @f(%x: tensor<16x256xf32>) -> tensor<2x256xf32> attributes {spmd.parti
     op, mesh = first(text, collective.ReduceScatterOp)
     t = CostModel(get_chip("v5e"), mesh).collective_time(op)  # pyright: ignore
     block = 2 * 256 * 4
-    assert t == pytest.approx(4 * (7 * HOP + block / W5E) + block * COPY5E)
+    combine = 7 * 2 * 256 * VPU5E  # each step adds the arriving block to the own chunk
+    assert t == pytest.approx(4 * (7 * HOP + block / W5E) + block * COPY5E + combine)
 
 
 def test_all_reduce_is_a_reduce_scatter_and_an_all_gather() -> None:
@@ -116,7 +120,8 @@ func.func @f(%x: tensor<16384x1024xf32>) -> (tensor<16384x1024xf32>, tensor<1638
     ar = model.collective_time(ops["collective.all_reduce"])  # pyright: ignore
     a2a = model.collective_time(ops["collective.all_to_all"])  # pyright: ignore
     chunk = 1024 * 1024 * 4
-    assert rs == pytest.approx(ag)  # f32: partial sums travel in their own type
+    combine = 15 * 1024 * 1024 * VPU5E  # 15 steps adding a chunk of 1024 x 1024
+    assert rs == pytest.approx(ag + combine)  # f32: partial sums travel in their own type
     # The all-gather phase finds its block in place: one copy fewer.
     assert ar == pytest.approx(rs + ag - chunk * COPY5E)
     # all_to_all straight to every rank on a 16-ring: the busiest link carries the blocks
@@ -170,7 +175,11 @@ func.func @f(%x: tensor<16384x1024xbf16>, %y: tensor<16384x1024xf32>) -> (tensor
     model = CostModel(get_chip("v5e"), mesh)
     low, wide = [o for o in module.walk() if isinstance(o, collective.ReduceScatterOp)]
     half_copy = 1024 * 1024 * 2 * COPY5E  # the bf16 result is half the f32 one's bytes
-    assert model.collective_time(low) == pytest.approx(model.collective_time(wide) - half_copy)  # pyright: ignore
+    # bf16 widens the own chunk at each of the 15 steps, its first message and rounds once.
+    widen = (15 + 2) * 1024 * 1024 * VPU5E
+    assert model.collective_time(low) == pytest.approx(  # pyright: ignore
+        model.collective_time(wide) - half_copy + widen  # pyright: ignore
+    )
 
 
 def test_meshes_larger_than_a_pod_cross_the_data_center_network() -> None:
@@ -189,8 +198,10 @@ func.func @f(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xbf16>, tensor<1024
     across, within = [o for o in module.walk() if isinstance(o, collective.AllReduceOp)]
     v = 1024 * 1024 * 2
     assert chip.dcn_bw is not None
+    # The combine: half the elements widened and added, the first half widened, all rounded.
+    combine = (2 + 1 + 1) * 1024 * 1024 / 2 / chip.vpu_flops
     assert model.collective_time(across) == pytest.approx(  # pyright: ignore
-        2 * v / 2 / chip.dcn_bw + 2 * chip.dcn_latency
+        2 * v / 2 / chip.dcn_bw + 2 * chip.dcn_latency + combine
     )
     assert model.collective_time(within) < model.collective_time(across) / 3  # pyright: ignore
 
