@@ -237,3 +237,35 @@ def test_pieces_and_directions_cut_no_pair(form: str) -> None:
     assert len(stores) > 2 * 2 * 2  # re and im, two rings, step 0 and the loop: one piece
     pair = re.compile(r"x2xf32, #tpu.memory_space<vmem>>, vector<(\d+x)*1xf32>$")
     assert all(pair.search(line) for line in stores)
+
+
+@pytest.mark.parametrize("kind", ["mul", "max"])
+def test_a_start_interleaved_into_compute_combines_pairs(kind: str) -> None:
+    """An all_reduce_start over complex pairs with a tiled loop before its `done`: its
+    ring steps (each step's loads, combine and stores of the parts) placed into the loop
+    (lowering/ring_steps.py) give the sync collective's values."""
+    c, r = "tensor<64x128xcomplex<f32>>", "tensor<64x128xf32>"
+    future = f"!collective.future<{c}>"
+    text = f"""spmd.mesh @m = <["x"=4]>
+func.func @main(%a: {c}, %b: {r}) -> ({c}, {r}) attributes {{spmd.per_device_io}} {{
+  %f = collective.all_reduce_start {kind} %a on @m["x"] : {c} -> {future}
+  %e = hlo.exp %b : {r}
+  %x = collective.done %f : {future} -> {c}
+  func.return %x, %e : {c}, {r}
+}}"""
+    rng = np.random.default_rng(11)
+    rows = [
+        [draw(rng, kind, (64, 128), "complex<f32>"), rng.standard_normal((64, 128), np.float32)]
+        for _ in range(4)
+    ]
+    want = run_per_device(text, rows)
+    module = parse(text)
+    LowerToTpuPass(chip="v5e", vmem_limit=64 * 1024).apply(make_context(), module)
+    assert "scf.if" in str(module)  # steps placed into the exp's loop
+    (kernel,) = [o for o in module.body.block.ops if o.name == "func.func"]
+    k, m, s = (a.value.data for a in kernel.attributes["tpu.io"].data)
+    outs, _ = run_level_t(module, [list(row) + [None] * (m + s) for row in rows], chip="v5e")
+    full = reference(kind, [row[0] for row in rows], "complex<f32>")
+    for d in range(4):
+        assert_matches(outs[d][k], full, kind, [row[0] for row in rows], "complex<f32>")
+        assert_matches(np.asarray(want[d][0]), full, kind, [row[0] for row in rows], "complex<f32>")
