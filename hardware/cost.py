@@ -14,8 +14,11 @@ Collectives (`collective_time`): as `lower-to-tpu` builds them, on the torus of
 with a hop latency each, the reduce-scatter's credits, link sharing, both directions on
 wrapped axes, one phase per mesh axis, all_reduce's parts over equal axes, all_to_all and
 permute as concurrent DMAs), so that level S and the level-T simulator cost one machine.
-bf16 / f16 reductions move f32 partial sums. A variadic collective runs its operands one
-after the other. Mesh axes that cross pods add the data-center network (`dcn_time`).
+bf16 / f16 reductions move f32 partial sums. A ring reduction's combines (the vector ops
+adding, multiplying or comparing each arriving partial with the own chunk between its
+arrival and the next send: `ring_reduction_ops`; a complex product's many, its pairs'
+max / min's compares and selects) add to its time. A variadic collective runs its
+operands one after the other. Mesh axes that cross pods add the data-center network (`dcn_time`).
 """
 
 from __future__ import annotations
