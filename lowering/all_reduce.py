@@ -244,7 +244,9 @@ def _combine_pair_rows(
     e: Emitter, op: collective.AllReduceBase, rows: SSAValue, res: SSAValue, n: int, r: int
 ) -> None:
     """The n rows of `rows` ([n, r] VMEM, r / 2 complex (re, im) pairs each) combined as
-    complex numbers in rank order into `res` ([1, r] VMEM): lowering/pair_combine.py."""
+    complex numbers in rank order into `res` ([1, r] VMEM): lowering/pair_combine.py (max
+    / min as level S's; a product as numpy's contracted array loop, which level S's 0-d
+    values may not take: to rounding)."""
     shape = [1, r // 2, 2]
     pairs = reshape_view(e, rows, [n, *shape[1:]], "tail_pairs")
     zero = e.index(0)
