@@ -50,7 +50,7 @@ from shardc.hardware.topology import (
 )
 from shardc.hardware.vmem import collective_budget, rs_pieces
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
+from xdsl.dialects.builtin import ComplexType, DenseArrayBase, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 UNCUT = 1 << 62
@@ -686,6 +686,23 @@ def complex_fold_ops(op: hlo.ReduceOp) -> int:
     if kind == "mul" and complex_fold_plain(op):
         return PLAIN_PRODUCT_OPS
     return COMPLEX_PART_OPS[(f"hlo.{kind}", str(part.element_type))]
+
+
+PAIRS_ATTR = "tpu.complex_pairs"
+"""On a reducing collective of kind mul, max or min that `lower-to-tpu` runs on complex
+values' parts' views (lowering/complex_pairs.py): the indices of its operands that are
+such views (a last dimension of 2), whose ring combines each (re, im) pair as one complex
+number (lowering/pair_combine.py); its other operands are real. Only `lower-to-tpu` makes
+it; the cost model reads it to cost the rewritten collective as the complex one."""
+
+
+def pair_operands(op: Operation) -> tuple[int, ...]:
+    """The operands of `op` whose last dimension holds complex (re, im) pairs to combine
+    as complex numbers (`PAIRS_ATTR`)."""
+    attr = op.attributes.get(PAIRS_ATTR)
+    if not isinstance(attr, DenseArrayBase):
+        return ()
+    return tuple(int(i) for i in attr.get_values())
 
 
 def ring_combine_ops(elem: Attribute, kind: str) -> int:
@@ -1521,6 +1538,7 @@ class CostModel:
         key = (
             kind,
             getattr(op, "kind", None),  # a reduction's: its combine's vector ops
+            pair_operands(op),
             budget,
             tuple(op.axes),
             None if explicit is None else str(explicit),
@@ -1539,23 +1557,27 @@ class CostModel:
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
                 self._one_collective(op, kind, groups, nbytes, t, (low, wide), budget)
-                + (self.combine_ops(op, t) / self.chip.vpu_flops if groups and nbytes else 0.0)
-                for nbytes, t in zip(sizes, types, strict=True)
+                + (self.combine_ops(op, i) / self.chip.vpu_flops if groups and nbytes else 0.0)
+                for i, (nbytes, t) in enumerate(zip(sizes, types, strict=True))
             )
             found += self.dcn_time(op, kind, sum(sizes))
             self._collective_cache[key] = found
         return found
 
-    def combine_ops(self, op: collective.CollectiveOp, ty: TensorType) -> float:
+    def combine_ops(self, op: collective.CollectiveOp, index: int) -> float:
         """
         Vector ops one device spends combining partial results in `op` (an all_reduce or
-        reduce_scatter; 0 for the others) for its operand of type `ty`:
-        `ring_reduction_ops` over its rings. Each step's combine runs between the
-        arrival of a partial and the send of the next, so its time adds to the ring's.
+        reduce_scatter; 0 for the others) for its operand `index`: `ring_reduction_ops`
+        over its rings (a complex value's parts' view, `pair_operands`, as the complex
+        value). Each step's combine runs between the arrival of a partial and the send
+        of the next, so its time adds to the ring's.
         """
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         if not isinstance(op, collective.AllReduceBase | collective.ReduceScatterBase):
             return 0.0
+        ty = op.input_types()[index]
+        if index in pair_operands(op):
+            ty = TensorType(ComplexType(ty.element_type), ty.get_shape()[:-1])  # pyright: ignore[reportArgumentType]
         sizes = [n for n, _ in self.axis_rings(op) if n > 1]
         return ring_reduction_ops(kind, op.kind.data, ty, sizes)
 

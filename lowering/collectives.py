@@ -26,12 +26,11 @@ from collections.abc import Mapping
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, pair_operands
 from shardc.hardware.vmem import start_budget
 from shardc.lowering.all_gather import multi_all_gather
 from shardc.lowering.all_reduce import all_reduce
 from shardc.lowering.all_to_all import all_to_all
-from shardc.lowering.complex_pairs import pair_operands
 from shardc.lowering.context import Target
 from shardc.lowering.emit import Emitter, local_copy
 from shardc.lowering.permute import permute
@@ -167,7 +166,7 @@ class CollectiveLowering:
         at the `done` instead of here (the waits, and for all_gather every step after the
         first). Several axes: one ring phase per axis (axes of size 1 are skipped). A
         complex operand's parts' view under mul / max / min combines its (re, im) pairs
-        as complex numbers (`complex_pairs.pair_operands`, lowering/pair_combine.py).
+        as complex numbers (`cost.pair_operands`, lowering/pair_combine.py).
         """
         pairs = index in pair_operands(op)
         axes = [a for a in all_axes if a.size > 1]

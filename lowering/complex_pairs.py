@@ -83,6 +83,7 @@ from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import (
+    PAIRS_ATTR,
     complex_fold_plain,
     complex_part_ops,
     fusion_on_parts,
@@ -892,21 +893,6 @@ _ON_PAIRS = (
 """Collectives (sync and `_start`) that run on the parts' view of their complex operands:
 a reduction adding the parts, or (mul, max, min: `PAIRS_ATTR`) combining them a pair at a
 time, a permute moving them."""
-
-PAIRS_ATTR = "tpu.complex_pairs"
-"""On a reducing collective of kind mul, max or min made by `_collective_on_pairs`: the
-indices of its operands that are complex values' parts' views, whose ring combines each
-(re, im) pair as one complex number (lowering/pair_combine.py); its other operands are
-real and combine elementwise. Only `lower-to-tpu` makes and reads it."""
-
-
-def pair_operands(op: Operation) -> tuple[int, ...]:
-    """The operands of `op` whose last dimension holds complex (re, im) pairs to combine
-    as complex numbers (`PAIRS_ATTR`)."""
-    attr = op.attributes.get(PAIRS_ATTR)
-    if not isinstance(attr, DenseArrayBase):
-        return ()
-    return tuple(int(i) for i in attr.get_values())
 
 
 def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:

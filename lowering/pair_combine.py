@@ -1,7 +1,7 @@
 """
 The ring combine of a complex all_reduce / reduce_scatter of kind mul, max or min (issue 15
 item 3). `complex_pairs` runs such a collective on its complex operands' parts' views (a
-last dimension of 2: (re, im) pairs; `complex_pairs.PAIRS_ATTR` names those operands).
+last dimension of 2: (re, im) pairs; hardware/cost.py `PAIRS_ATTR` names those operands).
 The rings move and keep those blocks as any others; only their combine differs from the
 elementwise one of `reduce_ring.combine`: it takes each pair together. It loads the real
 parts (index 0 of the last dimension) and the imaginary parts (index 1) of the arriving

@@ -54,10 +54,10 @@ def combine_ops(text: str, chip: str = "v5e") -> float:
     (function,) = [o for o in module.walk() if o.name == "func.func"]
     model = CostModel(get_chip(chip), spmd.find_mesh(function))
     return sum(
-        model.combine_ops(op, t)
+        model.combine_ops(op, i)
         for op in module.walk()
         if isinstance(op, collective.CollectiveOp)
-        for t in op.input_types()
+        for i in range(len(op.operands))
     )
 
 
