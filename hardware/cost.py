@@ -14,8 +14,11 @@ Collectives (`collective_time`): as `lower-to-tpu` builds them, on the torus of
 with a hop latency each, the reduce-scatter's credits, link sharing, both directions on
 wrapped axes, one phase per mesh axis, all_reduce's parts over equal axes, all_to_all and
 permute as concurrent DMAs), so that level S and the level-T simulator cost one machine.
-bf16 / f16 reductions move f32 partial sums. A variadic collective runs its operands one
-after the other. Mesh axes that cross pods add the data-center network (`dcn_time`).
+bf16 / f16 reductions move f32 partial sums. A ring reduction's combines (the vector ops
+adding, multiplying or comparing each arriving partial with the own chunk between its
+arrival and the next send: `rs_combine_time`, `ring_combine_ops`; a complex product's
+many, its pairs' max / min's compares and selects) add to its time. A variadic collective runs its
+operands one after the other. Mesh axes that cross pods add the data-center network (`dcn_time`).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from shardc.hardware.topology import (
 )
 from shardc.hardware.vmem import collective_budget, rs_pieces
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ComplexType, IntegerType, TensorType, i1
+from xdsl.dialects.builtin import ComplexType, DenseArrayBase, IntegerType, TensorType, i1
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 UNCUT = 1 << 62
@@ -685,6 +688,47 @@ def complex_fold_ops(op: hlo.ReduceOp) -> int:
     return COMPLEX_PART_OPS[(f"hlo.{kind}", str(part.element_type))]
 
 
+PAIRS_ATTR = "tpu.complex_pairs"
+"""On a reducing collective of kind mul, max or min that `lower-to-tpu` runs on complex
+values' parts' views (lowering/complex_pairs.py): the indices of its operands that are
+such views (a last dimension of 2), whose ring combines each (re, im) pair as one complex
+number (lowering/pair_combine.py); its other operands are real. Only `lower-to-tpu` makes
+it; the cost model reads it to cost the rewritten collective as the complex one."""
+
+
+def pair_operands(op: Operation) -> tuple[int, ...]:
+    """The operands of `op` whose last dimension holds complex (re, im) pairs to combine
+    as complex numbers (`PAIRS_ATTR`)."""
+    attr = op.attributes.get(PAIRS_ATTR)
+    if not isinstance(attr, DenseArrayBase):
+        return ()
+    return tuple(int(i) for i in attr.get_values())
+
+
+def ring_combine_ops(elem: Attribute, kind: str) -> int:
+    """
+    Vector ops per element of one combine of a ring reduction (lowering/reduce_ring.py
+    `combine`, an all_reduce tail's rows): the reduction's one op, the own value widened
+    first where partial sums accumulate wider (bf16, f16: an `extf`); on complex values
+    add sums both parts, mul / max / min take each (re, im) pair as one complex number
+    (lowering/pair_combine.py): their elementwise op's loop body (`COMPLEX_PART_OPS`: 13
+    for a complex<f32> product, its fma in f64; 6 for complex<f64>; 15 for max / min).
+    """
+    if isinstance(elem, ComplexType):
+        if kind == "add":
+            return 2
+        return COMPLEX_PART_OPS[(f"hlo.{kind}", str(elem.element_type))]
+    return 1 if accumulation_type(elem) == elem else 2
+
+
+def combined_type(op: Operation, index: int, elem: Attribute) -> Attribute:
+    """The element type collective `op`'s ring combines operand `index` as: `elem`, but a
+    complex value's parts' view (`pair_operands`) as the complex number its pairs are."""
+    if index in pair_operands(op):
+        return ComplexType(elem)  # pyright: ignore[reportArgumentType]
+    return elem
+
+
 def complex_parts_read(op: Operation, value: SSAValue) -> int:
     """How many parts of complex operand `value` the loop on the parts of `op` reads: a
     convert to a real type other than i1 its real part only, else both."""
@@ -982,21 +1026,21 @@ def hbm_copy_bytes(nbytes: float) -> float:
     return dma_hbm_passes(True, True) * nbytes
 
 
-def rs_combine_time(chip: Chip, elems: float, elem: Attribute) -> float:
+def rs_combine_time(chip: Chip, elems: float, elem: Attribute, reduction: str = "add") -> float:
     """
     Seconds of one reduce-scatter ring step's reduction on a block of `elems` elements
     whose own chunk is of type `elem` (lowering/reduce_ring.py `_ring_step`): the partial
     sum received (in `elem`'s accumulation type) and the own chunk loaded from VMEM, the
-    own chunk widened (`arith.extf`) if narrower, the combining op, the sum stored back
-    to the accumulator. The next step sends that sum, so each step waits for it: a
+    combine's vector ops (`ring_combine_ops`: the own chunk widened if narrower, the
+    `reduction`; a complex pair's product or compare), the sum stored back to the
+    accumulator. The next step sends that sum, so each step waits for it: a
     latency per step, on the vector unit, that no DMA overlaps (a 4 MiB f32 block on
     v5e: 0.8 us per step).
     """
     acc = accumulation_type(elem)
     own, wide = element_bytes(elem), element_bytes(acc)
-    return vmem_time(chip, int(elems * (2 * wide + own))) + vpu_time(
-        chip, int(elems), 1 + int(acc != elem)
-    )
+    ops = ring_combine_ops(elem, reduction)
+    return vmem_time(chip, int(elems * (2 * wide + own))) + vpu_time(chip, int(elems), ops)
 
 
 def rs_lead_time(chip: Chip, elems: float, elem: Attribute) -> float:
@@ -1517,6 +1561,8 @@ class CostModel:
         # a miss only (a 1024-chip mesh has 1024 ids per collective).
         key = (
             kind,
+            getattr(op, "kind", None),  # a reduction's: its combine's vector ops
+            pair_operands(op),
             budget,
             tuple(op.axes),
             None if explicit is None else str(explicit),
@@ -1534,8 +1580,8 @@ class CostModel:
             )
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, t, (low, wide), budget)
-                for nbytes, t in zip(sizes, types, strict=True)
+                self._one_collective(op, kind, groups, nbytes, (i, t), (low, wide), budget)
+                for i, (nbytes, t) in enumerate(zip(sizes, types, strict=True))
             )
             found += self.dcn_time(op, kind, sum(sizes))
             self._collective_cache[key] = found
@@ -1565,15 +1611,16 @@ class CostModel:
         kind: str,
         groups: tuple[tuple[int, ...], ...],
         nbytes: int,
-        t: TensorType,
+        operand: tuple[int, TensorType],
         precision: tuple[bool, float],
         budget: int,
     ) -> float:
-        """Seconds of one operand of `op` (`nbytes` on each device, of type `t`);
-        `precision`: whether it accumulates in a wider type, and how many times wider its
-        partial sums are. A reduce-scatter phase cut into pieces to fit the `budget`
-        bytes of VMEM the collective may hold runs them one after the other, each a ring
-        of its own."""
+        """Seconds of one operand of `op` (`nbytes` on each device; `operand`: its index
+        and type); `precision`: whether it accumulates in a wider type, and how many times
+        wider its partial sums are. A reduce-scatter phase cut into pieces to fit the
+        `budget` bytes of VMEM the collective may hold runs them one after the other, each
+        a ring of its own."""
+        index, t = operand
         wide = precision[1]
         shape = t.get_shape()
         vmem = (
@@ -1594,20 +1641,22 @@ class CostModel:
             # The own block first, HBM to HBM.
             return self._gather_phases(axes, nbytes) + hbm_copy_bytes(nbytes) / self.chip.hbm_bw
         n = math.prod(len(g[0]) for g, _ in axes)
-        elem = t.element_type
+        elem = combined_type(op, index, t.element_type)
+        reduction = op.kind.data  # pyright: ignore[reportAttributeAccessIssue]
         if kind == "reduce_scatter":
             chunk = list(shape)
             dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
             chunk[dim] //= n
             last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
-            return self._scatter_phases(axes, nbytes * wide, last, elem)
+            return self._scatter_phases(axes, nbytes * wide, last, (elem, reduction))
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
             return tail
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
-        return tail + self._all_reduce(axes, nbytes, n, numel, (elem, wide), vmem)
+        precision_of = (elem, wide, reduction)
+        return tail + self._all_reduce(axes, nbytes, n, numel, precision_of, vmem)
 
     @staticmethod
     def _pieces(
@@ -1711,21 +1760,23 @@ class CostModel:
         axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
         nbytes: float,
         last: tuple[int, int],
-        elem: Attribute,
+        combined: tuple[Attribute, str],
     ) -> float:
-        """reduce_scatter of `nbytes` (partial sums) per device of `elem` values: the most
-        major axis first; only the last phase (of a ring of more than one) runs in `last`
+        """reduce_scatter of `nbytes` (partial sums) per device of `combined` = (element
+        type, reduction) values: the most major axis first; only the last phase (of a ring of more than one) runs in `last`
         = (pieces, directions) and copies its result out, the others in one piece, one
         way (the lowering keeps their results in VMEM, in the accumulation type)."""
         total = 0.0
         final = _last_ring(axes)[0]
+        elem, reduction = combined
         own = elem
         for j, (groups, _) in enumerate(axes):
             nbytes /= len(groups[0])
             pieces, ways = last if j == final else (1, 1)
             dirs = (1, -1) if ways == 2 else (1,)
             out = elem if j == final else None
-            ring = self._rs_ring(groups, nbytes / (pieces * len(dirs)), dirs, own, out)
+            block = nbytes / (pieces * len(dirs))
+            ring = self._rs_ring(groups, block, dirs, (own, reduction), out)
             rings = self._rs_pieces(ring, pieces, own if out is None else out)
             total += sum(ring_time(self.chip, self.torus(), [r], RS_CREDITS) for r in rings)
             if len(groups[0]) > 1:
@@ -1737,18 +1788,19 @@ class CostModel:
         groups: tuple[tuple[int, ...], ...],
         block: float,
         dirs: tuple[int, ...],
-        own: Attribute,
+        combined: tuple[Attribute, str],
         out: Attribute | None,
     ) -> Ring:
         """
         A reduce-scatter ring moving `block` bytes of partial sums per direction and step,
-        its own chunks of type `own`, with the vector work the lowering puts between its
+        its own chunks of type `combined[0]` combined by reduction `combined[1]`, with the vector work the lowering puts between its
         transfers (reduce_ring.py): the reduction every step (`rs_combine_time`), the own
         chunk widened before the first send (`rs_lead_time`), and (`out`: its result
         goes to HBM as that type) the copy out after the last (`rs_tail_time`).
         """
         if len(groups[0]) < 2:
             return Ring(groups, block, dirs)
+        own, reduction = combined
         elems = block / element_bytes(accumulation_type(own))
         chip = self.chip
         tail = 0.0 if out is None else rs_tail_time(chip, elems, own, out)
@@ -1756,7 +1808,7 @@ class CostModel:
             groups,
             block,
             dirs,
-            rs_combine_time(chip, elems, own),
+            rs_combine_time(chip, elems, own, reduction),
             rs_lead_time(chip, elems, own),
             tail,
         )
@@ -1776,22 +1828,23 @@ class CostModel:
         nbytes: float,
         n: int,
         numel: int,
-        precision: tuple[Attribute, float],
+        precision: tuple[Attribute, float, str],
         vmem: tuple[int, int],
     ) -> float:
-        """reduce_scatter (of `elem` values; partial sums `wide` times the bytes) +
+        """reduce_scatter (of `elem` values combined by `reduction`; partial sums `wide`
+        times the bytes) +
         all_gather; over m axes of one size, m parts at once, each over the axes rotated
         (lowering/all_reduce.py). Every reduce-scatter phase leaves its result in HBM
         (copied out: the handover to the next phase), so each may run in pieces
         (`_pieces`, of chunks [later axes' product, numel / (parts n)])."""
-        elem, wide = precision
+        elem, wide, reduction = precision
         low = accumulation_type(elem) != elem
         m = len(axes)
         sizes = {len(g[0]) for g, _ in axes}
         parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
         if m > 1 and low:
             last = self._pieces([1, numel // n], _last_ring(axes)[1], 1, vmem)
-            scatter = self._scatter_phases(axes, nbytes * wide, last, elem)
+            scatter = self._scatter_phases(axes, nbytes * wide, last, (elem, reduction))
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         phases: list[Phase] = []
@@ -1806,7 +1859,8 @@ class CostModel:
             for order, (_, ways) in zip(orders, plans, strict=True):
                 dirs = (1, -1) if ways == 2 else (1,)
                 block = part * wide / (pieces * len(dirs))
-                rings.append(self._rs_ring(order[phase][0], block, dirs, elem, elem))
+                ring = self._rs_ring(order[phase][0], block, dirs, (elem, reduction), elem)
+                rings.append(ring)
             cut = [self._rs_pieces(r, pieces, elem) for r in rings]
             phases += [([c[p] for c in cut], RS_CREDITS) for p in range(pieces)]
         for phase in reversed(range(m)):  # all-gather phases, blocks growing

@@ -215,12 +215,16 @@ class Memory:
         else:
             other_buf = self.allocation_on(target, buf.op).buffer
         offset = ref.view.__array_interface__["data"][0] - buf.address
-        base = other_buf.array.reshape(-1)[offset // buf.array.itemsize :]
-        # as raw bytes: numpy cannot rebuild some ml_dtypes (f8E5M2) from their interface
-        raw = base.view(np.dtype((np.void, base.dtype.itemsize)))
+        # the view's own element type (a `tpu.memref_bitcast` of the buffer: a complex
+        # buffer's parts), as raw bytes: numpy cannot rebuild some ml_dtypes (f8E5M2) from
+        # their interface
+        dtype = ref.view.dtype
+        flat = other_buf.array.reshape(-1).view(np.uint8)[offset:]
+        flat = flat[: len(flat) - len(flat) % dtype.itemsize]
+        raw = flat.view(np.dtype((np.void, dtype.itemsize)))
         view = np.lib.stride_tricks.as_strided(
             raw, shape=ref.view.shape, strides=ref.view.strides
-        ).view(base.dtype)
+        ).view(dtype)
         return Ref(other_buf, view, ref.label)
 
     def check_sem_zero(self, sem: Semaphore, op: Operation) -> None:

@@ -74,14 +74,16 @@ def acquire(vc: dict[Any, int], thread: Any, sem: Any) -> None:
 def box_of(buf: Buffer, view: np.ndarray) -> tuple[tuple[int, int], ...] | None:
     """
     `view` as index intervals of `buf`'s (C-order) shape, or None if it is not such a box
-    (a reshape that merges or splits dimensions): its start offset split into buffer
-    coordinates, each view dimension longer than one matched to the buffer dimension of
-    the same stride.
+    (a reshape that merges or splits dimensions, a view as elements of another width):
+    its start offset split into buffer coordinates, each view dimension longer than one
+    matched to the buffer dimension of the same stride.
     """
     base = buf.array
     offset = view.__array_interface__["data"][0] - buf.address
     if offset < 0 or not base.flags.c_contiguous:
         return None
+    if view.dtype.itemsize != base.dtype.itemsize:
+        return None  # a bitcast view (a complex buffer's parts): parts of one element
     lo = []
     for stride in base.strides:
         q, offset = divmod(offset, stride) if stride else (0, offset)

@@ -15,14 +15,16 @@ element type. The scratch arguments are Pallas's `hbm_scratch` outputs: the call
 uninitialized buffers and discards them afterwards. With `run_level_t`, pass the inputs,
 then `None` for every output and scratch argument: `outputs[d][k + i]` is result i.
 `tpu.io` says how many arguments of each kind there are. A value returned first (and made
-in the body) is computed straight into its output buffer; any other returned value is
-copied there at the end.
+in the body) is computed straight into its output buffer; so is the operand of a returned
+`bitcast_convert` it alone reads (a complex collective's result, made on its parts' view:
+lowering/complex_pairs.py), into the output viewed as its type; any other returned value
+is copied there at the end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shardc.dialects import hlo, spmd, tpu
 from shardc.hardware.cost import bitcast_view
@@ -58,6 +60,9 @@ class KernelAbi:
     """The kernel's body (its arguments named), empty."""
     buffers: dict[SSAValue, SSAValue]
     """The HBM buffer (a block argument) of every level-S argument and tensor value."""
+    in_place: set[Operation] = field(default_factory=set[Operation])
+    """Returned `bitcast_convert`s whose operand was computed into their output (viewed):
+    nothing to copy."""
 
     @classmethod
     def of(cls, f: func.FuncOp) -> KernelAbi:
@@ -72,12 +77,13 @@ class KernelAbi:
         for i, v in enumerate(ret.operands):
             if v not in direct and not isinstance(v.owner, Block):
                 direct[v] = i
+        viewed = _viewed_outputs(direct)
         scratch_values: list[SSAValue] = []
         for op in _ops_with_buffers(old):
             if bitcast_view(op):  # its operand's buffer, viewed (`view`)
                 continue
             for r in op.results:
-                if isinstance(r.type, TensorType) and r not in direct:
+                if isinstance(r.type, TensorType) and r not in direct and r not in viewed:
                     scratch_values.append(r)
         arg_types: list[Attribute] = [
             *(hbm_type(t) for t in inputs),
@@ -97,7 +103,13 @@ class KernelAbi:
         for j, v in enumerate(scratch_values):
             block.args[k + m + j].name_hint = f"scratch{j}"
             buffers[v] = block.args[k + m + j]
-        return cls(f, arg_types, k, m, len(scratch_values), block, buffers)
+        for v, i in viewed.items():
+            view = tpu.MemRefBitcastOp(block.args[k + i], hbm_type(tensor_type(v.type)))
+            view.result.name_hint = f"out{i}_view"
+            block.add_op(view)
+            buffers[v] = view.result
+        in_place = {use.operation for v in viewed for use in v.uses}
+        return cls(f, arg_types, k, m, len(scratch_values), block, buffers, in_place)
 
     def add_scratch(self, ty: MemRefType, hint: str) -> SSAValue:
         """One more HBM scratch argument, for a buffer an op's lowering needs that is no
@@ -159,6 +171,27 @@ class KernelAbi:
                 ]
             )
         return new
+
+
+def _viewed_outputs(direct: dict[SSAValue, int]) -> dict[SSAValue, int]:
+    """The operands to compute into an output viewed as their type, by output index: each
+    of a top-level `bitcast_convert` returned (`direct`) whose operand is made at the top
+    level, read by it alone and not returned itself. A complex collective returned is
+    such a value: without the view its whole result was copied once more at the end."""
+    viewed: dict[SSAValue, int] = {}
+    for v, i in direct.items():
+        op = v.owner
+        if not isinstance(op, hlo.BitcastConvertOp) or not isinstance(op.parent_op(), func.FuncOp):
+            continue
+        src = op.operand
+        made = src.owner
+        if not isinstance(made, Operation) or not isinstance(made.parent_op(), func.FuncOp):
+            continue
+        if src in direct or src in viewed or not src.has_one_use():
+            continue
+        if isinstance(src.type, TensorType):
+            viewed[src] = i
+    return viewed
 
 
 def _ops_with_buffers(block: Block) -> Iterator[Operation]:

@@ -28,7 +28,8 @@ from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.tpu import memref_type
 from shardc.lowering.all_gather import multi_all_gather
 from shardc.lowering.context import Target
-from shardc.lowering.emit import HBM, VMEM, Emitter, chunk, local_copy, span
+from shardc.lowering.emit import HBM, VMEM, Emitter, chunk, local_copy, reshape_view, span
+from shardc.lowering.pair_combine import combine_parts, load_parts, store_parts
 from shardc.lowering.reduce_ring import combine
 from shardc.lowering.reduce_scatter import multi_reduce_scatter, torus_reduce_scatter
 from shardc.lowering.topology import Axis, Topology, group_view
@@ -46,6 +47,7 @@ def all_reduce(
     x: SSAValue,
     out: SSAValue,
     deferred: list[Operation] | None,
+    pairs: bool = False,
 ) -> None:
     """
     reduce_scatter + all_gather over the buffer viewed as [G, numel / G], every phase
@@ -53,14 +55,17 @@ def all_reduce(
     finds the reduced chunk in place). Over m > 1 axes of one size (a 2-D / 3-D
     torus) the buffer is cut into m parts reduced at once, part i over the axes
     rotated by i (2-D: half the data x then y, the other half y then x), so every
-    phase keeps the links of every axis busy.
+    phase keeps the links of every axis busy. `pairs` (the last dimension holds
+    complex (re, im) pairs, lowering/pair_combine.py): numel counts pairs, the views
+    are [G, numel / G, 2], the tail is whole pairs.
     """
     xt = x.type
     assert isinstance(xt, MemRefType)
-    numel = math.prod(xt.get_shape())
+    unit = 2 if pairs else 1
+    numel = math.prod(xt.get_shape()) // unit
     n = math.prod(a.size for a in axes)
     if numel % n:
-        head = _split_tail(topo, e, op, axes, x, out, numel, n)
+        head = _split_tail(topo, e, op, axes, x, out, numel, n, unit)
         if head is None:
             return
         x, out = head
@@ -71,7 +76,7 @@ def all_reduce(
     parts = (
         m if m > 1 and len({a.size for a in axes}) == 1 and numel % (m * n) == 0 and not low else 1
     )
-    flat = memref_type([parts * n, numel // (parts * n)], elem, HBM)
+    flat = memref_type([parts * n, numel // (parts * n), *([2] if pairs else [])], elem, HBM)
     xr = e.op(tpu.MemRefReshapeOp(x, flat), "ar_in")
     outr = e.op(tpu.MemRefReshapeOp(out, flat), "ar_out")
     if low and m > 1:
@@ -86,7 +91,7 @@ def all_reduce(
     if parts > 1:
         xs = [chunk(e, xr, 0, n, e.index(i), f"ar_in{i}") for i in range(parts)]
         outs = [chunk(e, outr, 0, n, e.index(i), f"ar_out{i}") for i in range(parts)]
-    torus_reduce_scatter(topo, target, e, op, orders, xs, outs, 0, 1)
+    torus_reduce_scatter(topo, target, e, op, orders, xs, outs, 0, 1, pairs)
     multi_all_gather(topo, e, orders, None, outs, 0, 1, deferred)
 
 
@@ -99,19 +104,21 @@ def _split_tail(
     out: SSAValue,
     numel: int,
     n: int,
+    unit: int,
 ) -> tuple[SSAValue, SSAValue] | None:
     """
-    All-reduce the last numel mod G elements on their own (`all_reduce_tail`); the
-    1-D views of the rest of `x` and `out` (None if there is no rest).
+    All-reduce the last numel mod G elements (of `unit` values each: 2 for complex
+    pairs) on their own (`all_reduce_tail`); the 1-D views of the rest of `x` and `out`
+    (None if there is no rest).
     """
     xt = x.type
     assert isinstance(xt, MemRefType)
-    rest = numel - numel % n
+    rest = (numel - numel % n) * unit
+    numel *= unit
     x1 = e.op(tpu.MemRefReshapeOp(x, memref_type([numel], xt.element_type, HBM)), "ar_flat_in")
     o1 = e.op(tpu.MemRefReshapeOp(out, memref_type([numel], xt.element_type, HBM)), "ar_flat_out")
-    all_reduce_tail(
-        topo, e, op, axes, *(span(e, v, rest, numel - rest, "ar_tail") for v in (x1, o1))
-    )
+    tail = [span(e, v, rest, numel - rest, "ar_tail") for v in (x1, o1)]
+    all_reduce_tail(topo, e, op, axes, *tail, unit == 2)
     if rest == 0:
         return None
     x_head, out_head = (span(e, v, 0, rest, "ar_head") for v in (x1, o1))
@@ -125,14 +132,15 @@ def all_reduce_tail(
     axes: list[Axis],
     x: SSAValue,
     out: SSAValue,
+    pairs: bool = False,
 ) -> None:
     """
     The r = numel mod G elements of an all_reduce that G does not divide (1-D `x`,
     `out` in HBM): every device pushes its r elements straight to row `me` of every
     peer's [G, r] VMEM buffer (G - 1 remote DMAs, one receive semaphore each, as
     all_to_all), then reduces the rows in rank order, as level S does (bit-identical
-    results, low precision accumulated in f32 and rounded once). r < G: latency, not
-    bandwidth.
+    results, low precision accumulated in f32 and rounded once; `pairs`: r / 2 complex
+    numbers, `_combine_pair_rows`). r < G: latency, not bandwidth.
     """
     ax = axes[0] if len(axes) == 1 else topo.group_axis(op)
     n = ax.size
@@ -141,9 +149,11 @@ def all_reduce_tail(
     r, elem = xt.get_shape()[0], xt.element_type
     rows = e.op(tpu.AllocOp(memref_type([n, r], elem, VMEM)), "tail_rows")
     zero = _exchange_rows(topo, e, ax, x, rows, r, elem)
-    total = _sum_rows(e, op, rows, zero, n, r, elem)
     res = e.op(tpu.AllocOp(memref_type([1, r], elem, VMEM)), "tail_result")
-    e.op(tpu.StoreOp(total, res, [zero, zero]))
+    if pairs:
+        _combine_pair_rows(e, op, rows, res, n, r)
+    else:
+        e.op(tpu.StoreOp(_sum_rows(e, op, rows, zero, n, r, elem), res, [zero, zero]))
     local_copy(
         e,
         res,
@@ -228,3 +238,27 @@ def _sum_rows(
     if wide != elem:
         total = e.op(arith.TruncFOp(total, VectorType(elem, [1, r])), "rounded")
     return total
+
+
+def _combine_pair_rows(
+    e: Emitter, op: collective.AllReduceBase, rows: SSAValue, res: SSAValue, n: int, r: int
+) -> None:
+    """The n rows of `rows` ([n, r] VMEM, r / 2 complex (re, im) pairs each) combined as
+    complex numbers in rank order into `res` ([1, r] VMEM): lowering/pair_combine.py (max
+    / min as level S's; a product as numpy's contracted array loop, which level S's 0-d
+    values may not take: to rounding)."""
+    shape = [1, r // 2, 2]
+    pairs = reshape_view(e, rows, [n, *shape[1:]], "tail_pairs")
+    zero = e.index(0)
+    parts = []
+    for i in range(n):
+        loads, row = load_parts(e, (pairs, [e.index(i), zero, zero]), shape, "tail_part")
+        for o in loads:
+            e.op(o)
+        if i:
+            combined, row = combine_parts(op.kind.data, op, parts, row)
+            for o in combined:
+                e.op(o)
+        parts = row
+    for o in store_parts(e, parts, (reshape_view(e, res, shape, "tail_result_pairs"), [zero] * 3)):
+        e.op(o)

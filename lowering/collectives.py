@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CostModel, pair_operands
 from shardc.hardware.vmem import start_budget
 from shardc.lowering.all_gather import multi_all_gather
 from shardc.lowering.all_reduce import all_reduce
@@ -79,8 +79,8 @@ class CollectiveLowering:
             self._interleaved(op, axes, ins, outs, self.overlap)
             return
         deferred: list[Operation] | None = [] if op.IS_START else None
-        for x, out in zip(ins, outs, strict=True):
-            self._operand(op, axes, x, out, deferred, self.e)
+        for i, (x, out) in enumerate(zip(ins, outs, strict=True)):
+            self._operand(op, axes, x, out, deferred, self.e, i)
         if deferred is not None:
             self.pending[op.results[0]] = deferred
 
@@ -132,8 +132,8 @@ class CollectiveLowering:
         body.unroll = True
         outer, self.target = self.target, target
         try:
-            for x, out in zip(ins, outs, strict=True):
-                self._operand(op, axes, x, out, None, body)
+            for i, (x, out) in enumerate(zip(ins, outs, strict=True)):
+                self._operand(op, axes, x, out, None, body, i)
         finally:
             self.target = outer
         return body.detach_all()
@@ -159,12 +159,16 @@ class CollectiveLowering:
         out: SSAValue,
         deferred: list[Operation] | None,
         e: Emitter,
+        index: int = 0,
     ) -> None:
         """
-        Lower one operand of `op` with `e`. `deferred` (for a `_start`): ops to emit at
-        the `done` instead of here (the waits, and for all_gather every step after the
-        first). Several axes: one ring phase per axis (axes of size 1 are skipped).
+        Lower operand `index` of `op` with `e`. `deferred` (for a `_start`): ops to emit
+        at the `done` instead of here (the waits, and for all_gather every step after the
+        first). Several axes: one ring phase per axis (axes of size 1 are skipped). A
+        complex operand's parts' view under mul / max / min combines its (re, im) pairs
+        as complex numbers (`cost.pair_operands`, lowering/pair_combine.py).
         """
+        pairs = index in pair_operands(op)
         axes = [a for a in all_axes if a.size > 1]
         if not axes:
             local_copy(e, x, out, "copy")
@@ -182,9 +186,9 @@ class CollectiveLowering:
             ot = out.type
             assert isinstance(ot, MemRefType)
             k = ot.get_shape()[dim]
-            multi_reduce_scatter(topo, target, e, op, axes, x, dim, k, out, deferred)
+            multi_reduce_scatter(topo, target, e, op, axes, x, dim, k, out, deferred, pairs)
         elif isinstance(op, collective.AllReduceBase):
-            all_reduce(topo, target, e, op, axes, x, out, deferred)
+            all_reduce(topo, target, e, op, axes, x, out, deferred, pairs)
         elif isinstance(op, collective.PermuteBase):
             permute(topo, target, e, op, axes[0], x, out, deferred)
         elif isinstance(op, collective.AllToAllBase):

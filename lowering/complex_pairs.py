@@ -28,8 +28,11 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   axis its reduce loop rounds every product and sum in the part type (`_plain_mul`: bit
   for bit), elsewhere its elementwise loop contracts them (`_mul`: bit for bit for
   complex<f32>, within an ulp per product for complex<f64>); max / min `_extreme`.
-* all_reduce / reduce_scatter add and permute: of the parts (a view of 2 parts per
-  element); a permute's zero fill is the complex zero. A `_start`'s operands and its
+* all_reduce / reduce_scatter and permute: of the parts (a view of 2 parts per element);
+  add sums the view elementwise, mul / max / min combine each (re, im) pair as one
+  complex number (`PAIRS_ATTR`, lowering/pair_combine.py: `combine_body`, numpy's
+  contracted product as `np.multiply`, `_extreme`), in the ring's order (products to
+  rounding); a permute's zero fill is the complex zero. A `_start`'s operands and its
   `done`'s results are the views too; a combined collective's real operands stay.
 * compare EQ / NE (both parts equal / either differs), select (each part), convert
   (level S's `convert`: complex <-> complex part by part, real -> complex with a zero
@@ -80,6 +83,7 @@ from shardc.dialects import collective, hlo
 from shardc.dialects.hlo import COMPLEX, element_kind
 from shardc.hardware.chips import Chip
 from shardc.hardware.cost import (
+    PAIRS_ATTR,
     complex_fold_plain,
     complex_part_ops,
     fusion_on_parts,
@@ -89,6 +93,7 @@ from shardc.hardware.pairs import has_view_form, on_views, pairs_fusion
 from shardc.lowering.fusion import inline_fusion
 from xdsl.dialects.builtin import (
     ComplexType,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntegerType,
     StringAttr,
@@ -96,6 +101,7 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i1,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
@@ -826,14 +832,37 @@ FOLD_IDENTITY = {"mul": (1.0, 0.0), "max": (-math.inf, -math.inf), "min": (math.
 """Level S's identities of a complex reduce (interpreter `identity`): its inits' parts."""
 
 
+def combine_body(at: Operation, kind: str, part: Attribute, plain: bool = False) -> Block:
+    """
+    One complex combine of reduction `kind` (mul, max, min) as a block on the parts:
+    arguments the accumulator's (numpy's first operand) and the element's real and
+    imaginary parts (rank-0 tensors of `part`), returning the result's; the product
+    numpy's contracted one (`_mul`: its elementwise loop, as `np.multiply` of two arrays)
+    or with `plain` its reduce loop's (`_plain_mul`), max / min `_extreme`. A complex
+    reduce's body (`_fold`) and a ring collective's combine (lowering/pair_combine.py).
+    """
+    scalar = TensorType(part, [])
+    block = Block(arg_types=[scalar] * 4)
+    acc, elem = (block.args[0], block.args[1]), (block.args[2], block.args[3])
+    inner = _Ops(at)
+    if kind == "mul" and plain:
+        outs = _plain_mul(inner, acc, elem)
+    elif kind == "mul":
+        outs = _mul(inner, acc, elem)
+    else:
+        outs = list(_extreme(inner, acc, elem, kind == "max"))
+    block.add_ops(inner.ops)
+    block.add_op(hlo.ReturnOp(outs))
+    return block
+
+
 def _fold(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
     """
     A complex reduce mul / max / min as a reduce with a body on the parts (lowering/
     reduce_body.py folds it in level S's order, from the inits): inputs the real and
-    imaginary parts (their strided DMAs), inits the identity's parts, the body numpy's
-    product (uncontracted where its reduce loop runs: `complex_fold_plain`, else `_mul`)
-    or lexicographic max / min (`_extreme`) of the accumulator (numpy's first operand)
-    and the element; the result's parts joined.
+    imaginary parts (their strided DMAs), inits the identity's parts, the body
+    `combine_body` (the product uncontracted where numpy's reduce loop runs:
+    `complex_fold_plain`); the result's parts joined.
     """
     x = op.operands[0]
     kind = op.kind.data
@@ -843,17 +872,8 @@ def _fold(b: _Ops, op: hlo.ReduceOp) -> SSAValue:
         b.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(scalar, [v])))
         for v in FOLD_IDENTITY[kind]
     ]
-    block = Block(arg_types=[scalar] * 4)
-    acc, elem = (block.args[0], block.args[1]), (block.args[2], block.args[3])
-    inner = _Ops(op)
-    if kind == "mul" and complex_fold_plain(op):
-        outs = _plain_mul(inner, acc, elem)
-    elif kind == "mul":
-        outs = _mul(inner, acc, elem)
-    else:
-        outs = list(_extreme(inner, acc, elem, kind == "max"))
-    block.add_ops(inner.ops)
-    block.add_op(hlo.ReturnOp(outs))
+    plain = kind == "mul" and complex_fold_plain(op)
+    block = combine_body(op, kind, part, plain)
     fold = hlo.ReduceOp.with_body([b.part(x, 0), b.part(x, 1)], inits, op.dims, Region(block))
     b.add(fold)
     return b.join(fold.results[0], fold.results[1], b.elem(op.results[0]))
@@ -871,12 +891,14 @@ _ON_PAIRS = (
     collective.PermuteBase,
 )
 """Collectives (sync and `_start`) that run on the parts' view of their complex operands:
-a reduction adding the parts (kind add only), a permute moving them."""
+a reduction adding the parts, or (mul, max, min: `PAIRS_ATTR`) combining them a pair at a
+time, a permute moving them."""
 
 
 def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:
     """`op` on the parts' view of its complex operands (its real ones as they are); the new
-    op's results (a `_start`'s: its future) hold the parts' views."""
+    op's results (a `_start`'s: its future) hold the parts' views. A reduction other than
+    add lists those operands in `PAIRS_ATTR` (add sums the parts' view elementwise)."""
     inputs = [b.pairs(v) if is_complex(v) else v for v in op.operands]
     if isinstance(op, collective.CollectiveOp) and op.IS_START:
         future = op.results[0].type
@@ -890,6 +912,9 @@ def _collective_on_pairs(b: _Ops, op: Operation) -> Operation:
         properties=dict(op.properties),
         attributes=dict(op.attributes),
     )
+    if getattr(op, "kind", StringAttr("add")).data != "add":
+        pairs = [i for i, v in enumerate(op.operands) if is_complex(v)]
+        new.attributes[PAIRS_ATTR] = DenseArrayBase.from_list(i64, pairs)
     b.add(new)
     return new
 
@@ -903,8 +928,8 @@ def _from_pairs(b: _Ops, values: Sequence[SSAValue], like: Sequence[SSAValue]) -
 
 
 class ComplexReductions(RewritePattern):
-    """Complex dot, reduce add, all_reduce / reduce_scatter add and permute (sync, or a
-    `_start` with its `done`s) on the parts."""
+    """Complex dot, reduce add, all_reduce / reduce_scatter (add; mul, max, min combining
+    pairs: `PAIRS_ATTR`) and permute (sync, or a `_start` with its `done`s) on the parts."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not any(is_complex(v) for v in op.operands):
@@ -916,7 +941,10 @@ class ComplexReductions(RewritePattern):
             rewriter.replace(op, b.ops, [_reduce_on_pairs(b, op)])
         elif isinstance(op, hlo.ReduceOp) and not op.has_body and op.kind.data in FOLD_IDENTITY:
             rewriter.replace(op, b.ops, [_fold(b, op)])
-        elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data == "add":
+        elif isinstance(op, _ON_PAIRS) and getattr(op, "kind", StringAttr("add")).data in (
+            "add",
+            *FOLD_IDENTITY,
+        ):
             new = _collective_on_pairs(b, op)
             if not (isinstance(op, collective.CollectiveOp) and op.IS_START):
                 results = _from_pairs(b, new.results, op.results)

@@ -24,7 +24,10 @@ and complex<f64>), but not every op computes in every one of them yet.
   abs, exp, sqrt, log, max, min, pow, compare EQ / NE, select, convert (complex <-> complex,
   real -> complex, complex -> real and i1), real, imag, complex, dot, reduce add, mul,
   max and min (mul, max, min: a reduce with a body on the parts in level S's order, bit
-  for bit but complex<f64> products numpy contracts), all_reduce / reduce_scatter add and permute (sync, or a `_start` and its `done`s) of
+  for bit but complex<f64> products numpy contracts), all_reduce / reduce_scatter (add,
+  mul, max, min: the ring's combine takes each (re, im) pair as one complex number,
+  lowering/pair_combine.py; products to rounding, the ring multiplying in its order)
+  and permute (sync, or a `_start` and its `done`s) of
   them into ops on the real and imaginary parts, and a fusion of such ops (with
   broadcast, reshape, transpose, slice, concatenate) into one fusion on the parts; a
   fusion of moves, add, sub, neg, complex converts and a reduce add (a transpose feeding
@@ -41,12 +44,8 @@ and complex<f64>), but not every op computes in every one of them yet.
   through the parts' view (a splat as its (re, im) pair broadcast), and the parts' view
   a reduce or collective reads is its operand's buffer viewed in place
   (`hardware/cost.py` `bitcast_view`, which level S charges nothing for either).
-* Not yet (an error at the op naming it): complex all_reduce / reduce_scatter other
-  than add (mul, max, min: level S combines in rank order with
-  numpy's complex product or lexicographic order; the rings combine the parts' view
-  elementwise). The other transcendentals (tanh,
-  rsqrt, sin, cos, sign, expm1, log1p ...) are real-only at level S too (the verifier
-  refuses them on complex numbers).
+* The other transcendentals on complex numbers (tanh, rsqrt, sin, cos, sign, expm1,
+  log1p ...) are real-only at level S too (the verifier refuses them).
 * Ops without a VPU instruction (lowering/unary_math.py, helper unarya): level T's vector
   unit has the instructions the simulator executes (interpreter/level_t_arith.py: exp,
   log, sqrt, rsqrt, tanh, sin, cos, erf, powf, trunc, abs, copysign, the `arith` ops,

@@ -2,8 +2,8 @@
 `lower-to-tpu{chip=v5e}`: a level-S function (per-device `hlo` + `collective`) becomes one
 level-T `tpu` kernel per device (DESIGN.md "Level T", issue 7 item 2). Collectives
 become ring (or direct) algorithms of remote DMAs over mesh axes or device groups
-(all_gather, reduce_scatter / all_reduce of every reduction kind and element type,
-all_to_all, permute), and every `hlo` compute op between them as a tiled,
+(all_gather, reduce_scatter / all_reduce of every reduction kind and element type, a
+complex mul / max / min combining (re, im) pairs: `pair_combine`; all_to_all, permute), and every `hlo` compute op between them as a tiled,
 double-buffered VMEM loop (lowering/compute.py).
 
 The kernel starts with `tpu.barrier` over all devices (Pallas's "every device has entered
@@ -51,8 +51,7 @@ group (an `hlo.fusion` is one loop, `fusion`; other ops are each their own loop 
 HBM, and wait for their last write-back before the next starts); ring steps of a `_start`
 overlap only the tiled compute loops and movement ops before its `done` (`ring_steps`: a
 movement op is one block, its steps placed before it; steps whose transfers the compute
-in between cannot cover run at the `done`); a complex all_reduce / reduce_scatter other
-than add (lowering/element_types.py).
+in between cannot cover run at the `done`).
 """
 
 from __future__ import annotations
@@ -265,6 +264,8 @@ class KernelLowering:
         elif bitcast_view(op):
             assert isinstance(op, hlo.BitcastConvertOp)
             self.abi.view(self._emitter, op)
+        elif op in self.abi.in_place:
+            pass  # its operand was computed into its output, viewed (`abi._viewed_outputs`)
         else:
             lowering = next((m for m in _OP_LOWERINGS if m.handles(op)), None)
             if lowering is None:

@@ -164,13 +164,13 @@ def _fold(
         blocks = [load_block(b, x) for x in xs]
         count = memref_shape(xs[0])[0]
         if count == 1:
-            vals = _evaluate(b, block, [*cur, *(_element(b, x, 0) for x in blocks)])
+            vals = evaluate(b, block, [*cur, *(_element(b, x, 0) for x in blocks)])
         else:
             loop = Block(arg_types=[INDEX, *(v.type for v in cur)])
             loop.args[0].name_hint = "rk"
             inner = b.nested(loop)
             new = [_element(inner, x, loop.args[0]) for x in blocks]
-            inner.op(scf.YieldOp(*_evaluate(inner, block, [*loop.args[1:], *new])))
+            inner.op(scf.YieldOp(*evaluate(inner, block, [*loop.args[1:], *new])))
             step = scf.ForOp(b.index(0), b.index(count), b.index(1), cur, loop)
             b.op(step)
             vals = list(step.results)
@@ -188,7 +188,7 @@ def _element(b: TileEmitter, x: SSAValue, k: SSAValue | int) -> SSAValue:
     return b.op(vector.ExtractOp(x, [k], rest))
 
 
-def _evaluate(b: TileEmitter, block: Block, args: Sequence[SSAValue]) -> list[SSAValue]:
+def evaluate(b: TileEmitter, block: Block, args: Sequence[SSAValue]) -> list[SSAValue]:
     """The body's ops on vectors of the result block (`hlo_reduce_body.run_body`)."""
     env: dict[SSAValue, SSAValue] = dict(zip(block.args, args, strict=True))
     for inner in block.ops:

@@ -19,7 +19,9 @@ floats agree to rounding. The reduction is level S's: add / mul / max / min as
 `arith.addf|mulf|maximumf|minimumf` (ints: addi, muli, maxsi, minsi; i1: ori for add/max,
 andi for mul/min); bf16 / f16 partials travel and accumulate in f32 (receive buffers and
 accumulator in f32, the own chunk widened with `arith.extf`) and are rounded once
-(`arith.truncf`) when the result is copied out.
+(`arith.truncf`) when the result is copied out. A complex value's parts' view under mul,
+max or min (`_Run.pairs`) combines each (re, im) pair as one complex number
+(lowering/pair_combine.py).
 
 Several rings (both directions, the parts of a torus all-reduce) run their steps
 interleaved; a chunk cut into pieces (see `reduce_scatter.rs_plan`) runs the pieces one
@@ -37,6 +39,7 @@ from shardc.dialects.hlo import accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
 from shardc.lowering.context import Target
 from shardc.lowering.emit import VMEM, Emitter, for_steps, local_copy, nbytes
+from shardc.lowering.pair_combine import combine_pairs, store_parts
 from shardc.lowering.rings import Ring
 from shardc.lowering.topology import Topology
 from xdsl.dialects import arith, scf
@@ -128,6 +131,9 @@ class _Run:
     one: SSAValue
     credit0: SSAValue
     """i32 min(2, N-1): the receive slots, and the credits owed at the end."""
+    pairs: bool = False
+    """The blocks' last dimension holds complex (re, im) pairs combined as complex numbers
+    (lowering/pair_combine.py)."""
 
 
 def run_rs_rings(
@@ -137,6 +143,7 @@ def run_rs_rings(
     op: Operation,
     pieces: list[list[Ring]],
     deferred: list[Operation] | None = None,
+    pairs: bool = False,
 ) -> list[tuple[Ring, SSAValue]]:
     """
     Ring reduce-scatter steps of the rings of each piece (one axis size), the rings
@@ -146,9 +153,9 @@ def run_rs_rings(
     next piece's first messages travel; without (one piece), the VMEM buffers holding
     this rank's reduced parts are returned, for the caller to use and deallocate.
     `deferred` (a `_start`): everything after step 0's sends goes there (emitted at
-    the done).
+    the done). `pairs`: the blocks are complex (re, im) pairs (`_Run.pairs`).
     """
-    run = _start_run(target, e, op, pieces)
+    run = _start_run(target, e, op, pieces, pairs)
     state = [_ring_buffers(topo, e, run, r, len(pieces) > 1) for r in pieces[0]]
     later = Emitter(Block()) if deferred is not None else None
     pending: list[Operation] = []
@@ -188,7 +195,9 @@ def _later_steps(run: _Run, e: Emitter, p: int, rings: list[Ring], state: list[_
     b.op(scf.YieldOp())
 
 
-def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring]]) -> _Run:
+def _start_run(
+    target: Target, e: Emitter, op: Operation, pieces: list[list[Ring]], pairs: bool
+) -> _Run:
     """Check that the rings' blocks fit VMEM; the constants every step uses."""
     n = pieces[0][0].ax.size
     blocks = [r.block_type() for r in pieces[0]]
@@ -203,7 +212,7 @@ def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring
     )
     one = e.i32(1, "one")
     credit0 = e.i32(min(2, n - 1), "rs_slots")
-    return _Run(op, n, elem, wide, one, credit0)
+    return _Run(op, n, elem, wide, one, credit0, pairs)
 
 
 def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) -> _RingState:
@@ -330,21 +339,28 @@ def _ring_step(
     b.op(tpu.DMAStartOp(src, dst, send_sem=st.send_sem, recv_sem=rsem, device=st.to))
     xs = r.block(b, mine_i, f"{tag}_x_block")
     b.op(tpu.DMAStartOp(xs, mine, recv_sem=st.copy_sem))
-    got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(run.wide, bshape))
-    got.result.name_hint = "partial"
-    own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
-    own.result.name_hint = "own"
-    combined = combine(run.op, got.result, own.result)
+    if run.pairs:  # complex (re, im) pairs combined as complex numbers
+        assert isinstance(run.op, collective.AllReduceBase | collective.ReduceScatterBase)
+        kind = run.op.kind.data
+        combined, parts = combine_pairs(
+            b, kind, run.op, (rbuf, [slot, *zeros]), (mine, zeros), bshape
+        )
+        stores = store_parts(b, parts, (acc, zeros))
+    else:
+        got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(run.wide, bshape))
+        got.result.name_hint = "partial"
+        own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
+        own.result.name_hint = "own"
+        combined = [got, own, *combine(run.op, got.result, own.result)]
+        stores = [tpu.StoreOp(combined[-1].results[0], acc, zeros)]
     return [
         tpu.DMAWaitOp(st.copy_sem, mine),
         tpu.DMAWaitOp(rsem, dst),
-        got,
-        own,
         *combined,
         # The send buffer is free once the outgoing message has left.
         tpu.DMAWaitOp(st.send_sem, acc),
         *before_store,
-        tpu.StoreOp(combined[-1].results[0], acc, zeros),
+        *stores,
         # My slot is consumed: one more credit for the sending neighbour.
         tpu.SemSignalOp(st.credits, run.one, st.back),
     ]

@@ -52,12 +52,14 @@ def multi_reduce_scatter(
     k: int,
     out: SSAValue,
     deferred: list[Operation] | None = None,
+    pairs: bool = False,
 ) -> None:
     """
     reduce_scatter of `x` over `axes` into `out` (HBM): one ring per axis, the most
     major first, each phase reduce-scattering the previous one's result, which stays
     in VMEM (those phases run one way, in one piece); the last phase writes `out`.
     `deferred` (a `_start` over one axis): where the ops after step 0's sends go.
+    `pairs`: `x`'s last dimension holds complex pairs (lowering/pair_combine.py).
     """
     m = len(axes)
     cur, vmem = x, None
@@ -65,10 +67,11 @@ def multi_reduce_scatter(
         kj = k * math.prod(a.size for a in axes[j + 1 :])
         if j == m - 1:
             phase_deferred = deferred if m == 1 else None
-            reduce_scatter_phase(topo, target, e, op, [(ax, cur, kj, out)], dim, phase_deferred)
+            job = (ax, cur, kj, out)
+            reduce_scatter_phase(topo, target, e, op, [job], dim, phase_deferred, pairs)
         else:
             ring = Ring(ax, cur, dim, kj, 1, None, "rs")
-            ((_, cur),) = run_rs_rings(topo, target, e, op, [[ring]])
+            ((_, cur),) = run_rs_rings(topo, target, e, op, [[ring]], None, pairs)
         if vmem is not None:
             e.op(tpu.DeallocOp(vmem))
         vmem = cur if j < m - 1 else None
@@ -84,13 +87,14 @@ def torus_reduce_scatter(
     homes: list[SSAValue],
     dim: int,
     k: int,
+    pairs: bool = False,
 ) -> None:
     """
     reduce_scatter of each of `xs` over its order of the axes; phase j leaves its
     result in this device's part of the matching `homes` buffer (for its coordinates
     on order[:j+1]), where phase j+1 reads it (so every phase may run both ways and
     in pieces). The orders' phase j run at once: with the orders rotations of the
-    axes, every phase keeps every axis's links busy.
+    axes, every phase keeps every axis's links busy. `pairs`: complex pairs.
     """
     curs = list(xs)
     for j in range(len(orders[0])):
@@ -98,7 +102,7 @@ def torus_reduce_scatter(
         for i, order in enumerate(orders):
             kj = k * math.prod(a.size for a in order[j + 1 :])
             jobs.append((order[j], curs[i], kj, group_view(e, homes[i], dim, kj, order[: j + 1])))
-        reduce_scatter_phase(topo, target, e, op, jobs, dim, None)
+        reduce_scatter_phase(topo, target, e, op, jobs, dim, None, pairs)
         curs = [dst for *_, dst in jobs]
 
 
@@ -110,11 +114,12 @@ def reduce_scatter_phase(
     jobs: list[Job],
     dim: int,
     deferred: list[Operation] | None,
+    pairs: bool = False,
 ) -> None:
     """
     One ring reduce-scatter phase per job, all at once (their axes have one size), each
     chunk cut into the pieces and ways of `rs_plan`, the pieces one after the other
-    (`run_rs_rings`).
+    (`run_rs_rings`). `pairs`: the last dimension holds complex pairs, never cut.
     """
     plans = []
     for ax, x, k, _ in jobs:
@@ -122,10 +127,10 @@ def reduce_scatter_phase(
         assert isinstance(xt, MemRefType)
         shape = list(xt.get_shape())
         shape[dim] = k
-        plans.append(rs_plan(target, shape, xt.element_type, topo.two_way(ax), len(jobs)))
+        plans.append(rs_plan(target, shape, xt.element_type, topo.two_way(ax), len(jobs), pairs))
     if len({p[1] for p in plans}) > 1 or len({ax.size for ax, *_ in jobs}) > 1:
         for job in jobs:  # nothing to keep in step: one after the other
-            reduce_scatter_phase(topo, target, e, op, [job], dim, deferred)
+            reduce_scatter_phase(topo, target, e, op, [job], dim, deferred, pairs)
         return
     pieces = []
     for p in range(plans[0][1]):
@@ -133,7 +138,7 @@ def reduce_scatter_phase(
         for i, ((ax, x, k, dst), plan) in enumerate(zip(jobs, plans, strict=False)):
             rings += rs_rings(ax, x, dim, k, dst, plan, p, f"rs{i or ''}")
         pieces.append(rings)
-    run_rs_rings(topo, target, e, op, pieces, deferred)
+    run_rs_rings(topo, target, e, op, pieces, deferred, pairs)
 
 
 def rs_plan(
@@ -142,14 +147,18 @@ def rs_plan(
     elem: Attribute,
     bidirectional: bool,
     concurrent: int = 1,
+    pairs: bool = False,
 ) -> tuple[int | None, int, int]:
     """
     How a ring reduce-scatter of chunks of `shape` splits them to fit the kernel's VMEM:
     (split dim, pieces, ways), `hardware.vmem.rs_pieces` (the rule level S charges too);
     if nothing divides, one piece, one way (and `Target.check_vmem` says if that does
-    not fit).
+    not fit). `pairs` (a last dimension of complex (re, im) pairs): the chunks of the
+    complex values, as level S sees them, so a pair is never cut.
     """
     acc = element_bytes(accumulation_type(elem))  # bf16 partials are f32
+    if pairs:
+        return rs_pieces(shape[:-1], 2 * acc, bidirectional, concurrent, target.vmem_bytes)
     return rs_pieces(shape, acc, bidirectional, concurrent, target.vmem_bytes)
 
 
