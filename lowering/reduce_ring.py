@@ -25,6 +25,19 @@ Several rings (both directions, the parts of a torus all-reduce) run their steps
 interleaved; a chunk cut into pieces (see `reduce_scatter.rs_plan`) runs the pieces one
 after the other through the same buffers: the credits run on (no drain between pieces)
 and a piece's result is copied out while the next piece's first messages travel.
+
+Pieces are software-pipelined, as a hand-written Pallas kernel does: piece p+1's step 0
+(its messages straight from HBM into the receiver's other slot, under its own receive
+semaphore) starts as soon as piece p's last messages have left (their send waits), not
+after they landed and were reduced, so the link is busy again while piece p's last
+step's latency, reduction and copy out run. This needs no VMEM beyond the 4 blocks
+`hardware.vmem.rs_pieces` counts: the two messages in flight use the two receive slots
+(credits: min(2, messages), so a ring of 2 lends both), step 0 sends from HBM, and its
+local DMA into `mine` waits until piece p's last step has read `mine`. Level S charges
+the same (`cost.CostModel`'s `_scatter_phases`: a boundary saves one step's latency).
+Low precision is not pipelined: its first message is widened into `acc`, which piece
+p's last step still sends from (a second wide send buffer, a fifth block, would cut
+chunks at the 4-block boundary into twice the pieces).
 """
 
 from __future__ import annotations
@@ -127,7 +140,10 @@ class _Run:
     """The accumulation type of `elem` (f32 for bf16/f16)."""
     one: SSAValue
     credit0: SSAValue
-    """i32 min(2, N-1): the receive slots, and the credits owed at the end."""
+    """i32 min(2, messages): the receive slots, and the credits owed at the end."""
+    overlap: bool
+    """Pieces overlap: each piece's first step starts while the previous piece's last
+    step runs (`run_rs_rings`)."""
 
 
 def run_rs_rings(
@@ -147,25 +163,44 @@ def run_rs_rings(
     this rank's reduced parts are returned, for the caller to use and deallocate.
     `deferred` (a `_start`): everything after step 0's sends goes there (emitted at
     the done).
+
+    Pieces overlap (`_Run.overlap`, module docstring): piece p+1's step 0 sends its
+    messages right after piece p's last step has sent its own, before piece p's last
+    waits, so a piece boundary no longer waits for a whole step (latency, transfer,
+    reduction) with the link idle between the two messages.
     """
     run = _start_run(target, e, op, pieces)
     state = [_ring_buffers(topo, e, run, r, len(pieces) > 1) for r in pieces[0]]
     later = Emitter(Block()) if deferred is not None else None
     pending: list[Operation] = []
     """Waits for the previous piece's copies out of the accumulators."""
+    early: _Early | None = None
+    """This piece's step 0, started during the previous piece's last step."""
     for p, rings in enumerate(pieces):
-        firsts = _first_messages(e, run, rings, state, pending)
-        if run.wide != run.elem:
-            pending = []
-        # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and the
-        # rest of the collective goes to a block emitted at the done.
-        for o in _step(run, e, e.index(0), p, rings, state, firsts, pending):
-            (later if later is not None and p == 0 else e).op(o)
+        if early is None:
+            firsts = _first_messages(e, run, rings, state, pending)
+            if run.wide != run.elem:
+                pending = []
+            # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and
+            # the rest of the collective goes to a block emitted at the done.
+            rest = _step(run, e, e.index(0), p, rings, state, firsts, pending)
+        else:
+            rest = [*early.local, *pending, *early.rest]
         pending = []
         if later is not None and p == 0:
             e = later
+        nxt = pieces[p + 1] if run.overlap and p + 1 < len(pieces) else None
         if run.n > 2:
-            _later_steps(run, e, p, rings, state)
+            _emit(e, rest)
+            _later_steps(run, e, p, rings, state, nxt is None)
+            if nxt is not None:  # the last step, its rest after the next piece's sends
+                accs = [st.acc for st in state]
+                rest = _step(run, e, e.index(run.n - 2), p, rings, state, accs, [])
+        early = None
+        if nxt is not None:
+            rest, early = _start_early(run, e, p + 1, nxt, state, rest)
+        if run.n == 2 or nxt is not None:
+            _emit(e, rest)
         if p < len(pieces) - 1:
             pending = _piece_out(e, run, rings, state)
     result = _finish(e, run, pieces[-1], state)
@@ -174,17 +209,56 @@ def run_rs_rings(
     return result
 
 
-def _later_steps(run: _Run, e: Emitter, p: int, rings: list[Ring], state: list[_RingState]) -> None:
-    """Steps 1 .. N-2 of piece `p`: an `scf.for`, or (`e.unroll`) one after the other."""
+@dataclass
+class _Early:
+    """A piece's step 0 started early (during the previous piece's last step): its
+    remote DMAs are in flight; its local DMAs into `mine` wait until the previous
+    piece's last step has read `mine`."""
+
+    local: list[Operation]
+    rest: list[Operation]
+
+
+def _start_early(
+    run: _Run,
+    e: Emitter,
+    p: int,
+    rings: list[Ring],
+    state: list[_RingState],
+    last: list[Operation],
+) -> tuple[list[Operation], _Early]:
+    """
+    Start piece `p`'s step 0 within piece p-1's last step, whose rest is `last`: the
+    link is free once that step's messages have left (its send waits, taken out of
+    `last` and emitted now), so piece p's first messages go then, while the last ones
+    travel and are reduced. Returns the rest of `last` and piece p's early step 0.
+    """
+    sends = {st.send_sem for st in state}
+    sent = {id(o) for o in last if isinstance(o, tpu.DMAWaitOp) and o.sem in sends}
+    for o in last:
+        if id(o) in sent:
+            e.op(o)
+    early = _Early([], [])
+    firsts = _first_messages(e, run, rings, state, [])
+    early.rest = _step(run, e, e.index(0), p, rings, state, firsts, [], early.local)
+    return [o for o in last if id(o) not in sent], early
+
+
+def _later_steps(
+    run: _Run, e: Emitter, p: int, rings: list[Ring], state: list[_RingState], last: bool
+) -> None:
+    """Steps 1 .. N-2 of piece `p` (`last`: else 1 .. N-3, the caller runs the last one):
+    an `scf.for`, or (`e.unroll`) one after the other."""
     accs = [st.acc for st in state]
+    hi = run.n - 1 if last else run.n - 2
     if e.unroll:
-        for k in range(1, run.n - 1):
-            for o in _step(run, e, e.index(k), p, rings, state, accs, []):
-                e.op(o)
+        for k in range(1, hi):
+            _emit(e, _step(run, e, e.index(k), p, rings, state, accs, []))
         return
-    b, s = for_steps(e, 1, run.n - 1)
-    for o in _step(run, b, s, p, rings, state, accs, []):
-        b.op(o)
+    if hi <= 1:
+        return
+    b, s = for_steps(e, 1, hi)
+    _emit(b, _step(run, b, s, p, rings, state, accs, []))
     b.op(scf.YieldOp())
 
 
@@ -202,8 +276,18 @@ def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring
         sum(4 * nbytes(b, wide) for b, _ in blocks),
     )
     one = e.i32(1, "one")
-    credit0 = e.i32(min(2, n - 1), "rs_slots")
-    return _Run(op, n, elem, wide, one, credit0)
+    # Two receive slots, as many credits as messages up to that: a piece's last message
+    # and the next piece's first (of a ring of 2, both a step 0) may be in flight at once.
+    credit0 = e.i32(min(2, (n - 1) * len(pieces)), "rs_slots")
+    # Low precision sends its first message from `acc` (widened there), which the last
+    # step of the previous piece still uses: its pieces run one after the other.
+    overlap = len(pieces) > 1 and wide == elem
+    return _Run(op, n, elem, wide, one, credit0, overlap)
+
+
+def _emit(e: Emitter, ops: Sequence[Operation]) -> None:
+    for o in ops:
+        e.op(o)
 
 
 def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) -> _RingState:
@@ -287,15 +371,17 @@ def _step(
     state: list[_RingState],
     srcs: Sequence[SSAValue],
     before_store: list[Operation],
+    local: list[Operation] | None = None,
 ) -> list[Operation]:
     """Start step `s` of piece `p`'s DMAs (after their credits); return the rest of the
-    step (`before_store`: to emit before the first ring overwrites its accumulator)."""
+    step (`before_store`: to emit before the first ring overwrites its accumulator).
+    `local`: the local DMAs of the chunks to add go there, not started (`_Early`)."""
     s32 = b.to_i32(s)
     n = run.n
     slot = b.rem(b.add(s, b.index(p * (n - 1))) if p else s, b.index(2), "slot")
     later: list[Operation] = []
     for r, st, src in zip(rings, state, srcs, strict=False):
-        later += _ring_step(run, b, s32, slot, r, st, src, before_store)
+        later += _ring_step(run, b, (s32, slot), r, st, src, before_store, local)
         before_store = []
     return later
 
@@ -303,16 +389,17 @@ def _step(
 def _ring_step(
     run: _Run,
     b: Emitter,
-    s32: SSAValue,
-    slot: SSAValue,
+    where: tuple[SSAValue, SSAValue],
     r: Ring,
     st: _RingState,
     src: SSAValue,
     before_store: list[Operation],
+    local: list[Operation] | None,
 ) -> list[Operation]:
-    """One ring of reduce_scatter step s: send `src` (the running partial in `acc`,
-    or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
-    return the rest (`before_store` just before the accumulator is overwritten)."""
+    """One ring of reduce_scatter step s (`where`: s as i32, its receive slot): send `src` (the running partial in `acc`, or at step 0 my own chunk in
+    HBM), start the local DMA of the chunk to add (or append it to `local`); return
+    the rest (`before_store` just before the accumulator is overwritten)."""
+    s32, slot = where
     ax, n, tag = r.ax, r.ax.size, r.tag
     bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
     block_v = memref_type(bshape, run.wide, VMEM)
@@ -329,7 +416,11 @@ def _ring_step(
     b.op(tpu.SemWaitOp(st.credits, run.one))
     b.op(tpu.DMAStartOp(src, dst, send_sem=st.send_sem, recv_sem=rsem, device=st.to))
     xs = r.block(b, mine_i, f"{tag}_x_block")
-    b.op(tpu.DMAStartOp(xs, mine, recv_sem=st.copy_sem))
+    fetch = tpu.DMAStartOp(xs, mine, recv_sem=st.copy_sem)
+    if local is None:
+        b.op(fetch)
+    else:
+        local.append(fetch)
     got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(run.wide, bshape))
     got.result.name_hint = "partial"
     own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
