@@ -1551,7 +1551,7 @@ class CostModel:
             dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
             chunk[dim] //= n
             last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
-            return self._scatter_phases(axes, nbytes * wide, last) + copy / n
+            return self._scatter_phases(axes, nbytes * wide, last, not low) + copy / n
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
@@ -1662,10 +1662,13 @@ class CostModel:
         axes: list[tuple[tuple[tuple[int, ...], ...], bool]],
         nbytes: float,
         last: tuple[int, int],
+        pipelined: bool,
     ) -> float:
         """reduce_scatter of `nbytes` per device: the most major axis first; only the last
         phase (of a ring of more than one) runs in `last` = (pieces, directions), the
-        others in one piece, one way (the lowering keeps their results in VMEM)."""
+        others in one piece, one way (the lowering keeps their results in VMEM). The
+        pieces are `pipelined` (full precision, lowering/reduce_ring.py) or one ring
+        after the other (low precision)."""
         total = 0.0
         final = _last_ring(axes)[0]
         for j, (groups, _) in enumerate(axes):
@@ -1673,7 +1676,10 @@ class CostModel:
             pieces, ways = last if j == final else (1, 1)
             dirs = (1, -1) if ways == 2 else (1,)
             ring = Ring(groups, nbytes / (pieces * len(dirs)), dirs)
-            total += pieces * ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
+            if pipelined:
+                total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS, pieces)
+            else:
+                total += pieces * ring_time(self.chip, self.torus(), [ring], RS_CREDITS)
         return total
 
     def _all_reduce(
@@ -1695,7 +1701,7 @@ class CostModel:
         parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
         if m > 1 and low:
             last = self._pieces([1, numel // n], _last_ring(axes)[1], 1, vmem)
-            scatter = self._scatter_phases(axes, nbytes * wide, last)
+            scatter = self._scatter_phases(axes, nbytes * wide, last, False)
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         phases: list[Phase] = []
@@ -1710,14 +1716,20 @@ class CostModel:
             for order, (_, ways) in zip(orders, plans, strict=True):
                 dirs = (1, -1) if ways == 2 else (1,)
                 rings.append(Ring(order[phase][0], part * wide / (pieces * len(dirs)), dirs))
-            phases += [(rings, RS_CREDITS)] * pieces
+            # Pipelined pieces at full precision, one after the other at low precision
+            # (lowering/reduce_ring.py).
+            phases += (
+                [Phase(rings, RS_CREDITS, pieces)]
+                if not low
+                else [Phase(rings, RS_CREDITS)] * pieces
+            )
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:
                 groups, wrap = order[phase]
                 ways = (1, -1) if wrap else (1,)
                 rings.append(Ring(groups, part / len(ways), ways))
-            phases.append((rings, None))
+            phases.append(Phase(rings, None))
             part *= len(orders[0][phase][0][0])
         # Every device runs the phases one after the other, no barrier between them.
         return ring_phases_time(self.chip, self.torus(), phases)
