@@ -1524,8 +1524,9 @@ class CostModel:
         """Seconds of one operand of `op` (`nbytes` on each device, of type `t`);
         `precision`: whether it accumulates in a wider type, and how many times wider its
         partial sums are. A reduce-scatter phase cut into pieces to fit the `budget`
-        bytes of VMEM the collective may hold runs them one after the other, each a ring
-        of its own."""
+        bytes of VMEM the collective may hold runs them one after the other, pipelined at
+        full precision (`topology.Phase`: a boundary costs no latency), each a ring of
+        its own at low precision (lowering/reduce_ring.py)."""
         low, wide = precision
         shape = t.get_shape()
         vmem = (

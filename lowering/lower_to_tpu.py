@@ -42,8 +42,10 @@ the function's ops in order. Where each part lives:
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
 VMEM that no dimension lets cut into pieces, or the VMEM intermediate of a multi-axis
 reduce_scatter (or a bf16/f16 multi-axis all_reduce) over VMEM (an error naming the op,
-the size and the capacity); overlapping a reduce_scatter piece's last step with the
-next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) vreg
+the size and the capacity); overlapping the pieces of a low-precision (bf16/f16)
+reduce_scatter (its first message is widened in the accumulator the previous piece's
+last step still sends from: lowering/reduce_ring.py; full-precision pieces are
+pipelined); no (8, 128) vreg
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops that the `fusion` pass did not
