@@ -1417,7 +1417,7 @@ class CostModel:
     def collective_latency(self, op: collective.CollectiveOp) -> float:
         """The collective's time without bytes: what combining two of them saves; its
         rings uncut (a ring's steps, not its pieces', `collective_overlap` counts)."""
-        return self._collective_seconds(op, [0] * len(op.operands), UNCUT)
+        return self._collective_seconds(op, [0] * len(op.operands), UNCUT, op.IS_START)
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
         """
@@ -1455,12 +1455,17 @@ class CostModel:
         whatever `op` is (an estimate of a sync collective `async-split` will split);
         default: as it is. Cached per collective kind, groups, sizes and budget.
         """
-        budget = collective_budget(self.chip.vmem_bytes, op.IS_START if start is None else start)
-        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()], budget)
+        start = op.IS_START if start is None else start
+        budget = collective_budget(self.chip.vmem_bytes, start)
+        sizes = [tensor_bytes(t) for t in op.input_types()]
+        return self._collective_seconds(op, sizes, budget, start)
 
     def _collective_seconds(
-        self, op: collective.CollectiveOp, sizes: list[int], budget: int
+        self, op: collective.CollectiveOp, sizes: list[int], budget: int, start: bool
     ) -> float:
+        """`collective_time` of `op` with `sizes` bytes per operand, as a `_start` or not
+        (its reduce-scatter pieces pipelined only in a sync collective:
+        lowering/reduce_ring.py), in `budget` bytes of VMEM."""
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         types = op.input_types()
         pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
@@ -1470,6 +1475,7 @@ class CostModel:
         key = (
             kind,
             budget,
+            start,
             tuple(op.axes),
             None if explicit is None else str(explicit),
             repr(pairs),
@@ -1486,7 +1492,7 @@ class CostModel:
             )
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, t, (low, wide), budget)
+                self._one_collective(op, kind, groups, nbytes, t, (low, wide), (budget, start))
                 for nbytes, t in zip(sizes, types, strict=True)
             )
             found += self.dcn_time(op, kind, sum(sizes))
@@ -1519,15 +1525,18 @@ class CostModel:
         nbytes: int,
         t: TensorType,
         precision: tuple[bool, float],
-        budget: int,
+        form: tuple[int, bool],
     ) -> float:
         """Seconds of one operand of `op` (`nbytes` on each device, of type `t`);
         `precision`: whether it accumulates in a wider type, and how many times wider its
-        partial sums are. A reduce-scatter phase cut into pieces to fit the `budget`
-        bytes of VMEM the collective may hold runs them one after the other, pipelined at
-        full precision (`topology.Phase`: a boundary costs no latency), each a ring of
-        its own at low precision (lowering/reduce_ring.py)."""
+        partial sums are; `form`: the bytes of VMEM the collective may hold, and whether
+        it is a `_start`. A reduce-scatter phase cut into pieces to fit that VMEM runs
+        them one after the other: pipelined in a sync collective at full precision
+        (`topology.Phase`: a boundary costs no latency), else each a ring of its own
+        (lowering/reduce_ring.py says why)."""
         low, wide = precision
+        budget, start = form
+        pipelined = not low and not start
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
@@ -1552,14 +1561,15 @@ class CostModel:
             dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
             chunk[dim] //= n
             last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
-            return self._scatter_phases(axes, nbytes * wide, last, not low) + copy / n
+            return self._scatter_phases(axes, nbytes * wide, last, pipelined) + copy / n
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
             return tail
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
-        return tail + self._all_reduce(axes, nbytes, n, numel, precision, vmem) + copy / n
+        ar = self._all_reduce(axes, nbytes, n, numel, precision, vmem, pipelined)
+        return tail + ar + copy / n
 
     @staticmethod
     def _pieces(
@@ -1668,8 +1678,8 @@ class CostModel:
         """reduce_scatter of `nbytes` per device: the most major axis first; only the last
         phase (of a ring of more than one) runs in `last` = (pieces, directions), the
         others in one piece, one way (the lowering keeps their results in VMEM). The
-        pieces are `pipelined` (full precision, lowering/reduce_ring.py) or one ring
-        after the other (low precision)."""
+        pieces are `pipelined` (a sync collective at full precision,
+        lowering/reduce_ring.py) or one ring after the other."""
         total = 0.0
         final = _last_ring(axes)[0]
         for j, (groups, _) in enumerate(axes):
@@ -1691,6 +1701,7 @@ class CostModel:
         numel: int,
         precision: tuple[bool, float],
         vmem: tuple[int, int],
+        pipelined: bool,
     ) -> float:
         """reduce_scatter (partial sums `wide` times the bytes) + all_gather; over m axes of
         one size, m parts at once, each over the axes rotated (lowering/all_reduce.py).
@@ -1717,13 +1728,12 @@ class CostModel:
             for order, (_, ways) in zip(orders, plans, strict=True):
                 dirs = (1, -1) if ways == 2 else (1,)
                 rings.append(Ring(order[phase][0], part * wide / (pieces * len(dirs)), dirs))
-            # Pipelined pieces at full precision, one after the other at low precision
-            # (lowering/reduce_ring.py).
-            phases += (
-                [Phase(rings, RS_CREDITS, pieces)]
-                if not low
-                else [Phase(rings, RS_CREDITS)] * pieces
-            )
+            # Pipelined pieces (a sync collective at full precision), else one after the
+            # other (lowering/reduce_ring.py).
+            if pipelined:
+                phases.append(Phase(rings, RS_CREDITS, pieces))
+            else:
+                phases += [Phase(rings, RS_CREDITS)] * pieces
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:

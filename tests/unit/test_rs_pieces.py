@@ -1,11 +1,12 @@
 """
 Reduce-scatter pieces overlap (lowering/reduce_ring.py): a chunk too large for VMEM is
-reduced in pieces, software-pipelined: piece p+1's first step starts once piece p's last
-messages have left, before piece p's last waits. The kernels give level S's results with
-none of the simulator's diagnostics; seeded bugs at the piece boundary (a dropped wait, a
-buffer reused while a DMA still fills it, a wait on the wrong semaphore) are caught; no
-VMEM beyond the 4 blocks `hardware.vmem.rs_pieces` counts; and level S
-(`topology.ring_phases_time` of a `Phase` of pieces) charges the same timing.
+reduced in pieces, software-pipelined in a sync collective at full precision: piece
+p+1's first step starts once piece p's last messages have left, before piece p's last
+waits. The kernels give level S's results with none of the simulator's diagnostics (a
+`_start`'s and low precision's pieces, not pipelined, too); seeded bugs at the piece
+boundary (a dropped wait, a buffer reused while a DMA still fills it, a wait on the wrong
+semaphore) are caught; no VMEM beyond the 4 blocks `hardware.vmem.rs_pieces` counts; and
+level S (`topology.ring_phases_time` of a `Phase` of pieces) charges the same timing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shardc.diagnostics import InterpreterError
 from shardc.dialects import tpu
+from shardc.dialects.sizes import tensor_bytes
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import RS_CREDITS, CostModel
 from shardc.hardware.topology import Ring, Torus, ring_time
@@ -244,22 +246,39 @@ def test_each_piece_boundary_saves_one_hop_latency_on_a_ring(chip, n, pieces):
 @pytest.mark.parametrize(
     "chip, n, rows, cols, kind",
     [
-        ("v5e", 4, 16384, 512, "reduce_scatter"),
+        ("v5e", 4, 65536, 1024, "reduce_scatter"),
         ("v5p", 4, 16384, 1024, "reduce_scatter"),
         ("v5e", 2, 32768, 1024, "reduce_scatter"),
-        ("v5e", 4, 8192, 1024, "all_reduce"),
+        ("v5e", 4, 32768, 1024, "all_reduce"),
     ],
 )
 def test_level_t_runs_the_pipelined_pieces_level_s_charges(chip, n, rows, cols, kind):
-    """f32 `_start`s of 8-64 MiB chunks, cut into 8-32 pieces: level T within 10% of level
-    S (timing only)."""
-    text = program(kind, n, "f32", "async", rows, cols)
+    """Sync f32 collectives of 64-256 MiB chunks, cut into 4-8 pieces to fit the chip's
+    VMEM: level T within 10% of level S (timing only), and both below the pieces one
+    ring after the other (the collective's `_start`, which is not pipelined)."""
+    text = program(kind, n, "f32", "sync", rows, cols)
     module = lower(text, chip)
-    assert len(_early_sends(list(_kernel(module).walk()))) >= 7
+    assert len(_early_sends(_top(module))) >= 3
     _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
     level_s = parse(text)
-    start = next(o for o in level_s.walk() if o.name.endswith("_start"))
+    op = next(o for o in level_s.walk() if o.name.startswith("collective."))
     mesh = module_mesh(level_s)
     assert mesh is not None
-    want = CostModel(get_chip(chip), mesh[1]).collective_time(start)  # pyright: ignore
+    model = CostModel(get_chip(chip), mesh[1])  # pyright: ignore
+    want = model.collective_time(op)
     assert report["step_time_s"] / want == pytest.approx(1.0, abs=0.10)
+    # The same pieces one ring after the other (as a `_start`'s, at the sync budget):
+    # at least one hop latency more per piece boundary.
+    c = get_chip(chip)
+    sizes = [tensor_bytes(t) for t in op.input_types()]
+    apart = model._collective_seconds(op, sizes, c.vmem_bytes, True)  # noqa: SLF001
+    assert model._collective_seconds(op, sizes, c.vmem_bytes, False) == want  # noqa: SLF001
+    pieces = len(_early_sends(_top(module))) + 1
+    assert apart - want >= (pieces - 1) * c.hop_latency * 0.999
+
+
+def test_a_starts_pieces_are_not_pipelined():
+    """Its steps are interleaved into the compute at whole-step estimates, where the
+    pipelined boundary gained nothing and waited for local copies under the compute."""
+    module = lower(program("reduce_scatter", 4, "f32", "async"), vmem_limit=8192)
+    assert "rs_piece_sem" in str(module) and not _early_sends(list(_kernel(module).walk()))
