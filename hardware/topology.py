@@ -30,10 +30,11 @@ crosses n - 1 hops (routed back along the line).
 - reduce_scatter (double-buffered receive slots, credits): the same chain, but a sender
   may run only 2 steps ahead of its receiver, so also at least ceil((n-1)/2) times the
   dearest edge's step time (a credit round trip crosses the wrap edge); a chunk cut into
-  pieces runs them one after the other, software-pipelined (lowering/reduce_ring.py): a
-  device starts the next piece's first step when its last step's messages have left, not
-  landed, so a piece boundary costs no latency; the pieces are stepped device by device
-  (`ring_phases_time`, a `Phase` of `pieces`);
+  pieces runs them one after the other; a sync collective's, at full precision,
+  software-pipelined (lowering/reduce_ring.py): a device starts the next piece's first
+  step when its last step's messages have left, not landed, so a piece boundary costs no
+  latency; those pieces are stepped device by device (`ring_phases_time`, a `Phase` of
+  `pieces`);
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut

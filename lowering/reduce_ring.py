@@ -32,9 +32,9 @@ semaphore) starts as soon as piece p's last messages have left (their send waits
 after they landed and were reduced, so the link is busy again while piece p's last
 step's latency, reduction and copy out run. This needs no VMEM beyond the 4 blocks
 `hardware.vmem.rs_pieces` counts: the two messages in flight use the two receive slots
-(credits: min(2, messages), so a ring of 2 lends both), step 0 sends from HBM, and its
+(credits: min(2, messages), so a ring of 2 uses both), step 0 sends from HBM, and its
 local DMA into `mine` waits until piece p's last step has read `mine`. Level S charges
-the same (`cost.CostModel`'s `_scatter_phases`: a boundary saves one step's latency).
+the same (`topology.Phase` of pieces: a boundary saves one step's latency).
 Only a sync collective's pieces are pipelined, and only at full precision:
 - low precision widens its first message into `acc`, which piece p's last step still
   sends from (a second wide send buffer, a fifth block, would cut chunks at the 4-block
