@@ -356,6 +356,11 @@ class LowerToTpuPass(ModulePass):
     its `done` (lowering/ring_steps.py); false: its first step only overlaps, the rest
     runs at the `done` (how bench/overlap.py shows the difference)."""
 
+    pipeline_pieces: bool = True
+    """Software-pipeline the pieces of a sync reduce_scatter cut to fit VMEM (a piece's
+    first step in flight with the previous piece's last, lowering/reduce_ring.py); false:
+    one after the other (how bench/rs_pieces.py shows the difference)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             chip = get_chip(self.chip)
@@ -367,7 +372,7 @@ class LowerToTpuPass(ModulePass):
             )
         record_level_s(op, chip)  # what the kernels' reports need from level S
         vmem = self.vmem_limit if self.vmem_limit is not None else chip.vmem_bytes
-        target = Target(chip, vmem)
+        target = Target(chip, vmem, self.pipeline_pieces)
         for function in list(op.body.block.ops):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

@@ -288,7 +288,7 @@ def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring
     # Pipelined where the steps run back to back: a sync collective at full precision
     # (module docstring).
     start = isinstance(op, collective.CollectiveOp) and op.IS_START
-    overlap = len(pieces) > 1 and wide == elem and not start
+    overlap = target.pipeline_pieces and len(pieces) > 1 and wide == elem and not start
     return _Run(op, n, elem, wide, one, credit0, overlap)
 
 

@@ -282,3 +282,28 @@ def test_a_starts_pieces_are_not_pipelined():
     pipelined boundary gained nothing and waited for local copies under the compute."""
     module = lower(program("reduce_scatter", 4, "f32", "async"), vmem_limit=8192)
     assert "rs_piece_sem" in str(module) and not _early_sends(list(_kernel(module).walk()))
+
+
+@pytest.mark.parametrize("chip, n, rows", [("v5e", 4, 65536), ("v5p", 4, 16384)])
+def test_pipelining_saves_at_level_t_at_least_what_level_s_saves(chip, n, rows):
+    """`pipeline-pieces=false` runs the same pieces one after the other: level T's saving
+    per boundary is at least level S's (one hop latency or more: the step's latency; level
+    T also hides the step's reduction and local copies, which level S does not charge)."""
+    text = program("reduce_scatter", n, "f32", "sync", rows, 1024)
+    times = []
+    for pipelined in (True, False):
+        module = lower(text, chip, pipeline_pieces=pipelined)
+        assert bool(_early_sends(_top(module))) == pipelined
+        _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
+        times.append(report["step_time_s"])
+    level_s = parse(text)
+    op = next(o for o in level_s.walk() if o.name.startswith("collective."))
+    mesh = module_mesh(level_s)
+    assert mesh is not None
+    c = get_chip(chip)
+    model = CostModel(c, mesh[1])  # pyright: ignore
+    sizes = [tensor_bytes(t) for t in op.input_types()]
+    s_saved = model._collective_seconds(op, sizes, c.vmem_bytes, True) - model.collective_time(op)  # noqa: SLF001
+    t_saved = times[1] - times[0]
+    assert s_saved >= 3 * c.hop_latency * 0.999  # 4 pieces or more
+    assert t_saved >= s_saved
