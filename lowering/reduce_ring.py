@@ -32,9 +32,10 @@ semaphore) starts as soon as piece p's last messages have left (their send waits
 after they landed and were reduced, so the link is busy again while piece p's last
 step's latency, reduction and copy out run. This needs no VMEM beyond the 4 blocks
 `hardware.vmem.rs_pieces` counts: the two messages in flight use the two receive slots
-(credits: min(2, messages), so a ring of 2 uses both), step 0 sends from HBM, and its
-local DMA into `mine` waits until piece p's last step has read `mine`. Level S charges
-the same (`topology.Phase` of pieces: a boundary saves one step's latency).
+(two credits, also on a ring of 2, whose steps are all a step 0), step 0 sends from
+HBM, and its local DMA into `mine` waits until piece p's last step has read `mine`.
+Level S charges the same (`topology.Phase` of pieces: a boundary saves one step's
+latency).
 Only a sync collective's pieces are pipelined, and only at full precision:
 - low precision widens its first message into `acc`, which piece p's last step still
   sends from (a second wide send buffer, a fifth block, would cut chunks at the 4-block
@@ -146,7 +147,8 @@ class _Run:
     """The accumulation type of `elem` (f32 for bf16/f16)."""
     one: SSAValue
     credit0: SSAValue
-    """i32 min(2, messages): the receive slots, and the credits owed at the end."""
+    """i32: the receive slots (2, or 1 for a ring of 2 whose pieces are not pipelined),
+    and the credits owed at the end."""
     overlap: bool
     """Pieces overlap: each piece's first step starts while the previous piece's last
     step runs (`run_rs_rings`)."""
@@ -282,13 +284,13 @@ def _start_run(target: Target, e: Emitter, op: Operation, pieces: list[list[Ring
         sum(4 * nbytes(b, wide) for b, _ in blocks),
     )
     one = e.i32(1, "one")
-    # Two receive slots, as many credits as messages up to that: a piece's last message
-    # and the next piece's first (of a ring of 2, both a step 0) may be in flight at once.
-    credit0 = e.i32(min(2, (n - 1) * len(pieces)), "rs_slots")
     # Pipelined where the steps run back to back: a sync collective at full precision
     # (module docstring).
     start = isinstance(op, collective.CollectiveOp) and op.IS_START
     overlap = target.pipeline_pieces and len(pieces) > 1 and wide == elem and not start
+    # Two receive slots, as many credits as messages in flight at once: pipelined, a
+    # piece's last message and the next piece's first (of a ring of 2, both a step 0).
+    credit0 = e.i32(min(2, (n - 1) * (2 if overlap else 1)), "rs_slots")
     return _Run(op, n, elem, wide, one, credit0, overlap)
 
 
@@ -403,9 +405,10 @@ def _ring_step(
     before_store: list[Operation],
     local: list[Operation] | None,
 ) -> list[Operation]:
-    """One ring of reduce_scatter step s (`where`: s as i32, its receive slot): send `src` (the running partial in `acc`, or at step 0 my own chunk in
-    HBM), start the local DMA of the chunk to add (or append it to `local`); return
-    the rest (`before_store` just before the accumulator is overwritten)."""
+    """One ring of reduce_scatter step s (`where`: s as i32, its receive slot): send
+    `src` (the running partial in `acc`, or at step 0 my own chunk in HBM), start the
+    local DMA of the chunk to add (or append it to `local`); return the rest
+    (`before_store` just before the accumulator is overwritten)."""
     s32, slot = where
     ax, n, tag = r.ax, r.ax.size, r.tag
     bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
