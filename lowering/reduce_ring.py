@@ -171,11 +171,8 @@ def run_rs_rings(
     this rank's reduced parts are returned, for the caller to use and deallocate.
     `deferred` (a `_start`): everything after step 0's sends goes there (emitted at
     the done).
-
-    Pieces overlap (`_Run.overlap`, module docstring): piece p+1's step 0 sends its
-    messages right after piece p's last step has sent its own, before piece p's last
-    waits, so a piece boundary no longer waits for a whole step (latency, transfer,
-    reduction) with the link idle between the two messages.
+    Pipelined pieces (`_Run.overlap`): piece p+1's step 0 starts within piece p's last
+    step (`_start_early`), once its messages have left (module docstring).
     """
     run = _start_run(target, e, op, pieces)
     state = [_ring_buffers(topo, e, run, r, len(pieces) > 1) for r in pieces[0]]
