@@ -1509,7 +1509,7 @@ class CostModel:
     def collective_latency(self, op: collective.CollectiveOp) -> float:
         """The collective's time without bytes: what combining two of them saves; its
         rings uncut (a ring's steps, not its pieces', `collective_overlap` counts)."""
-        return self._collective_seconds(op, [0] * len(op.operands), UNCUT)
+        return self._collective_seconds(op, [0] * len(op.operands), UNCUT, op.IS_START)
 
     def collective_overlap(self, op: collective.CollectiveOp) -> float:
         """
@@ -1547,12 +1547,17 @@ class CostModel:
         whatever `op` is (an estimate of a sync collective `async-split` will split);
         default: as it is. Cached per collective kind, groups, sizes and budget.
         """
-        budget = collective_budget(self.chip.vmem_bytes, op.IS_START if start is None else start)
-        return self._collective_seconds(op, [tensor_bytes(t) for t in op.input_types()], budget)
+        start = op.IS_START if start is None else start
+        budget = collective_budget(self.chip.vmem_bytes, start)
+        sizes = [tensor_bytes(t) for t in op.input_types()]
+        return self._collective_seconds(op, sizes, budget, start)
 
     def _collective_seconds(
-        self, op: collective.CollectiveOp, sizes: list[int], budget: int
+        self, op: collective.CollectiveOp, sizes: list[int], budget: int, start: bool
     ) -> float:
+        """`collective_time` of `op` with `sizes` bytes per operand, as a `_start` or not
+        (its reduce-scatter pieces pipelined only in a sync collective:
+        lowering/reduce_ring.py), in `budget` bytes of VMEM."""
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         types = op.input_types()
         pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
@@ -1564,6 +1569,7 @@ class CostModel:
             getattr(op, "kind", None),  # a reduction's: its combine's vector ops
             pair_operands(op),
             budget,
+            start,
             tuple(op.axes),
             None if explicit is None else str(explicit),
             repr(pairs),
@@ -1580,7 +1586,7 @@ class CostModel:
             )
             groups = tuple(tuple(g) for g in op.device_groups()) if op.group_size() > 1 else ()
             found = sum(
-                self._one_collective(op, kind, groups, nbytes, (i, t), (low, wide), budget)
+                self._one_collective(op, kind, groups, nbytes, (i, t), (low, wide), (budget, start))
                 for i, (nbytes, t) in enumerate(zip(sizes, types, strict=True))
             )
             found += self.dcn_time(op, kind, sum(sizes))
@@ -1613,15 +1619,19 @@ class CostModel:
         nbytes: int,
         operand: tuple[int, TensorType],
         precision: tuple[bool, float],
-        budget: int,
+        form: tuple[int, bool],
     ) -> float:
         """Seconds of one operand of `op` (`nbytes` on each device; `operand`: its index
         and type); `precision`: whether it accumulates in a wider type, and how many times
-        wider its partial sums are. A reduce-scatter phase cut into pieces to fit the
-        `budget` bytes of VMEM the collective may hold runs them one after the other, each
-        a ring of its own."""
+        wider its partial sums are; `form`: the bytes of VMEM the collective may hold, and
+        whether it is a `_start`. A reduce-scatter phase cut into pieces to fit that VMEM
+        runs them one after the other: pipelined in a sync collective at full precision
+        (`topology.Phase`: a boundary costs no latency), else each a ring of its own
+        (lowering/reduce_ring.py says why)."""
         index, t = operand
-        wide = precision[1]
+        low, wide = precision
+        budget, start = form
+        pipelined = not low and not start
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
@@ -1648,7 +1658,8 @@ class CostModel:
             dim = op.dim.value.data  # pyright: ignore[reportAttributeAccessIssue]
             chunk[dim] //= n
             last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
-            return self._scatter_phases(axes, nbytes * wide, last, (elem, reduction))
+            combined = (elem, reduction)
+            return self._scatter_phases(axes, nbytes * wide, last, combined, pipelined)
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
@@ -1656,7 +1667,7 @@ class CostModel:
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
         precision_of = (elem, wide, reduction)
-        return tail + self._all_reduce(axes, nbytes, n, numel, precision_of, vmem)
+        return tail + self._all_reduce(axes, nbytes, n, numel, precision_of, vmem, pipelined)
 
     @staticmethod
     def _pieces(
@@ -1761,11 +1772,14 @@ class CostModel:
         nbytes: float,
         last: tuple[int, int],
         combined: tuple[Attribute, str],
+        pipelined: bool,
     ) -> float:
         """reduce_scatter of `nbytes` (partial sums) per device of `combined` = (element
-        type, reduction) values: the most major axis first; only the last phase (of a ring of more than one) runs in `last`
-        = (pieces, directions) and copies its result out, the others in one piece, one
-        way (the lowering keeps their results in VMEM, in the accumulation type)."""
+        type, reduction) values: the most major axis first; only the last phase (of a ring
+        of more than one) runs in `last` = (pieces, directions) and copies its result out,
+        the others in one piece, one way (the lowering keeps their results in VMEM, in the
+        accumulation type). The pieces are `pipelined` (a sync collective at full
+        precision, lowering/reduce_ring.py) or one ring after the other."""
         total = 0.0
         final = _last_ring(axes)[0]
         elem, reduction = combined
@@ -1777,8 +1791,11 @@ class CostModel:
             out = elem if j == final else None
             block = nbytes / (pieces * len(dirs))
             ring = self._rs_ring(groups, block, dirs, (own, reduction), out)
-            rings = self._rs_pieces(ring, pieces, own if out is None else out)
-            total += sum(ring_time(self.chip, self.torus(), [r], RS_CREDITS) for r in rings)
+            if pipelined:
+                total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS, pieces)
+            else:
+                rings = self._rs_pieces(ring, pieces, own if out is None else out)
+                total += sum(ring_time(self.chip, self.torus(), [r], RS_CREDITS) for r in rings)
             if len(groups[0]) > 1:
                 own = accumulation_type(elem)
         return total
@@ -1830,6 +1847,7 @@ class CostModel:
         numel: int,
         precision: tuple[Attribute, float, str],
         vmem: tuple[int, int],
+        pipelined: bool,
     ) -> float:
         """reduce_scatter (of `elem` values combined by `reduction`; partial sums `wide`
         times the bytes) +
@@ -1844,7 +1862,7 @@ class CostModel:
         parts = m if m > 1 and len(sizes) == 1 and numel % (m * n) == 0 and not low else 1
         if m > 1 and low:
             last = self._pieces([1, numel // n], _last_ring(axes)[1], 1, vmem)
-            scatter = self._scatter_phases(axes, nbytes * wide, last, (elem, reduction))
+            scatter = self._scatter_phases(axes, nbytes * wide, last, (elem, reduction), False)
             return scatter + self._gather_phases(axes, nbytes / n)
         orders = [axes[i:] + axes[:i] for i in range(parts)]
         phases: list[Phase] = []
@@ -1861,15 +1879,20 @@ class CostModel:
                 block = part * wide / (pieces * len(dirs))
                 ring = self._rs_ring(order[phase][0], block, dirs, (elem, reduction), elem)
                 rings.append(ring)
-            cut = [self._rs_pieces(r, pieces, elem) for r in rings]
-            phases += [([c[p] for c in cut], RS_CREDITS) for p in range(pieces)]
+            # Pipelined pieces (a sync collective at full precision), else one after the
+            # other (lowering/reduce_ring.py).
+            if pipelined:
+                phases.append(Phase(rings, RS_CREDITS, pieces))
+            else:
+                cut = [self._rs_pieces(r, pieces, elem) for r in rings]
+                phases += [Phase([c[p] for c in cut], RS_CREDITS) for p in range(pieces)]
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:
                 groups, wrap = order[phase]
                 ways = (1, -1) if wrap else (1,)
                 rings.append(Ring(groups, part / len(ways), ways))
-            phases.append((rings, None))
+            phases.append(Phase(rings, None))
             part *= len(orders[0][phase][0][0])
         # Every device runs the phases one after the other, no barrier between them.
         return ring_phases_time(self.chip, self.torus(), phases)

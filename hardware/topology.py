@@ -34,7 +34,12 @@ crosses n - 1 hops (routed back along the line).
   every step the received partial sum is added to the own chunk in VMEM before the next
   send (a slot is freed after it), a low-precision own chunk is fetched and widened to
   f32 before the first send, and the result is copied out of VMEM after the last step
-  (before an all_reduce's all-gather phase begins);
+  (before an all_reduce's all-gather phase begins); a chunk cut into pieces runs them
+  one after the other; a sync collective's, at full precision, software-pipelined
+  (lowering/reduce_ring.py): a device starts the next piece's first step when its last
+  step's messages have left, not landed, so a piece boundary costs no latency (and the
+  last step's reduction overlaps the next piece's first transfers); those pieces are
+  stepped device by device (`ring_phases_time`, a `Phase` of `pieces`);
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
@@ -51,7 +56,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from shardc.hardware.chips import Chip
@@ -199,16 +205,19 @@ def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None) -> float:
+def ring_time(
+    chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None, pieces: int = 1
+) -> float:
     """
     Seconds of `rings` running their n - 1 steps at once (module docstring): per ring
     and direction the chain of n - 1 consecutive edges; with `credits` (a
     reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges. Several
-    rings at once (a torus all_reduce's parts) couple through every device's waits:
+    rings at once (a torus all_reduce's parts) couple through every device's waits, and
+    `pieces` pipelined one after the other couple through each device's sends:
     `ring_phases_time` steps them.
     """
-    if len(rings) > 1:
-        return ring_phases_time(chip, torus, [(rings, credits)])
+    if len(rings) > 1 or pieces > 1:
+        return ring_phases_time(chip, torus, [Phase(rings, credits, pieces)])
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
     times = transfer_times(chip, torus, transfers)
@@ -229,11 +238,18 @@ def ring_time(chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | No
     return worst
 
 
-Phase = tuple[Sequence[Ring], int | None]
-"""The rings of one phase, run at once in lockstep, and their credits (`ring_time`)."""
+class Phase(NamedTuple):
+    """One ring phase: its rings, run at once in lockstep, their credits (`ring_time`),
+    and the pieces its chunks are cut into (run one after the other, pipelined)."""
+
+    rings: Sequence[Ring]
+    credits: int | None
+    pieces: int = 1
 
 
-def ring_phases_time(chip: Chip, torus: Torus, phases: Sequence[Phase]) -> float:
+def ring_phases_time(
+    chip: Chip, torus: Torus, phases: Sequence[Phase | tuple[Sequence[Ring], int | None]]
+) -> float:
     """
     Seconds of ring phases run one after the other on every device, each phase's rings
     at once, step by step as lower-to-tpu's kernel runs them (lowering/all_gather.py
@@ -248,14 +264,37 @@ def ring_phases_time(chip: Chip, torus: Torus, phases: Sequence[Phase]) -> float
     parts put every device behind a wrap edge on one axis or the other, so each step
     waits for the longest edge of either ring (level T's 3 + 3 + 1 us per phase, not
     the 2-D chain's 3 + 1 + 1); phases chained per device are cheaper than summing
-    their slowest devices.
+    their slowest devices. A phase of several pieces runs them as the kernel pipelines
+    them: a device sends a piece's first step when its previous step's messages have
+    left (`transfer_legs`), and takes it after the previous piece's last step.
     """
-    if not all(_covers_alike(rings) for rings, _ in phases):  # explicit groups: apart
-        return sum(ring_time(chip, torus, rings, credits) for rings, credits in phases)
+    whole = [Phase(*p) for p in phases]
+    if not all(_covers_alike(p.rings) for p in whole):  # explicit groups: apart
+        return sum(_apart(chip, torus, p) for p in whole)
     ready: dict[int, float] = {}
-    for rings, credits in phases:
-        ready = _phase(chip, torus, rings, credits, ready)
+    for p in whole:
+        ready = _phase(chip, torus, p, ready)
     return max(ready.values(), default=0.0)
+
+
+def _apart(chip: Chip, torus: Torus, phase: Phase) -> float:
+    """A phase whose rings do not line up (explicit groups), each ring's chain on its own:
+    its pieces one after the other, each boundary saving the latency of the cheapest
+    edge (the next piece's first step goes when the last step's messages have left) and
+    each but the last piece's copy out (`Ring.tail`)."""
+    chain = max(ring_time(chip, torus, [r], phase.credits) for r in phase.rings)
+    if phase.pieces == 1:
+        return chain
+    # A piece's copy out overlaps the next piece (full precision: nothing to round).
+    mid = max(ring_time(chip, torus, [replace(r, tail=0.0)], phase.credits) for r in phase.rings)
+    saved = min(
+        landed - left
+        for r in phase.rings
+        for left, landed in transfer_legs(
+            chip, torus, [(r.groups[g][k], peer, r.block) for g, _, k, peer in _edges(r)]
+        )
+    )
+    return chain + (phase.pieces - 1) * (mid - saved)
 
 
 def _covers_alike(rings: Sequence[Ring]) -> bool:
@@ -264,53 +303,108 @@ def _covers_alike(rings: Sequence[Ring]) -> bool:
     return all(m == members[0] and len(set(m)) == len(m) for m in members)
 
 
-def _phase(
-    chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None, ready: dict[int, float]
-) -> dict[int, float]:
+def _phase(chip: Chip, torus: Torus, phase: Phase, ready: dict[int, float]) -> dict[int, float]:
     """Every device's end of one phase begun at `ready` (`ring_phases_time`), stepped
     for all devices at once: lane j of a device is its j-th (ring, direction), in the
-    kernel's order (every ring of a phase covers every device)."""
+    kernel's order (every ring of a phase covers every device); its pieces one after
+    the other, pipelined (`_steps`)."""
+    rings = phase.rings
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
-    lanes: dict[int, list[tuple[int, float, Ring]]] = {}
-    for (i, (g, _, r, peer)), t in zip(edges, transfer_times(chip, torus, transfers), strict=True):
-        lanes.setdefault(rings[i].groups[g][r], []).append((peer, t, rings[i]))
+    lanes: dict[int, list[tuple[int, float, float, Ring]]] = {}
+    legs = transfer_legs(chip, torus, transfers)
+    for (i, (g, _, r, peer)), (left, t) in zip(edges, legs, strict=True):
+        lanes.setdefault(rings[i].groups[g][r], []).append((peer, left, t, rings[i]))
     devices = sorted(lanes)
     at = {d: k for k, d in enumerate(devices)}
-    peer = np.array([[at[p] for p, _, _ in lanes[d]] for d in devices])
-    edge = np.array([[t for _, t, _ in lanes[d]] for d in devices])
-    work = np.array([[ring.combine for _, _, ring in lanes[d]] for d in devices])
+    peer = np.array([[at[p] for p, _, _, _ in lanes[d]] for d in devices])
+    n = max(len(g) for ring in rings for g in ring.groups)
+    lane = _Lanes(
+        peer,
+        np.array([[left for _, left, _, _ in lanes[d]] for d in devices]),
+        np.array([[t for _, _, t, _ in lanes[d]] for d in devices]),
+        np.array([[ring.combine for _, _, _, ring in lanes[d]] for d in devices]),
+    )
+    # Once per device and lane: before the first send, after the last step.
     lead, tail = (
-        np.array([sum(getattr(ring, f) for _, _, ring in lanes[d]) for d in devices])
+        np.array([sum(getattr(ring, f) for _, _, _, ring in lanes[d]) for d in devices])
         for f in ("lead", "tail")
     )
-    n_lanes = peer.shape[1]
-    sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
-    for j in range(n_lanes):
-        sender[peer[:, j], j] = np.arange(len(devices))
-    n = max(len(g) for ring in rings for g in ring.groups)
     begin = np.array([ready.get(d, 0.0) for d in devices])
-    now, cols = begin + lead, np.arange(n_lanes)
-    taken: list[np.ndarray] = []  # per step: when each device took each lane's block
-    for s in range(n - 1):
-        send = np.broadcast_to(now[:, None], peer.shape)
+    now = _steps(lane, (begin, lead), n - 1, phase) + tail
+    return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
+
+
+@dataclass(frozen=True)
+class _Lanes:
+    """A phase's lanes, per device (row) and lane (column): the receiving device's row,
+    the seconds from a send until its last byte has left and until it has landed, and the
+    seconds the receiver computes on what landed before its next sends (`Ring.combine`)."""
+
+    peer: np.ndarray
+    left: np.ndarray
+    edge: np.ndarray
+    work: np.ndarray
+
+
+def _steps(
+    lane: _Lanes, begun: tuple[np.ndarray, np.ndarray], steps: int, phase: Phase
+) -> np.ndarray:
+    """
+    When each device ends `phase.pieces` pieces of `steps` steps, `begun` = (when it
+    began, the seconds before its first send: `Ring.lead`; its first credits come at the
+    begin): at each
+    step a device sends on every lane (a reduce-scatter's after a credit: the receiver
+    took that lane's message `credits` messages earlier, or began), in lane order, then
+    takes each lane's arrival and combines it. A piece's first step is sent when the
+    previous step's messages have left, and taken after the previous piece's last step,
+    which itself is taken after these sends (the kernel's order, lowering/reduce_ring.py).
+    """
+    peer, credits = lane.peer, phase.credits
+    assert phase.pieces == 1 or (credits or 0) >= 2, "pipelined pieces need two slots"
+    cols = np.arange(peer.shape[1])
+    sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
+    for j in range(peer.shape[1]):
+        sender[peer[:, j], j] = np.arange(len(peer))
+    begin, lead = begun
+    now = begin + lead
+    start = now.copy()
+    taken: list[np.ndarray] = []  # per message: when each device took each lane's block
+    held: np.ndarray | None = None  # a piece's last arrivals, taken after the next sends
+    total = steps * phase.pieces
+    for g in range(total):
+        send = np.broadcast_to(start[:, None], peer.shape)
         if credits is not None:  # a slot the receiver freed, or its first credits
-            freed = taken[s - credits][peer, cols] if s >= credits else begin[peer]
+            freed = taken[g - credits][peer, cols] if g >= credits else begin[peer]
             send = np.maximum(send, freed)
         send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
-        arrive = send[sender, cols] + edge[sender, cols]
-        # Lane by lane: wait for its block, then combine it (the slot is free after).
-        took = np.empty_like(arrive)
-        t = send[:, -1]
-        for j in range(n_lanes):
-            t = took[:, j] = np.maximum(t, arrive[:, j]) + work[:, j]
-        taken.append(took)
-        now = took[:, -1]
+        arrive = send[sender, cols] + lane.edge[sender, cols]
+        if held is not None:
+            now, got = _take(np.maximum(send[:, -1], now), held, lane.work)
+            taken.append(got)
+            held = None
+        if g % steps == steps - 1 and g + 1 < total:
+            held = arrive  # pipelined: the next piece goes when these have left
+            start = (send + lane.left).max(axis=1)
+            continue
+        now, got = _take(np.maximum(send[:, -1], now), arrive, lane.work)
+        taken.append(got)
+        start = now
     if credits is not None:  # the credits still owed: the receiver took the last messages
-        for step in taken[max(0, n - 1 - credits) :]:
+        for step in taken[max(0, total - credits) :]:
             now = np.maximum(now, step[peer, cols].max(axis=1))
-    now = now + tail
-    return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
+    return now
+
+
+def _take(after: np.ndarray, arrive: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each device takes its lanes' arrivals in lane order, not before `after`, and
+    combines each (`work`: the slot is free after): (when it is done, when it took each
+    lane)."""
+    got = np.empty_like(arrive)
+    t = after
+    for j in range(arrive.shape[1]):
+        t = got[:, j] = np.maximum(t, arrive[:, j]) + work[:, j]
+    return t, got
 
 
 def axis_groups(mesh_shape: Sequence[int], axis: int) -> list[list[int]]:

@@ -27,7 +27,9 @@ the `concurrent` phases run at once (a torus all_reduce's parts); bidirectional 
 each piece (ways = 2). If that does not fit the budget the chunk is cut into pieces
 (halving until they fit), run one after the other through the same buffers. Pieces and
 halves cut the same dimension, the first one they divide; if none does, one piece, one
-way.
+way. Pipelining the pieces (a piece's first step in flight with the previous piece's
+last, lowering/reduce_ring.py) needs no fifth block: the two messages use the two
+receive slots and the first is sent from HBM, so the rule is the same with or without.
 """
 
 from __future__ import annotations

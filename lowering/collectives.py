@@ -23,6 +23,7 @@ the `_start`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from shardc.diagnostics import OpPassError
 from shardc.dialects import collective
@@ -102,7 +103,7 @@ class CollectiveLowering:
         """
         budget = start_budget(self.target.vmem_bytes, vmem_in_use(self.e.block))
         try:
-            body = self._whole(op, axes, ins, outs, Target(self.target.chip, budget))
+            body = self._whole(op, axes, ins, outs, replace(self.target, vmem_bytes=budget))
         except OpPassError:
             body = self._whole(op, axes, ins, outs, self.target)
         steps = split_steps(body)

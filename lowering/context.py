@@ -28,6 +28,9 @@ class Target:
     chip: Chip
     vmem_bytes: int
     """The chip's VMEM, or the pass's `vmem-limit`."""
+    pipeline_pieces: bool = True
+    """The pass's `pipeline-pieces`: a sync reduce-scatter's pieces software-pipelined
+    (lowering/reduce_ring.py)."""
 
     def check_vmem(self, op: Operation, what: str, size: int) -> None:
         """Raise an `OpPassError` at `op` if `what` (of `size` bytes) does not fit VMEM."""

@@ -42,8 +42,9 @@ the function's ops in order. Where each part lives:
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
 VMEM that no dimension lets cut into pieces, or the VMEM intermediate of a multi-axis
 reduce_scatter (or a bf16/f16 multi-axis all_reduce) over VMEM (an error naming the op,
-the size and the capacity); overlapping a reduce_scatter piece's last step with the
-next piece's (the ring runs a piece's N-1 steps, then the next's); no (8, 128) vreg
+the size and the capacity); pipelining the pieces of a `_start`'s reduce_scatter or of
+a low-precision (bf16/f16) one (a sync collective's full-precision pieces are:
+lowering/reduce_ring.py says why not the others); no (8, 128) vreg
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops that the `fusion` pass did not
@@ -356,6 +357,11 @@ class LowerToTpuPass(ModulePass):
     its `done` (lowering/ring_steps.py); false: its first step only overlaps, the rest
     runs at the `done` (how bench/overlap.py shows the difference)."""
 
+    pipeline_pieces: bool = True
+    """Software-pipeline the pieces of a sync reduce_scatter cut to fit VMEM (a piece's
+    first step in flight with the previous piece's last, lowering/reduce_ring.py); false:
+    one after the other (how bench/rs_pieces.py shows the difference)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             chip = get_chip(self.chip)
@@ -367,7 +373,7 @@ class LowerToTpuPass(ModulePass):
             )
         record_level_s(op, chip)  # what the kernels' reports need from level S
         vmem = self.vmem_limit if self.vmem_limit is not None else chip.vmem_bytes
-        target = Target(chip, vmem)
+        target = Target(chip, vmem, self.pipeline_pieces)
         for function in list(op.body.block.ops):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

@@ -27,6 +27,26 @@ Several rings (both directions, the parts of a torus all-reduce) run their steps
 interleaved; a chunk cut into pieces (see `reduce_scatter.rs_plan`) runs the pieces one
 after the other through the same buffers: the credits run on (no drain between pieces)
 and a piece's result is copied out while the next piece's first messages travel.
+
+Pieces are software-pipelined, as a hand-written Pallas kernel does: piece p+1's step 0
+(its messages straight from HBM into the receiver's other slot, under its own receive
+semaphore) starts as soon as piece p's last messages have left (their send waits), not
+after they landed and were reduced, so the link is busy again while piece p's last
+step's latency, reduction and copy out run. This needs no VMEM beyond the 4 blocks
+`hardware.vmem.rs_pieces` counts: the two messages in flight use the two receive slots
+(two credits, also on a ring of 2, whose steps are all a step 0), step 0 sends from
+HBM, and its local DMA into `mine` waits until piece p's last step has read `mine`.
+Level S charges the same (`topology.Phase` of pieces: a boundary saves one step's
+latency).
+Only a sync collective's pieces are pipelined, and only at full precision:
+- low precision widens its first message into `acc`, which piece p's last step still
+  sends from (a second wide send buffer, a fifth block, would cut chunks at the 4-block
+  boundary into twice the pieces, each with its ring of latencies);
+- a `_start`'s steps are interleaved into the compute (`ring_steps`), chunk by chunk at
+  block boundaries placed by whole-step estimates: there piece p+1's first sends went
+  at the block where the old order started them anyway, and piece p's last reduction,
+  its copy out and piece p+1's local DMA were waited in one chunk under the compute
+  (the real-size transformer layer in f32 on v5e: level T 14.34 -> 14.37 ms).
 """
 
 from __future__ import annotations
@@ -130,7 +150,11 @@ class _Run:
     """The accumulation type of `elem` (f32 for bf16/f16)."""
     one: SSAValue
     credit0: SSAValue
-    """i32 min(2, N-1): the receive slots, and the credits owed at the end."""
+    """i32: the receive slots (2, or 1 for a ring of 2 whose pieces are not pipelined),
+    and the credits owed at the end."""
+    overlap: bool
+    """Pieces overlap: each piece's first step starts while the previous piece's last
+    step runs (`run_rs_rings`)."""
     pairs: bool = False
     """The blocks' last dimension holds complex (re, im) pairs combined as complex numbers
     (lowering/pair_combine.py)."""
@@ -154,25 +178,41 @@ def run_rs_rings(
     this rank's reduced parts are returned, for the caller to use and deallocate.
     `deferred` (a `_start`): everything after step 0's sends goes there (emitted at
     the done). `pairs`: the blocks are complex (re, im) pairs (`_Run.pairs`).
+    Pipelined pieces (`_Run.overlap`): piece p+1's step 0 starts within piece p's last
+    step (`_start_early`), once its messages have left (module docstring).
     """
     run = _start_run(target, e, op, pieces, pairs)
     state = [_ring_buffers(topo, e, run, r, len(pieces) > 1) for r in pieces[0]]
     later = Emitter(Block()) if deferred is not None else None
     pending: list[Operation] = []
     """Waits for the previous piece's copies out of the accumulators."""
+    early: _Early | None = None
+    """This piece's step 0, started during the previous piece's last step."""
     for p, rings in enumerate(pieces):
-        firsts = _first_messages(e, run, rings, state, pending)
-        if run.wide != run.elem:
-            pending = []
-        # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and the
-        # rest of the collective goes to a block emitted at the done.
-        for o in _step(run, e, e.index(0), p, rings, state, firsts, pending):
-            (later if later is not None and p == 0 else e).op(o)
+        if early is None:
+            firsts = _first_messages(e, run, rings, state, pending)
+            if run.wide != run.elem:
+                pending = []
+            # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and
+            # the rest of the collective goes to a block emitted at the done.
+            rest = _step(run, e, e.index(0), p, rings, state, firsts, pending)
+        else:
+            rest = [*early.local, *pending, *early.rest]
         pending = []
         if later is not None and p == 0:
             e = later
+        nxt = pieces[p + 1] if run.overlap and p + 1 < len(pieces) else None
         if run.n > 2:
-            _later_steps(run, e, p, rings, state)
+            _emit(e, rest)
+            _later_steps(run, e, p, rings, state, nxt is None)
+            if nxt is not None:  # the last step, its rest after the next piece's sends
+                accs = [st.acc for st in state]
+                rest = _step(run, e, e.index(run.n - 2), p, rings, state, accs, [])
+        early = None
+        if nxt is not None:
+            rest, early = _start_early(run, e, p + 1, nxt, state, rest)
+        if run.n == 2 or nxt is not None:
+            _emit(e, rest)
         if p < len(pieces) - 1:
             pending = _piece_out(e, run, rings, state)
     result = _finish(e, run, pieces[-1], state)
@@ -181,17 +221,56 @@ def run_rs_rings(
     return result
 
 
-def _later_steps(run: _Run, e: Emitter, p: int, rings: list[Ring], state: list[_RingState]) -> None:
-    """Steps 1 .. N-2 of piece `p`: an `scf.for`, or (`e.unroll`) one after the other."""
+@dataclass
+class _Early:
+    """A piece's step 0 started early (during the previous piece's last step): its
+    remote DMAs are in flight; its local DMAs into `mine` wait until the previous
+    piece's last step has read `mine`."""
+
+    local: list[Operation]
+    rest: list[Operation]
+
+
+def _start_early(
+    run: _Run,
+    e: Emitter,
+    p: int,
+    rings: list[Ring],
+    state: list[_RingState],
+    last: list[Operation],
+) -> tuple[list[Operation], _Early]:
+    """
+    Start piece `p`'s step 0 within piece p-1's last step, whose rest is `last`: the
+    link is free once that step's messages have left (its send waits, taken out of
+    `last` and emitted now), so piece p's first messages go then, while the last ones
+    travel and are reduced. Returns the rest of `last` and piece p's early step 0.
+    """
+    sends = {st.send_sem for st in state}
+    sent = {id(o) for o in last if isinstance(o, tpu.DMAWaitOp) and o.sem in sends}
+    for o in last:
+        if id(o) in sent:
+            e.op(o)
+    early = _Early([], [])
+    firsts = _first_messages(e, run, rings, state, [])
+    early.rest = _step(run, e, e.index(0), p, rings, state, firsts, [], early.local)
+    return [o for o in last if id(o) not in sent], early
+
+
+def _later_steps(
+    run: _Run, e: Emitter, p: int, rings: list[Ring], state: list[_RingState], last: bool
+) -> None:
+    """Steps 1 .. N-2 of piece `p` (`last`: else 1 .. N-3, the caller runs the last one):
+    an `scf.for`, or (`e.unroll`) one after the other."""
     accs = [st.acc for st in state]
+    hi = run.n - 1 if last else run.n - 2
     if e.unroll:
-        for k in range(1, run.n - 1):
-            for o in _step(run, e, e.index(k), p, rings, state, accs, []):
-                e.op(o)
+        for k in range(1, hi):
+            _emit(e, _step(run, e, e.index(k), p, rings, state, accs, []))
         return
-    b, s = for_steps(e, 1, run.n - 1)
-    for o in _step(run, b, s, p, rings, state, accs, []):
-        b.op(o)
+    if hi <= 1:
+        return
+    b, s = for_steps(e, 1, hi)
+    _emit(b, _step(run, b, s, p, rings, state, accs, []))
     b.op(scf.YieldOp())
 
 
@@ -211,8 +290,19 @@ def _start_run(
         sum(4 * nbytes(b, wide) for b, _ in blocks),
     )
     one = e.i32(1, "one")
-    credit0 = e.i32(min(2, n - 1), "rs_slots")
-    return _Run(op, n, elem, wide, one, credit0, pairs)
+    # Pipelined where the steps run back to back: a sync collective at full precision
+    # (module docstring).
+    start = isinstance(op, collective.CollectiveOp) and op.IS_START
+    overlap = target.pipeline_pieces and len(pieces) > 1 and wide == elem and not start
+    # Two receive slots, as many credits as messages in flight at once: pipelined, a
+    # piece's last message and the next piece's first (of a ring of 2, both a step 0).
+    credit0 = e.i32(min(2, (n - 1) * (2 if overlap else 1)), "rs_slots")
+    return _Run(op, n, elem, wide, one, credit0, overlap, pairs)
+
+
+def _emit(e: Emitter, ops: Sequence[Operation]) -> None:
+    for o in ops:
+        e.op(o)
 
 
 def _ring_buffers(topo: Topology, e: Emitter, run: _Run, r: Ring, pieces: bool) -> _RingState:
@@ -296,15 +386,17 @@ def _step(
     state: list[_RingState],
     srcs: Sequence[SSAValue],
     before_store: list[Operation],
+    local: list[Operation] | None = None,
 ) -> list[Operation]:
     """Start step `s` of piece `p`'s DMAs (after their credits); return the rest of the
-    step (`before_store`: to emit before the first ring overwrites its accumulator)."""
+    step (`before_store`: to emit before the first ring overwrites its accumulator).
+    `local`: the local DMAs of the chunks to add go there, not started (`_Early`)."""
     s32 = b.to_i32(s)
     n = run.n
     slot = b.rem(b.add(s, b.index(p * (n - 1))) if p else s, b.index(2), "slot")
     later: list[Operation] = []
     for r, st, src in zip(rings, state, srcs, strict=False):
-        later += _ring_step(run, b, s32, slot, r, st, src, before_store)
+        later += _ring_step(run, b, (s32, slot), r, st, src, before_store, local)
         before_store = []
     return later
 
@@ -312,16 +404,18 @@ def _step(
 def _ring_step(
     run: _Run,
     b: Emitter,
-    s32: SSAValue,
-    slot: SSAValue,
+    where: tuple[SSAValue, SSAValue],
     r: Ring,
     st: _RingState,
     src: SSAValue,
     before_store: list[Operation],
+    local: list[Operation] | None,
 ) -> list[Operation]:
-    """One ring of reduce_scatter step s: send `src` (the running partial in `acc`,
-    or at step 0 my own chunk in HBM), start the local DMA of the chunk to add;
-    return the rest (`before_store` just before the accumulator is overwritten)."""
+    """One ring of reduce_scatter step s (`where`: s as i32, its receive slot): send
+    `src` (the running partial in `acc`, or at step 0 my own chunk in HBM), start the
+    local DMA of the chunk to add (or append it to `local`); return the rest
+    (`before_store` just before the accumulator is overwritten)."""
+    s32, slot = where
     ax, n, tag = r.ax, r.ax.size, r.tag
     bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
     block_v = memref_type(bshape, run.wide, VMEM)
@@ -338,21 +432,12 @@ def _ring_step(
     b.op(tpu.SemWaitOp(st.credits, run.one))
     b.op(tpu.DMAStartOp(src, dst, send_sem=st.send_sem, recv_sem=rsem, device=st.to))
     xs = r.block(b, mine_i, f"{tag}_x_block")
-    b.op(tpu.DMAStartOp(xs, mine, recv_sem=st.copy_sem))
-    if run.pairs:  # complex (re, im) pairs combined as complex numbers
-        assert isinstance(run.op, collective.AllReduceBase | collective.ReduceScatterBase)
-        kind = run.op.kind.data
-        combined, parts = combine_pairs(
-            b, kind, run.op, (rbuf, [slot, *zeros]), (mine, zeros), bshape
-        )
-        stores = store_parts(b, parts, (acc, zeros))
+    fetch = tpu.DMAStartOp(xs, mine, recv_sem=st.copy_sem)
+    if local is None:
+        b.op(fetch)
     else:
-        got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(run.wide, bshape))
-        got.result.name_hint = "partial"
-        own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
-        own.result.name_hint = "own"
-        combined = [got, own, *combine(run.op, got.result, own.result)]
-        stores = [tpu.StoreOp(combined[-1].results[0], acc, zeros)]
+        local.append(fetch)
+    combined, stores = _combine_step(run, b, st, (slot, zeros))
     return [
         tpu.DMAWaitOp(st.copy_sem, mine),
         tpu.DMAWaitOp(rsem, dst),
@@ -364,6 +449,29 @@ def _ring_step(
         # My slot is consumed: one more credit for the sending neighbour.
         tpu.SemSignalOp(st.credits, run.one, st.back),
     ]
+
+
+def _combine_step(
+    run: _Run, b: Emitter, st: _RingState, at: tuple[SSAValue, list[SSAValue]]
+) -> tuple[list[Operation], list[Operation]]:
+    """The ops combining the partial in receive slot `at[0]` with the own chunk (`at[1]`:
+    the zero indices), and those storing the result to the accumulator: one op per
+    element, or (`run.pairs`) a complex (re, im) pair's combine (pair_combine.py)."""
+    slot, zeros = at
+    bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
+    if run.pairs:  # complex (re, im) pairs combined as complex numbers
+        assert isinstance(run.op, collective.AllReduceBase | collective.ReduceScatterBase)
+        kind = run.op.kind.data
+        combined, parts = combine_pairs(
+            b, kind, run.op, (rbuf, [slot, *zeros]), (mine, zeros), bshape
+        )
+        return combined, store_parts(b, parts, (acc, zeros))
+    got = tpu.LoadOp(rbuf, [slot, *zeros], VectorType(run.wide, bshape))
+    got.result.name_hint = "partial"
+    own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
+    own.result.name_hint = "own"
+    combined = [got, own, *combine(run.op, got.result, own.result)]
+    return combined, [tpu.StoreOp(combined[-1].results[0], acc, zeros)]
 
 
 def _piece_out(

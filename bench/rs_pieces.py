@@ -1,0 +1,119 @@
+"""
+Reduce-scatter pieces pipelined (issue 15 item 1): sync f32 reduce_scatters and
+all_reduces whose chunks are too large for the chip's VMEM, so `lower-to-tpu` reduces
+them in pieces (`hardware.vmem.rs_pieces`). Per row: the pieces, level T (the kernel on
+the level-T simulator, timing only) with the pieces pipelined (the default: a piece's
+first step starts once the previous piece's last messages have left) and one after the
+other (`pipeline-pieces=false`), and level S's cost of each (`CostModel.collective_time`:
+a `Phase` of pipelined pieces; the same pieces one ring after the other, as it charges a
+`_start`'s). The per-boundary columns divide each level's saving by the piece boundaries:
+level S saves one step's latency per boundary (hop latency x the hops of the edge), level
+T that and the reduction and local copies of the step, which level S does not model.
+
+    python bench/rs_pieces.py
+"""
+
+from __future__ import annotations
+
+import time
+
+from shardc.dialects import make_context
+from shardc.dialects.sizes import tensor_bytes
+from shardc.hardware.chips import get_chip
+from shardc.hardware.cost import CostModel
+from shardc.interpreter.devices import module_mesh
+from shardc.interpreter.level_t import run_level_t
+from shardc.interpreter.testing import parse
+from shardc.lowering.lower_to_tpu import LowerToTpuPass
+
+CASES = [
+    ("v5e", 4, "reduce_scatter", 65536, 1024),
+    ("v5e", 2, "reduce_scatter", 32768, 1024),
+    ("v5e", 4, "all_reduce", 32768, 1024),
+    ("v5p", 4, "reduce_scatter", 16384, 1024),
+    ("v5p", 8, "reduce_scatter", 16384, 1024),
+    ("v5p", 4, "all_reduce", 16384, 1024),
+]
+"""(chip, devices, kind, chunk rows, columns): chunks of rows x columns f32 (a
+reduce_scatter's; an all_reduce of 4 rows x columns per device)."""
+
+
+def program(n: int, kind: str, rows: int, cols: int) -> str:
+    """One sync collective over a ring of `n` devices, per-device I/O."""
+    if kind == "reduce_scatter":
+        arg, res = f"tensor<{rows * n}x{cols}xf32>", f"tensor<{rows}x{cols}xf32>"
+        op = f'collective.reduce_scatter add %a on @m["x"], dim = 0 : ({arg}) -> {res}'
+    else:
+        arg = res = f"tensor<{4 * rows}x{cols}xf32>"
+        op = f'collective.all_reduce add %a on @m["x"] : {arg}'
+    return "\n".join(
+        [
+            f'spmd.mesh @m = <["x"={n}]>',
+            f"func.func @main(%a: {arg}) -> {res} attributes {{spmd.per_device_io}} {{",
+            f"  %r = {op}",
+            f"  func.return %r : {res}",
+            "}",
+        ]
+    )
+
+
+def level_t(text: str, chip: str, n: int, pipelined: bool) -> tuple[float, int]:
+    """Level T step time (s) of `text` and its piece count (one per piece out of VMEM)."""
+    module = parse(text)
+    LowerToTpuPass(chip=chip, pipeline_pieces=pipelined).apply(make_context(), module)
+    # One piece-out semaphore per ring, one copy out through it per piece but the last.
+    rings = sum(
+        1 for o in module.walk() if o.name == "tpu.alloc" and _hint(o).endswith("piece_sem")
+    )
+    outs = sum(1 for o in module.walk() if o.name == "tpu.dma_start" and _is_piece_out(o))
+    pieces = outs // rings + 1 if rings else 1
+    _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
+    return report["step_time_s"], pieces
+
+
+def _hint(op) -> str:
+    return (op.results[0].name_hint or "") if op.results else ""
+
+
+def _is_piece_out(op) -> bool:
+    return any((v.name_hint or "").endswith("piece_sem") for v in op.operands)
+
+
+def level_s(text: str, chip: str) -> tuple[float, float]:
+    """Level S's cost (s): pipelined pieces, and the same pieces one after the other."""
+    module = parse(text)
+    op = next(o for o in module.walk() if o.name.startswith("collective."))
+    mesh = module_mesh(module)
+    assert mesh is not None
+    model = CostModel(get_chip(chip), mesh[1])
+    sizes = [tensor_bytes(t) for t in op.input_types()]  # pyright: ignore[reportAttributeAccessIssue]
+    vmem = get_chip(chip).vmem_bytes
+    return model.collective_time(op), model._collective_seconds(op, sizes, vmem, True)  # noqa: SLF001  # pyright: ignore[reportArgumentType]
+
+
+def main() -> None:
+    print(
+        "| chip | collective | pieces | level T pipelined | level T one after the other "
+        "| saved per boundary | level S pipelined | level S one after the other "
+        "| saved per boundary | T / S pipelined |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    start = time.monotonic()
+    for chip, n, kind, rows, cols in CASES:
+        text = program(n, kind, rows, cols)
+        t_pip, pieces = level_t(text, chip, n, True)
+        t_seq, _ = level_t(text, chip, n, False)
+        s_pip, s_seq = level_s(text, chip)
+        mib = rows * cols * 4 / 2**20
+        gaps = max(1, pieces - 1)
+        print(
+            f"| {chip} | {kind} of {mib:.0f} MiB chunks over {n} | {pieces} "
+            f"| {t_pip * 1e6:.1f} us | {t_seq * 1e6:.1f} us | {(t_seq - t_pip) / gaps * 1e6:.2f} us "
+            f"| {s_pip * 1e6:.1f} us | {s_seq * 1e6:.1f} us | {(s_seq - s_pip) / gaps * 1e6:.2f} us "
+            f"| {t_pip / s_pip:.3f} |"
+        )
+    print(f"\n{time.monotonic() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
