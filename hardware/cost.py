@@ -588,7 +588,7 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.add", "f64"): 2,
     ("hlo.sub", "f64"): 2,
     ("hlo.neg", "f64"): 2,
-    ("hlo.mul", "f64"): 6,
+    ("hlo.mul", "f64"): 15,  # six, and fma's infinities where a part is NaN (nine)
     ("hlo.div", "f64"): 33,
     ("hlo.abs", "f64"): 18,  # max * sqrt(1 + (min / max)^2), the zero and infinities
     ("hlo.compare", "f32"): 3,  # the parts compared, and (EQ) / or (NE)
@@ -725,7 +725,8 @@ def ring_combine_ops(elem: Attribute, kind: str) -> int:
     first where partial sums accumulate wider (bf16, f16: an `extf`); on complex values
     add sums both parts, mul / max / min take each (re, im) pair as one complex number
     (lowering/pair_combine.py): their elementwise op's loop body (`COMPLEX_PART_OPS`: 13
-    for a complex<f32> product, its fma in f64; 6 for complex<f64>; 15 for max / min).
+    for a complex<f32> product, its fma in f64; 15 for complex<f64>, its NaN parts as
+    fma's; 15 for max / min).
     """
     if isinstance(elem, ComplexType):
         if kind == "add":
