@@ -528,6 +528,19 @@ def compute_widen_ops(op: Operation) -> int:
     return 0
 
 
+def operand_repeats(operands: Sequence[SSAValue]) -> tuple[int, ...]:
+    """
+    Where an op reads one value more than once (x * x), the position of each operand's
+    first occurrence; () when every operand is a distinct value. An elementwise op's cost
+    depends on it (`compute_widen_ops` widens each distinct operand once, a clamp
+    broadcasts each distinct rank-0 bound once), not on its types alone, so a cost
+    remembered by types (`CachedCostModel.key`, `kernel.op_kernel_time`) holds it too.
+    """
+    if len(operands) < 2 or len(set(operands)) == len(operands):
+        return ()
+    return tuple(next(j for j, w in enumerate(operands) if w is v) for v in operands)
+
+
 def plain_reduce_ops(elem: Attribute) -> int:
     """
     Vector ops per reduced element of a reduce add / mul / max / min of `elem` without a
@@ -575,7 +588,7 @@ COMPLEX_PART_OPS: dict[tuple[str, str], int] = {
     ("hlo.add", "f64"): 2,
     ("hlo.sub", "f64"): 2,
     ("hlo.neg", "f64"): 2,
-    ("hlo.mul", "f64"): 6,
+    ("hlo.mul", "f64"): 15,  # six, and fma's infinities where a part is NaN (nine)
     ("hlo.div", "f64"): 33,
     ("hlo.abs", "f64"): 18,  # max * sqrt(1 + (min / max)^2), the zero and infinities
     ("hlo.compare", "f32"): 3,  # the parts compared, and (EQ) / or (NE)
@@ -1969,7 +1982,8 @@ _MISSING: Any = object()
 class CachedCostModel(CostModel):
     """
     A `CostModel` that remembers each op's cost by what it depends on (op name, operand and
-    result types, properties and attributes), so that the copies of a module every
+    result types, which operands are one value (`operand_repeats`), properties and
+    attributes), so that the copies of a module every
     estimate works on, and the many identical ops of a real program, cost one computation
     each. A fusion is keyed by its inner ops; other ops with regions are costed each time
     (their cost depends on their regions).
@@ -2045,6 +2059,7 @@ class CachedCostModel(CostModel):
         return (
             op.name,
             types,
+            operand_repeats(operands),
             tuple(sorted([(k, number(v)) for k, v in props.items()])) if props else (),
             tuple(sorted([(k, number(v)) for k, v in attrs.items()])) if attrs else (),
         )

@@ -64,6 +64,7 @@ from shardc.hardware.cost import (
     elementwise_vpu_ops,
     fusion_on_parts,
     matmul_time,
+    operand_repeats,
     part_dma_bytes,
     reduce_body_ops,
     rng_block_time,
@@ -378,10 +379,15 @@ _TIMES: dict[Hashable, object] = {}
 
 
 def _key(op: Operation) -> Hashable | None:
-    """Op name, operand and result types, properties and attributes (a constant: whether
-    it is a splat, not its value); a fusion: its ops' keys and which parameters each reads.
+    """Op name, operand and result types, which operands are one value (x * x widens x
+    once: `operand_repeats`), properties and attributes (a constant: whether it is a
+    splat, not its value); a fusion: its ops' keys and which parameters each reads.
     None: not keyed (an op with regions other than a fusion)."""
-    types = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results))
+    types = (
+        tuple(v.type for v in op.operands),
+        tuple(r.type for r in op.results),
+        operand_repeats(op.operands),
+    )
     if isinstance(op, hlo.FusionOp):
         inner = tuple(_key(i) for i in op.body.block.ops)
         wiring = tuple(

@@ -13,7 +13,10 @@ Numerics are level S's (numpy's complex arithmetic on this machine's build):
   fma is computed in f64 (ar * br is exact there; the sum rounded to f64, then to f32:
   bit for bit but when that double rounding lands on an f32 tie, about 2^-29 of the
   elements); complex<f64> has no wider type and uses ar * br - fl(ai * bi) (the product
-  rounded once more: within an ulp of the larger product, not bit for bit).
+  rounded once more: within an ulp of the larger product, not bit for bit), and where
+  that is NaN, fma's: -fl(ai * bi) for finite ar, br (`_fma_infinities`: where ar * br
+  overflowed to the infinity fl(ai * bi) is, the fma keeps the latter), so that every
+  infinity and NaN is numpy's.
 * div: numpy's Smith algorithm (the larger part of the divisor divides the other), as
   selects in the part type: bit for bit, division by 0 included (inf or NaN parts).
 * abs: level S's modulus of complex<f32> is hypot in f64 rounded to f32: here
@@ -212,7 +215,35 @@ def _mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue
     w = [b.convert(v, wide) for v in (ar, br, bi, p, q)]
     re = b.bin(hlo.SubOp, b.bin(hlo.MulOp, w[0], w[1]), w[3])
     im = b.bin(hlo.AddOp, b.bin(hlo.MulOp, w[0], w[2]), w[4])
+    if part == f64:
+        re, im = _fma_infinities(b, (ar, br, bi), (p, q), (re, im))
     return [b.convert(re, part), b.convert(im, part)]
+
+
+def _fma_infinities(
+    b: _Ops,
+    factors: tuple[SSAValue, SSAValue, SSAValue],
+    rounded: tuple[SSAValue, SSAValue],
+    sums: tuple[SSAValue, SSAValue],
+) -> tuple[SSAValue, SSAValue]:
+    """
+    complex<f64> `_mul`'s parts where a sum of rounded products is NaN, as numpy's fma
+    gives them: fma(ar, br, -p) of finite ar, br is -p where p = fl(ai bi) is infinite
+    (the exact ar br is finite), also where the rounded ar br overflowed to p's infinity
+    (inf - inf: NaN). So where a part is NaN it is (ar - ar) br - p: -p for finite ar, br,
+    and NaN as fma's otherwise (an infinite or NaN factor); the imaginary part likewise
+    with bi and +q. Without it, (2e20 + 1e300 i)(-9e9 + 1e300 i) had a NaN imaginary part
+    where level S's is -inf (tests/unit/test_lower_complex.py).
+    """
+    ar, br, bi = factors
+    p, q = rounded
+    re, im = sums
+    finite = b.bin(hlo.SubOp, ar, ar)  # 0 for a finite ar, else NaN
+    re_nan = b.bin(hlo.SubOp, b.bin(hlo.MulOp, finite, br), p)
+    im_nan = b.bin(hlo.AddOp, b.bin(hlo.MulOp, finite, bi), q)
+    re = b.add(hlo.SelectOp(b.add(hlo.CompareOp("NE", re, re)), re_nan, re))
+    im = b.add(hlo.SelectOp(b.add(hlo.CompareOp("NE", im, im)), im_nan, im))
+    return re, im
 
 
 def _plain_mul(b: _Ops, x: Sequence[SSAValue], y: Sequence[SSAValue]) -> list[SSAValue]:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from shardc.dialects import hlo
 from shardc.hardware import kernel
 from shardc.hardware.chips import CHIPS, Chip
-from shardc.hardware.cost import CostModel
+from shardc.hardware.cost import CachedCostModel, CostModel
 from shardc.lowering import complex_pairs, compute, fusion, random, reduce_body, tile_plan
 from shardc.lowering.context import Target
 from shardc.passes.fusion import FusionPass
@@ -229,3 +229,35 @@ def test_rng_bit_generator_costs_its_loops(alg: str, shape: str, elem: str) -> N
     flops, rate = model.flops(op)
     roofline = max(flops / rate, model.hbm_bytes(op) / chip.hbm_bw)
     assert model.op_cost(op).time > roofline
+
+
+_SAME_OPERAND = """
+spmd.mesh @mesh = <["y"=1]>
+func.func @main(%a: tensor<bf16>, %b: tensor<bf16>) -> tensor<bf16> {
+  %c = hlo.add %a, %b : tensor<bf16>
+  %d = hlo.add %a, %a : tensor<bf16>
+  func.return %d : tensor<bf16>
+}
+"""
+
+
+def test_kernel_time_tells_x_plus_x_from_x_plus_y(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    `x + x` widens its bf16 operand once, `x + y` each of two (`compute_widen_ops`), so
+    their loops' times differ although their types are the same: level S's remembered
+    kernel times (`kernel._TIMES`) and `CachedCostModel` must not give one the other's.
+    Hypothesis replaying its database ran `x + y` before `x + x` and found level S's
+    time of `x + x` to be `x + y`'s; this is that order, with nothing remembered before.
+    """
+    monkeypatch.setattr(kernel, "_TIMES", {})
+    module = parse(_SAME_OPERAND)
+    xy, xx = [o for o in module.walk() if isinstance(o, hlo.AddOp)]
+    for chip in (CHIPS["v5e"], CHIPS["v5p"]):
+        for op in (xy, xx):
+            assert kernel.op_kernel_time(chip, op) == pytest.approx(
+                lowered_time(chip, op), rel=1e-9, abs=1e-15
+            ), (chip.name, str(op))
+        cached = CachedCostModel(chip)
+        for op in (xy, xx):
+            assert cached.op_cost(op) == CostModel(chip).op_cost(op), (chip.name, str(op))
+    assert CostModel(CHIPS["v5e"]).op_cost(xx).time < CostModel(CHIPS["v5e"]).op_cost(xy).time

@@ -100,7 +100,8 @@ func.func @exp_c64(%a: tensor<8x128xcomplex<f32>>) -> tensor<8x128xcomplex<f32>>
 // -----
 
 // A fusion of complex ops is one loop on the parts: the product's real part and the sum
-// follow each other in the loop (no HBM round trip of the product, no loop per op).
+// follow each other in the loop (no HBM round trip of the product, no loop per op); each
+// part of the product is selected where its plain sum is NaN (numpy's fma: an infinity).
 
 func.func @fused_c128(%a: tensor<8x128xcomplex<f64>>, %b: tensor<8x128xcomplex<f64>>) -> tensor<8x128xcomplex<f64>> {
   %0 = hlo.fusion(%x = %a, %y = %b) kind = loop, name = "multiply_add_fusion" : (tensor<8x128xcomplex<f64>>, tensor<8x128xcomplex<f64>>) -> tensor<8x128xcomplex<f64>> {
@@ -114,9 +115,10 @@ func.func @fused_c128(%a: tensor<8x128xcomplex<f64>>, %b: tensor<8x128xcomplex<f
 // CHECK-LABEL: func.func @fused_c128(
 // CHECK:         tpu.dma_start %{{.*}}, %fusion_in3
 // CHECK-NOT:     tpu.dma_start
-// CHECK:         %[[RE:.*]] = arith.subf %{{.*}}, %{{.*}} : vector<8x128xf64>
+// CHECK:         %[[PLAIN:.*]] = arith.subf %{{.*}}, %{{.*}} : vector<8x128xf64>
+// CHECK:         %[[RE:.*]] = tpu.select %{{.*}}, %{{.*}}, %[[PLAIN]] : vector<8x128xi1>, vector<8x128xf64>
 // CHECK-NEXT:    arith.addf %[[RE]], %{{.*}} : vector<8x128xf64>
 // CHECK-NOT:     tpu.dma_start
-// CHECK:         arith.addf %{{.*}}, %{{.*}} : vector<8x128xf64>
-// CHECK-NEXT:    arith.addf %{{.*}}, %{{.*}} : vector<8x128xf64>
+// CHECK:         %[[IM:.*]] = tpu.select %{{.*}}, %{{.*}}, %{{.*}} : vector<8x128xi1>, vector<8x128xf64>
+// CHECK-NEXT:    arith.addf %[[IM]], %{{.*}} : vector<8x128xf64>
 // CHECK:         tpu.dma_start %fusion_out
