@@ -725,7 +725,8 @@ def ring_combine_ops(elem: Attribute, kind: str) -> int:
     first where partial sums accumulate wider (bf16, f16: an `extf`); on complex values
     add sums both parts, mul / max / min take each (re, im) pair as one complex number
     (lowering/pair_combine.py): their elementwise op's loop body (`COMPLEX_PART_OPS`: 13
-    for a complex<f32> product, its fma in f64; 6 for complex<f64>; 15 for max / min).
+    for a complex<f32> product, its fma in f64; 15 for complex<f64>, its NaN parts
+    recovered as numpy's fma makes them; 15 for max / min).
     """
     if isinstance(elem, ComplexType):
         if kind == "add":
