@@ -1043,6 +1043,21 @@ def rs_combine_time(chip: Chip, elems: float, elem: Attribute, reduction: str = 
     return vmem_time(chip, int(elems * (2 * wide + own))) + vpu_time(chip, int(elems), ops)
 
 
+def rs_round_combine_time(
+    chip: Chip, elems: float, elem: Attribute, reduction: str = "add"
+) -> float:
+    """
+    Seconds of a pipelined low-precision piece's last step's reduction (reduce_ring.py
+    `_combine_step`, `rounds`): `rs_combine_time`'s, but the sum rounded to `elem`
+    (`arith.truncf`) and stored to the rounded buffer in `elem`, not to the f32
+    accumulator, which the next piece's first message already holds; its copy out
+    overlaps the next piece's transfers.
+    """
+    own, wide = element_bytes(elem), element_bytes(accumulation_type(elem))
+    ops = ring_combine_ops(elem, reduction) + 1
+    return vmem_time(chip, int(elems * (wide + 2 * own))) + vpu_time(chip, int(elems), ops)
+
+
 def rs_lead_time(chip: Chip, elems: float, elem: Attribute) -> float:
     """
     Seconds before a reduce-scatter ring's first send (reduce_ring.py `_first_messages`):
@@ -1631,7 +1646,9 @@ class CostModel:
         index, t = operand
         low, wide = precision
         budget, start = form
-        pipelined = not low and not start
+        # Pipelined pieces in a sync collective (a multi-axis low-precision all_reduce's
+        # one-piece phases aside: `_all_reduce`).
+        pipelined = not start
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
@@ -1813,7 +1830,9 @@ class CostModel:
         its own chunks of type `combined[0]` combined by reduction `combined[1]`, with the vector work the lowering puts between its
         transfers (reduce_ring.py): the reduction every step (`rs_combine_time`), the own
         chunk widened before the first send (`rs_lead_time`), and (`out`: its result
-        goes to HBM as that type) the copy out after the last (`rs_tail_time`).
+        goes to HBM as that type) the copy out after the last (`rs_tail_time`); where
+        that rounds to the own type, a pipelined piece's last step rounds its result as
+        it reduces it (`rs_round_combine_time`).
         """
         if len(groups[0]) < 2:
             return Ring(groups, block, dirs)
@@ -1821,6 +1840,7 @@ class CostModel:
         elems = block / element_bytes(accumulation_type(own))
         chip = self.chip
         tail = 0.0 if out is None else rs_tail_time(chip, elems, own, out)
+        rounds = out == own and accumulation_type(own) != own
         return Ring(
             groups,
             block,
@@ -1828,6 +1848,7 @@ class CostModel:
             rs_combine_time(chip, elems, own, reduction),
             rs_lead_time(chip, elems, own),
             tail,
+            rs_round_combine_time(chip, elems, own, reduction) if rounds else None,
         )
 
     @staticmethod

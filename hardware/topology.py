@@ -192,6 +192,10 @@ class Ring:
     tail: float = 0.0
     """Seconds per direction after the last step (`cost.rs_tail_time`: a
     reduce-scatter's result copied out of VMEM)."""
+    last_combine: float | None = None
+    """Seconds of the reduction of a piece's last step where the next piece is
+    pipelined, if not `combine` (`cost.rs_round_combine_time`: a low-precision piece's
+    result rounded straight into VMEM, its copy out overlapping the next piece)."""
 
 
 def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
@@ -324,6 +328,7 @@ def _phase(chip: Chip, torus: Torus, phase: Phase, ready: dict[int, float]) -> d
         np.array([[left for _, left, _, _ in lanes[d]] for d in devices]),
         np.array([[t for _, _, t, _ in lanes[d]] for d in devices]),
         np.array([[ring.combine for _, _, _, ring in lanes[d]] for d in devices]),
+        np.array([[_last_combine(ring) for _, _, _, ring in lanes[d]] for d in devices]),
     )
     # Once per device and lane: before the first send, after the last step.
     lead, tail = (
@@ -335,16 +340,22 @@ def _phase(chip: Chip, torus: Torus, phase: Phase, ready: dict[int, float]) -> d
     return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
 
 
+def _last_combine(ring: Ring) -> float:
+    return ring.combine if ring.last_combine is None else ring.last_combine
+
+
 @dataclass(frozen=True)
 class _Lanes:
     """A phase's lanes, per device (row) and lane (column): the receiving device's row,
-    the seconds from a send until its last byte has left and until it has landed, and the
-    seconds the receiver computes on what landed before its next sends (`Ring.combine`)."""
+    the seconds from a send until its last byte has left and until it has landed, the
+    seconds the receiver computes on what landed before its next sends (`Ring.combine`),
+    and those of a pipelined piece's last step (`Ring.last_combine`)."""
 
     peer: np.ndarray
     left: np.ndarray
     edge: np.ndarray
     work: np.ndarray
+    last: np.ndarray
 
 
 def _steps(
@@ -357,8 +368,10 @@ def _steps(
     step a device sends on every lane (a reduce-scatter's after a credit: the receiver
     took that lane's message `credits` messages earlier, or began), in lane order, then
     takes each lane's arrival and combines it. A piece's first step is sent when the
-    previous step's messages have left, and taken after the previous piece's last step,
-    which itself is taken after these sends (the kernel's order, lowering/reduce_ring.py).
+    previous step's messages have left and (low precision) its own chunks have been
+    fetched and widened (`lead` again), and taken after the previous piece's last step,
+    which itself is taken after these sends (`Ring.last_combine`; the kernel's order,
+    lowering/reduce_ring.py).
     """
     peer, credits = lane.peer, phase.credits
     assert phase.pieces == 1 or (credits or 0) >= 2, "pipelined pieces need two slots"
@@ -380,12 +393,12 @@ def _steps(
         send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
         arrive = send[sender, cols] + lane.edge[sender, cols]
         if held is not None:
-            now, got = _take(np.maximum(send[:, -1], now), held, lane.work)
+            now, got = _take(np.maximum(send[:, -1], now), held, lane.last)
             taken.append(got)
             held = None
         if g % steps == steps - 1 and g + 1 < total:
             held = arrive  # pipelined: the next piece goes when these have left
-            start = (send + lane.left).max(axis=1)
+            start = (send + lane.left).max(axis=1) + lead
             continue
         now, got = _take(np.maximum(send[:, -1], now), arrive, lane.work)
         taken.append(got)
