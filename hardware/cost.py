@@ -1058,6 +1058,16 @@ def rs_round_combine_time(
     return vmem_time(chip, int(elems * (wide + 2 * own))) + vpu_time(chip, int(elems), ops)
 
 
+def rs_out_fetch_time(chip: Chip, elems: float, elem: Attribute) -> float:
+    """
+    Seconds of HBM that a pipelined low-precision piece's result copy out (`elems` of
+    `elem`, VMEM to HBM) and the next piece's first own-chunk fetch (as many, HBM to
+    VMEM) take, started together (reduce_ring.py `_piece_out`): local DMAs share the HBM,
+    so they end together, after both's bytes.
+    """
+    return 2 * elems * element_bytes(elem) * dma_hbm_passes(False, True) / chip.hbm_bw
+
+
 def rs_lead_time(chip: Chip, elems: float, elem: Attribute) -> float:
     """
     Seconds before a reduce-scatter ring's first send (reduce_ring.py `_first_messages`):
@@ -1849,6 +1859,7 @@ class CostModel:
             rs_lead_time(chip, elems, own),
             tail,
             rs_round_combine_time(chip, elems, own, reduction) if rounds else None,
+            rs_out_fetch_time(chip, elems, own) if rounds else 0.0,
         )
 
     @staticmethod

@@ -196,6 +196,11 @@ class Ring:
     """Seconds of the reduction of a piece's last step where the next piece is
     pipelined, if not `combine` (`cost.rs_round_combine_time`: a low-precision piece's
     result rounded straight into VMEM, its copy out overlapping the next piece)."""
+    out_fetch: float = 0.0
+    """Seconds of HBM per direction that such a piece's copy out and the next piece's
+    first own-chunk fetch, started together, take (`cost.rs_out_fetch_time`): the next
+    piece's first reduction waits for that fetch, and the piece after it fetches its
+    first message into the buffer being copied out."""
 
 
 def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
@@ -323,17 +328,19 @@ def _phase(chip: Chip, torus: Torus, phase: Phase, ready: dict[int, float]) -> d
     at = {d: k for k, d in enumerate(devices)}
     peer = np.array([[at[p] for p, _, _, _ in lanes[d]] for d in devices])
     n = max(len(g) for ring in rings for g in ring.groups)
+    # Once per device and lane: before the first send, after the last step; the local
+    # DMAs between pipelined pieces (sharing the HBM, so their seconds add up).
+    lead, tail, hbm = (
+        np.array([sum(getattr(ring, f) for _, _, _, ring in lanes[d]) for d in devices])
+        for f in ("lead", "tail", "out_fetch")
+    )
     lane = _Lanes(
         peer,
         np.array([[left for _, left, _, _ in lanes[d]] for d in devices]),
         np.array([[t for _, _, t, _ in lanes[d]] for d in devices]),
         np.array([[ring.combine for _, _, _, ring in lanes[d]] for d in devices]),
         np.array([[_last_combine(ring) for _, _, _, ring in lanes[d]] for d in devices]),
-    )
-    # Once per device and lane: before the first send, after the last step.
-    lead, tail = (
-        np.array([sum(getattr(ring, f) for _, _, _, ring in lanes[d]) for d in devices])
-        for f in ("lead", "tail")
+        hbm if any(ring.last_combine is not None for ring in rings) else None,
     )
     begin = np.array([ready.get(d, 0.0) for d in devices])
     now = _steps(lane, (begin, lead), n - 1, phase) + tail
@@ -349,13 +356,15 @@ class _Lanes:
     """A phase's lanes, per device (row) and lane (column): the receiving device's row,
     the seconds from a send until its last byte has left and until it has landed, the
     seconds the receiver computes on what landed before its next sends (`Ring.combine`),
-    and those of a pipelined piece's last step (`Ring.last_combine`)."""
+    and those of a pipelined piece's last step (`Ring.last_combine`); per device, where
+    that step rounds, the seconds of its local DMAs (`Ring.out_fetch`)."""
 
     peer: np.ndarray
     left: np.ndarray
     edge: np.ndarray
     work: np.ndarray
     last: np.ndarray
+    hbm: np.ndarray | None = None
 
 
 def _steps(
@@ -371,7 +380,9 @@ def _steps(
     previous step's messages have left and (low precision) its own chunks have been
     fetched and widened (`lead` again), and taken after the previous piece's last step,
     which itself is taken after these sends (`Ring.last_combine`; the kernel's order,
-    lowering/reduce_ring.py).
+    lowering/reduce_ring.py). Where the last step rounds (`_Lanes.hbm`), the local DMAs
+    after it (`outs`) hold up the next piece's first reduction and the first send of the
+    piece after.
     """
     peer, credits = lane.peer, phase.credits
     assert phase.pieces == 1 or (credits or 0) >= 2, "pipelined pieces need two slots"
@@ -384,8 +395,11 @@ def _steps(
     start = now.copy()
     taken: list[np.ndarray] = []  # per message: when each device took each lane's block
     held: np.ndarray | None = None  # a piece's last arrivals, taken after the next sends
+    outs: list[np.ndarray] = []
+    """Per piece: when its copy out and the next piece's own-chunk fetch are done."""
     total = steps * phase.pieces
     for g in range(total):
+        q, k = divmod(g, steps)
         send = np.broadcast_to(start[:, None], peer.shape)
         if credits is not None:  # a slot the receiver freed, or its first credits
             freed = taken[g - credits][peer, cols] if g >= credits else begin[peer]
@@ -393,14 +407,25 @@ def _steps(
         send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
         arrive = send[sender, cols] + lane.edge[sender, cols]
         if held is not None:
-            now, got = _take(np.maximum(send[:, -1], now), held, lane.last)
+            after = np.maximum(send[:, -1], now)
+            if steps == 1 and q >= 2 and outs:  # its own chunk came after q-2's copy out
+                after = np.maximum(after, outs[q - 2])
+            now, got = _take(after, held, lane.last)
             taken.append(got)
             held = None
-        if g % steps == steps - 1 and g + 1 < total:
+            if lane.hbm is not None:
+                outs.append(now + lane.hbm)
+        if k == steps - 1 and g + 1 < total:
             held = arrive  # pipelined: the next piece goes when these have left
-            start = (send + lane.left).max(axis=1) + lead
+            start = (send + lane.left).max(axis=1)
+            if q >= 1 and outs:  # fetched into the buffer piece q-1 was copied out of
+                start = np.maximum(start, outs[q - 1])
+            start = start + lead
             continue
-        now, got = _take(np.maximum(send[:, -1], now), arrive, lane.work)
+        after = np.maximum(send[:, -1], now)
+        if k == 0 and q >= 1 and outs:  # its own chunk fetched after q-1's copy out
+            after = np.maximum(after, outs[q - 1])
+        now, got = _take(after, arrive, lane.work)
         taken.append(got)
         start = now
     if credits is not None:  # the credits still owed: the receiver took the last messages

@@ -205,7 +205,10 @@ def run_rs_rings(
             last = run.rounds and run.n == 2 and nxt is not None
             rest = _step(run, e, e.index(0), p, rings, state, firsts, pending, rounds=last)
         else:
-            rest = [*early.local, *([] if run.rounds else pending), *early.rest]
+            # The own chunks' fetches first: the last step has read `mine` (its copies
+            # out too have just started, and share the HBM with them).
+            _emit(e, early.local)
+            rest = [*([] if run.rounds else pending), *early.rest]
         if not run.rounds:
             pending = []
         if later is not None and p == 0:
