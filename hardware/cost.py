@@ -1650,11 +1650,11 @@ class CostModel:
         and type); `precision`: whether it accumulates in a wider type, and how many times
         wider its partial sums are; `form`: the bytes of VMEM the collective may hold, and
         whether it is a `_start`. A reduce-scatter phase cut into pieces to fit that VMEM
-        runs them one after the other: pipelined in a sync collective at full precision
-        (`topology.Phase`: a boundary costs no latency), else each a ring of its own
-        (lowering/reduce_ring.py says why)."""
+        runs them one after the other: pipelined in a sync collective (`topology.Phase`: a
+        boundary costs no latency; low precision too, `Ring.last_combine`), else each a
+        ring of its own (lowering/reduce_ring.py says why)."""
         index, t = operand
-        low, wide = precision
+        _, wide = precision
         budget, start = form
         # Pipelined pieces in a sync collective (a multi-axis low-precision all_reduce's
         # one-piece phases aside: `_all_reduce`).
@@ -1805,8 +1805,8 @@ class CostModel:
         type, reduction) values: the most major axis first; only the last phase (of a ring
         of more than one) runs in `last` = (pieces, directions) and copies its result out,
         the others in one piece, one way (the lowering keeps their results in VMEM, in the
-        accumulation type). The pieces are `pipelined` (a sync collective at full
-        precision, lowering/reduce_ring.py) or one ring after the other."""
+        accumulation type). The pieces are `pipelined` (a sync collective,
+        lowering/reduce_ring.py) or one ring after the other."""
         total = 0.0
         final = _last_ring(axes)[0]
         elem, reduction = combined
@@ -1864,10 +1864,10 @@ class CostModel:
 
     @staticmethod
     def _rs_pieces(ring: Ring, pieces: int, out: Attribute) -> list[Ring]:
-        """The `pieces` rings of a reduce-scatter cut into pieces, one after the other: a
-        piece's copy out overlaps the next piece's first transfers (reduce_ring.py
-        `_piece_out`) but where it rounds to a narrower `out` (waited for), so only the
-        last piece's counts then."""
+        """The `pieces` rings of a reduce-scatter cut into pieces, one after the other (not
+        pipelined: a `_start`'s): a piece's copy out overlaps the next piece's first
+        transfers (reduce_ring.py `_piece_out`) but where it rounds to a narrower `out`
+        (waited for), so only the last piece's counts then."""
         mid = ring if accumulation_type(out) != out else replace(ring, tail=0.0)
         return [mid] * (pieces - 1) + [ring]
 
@@ -1911,8 +1911,8 @@ class CostModel:
                 block = part * wide / (pieces * len(dirs))
                 ring = self._rs_ring(order[phase][0], block, dirs, (elem, reduction), elem)
                 rings.append(ring)
-            # Pipelined pieces (a sync collective at full precision), else one after the
-            # other (lowering/reduce_ring.py).
+            # Pipelined pieces (a sync collective), else one after the other
+            # (lowering/reduce_ring.py).
             if pipelined:
                 phases.append(Phase(rings, RS_CREDITS, pieces))
             else:

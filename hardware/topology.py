@@ -35,11 +35,13 @@ crosses n - 1 hops (routed back along the line).
   send (a slot is freed after it), a low-precision own chunk is fetched and widened to
   f32 before the first send, and the result is copied out of VMEM after the last step
   (before an all_reduce's all-gather phase begins); a chunk cut into pieces runs them
-  one after the other; a sync collective's, at full precision, software-pipelined
-  (lowering/reduce_ring.py): a device starts the next piece's first step when its last
-  step's messages have left, not landed, so a piece boundary costs no latency (and the
-  last step's reduction overlaps the next piece's first transfers); those pieces are
-  stepped device by device (`ring_phases_time`, a `Phase` of `pieces`);
+  one after the other; a sync collective's software-pipelined (lowering/reduce_ring.py):
+  a device starts the next piece's first step when its last step's messages have left,
+  not landed (low precision: and the next own chunk is fetched and widened, `lead`), so
+  a piece boundary costs no latency (and the last step's reduction, low precision
+  rounding its result as it goes, `Ring.last_combine`, overlaps the next piece's first
+  transfers); those pieces are stepped device by device (`ring_phases_time`, a `Phase`
+  of `pieces`);
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
@@ -294,7 +296,7 @@ def _apart(chip: Chip, torus: Torus, phase: Phase) -> float:
     chain = max(ring_time(chip, torus, [r], phase.credits) for r in phase.rings)
     if phase.pieces == 1:
         return chain
-    # A piece's copy out overlaps the next piece (full precision: nothing to round).
+    # A piece's copy out overlaps the next piece (low precision: rounded in its last step).
     mid = max(ring_time(chip, torus, [replace(r, tail=0.0)], phase.credits) for r in phase.rings)
     saved = min(
         landed - left
@@ -373,8 +375,7 @@ def _steps(
     """
     When each device ends `phase.pieces` pieces of `steps` steps, `begun` = (when it
     began, the seconds before its first send: `Ring.lead`; its first credits come at the
-    begin): at each
-    step a device sends on every lane (a reduce-scatter's after a credit: the receiver
+    begin): at each step a device sends on every lane (a reduce-scatter's after a credit: the receiver
     took that lane's message `credits` messages earlier, or began), in lane order, then
     takes each lane's arrival and combines it. A piece's first step is sent when the
     previous step's messages have left and (low precision) its own chunks have been
@@ -387,9 +388,7 @@ def _steps(
     peer, credits = lane.peer, phase.credits
     assert phase.pieces == 1 or (credits or 0) >= 2, "pipelined pieces need two slots"
     cols = np.arange(peer.shape[1])
-    sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
-    for j in range(peer.shape[1]):
-        sender[peer[:, j], j] = np.arange(len(peer))
+    sender = _senders(peer)
     begin, lead = begun
     now = begin + lead
     start = now.copy()
@@ -432,6 +431,14 @@ def _steps(
         for step in taken[max(0, total - credits) :]:
             now = np.maximum(now, step[peer, cols].max(axis=1))
     return now
+
+
+def _senders(peer: np.ndarray) -> np.ndarray:
+    """sender[receiver, j]: the device that sends into the receiver's lane j."""
+    sender = np.empty_like(peer)
+    for j in range(peer.shape[1]):
+        sender[peer[:, j], j] = np.arange(len(peer))
+    return sender
 
 
 def _take(after: np.ndarray, arrive: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

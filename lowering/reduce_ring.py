@@ -29,24 +29,37 @@ after the other through the same buffers: the credits run on (no drain between p
 and a piece's result is copied out while the next piece's first messages travel.
 
 Pieces are software-pipelined, as a hand-written Pallas kernel does: piece p+1's step 0
-(its messages straight from HBM into the receiver's other slot, under its own receive
-semaphore) starts as soon as piece p's last messages have left (their send waits), not
-after they landed and were reduced, so the link is busy again while piece p's last
-step's latency, reduction and copy out run. This needs no VMEM beyond the 4 blocks
-`hardware.vmem.rs_pieces` counts: the two messages in flight use the two receive slots
-(two credits, also on a ring of 2, whose steps are all a step 0), step 0 sends from
-HBM, and its local DMA into `mine` waits until piece p's last step has read `mine`.
+(its messages into the receiver's other slot, under its own receive semaphore) starts as
+soon as piece p's last messages have left (their send waits), not after they landed and
+were reduced, so the link is busy again while piece p's last step's latency, reduction
+and copy out run. This needs no VMEM beyond the 4 blocks `hardware.vmem.rs_pieces`
+counts: the two messages in flight use the two receive slots (two credits, also on a
+ring of 2, whose steps are all a step 0), and step 0's local DMA into `mine` waits until
+piece p's last step has read `mine` (it is started first thing after that step, with
+piece p's copy out).
+- Full precision: step 0 sends the own chunk straight from HBM.
+- Low precision (bf16 / f16, `_Run.rounds`): step 0 sends the own chunk widened to f32
+  in `acc`, which used to hold piece p's result. Piece p's last step instead rounds its
+  sum straight into `rounded` (`arith.truncf` on the combined vector, stored in the
+  element type) and its copy out to HBM starts from there, so `acc` is free once piece
+  p's last message has left. Piece p+1's own chunk is fetched through `rounded` (free:
+  piece p-1's copy out was waited just before; `mine` is still being filled), under
+  the copies out's semaphore (`copy_sem` counts that DMA into `mine` too), widened
+  into `acc` and sent, before piece p's last step's rest. No fifth block, so no more
+  pieces than unpipelined; the last piece keeps the unpipelined end (its sum in `acc`,
+  rounded by `copy_out`). Level S charges it (`topology.Ring.last_combine`, `lead`
+  again at each boundary, `out_fetch`: the copy out and the next own-chunk fetch share
+  the HBM, and the next piece's first reduction and the piece after's fetch wait for
+  them); it is never slower than unpipelined (tests/unit/test_rs_pieces_low.py).
 Level S charges the same (`topology.Phase` of pieces: a boundary saves one step's
-latency).
-Only a sync collective's pieces are pipelined, and only at full precision:
-- low precision widens its first message into `acc`, which piece p's last step still
-  sends from (a second wide send buffer, a fifth block, would cut chunks at the 4-block
-  boundary into twice the pieces, each with its ring of latencies);
-- a `_start`'s steps are interleaved into the compute (`ring_steps`), chunk by chunk at
-  block boundaries placed by whole-step estimates: there piece p+1's first sends went
-  at the block where the old order started them anyway, and piece p's last reduction,
-  its copy out and piece p+1's local DMA were waited in one chunk under the compute
-  (the real-size transformer layer in f32 on v5e: level T 14.34 -> 14.37 ms).
+latency and reduction).
+A `_start`'s pieces are not pipelined: its steps are interleaved into the compute
+(`ring_steps`), chunk by chunk at block boundaries placed by whole-step estimates: there
+piece p+1's first sends went at the block where the old order started them anyway, and
+piece p's last reduction, its copy out and piece p+1's local DMA were waited in one chunk
+under the compute (the real-size transformer layer in f32 on v5e: level T 14.34 -> 14.37
+ms). Nor is a low-precision piece whose result stays in f32 (a multi-axis reduction's
+VMEM phases, one piece each anyway).
 """
 
 from __future__ import annotations
@@ -196,21 +209,9 @@ def run_rs_rings(
     final = len(pieces) - 1
     for p, rings in enumerate(pieces):
         nxt = pieces[p + 1] if run.overlap and p < final else None
-        if early is None:
-            firsts = _first_messages(e, run, rings, state, pending)
-            if run.wide != run.elem:
-                pending = []
-            # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and
-            # the rest of the collective goes to a block emitted at the done.
-            last = run.rounds and run.n == 2 and nxt is not None
-            rest = _step(run, e, e.index(0), p, rings, state, firsts, pending, rounds=last)
-        else:
-            # The own chunks' fetches first: the last step has read `mine` (its copies
-            # out too have just started, and share the HBM with them).
-            _emit(e, early.local)
-            rest = [*([] if run.rounds else pending), *early.rest]
-        if not run.rounds:
-            pending = []
+        # A _start sends step 0's messages now, and the rest of the collective goes to a
+        # block emitted at the done.
+        rest, pending = _piece_start(run, e, (p, nxt is not None), rings, state, pending, early)
         if later is not None and p == 0:
             e = later
         if run.n > 2:
@@ -235,6 +236,36 @@ def run_rs_rings(
     if deferred is not None and later is not None:
         deferred += later.detach_all()
     return result
+
+
+def _piece_start(
+    run: _Run,
+    e: Emitter,
+    piece: tuple[int, bool],
+    rings: list[Ring],
+    state: list[_RingState],
+    pending: list[Operation],
+    early: _Early | None,
+) -> tuple[list[Operation], list[Operation]]:
+    """
+    Step 0 of piece `piece[0]` (`piece[1]`: a next piece overlaps it): started now
+    (peeled: it sends from HBM, or low precision the widened own chunk), or already
+    started `early` (its local DMAs go now: the last step has read `mine`, and its
+    copies out, just started, share the HBM with them). Returns its rest (with
+    `pending`, the previous piece's copies out, before its stores) and what stays
+    pending (`_Run.rounds`: those copies out, until `rounded` is next written).
+    """
+    p, overlapped = piece
+    if early is not None:
+        _emit(e, early.local)
+        if run.rounds:
+            return early.rest, pending
+        return [*pending, *early.rest], []
+    firsts = _first_messages(e, run, rings, state, pending)
+    if run.wide != run.elem:
+        pending = []
+    last = run.rounds and run.n == 2 and overlapped
+    return _step(run, e, e.index(0), p, rings, state, firsts, pending, rounds=last), []
 
 
 @dataclass

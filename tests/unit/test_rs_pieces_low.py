@@ -181,7 +181,9 @@ def test_the_last_step_storing_its_sum_to_the_accumulator_is_caught():
         if isinstance(o, tpu.StoreOp) and _hint(o.operands[1]) == "rs_rounded"
     )
     trunc = store.operands[0].owner
-    acc = next(o.results[0] for o in ops if isinstance(o, tpu.AllocOp) and _hint(o.results[0]) == "rs_acc")
+    acc = next(
+        o.results[0] for o in ops if isinstance(o, tpu.AllocOp) and _hint(o.results[0]) == "rs_acc"
+    )
     block = _kernel(module).body.block
     block.insert_op_before(tpu.StoreOp(trunc.operands[0], acc, list(store.operands[2:])), store)
     store.detach()
@@ -200,7 +202,9 @@ def test_fetching_the_first_chunk_under_the_own_chunks_semaphore_is_caught():
     wait = next(o for o in ops[staging:] if isinstance(o, tpu.DMAWaitOp))
     assert wait.sem is fetch.recv_sem and _hint(wait.sem) == "rs_piece_sem"
     copy_sem = next(
-        o.results[0] for o in ops if isinstance(o, tpu.AllocOp) and _hint(o.results[0]) == "rs_copy_sem"
+        o.results[0]
+        for o in ops
+        if isinstance(o, tpu.AllocOp) and _hint(o.results[0]) == "rs_copy_sem"
     )
     fetch.operands[list(fetch.operands).index(fetch.recv_sem)] = copy_sem
     wait.operands[0] = copy_sem
