@@ -116,6 +116,20 @@ def test_multi_axis_low_precision_all_reduce_is_level_s_bit_for_bit(dtype, axes)
     assert not _stagings(_top(module))
 
 
+@pytest.mark.parametrize(
+    "groups",
+    ["[[0, 1], [2, 3], [4, 5], [6, 7]]", "[[3, 0, 6, 5], [1, 7, 2, 4]]"],
+)
+def test_explicit_groups_low_precision_pieces_are_level_s_bit_for_bit(groups):
+    """A ring over each group (rank order not device order), pipelined in 4 pieces."""
+    size = 8 // (groups.count("[") - 1)
+    text = program("reduce_scatter", size, "bf16", "sync", 16, 4)
+    text = text.replace('@m["x"]', f"groups {groups}").replace(f'"x"={size}', '"x"=8')
+    vmem = _vmem("reduce_scatter", size, 16, 4, 4)
+    module, _ = check(text, 8, exact=True, vmem_limit=vmem)
+    assert _stagings(_top(module))
+
+
 def test_the_next_piece_is_sent_before_the_last_step_lands_in_4_blocks():
     """The next piece's first message goes (fetched into `rs_rounded`, widened into the
     accumulator) before the last step's receive wait; the last step rounds into
