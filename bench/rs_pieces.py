@@ -1,14 +1,18 @@
 """
-Reduce-scatter pieces pipelined (issue 15 item 1): sync f32 reduce_scatters and
+Reduce-scatter pieces pipelined (issue 15 item 1): sync f32 and bf16 reduce_scatters and
 all_reduces whose chunks are too large for the chip's VMEM, so `lower-to-tpu` reduces
-them in pieces (`hardware.vmem.rs_pieces`). Per row: the pieces, level T (the kernel on
+them in pieces (`hardware.vmem.rs_pieces`; bf16 partial sums travel in f32, so its pieces
+are as many as f32's of the same shape). Per row: the pieces, level T (the kernel on
 the level-T simulator, timing only) with the pieces pipelined (the default: a piece's
 first step starts once the previous piece's last messages have left) and one after the
 other (`pipeline-pieces=false`), and level S's cost of each (`CostModel.collective_time`:
 a `Phase` of pipelined pieces; the same pieces one ring after the other, as it charges a
 `_start`'s). The per-boundary columns divide each level's saving by the piece boundaries:
-level S saves one step's latency per boundary (hop latency x the hops of the edge), level
-T that and the reduction and local copies of the step, which level S does not model.
+level S saves one step's latency per boundary (hop latency x the hops of the edge) and the
+last step's reduction and copy out (bf16: its rounding), which now overlap the next piece's
+first transfers. Level S's "one after the other" is how it charges a `_start`'s pieces (each
+a ring of its own, devices in step); level T's is the sync kernel with pipelining off, whose
+devices drift into the next piece unbarriered, so it saves less than level S says.
 
     python bench/rs_pieces.py
 """
@@ -26,7 +30,7 @@ from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
 
-CASES = [
+SHAPES = [
     ("v5e", 4, "reduce_scatter", 65536, 1024),
     ("v5e", 2, "reduce_scatter", 32768, 1024),
     ("v5e", 4, "all_reduce", 32768, 1024),
@@ -34,17 +38,20 @@ CASES = [
     ("v5p", 8, "reduce_scatter", 16384, 1024),
     ("v5p", 4, "all_reduce", 16384, 1024),
 ]
-"""(chip, devices, kind, chunk rows, columns): chunks of rows x columns f32 (a
+"""(chip, devices, kind, chunk rows, columns): chunks of rows x columns (a
 reduce_scatter's; an all_reduce of 4 rows x columns per device)."""
 
+CASES = [(*shape, dtype) for dtype in ("f32", "bf16") for shape in SHAPES]
+"""Every shape in f32 and in bf16."""
 
-def program(n: int, kind: str, rows: int, cols: int) -> str:
+
+def program(n: int, kind: str, rows: int, cols: int, dtype: str = "f32") -> str:
     """One sync collective over a ring of `n` devices, per-device I/O."""
     if kind == "reduce_scatter":
-        arg, res = f"tensor<{rows * n}x{cols}xf32>", f"tensor<{rows}x{cols}xf32>"
+        arg, res = f"tensor<{rows * n}x{cols}x{dtype}>", f"tensor<{rows}x{cols}x{dtype}>"
         op = f'collective.reduce_scatter add %a on @m["x"], dim = 0 : ({arg}) -> {res}'
     else:
-        arg = res = f"tensor<{4 * rows}x{cols}xf32>"
+        arg = res = f"tensor<{4 * rows}x{cols}x{dtype}>"
         op = f'collective.all_reduce add %a on @m["x"] : {arg}'
     return "\n".join(
         [
@@ -76,7 +83,12 @@ def _hint(op) -> str:
 
 
 def _is_piece_out(op) -> bool:
-    return any((v.name_hint or "").endswith("piece_sem") for v in op.operands)
+    """A copy of a piece's result out of VMEM (bf16 pipelined: the next piece's first
+    own chunk is fetched under the same semaphore, from HBM)."""
+    src = op.operands[0].name_hint or ""
+    return src.endswith(("_acc", "rs_rounded")) and any(
+        (v.name_hint or "").endswith("piece_sem") for v in op.operands
+    )
 
 
 def level_s(text: str, chip: str) -> tuple[float, float]:
@@ -93,21 +105,21 @@ def level_s(text: str, chip: str) -> tuple[float, float]:
 
 def main() -> None:
     print(
-        "| chip | collective | pieces | level T pipelined | level T one after the other "
+        "| chip | collective | type | pieces | level T pipelined | level T one after the other "
         "| saved per boundary | level S pipelined | level S one after the other "
         "| saved per boundary | T / S pipelined |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     start = time.monotonic()
-    for chip, n, kind, rows, cols in CASES:
-        text = program(n, kind, rows, cols)
+    for chip, n, kind, rows, cols, dtype in CASES:
+        text = program(n, kind, rows, cols, dtype)
         t_pip, pieces = level_t(text, chip, n, True)
         t_seq, _ = level_t(text, chip, n, False)
         s_pip, s_seq = level_s(text, chip)
-        mib = rows * cols * 4 / 2**20
+        mib = rows * cols * {"f32": 4, "bf16": 2}[dtype] / 2**20
         gaps = max(1, pieces - 1)
         print(
-            f"| {chip} | {kind} of {mib:.0f} MiB chunks over {n} | {pieces} "
+            f"| {chip} | {kind} of {mib:.0f} MiB chunks over {n} | {dtype} | {pieces} "
             f"| {t_pip * 1e6:.1f} us | {t_seq * 1e6:.1f} us | {(t_seq - t_pip) / gaps * 1e6:.2f} us "
             f"| {s_pip * 1e6:.1f} us | {s_seq * 1e6:.1f} us | {(s_seq - s_pip) / gaps * 1e6:.2f} us "
             f"| {t_pip / s_pip:.3f} |"

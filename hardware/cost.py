@@ -1057,6 +1057,31 @@ def rs_combine_time(chip: Chip, elems: float, elem: Attribute, reduction: str = 
     return vmem_time(chip, int(elems * (2 * wide + own))) + vpu_time(chip, int(elems), ops)
 
 
+def rs_round_combine_time(
+    chip: Chip, elems: float, elem: Attribute, reduction: str = "add"
+) -> float:
+    """
+    Seconds of a pipelined low-precision piece's last step's reduction (reduce_ring.py
+    `_combine_step`, `rounds`): `rs_combine_time`'s, but the sum rounded to `elem`
+    (`arith.truncf`) and stored to the rounded buffer in `elem`, not to the f32
+    accumulator, which the next piece's first message already holds; its copy out
+    overlaps the next piece's transfers.
+    """
+    own, wide = element_bytes(elem), element_bytes(accumulation_type(elem))
+    ops = ring_combine_ops(elem, reduction) + 1
+    return vmem_time(chip, int(elems * (wide + 2 * own))) + vpu_time(chip, int(elems), ops)
+
+
+def rs_out_fetch_time(chip: Chip, elems: float, elem: Attribute) -> float:
+    """
+    Seconds of HBM that a pipelined low-precision piece's result copy out (`elems` of
+    `elem`, VMEM to HBM) and the next piece's first own-chunk fetch (as many, HBM to
+    VMEM) take, started together (reduce_ring.py `_piece_out`): local DMAs share the HBM,
+    so they end together, after both's bytes.
+    """
+    return 2 * elems * element_bytes(elem) * dma_hbm_passes(False, True) / chip.hbm_bw
+
+
 def rs_lead_time(chip: Chip, elems: float, elem: Attribute) -> float:
     """
     Seconds before a reduce-scatter ring's first send (reduce_ring.py `_first_messages`):
@@ -1639,13 +1664,15 @@ class CostModel:
         and type); `precision`: whether it accumulates in a wider type, and how many times
         wider its partial sums are; `form`: the bytes of VMEM the collective may hold, and
         whether it is a `_start`. A reduce-scatter phase cut into pieces to fit that VMEM
-        runs them one after the other: pipelined in a sync collective at full precision
-        (`topology.Phase`: a boundary costs no latency), else each a ring of its own
-        (lowering/reduce_ring.py says why)."""
+        runs them one after the other: pipelined in a sync collective (`topology.Phase`: a
+        boundary costs no latency; low precision too, `Ring.last_combine`), else each a
+        ring of its own (lowering/reduce_ring.py says why)."""
         index, t = operand
-        low, wide = precision
+        _, wide = precision
         budget, start = form
-        pipelined = not low and not start
+        # Pipelined pieces in a sync collective (a multi-axis low-precision all_reduce's
+        # one-piece phases aside: `_all_reduce`).
+        pipelined = not start
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
@@ -1792,8 +1819,8 @@ class CostModel:
         type, reduction) values: the most major axis first; only the last phase (of a ring
         of more than one) runs in `last` = (pieces, directions) and copies its result out,
         the others in one piece, one way (the lowering keeps their results in VMEM, in the
-        accumulation type). The pieces are `pipelined` (a sync collective at full
-        precision, lowering/reduce_ring.py) or one ring after the other."""
+        accumulation type). The pieces are `pipelined` (a sync collective,
+        lowering/reduce_ring.py) or one ring after the other."""
         total = 0.0
         final = _last_ring(axes)[0]
         elem, reduction = combined
@@ -1827,7 +1854,9 @@ class CostModel:
         its own chunks of type `combined[0]` combined by reduction `combined[1]`, with the vector work the lowering puts between its
         transfers (reduce_ring.py): the reduction every step (`rs_combine_time`), the own
         chunk widened before the first send (`rs_lead_time`), and (`out`: its result
-        goes to HBM as that type) the copy out after the last (`rs_tail_time`).
+        goes to HBM as that type) the copy out after the last (`rs_tail_time`); where
+        that rounds to the own type, a pipelined piece's last step rounds its result as
+        it reduces it (`rs_round_combine_time`).
         """
         if len(groups[0]) < 2:
             return Ring(groups, block, dirs)
@@ -1835,6 +1864,7 @@ class CostModel:
         elems = block / element_bytes(accumulation_type(own))
         chip = self.chip
         tail = 0.0 if out is None else rs_tail_time(chip, elems, own, out)
+        rounds = out == own and accumulation_type(own) != own
         return Ring(
             groups,
             block,
@@ -1842,14 +1872,16 @@ class CostModel:
             rs_combine_time(chip, elems, own, reduction),
             rs_lead_time(chip, elems, own),
             tail,
+            rs_round_combine_time(chip, elems, own, reduction) if rounds else None,
+            rs_out_fetch_time(chip, elems, own) if rounds else 0.0,
         )
 
     @staticmethod
     def _rs_pieces(ring: Ring, pieces: int, out: Attribute) -> list[Ring]:
-        """The `pieces` rings of a reduce-scatter cut into pieces, one after the other: a
-        piece's copy out overlaps the next piece's first transfers (reduce_ring.py
-        `_piece_out`) but where it rounds to a narrower `out` (waited for), so only the
-        last piece's counts then."""
+        """The `pieces` rings of a reduce-scatter cut into pieces, one after the other (not
+        pipelined: a `_start`'s): a piece's copy out overlaps the next piece's first
+        transfers (reduce_ring.py `_piece_out`) but where it rounds to a narrower `out`
+        (waited for), so only the last piece's counts then."""
         mid = ring if accumulation_type(out) != out else replace(ring, tail=0.0)
         return [mid] * (pieces - 1) + [ring]
 
@@ -1893,8 +1925,8 @@ class CostModel:
                 block = part * wide / (pieces * len(dirs))
                 ring = self._rs_ring(order[phase][0], block, dirs, (elem, reduction), elem)
                 rings.append(ring)
-            # Pipelined pieces (a sync collective at full precision), else one after the
-            # other (lowering/reduce_ring.py).
+            # Pipelined pieces (a sync collective), else one after the other
+            # (lowering/reduce_ring.py).
             if pipelined:
                 phases.append(Phase(rings, RS_CREDITS, pieces))
             else:

@@ -35,11 +35,13 @@ crosses n - 1 hops (routed back along the line).
   send (a slot is freed after it), a low-precision own chunk is fetched and widened to
   f32 before the first send, and the result is copied out of VMEM after the last step
   (before an all_reduce's all-gather phase begins); a chunk cut into pieces runs them
-  one after the other; a sync collective's, at full precision, software-pipelined
-  (lowering/reduce_ring.py): a device starts the next piece's first step when its last
-  step's messages have left, not landed, so a piece boundary costs no latency (and the
-  last step's reduction overlaps the next piece's first transfers); those pieces are
-  stepped device by device (`ring_phases_time`, a `Phase` of `pieces`);
+  one after the other; a sync collective's software-pipelined (lowering/reduce_ring.py):
+  a device starts the next piece's first step when its last step's messages have left,
+  not landed (low precision: and the next own chunk is fetched and widened, `lead`), so
+  a piece boundary costs no latency (and the last step's reduction, low precision
+  rounding its result as it goes, `Ring.last_combine`, overlaps the next piece's first
+  transfers); those pieces are stepped device by device (`ring_phases_time`, a `Phase`
+  of `pieces`);
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut
@@ -192,6 +194,15 @@ class Ring:
     tail: float = 0.0
     """Seconds per direction after the last step (`cost.rs_tail_time`: a
     reduce-scatter's result copied out of VMEM)."""
+    last_combine: float | None = None
+    """Seconds of the reduction of a piece's last step where the next piece is
+    pipelined, if not `combine` (`cost.rs_round_combine_time`: a low-precision piece's
+    result rounded straight into VMEM, its copy out overlapping the next piece)."""
+    out_fetch: float = 0.0
+    """Seconds of HBM per direction that such a piece's copy out and the next piece's
+    first own-chunk fetch, started together, take (`cost.rs_out_fetch_time`): the next
+    piece's first reduction waits for that fetch, and the piece after it fetches its
+    first message into the buffer being copied out."""
 
 
 def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
@@ -285,7 +296,7 @@ def _apart(chip: Chip, torus: Torus, phase: Phase) -> float:
     chain = max(ring_time(chip, torus, [r], phase.credits) for r in phase.rings)
     if phase.pieces == 1:
         return chain
-    # A piece's copy out overlaps the next piece (full precision: nothing to round).
+    # A piece's copy out overlaps the next piece (low precision: rounded in its last step).
     mid = max(ring_time(chip, torus, [replace(r, tail=0.0)], phase.credits) for r in phase.rings)
     saved = min(
         landed - left
@@ -319,32 +330,43 @@ def _phase(chip: Chip, torus: Torus, phase: Phase, ready: dict[int, float]) -> d
     at = {d: k for k, d in enumerate(devices)}
     peer = np.array([[at[p] for p, _, _, _ in lanes[d]] for d in devices])
     n = max(len(g) for ring in rings for g in ring.groups)
+    # Once per device and lane: before the first send, after the last step; the local
+    # DMAs between pipelined pieces (sharing the HBM, so their seconds add up).
+    lead, tail, hbm = (
+        np.array([sum(getattr(ring, f) for _, _, _, ring in lanes[d]) for d in devices])
+        for f in ("lead", "tail", "out_fetch")
+    )
     lane = _Lanes(
         peer,
         np.array([[left for _, left, _, _ in lanes[d]] for d in devices]),
         np.array([[t for _, _, t, _ in lanes[d]] for d in devices]),
         np.array([[ring.combine for _, _, _, ring in lanes[d]] for d in devices]),
-    )
-    # Once per device and lane: before the first send, after the last step.
-    lead, tail = (
-        np.array([sum(getattr(ring, f) for _, _, _, ring in lanes[d]) for d in devices])
-        for f in ("lead", "tail")
+        np.array([[_last_combine(ring) for _, _, _, ring in lanes[d]] for d in devices]),
+        hbm if any(ring.last_combine is not None for ring in rings) else None,
     )
     begin = np.array([ready.get(d, 0.0) for d in devices])
     now = _steps(lane, (begin, lead), n - 1, phase) + tail
     return {**ready, **{d: float(t) for d, t in zip(devices, now, strict=True)}}
 
 
+def _last_combine(ring: Ring) -> float:
+    return ring.combine if ring.last_combine is None else ring.last_combine
+
+
 @dataclass(frozen=True)
 class _Lanes:
     """A phase's lanes, per device (row) and lane (column): the receiving device's row,
-    the seconds from a send until its last byte has left and until it has landed, and the
-    seconds the receiver computes on what landed before its next sends (`Ring.combine`)."""
+    the seconds from a send until its last byte has left and until it has landed, the
+    seconds the receiver computes on what landed before its next sends (`Ring.combine`),
+    and those of a pipelined piece's last step (`Ring.last_combine`); per device, where
+    that step rounds, the seconds of its local DMAs (`Ring.out_fetch`)."""
 
     peer: np.ndarray
     left: np.ndarray
     edge: np.ndarray
     work: np.ndarray
+    last: np.ndarray
+    hbm: np.ndarray | None = None
 
 
 def _steps(
@@ -353,26 +375,30 @@ def _steps(
     """
     When each device ends `phase.pieces` pieces of `steps` steps, `begun` = (when it
     began, the seconds before its first send: `Ring.lead`; its first credits come at the
-    begin): at each
-    step a device sends on every lane (a reduce-scatter's after a credit: the receiver
+    begin): at each step a device sends on every lane (a reduce-scatter's after a credit: the receiver
     took that lane's message `credits` messages earlier, or began), in lane order, then
     takes each lane's arrival and combines it. A piece's first step is sent when the
-    previous step's messages have left, and taken after the previous piece's last step,
-    which itself is taken after these sends (the kernel's order, lowering/reduce_ring.py).
+    previous step's messages have left and (low precision) its own chunks have been
+    fetched and widened (`lead` again), and taken after the previous piece's last step,
+    which itself is taken after these sends (`Ring.last_combine`; the kernel's order,
+    lowering/reduce_ring.py). Where the last step rounds (`_Lanes.hbm`), the local DMAs
+    after it (`outs`) hold up the next piece's first reduction and the first send of the
+    piece after.
     """
     peer, credits = lane.peer, phase.credits
     assert phase.pieces == 1 or (credits or 0) >= 2, "pipelined pieces need two slots"
     cols = np.arange(peer.shape[1])
-    sender = np.empty_like(peer)  # sender[receiver, j]: who sends into that lane
-    for j in range(peer.shape[1]):
-        sender[peer[:, j], j] = np.arange(len(peer))
+    sender = _senders(peer)
     begin, lead = begun
     now = begin + lead
     start = now.copy()
     taken: list[np.ndarray] = []  # per message: when each device took each lane's block
     held: np.ndarray | None = None  # a piece's last arrivals, taken after the next sends
+    outs: list[np.ndarray] = []
+    """Per piece: when its copy out and the next piece's own-chunk fetch are done."""
     total = steps * phase.pieces
     for g in range(total):
+        q, k = divmod(g, steps)
         send = np.broadcast_to(start[:, None], peer.shape)
         if credits is not None:  # a slot the receiver freed, or its first credits
             freed = taken[g - credits][peer, cols] if g >= credits else begin[peer]
@@ -380,20 +406,39 @@ def _steps(
         send = np.maximum.accumulate(send, axis=1)  # the sends go in lane order
         arrive = send[sender, cols] + lane.edge[sender, cols]
         if held is not None:
-            now, got = _take(np.maximum(send[:, -1], now), held, lane.work)
+            after = np.maximum(send[:, -1], now)
+            if steps == 1 and q >= 2 and outs:  # its own chunk came after q-2's copy out
+                after = np.maximum(after, outs[q - 2])
+            now, got = _take(after, held, lane.last)
             taken.append(got)
             held = None
-        if g % steps == steps - 1 and g + 1 < total:
+            if lane.hbm is not None:
+                outs.append(now + lane.hbm)
+        if k == steps - 1 and g + 1 < total:
             held = arrive  # pipelined: the next piece goes when these have left
             start = (send + lane.left).max(axis=1)
+            if q >= 1 and outs:  # fetched into the buffer piece q-1 was copied out of
+                start = np.maximum(start, outs[q - 1])
+            start = start + lead
             continue
-        now, got = _take(np.maximum(send[:, -1], now), arrive, lane.work)
+        after = np.maximum(send[:, -1], now)
+        if k == 0 and q >= 1 and outs:  # its own chunk fetched after q-1's copy out
+            after = np.maximum(after, outs[q - 1])
+        now, got = _take(after, arrive, lane.work)
         taken.append(got)
         start = now
     if credits is not None:  # the credits still owed: the receiver took the last messages
         for step in taken[max(0, total - credits) :]:
             now = np.maximum(now, step[peer, cols].max(axis=1))
     return now
+
+
+def _senders(peer: np.ndarray) -> np.ndarray:
+    """sender[receiver, j]: the device that sends into the receiver's lane j."""
+    sender = np.empty_like(peer)
+    for j in range(peer.shape[1]):
+        sender[peer[:, j], j] = np.arange(len(peer))
+    return sender
 
 
 def _take(after: np.ndarray, arrive: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,10 @@ each piece (ways = 2). If that does not fit the budget the chunk is cut into pie
 halves cut the same dimension, the first one they divide; if none does, one piece, one
 way. Pipelining the pieces (a piece's first step in flight with the previous piece's
 last, lowering/reduce_ring.py) needs no fifth block: the two messages use the two
-receive slots and the first is sent from HBM, so the rule is the same with or without.
+receive slots and the first is sent from HBM (low precision: widened into the
+accumulator, which the previous piece's last step no longer writes, as it rounds its
+result into the buffer the result leaves through), so the rule is the same with or
+without.
 """
 
 from __future__ import annotations

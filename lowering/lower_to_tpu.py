@@ -42,9 +42,9 @@ the function's ops in order. Where each part lives:
 Not yet (the pass says so with an error at the op): a reduce_scatter chunk too large for
 VMEM that no dimension lets cut into pieces, or the VMEM intermediate of a multi-axis
 reduce_scatter (or a bf16/f16 multi-axis all_reduce) over VMEM (an error naming the op,
-the size and the capacity); pipelining the pieces of a `_start`'s reduce_scatter or of
-a low-precision (bf16/f16) one (a sync collective's full-precision pieces are:
-lowering/reduce_ring.py says why not the others); no (8, 128) vreg
+the size and the capacity); pipelining the pieces of a `_start`'s reduce_scatter (a
+sync collective's are, at full and at low precision: lowering/reduce_ring.py says why
+not a `_start`'s); no (8, 128) vreg
 alignment of collective blocks; compute ops whose smallest legal blocks do not
 fit VMEM (an error naming the op, the blocks and the capacity), among them dense
 non-splat constants larger than VMEM; fusing compute ops that the `fusion` pass did not

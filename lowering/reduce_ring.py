@@ -29,24 +29,37 @@ after the other through the same buffers: the credits run on (no drain between p
 and a piece's result is copied out while the next piece's first messages travel.
 
 Pieces are software-pipelined, as a hand-written Pallas kernel does: piece p+1's step 0
-(its messages straight from HBM into the receiver's other slot, under its own receive
-semaphore) starts as soon as piece p's last messages have left (their send waits), not
-after they landed and were reduced, so the link is busy again while piece p's last
-step's latency, reduction and copy out run. This needs no VMEM beyond the 4 blocks
-`hardware.vmem.rs_pieces` counts: the two messages in flight use the two receive slots
-(two credits, also on a ring of 2, whose steps are all a step 0), step 0 sends from
-HBM, and its local DMA into `mine` waits until piece p's last step has read `mine`.
+(its messages into the receiver's other slot, under its own receive semaphore) starts as
+soon as piece p's last messages have left (their send waits), not after they landed and
+were reduced, so the link is busy again while piece p's last step's latency, reduction
+and copy out run. This needs no VMEM beyond the 4 blocks `hardware.vmem.rs_pieces`
+counts: the two messages in flight use the two receive slots (two credits, also on a
+ring of 2, whose steps are all a step 0), and step 0's local DMA into `mine` waits until
+piece p's last step has read `mine` (it is started first thing after that step, with
+piece p's copy out).
+- Full precision: step 0 sends the own chunk straight from HBM.
+- Low precision (bf16 / f16, `_Run.rounds`): step 0 sends the own chunk widened to f32
+  in `acc`, which used to hold piece p's result. Piece p's last step instead rounds its
+  sum straight into `rounded` (`arith.truncf` on the combined vector, stored in the
+  element type) and its copy out to HBM starts from there, so `acc` is free once piece
+  p's last message has left. Piece p+1's own chunk is fetched through `rounded` (free:
+  piece p-1's copy out was waited just before; `mine` is still being filled), under
+  the copies out's semaphore (`copy_sem` counts that DMA into `mine` too), widened
+  into `acc` and sent, before piece p's last step's rest. No fifth block, so no more
+  pieces than unpipelined; the last piece keeps the unpipelined end (its sum in `acc`,
+  rounded by `copy_out`). Level S charges it (`topology.Ring.last_combine`, `lead`
+  again at each boundary, `out_fetch`: the copy out and the next own-chunk fetch share
+  the HBM, and the next piece's first reduction and the piece after's fetch wait for
+  them); it is never slower than unpipelined (tests/unit/test_rs_pieces_low.py).
 Level S charges the same (`topology.Phase` of pieces: a boundary saves one step's
-latency).
-Only a sync collective's pieces are pipelined, and only at full precision:
-- low precision widens its first message into `acc`, which piece p's last step still
-  sends from (a second wide send buffer, a fifth block, would cut chunks at the 4-block
-  boundary into twice the pieces, each with its ring of latencies);
-- a `_start`'s steps are interleaved into the compute (`ring_steps`), chunk by chunk at
-  block boundaries placed by whole-step estimates: there piece p+1's first sends went
-  at the block where the old order started them anyway, and piece p's last reduction,
-  its copy out and piece p+1's local DMA were waited in one chunk under the compute
-  (the real-size transformer layer in f32 on v5e: level T 14.34 -> 14.37 ms).
+latency and reduction).
+A `_start`'s pieces are not pipelined: its steps are interleaved into the compute
+(`ring_steps`), chunk by chunk at block boundaries placed by whole-step estimates: there
+piece p+1's first sends went at the block where the old order started them anyway, and
+piece p's last reduction, its copy out and piece p+1's local DMA were waited in one chunk
+under the compute (the real-size transformer layer in f32 on v5e: level T 14.34 -> 14.37
+ms). Nor is a low-precision piece whose result stays in f32 (a multi-axis reduction's
+VMEM phases, one piece each anyway).
 """
 
 from __future__ import annotations
@@ -155,6 +168,10 @@ class _Run:
     overlap: bool
     """Pieces overlap: each piece's first step starts while the previous piece's last
     step runs (`run_rs_rings`)."""
+    rounds: bool
+    """Overlapping low-precision pieces: a piece's last step (but the last piece's)
+    rounds its result straight into `rounded`, which also stages the next piece's first
+    message (module docstring)."""
     pairs: bool = False
     """The blocks' last dimension holds complex (re, im) pairs combined as complex numbers
     (lowering/pair_combine.py)."""
@@ -185,40 +202,70 @@ def run_rs_rings(
     state = [_ring_buffers(topo, e, run, r, len(pieces) > 1) for r in pieces[0]]
     later = Emitter(Block()) if deferred is not None else None
     pending: list[Operation] = []
-    """Waits for the previous piece's copies out of the accumulators."""
+    """Waits for the previous piece's copies out (of the accumulators; rounding early,
+    `_Run.rounds`: of the rounded buffers, waited before they are next written)."""
     early: _Early | None = None
     """This piece's step 0, started during the previous piece's last step."""
+    final = len(pieces) - 1
     for p, rings in enumerate(pieces):
-        if early is None:
-            firsts = _first_messages(e, run, rings, state, pending)
-            if run.wide != run.elem:
-                pending = []
-            # Step 0 (peeled: it sends from HBM); a _start sends its messages now, and
-            # the rest of the collective goes to a block emitted at the done.
-            rest = _step(run, e, e.index(0), p, rings, state, firsts, pending)
-        else:
-            rest = [*early.local, *pending, *early.rest]
-        pending = []
+        nxt = pieces[p + 1] if run.overlap and p < final else None
+        # A _start sends step 0's messages now, and the rest of the collective goes to a
+        # block emitted at the done.
+        rest, pending = _piece_start(run, e, (p, nxt is not None), rings, state, pending, early)
         if later is not None and p == 0:
             e = later
-        nxt = pieces[p + 1] if run.overlap and p + 1 < len(pieces) else None
         if run.n > 2:
             _emit(e, rest)
             _later_steps(run, e, p, rings, state, nxt is None)
             if nxt is not None:  # the last step, its rest after the next piece's sends
                 accs = [st.acc for st in state]
-                rest = _step(run, e, e.index(run.n - 2), p, rings, state, accs, [])
+                n2 = e.index(run.n - 2)
+                rest = _step(run, e, n2, p, rings, state, accs, [], rounds=run.rounds)
         early = None
         if nxt is not None:
-            rest, early = _start_early(run, e, p + 1, nxt, state, rest)
+            # Of a ring of 2, the next piece's step 0 is its last step too.
+            last = run.rounds and run.n == 2 and p + 1 < final
+            rest, early = _start_early(run, e, (p + 1, last), nxt, state, rest, pending)
+            if run.rounds:
+                pending = []
         if run.n == 2 or nxt is not None:
             _emit(e, rest)
-        if p < len(pieces) - 1:
+        if p < final:
             pending = _piece_out(e, run, rings, state)
-    result = _finish(e, run, pieces[-1], state)
+    result = _finish(e, run, pieces[-1], state, pending)
     if deferred is not None and later is not None:
         deferred += later.detach_all()
     return result
+
+
+def _piece_start(
+    run: _Run,
+    e: Emitter,
+    piece: tuple[int, bool],
+    rings: list[Ring],
+    state: list[_RingState],
+    pending: list[Operation],
+    early: _Early | None,
+) -> tuple[list[Operation], list[Operation]]:
+    """
+    Step 0 of piece `piece[0]` (`piece[1]`: a next piece overlaps it): started now
+    (peeled: it sends from HBM, or low precision the widened own chunk), or already
+    started `early` (its local DMAs go now: the last step has read `mine`, and its
+    copies out, just started, share the HBM with them). Returns its rest (with
+    `pending`, the previous piece's copies out, before its stores) and what stays
+    pending (`_Run.rounds`: those copies out, until `rounded` is next written).
+    """
+    p, overlapped = piece
+    if early is not None:
+        _emit(e, early.local)
+        if run.rounds:
+            return early.rest, pending
+        return [*pending, *early.rest], []
+    firsts = _first_messages(e, run, rings, state, pending)
+    if run.wide != run.elem:
+        pending = []
+    last = run.rounds and run.n == 2 and overlapped
+    return _step(run, e, e.index(0), p, rings, state, firsts, pending, rounds=last), []
 
 
 @dataclass
@@ -234,25 +281,31 @@ class _Early:
 def _start_early(
     run: _Run,
     e: Emitter,
-    p: int,
+    piece: tuple[int, bool],
     rings: list[Ring],
     state: list[_RingState],
     last: list[Operation],
+    pending: list[Operation],
 ) -> tuple[list[Operation], _Early]:
     """
-    Start piece `p`'s step 0 within piece p-1's last step, whose rest is `last`: the
-    link is free once that step's messages have left (its send waits, taken out of
-    `last` and emitted now), so piece p's first messages go then, while the last ones
-    travel and are reduced. Returns the rest of `last` and piece p's early step 0.
+    Start step 0 of piece `piece[0]` within piece p-1's last step, whose rest is
+    `last`: the link is free once that step's messages have left (its send waits,
+    taken out of `last` and emitted now), so piece p's first messages go then, while
+    the last ones travel and are reduced. Low precision (`_Run.rounds`) first widens
+    them into the accumulators (free: the last step rounds its result into `rounded`),
+    through the rounded buffers (after `pending`, the copies out of them). `piece[1]`:
+    piece p's step 0 is its last step (`_step`'s `rounds`). Returns the rest of `last`
+    and piece p's early step 0.
     """
+    p, rounds = piece
     sends = {st.send_sem for st in state}
     sent = {id(o) for o in last if isinstance(o, tpu.DMAWaitOp) and o.sem in sends}
     for o in last:
         if id(o) in sent:
             e.op(o)
     early = _Early([], [])
-    firsts = _first_messages(e, run, rings, state, [])
-    early.rest = _step(run, e, e.index(0), p, rings, state, firsts, [], early.local)
+    firsts = _first_messages(e, run, rings, state, pending, run.rounds)
+    early.rest = _step(run, e, e.index(0), p, rings, state, firsts, [], early.local, rounds)
     return [o for o in last if id(o) not in sent], early
 
 
@@ -290,14 +343,21 @@ def _start_run(
         sum(4 * nbytes(b, wide) for b, _ in blocks),
     )
     one = e.i32(1, "one")
-    # Pipelined where the steps run back to back: a sync collective at full precision
-    # (module docstring).
+    # Pipelined where the steps run back to back: a sync collective; at low precision
+    # where each piece's result is rounded to the element type (module docstring).
     start = isinstance(op, collective.CollectiveOp) and op.IS_START
-    overlap = target.pipeline_pieces and len(pieces) > 1 and wide == elem and not start
+    rounded = all(
+        isinstance(r.dst, SSAValue)
+        and isinstance(r.dst.type, MemRefType)
+        and r.dst.type.element_type == elem
+        for r in pieces[0]
+    )
+    overlap = target.pipeline_pieces and len(pieces) > 1 and not start
+    overlap = overlap and (wide == elem or (rounded and not pairs))
     # Two receive slots, as many credits as messages in flight at once: pipelined, a
     # piece's last message and the next piece's first (of a ring of 2, both a step 0).
     credit0 = e.i32(min(2, (n - 1) * (2 if overlap else 1)), "rs_slots")
-    return _Run(op, n, elem, wide, one, credit0, overlap, pairs)
+    return _Run(op, n, elem, wide, one, credit0, overlap, overlap and wide != elem, pairs)
 
 
 def _emit(e: Emitter, ops: Sequence[Operation]) -> None:
@@ -346,11 +406,13 @@ def _first_messages(
     rings: list[Ring],
     state: list[_RingState],
     pending: list[Operation],
+    early: bool = False,
 ) -> list[SSAValue]:
     """
     Each ring's first message, my own chunk (me - direction) mod N, sent straight from
     HBM; low precision widens it into `acc` first (after `pending`, the previous
-    piece's copies out of `acc`) and sends it from there.
+    piece's copies out of `acc`) and sends it from there. It is fetched into `mine`,
+    or (`early`: `mine` is still in use, `_start_early`) into `rounded`.
     """
     firsts = []
     for r, st in zip(rings, state, strict=False):
@@ -362,11 +424,15 @@ def _first_messages(
             for w in pending:
                 e.op(w)
             pending = []
-            e.op(tpu.DMAStartOp(block, st.mine, recv_sem=st.copy_sem))
-            e.op(tpu.DMAWaitOp(st.copy_sem, st.mine))
+            # Early, `mine` is still being filled under `copy_sem`: the own chunk goes
+            # through `rounded` under the copies out's semaphore (they were waited).
+            via, sem = (st.rounded, st.out_sem) if early else (st.mine, st.copy_sem)
+            assert via is not None and sem is not None
+            e.op(tpu.DMAStartOp(block, via, recv_sem=sem))
+            e.op(tpu.DMAWaitOp(sem, via))
             zeros = [e.index(0) for _ in st.bshape]
             low = e.op(
-                tpu.LoadOp(st.mine, zeros, VectorType(run.elem, st.bshape)),
+                tpu.LoadOp(via, zeros, VectorType(run.elem, st.bshape)),
                 f"{r.tag}_first_low",
             )
             e.op(
@@ -387,16 +453,18 @@ def _step(
     srcs: Sequence[SSAValue],
     before_store: list[Operation],
     local: list[Operation] | None = None,
+    rounds: bool = False,
 ) -> list[Operation]:
     """Start step `s` of piece `p`'s DMAs (after their credits); return the rest of the
     step (`before_store`: to emit before the first ring overwrites its accumulator).
-    `local`: the local DMAs of the chunks to add go there, not started (`_Early`)."""
+    `local`: the local DMAs of the chunks to add go there, not started (`_Early`).
+    `rounds`: the piece's last step, its result rounded into `rounded`, not `acc`."""
     s32 = b.to_i32(s)
     n = run.n
     slot = b.rem(b.add(s, b.index(p * (n - 1))) if p else s, b.index(2), "slot")
     later: list[Operation] = []
     for r, st, src in zip(rings, state, srcs, strict=False):
-        later += _ring_step(run, b, (s32, slot), r, st, src, before_store, local)
+        later += _ring_step(run, b, (s32, slot, rounds), r, st, src, before_store, local)
         before_store = []
     return later
 
@@ -404,18 +472,19 @@ def _step(
 def _ring_step(
     run: _Run,
     b: Emitter,
-    where: tuple[SSAValue, SSAValue],
+    where: tuple[SSAValue, SSAValue, bool],
     r: Ring,
     st: _RingState,
     src: SSAValue,
     before_store: list[Operation],
     local: list[Operation] | None,
 ) -> list[Operation]:
-    """One ring of reduce_scatter step s (`where`: s as i32, its receive slot): send
-    `src` (the running partial in `acc`, or at step 0 my own chunk in HBM), start the
-    local DMA of the chunk to add (or append it to `local`); return the rest
-    (`before_store` just before the accumulator is overwritten)."""
-    s32, slot = where
+    """One ring of reduce_scatter step s (`where`: s as i32, its receive slot, whether
+    the result is rounded into `rounded`): send `src` (the running partial in `acc`, or
+    at step 0 my own chunk in HBM), start the local DMA of the chunk to add (or append
+    it to `local`); return the rest (`before_store` just before the accumulator is
+    overwritten)."""
+    s32, slot, rounds = where
     ax, n, tag = r.ax, r.ax.size, r.tag
     bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
     block_v = memref_type(bshape, run.wide, VMEM)
@@ -437,7 +506,7 @@ def _ring_step(
         b.op(fetch)
     else:
         local.append(fetch)
-    combined, stores = _combine_step(run, b, st, (slot, zeros))
+    combined, stores = _combine_step(run, b, st, (slot, zeros), rounds)
     return [
         tpu.DMAWaitOp(st.copy_sem, mine),
         tpu.DMAWaitOp(rsem, dst),
@@ -452,11 +521,16 @@ def _ring_step(
 
 
 def _combine_step(
-    run: _Run, b: Emitter, st: _RingState, at: tuple[SSAValue, list[SSAValue]]
+    run: _Run,
+    b: Emitter,
+    st: _RingState,
+    at: tuple[SSAValue, list[SSAValue]],
+    rounds: bool = False,
 ) -> tuple[list[Operation], list[Operation]]:
     """The ops combining the partial in receive slot `at[0]` with the own chunk (`at[1]`:
-    the zero indices), and those storing the result to the accumulator: one op per
-    element, or (`run.pairs`) a complex (re, im) pair's combine (pair_combine.py)."""
+    the zero indices), and those storing the result to the accumulator (`rounds`:
+    rounded to the element type, to `rounded`): one op per element, or (`run.pairs`) a
+    complex (re, im) pair's combine (pair_combine.py)."""
     slot, zeros = at
     bshape, rbuf, mine, acc = st.bshape, st.rbuf, st.mine, st.acc
     if run.pairs:  # complex (re, im) pairs combined as complex numbers
@@ -471,7 +545,13 @@ def _combine_step(
     own = tpu.LoadOp(mine, zeros, VectorType(run.elem, bshape))
     own.result.name_hint = "own"
     combined = [got, own, *combine(run.op, got.result, own.result)]
-    return combined, [tpu.StoreOp(combined[-1].results[0], acc, zeros)]
+    total = combined[-1].results[0]
+    if rounds:
+        assert st.rounded is not None
+        narrow = arith.TruncFOp(total, VectorType(run.elem, bshape))
+        narrow.result.name_hint = "rounded"
+        return combined, [narrow, tpu.StoreOp(narrow.result, st.rounded, zeros)]
+    return combined, [tpu.StoreOp(total, acc, zeros)]
 
 
 def _piece_out(
@@ -479,11 +559,17 @@ def _piece_out(
 ) -> list[Operation]:
     """
     A piece's result (not the last piece's) leaves while the next piece's first
-    messages travel: its waits are returned, for before `acc` is next overwritten. Low
-    precision rounds it first, which waits here.
+    messages travel: its waits are returned, for before `acc` (`run.rounds`: `rounded`)
+    is next overwritten. Low precision not overlapped rounds it first, which waits here.
     """
     pending: list[Operation] = []
-    if run.wide == run.elem:
+    if run.rounds:  # the last step rounded it into `rounded`
+        for r, st in zip(rings, state, strict=False):
+            assert r.dst is not None and st.out_sem is not None and st.rounded is not None
+            target = r.target(e)
+            e.op(tpu.DMAStartOp(st.rounded, target, recv_sem=st.out_sem))
+            pending.append(tpu.DMAWaitOp(st.out_sem, target))
+    elif run.wide == run.elem:
         for r, st in zip(rings, state, strict=False):
             assert r.dst is not None and st.out_sem is not None
             target = r.target(e)
@@ -496,10 +582,11 @@ def _piece_out(
 
 
 def _finish(
-    e: Emitter, run: _Run, rings: list[Ring], state: list[_RingState]
+    e: Emitter, run: _Run, rings: list[Ring], state: list[_RingState], pending: list[Operation]
 ) -> list[tuple[Ring, SSAValue]]:
     """Wait for the credits still owed, free the buffers; the last piece's result out
-    to its `dst`, or (no `dst`) the accumulators returned."""
+    to its `dst` (after `pending`, the previous piece's copies out of `rounded`), or (no
+    `dst`) the accumulators returned."""
     for st in state:
         # The credits still owed to me: my receiver has consumed every message.
         e.op(tpu.SemWaitOp(st.credits, run.credit0))
@@ -507,6 +594,7 @@ def _finish(
         e.op(tpu.DeallocOp(st.mine))
     if rings[0].dst is None:
         return [(r, st.acc) for r, st in zip(rings, state, strict=False)]
+    _emit(e, pending)
     for r, st in zip(rings, state, strict=False):
         copy_out(e, st.acc, r.target(e), st.rounded)
         e.op(tpu.DeallocOp(st.acc))

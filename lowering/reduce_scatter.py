@@ -7,9 +7,8 @@ every chunk is reduced on a rightward ring, the second half on a leftward one (e
 its own buffers, semaphores and credits), the two rings' steps interleaved. A chunk whose
 4 VMEM blocks per ring do not fit the kernel's VMEM (or a `_start`'s share of it) is
 reduced in pieces (halving along the first dimension they divide until they fit), one
-piece after the other through the same buffers (in a sync collective at full precision
-pipelined: a piece's first step starts while the previous piece's last step runs,
-`reduce_ring`): `hardware.vmem`, whose rule level S's cost of the collective charges
+piece after the other through the same buffers (in a sync collective pipelined: a
+piece's first step starts while the previous piece's last step runs, `reduce_ring`): `hardware.vmem`, whose rule level S's cost of the collective charges
 too.
 
 Several mesh axes (rank row-major over the listed axes): one ring phase per axis, the

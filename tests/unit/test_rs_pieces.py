@@ -1,9 +1,10 @@
 """
 Reduce-scatter pieces overlap (lowering/reduce_ring.py): a chunk too large for VMEM is
-reduced in pieces, software-pipelined in a sync collective at full precision: piece
-p+1's first step starts once piece p's last messages have left, before piece p's last
-waits. The kernels give level S's results with none of the simulator's diagnostics (a
-`_start`'s and low precision's pieces, not pipelined, too); seeded bugs at the piece
+reduced in pieces, software-pipelined in a sync collective: piece p+1's first step
+starts once piece p's last messages have left, before piece p's last waits (here at
+full precision; bf16 / f16: test_rs_pieces_low.py). The kernels give level S's results
+with none of the simulator's diagnostics (a `_start`'s pieces, not pipelined, too; and
+low precision's, pipelined, in the random ones); seeded bugs at the piece
 boundary (a dropped wait, a buffer reused while a DMA still fills it, a wait on the wrong
 semaphore) are caught; no VMEM beyond the 4 blocks `hardware.vmem.rs_pieces` counts; and
 level S (`topology.ring_phases_time` of a `Phase` of pieces) charges the same timing.
