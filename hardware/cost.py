@@ -447,10 +447,11 @@ widened (`extf`), the op in f32, the result narrowed (`truncf`): rounded once pe
 level S's ml_dtypes / numpy arithmetic rounds. A compare, select or convert runs on them
 as they are."""
 
-FLOAT_MATH_OPS = {"hlo.logistic": 5, "hlo.erfc": 3, "hlo.clamp": 2}
+FLOAT_MATH_OPS = {"hlo.logistic": 5, "hlo.erfc": 3, "hlo.clamp": 2, "hlo.is_finite": 5}
 """Float ops of several vector ops (vector_ops.py `_float_math`): logistic 1 / (1 + exp(-x))
 (the 1 a splat, negate, exp, add, divide), erfc 1 - erf(x) (splat, erf, subtract), clamp
-min(max(x, lo), hi); any other float op is one."""
+min(max(x, lo), hi), is_finite -inf < x < inf (two splats, two compares, an and); any
+other float op is one."""
 
 INT_MATH_OPS = {
     "hlo.not": 2,  # x xor -1, the -1 a splat
@@ -523,6 +524,8 @@ def compute_widen_ops(op: Operation) -> int:
     distinct = len(set(op.operands))
     if _is_narrow_int(elem):
         return distinct + (1 if _is_narrow_int(out) else 0)
+    if str(elem) in LOW_PRECISION_FLOATS and isinstance(op, hlo.IsFiniteOp):
+        return distinct  # widened to compare with the infinities; its i1 is not narrowed
     if str(elem) in LOW_PRECISION_FLOATS and not isinstance(op, hlo.CompareOp):
         return distinct + 1
     return 0

@@ -94,6 +94,7 @@ _ELEMENTWISE = (
     hlo.BinaryElementwiseOp,
     hlo.UnaryElementwiseOp,
     hlo.CompareOp,
+    hlo.IsFiniteOp,
     hlo.SelectOp,
     hlo.ConvertOp,
     hlo.ClampOp,

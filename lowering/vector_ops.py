@@ -6,6 +6,7 @@ splats, broadcasts, StableHLO `convert`, and hlo elementwise ops as `arith` / `m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from shardc.dialects import hlo, tpu
@@ -206,6 +207,7 @@ _LOWERED_13: tuple[type[Operation], ...] = (
     hlo.XorOp,
     hlo.ClampOp,
     hlo.RemainderOp,
+    hlo.IsFiniteOp,
     *_SHIFTS,
     *_BIT_COUNTS,
     *_UNARY_MATH,
@@ -319,6 +321,8 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
             return b.op(tpu.CmpOp(_FLOAT_CMP[d], vals[0], vals[1]))
         unsigned = kind == BOOL or hlo.is_unsigned(elem)
         return b.op(tpu.CmpOp((_BOOL_CMP if unsigned else _INT_CMP)[d], vals[0], vals[1]))
+    if isinstance(op, hlo.IsFiniteOp):
+        return _is_finite(b, vals[0])
     if isinstance(op, _UNARY_MATH):  # no instruction (but rounding): unary_math.py
         from shardc.lowering import unary_math  # it builds on this module
 
@@ -346,6 +350,18 @@ def elementwise(b: TileEmitter, op: Operation, vals: list[SSAValue]) -> SSAValue
     wide = once(vals, lambda v: b.op(arith.ExtFOp(v, with_element(v, f32))))
     r = _float_math(b, op, wide)
     return b.op(arith.TruncFOp(r, with_element(r, elem)))
+
+
+def _is_finite(b: TileEmitter, x: SSAValue) -> SSAValue:
+    """-inf < x < inf (ordered compares: false for NaN too), in f32 below it: f8E4M3FN
+    has no infinity to compare with (its NaN compares false), and a widened value keeps
+    its infinities and NaNs."""
+    if _low_precision(vector_type(x).element_type):
+        x = b.op(arith.ExtFOp(x, with_element(x, f32)))
+    ty = vector_type(x)
+    below = b.op(tpu.CmpOp("olt", x, splat_vector(b, math.inf, ty)))
+    above = b.op(tpu.CmpOp("ogt", x, splat_vector(b, -math.inf, ty)))
+    return b.op(arith.AndIOp(below, above))
 
 
 def once(vals: list[SSAValue], convert: Callable[[SSAValue], SSAValue]) -> list[SSAValue]:
