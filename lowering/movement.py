@@ -23,7 +23,8 @@ transfer and VMEM pressure.
 * spmd.axis_index (partitioning computes slice offsets from it): `tpu.axis_index`
   stored into an SMEM scalar (`memref.store`), DMA'd to the value's HBM buffer;
   hlo.partition_id likewise from `tpu.device_id` (level S's partition is the device id),
-  extended or truncated to the result's width (a `tpu.memref_bitcast` view for unsigned).
+  extended or truncated to the result's width (a `tpu.memref_bitcast` view for unsigned);
+  hlo.replica_id a 0 the same way (level S: one replica, every device's id 0).
 * bitcast_convert between widths (one width is elementwise: lowering/compute.py): one DMA
   from the operand, viewed as the result's type (`tpu.memref_bitcast`), into the result.
 * real / imag of a complex tensor: one strided DMA from its parts' view (a
@@ -65,6 +66,7 @@ _OPS = (
     hlo.DynamicUpdateSliceOp,
     spmd.AxisIndexOp,
     hlo.PartitionIdOp,
+    hlo.ReplicaIdOp,
 )
 
 
@@ -311,13 +313,17 @@ def _lower_axis_index(ctx: LoweringContext, op: spmd.AxisIndexOp) -> None:
     e.op(tpu.DeallocOp(smem))
 
 
-def _lower_partition_id(ctx: LoweringContext, op: hlo.PartitionIdOp) -> None:
+def _lower_partition_id(ctx: LoweringContext, op: hlo.PartitionIdOp | hlo.ReplicaIdOp) -> None:
+    """partition_id: the device id; replica_id: 0 (one replica)."""
     e = ctx.emitter
     elem = tensor_type(op.result.type).element_type
     assert isinstance(elem, IntegerType)
     width = elem.width.data
     signless = IntegerType(width)
-    me = e.op(tpu.DeviceIdOp(), "partition_id")
+    if isinstance(op, hlo.ReplicaIdOp):
+        me = e.i32(0, "replica_id")
+    else:
+        me = e.op(tpu.DeviceIdOp(), "partition_id")
     if width > 32:
         me = e.op(arith.ExtSIOp(me, signless), "partition_id_ext")
     elif width < 32:
@@ -385,5 +391,6 @@ _LOWERINGS: dict[type[Operation], Callable[[LoweringContext, Operation], None]] 
     hlo.DynamicUpdateSliceOp: _lower_dynamic_update_slice,  # pyright: ignore[reportAssignmentType]
     spmd.AxisIndexOp: _lower_axis_index,  # pyright: ignore[reportAssignmentType]
     hlo.PartitionIdOp: _lower_partition_id,  # pyright: ignore[reportAssignmentType]
+    hlo.ReplicaIdOp: _lower_partition_id,  # pyright: ignore[reportAssignmentType]
     hlo.BitcastConvertOp: _lower_bitcast_convert,  # pyright: ignore[reportAssignmentType]
 }

@@ -3,7 +3,8 @@
 item 3): clamp (rank-0 or full bounds, NaN-propagating as level S), the bitwise ops
 (xor, and, or, not on i1 and integers), integer remainder, the shifts (amounts read as
 unsigned, past the width: 0 or the sign fill), popcnt and count_leading_zeros,
-bitcast_convert (one width, and between widths) and partition_id; hypothesis-generated
+bitcast_convert (one width, and between widths), partition_id and replica_id (0 on every
+device, as level S: one replica); hypothesis-generated
 programs lowered, simulated at level T on 2 devices and compared with level S bit for bit.
 """
 
@@ -149,9 +150,10 @@ def test_bitcast_convert_between_widths(
 
 
 @pytest.mark.parametrize("dtype", ["i32", "ui32", "i64", "ui64", "i8", "ui16"])
-def test_partition_id(dtype: str) -> None:
+@pytest.mark.parametrize("name", ["partition_id", "replica_id"])
+def test_partition_and_replica_id(name: str, dtype: str) -> None:
     t = ty((), dtype)
-    check(program([], t, f"hlo.partition_id : {t}"), [[] for _ in range(DEVICES)])
+    check(program([], t, f"hlo.{name} : {t}"), [[] for _ in range(DEVICES)])
 
 
 @SETTINGS
