@@ -1024,7 +1024,8 @@ class Base:
 
     def __post_init__(self) -> None:
         if self.owner.memory_limit is None:
-            self.graph = StepGraph(self.block, per_op(self.model), None)
+            costs = per_op(self.model)
+            self.graph = StepGraph(self.block, costs, cast(OpCosts, costs).times)
             self.written = self.graph.sync_written_time()
         else:
             self.written = program_order_time(self.block.ops, self.model)
