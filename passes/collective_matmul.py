@@ -69,6 +69,7 @@ from shardc.passes.rewrite_utils import (
     check_option,
     const_i32,
     insert_from,
+    sites_only,
     tensor_type,
     zeros,
 )
@@ -724,12 +725,15 @@ class CollectiveMatmulPass(ModulePass):
         `PatternRewriteWalker.rewrite_module`, sweep after sweep until one changes nothing,
         but for that last sweep, which is `_matches` (the same patterns asked of the same
         ops in the same order, without a rewriter per op: at 10k ops a fifth of the pass,
-        issue 14 item 7); where that finds a match, the walker sweeps again.
+        issue 14 item 7); where that finds a match, the walker sweeps again. The walker's
+        worklist holds only the ops a pattern can match (`rewrite_utils.sites_only`).
         """
         options = self.options(model)
         gather, scatter = GatherIntoDot(options), DotIntoScatter(options)
-        walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier([gather, scatter], dce_enabled=False)
+        walker = sites_only(
+            PatternRewriteWalker(GreedyRewritePatternApplier([gather, scatter], dce_enabled=False)),
+            hlo.DotOp,
+            collective.ReduceScatterOp,
         )
         listener = walker._get_rewriter_listener()  # pyright: ignore[reportPrivateUsage]
         while True:
