@@ -38,6 +38,7 @@ from shardc.passes.rewrite_utils import (
     erase_if_dead,
     insert_from,
     replace_results,
+    sites_only,
     static_slice_or_value,
     tensor_type,
 )
@@ -158,4 +159,6 @@ class AllGatherSliceSimplifyPass(ModulePass):
         mesh = find_mesh(op)
         if mesh is None:
             return
-        PatternRewriteWalker(SimplifyOwnBlockSlice(mesh)).rewrite_module(op)
+        sites_only(
+            PatternRewriteWalker(SimplifyOwnBlockSlice(mesh)), hlo.DynamicSliceOp
+        ).rewrite_module(op)

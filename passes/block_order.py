@@ -104,6 +104,8 @@ def stable_topological_order(
     lowest `priority(op, position)` (default: its position, so each op comes as early as
     its original place allows). The block's last op (its terminator) stays last.
     """
+    if priority is None:
+        return _earliest_order(block)
     ops = list(block.ops)
     position = {op: i for i, op in enumerate(ops)}
 
@@ -122,6 +124,47 @@ def stable_topological_order(
             waiting[user] -= 1
             if not waiting[user] and user is not last:
                 heapq.heappush(ready, (key(user), position[user], user))
+    if last is not None:
+        order.append(last)
+    assert len(order) == len(ops), "the block's dependencies have a cycle"
+    return order
+
+
+def _earliest_order(block: Block) -> list[Operation]:
+    """
+    `stable_topological_order` by position, as one scan of the block: each op in order is
+    taken if every op it waits for was, else put aside until they are; taking an op takes
+    the ops put aside that now wait for nothing, lowest position first (they come before
+    any op not scanned yet: that is the order's rule, the ready op of lowest position).
+    Only the ops put aside are heaped, not every op of the block: `collective-combine`
+    re-orders the whole program after a merge moved a few collectives (issue 14 item 7).
+    """
+    ops = list(block.ops)
+    deps = block_dependencies(block)
+    last = block.last_op
+    taken: set[Operation] = set()
+    waiting: dict[Operation, int] = {}
+    waiters: dict[Operation, list[tuple[int, Operation]]] = {}
+    order: list[Operation] = []
+    ready: list[tuple[int, Operation]] = []
+    for i, op in enumerate(ops):
+        if op is last:
+            continue
+        missing = [d for d in deps[op] if d not in taken]
+        if missing:
+            waiting[op] = len(missing)
+            for d in missing:
+                waiters.setdefault(d, []).append((i, op))
+            continue
+        heapq.heappush(ready, (i, op))
+        while ready:
+            _, done = heapq.heappop(ready)
+            order.append(done)
+            taken.add(done)
+            for j, user in waiters.pop(done, ()):
+                waiting[user] -= 1
+                if not waiting[user]:
+                    heapq.heappush(ready, (j, user))
     if last is not None:
         order.append(last)
     assert len(order) == len(ops), "the block's dependencies have a cycle"

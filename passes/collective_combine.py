@@ -14,7 +14,7 @@ every combined op comes after its operands and before its users.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from shardc.dialects import collective, hlo
@@ -398,13 +398,11 @@ class CollectiveCombinePass(ModulePass):
     @staticmethod
     def apply_plan(
         plan: list[tuple[Block, list[list[collective.CollectiveOp]]]],
-        planned_on: ModuleOp,
-        target: ModuleOp,
+        twin: Mapping[Operation, Operation],
     ) -> None:
-        """Merge `plan`'s groups, planned on `planned_on`, in `target`, a copy of it (its
-        ops matched by their position: a clone walks in the same order), so that
-        `spmd-pipeline`'s gate plans once, not once to ask and once to apply."""
-        twin = dict(zip(planned_on.walk(), target.walk(), strict=True))
+        """Merge `plan`'s groups in a copy of the module they were planned on (`twin`: each
+        op of that module mapped to its copy, `module_copy.copy_op`'s `op_mapper`), so
+        that `spmd-pipeline`'s gate plans once, not once to ask and once to apply."""
         for block, groups in plan:
             for group in groups:
                 combine([twin[o] for o in group])  # pyright: ignore[reportArgumentType]

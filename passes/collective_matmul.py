@@ -61,7 +61,7 @@ from typing import Any
 from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.sizes import tensor_bytes
 from shardc.dialects.spmd import find_mesh
-from shardc.dialects.syntax import i64_attr
+from shardc.dialects.syntax import i64_array, i64_attr
 from shardc.hardware.chips import CHIPS, get_chip
 from shardc.hardware.cost import CachedCostModel, CostModel, cached
 from shardc.passes.rewrite_utils import (
@@ -69,6 +69,7 @@ from shardc.passes.rewrite_utils import (
     check_option,
     const_i32,
     insert_from,
+    sites_only,
     tensor_type,
     zeros,
 )
@@ -81,6 +82,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    i1,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
@@ -185,17 +187,19 @@ class RingBuilder:
             if c == 0:
                 self._index[c] = self.rank()
             else:
-                t = self.emit(hlo.AddOp(self.rank(), self.const(c)))
+                t = self.emit(_binary(hlo.AddOp, self.rank(), self.const(c)))
                 n = self.const(self.size)
-                wraps = self.emit(hlo.CompareOp("GE", t, n))
-                wrapped = self.emit(hlo.SubOp(t, n))
-                self._index[c] = self.emit(hlo.SelectOp(wraps, wrapped, t))
+                wraps = self.emit(_compare_ge(t, n))
+                wrapped = self.emit(_binary(hlo.SubOp, t, n))
+                self._index[c] = self.emit(_select(wraps, wrapped, t))
         return self._index[c]
 
     def block_offset(self, c: int, block: int) -> SSAValue:
         key = (c % self.size, block)
         if key not in self._offset:
-            self._offset[key] = self.emit(hlo.MulOp(self.block_index(c), self.const(block)))
+            self._offset[key] = self.emit(
+                _binary(hlo.MulOp, self.block_index(c), self.const(block))
+            )
         return self._offset[key]
 
     def offsets(self, rank: int, dim: int, c: int, block: int) -> list[SSAValue]:
@@ -207,7 +211,7 @@ class RingBuilder:
         sizes = list(ty.get_shape())
         sizes[dim] = block
         return self.emit(
-            hlo.DynamicSliceOp(value, self.offsets(ty.get_num_dims(), dim, c, block), sizes)
+            _dynamic_slice(value, self.offsets(ty.get_num_dims(), dim, c, block), sizes)
         )
 
     def permute(self, value: SSAValue, shift: int) -> SSAValue:
@@ -217,6 +221,54 @@ class RingBuilder:
         insert_from(self.rewriter, self.anchor, self.ops)
         new.name_hint = old.name_hint
         self.rewriter.replace_all_uses_with(old, new)
+
+
+# The ring's ops as their constructors make them, by `create` (the same operands, result
+# types and properties, without IRDL's argument checks: a few times cheaper, and a ring
+# is dozens of them; at 50k ops building rings was half of collective-matmul, issue 14
+# item 7). tests/e2e/test_collective_matmul.py's rings and the byte-identical outputs
+# of bench/pipeline_outputs.py hold them to the constructors.
+
+
+def _binary(
+    cls: type[hlo.BinaryElementwiseOp], lhs: SSAValue, rhs: SSAValue
+) -> hlo.BinaryElementwiseOp:
+    """`cls(lhs, rhs)`."""
+    return cls.create(operands=[lhs, rhs], result_types=[lhs.type])
+
+
+def _compare_ge(lhs: SSAValue, rhs: SSAValue) -> hlo.CompareOp:
+    """`hlo.CompareOp("GE", lhs, rhs)`."""
+    return hlo.CompareOp.create(
+        operands=[lhs, rhs],
+        result_types=[TensorType(i1, tensor_type(lhs).get_shape())],
+        properties={"comparison_direction": StringAttr("GE")},
+    )
+
+
+def _select(pred: SSAValue, on_true: SSAValue, on_false: SSAValue) -> hlo.SelectOp:
+    """`hlo.SelectOp(pred, on_true, on_false)`."""
+    return hlo.SelectOp.create(operands=[pred, on_true, on_false], result_types=[on_true.type])
+
+
+def _dynamic_slice(
+    value: SSAValue, indices: list[SSAValue], sizes: list[int]
+) -> hlo.DynamicSliceOp:
+    """`hlo.DynamicSliceOp(value, indices, sizes)`."""
+    return hlo.DynamicSliceOp.create(
+        operands=[value, *indices],
+        result_types=[TensorType(tensor_type(value).element_type, sizes)],
+        properties={"slice_sizes": i64_array(sizes)},
+    )
+
+
+def _update_slice(
+    value: SSAValue, update: SSAValue, indices: list[SSAValue]
+) -> hlo.DynamicUpdateSliceOp:
+    """`hlo.DynamicUpdateSliceOp(value, update, indices)`."""
+    return hlo.DynamicUpdateSliceOp.create(
+        operands=[value, update, *indices], result_types=[value.type]
+    )
 
 
 def _permute(value: SSAValue, mesh: str, axis: str, shift: int) -> collective.PermuteOp:
@@ -418,7 +470,7 @@ def _rewrite_gather(
         nonlocal buffer
         part = partial(cur, c)
         offsets = b.offsets(out_type.get_num_dims(), e, c, block)
-        buffer = b.emit(hlo.DynamicUpdateSliceOp(buffer, part, offsets))
+        buffer = b.emit(_update_slice(buffer, part, offsets))
 
     _gather_ring(b, x, place, *options.steps(n))
     b.finish(dot.result, buffer)
@@ -533,7 +585,7 @@ def _rewrite_gather_contracting(
         o = b.slice_block(other, partner, c, block)
         lhs, rhs = (cur, o) if side == 0 else (o, cur)
         part = b.emit(hlo.DotOp(lhs, rhs, dot.contracting, dot.batching, out_type))
-        total = part if total is None else b.emit(hlo.AddOp(total, part))
+        total = part if total is None else b.emit(_binary(hlo.AddOp, total, part))
 
     _gather_ring(b, x, place, *options.steps(n))
     assert total is not None
@@ -674,20 +726,20 @@ def _scatter_ring(
             assert cw is not None
             moved = b.permute(cw, 1)
             if s < k1:
-                cw = b.emit(combine(moved, partial(k1 - s)))
+                cw = b.emit(_binary(combine, moved, partial(k1 - s)))
             else:
                 cw_in = moved
         if s <= k2:
             assert ccw is not None
             moved = b.permute(ccw, -1)
             if s < k2:
-                ccw = b.emit(combine(moved, partial(s - k2)))
+                ccw = b.emit(_binary(combine, moved, partial(s - k2)))
             else:
                 ccw_in = moved
     result = partial(0)
     for arrived in (cw_in, ccw_in):
         if arrived is not None:
-            result = b.emit(combine(result, arrived))
+            result = b.emit(_binary(combine, result, arrived))
     return result
 
 
@@ -724,12 +776,15 @@ class CollectiveMatmulPass(ModulePass):
         `PatternRewriteWalker.rewrite_module`, sweep after sweep until one changes nothing,
         but for that last sweep, which is `_matches` (the same patterns asked of the same
         ops in the same order, without a rewriter per op: at 10k ops a fifth of the pass,
-        issue 14 item 7); where that finds a match, the walker sweeps again.
+        issue 14 item 7); where that finds a match, the walker sweeps again. The walker's
+        worklist holds only the ops a pattern can match (`rewrite_utils.sites_only`).
         """
         options = self.options(model)
         gather, scatter = GatherIntoDot(options), DotIntoScatter(options)
-        walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier([gather, scatter], dce_enabled=False)
+        walker = sites_only(
+            PatternRewriteWalker(GreedyRewritePatternApplier([gather, scatter], dce_enabled=False)),
+            hlo.DotOp,
+            collective.ReduceScatterOp,
         )
         listener = walker._get_rewriter_listener()  # pyright: ignore[reportPrivateUsage]
         while True:

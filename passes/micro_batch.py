@@ -1024,7 +1024,8 @@ class Base:
 
     def __post_init__(self) -> None:
         if self.owner.memory_limit is None:
-            self.graph = StepGraph(self.block, per_op(self.model), None)
+            costs = per_op(self.model)
+            self.graph = StepGraph(self.block, costs, cast(OpCosts, costs).times)
             self.written = self.graph.sync_written_time()
         else:
             self.written = program_order_time(self.block.ops, self.model)
@@ -1137,15 +1138,17 @@ class MicroBatchPass(ModulePass):
         return self.plans_and_view(module, model)[0]
 
     def plans_and_view(
-        self, module: ModuleOp, model: CostModel
+        self, module: ModuleOp, model: CostModel, known: OpCosts | None = None
     ) -> tuple[list[tuple[int, Plan]], FusedView | None]:
         """`plans`, and with `fused` the copy of `module` the unsplit estimates judged (every
         function fused, as `fusion` leaves the module with `model`'s costs) with its ops'
         costs, or None if no function had a candidate: `spmd-pipeline` takes it for
         `fusion`'s result when nothing is split, instead of fusing the module a second
-        time, and `schedule` its costs instead of costing the ops again."""
+        time, and `schedule` its costs instead of costing the ops again. `known`: costs of
+        `module`'s ops by `model`, where the caller has them (`spmd-pipeline`'s gate): the
+        estimates of the module and of its fused copy start from them."""
         found: list[tuple[int, Plan]] = []
-        view = _LazyView(module, model) if self.fused else None
+        view = _LazyView(module, model, known) if self.fused else None
         graphs: dict[Block, StepGraph] = {}
         for index, block in enumerate(_function_blocks(module)):
             plan = self.plan(module, index, block, model, view, graphs)
@@ -1266,17 +1269,24 @@ class _LazyView:
     alone had been fused).
     """
 
-    def __init__(self, module: ModuleOp, model: CostModel):
+    def __init__(self, module: ModuleOp, model: CostModel, known: OpCosts | None = None):
         self.source = module
         self.model = model
         self.module: ModuleOp | None = None
-        self.costs = cast(OpCosts, per_op(model))
+        self.known = known if known is not None and known.model is model else None
+        """Costs of `source`'s ops by `model` known already (`plans_and_view`'s `known`)."""
+        self.costs = OpCosts(model)
         """The costs of the copy's ops (and of the collectives of `source` the floors
-        read), by op: every estimate of the unsplit module asks for them."""
+        read), by op: every estimate of the unsplit module asks for them (read once the
+        copy is made: `get` starts it from `known`)."""
 
     def get(self) -> ModuleOp:
         if self.module is None:
-            self.module = copy_op(self.source)
+            twins: dict[Operation, Operation] = {}
+            self.module = copy_op(self.source, op_mapper=twins)
+            if self.known is not None:
+                # the ops fusion leaves as they are cost what they did in `source`
+                self.costs = self.known.moved(twins, keep=True)
             for function in list(self.module.walk()):
                 if isinstance(function, func.FuncOp):
                     fuse_function(function, self.model)

@@ -27,18 +27,27 @@ class _ForwardReference(Exception):
     """An operand not defined yet in walk order: the copy needs xDSL's second walk."""
 
 
-def copy_op(op: OpT, value_mapper: dict[SSAValue, SSAValue] | None = None) -> OpT:
+def copy_op(
+    op: OpT,
+    value_mapper: dict[SSAValue, SSAValue] | None = None,
+    op_mapper: dict[Operation, Operation] | None = None,
+) -> OpT:
     """`op.clone(value_mapper)`, made in one walk where no operand is a forward reference.
     `value_mapper` receives each value of `op` mapped to its copy (micro-batch carries a
-    candidate over to the copy through it)."""
+    candidate over to the copy through it); `op_mapper` each op of `op` (itself included)
+    mapped to its copy, in walk order (`spmd-pipeline`'s gate carries the ops' costs over
+    to the copy through it, without walking both modules again)."""
     copier = _Copier()
     try:
         copy = copier.op(op)
     except _ForwardReference:
-        copier.values = {}
+        copier.values, copier.ops = {}, {}
         copy = op.clone(value_mapper=copier.values)
+        copier.ops = dict(zip(op.walk(), copy.walk(), strict=True))
     if value_mapper is not None:
         value_mapper.update(copier.values)
+    if op_mapper is not None:
+        op_mapper.update(copier.ops)
     return copy
 
 
@@ -48,6 +57,9 @@ class _Copier:
     def __init__(self) -> None:
         self.values: dict[SSAValue, SSAValue] = {}
         self.blocks: dict[Block, Block] = {}
+        self.ops: dict[Operation, Operation] = {}
+        """Each op copied so far mapped to its copy, in walk order (an op before its
+        regions' ops)."""
 
     def op(self, op: OpT) -> OpT:
         values = self.values
@@ -65,6 +77,7 @@ class _Copier:
             successors=[blocks.get(s, s) for s in op.successors],
             regions=[Region() for _ in op.regions],
         )
+        self.ops[op] = copy
         for old, new in zip(op.results, copy.results, strict=True):
             values[old] = new
             new.name_hint = old.name_hint

@@ -49,6 +49,7 @@ from shardc.passes.rewrite_utils import (
     replace_results,
     replay_data_movement,
     single_user,
+    sites_only,
     static_slice_or_value,
     tensor_type,
 )
@@ -179,4 +180,6 @@ class ReduceScatterCreatePass(ModulePass):
         mesh = find_mesh(op)
         if mesh is None:
             return
-        PatternRewriteWalker(CreateReduceScatter(mesh)).rewrite_module(op)
+        sites_only(
+            PatternRewriteWalker(CreateReduceScatter(mesh)), collective.AllReduceOp
+        ).rewrite_module(op)

@@ -204,15 +204,15 @@ class SpmdPipelinePass(ModulePass):
             # (its rings are new ops; the ops it keeps read the same types: costed as they
             # were, `keeps_ops`)
             if p.any_match(op, gate.model):
-                gate.run(lambda m: p.rewrite(m, gate.model), op, strict=True, keeps_ops=True)
+                gate.run(lambda m, _: p.rewrite(m, gate.model), op, strict=True, keeps_ops=True)
         elif isinstance(p, MicroBatchPass):
             # planned on the module itself (its estimates leave it as it was); the copy
             # only if a split is planned
-            plans, fused = p.plans_and_view(op, gate.model)
+            plans, fused = p.plans_and_view(op, gate.model, gate.known_costs)
             if plans:
                 # with `fused`, both sides judged as fusion will leave them (issue 14)
                 view = (lambda m: fused_copy(m, gate.model)) if p.fused else None
-                gate.run(lambda m: p.split(m, plans), op, strict=False, view=view)
+                gate.run(lambda m, _: p.split(m, plans), op, strict=False, view=view)
             else:
                 gate.fused = fused  # the module unchanged: its fused copy is fusion's result
         elif isinstance(p, FusionPass) and gate.fused is not None:
@@ -250,15 +250,18 @@ class SpmdPipelinePass(ModulePass):
                     plan = variant.plan(op, costs)
                 if plan and not _same_plan(plan, refused):
                     kept = gate.run(
-                        lambda m, pl=plan: p.apply_plan(pl, op, m), op, strict=False, keeps_ops=True
+                        lambda m, twins, pl=plan: p.apply_plan(pl, twins),
+                        op,
+                        strict=False,
+                        keeps_ops=True,
                     )
                     refused = None if kept else plan  # pyright: ignore[reportAssignmentType]
                     costs = gate.costs() if costs is not None else None  # the module's now
         elif isinstance(p, AllReduceReassociatePass | CollectiveCombinePass):
             if p.any_match(op):  # else no copy, no estimate
-                gate.run(lambda m: p.apply(ctx, m), op, strict=False)
+                gate.run(lambda m, _: p.apply(ctx, m), op, strict=False)
         elif isinstance(p, GATED):
-            gate.run(lambda m: p.apply(ctx, m), op, strict=False)
+            gate.run(lambda m, _: p.apply(ctx, m), op, strict=False)
         elif isinstance(p, SchedulePass):
             gate.schedule(p, ctx, op)
         else:
@@ -326,26 +329,32 @@ class Gate:
 
     def run(
         self,
-        transform: Callable[[ModuleOp], None],
+        transform: Callable[[ModuleOp, dict[Operation, Operation]], None],
         op: ModuleOp,
         strict: bool,
         view: Callable[[ModuleOp], ModuleOp] | None = None,
         keeps_ops: bool = False,
     ) -> bool:
-        """Apply `transform` (a pass) to a copy of `op`; keep the copy only if its step is
-        no slower (with `strict`: faster); whether it was kept. With `view`, both are judged
-        by the estimates of `view(op)` and `view(copy)` (micro-batch: as fusion will leave
-        them), and what is known is forgotten (it is the view's). With `keeps_ops` (the
-        transform adds and erases ops but changes none it keeps, re-pointing uses at values
-        of the same types at most: `collective-combine`, `collective-matmul`), the copy's
-        ops are costed as `op`'s were (`OpCosts.moved`), not again."""
+        """Apply `transform` (a pass) to a copy of `op` (given the copy and each op of `op`
+        mapped to its copy); keep the copy only if its step is no slower (with `strict`:
+        faster); whether it was kept. With `view`, both are judged by the estimates of
+        `view(op)` and `view(copy)` (micro-batch: as fusion will leave them), and what is
+        known is forgotten (it is the view's). With `keeps_ops` (the transform adds and
+        erases ops but changes none it keeps, re-pointing uses at values of the same types
+        at most: `collective-combine`, `collective-matmul`), the copy's ops are costed as
+        `op`'s were (`OpCosts.moved`), not again: `op` is estimated first (if its estimate
+        is not known), so that every op's costs are known to be carried."""
         self.fused = None
         self.known_graphs = {}
-        candidate = copy_op(op)
+        twins: dict[Operation, Operation] = {}
+        candidate = copy_op(op, op_mapper=twins)
         moved = None
         if keeps_ops and view is None:
-            moved = cast(OpCosts, self.costs()).moved(zip(op.walk(), candidate.walk(), strict=True))
-        transform(candidate)
+            costs = cast(OpCosts, self.costs())
+            if self.known is None:
+                self.known = self.estimate(op, costs)
+            moved = costs.moved(twins)
+        transform(candidate, twins)
         if _same_ops(op, candidate):
             return False  # nothing to gate: the pass changed nothing (`known` still holds)
         if view is not None:
@@ -500,9 +509,16 @@ def _same_ops(a: ModuleOp, b: ModuleOp) -> bool:
 
 
 def _take_body(module: ModuleOp, candidate: ModuleOp) -> None:
-    """Replace `module`'s ops by `candidate`'s (moved, not copied)."""
+    """
+    Replace `module`'s ops by `candidate`'s (moved, not copied). The old ops are detached,
+    not erased: nothing outside them reads their values (the candidate is a copy with
+    values of its own), and erasing drops every reference of every op inside (at 50k ops
+    about 0.1 s per gate, issue 14 item 7) without freeing anything: an op and its results
+    refer to each other either way, so the cyclic collector frees them (the pipeline froze
+    them: after it, `_survivors_frozen`).
+    """
     block = module.body.block
     for old in list(block.ops):
-        block.detach_op(old).erase()
+        block.detach_op(old)
     for new in list(candidate.body.block.ops):
         block.add_op(candidate.body.block.detach_op(new))

@@ -77,6 +77,7 @@ from shardc.dialects.spmd import (
     MeshAttr,
     ShardingAttr,
 )
+from shardc.passes.rewrite_utils import sites_only
 from shardc.passes.sharding_rules import (
     Axes,
     FactorRule,
@@ -704,9 +705,9 @@ class SplitConstantPerUse(RewritePattern):
 
 def split_constants(function: func.FuncOp) -> None:
     """Shardy's constant splitting (module docstring), before propagation."""
-    PatternRewriteWalker(
-        SplitConstantPerUse(), walk_reverse=True, apply_recursively=False
-    ).rewrite_region(function.body)
+    walker = PatternRewriteWalker(SplitConstantPerUse(), walk_reverse=True, apply_recursively=False)
+    # the pattern acts on constant-like ops only (the others leave it at once)
+    sites_only(walker, *_CONSTANT_SOURCES, *_CONSTANT_CARRIERS).rewrite_region(function.body)
 
 
 @dataclass(frozen=True)

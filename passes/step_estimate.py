@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import copy
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -348,13 +348,15 @@ class OpCosts:
         self.times: dict[Operation, float] = {}
         """`program_order_time`'s memo for these ops (op -> its time on the timeline)."""
 
-    def moved(self, twins: Iterable[tuple[Operation, Operation]]) -> OpCosts:
+    def moved(self, twins: Mapping[Operation, Operation], keep: bool = False) -> OpCosts:
         """
-        These costs for a copy (`twins`: (op, its copy) pairs, e.g. the walks of a module
-        and of its clone), for a pass that adds and erases ops but changes none it keeps (a
+        These costs for a copy (`twins`: each op mapped to its copy, e.g. `copy_op`'s
+        `op_mapper`), for a pass that adds and erases ops but changes none it keeps (a
         use re-pointed at a value of the same type changes no cost): `spmd-pipeline`
         carries one module's costs to the copy its gate estimates instead of costing every
-        op again (issue 14 item 7).
+        op again (issue 14 item 7). Each table is carried by its own entries (most tables
+        know a few ops: the collectives). With `keep`, the costs of the ops themselves are
+        kept too (micro-batch costs the module and its fused copy with one table).
         """
         copy = OpCosts(self.model)
         pairs = [
@@ -367,9 +369,12 @@ class OpCosts:
             (self._keys, copy._keys),
             (self.times, copy.times),
         ]
-        for op, twin in twins:
-            for mine, theirs in pairs:
-                if (found := mine.get(op, _MISSING)) is not _MISSING:
+        twin_of = twins.get
+        for mine, theirs in pairs:
+            if keep:
+                theirs.update(mine)
+            for op, found in mine.items():
+                if (twin := twin_of(op)) is not None:
                     theirs[twin] = found
         return copy
 

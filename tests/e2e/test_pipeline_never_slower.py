@@ -197,7 +197,7 @@ def test_the_gate_keeps_a_pass_only_if_the_step_is_not_slower(m: int, k: int, ke
     )
     gate = Gate(CostModel(get_chip("v5e"), find_mesh(module)), None)
     before = gate.estimate(module)
-    gate.run(lambda m: CollectiveMatmulPass().apply(CTX, m), module, strict=False)
+    gate.run(lambda m, _: CollectiveMatmulPass().apply(CTX, m), module, strict=False)
     assert ("collective.permute" in [op.name for op in module.walk()]) is kept
     assert gate.known == gate.estimate(module)
     assert (gate.known < before) is kept
@@ -247,7 +247,7 @@ func.func @main(%x: {t}, %w: {t}) -> ({t}, {t}) attributes {{spmd.partitioned, s
     gate = Gate(CostModel(get_chip("v5e"), find_mesh(module)), None)
     assert gate.estimate(combined) > gate.estimate(module)
     kept = module.clone()
-    gate.run(lambda m: xla_policy.apply(CTX, m), kept, strict=False)
+    gate.run(lambda m, _: xla_policy.apply(CTX, m), kept, strict=False)
     assert [op.name for op in kept.walk()].count("collective.all_reduce") == 2
     assert step(after(module, [SpmdPipelinePass()])) <= step(module) + SLACK
 

@@ -60,8 +60,10 @@ def _pipeline(text: str, reuse: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[
     original = MicroBatchPass.plans_and_view
     made: list[bool] = []
 
-    def plans_and_view(self: MicroBatchPass, module: ModuleOp, model: CostModel):  # type: ignore[no-untyped-def]
-        plans, view = original(self, module, model)
+    def plans_and_view(  # type: ignore[no-untyped-def]
+        self: MicroBatchPass, module: ModuleOp, model: CostModel, known: OpCosts | None = None
+    ):
+        plans, view = original(self, module, model, known)
         made.append(view is not None and not plans)
         return plans, (view if reuse else None)
 
