@@ -60,6 +60,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
+from shardc.hardware import select_scatter
 from shardc.hardware.cost import vpu_time
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import conv_kernel, window_kernel
@@ -428,6 +429,26 @@ class ReduceWindowToSlices(RewritePattern):
         rewriter.replace(op, new, [total])
 
 
+class SelectAndScatterToSlices(RewritePattern):
+    """`hlo.select_and_scatter` as `select_scatter.expansion`'s strided slices, compares,
+    selects, placing pads and adds (hardware/select_scatter.py), which level S charges."""
+
+    def __init__(self, target: Target | None = None):
+        self.target = target
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.SelectAndScatterOp, rewriter: PatternRewriter) -> None:
+        if not select_scatter.expands(op):
+            raise OpPassError(
+                op,
+                f"lower-to-tpu: {op.name} of complex values is not supported yet "
+                "(a complex operand has no order)",
+            )
+        new, result = select_scatter.expansion(op, op.operand, op.source, op.init_value)
+        check_expansion(self.target, op, new, "as strided slices, selects and placing pads")
+        rewriter.replace(op, new, [result])
+
+
 def check_expansion(target: Target | None, op: Operation, new: Sequence[Operation], how: str):
     """
     Raise an `OpPassError` at `op` if one of the ops it is rewritten into (`new`, `how`)
@@ -446,8 +467,10 @@ def check_expansion(target: Target | None, op: Operation, new: Sequence[Operatio
 
 
 def expand(function: Operation, target: Target | None = None) -> None:
-    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window);
-    with a `target`, refuse (at the op) one whose parts do not fit its VMEM."""
-    walker = PatternRewriteWalker(ReduceWindowToSlices(target), apply_recursively=False)
-    for region in function.regions:
-        walker.rewrite_region(region)
+    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window,
+    select_and_scatter); with a `target`, refuse (at the op) one whose parts do not fit
+    its VMEM."""
+    for pattern in (ReduceWindowToSlices(target), SelectAndScatterToSlices(target)):
+        walker = PatternRewriteWalker(pattern, apply_recursively=False)
+        for region in function.regions:
+            walker.rewrite_region(region)
