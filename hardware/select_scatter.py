@@ -156,7 +156,7 @@ def _scatter(
         ]
         interior = [s - 1 for s in op.strides]
         placed = b.add(hlo.PadOp(part, zero, low, high, interior))
-        total = b.add(combine(total, placed))
+        total = b.add(combine(placed, total))
     return total
 
 
