@@ -96,7 +96,9 @@ def _select(b: _Builder, op: hlo.SelectAndScatterOp, x: SSAValue) -> SSAValue:
         valid = b.add(hlo.PadOp(true, b.scalar(i1, False), op.low, op.high, zeros))
     keep = "GE" if op.select.data == "GE" else "GT"
     best = have = chosen = None  # None: nothing taken yet anywhere
-    for index, offset in enumerate(_offsets(op)):
+    offsets = _offsets(op)
+    last = len(offsets) - 1
+    for index, offset in enumerate(offsets):
         limit = [k + s * (n - 1) + 1 for k, s, n in zip(offset, op.strides, shape, strict=True)]
         cand = b.add(hlo.SliceOp(x, offset, limit, list(op.strides)))
         ok = b.add(hlo.SliceOp(valid, offset, limit, list(op.strides))) if valid else None
@@ -115,8 +117,10 @@ def _select(b: _Builder, op: hlo.SelectAndScatterOp, x: SSAValue) -> SSAValue:
             take = b.add(hlo.OrOp(b.add(hlo.NotOp(have)), take))
         if ok is not None:
             take = b.add(hlo.AndOp(ok, take))
-        best = b.add(hlo.SelectOp(take, cand, best))
         chosen = b.add(hlo.SelectOp(take, at, chosen))
+        if index == last:
+            break  # no later offset reads `best` or `have`
+        best = b.add(hlo.SelectOp(take, cand, best))
         if have != "all":
             assert isinstance(have, SSAValue)
             have = b.add(hlo.OrOp(have, take))
