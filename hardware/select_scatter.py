@@ -107,7 +107,9 @@ def _select(b: _Builder, op: hlo.SelectAndScatterOp, x: SSAValue) -> SSAValue:
             # Nothing taken yet: every valid element is; where none is, `have` stays
             # false, so `best` there is never compared.
             best = cand
-            chosen = at if ok is None else b.add(hlo.SelectOp(ok, at, b.splat(b.scalar(i32, -1), shape)))
+            chosen = (
+                at if ok is None else b.add(hlo.SelectOp(ok, at, b.splat(b.scalar(i32, -1), shape)))
+            )
             have = ok if ok is not None else "all"
             continue
         assert best is not None and chosen is not None
@@ -187,4 +189,3 @@ def standalone_expansion(op: hlo.SelectAndScatterOp) -> list[Operation]:
     block = Block(arg_types=[v.type for v in op.operands])
     ops, _ = expansion(op, *block.args)
     return ops
-

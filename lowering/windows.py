@@ -1,6 +1,6 @@
 """
-`hlo.pad`, `hlo.reverse` and `hlo.reduce_window` lowered to tpu (part of `lower-to-tpu`, see
-lowering/lower_to_tpu.py): both only place bytes, so, as `movement`, they are DMA programs
+`hlo.pad`, `hlo.reverse`, `hlo.reduce_window` and `hlo.select_and_scatter` lowered to tpu
+(part of `lower-to-tpu`, see lowering/lower_to_tpu.py): pad and reverse only place bytes, so, as `movement`, they are DMA programs
 between HBM buffers, plus for pad a fill of the padding value written by a tiled loop
 (`compute`'s core: one VMEM block of the value, broadcast once per block, DMA'd out).
 
@@ -37,6 +37,20 @@ than one tiled loop reading each operand block once would, so channels-last pool
 as that kernel, lowering/window_kernel.py (an image per step with its halo, the offsets
 as shifted VMEM loads); convolutions likewise (lowering/conv_kernel.py), both through
 `handles` / `check` / `lower` here.
+
+select_and_scatter
+------------------
+Rewritten by `expand` too, into hardware/select_scatter.py's `expansion` (one definition:
+level S costs the op as those ops): per window offset, row-major, a strided slice of the
+operand padded with zeros, compared with the best so far as level S's select does (GE:
+first largest, GT: last; a NaN on either side is taken; padding, a padded `true` mask,
+never), the chosen offset's index kept per window; then per offset in reverse row-major
+order the windows that chose it give their source element (-0.0 elsewhere: adding it
+changes no value, -0.0 included), placed at their operand position by one pad (interior
+padding stride - 1) and added to the result, which starts as `init` (f32 for bf16/f16,
+rounded once). The reverse walk adds an element's windows in row-major window order, as
+level S; bit for bit with it, NaN and signed zeros included. It moves (window size) x
+(operand) bytes: a fused kernel reading each operand block once is not built yet.
 
 reverse
 -------

@@ -58,9 +58,11 @@ def reference(x, source, init, select, window, strides, low, acc):
 
 def values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
     pool = INT_POOL if dtype == "i32" else FLOAT_POOL
-    return np.array(rng.choice(np.array(pool, dtype=object), size=shape).tolist()).astype(
-        NUMPY[dtype]
-    ).reshape(shape)
+    return (
+        np.array(rng.choice(np.array(pool, dtype=object), size=shape).tolist())
+        .astype(NUMPY[dtype])
+        .reshape(shape)
+    )
 
 
 @st.composite
@@ -142,7 +144,15 @@ def test_level_s_costs_the_expansion() -> None:
     from shardc.hardware.select_scatter import standalone_expansion
     from shardc.interpreter.testing import parse
 
-    text, _ = sas_program([8, 12, 12, 128], [1, 3, 3, 1], [1, 2, 2, 1], [(0, 0), (1, 1), (1, 1), (0, 0)], "bf16", "bf16", "GE")
+    text, _ = sas_program(
+        [8, 12, 12, 128],
+        [1, 3, 3, 1],
+        [1, 2, 2, 1],
+        [(0, 0), (1, 1), (1, 1), (0, 0)],
+        "bf16",
+        "bf16",
+        "GE",
+    )
     (op,) = [o for o in parse(text).walk() if isinstance(o, hlo.SelectAndScatterOp)]
     model = CostModel(get_chip("v5e"))
     parts = [model.op_cost(o) for o in standalone_expansion(op)]
