@@ -1,8 +1,9 @@
 """
 `hlo.pad`, `hlo.reverse`, `hlo.reduce_window` and `hlo.select_and_scatter` lowered to tpu
-(part of `lower-to-tpu`, see lowering/lower_to_tpu.py): pad and reverse only place bytes, so, as `movement`, they are DMA programs
-between HBM buffers, plus for pad a fill of the padding value written by a tiled loop
-(`compute`'s core: one VMEM block of the value, broadcast once per block, DMA'd out).
+(part of `lower-to-tpu`, see lowering/lower_to_tpu.py): pad and reverse only place bytes,
+so, as `movement`, they are DMA programs between HBM buffers, plus for pad a fill of the
+padding value written by a tiled loop (`compute`'s core: one VMEM block of the value,
+broadcast once per block, DMA'd out).
 
 pad
 ---
