@@ -58,6 +58,13 @@ class _Builder:
     def __init__(self, location) -> None:
         self.ops: list[Operation] = []
         self.location = location
+        self.indices: dict[int, SSAValue] = {}
+
+    def index(self, index: int, shape: Sequence[int]) -> SSAValue:
+        """Offset `index` broadcast to the windows' shape, made once for both walks."""
+        if index not in self.indices:
+            self.indices[index] = self.splat(self.scalar(i32, index), shape)
+        return self.indices[index]
 
     def add(self, op: Operation) -> SSAValue:
         op.location = self.location
@@ -102,7 +109,7 @@ def _select(b: _Builder, op: hlo.SelectAndScatterOp, x: SSAValue) -> SSAValue:
         limit = [k + s * (n - 1) + 1 for k, s, n in zip(offset, op.strides, shape, strict=True)]
         cand = b.add(hlo.SliceOp(x, offset, limit, list(op.strides)))
         ok = b.add(hlo.SliceOp(valid, offset, limit, list(op.strides))) if valid else None
-        at = b.splat(b.scalar(i32, index), shape)
+        at = b.index(index, shape)
         if have is None:
             # Nothing taken yet: every valid element is; where none is, `have` stays
             # false, so `best` there is never compared.
@@ -153,7 +160,7 @@ def _scatter(
     offsets = _offsets(op)
     for index in reversed(range(len(offsets))):
         offset = offsets[index]
-        hit = b.add(hlo.CompareOp("EQ", chosen, b.splat(b.scalar(i32, index), shape)))
+        hit = b.add(hlo.CompareOp("EQ", chosen, b.index(index, shape)))
         part = b.add(hlo.SelectOp(hit, source, zeros))
         low = [k - lo for k, lo in zip(offset, op.low, strict=True)]
         high = [
