@@ -23,8 +23,11 @@ op for op:
   padding), added to the result, which starts as `init`. An element chosen by several
   windows (stride < window) receives them one offset at a time; windows later in
   row-major order reach it through smaller offsets, so the reverse walk adds them in
-  row-major window order, as level S's `np.add.at`. bf16/f16 sources accumulate in f32
-  (`accumulation_type`) and are rounded once at the end, as level S.
+  row-major window order, as level S's `np.add.at`. Where both addends are NaN, IEEE
+  lets the sum be either, and neither level pins which (numpy's loops pick by index path
+  and by position in the vector): the result is a NaN there, its payload unspecified.
+  bf16/f16 sources accumulate in f32 (`accumulation_type`) and are rounded once at the
+  end, as level S.
 
 The select works on the operand's element type; a complex operand or source (no order,
 and complex adds are split into parts before this rewrite) has no expansion.
@@ -169,7 +172,7 @@ def _scatter(
         ]
         interior = [s - 1 for s in op.strides]
         placed = b.add(hlo.PadOp(part, zero, low, high, interior))
-        total = b.add(combine(placed, total))
+        total = b.add(combine(total, placed))
     return total
 
 
