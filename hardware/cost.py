@@ -35,6 +35,7 @@ from shardc.dialects import collective, hlo, spmd
 from shardc.dialects.hlo import accumulation_type
 from shardc.dialects.sizes import element_bytes, tensor_bytes
 from shardc.dialects.spmd import MeshAttr
+from shardc.hardware import select_scatter
 from shardc.hardware.chips import Chip
 from shardc.hardware.topology import (
     Phase,
@@ -1015,7 +1016,8 @@ def select_time(chip: Chip, op: hlo.TopKOp) -> float:
 def window_flops(op: hlo.ReduceWindowOp | hlo.SelectAndScatterOp) -> float:
     """
     One combine per window element per window position (reduce_window); select_and_scatter
-    compares and then adds: two per window element per position (the source's shape).
+    without an expansion (complex values, `select_scatter.expands`) compares and then
+    adds: two per window element per position (the source's shape).
     """
     positions = _elements(
         _tensor_types([op.results[0] if isinstance(op, hlo.ReduceWindowOp) else op.source])[0]
@@ -1300,6 +1302,8 @@ class CostModel:
             return self.control_cost(op)
         if isinstance(op, hlo.FusionOp):
             return self.fusion_cost(op)
+        if isinstance(op, hlo.SelectAndScatterOp) and select_scatter.expands(op):
+            return self.select_and_scatter_cost(op)
         flops, rate = self.flops(op)
         nbytes = self.hbm_bytes(op)
         if isinstance(op, hlo.SortOp | hlo.TopKOp) and flops and network_sort(op):
@@ -1308,6 +1312,21 @@ class CostModel:
             return OpCost(flops, nbytes, select_time(self.chip, op))
         time = max(flops / rate if flops else 0.0, nbytes / self.chip.hbm_bw)
         return OpCost(flops, nbytes, self.tiled_time(op, time))
+
+    def select_and_scatter_cost(self, op: hlo.SelectAndScatterOp) -> OpCost:
+        """
+        A select_and_scatter costs the ops `lower-to-tpu` rewrites it into
+        (`select_scatter.expansion`), one after another: level S charges what level T
+        runs. Per window offset a few selects over the window positions and one placing
+        pad and add over the operand, so (offsets) x (operand) bytes: a 3x3 max-pool's
+        gradient moves ~9 operands' worth where a fused kernel would read each once.
+        """
+        flops = time = 0.0
+        nbytes = 0
+        for inner in select_scatter.standalone_expansion(op):
+            cost = self.op_cost(inner)
+            flops, nbytes, time = flops + cost.flops, nbytes + cost.bytes, time + cost.time
+        return OpCost(flops, nbytes, time)
 
     def tiled_time(self, op: Operation, roofline: float) -> float:
         """
@@ -1433,6 +1452,8 @@ class CostModel:
         if isinstance(op, hlo.ScatterOp):
             # one combine per update element
             return float(_elements(_tensor_types([op.updates])[0])), self.chip.vpu_flops
+        if isinstance(op, hlo.SelectAndScatterOp) and select_scatter.expands(op):
+            return self.select_and_scatter_cost(op).flops, self.chip.vpu_flops
         if isinstance(op, hlo.ReduceWindowOp | hlo.SelectAndScatterOp):
             return window_flops(op), self.chip.vpu_flops
         if isinstance(op, hlo.RngBitGeneratorOp):

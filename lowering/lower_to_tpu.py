@@ -28,8 +28,8 @@ the function's ops in order. Where each part lives:
   axis_index): DMAs between HBM buffers.
 * `control_flow` (while, case: `scf.for` / `scf.while` / `scf.if` around their regions'
   ops), `windows` (pad, reverse as DMA programs; a channels-last reduce_window or
-  convolution as one halo kernel, `window_kernel` / `conv_kernel`; other windows
-  rewritten into level-S ops first, `expand`), `convolution` (the other convolutions:
+  convolution as one halo kernel, `window_kernel` / `conv_kernel`; other windows and
+  select_and_scatter rewritten into level-S ops first, `expand`), `convolution` (the other convolutions:
   MXU dots over the kernel's taps).
 * `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
   top_k: a bitonic network in VMEM; a small k by selection passes); `reduce_body` (a

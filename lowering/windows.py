@@ -1,8 +1,9 @@
 """
-`hlo.pad`, `hlo.reverse` and `hlo.reduce_window` lowered to tpu (part of `lower-to-tpu`, see
-lowering/lower_to_tpu.py): both only place bytes, so, as `movement`, they are DMA programs
-between HBM buffers, plus for pad a fill of the padding value written by a tiled loop
-(`compute`'s core: one VMEM block of the value, broadcast once per block, DMA'd out).
+`hlo.pad`, `hlo.reverse`, `hlo.reduce_window` and `hlo.select_and_scatter` lowered to tpu
+(part of `lower-to-tpu`, see lowering/lower_to_tpu.py): pad and reverse only place bytes,
+so, as `movement`, they are DMA programs between HBM buffers, plus for pad a fill of the
+padding value written by a tiled loop (`compute`'s core: one VMEM block of the value,
+broadcast once per block, DMA'd out).
 
 pad
 ---
@@ -38,6 +39,20 @@ as that kernel, lowering/window_kernel.py (an image per step with its halo, the 
 as shifted VMEM loads); convolutions likewise (lowering/conv_kernel.py), both through
 `handles` / `check` / `lower` here.
 
+select_and_scatter
+------------------
+Rewritten by `expand` too, into hardware/select_scatter.py's `expansion` (one definition:
+level S costs the op as those ops): per window offset, row-major, a strided slice of the
+operand padded with zeros, compared with the best so far as level S's select does (GE:
+first largest, GT: last; a NaN on either side is taken; padding, a padded `true` mask,
+never), the chosen offset's index kept per window; then per offset in reverse row-major
+order the windows that chose it give their source element (-0.0 elsewhere: adding it
+changes no value, -0.0 included), placed at their operand position by one pad (interior
+padding stride - 1) and added to the result, which starts as `init` (f32 for bf16/f16,
+rounded once). The reverse walk adds an element's windows in row-major window order, as
+level S; bit for bit with it, NaN and signed zeros included. It moves (window size) x
+(operand) bytes: a fused kernel reading each operand block once is not built yet.
+
 reverse
 -------
 There is no DMA with a negative stride: one DMA per index of the reversed dimensions
@@ -60,6 +75,7 @@ from shardc.diagnostics import OpPassError
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
 from shardc.dialects.tpu import memref_type
+from shardc.hardware import select_scatter
 from shardc.hardware.cost import vpu_time
 from shardc.lowering import compute as tpu_compute
 from shardc.lowering import conv_kernel, window_kernel
@@ -428,6 +444,26 @@ class ReduceWindowToSlices(RewritePattern):
         rewriter.replace(op, new, [total])
 
 
+class SelectAndScatterToSlices(RewritePattern):
+    """`hlo.select_and_scatter` as `select_scatter.expansion`'s strided slices, compares,
+    selects, placing pads and adds (hardware/select_scatter.py), which level S charges."""
+
+    def __init__(self, target: Target | None = None):
+        self.target = target
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: hlo.SelectAndScatterOp, rewriter: PatternRewriter) -> None:
+        if not select_scatter.expands(op):
+            raise OpPassError(
+                op,
+                f"lower-to-tpu: {op.name} of complex values is not supported yet "
+                "(a complex operand has no order)",
+            )
+        new, result = select_scatter.expansion(op, op.operand, op.source, op.init_value)
+        check_expansion(self.target, op, new, "as strided slices, selects and placing pads")
+        rewriter.replace(op, new, [result])
+
+
 def check_expansion(target: Target | None, op: Operation, new: Sequence[Operation], how: str):
     """
     Raise an `OpPassError` at `op` if one of the ops it is rewritten into (`new`, `how`)
@@ -446,8 +482,10 @@ def check_expansion(target: Target | None, op: Operation, new: Sequence[Operatio
 
 
 def expand(function: Operation, target: Target | None = None) -> None:
-    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window);
-    with a `target`, refuse (at the op) one whose parts do not fit its VMEM."""
-    walker = PatternRewriteWalker(ReduceWindowToSlices(target), apply_recursively=False)
-    for region in function.regions:
-        walker.rewrite_region(region)
+    """Rewrite the ops of `function` that lower as other level-S ops (reduce_window,
+    select_and_scatter); with a `target`, refuse (at the op) one whose parts do not fit
+    its VMEM."""
+    for pattern in (ReduceWindowToSlices(target), SelectAndScatterToSlices(target)):
+        walker = PatternRewriteWalker(pattern, apply_recursively=False)
+        for region in function.regions:
+            walker.rewrite_region(region)
