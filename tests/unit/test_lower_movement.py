@@ -8,6 +8,8 @@ simulator's diagnostics (a race, an unwaited DMA or a non-zero semaphore raises)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -41,9 +43,15 @@ def tensor(shape: list[int], dtype: str) -> str:
     return f"tensor<{''.join(f'{d}x' for d in shape)}{dtype}>"
 
 
-def check(text: str, inputs: list[list[np.ndarray]], vmem_limit: int | None = None) -> str:
-    """Lower, run at level T, compare bit for bit with level S; the lowered text. With a
-    `vmem_limit` too small for even the smallest blocks, lowered at the default instead."""
+def check(
+    text: str,
+    inputs: list[list[np.ndarray]],
+    vmem_limit: int | None = None,
+    same: Callable[[np.ndarray, np.ndarray], bool] | None = None,
+) -> str:
+    """Lower, run at level T, compare bit for bit with level S (or by `same`); the lowered
+    text. With a `vmem_limit` too small for even the smallest blocks, lowered at the
+    default instead."""
     want = run_per_device(text, inputs)
     module = parse(text)
     try:
@@ -60,7 +68,8 @@ def check(text: str, inputs: list[list[np.ndarray]], vmem_limit: int | None = No
         for i in range(m):
             got, exp = outs[d][k + i], np.asarray(want[d][i])
             assert got.dtype == exp.dtype and got.shape == exp.shape, (d, i)
-            assert got.tobytes() == exp.tobytes(), f"device {d} result {i}: {got} != {exp}"
+            equal = got.tobytes() == exp.tobytes() if same is None else same(got, exp)
+            assert equal, f"device {d} result {i}: {got} != {exp}"
     return str(module)
 
 

@@ -16,11 +16,9 @@ import ml_dtypes
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from shardc.dialects import hlo, make_context
+from shardc.dialects import hlo
 from shardc.dialects.hlo import window_result_shape
-from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse, run_per_device
-from shardc.lowering.lower_to_tpu import LowerToTpuPass
 from shardc.tests.unit.test_lower_movement import DEVICES, SETTINGS, check, program, tensor
 
 NUMPY = {
@@ -116,17 +114,7 @@ def check_values(text: str, inputs: list[list[np.ndarray]]) -> str:
     """`test_lower_movement.check` with `same_values`: lower, run at level T, compare with
     level S bit for bit but for which NaN a NaN + NaN is (numpy picks by loop and by
     position in the vector at both levels); the lowered text."""
-    want = run_per_device(text, inputs)
-    module = parse(text)
-    LowerToTpuPass().apply(make_context(), module)
-    module.verify()
-    (kernel,) = [o for o in module.body.block.ops if o.name == "func.func"]
-    k, m, s = (a.value.data for a in kernel.attributes["tpu.io"].data)
-    outs, _ = run_level_t(module, [list(row) + [None] * (m + s) for row in inputs])
-    for d in range(DEVICES):
-        got, exp = outs[d][k], np.asarray(want[d][0])
-        assert same_values(got, exp), f"device {d}: {got} != {exp}"
-    return str(module)
+    return check(text, inputs, same=same_values)
 
 
 @SETTINGS
