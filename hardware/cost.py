@@ -1619,8 +1619,8 @@ class CostModel:
         self, op: collective.CollectiveOp, sizes: list[int], budget: int, start: bool
     ) -> float:
         """`collective_time` of `op` with `sizes` bytes per operand, as a `_start` or not
-        (its reduce-scatter pieces pipelined only in a sync collective:
-        lowering/reduce_ring.py), in `budget` bytes of VMEM."""
+        (a `_start`'s reduce-scatter pieces pipelined after the last step landed:
+        `topology.Phase.landed`), in `budget` bytes of VMEM."""
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         types = op.input_types()
         pairs = op.source_target_pairs if isinstance(op, collective.PermuteBase) else None
@@ -1688,15 +1688,16 @@ class CostModel:
         and type); `precision`: whether it accumulates in a wider type, and how many times
         wider its partial sums are; `form`: the bytes of VMEM the collective may hold, and
         whether it is a `_start`. A reduce-scatter phase cut into pieces to fit that VMEM
-        runs them one after the other: pipelined in a sync collective (`topology.Phase`: a
-        boundary costs no latency; low precision too, `Ring.last_combine`), else each a
-        ring of its own (lowering/reduce_ring.py says why)."""
+        runs them one after the other, pipelined (`topology.Phase`: in a sync collective
+        a boundary costs no latency, low precision too, `Ring.last_combine`; a `_start`'s
+        next piece waits for the last step to land, `Phase.landed`, its reduction still
+        overlapped; lowering/reduce_ring.py)."""
         index, t = operand
         _, wide = precision
         budget, start = form
-        # Pipelined pieces in a sync collective (a multi-axis low-precision all_reduce's
-        # one-piece phases aside: `_all_reduce`).
-        pipelined = not start
+        # Pipelined pieces (a multi-axis low-precision all_reduce's one-piece phases
+        # aside: `_all_reduce`); a `_start`'s after the last step has landed.
+        landed = start
         shape = t.get_shape()
         vmem = (
             element_bytes(accumulation_type(t.element_type)),
@@ -1724,7 +1725,7 @@ class CostModel:
             chunk[dim] //= n
             last = self._pieces(chunk, _last_ring(axes)[1], 1, vmem)
             combined = (elem, reduction)
-            return self._scatter_phases(axes, nbytes * wide, last, combined, pipelined)
+            return self._scatter_phases(axes, nbytes * wide, last, combined, True, landed)
         numel = math.prod(shape)
         tail = self._all_reduce_tail(groups, nbytes, numel)
         if numel < len(groups[0]):
@@ -1732,7 +1733,7 @@ class CostModel:
         nbytes -= nbytes * (numel % len(groups[0])) // numel
         numel -= numel % len(groups[0])
         precision_of = (elem, wide, reduction)
-        return tail + self._all_reduce(axes, nbytes, n, numel, precision_of, vmem, pipelined)
+        return tail + self._all_reduce(axes, nbytes, n, numel, precision_of, vmem, landed)
 
     @staticmethod
     def _pieces(
@@ -1838,13 +1839,14 @@ class CostModel:
         last: tuple[int, int],
         combined: tuple[Attribute, str],
         pipelined: bool,
+        landed: bool = False,
     ) -> float:
         """reduce_scatter of `nbytes` (partial sums) per device of `combined` = (element
         type, reduction) values: the most major axis first; only the last phase (of a ring
         of more than one) runs in `last` = (pieces, directions) and copies its result out,
         the others in one piece, one way (the lowering keeps their results in VMEM, in the
-        accumulation type). The pieces are `pipelined` (a sync collective,
-        lowering/reduce_ring.py) or one ring after the other."""
+        accumulation type). The pieces are `pipelined` (lowering/reduce_ring.py;
+        `landed`: a `_start`'s, `Phase.landed`) or one ring after the other."""
         total = 0.0
         final = _last_ring(axes)[0]
         elem, reduction = combined
@@ -1857,7 +1859,7 @@ class CostModel:
             block = nbytes / (pieces * len(dirs))
             ring = self._rs_ring(groups, block, dirs, (own, reduction), out)
             if pipelined:
-                total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS, pieces)
+                total += ring_time(self.chip, self.torus(), [ring], RS_CREDITS, pieces, landed)
             else:
                 rings = self._rs_pieces(ring, pieces, own if out is None else out)
                 total += sum(ring_time(self.chip, self.torus(), [r], RS_CREDITS) for r in rings)
@@ -1903,7 +1905,7 @@ class CostModel:
     @staticmethod
     def _rs_pieces(ring: Ring, pieces: int, out: Attribute) -> list[Ring]:
         """The `pieces` rings of a reduce-scatter cut into pieces, one after the other (not
-        pipelined: a `_start`'s): a piece's copy out overlaps the next piece's first
+        pipelined: a multi-axis low-precision all_reduce's phases): a piece's copy out overlaps the next piece's first
         transfers (reduce_ring.py `_piece_out`) but where it rounds to a narrower `out`
         (waited for), so only the last piece's counts then."""
         mid = ring if accumulation_type(out) != out else replace(ring, tail=0.0)
@@ -1917,7 +1919,7 @@ class CostModel:
         numel: int,
         precision: tuple[Attribute, float, str],
         vmem: tuple[int, int],
-        pipelined: bool,
+        landed: bool,
     ) -> float:
         """reduce_scatter (of `elem` values combined by `reduction`; partial sums `wide`
         times the bytes) +
@@ -1949,13 +1951,8 @@ class CostModel:
                 block = part * wide / (pieces * len(dirs))
                 ring = self._rs_ring(order[phase][0], block, dirs, (elem, reduction), elem)
                 rings.append(ring)
-            # Pipelined pieces (a sync collective), else one after the other
-            # (lowering/reduce_ring.py).
-            if pipelined:
-                phases.append(Phase(rings, RS_CREDITS, pieces))
-            else:
-                cut = [self._rs_pieces(r, pieces, elem) for r in rings]
-                phases += [Phase([c[p] for c in cut], RS_CREDITS) for p in range(pieces)]
+            # Pipelined pieces (`landed`: a `_start`'s, lowering/reduce_ring.py).
+            phases.append(Phase(rings, RS_CREDITS, pieces, landed))
         for phase in reversed(range(m)):  # all-gather phases, blocks growing
             rings = []
             for order in orders:

@@ -217,18 +217,23 @@ def _edges(ring: Ring) -> list[tuple[int, int, int, int]]:
 
 
 def ring_time(
-    chip: Chip, torus: Torus, rings: Sequence[Ring], credits: int | None, pieces: int = 1
+    chip: Chip,
+    torus: Torus,
+    rings: Sequence[Ring],
+    credits: int | None,
+    pieces: int = 1,
+    landed: bool = False,
 ) -> float:
     """
     Seconds of `rings` running their n - 1 steps at once (module docstring): per ring
     and direction the chain of n - 1 consecutive edges; with `credits` (a
     reduce-scatter's receive slots) at least ceil((n-1)/credits) dearest edges. Several
     rings at once (a torus all_reduce's parts) couple through every device's waits, and
-    `pieces` pipelined one after the other couple through each device's sends:
-    `ring_phases_time` steps them.
+    `pieces` pipelined one after the other couple through each device's sends
+    (`landed`: `Phase.landed`): `ring_phases_time` steps them.
     """
     if len(rings) > 1 or pieces > 1:
-        return ring_phases_time(chip, torus, [Phase(rings, credits, pieces)])
+        return ring_phases_time(chip, torus, [Phase(rings, credits, pieces, landed)])
     edges = [(i, e) for i, ring in enumerate(rings) for e in _edges(ring)]
     transfers = [(rings[i].groups[g][r], peer, rings[i].block) for i, (g, _, r, peer) in edges]
     times = transfer_times(chip, torus, transfers)
@@ -256,6 +261,10 @@ class Phase(NamedTuple):
     rings: Sequence[Ring]
     credits: int | None
     pieces: int = 1
+    landed: bool = False
+    """A `_start`'s pieces (lowering/reduce_ring.py `_Run.interleaved`): a piece's first
+    sends wait until the previous piece's last messages have landed, not only left;
+    the last step's reduction still runs under them."""
 
 
 def ring_phases_time(
@@ -298,6 +307,8 @@ def _apart(chip: Chip, torus: Torus, phase: Phase) -> float:
         return chain
     # A piece's copy out overlaps the next piece (low precision: rounded in its last step).
     mid = max(ring_time(chip, torus, [replace(r, tail=0.0)], phase.credits) for r in phase.rings)
+    if phase.landed:  # the next piece's first sends wait for the last step to land
+        return chain + (phase.pieces - 1) * mid
     saved = min(
         landed - left
         for r in phase.rings
@@ -378,7 +389,8 @@ def _steps(
     begin): at each step a device sends on every lane (a reduce-scatter's after a credit: the receiver
     took that lane's message `credits` messages earlier, or began), in lane order, then
     takes each lane's arrival and combines it. A piece's first step is sent when the
-    previous step's messages have left and (low precision) its own chunks have been
+    previous step's messages have left (`Phase.landed`: and those to the device have
+    landed) and (low precision) its own chunks have been
     fetched and widened (`lead` again), and taken after the previous piece's last step,
     which itself is taken after these sends (`Ring.last_combine`; the kernel's order,
     lowering/reduce_ring.py). Where the last step rounds (`_Lanes.hbm`), the local DMAs
@@ -417,6 +429,8 @@ def _steps(
         if k == steps - 1 and g + 1 < total:
             held = arrive  # pipelined: the next piece goes when these have left
             start = (send + lane.left).max(axis=1)
+            if phase.landed:  # and (a `_start`'s) when mine have landed
+                start = np.maximum(start, arrive.max(axis=1))
             if q >= 1 and outs:  # fetched into the buffer piece q-1 was copied out of
                 start = np.maximum(start, outs[q - 1])
             start = start + lead

@@ -53,13 +53,18 @@ piece p's copy out).
   them); it is never slower than unpipelined (tests/unit/test_rs_pieces_low.py).
 Level S charges the same (`topology.Phase` of pieces: a boundary saves one step's
 latency and reduction).
-A `_start`'s pieces are not pipelined: its steps are interleaved into the compute
-(`ring_steps`), chunk by chunk at block boundaries placed by whole-step estimates: there
-piece p+1's first sends went at the block where the old order started them anyway, and
-piece p's last reduction, its copy out and piece p+1's local DMA were waited in one chunk
-under the compute (the real-size transformer layer in f32 on v5e: level T 14.34 -> 14.37
-ms). Nor is a low-precision piece whose result stays in f32 (a multi-axis reduction's
-VMEM phases, one piece each anyway).
+A `_start`'s pieces are pipelined too, but its steps are interleaved into the compute
+(`ring_steps`), chunk by chunk at block boundaries, and `split_steps` cuts a chunk before
+every wait that follows a DMA start: piece p+1's first sends before piece p's last
+receive wait would put that wait, the reduction and the copy out a block boundary later.
+So a `_start` (`_Run.interleaved`) sends piece p+1's first messages after all of piece
+p's last waits (receive, own chunk, send), before its reduction and copy out: one chunk,
+placed where the unpipelined order placed it, its sends a reduction sooner (level S:
+`topology.Phase.landed`; the real-size transformer layer on v5e 9307 -> 9298 us, the
+large DP step 16549 -> 16524 us; sending them once the last messages had left, as a
+sync collective does, moved the layer to 9315 us instead). Not pipelined: a
+low-precision piece whose result stays in f32 (a multi-axis reduction's VMEM phases, one
+piece each anyway).
 """
 
 from __future__ import annotations
@@ -175,6 +180,10 @@ class _Run:
     pairs: bool = False
     """The blocks' last dimension holds complex (re, im) pairs combined as complex numbers
     (lowering/pair_combine.py)."""
+    interleaved: bool = False
+    """A `_start`: its steps are interleaved into the compute (lowering/ring_steps.py),
+    so a pipelined piece boundary waits for the last step's messages to land before the
+    next piece's first sends (`_start_early`)."""
 
 
 def run_rs_rings(
@@ -299,7 +308,9 @@ def _start_early(
     """
     p, rounds = piece
     sends = {st.send_sem for st in state}
-    sent = {id(o) for o in last if isinstance(o, tpu.DMAWaitOp) and o.sem in sends}
+    sent = {
+        id(o) for o in last if isinstance(o, tpu.DMAWaitOp) and (run.interleaved or o.sem in sends)
+    }
     for o in last:
         if id(o) in sent:
             e.op(o)
@@ -352,12 +363,13 @@ def _start_run(
         and r.dst.type.element_type == elem
         for r in pieces[0]
     )
-    overlap = target.pipeline_pieces and len(pieces) > 1 and not start
+    overlap = target.pipeline_pieces and len(pieces) > 1
     overlap = overlap and (wide == elem or (rounded and not pairs))
     # Two receive slots, as many credits as messages in flight at once: pipelined, a
     # piece's last message and the next piece's first (of a ring of 2, both a step 0).
     credit0 = e.i32(min(2, (n - 1) * (2 if overlap else 1)), "rs_slots")
-    return _Run(op, n, elem, wide, one, credit0, overlap, overlap and wide != elem, pairs)
+    rounds = overlap and wide != elem
+    return _Run(op, n, elem, wide, one, credit0, overlap, rounds, pairs, start)
 
 
 def _emit(e: Emitter, ops: Sequence[Operation]) -> None:

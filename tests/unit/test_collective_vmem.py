@@ -77,11 +77,18 @@ def test_pieces_halve_until_four_accumulation_blocks_fit() -> None:
 
 
 def _rounding_copies(kernel_module: ModuleOp) -> int:
-    """The bf16 reduce-scatter's copies out of its accumulators: one per piece per ring."""
+    """The bf16 reduce-scatter's copies out of its accumulators: one per piece per ring
+    (a pipelined piece's from its rounded buffer under the ring's `piece_sem`, the last
+    piece's through `copy_out`'s own semaphore)."""
     return sum(
         1
         for o in kernel_module.walk()
-        if isinstance(o, tpu.AllocOp) and (o.result.name_hint or "").startswith("rs_out_sem")
+        if (isinstance(o, tpu.AllocOp) and (o.result.name_hint or "").startswith("rs_out_sem"))
+        or (
+            isinstance(o, tpu.DMAStartOp)
+            and (o.recv_sem.name_hint or "").endswith("_piece_sem")
+            and (o.src.name_hint or "") == "rs_rounded"
+        )
     )
 
 

@@ -154,11 +154,13 @@ def test_the_next_piece_is_sent_before_the_last_step_lands_in_4_blocks():
     assert _peak_vmem(module) == 4 * block
 
 
-def test_a_start_and_a_narrower_result_are_not_pipelined():
-    """A `_start`'s pieces are not pipelined (module docstring); nor is the off switch's."""
+def test_a_starts_pieces_are_pipelined_and_the_off_switchs_are_not():
+    """A `_start`'s low-precision pieces stage the next piece's first message too (after
+    the last step has landed, reduce_ring.py `_Run.interleaved`), also in 4 blocks;
+    `pipeline-pieces=false` keeps them one after the other."""
     text = program("reduce_scatter", 4, "bf16", "async", 16, 16)
     module = lower(text, vmem_limit=8 * _vmem("reduce_scatter", 4, 16, 16, 2))
-    assert "rs_piece_sem" in str(module) and not _stagings(list(_kernel(module).walk()))
+    assert len(_stagings(list(_kernel(module).walk()))) == 1
     text = program("reduce_scatter", 4, "bf16", "sync", 16, 16)
     module = lower(text, vmem_limit=_vmem("reduce_scatter", 4, 16, 16, 2), pipeline_pieces=False)
     assert not _stagings(_top(module))
@@ -246,8 +248,9 @@ def test_dropping_the_wait_for_the_previous_copy_out_is_caught():
 
 
 def _times(text: str, chip: str, n: int, vmem: int | None, pipelined: bool = True):
-    """(level T, level S, level S one after the other): the kernel lowered with `vmem`
-    (None: the chip's), level S on the chip with that VMEM."""
+    """(level T, level S, level S as a `_start`: its pieces sent once the last step has
+    landed): the kernel lowered with `vmem` (None: the chip's), level S on the chip with
+    that VMEM."""
     module = lower(text, chip, vmem_limit=vmem, pipeline_pieces=pipelined)
     _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
     level_s = parse(text)
@@ -276,15 +279,15 @@ def _times(text: str, chip: str, n: int, vmem: int | None, pipelined: bool = Tru
 )
 def test_level_s_times_pipelined_low_precision_pieces_as_level_t(chip, dtype, kind, n, pieces):
     """Chunks of 256 x 256 in pieces: level S equals level T's simulated time, and is
-    below the same pieces one after the other (as level S charges a `_start`'s), by most
-    of a hop latency per boundary; level T is not above its kernel without pipelining."""
+    not above the same pieces as a `_start` sends them (once the last step has landed,
+    `Phase.landed`); level T is not above its kernel without pipelining."""
     text = program(kind, n, dtype, "sync", 256, 256)
     vmem = _vmem(kind, n, 256, 256, pieces)
     t, s, apart, module = _times(text, chip, n, vmem)
     rings = sum(1 for o in _top(module) if isinstance(o, tpu.AllocOp) and _acc(o))
     assert len(_stagings(_top(module))) == rings * (pieces - 1)
     assert t == pytest.approx(s, rel=1e-9)
-    assert apart - s >= (pieces - 1) * get_chip(chip).hop_latency * 0.9
+    assert apart >= s
     t_apart, *_ = _times(text, chip, n, vmem, pipelined=False)
     # On a line of 8 (v5e) the wrap edge's 7 hops bound every step: the kernel's pieces
     # drift into each other even unpipelined, and pipelining saves next to nothing.
@@ -294,7 +297,7 @@ def test_level_s_times_pipelined_low_precision_pieces_as_level_t(chip, dtype, ki
 @pytest.mark.parametrize("chip, n, rows", [("v5e", 4, 65536), ("v5p", 4, 16384)])
 def test_real_size_bf16_pieces_level_s_is_level_t(chip, n, rows):
     """A bf16 reduce_scatter of 128 MiB (v5e) / 32 MiB (v5p) chunks, cut to fit the
-    chip's VMEM, timing only: level S equals level T and is below the unpipelined."""
+    chip's VMEM, timing only: level S equals level T and is below the `_start` form."""
     text = program("reduce_scatter", n, "bf16", "sync", rows, 1024)
     t, s, apart, module = _times(text, chip, n, None)
     assert len(_stagings(_top(module))) >= 3
@@ -319,7 +322,7 @@ def timed_programs(draw) -> tuple[str, int, str, int]:
 @given(timed_programs())
 def test_pipelining_low_precision_pieces_never_costs_time(case):
     """Level S equals level T, and pipelined is never slower than one after the other at
-    either level (so the kernel need not choose)."""
+    level T (so the kernel need not choose) nor than a `_start`'s form at level S."""
     text, n, chip, vmem = case
     t, s, apart, _ = _times(text, chip, n, vmem)
     t_apart, *_ = _times(text, chip, n, vmem, pipelined=False)
