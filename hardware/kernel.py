@@ -417,6 +417,7 @@ ELEMENTWISE = (
     hlo.ConvertOp,
     hlo.ClampOp,
     hlo.BitcastConvertOp,
+    hlo.IsFiniteOp,
 )
 """What lowering/compute.py maps block by block (every operand block is the result's)."""
 
