@@ -2,17 +2,16 @@
 Reduce-scatter pieces pipelined (issue 15 item 1): sync f32 and bf16 reduce_scatters and
 all_reduces whose chunks are too large for the chip's VMEM, so `lower-to-tpu` reduces
 them in pieces (`hardware.vmem.rs_pieces`; bf16 partial sums travel in f32, so its pieces
-are as many as f32's of the same shape). Per row: the pieces, level T (the kernel on
-the level-T simulator, timing only) with the pieces pipelined (the default: a piece's
-first step starts once the previous piece's last messages have left) and one after the
-other (`pipeline-pieces=false`), and level S's cost of each (`CostModel.collective_time`:
-a `Phase` of pipelined pieces; the same pieces one ring after the other, as it charges a
-`_start`'s). The per-boundary columns divide each level's saving by the piece boundaries:
-level S saves one step's latency per boundary (hop latency x the hops of the edge) and the
-last step's reduction and copy out (bf16: its rounding), which now overlap the next piece's
-first transfers. Level S's "one after the other" is how it charges a `_start`'s pieces (each
-a ring of its own, devices in step); level T's is the sync kernel with pipelining off, whose
-devices drift into the next piece unbarriered, so it saves less than level S says.
+are as many as f32's of the same shape). Per row: the pieces; level T (the kernel on the
+level-T simulator, timing only) of the sync collective with its pieces pipelined (the
+default: a piece's first step starts once the previous piece's last messages have left),
+of its `_start` + `done` form with the same pieces (lowered with 8x the VMEM, so that its
+in-flight share is the sync budget: a `_start`'s next piece is sent once the last step
+has landed, still before its reduction, reduce_ring.py `_Run.interleaved`), and of the
+sync kernel with pipelining off (`pipeline-pieces=false`); level S's cost of the two
+forms (`CostModel.collective_time`: `topology.Phase` of pipelined pieces, `landed` for
+the `_start`). Saved per boundary: level T's pipelining off minus on, and level S's
+`_start` minus sync (one step's latency: hop latency x the hops of the edge).
 
     python bench/rs_pieces.py
 """
@@ -64,10 +63,13 @@ def program(n: int, kind: str, rows: int, cols: int, dtype: str = "f32") -> str:
     )
 
 
-def level_t(text: str, chip: str, n: int, pipelined: bool) -> tuple[float, int]:
-    """Level T step time (s) of `text` and its piece count (one per piece out of VMEM)."""
+def level_t(text: str, chip: str, n: int, pipelined: bool, vmem: int | None = None):
+    """Level T step time (s) of `text` and its piece count (one per piece out of VMEM),
+    lowered with `vmem` bytes of VMEM (None: the chip's)."""
     module = parse(text)
-    LowerToTpuPass(chip=chip, pipeline_pieces=pipelined).apply(make_context(), module)
+    LowerToTpuPass(chip=chip, pipeline_pieces=pipelined, vmem_limit=vmem).apply(
+        make_context(), module
+    )
     # One piece-out semaphore per ring, one copy out through it per piece but the last.
     rings = sum(
         1 for o in module.walk() if o.name == "tpu.alloc" and _hint(o).endswith("piece_sem")
@@ -76,6 +78,22 @@ def level_t(text: str, chip: str, n: int, pipelined: bool) -> tuple[float, int]:
     pieces = outs // rings + 1 if rings else 1
     _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
     return report["step_time_s"], pieces
+
+
+def as_start(text: str) -> str:
+    """The `_start` + `done` form of `program`'s sync collective."""
+    head, types = text.split("  %r = ", 1)[1].split("\n", 1)[0].rsplit(" : ", 1)
+    res = types.rsplit("-> ", 1)[-1] if types.startswith("(") else types
+    future = f"!collective.future<{res}>"
+    kind = head.split()[0]
+    start = head.replace(kind, kind + "_start", 1)
+    arg = types.split(")")[0] + ")" if types.startswith("(") else types
+    lines = [
+        f"  %f = {start} : {arg} -> {future}",
+        f"  %r = collective.done %f : {future} -> {res}",
+    ]
+    old = "  %r = " + text.split("  %r = ", 1)[1].split("\n", 1)[0]
+    return text.replace(old, "\n".join(lines))
 
 
 def _hint(op) -> str:
@@ -92,7 +110,7 @@ def _is_piece_out(op) -> bool:
 
 
 def level_s(text: str, chip: str) -> tuple[float, float]:
-    """Level S's cost (s): pipelined pieces, and the same pieces one after the other."""
+    """Level S's cost (s) of the sync collective and of its `_start` at the sync budget."""
     module = parse(text)
     op = next(o for o in module.walk() if o.name.startswith("collective."))
     mesh = module_mesh(module)
@@ -105,24 +123,30 @@ def level_s(text: str, chip: str) -> tuple[float, float]:
 
 def main() -> None:
     print(
-        "| chip | collective | type | pieces | level T pipelined | level T one after the other "
-        "| saved per boundary | level S pipelined | level S one after the other "
-        "| saved per boundary | T / S pipelined |"
+        "| chip | collective | type | pieces | level T sync | level T `_start` "
+        "| level T pipelining off | saved per boundary | level S sync | level S `_start` "
+        "| saved per boundary | T / S sync | T / S `_start` |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     start = time.monotonic()
     for chip, n, kind, rows, cols, dtype in CASES:
         text = program(n, kind, rows, cols, dtype)
+        vmem = get_chip(chip).vmem_bytes
         t_pip, pieces = level_t(text, chip, n, True)
+        t_start, start_pieces = level_t(as_start(text), chip, n, True, vmem * 8)
+        assert start_pieces == pieces, (start_pieces, pieces)
         t_seq, _ = level_t(text, chip, n, False)
-        s_pip, s_seq = level_s(text, chip)
+        s_pip, s_start = level_s(text, chip)
         mib = rows * cols * {"f32": 4, "bf16": 2}[dtype] / 2**20
         gaps = max(1, pieces - 1)
         print(
             f"| {chip} | {kind} of {mib:.0f} MiB chunks over {n} | {dtype} | {pieces} "
-            f"| {t_pip * 1e6:.1f} us | {t_seq * 1e6:.1f} us | {(t_seq - t_pip) / gaps * 1e6:.2f} us "
-            f"| {s_pip * 1e6:.1f} us | {s_seq * 1e6:.1f} us | {(s_seq - s_pip) / gaps * 1e6:.2f} us "
-            f"| {t_pip / s_pip:.3f} |"
+            f"| {t_pip * 1e6:.1f} us | {t_start * 1e6:.1f} us | {t_seq * 1e6:.1f} us "
+            f"| {(t_seq - t_pip) / gaps * 1e6:.2f} us "
+            f"| {s_pip * 1e6:.1f} us | {s_start * 1e6:.1f} us "
+            f"| {(s_start - s_pip) / gaps * 1e6:.2f} us "
+            f"| {t_pip / s_pip:.3f} | {t_start / s_start:.3f} |",
+            flush=True,
         )
     print(f"\n{time.monotonic() - start:.0f} s")
 
