@@ -35,13 +35,14 @@ crosses n - 1 hops (routed back along the line).
   send (a slot is freed after it), a low-precision own chunk is fetched and widened to
   f32 before the first send, and the result is copied out of VMEM after the last step
   (before an all_reduce's all-gather phase begins); a chunk cut into pieces runs them
-  one after the other; a sync collective's software-pipelined (lowering/reduce_ring.py):
-  a device starts the next piece's first step when its last step's messages have left,
+  one after the other, software-pipelined (lowering/reduce_ring.py): a sync collective's
+  device starts the next piece's first step when its last step's messages have left,
   not landed (low precision: and the next own chunk is fetched and widened, `lead`), so
   a piece boundary costs no latency (and the last step's reduction, low precision
   rounding its result as it goes, `Ring.last_combine`, overlaps the next piece's first
-  transfers); those pieces are stepped device by device (`ring_phases_time`, a `Phase`
-  of `pieces`);
+  transfers); a `_start`'s when they have landed too (`Phase.landed`: its steps are
+  interleaved into the compute, and the reduction still overlaps); those pieces are
+  stepped device by device (`ring_phases_time`, a `Phase` of `pieces`);
 - over several mesh axes: one phase per axis, all_gather the most minor first (blocks
   growing), reduce_scatter the most major first (only the last phase both ways);
   all_reduce = reduce_scatter + all_gather, and over m axes of one size the buffer is cut

@@ -358,9 +358,10 @@ class LowerToTpuPass(ModulePass):
     runs at the `done` (how bench/overlap.py shows the difference)."""
 
     pipeline_pieces: bool = True
-    """Software-pipeline the pieces of a sync reduce_scatter cut to fit VMEM (a piece's
-    first step in flight with the previous piece's last, lowering/reduce_ring.py); false:
-    one after the other (how bench/rs_pieces.py shows the difference)."""
+    """Software-pipeline the pieces of a reduce_scatter cut to fit VMEM (a piece's first
+    step in flight with the previous piece's last, a `_start`'s once the last has landed:
+    lowering/reduce_ring.py); false: one after the other (how bench/rs_pieces.py shows
+    the difference)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
