@@ -282,6 +282,17 @@ def test_level_t_runs_the_pipelined_pieces_level_s_charges(chip, n, rows, cols, 
     assert apart - want >= (pieces - 1) * c.hop_latency * 0.999
 
 
+PIECE_GRID = [
+    ("reduce_scatter", 2, 4),
+    ("reduce_scatter", 4, 2),
+    ("reduce_scatter", 8, 4),
+    ("all_reduce", 4, 4),
+    ("all_reduce", 2, 2),
+]
+"""(kind, ring size, pieces) of the timing grids here and in test_rs_pieces_low.py: rings
+of 2, 4 and 8 (v5e's line of 8 with its 7-hop wrap edge), 2 and 4 pieces."""
+
+
 # A `_start`'s pieces: pipelined once the last step has landed ---------------------------------
 
 
@@ -315,16 +326,7 @@ def test_a_starts_next_piece_is_sent_once_the_last_step_has_landed():
 
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
-@pytest.mark.parametrize(
-    "kind, n, pieces",
-    [
-        ("reduce_scatter", 2, 4),
-        ("reduce_scatter", 4, 2),
-        ("reduce_scatter", 8, 4),
-        ("all_reduce", 4, 4),
-        ("all_reduce", 2, 2),
-    ],
-)
+@pytest.mark.parametrize("kind, n, pieces", PIECE_GRID)
 def test_level_s_times_a_starts_pipelined_pieces_as_level_t(chip, dtype, kind, n, pieces):
     """A `_start` of 256 x 256 chunks in pieces (its share of the VMEM, 1/8), nothing to
     interleave into: level S (`topology.Phase.landed`) equals level T's simulated time;

@@ -32,7 +32,7 @@ from xdsl.ir import Operation
 
 from tests.unit.test_collective_vmem import _peak_vmem
 from tests.unit.test_lower_to_tpu import _kernel, check, lower, one_op
-from tests.unit.test_rs_pieces import _fails, _is_send_wait, _top, program
+from tests.unit.test_rs_pieces import PIECE_GRID, _fails, _is_send_wait, _top, program
 
 
 def _hint(v) -> str:
@@ -267,16 +267,7 @@ def _times(text: str, chip: str, n: int, vmem: int | None, pipelined: bool = Tru
 
 @pytest.mark.parametrize("chip", ["v5e", "v5p"])
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
-@pytest.mark.parametrize(
-    "kind, n, pieces",
-    [
-        ("reduce_scatter", 2, 4),
-        ("reduce_scatter", 4, 2),
-        ("reduce_scatter", 8, 4),
-        ("all_reduce", 4, 4),
-        ("all_reduce", 2, 2),
-    ],
-)
+@pytest.mark.parametrize("kind, n, pieces", PIECE_GRID)
 def test_level_s_times_pipelined_low_precision_pieces_as_level_t(chip, dtype, kind, n, pieces):
     """Chunks of 256 x 256 in pieces: level S equals level T's simulated time, and is
     not above the same pieces as a `_start` sends them (once the last step has landed,
