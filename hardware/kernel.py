@@ -40,7 +40,8 @@ a fusion's parameters as streams through its elementwise ops, broadcasts, transp
 static slices, around at most one dot or reduce); tests/unit/test_hardware_kernel.py
 checks that both give the same kernel time. What it does not describe (movement, windows,
 gather, sort, control flow) keeps its roofline; a fusion `lower-to-tpu` would inline costs
-its ops one after another (`CostModel.inlined_fusion_cost`).
+its ops one after another (`CostModel.inlined_fusion_cost`). A select_and_scatter that
+lowers as its own kernel is timed by `select_scatter_time`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from shardc.hardware.cost import (
     vpu_time,
 )
 from shardc.hardware.pairs import on_views, pairs_fusion
+from shardc.hardware.select_scatter import Pooling, VectorWork
 from xdsl.dialects.builtin import ComplexType, TensorType, i32
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -1000,3 +1002,25 @@ def complex_time(chip: Chip, op: Operation) -> float | None:
         return None
     moved = part_dma_bytes(op) or 0
     return moved / chip.hbm_bw + sum(times)  # pyright: ignore[reportArgumentType]
+
+
+# select_and_scatter as one kernel (lowering/select_scatter_kernel.py) -----------------------
+
+
+def select_scatter_time(chip: Chip, p: Pooling) -> float:
+    """
+    Seconds of a select_and_scatter's kernel (`select_scatter.Pooling` counts its vector
+    work), a halo pipeline over the images: the first image's operand and source fetched
+    while the constants are made (`Pooling.setup_work`), then per image its compute
+    (`Pooling.image_work`: loads and stores at VMEM bandwidth, ops on the VPU), each
+    overlapping the HBM traffic beside it (the next image's fetch, the previous result's
+    write-back) and taking the longer of the two, then the last result's write-back.
+    """
+    x, src, res = p.image_bytes()
+    fetch, out = (x + src) / chip.hbm_bw, res / chip.hbm_bw
+    setup, image = (_work_time(chip, w) for w in (p.setup_work(), p.image_work()))
+    return max(setup, fetch) + (p.n - 1) * max(image, fetch + out) + image + out
+
+
+def _work_time(chip: Chip, w: VectorWork) -> float:
+    return vpu_time(chip, w.ops) + vmem_time(chip, w.vmem)
