@@ -1010,16 +1010,64 @@ def complex_time(chip: Chip, op: Operation) -> float | None:
 def select_scatter_time(chip: Chip, p: Pooling) -> float:
     """
     Seconds of a select_and_scatter's kernel (`select_scatter.Pooling` counts its vector
-    work), a halo pipeline over the images: the first image's operand and source fetched
-    while the constants are made (`Pooling.setup_work`), then per image its compute
-    (`Pooling.image_work`: loads and stores at VMEM bandwidth, ops on the VPU), each
-    overlapping the HBM traffic beside it (the next image's fetch, the previous result's
-    write-back) and taking the longer of the two, then the last result's write-back.
+    work), the halo pipeline lowering/select_scatter_kernel.py emits, replayed with its
+    DMAs sharing the HBM equally (as level T's DMA engine): the first image's operand and
+    source fetched, the init value fetched and the constants made (`Pooling.setup_work`);
+    per image, its DMAs waited for, the next image's started, the result slot's previous
+    write-back waited for, its compute (`Pooling.image_work`: loads and stores at VMEM
+    bandwidth, ops on the VPU), its result's write-back started; the last two waited for.
+    A fetch or write-back that outlasts a compute steals HBM from the DMAs after it, so
+    the HBM-bound pipeline is not "per image the longer of compute and traffic".
     """
     x, src, res = p.image_bytes()
-    fetch, out = (x + src) / chip.hbm_bw, res / chip.hbm_bw
     setup, image = (_work_time(chip, w) for w in (p.setup_work(), p.image_work()))
-    return max(setup, fetch) + (p.n - 1) * max(image, fetch + out) + image + out
+    hbm = _SharedHbm(chip.hbm_bw)
+    hbm.start(("x", 0), x)
+    hbm.start(("src", 0), src)
+    hbm.start("init", element_bytes(p.src))
+    t = hbm.wait(0.0, ["init"]) + setup
+    for k in range(p.n):
+        t = hbm.wait(t, [("x", k), ("src", k)])
+        if k + 1 < p.n:
+            hbm.start(("x", k + 1), x)
+            hbm.start(("src", k + 1), src)
+        t = hbm.wait(t, [("res", k - 2)]) + image
+        hbm.run(t)
+        hbm.start(("res", k), res)
+    return hbm.wait(t, [("res", p.n - 2), ("res", p.n - 1)])
+
+
+class _SharedHbm:
+    """Local DMAs in flight, each at an equal share of the HBM bandwidth (level T's
+    `Flows` for one device's HBM-VMEM transfers), by name."""
+
+    def __init__(self, bw: float):
+        self.bw = bw
+        self.now = 0.0
+        self.left: dict[Hashable, float] = {}
+
+    def start(self, name: Hashable, nbytes: int) -> None:
+        if nbytes > 0:
+            self.left[name] = float(nbytes)
+
+    def run(self, until: float, names: Sequence[Hashable] = ()) -> None:
+        """Drain until `until`, and on until every DMA of `names` has landed."""
+        while self.left and (self.now < until or any(n in self.left for n in names)):
+            rate = self.bw / len(self.left)
+            step = min(self.left.values()) / rate
+            if not any(n in self.left for n in names):
+                step = min(step, until - self.now)
+            self.now += step
+            for name in list(self.left):
+                self.left[name] -= rate * step
+                if self.left[name] <= 1e-9 * self.bw * step:
+                    del self.left[name]
+        self.now = max(self.now, until)
+
+    def wait(self, t: float, names: Sequence[Hashable]) -> float:
+        """The time a device at `t` is done waiting for the DMAs `names`."""
+        self.run(t, names)
+        return self.now
 
 
 def _work_time(chip: Chip, w: VectorWork) -> float:

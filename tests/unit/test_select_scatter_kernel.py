@@ -251,14 +251,29 @@ MAX_POOL = (
     ],
 )
 def test_level_s_charges_the_kernel(chip, shape, window, strides, padding, dtype) -> None:
-    """Level S's step (the kernel's time from `Pooling`'s counts) within 5% of level T's
+    """Level S's step (the kernel's time from `Pooling`'s counts) within 2% of level T's
     simulated step of the kernel, on real sizes: the max-pool gradient of ResNet's stem
-    and others (before: level S charged the expansion, 60-75x the HBM roofline)."""
+    and others, HBM-bound and compute-bound (before: level S charged the expansion,
+    40-75x the HBM roofline)."""
+    s, t = level_s_and_t(plain_program(shape, window, strides, padding, dtype), chip)
+    assert abs(t - s) <= 0.02 * t, (t, s)
+
+
+def level_s_and_t(text: str, chip: str) -> tuple[float, float]:
+    """Level S's step and level T's simulated step of the kernel (timing only)."""
     import shardc
 
-    text = plain_program(shape, window, strides, padding, dtype)
     s = shardc.run(text, timing_only=True, chip=chip).report["step_time_s"]
     kernel = shardc.compile(text, f"lower-to-tpu{{chip={chip}}}")
     assert "sas_acc" in str(kernel)
-    t = shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
-    assert abs(t - s) <= 0.05 * t, (t, s)
+    return s, shardc.run(kernel, timing_only=True, chip=chip).report["step_time_s"]
+
+
+@SETTINGS
+@given(poolings(), st.sampled_from(["v5e", "v5p", "v4"]))
+def test_level_s_charges_the_kernel_on_drawn_poolings(case, chip: str) -> None:
+    """Every drawn pooling (few or many images, masked columns, edge rows, types whose
+    accumulator is wider): level S's step within 2% of level T's."""
+    shape, window, strides, padding, dtype, _, _ = case
+    s, t = level_s_and_t(plain_program(shape, window, strides, padding, dtype), chip)
+    assert abs(t - s) <= 0.02 * t, (t, s)
