@@ -271,8 +271,8 @@ class Pooling:
     row by row and column offsets in reverse, adds the source row where it was chosen
     to the accumulator's [wo, c] at that offset (load, add, store): the reverse column
     walk and the row loop add each element's windows in row-major window order, as the
-    expansion and level S. Padding is never read as a candidate: rows of it are left out
-    of the steps, columns of it masked (`cols`).
+    expansion and level S. Padding is never selected: rows of it are left out of the
+    steps, columns of it masked (`cols`).
     """
 
     n: int

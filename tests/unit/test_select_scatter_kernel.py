@@ -39,7 +39,11 @@ NUMPY = {
     "i64": np.dtype(np.int64),
     "i8": np.dtype(np.int8),
     "ui16": np.dtype(np.uint16),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
 }
+WIDENED = {NUMPY[t] for t in ("bf16", "f16", "f8E4M3FN", "f8E5M2")}
+"""Accumulated in f32, rounded once at the end."""
 FLOATS = [0.0, -0.0, 1.0, 1.0, 2.0, -3.5, np.inf, -np.inf, np.nan, 0.5]
 INTS = [0, 1, 1, 2, -3, 7, 100, -100]
 UINTS = [0, 1, 1, 2, 3, 7, 100, 65535]
@@ -47,7 +51,7 @@ UINTS = [0, 1, 1, 2, 3, 7, 100, 65535]
 
 def values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
     """Few distinct values (ties in every window), NaN and infinities for floats."""
-    pool = FLOATS if NUMPY[dtype].kind == "f" or dtype == "bf16" else INTS
+    pool = FLOATS if NUMPY[dtype].kind == "f" or NUMPY[dtype] in WIDENED else INTS
     pool = UINTS if dtype.startswith("ui") else pool
     with np.errstate(over="ignore", invalid="ignore"):
         picked = np.array(rng.choice(np.array(pool, dtype=object), size=shape).tolist())
@@ -63,7 +67,7 @@ def reference(x, src, init, select, window, strides, low) -> np.ndarray:
     wrap). `x` is [n, h, w, c] (1-D forms have h = 1 or c = 1 inserted by the caller).
     """
     n, h, w, c = x.shape
-    acc = np.float32 if src.dtype in (NUMPY["bf16"], NUMPY["f16"]) else src.dtype
+    acc = np.float32 if src.dtype in WIDENED else src.dtype
     out = np.full(x.shape, np.asarray(init).astype(acc), dtype=acc)
     keep = (lambda a, b: a >= b) if select == "GE" else (lambda a, b: a > b)
     (kh, kw), (sh, sw), (lh, lw) = window, strides, low
