@@ -1315,12 +1315,21 @@ class CostModel:
 
     def select_and_scatter_cost(self, op: hlo.SelectAndScatterOp) -> OpCost:
         """
-        A select_and_scatter costs the ops `lower-to-tpu` rewrites it into
-        (`select_scatter.expansion`), one after another: level S charges what level T
-        runs. Per window offset a few selects over the window positions and one placing
-        pad and add over the operand, so (offsets) x (operand) bytes: a 3x3 max-pool's
-        gradient moves ~9 operands' worth where a fused kernel would read each once.
+        A select_and_scatter costs what `lower-to-tpu` makes of it: a channels-last
+        pooling that fits half the VMEM is one kernel (`select_scatter.kernel_pooling`),
+        timed by `kernel.select_scatter_time` from the vector work `Pooling` counts, its
+        bytes the operand, source and result once; any other, the ops it is rewritten
+        into (`select_scatter.expansion`), one after another. Per window offset those are
+        a few selects over the window positions and one placing pad and add over the
+        operand, so (offsets) x (operand) bytes.
         """
+        pooled = select_scatter.kernel_pooling(op, self.chip.vmem_bytes)
+        if pooled is not None:
+            from shardc.hardware import kernel  # kernel.py builds on this module's rates
+
+            moved = sum(pooled.image_bytes()) * pooled.n + element_bytes(pooled.src)
+            work = pooled.setup_work() + pooled.image_work() * pooled.n
+            return OpCost(float(work.ops), moved, kernel.select_scatter_time(self.chip, pooled))
         flops = time = 0.0
         nbytes = 0
         for inner in select_scatter.standalone_expansion(op):

@@ -40,7 +40,8 @@ a fusion's parameters as streams through its elementwise ops, broadcasts, transp
 static slices, around at most one dot or reduce); tests/unit/test_hardware_kernel.py
 checks that both give the same kernel time. What it does not describe (movement, windows,
 gather, sort, control flow) keeps its roofline; a fusion `lower-to-tpu` would inline costs
-its ops one after another (`CostModel.inlined_fusion_cost`).
+its ops one after another (`CostModel.inlined_fusion_cost`). A select_and_scatter that
+lowers as its own kernel is timed by `select_scatter_time`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from shardc.hardware.cost import (
     vpu_time,
 )
 from shardc.hardware.pairs import on_views, pairs_fusion
+from shardc.hardware.select_scatter import Pooling, VectorWork
 from xdsl.dialects.builtin import ComplexType, TensorType, i32
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -1000,3 +1002,73 @@ def complex_time(chip: Chip, op: Operation) -> float | None:
         return None
     moved = part_dma_bytes(op) or 0
     return moved / chip.hbm_bw + sum(times)  # pyright: ignore[reportArgumentType]
+
+
+# select_and_scatter as one kernel (lowering/select_scatter_kernel.py) -----------------------
+
+
+def select_scatter_time(chip: Chip, p: Pooling) -> float:
+    """
+    Seconds of a select_and_scatter's kernel (`select_scatter.Pooling` counts its vector
+    work), the halo pipeline lowering/select_scatter_kernel.py emits, replayed with its
+    DMAs sharing the HBM equally (as level T's DMA engine): the first image's operand and
+    source fetched, the init value fetched and the constants made (`Pooling.setup_work`);
+    per image, its DMAs waited for, the next image's started, the result slot's previous
+    write-back waited for, its compute (`Pooling.image_work`: loads and stores at VMEM
+    bandwidth, ops on the VPU), its result's write-back started; the last two waited for.
+    A fetch or write-back that outlasts a compute steals HBM from the DMAs after it, so
+    the HBM-bound pipeline is not "per image the longer of compute and traffic".
+    """
+    x, src, res = p.image_bytes()
+    setup, image = (_work_time(chip, w) for w in (p.setup_work(), p.image_work()))
+    hbm = _SharedHbm(chip.hbm_bw)
+    hbm.start(("x", 0), x)
+    hbm.start(("src", 0), src)
+    hbm.start("init", element_bytes(p.src))
+    t = hbm.wait(0.0, ["init"]) + setup
+    for k in range(p.n):
+        t = hbm.wait(t, [("x", k), ("src", k)])
+        if k + 1 < p.n:
+            hbm.start(("x", k + 1), x)
+            hbm.start(("src", k + 1), src)
+        t = hbm.wait(t, [("res", k - 2)]) + image
+        hbm.run(t)
+        hbm.start(("res", k), res)
+    return hbm.wait(t, [("res", p.n - 2), ("res", p.n - 1)])
+
+
+class _SharedHbm:
+    """Local DMAs in flight, each at an equal share of the HBM bandwidth (level T's
+    `Flows` for one device's HBM-VMEM transfers), by name."""
+
+    def __init__(self, bw: float):
+        self.bw = bw
+        self.now = 0.0
+        self.left: dict[Hashable, float] = {}
+
+    def start(self, name: Hashable, nbytes: int) -> None:
+        if nbytes > 0:
+            self.left[name] = float(nbytes)
+
+    def run(self, until: float, names: Sequence[Hashable] = ()) -> None:
+        """Drain until `until`, and on until every DMA of `names` has landed."""
+        while self.left and (self.now < until or any(n in self.left for n in names)):
+            rate = self.bw / len(self.left)
+            step = min(self.left.values()) / rate
+            if not any(n in self.left for n in names):
+                step = min(step, until - self.now)
+            self.now += step
+            for name in list(self.left):
+                self.left[name] -= rate * step
+                if self.left[name] <= 1e-9 * self.bw * step:
+                    del self.left[name]
+        self.now = max(self.now, until)
+
+    def wait(self, t: float, names: Sequence[Hashable]) -> float:
+        """The time a device at `t` is done waiting for the DMAs `names`."""
+        self.run(t, names)
+        return self.now
+
+
+def _work_time(chip: Chip, w: VectorWork) -> float:
+    return vpu_time(chip, w.ops) + vmem_time(chip, w.vmem)

@@ -27,9 +27,10 @@ the function's ops in order. Where each part lives:
 * `movement` (reshape, slice, concatenate, dynamic_slice, dynamic_update_slice,
   axis_index): DMAs between HBM buffers.
 * `control_flow` (while, case: `scf.for` / `scf.while` / `scf.if` around their regions'
-  ops), `windows` (pad, reverse as DMA programs; a channels-last reduce_window or
-  convolution as one halo kernel, `window_kernel` / `conv_kernel`; other windows and
-  select_and_scatter rewritten into level-S ops first, `expand`), `convolution` (the other convolutions:
+  ops), `windows` (pad, reverse as DMA programs; a channels-last reduce_window,
+  select_and_scatter or convolution as one halo kernel, `window_kernel` /
+  `select_scatter_kernel` / `conv_kernel`; the other windows and select_and_scatters
+  rewritten into level-S ops first, `expand`), `convolution` (the other convolutions:
   MXU dots over the kernel's taps).
 * `gather` (gather, scatter: DMA programs, the indices in SMEM) and `sorting` (sort,
   top_k: a bitonic network in VMEM; a small k by selection passes); `reduce_body` (a

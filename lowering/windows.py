@@ -51,7 +51,10 @@ changes no value, -0.0 included), placed at their operand position by one pad (i
 padding stride - 1) and added to the result, which starts as `init` (f32 for bf16/f16,
 rounded once). The reverse walk adds an element's windows in row-major window order, as
 level S; bit for bit with it, NaN and signed zeros included. It moves (window size) x
-(operand) bytes: a fused kernel reading each operand block once is not built yet.
+(operand) bytes, so channels-last poolings (the max-pool gradients of CNNs) skip this
+rewrite and lower as one kernel, lowering/select_scatter_kernel.py (an image per step
+with its halo, the source added into a VMEM accumulator, one write-back), which level S
+charges as such (`select_scatter.Pooling`).
 
 reverse
 -------
@@ -78,7 +81,7 @@ from shardc.dialects.tpu import memref_type
 from shardc.hardware import select_scatter
 from shardc.hardware.cost import vpu_time
 from shardc.lowering import compute as tpu_compute
-from shardc.lowering import conv_kernel, window_kernel
+from shardc.lowering import conv_kernel, select_scatter_kernel, window_kernel
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import (
     HBM,
@@ -105,22 +108,26 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-_OPS = (hlo.PadOp, hlo.ReverseOp, hlo.ConvolutionOp, hlo.ReduceWindowOp)
+_OPS = (hlo.PadOp, hlo.ReverseOp, hlo.ConvolutionOp, hlo.ReduceWindowOp, hlo.SelectAndScatterOp)
 
 
 def handles(op: Operation) -> bool:
-    """Whether this module lowers ops of this kind (a convolution or reduce_window: one
-    that `expand` left for lowering/conv_kernel.py or lowering/window_kernel.py)."""
+    """Whether this module lowers ops of this kind (a convolution, reduce_window or
+    select_and_scatter: one that `expand` left for lowering/conv_kernel.py,
+    lowering/window_kernel.py or lowering/select_scatter_kernel.py)."""
     return isinstance(op, _OPS)
 
 
 def check(target: Target, op: Operation) -> None:
     """Every pad and reverse lowers (a fill block is one (8, 128) tile at least, which
-    any VMEM holds); a convolution's or reduce_window's kernel blocks must fit."""
+    any VMEM holds); a convolution's, reduce_window's or select_and_scatter's kernel
+    blocks must fit."""
     if isinstance(op, hlo.ConvolutionOp):
         conv_kernel.check(target, op)
     elif isinstance(op, hlo.ReduceWindowOp):
         window_kernel.check(target, op)
+    elif isinstance(op, hlo.SelectAndScatterOp):
+        select_scatter_kernel.check(target, op)
 
 
 def lower(ctx: LoweringContext, op: Operation) -> None:
@@ -130,6 +137,8 @@ def lower(ctx: LoweringContext, op: Operation) -> None:
         conv_kernel.lower(ctx, op)
     elif isinstance(op, hlo.ReduceWindowOp):
         window_kernel.lower(ctx, op)
+    elif isinstance(op, hlo.SelectAndScatterOp):
+        select_scatter_kernel.lower(ctx, op)
     elif isinstance(op, hlo.PadOp):
         _lower_pad(ctx, op)
     else:
@@ -453,6 +462,8 @@ class SelectAndScatterToSlices(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: hlo.SelectAndScatterOp, rewriter: PatternRewriter) -> None:
+        if select_scatter_kernel.takes(self.target, op):
+            return  # one kernel, the operand read once (lowering/select_scatter_kernel.py)
         if not select_scatter.expands(op):
             raise OpPassError(
                 op,

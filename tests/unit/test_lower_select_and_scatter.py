@@ -4,8 +4,10 @@ rewritten in lowering/windows.py) against level S, bit for bit on every device, 
 S against a reference written from the StableHLO spec's loop; on hypothesis-drawn shapes,
 windows, strides (smaller than the window too: an element selected by several windows),
 padding, GE and GT, f32 / bf16 / f16 / i32, values full of ties, NaN, +-inf and signed
-zeros. Level S costs the op as that expansion, and level T's simulated time of a real
-max-pool gradient agrees with it.
+zeros. Level S costs the op as that expansion where lower-to-tpu expands it, and level
+T's simulated time of a real max-pool gradient (one kernel since
+lowering/select_scatter_kernel.py: tests/unit/test_select_scatter_kernel.py) agrees with
+level S.
 """
 
 from __future__ import annotations
@@ -155,22 +157,24 @@ def test_overlapping_windows_add_in_row_major_window_order() -> None:
 
 
 def test_level_s_costs_the_expansion() -> None:
-    """Level S charges a select_and_scatter what its expansion's ops cost, the ops level T
-    runs (one definition: hardware/select_scatter.py)."""
+    """Level S charges a select_and_scatter the one kernel doesn't take (NCHW: the window
+    over the last dimension, not channels-last) what its expansion's ops cost, the ops
+    level T runs (one definition: hardware/select_scatter.py)."""
     from shardc.hardware.chips import get_chip
     from shardc.hardware.cost import CostModel
-    from shardc.hardware.select_scatter import standalone_expansion
+    from shardc.hardware.select_scatter import pooling, standalone_expansion
 
     text, _ = sas_program(
-        [8, 12, 12, 128],
-        [1, 3, 3, 1],
-        [1, 2, 2, 1],
-        [(0, 0), (1, 1), (1, 1), (0, 0)],
+        [8, 128, 12, 12],
+        [1, 1, 3, 3],
+        [1, 1, 2, 2],
+        [(0, 0), (0, 0), (1, 1), (1, 1)],
         "bf16",
         "bf16",
         "GE",
     )
     (op,) = [o for o in parse(text).walk() if isinstance(o, hlo.SelectAndScatterOp)]
+    assert pooling(op) is None
     model = CostModel(get_chip("v5e"))
     parts = [model.op_cost(o) for o in standalone_expansion(op)]
     cost = model.op_cost(op)
@@ -182,20 +186,21 @@ def test_level_s_costs_the_expansion() -> None:
 
 def test_a_real_max_pool_gradient_times_as_level_s_says() -> None:
     """ResNet's stem max pool's gradient (8x112x112x64 bf16, window 3x3, stride 2, padding
-    1, NHWC) on v5e, timing only: level T's simulated step within 10% of level S's, which
-    charges the expansion level T runs (before: level S charged one pass over the
-    operand, ~60x less than the lowering moves)."""
+    1) laid out NCHW, which the one kernel does not take, on v5e, timing only: level T's
+    simulated step within 10% of level S's, which charges the expansion level T runs
+    (before: level S charged one pass over the operand, ~60x less than the lowering
+    moves). NHWC: tests/unit/test_select_scatter_kernel.py."""
     import shardc
 
-    x, g = "tensor<8x112x112x64xbf16>", "tensor<8x56x56x64xbf16>"
+    x, g = "tensor<8x64x112x112xbf16>", "tensor<8x64x56x56xbf16>"
     body = (
         "%r0 = hlo.select_and_scatter %a0, %a1, %a2, select = GE, scatter = add, "
-        "window = [1, 3, 3, 1], strides = [1, 2, 2, 1], padding = [[0, 0], [1, 1], [1, 1], "
-        f"[0, 0]] : ({x}, {g}, tensor<bf16>) -> {x}"
+        "window = [1, 1, 3, 3], strides = [1, 1, 2, 2], padding = [[0, 0], [0, 0], [1, 1], "
+        f"[1, 1]] : ({x}, {g}, tensor<bf16>) -> {x}"
     )
     text = program([x, g, "tensor<bf16>"], [x], body)
     s = shardc.run(text, timing_only=True, chip="v5e").report["step_time_s"]
     kernel = shardc.compile(text, "lower-to-tpu")
-    assert "hlo.select_and_scatter" not in str(kernel)
+    assert "hlo.select_and_scatter" not in str(kernel) and "sas_acc" not in str(kernel)
     t = shardc.run(kernel, timing_only=True, chip="v5e").report["step_time_s"]
     assert abs(t - s) <= 0.1 * s, (t, s)
