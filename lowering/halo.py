@@ -1,8 +1,9 @@
 """
 The halo pipeline shared by the one-kernel lowerings of windowed ops (part of
-`lower-to-tpu`): `hlo.convolution` (lowering/conv_kernel.py) and `hlo.reduce_window`
-(lowering/window_kernel.py), each on channels-last data seen as [n, h, w, c] (a 1-D op
-has h = 1), read from HBM once.
+`lower-to-tpu`): `hlo.convolution` (lowering/conv_kernel.py), `hlo.reduce_window`
+(lowering/window_kernel.py) and `hlo.select_and_scatter` (lowering/select_scatter_kernel.py,
+which also streams its source and keeps an operand-shaped accumulator), each on
+channels-last data seen as [n, h, w, c] (a 1-D op has h = 1), read from HBM once.
 
 Per image n of the batch (an `scf.for`, double-buffered), `HaloKernel.emit`:
 
