@@ -39,7 +39,14 @@ import numpy as np
 from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CachedCostModel, CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
-from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
+from shardc.interpreter.timing import (
+    InFlight,
+    compute_cost,
+    engine_window,
+    issued_behind,
+    link_axes,
+    push_in_flight,
+)
 from shardc.passes.async_split import TO_START, start_and_done
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
@@ -87,19 +94,23 @@ def _forward(
     """The step of `ops` (each taking its `times` entry) in this order, one device standing
     for all; each collective's end into `ends` when given (`collective_slack`)."""
     clock = engine = 0.0
-    in_flight: dict[SSAValue, float] = {}
+    in_flight: dict[SSAValue, InFlight] = {}
     for op, time in zip(ops, times, strict=True):
         if isinstance(op, collective.CollectiveOp):
-            _, end = engine_window(clock, engine, time, model.collective_overlap(op))
+            overlap = model.collective_overlap(op)
+            begin, end = engine_window(clock, engine, time, overlap)
+            first = model.collective_first_step(op)
+            engine = max(engine, push_in_flight(in_flight.values(), clock, first, link_axes(op)))
             engine = max(engine, end)
             if ends is not None:
                 ends[op] = end
             if op.IS_START:
-                in_flight[op.results[0]] = end
+                in_flight[op.results[0]] = InFlight(begin, end, first, overlap, link_axes(op))
             else:
                 clock = end
         elif isinstance(op, collective.DoneOp):
-            clock = max(clock, in_flight.pop(op.future, clock))
+            flying = in_flight.pop(op.future, None)
+            clock = clock if flying is None else max(clock, flying.end)
         else:
             clock += time
     return max(clock, engine)
@@ -211,6 +222,21 @@ class DeviceClocks:
         self.engine = _collapsed(np.maximum(engine, ends))
         return ends
 
+    def issued(self, op: collective.CollectiveOp, model: CostModel) -> float | np.ndarray:
+        """When each device's group has issued `op` now (its last member's clock; nan
+        outside its groups: no push there, `timing.first_step_push`)."""
+        clock = self.clock
+        if not isinstance(clock, np.ndarray):
+            return clock
+        groups = model.group_array(op)
+        issued = np.full(self.devices, np.nan)
+        issued[groups] = clock[groups].max(axis=1, keepdims=True)
+        return issued
+
+    def push(self, latest: float | np.ndarray) -> None:
+        """The engines busy until at least `latest` (`timing.push_in_flight`)."""
+        self.engine = _collapsed(np.fmax(self.engine, latest))
+
     def step(self) -> float:
         clock, engine = self.clock, self.engine
         return float(
@@ -235,21 +261,30 @@ def _devices(model: CostModel) -> int:
 def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operation, float]) -> float:
     """`program_order_time` on every device's clocks (`DeviceClocks`)."""
     clocks = DeviceClocks(_devices(model))
-    in_flight: dict[SSAValue, np.ndarray] = {}
+    in_flight: dict[SSAValue, InFlight | np.ndarray | float] = {}
     for op in ops:
         time = memo.get(op)
         if time is None:
             time = memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
-            ends = clocks.collective(op, model, time, model.collective_overlap(op))
-            if op.IS_START:
-                in_flight[op.results[0]] = ends
-            else:
+            overlap = model.collective_overlap(op)
+            issued = clocks.issued(op, model)
+            ends = clocks.collective(op, model, time, overlap)
+            first = model.collective_first_step(op)
+            rings = [f for f in in_flight.values() if isinstance(f, InFlight)]
+            clocks.push(push_in_flight(rings, issued, first, link_axes(op)))
+            if not op.IS_START:
                 clocks.wait(ends)
+            elif model.collective_landings(op) is None:
+                in_flight[op.results[0]] = InFlight(
+                    ends - time, ends, first, overlap, link_axes(op)
+                )
+            else:
+                in_flight[op.results[0]] = ends
         elif isinstance(op, collective.DoneOp):
             ends = in_flight.pop(op.future, None)
             if ends is not None:
-                clocks.wait(ends)
+                clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
         else:
             clocks.advance(time)
     return clocks.step()
