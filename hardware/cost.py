@@ -1607,7 +1607,9 @@ class CostModel:
         steps = sum(n - 1 for n, _ in self.axis_rings(op) if n > 1)
         return steps * (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
 
-    def collective_first_step(self, op: collective.CollectiveOp) -> float:
+    def collective_first_step(
+        self, op: collective.CollectiveOp, start: bool | None = None
+    ) -> float:
         """
         Seconds the links carry the DMAs a ring `_start` starts at the `_start` itself:
         its first step (its bytes' time shared evenly by its steps, latency and an
@@ -1618,16 +1620,18 @@ class CostModel:
         step is done by the time the engine takes it). 0 for a synchronous collective,
         one over no link, and one round of DMAs (whose members end apart,
         `collective_landings`: its whole latency already overlaps the ones ahead).
+        `start`: costed as a `_start` (True) or not whatever `op` is (`collective_time`).
         """
+        start = op.IS_START if start is None else start
         steps = self._ring_steps(op)
-        if not op.IS_START or op.group_size() < 2 or not steps:
+        if not start or op.group_size() < 2 or not steps:
             return 0.0
         kind = op.name.removeprefix("collective.").removesuffix("_start")
         local = 0.0
         if kind == "all_gather":  # the own block, HBM to HBM, before the first send
             sizes = sum(tensor_bytes(t) for t in op.input_types())
             local = hbm_copy_bytes(sizes) / self.chip.hbm_bw
-        wire = self.collective_time(op) - self.collective_latency(op) - local
+        wire = self.collective_time(op, start) - self.collective_latency(op) - local
         return max(0.0, wire / steps)
 
     def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
@@ -2205,7 +2209,11 @@ class CachedCostModel(CostModel):
             self._overlaps, op, lambda: super(CachedCostModel, self).collective_overlap(op), key
         )
 
-    def collective_first_step(self, op: collective.CollectiveOp, *, key: Any = _MISSING) -> float:
+    def collective_first_step(
+        self, op: collective.CollectiveOp, start: bool | None = None, *, key: Any = _MISSING
+    ) -> float:
+        if start not in (None, op.IS_START):  # the other form: not remembered
+            return super().collective_first_step(op, start)
         return self._memo(
             self._first_steps,
             op,

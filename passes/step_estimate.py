@@ -233,9 +233,25 @@ class DeviceClocks:
         issued[groups] = clock[groups].max(axis=1, keepdims=True)
         return issued
 
-    def push(self, latest: float | np.ndarray) -> None:
-        """The engines busy until at least `latest` (`timing.push_in_flight`)."""
+    def collective_pushing(
+        self,
+        op: collective.CollectiveOp,
+        model: CostModel,
+        costs: tuple[float, float, float],
+        in_flight: Mapping[Any, InFlight | np.ndarray | float],
+    ) -> InFlight | np.ndarray | float:
+        """`collective` of `op` issued now, `costs` = (time, overlap, first step), after
+        its first step has pushed the rings `in_flight` (`timing.push_in_flight`): a
+        ring's `InFlight` (its ends per device), a one-round collective's ends."""
+        time, overlap, first = costs
+        issued = self.issued(op, model)
+        ends = self.collective(op, model, time, overlap)
+        rings = [f for f in in_flight.values() if isinstance(f, InFlight)]
+        latest = push_in_flight(rings, issued, first, link_axes(op))
         self.engine = _collapsed(np.fmax(self.engine, latest))
+        if model.collective_landings(op) is not None:
+            return ends
+        return InFlight(ends - time, ends, first, overlap, link_axes(op))
 
     def step(self) -> float:
         clock, engine = self.clock, self.engine
@@ -267,20 +283,12 @@ def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operatio
         if time is None:
             time = memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
-            overlap = model.collective_overlap(op)
-            issued = clocks.issued(op, model)
-            ends = clocks.collective(op, model, time, overlap)
-            first = model.collective_first_step(op)
-            rings = [f for f in in_flight.values() if isinstance(f, InFlight)]
-            clocks.push(push_in_flight(rings, issued, first, link_axes(op)))
-            if not op.IS_START:
-                clocks.wait(ends)
-            elif model.collective_landings(op) is None:
-                in_flight[op.results[0]] = InFlight(
-                    ends - time, ends, first, overlap, link_axes(op)
-                )
-            else:
+            costs = (time, model.collective_overlap(op), model.collective_first_step(op))
+            ends = clocks.collective_pushing(op, model, costs, in_flight)
+            if op.IS_START:
                 in_flight[op.results[0]] = ends
+            else:
+                clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
         elif isinstance(op, collective.DoneOp):
             ends = in_flight.pop(op.future, None)
             if ends is not None:
@@ -549,6 +557,8 @@ class StepGraph:
         self.overlap: list[float] = []
         """A collective's `collective_overlap` (what `timing.engine_window` lets overlap
         the collectives ahead); 0 for other nodes."""
+        self.first_step: list[float] = []
+        """A `_start` node's `collective_first_step` (`timing.push_in_flight`); 0 else."""
         self.ops: list[Operation] = []
         """Each node's op (a split collective's for both of its nodes)."""
         self.split = False
@@ -578,7 +588,7 @@ class StepGraph:
         ops every gate builds a graph of the module, issue 14 item 7)."""
         model, memo = self.model, self.memo
         kinds, costs, times, starts = self.kind, self.cost, self.time, self.start
-        overlaps, ops = self.overlap, self.ops
+        overlaps, ops, firsts = self.overlap, self.ops, self.first_step
         first, result = self.first_node, self.result_node
         op_cost, collective_time = model.op_cost, model.collective_time
         collective_overlap = model.collective_overlap
@@ -597,6 +607,7 @@ class StepGraph:
                 times += (time, 0.0)
                 starts += (-1, n)
                 overlaps += (collective_overlap(sync), 0.0)
+                firsts += (model.collective_first_step(sync, start=True), 0.0)
                 if not self.skewed:
                     self.skewed = skewed(sync, model)
                 first[id(op)], result[id(op)] = n, n + 1
@@ -616,16 +627,19 @@ class StepGraph:
                 costs.append(op_cost(op).time if op is not last else 0.0)
                 starts.append(-1)
                 overlaps.append(0.0)
+                firsts.append(0.0)
             elif kind == _DONE:
                 owner = cast(collective.DoneOp, op).future.owner
                 costs.append(0.0)
                 starts.append(first.get(id(owner), -1))
                 overlaps.append(0.0)
+                firsts.append(0.0)
             else:
                 coll = cast(collective.CollectiveOp, op)
                 costs.append(collective_time(coll))
                 starts.append(-1)
                 overlaps.append(collective_overlap(coll))
+                firsts.append(model.collective_first_step(coll))
                 if not self.skewed:
                     self.skewed = skewed(coll, model)
             first[id(op)] = result[id(op)] = n
@@ -827,18 +841,22 @@ class StepGraph:
         if self.skewed:
             return self._per_device_time(order, kind, time)
         clock = engine = 0.0
-        in_flight: dict[int, float] = {}
+        in_flight: dict[int, InFlight] = {}
+        firsts, ops = self.first_step, self.ops
         for n in order:
             k = kind[n]
             if k == _START:
-                _, end = engine_window(clock, engine, time[n], overlap[n])
+                begin, end = engine_window(clock, engine, time[n], overlap[n])
+                axes = link_axes(cast(collective.CollectiveOp, ops[n]))
+                engine = max(engine, push_in_flight(in_flight.values(), clock, firsts[n], axes))
                 engine = max(engine, end)
-                in_flight[n] = end
+                in_flight[n] = InFlight(begin, end, firsts[n], overlap[n], axes)
             elif k == _SYNC:
                 _, clock = engine_window(clock, engine, time[n], overlap[n])
                 engine = max(engine, clock)
             elif k == _DONE:
-                clock = max(clock, in_flight.pop(start_of[n], clock))
+                flying = in_flight.pop(start_of[n], None)
+                clock = clock if flying is None else max(clock, flying.end)
             else:
                 clock += time[n]
         return max(clock, engine)
@@ -847,20 +865,22 @@ class StepGraph:
         """`program_time` on every device's clocks (`DeviceClocks`)."""
         start_of, overlap, ops = self.start, self.overlap, self.ops
         clocks = DeviceClocks(_devices(self.model))
-        in_flight: dict[int, np.ndarray] = {}
+        in_flight: dict[int, InFlight | np.ndarray | float] = {}
         for n in order:
             k = kind[n]
             if k in (_START, _SYNC):
                 op = cast(collective.CollectiveOp, ops[n])
-                ends = clocks.collective(op, self.model, time[n], overlap[n])
+                ends = clocks.collective_pushing(
+                    op, self.model, (time[n], overlap[n], self.first_step[n]), in_flight
+                )
                 if k == _START:
                     in_flight[n] = ends
                 else:
-                    clocks.wait(ends)
+                    clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
             elif k == _DONE:
                 ends = in_flight.pop(start_of[n], None)
                 if ends is not None:
-                    clocks.wait(ends)
+                    clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
             else:
                 clocks.clock += time[n]  # `advance`, inlined
         return clocks.step()
