@@ -5,7 +5,8 @@ that applies a transformation only where the step gets faster (`micro-batch`,
 
 Two numbers, both by the interpreter's timing rules (`interpreter.timing`: a compute
 stream, one collective engine taking collectives in issue order, each overlapping the
-ones ahead by its `collective_overlap` (`timing.engine_window`), a sync
+ones ahead by its `collective_overlap` (`timing.engine_window`), a ring `_start`'s first
+step pushing the rings in flight on its links (`timing.push_in_flight`), a sync
 collective or a `done` blocking the stream) and its per-op costs (`timing.compute_cost`),
 so that what a pass estimates is what `shardc-run --timing-only` reports for the program
 the pipeline returns:
