@@ -125,20 +125,27 @@ class Rendezvous:
         else:
             outputs = info.execute([w.values for w in members])
         ends = self._time_collective(members, clocks) if self.timed else {}
-        fired = []
-        for w, out in zip(members, outputs, strict=False):
-            if w.op.IS_START:
-                future = Future(w.op, out, ends.get(w.device, 0.0))
-                if self.timed and info.cost is not None and info.cost.landings is None:
-                    index = len(clocks[w.device].collectives) - 1
-                    _, _, begin, end = clocks[w.device].collectives[index]
-                    cost = info.cost
-                    assert cost is not None
-                    steps = InFlight(begin, end, cost.first_step, cost.overlap, cost.axes)
-                    self.flying.setdefault(w.device, []).append(Flying(future, index, steps))
-                out = (future,)
-            fired.append((w.device, out))
-        return fired
+        return [
+            (w.device, (self._future(w, out, ends, clocks),) if w.op.IS_START else out)
+            for w, out in zip(members, outputs, strict=False)
+        ]
+
+    def _future(self, w: Wait, out: Any, ends: dict[int, float], clocks: Any) -> Future:
+        """The future of a fired `_start` on `w`'s device, a ring's kept in flight there
+        for the first steps of the `_start`s after it (`_push_in_flight`)."""
+        future = Future(w.op, out, ends.get(w.device, 0.0))
+        cost = w.info.cost
+        if self.timed and cost is not None and cost.landings is None and self._own(w.device):
+            tm = clocks[w.device]
+            index = len(tm.collectives) - 1
+            _, _, begin, end = tm.collectives[index]
+            steps = InFlight(begin, end, cost.first_step, cost.overlap, cost.axes)
+            self.flying.setdefault(w.device, []).append(Flying(future, index, steps))
+        return future
+
+    def _own(self, device: int) -> bool:
+        """Whether `device`'s clock is this run's own (not a stand-in for another rank's)."""
+        return True
 
     def _time_collective(
         self, members: list[Wait], clocks: list[DeviceClock | None]
@@ -151,7 +158,8 @@ class Rendezvous:
         free = {w.device: clocks[w.device].engine for w in members}  # pyright: ignore
         if cost.first_step > 0:
             for w in members:
-                self._push_in_flight(w.device, clocks[w.device], issued, cost)  # pyright: ignore
+                if self._own(w.device):
+                    self._push_in_flight(w.device, clocks[w.device], issued, cost)  # pyright: ignore
         return _time_collective(members, clocks, free)
 
     def _push_in_flight(
