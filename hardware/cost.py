@@ -1598,16 +1598,50 @@ class CostModel:
         ring overlaps its first step's latency (its latency over its steps: every
         operand's phases, an all_reduce's two passes); bytes never overlap.
         """
-        kind = op.name.removeprefix("collective.").removesuffix("_start")
         latency = self.collective_latency(op)
+        steps = self._ring_steps(op)
+        return latency / steps if steps else latency
+
+    def _ring_steps(self, op: collective.CollectiveOp) -> int:
+        """How many ring steps `op` runs one after another (its rings' steps over every
+        operand's phases, an all_reduce's two passes); 0 for a collective that is one
+        round of DMAs (an all_to_all, a permute, an all_reduce of fewer elements than its
+        group: `_all_reduce_tail`)."""
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
         one_round = kind == "all_reduce" and all(  # only its tail: pushed at once
             math.prod(t.get_shape()) < op.group_size() for t in op.input_types()
         )
         if kind in ("all_to_all", "permute") or one_round:
-            return latency
+            return 0
         steps = sum(n - 1 for n, _ in self.axis_rings(op) if n > 1)
-        steps *= (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
-        return latency / steps if steps else latency
+        return steps * (2 if kind == "all_reduce" else 1) * max(1, len(op.operands))
+
+    def collective_first_step(
+        self, op: collective.CollectiveOp, start: bool | None = None
+    ) -> float:
+        """
+        Seconds the links carry the DMAs a ring `_start` starts at the `_start` itself:
+        its first step (its bytes' time shared evenly by its steps, latency and an
+        all_gather's local copy of its own block aside). lower-to-tpu emits them there
+        (lowering/ring_steps.py, chunk 0), so they fly while the rings issued before it
+        are still on the links and share them: those end later by as much
+        (`interpreter.timing.first_step_push`), while this one ends no later (its first
+        step is done by the time the engine takes it). 0 for a synchronous collective,
+        one over no link, and one round of DMAs (whose members end apart,
+        `collective_landings`: its whole latency already overlaps the ones ahead).
+        `start`: costed as a `_start` (True) or not whatever `op` is (`collective_time`).
+        """
+        start = op.IS_START if start is None else start
+        steps = self._ring_steps(op)
+        if not start or op.group_size() < 2 or not steps:
+            return 0.0
+        kind = op.name.removeprefix("collective.").removesuffix("_start")
+        local = 0.0
+        if kind == "all_gather":  # the own block, HBM to HBM, before the first send
+            sizes = sum(tensor_bytes(t) for t in op.input_types())
+            local = hbm_copy_bytes(sizes) / self.chip.hbm_bw
+        wire = self.collective_time(op, start) - self.collective_latency(op) - local
+        return max(0.0, wire / steps)
 
     def collective_time(self, op: collective.CollectiveOp, start: bool | None = None) -> float:
         """
@@ -2167,6 +2201,7 @@ class CachedCostModel(CostModel):
         )
 
     _overlaps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
+    _first_steps: dict[Hashable, float] = field(default_factory=dict[Hashable, float])
     _landings: dict[Hashable, Landings | None] = field(
         default_factory=dict[Hashable, "Landings | None"]
     )
@@ -2181,6 +2216,18 @@ class CachedCostModel(CostModel):
     def collective_overlap(self, op: collective.CollectiveOp, *, key: Any = _MISSING) -> float:
         return self._memo(
             self._overlaps, op, lambda: super(CachedCostModel, self).collective_overlap(op), key
+        )
+
+    def collective_first_step(
+        self, op: collective.CollectiveOp, start: bool | None = None, *, key: Any = _MISSING
+    ) -> float:
+        if start not in (None, op.IS_START):  # the other form: not remembered
+            return super().collective_first_step(op, start)
+        return self._memo(
+            self._first_steps,
+            op,
+            lambda: super(CachedCostModel, self).collective_first_step(op),
+            key,
         )
 
 

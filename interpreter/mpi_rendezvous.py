@@ -39,7 +39,7 @@ from shardc.interpreter import mpi_chain
 from shardc.interpreter.execution import Device, DeviceRun, Future
 from shardc.interpreter.mpi_chain import Chain
 from shardc.interpreter.plan import CollectiveInfo
-from shardc.interpreter.rendezvous import Rendezvous, Wait, _time_collective
+from shardc.interpreter.rendezvous import Rendezvous, Wait
 from shardc.interpreter.run_diagnostics import RunDiagnostics, devices_str
 from shardc.interpreter.timing import DeviceClock
 from xdsl.ir import Operation
@@ -297,17 +297,20 @@ class DistributedRendezvous(Rendezvous):
         signature = members[0].info.signature
         if any(w.info.signature != signature for w in members):
             raise self.diagnostics.mismatch(members)
-        ends = _time_collective(members, clocks) if self.timed else {}
+        ends = self._time_collective(members, clocks) if self.timed else {}
         return [
             (
                 w.device,
-                (Future(w.op, outputs[w.device], ends.get(w.device, 0.0)),)
+                (self._future(w, outputs[w.device], ends, clocks),)
                 if w.op.IS_START
                 else outputs[w.device],
             )
             for w in members
             if w.device in outputs
         ]
+
+    def _own(self, device: int) -> bool:
+        return device in self.local
 
     def _deliver(self, outputs: list[tuple[int, Any]]) -> None:
         for device, out in outputs:

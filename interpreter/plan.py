@@ -36,7 +36,7 @@ from shardc.interpreter.hlo_sorting import SortingFunctions
 from shardc.interpreter.hlo_special import SpecialFunctions
 from shardc.interpreter.hlo_windows import WindowFunctions
 from shardc.interpreter.run_diagnostics import RunDiagnostics
-from shardc.interpreter.timing import CollectiveCost, compute_cost, memory_plan
+from shardc.interpreter.timing import CollectiveCost, compute_cost, link_axes, memory_plan
 from shardc.interpreter.values import tensor_spec
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -168,6 +168,8 @@ def _plan_collective(plan: ProgramPlan, op: coll.CollectiveOp, scope: _Scope) ->
                 plan.cost_model.collective_algorithm(op),
                 plan.cost_model.collective_overlap(op),
                 plan.cost_model.collective_landings(op),
+                plan.cost_model.collective_first_step(op),
+                link_axes(op),
             )
             plan.collective_costs[op] = cost
         plan.collectives[op] = CollectiveInfo(

@@ -25,7 +25,14 @@ from shardc.dialects import collective as coll
 from shardc.interpreter.execution import Device, DeviceRun, Future
 from shardc.interpreter.plan import CollectiveInfo
 from shardc.interpreter.run_diagnostics import RunDiagnostics
-from shardc.interpreter.timing import DeviceClock, engine_busy, engine_window
+from shardc.interpreter.timing import (
+    CollectiveCost,
+    DeviceClock,
+    InFlight,
+    engine_busy,
+    engine_window,
+    push_in_flight,
+)
 from xdsl.ir import Operation
 
 
@@ -64,6 +71,8 @@ class Rendezvous:
         self.diagnostics = diagnostics
         self.timed = timed
         self.abstract = abstract
+        self.flying: dict[int, list[Flying]] = {}
+        """Per device, its `_start`s not yet done (`_push_in_flight`)."""
 
     def run(self, gens: Sequence[DeviceRun], devices: Sequence[Device]) -> list[tuple[Any, ...]]:
         """Every device's results, in device order."""
@@ -115,26 +124,89 @@ class Rendezvous:
             outputs = [(None,) * info.n_values] * len(members)
         else:
             outputs = info.execute([w.values for w in members])
-        ends = _time_collective(members, clocks) if self.timed else {}
+        ends = self._time_collective(members, clocks) if self.timed else {}
         return [
-            (w.device, (Future(w.op, out, ends.get(w.device, 0.0)),) if w.op.IS_START else out)
+            (w.device, (self._future(w, out, ends, clocks),) if w.op.IS_START else out)
             for w, out in zip(members, outputs, strict=False)
         ]
 
+    def _future(self, w: Wait, out: Any, ends: dict[int, float], clocks: Any) -> Future:
+        """The future of a fired `_start` on `w`'s device, a ring's kept in flight there
+        for the first steps of the `_start`s after it (`_push_in_flight`)."""
+        future = Future(w.op, out, ends.get(w.device, 0.0))
+        cost = w.info.cost
+        if self.timed and cost is not None and cost.landings is None and self._own(w.device):
+            tm = clocks[w.device]
+            index = len(tm.collectives) - 1
+            _, _, begin, end = tm.collectives[index]
+            steps = InFlight(begin, end, cost.first_step, cost.overlap, cost.axes)
+            self.flying.setdefault(w.device, []).append(Flying(future, index, steps))
+        return future
 
-def _time_collective(members: list[Wait], clocks: Any) -> dict[int, float]:
+    def _own(self, device: int) -> bool:
+        """Whether `device`'s clock is this run's own (not a stand-in for another rank's)."""
+        return True
+
+    def _time_collective(
+        self, members: list[Wait], clocks: list[DeviceClock | None]
+    ) -> dict[int, float]:
+        """`_time_collective`, after the `_start`'s first step has pushed the collectives
+        in flight on its members (`_push_in_flight`)."""
+        issued = max(w.arrival for w in members)
+        cost = members[0].info.cost
+        assert cost is not None
+        free = {w.device: clocks[w.device].engine for w in members}  # pyright: ignore
+        if cost.first_step > 0:
+            for w in members:
+                if self._own(w.device):
+                    self._push_in_flight(w.device, clocks[w.device], issued, cost)  # pyright: ignore
+        return _time_collective(members, clocks, free)
+
+    def _push_in_flight(
+        self, device: int, tm: DeviceClock, issued: float, cost: CollectiveCost
+    ) -> None:
+        """The `_start`s in flight on `device` end later by its first step
+        (`timing.push_in_flight`); its engine is busy as much longer."""
+        flying = [f for f in self.flying.get(device, []) if f.future.done is None]
+        self.flying[device] = flying
+        latest = push_in_flight((f.steps for f in flying), issued, cost.first_step, cost.axes)
+        for f in flying:
+            if f.steps.end != f.future.end:
+                f.steps.end = f.future.end = float(f.steps.end)
+                op, arrival, start, _ = tm.collectives[f.index]
+                tm.collectives[f.index] = (op, arrival, start, f.steps.end)
+        if latest > tm.engine:
+            tm.comm += float(latest) - tm.engine
+            tm.engine = float(latest)
+
+
+@dataclass(slots=True)
+class Flying:
+    """A `_start` in flight on one device: its future, its entry in the device's
+    `DeviceClock.collectives`, its steps on the links."""
+
+    future: Future
+    index: int
+    steps: InFlight
+
+
+def _time_collective(
+    members: list[Wait], clocks: Any, free_before: dict[int, float]
+) -> dict[int, float]:
     """
     Start the group's collective when the last member has issued it and every
     member's engine can take it (`timing.engine_window`); a sync form blocks each
     member's compute stream until it ends. A collective that is one round of DMAs
     (`CostModel.collective_landings`) begins on each member at its own issue (the
     engine term stays the group's: their transfers share the links) and ends there when
-    its own sends have left and its receives landed, as level T's kernel waits. Returns
-    each member's end.
+    its own sends have left and its receives landed, as level T's kernel waits.
+    `free_before`: each member's engine free time before this collective's first step
+    pushed the ones in flight (`timing.first_step_push`: this one ends no later).
+    Returns each member's end.
     """
     cost = members[0].info.cost
     assert cost is not None
-    free = max(clocks[w.device].engine for w in members)
+    free = max(free_before.values())
     if cost.landings is not None:
         begins = {
             w.device: engine_window(w.arrival, free, cost.time, cost.overlap)[0] for w in members

@@ -35,7 +35,12 @@ Every device has a **compute stream** and a **collective engine**.
   order behind the rings ahead of it) before the engine is free of the collectives
   issued before it, and the engine is then busy until the latest end (`engine_window`:
   one rule for this timeline, `passes/step_estimate.py` and the scheduler). Bytes never
-  overlap: bandwidth-bound collectives still add up, as on shared links. (Collectives
+  overlap: bandwidth-bound collectives still add up, as on shared links. A `_start`'s
+  first step is sent at the `_start` (lower-to-tpu emits it there), over links the
+  collectives in flight may be using: those end later by as much as it held them
+  (`first_step_push`, `CostModel.collective_first_step`; the FSDP step's four
+  all_gathers issued together: the first ends three steps later), and the engine with
+  them (`push_in_flight`: this timeline and `step_estimate.program_order_time`). (Collectives
   over disjoint torus axes could overlap entirely on real hardware; the kernel issues
   their ring steps in order, one instruction stream, so level S does not assume it.)
 * Level G: one device, compute only.
@@ -84,10 +89,11 @@ overestimate).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
 from shardc.diagnostics import op_origin
 from shardc.dialects import collective as coll
 from shardc.dialects import hlo, spmd
@@ -276,6 +282,10 @@ class CollectiveCost:
     """What of `time` may run under the collectives ahead (`CostModel.collective_overlap`)."""
     landings: Landings | None = None
     """Each member's own end of a one-round collective (`CostModel.collective_landings`)."""
+    first_step: float = 0.0
+    """Link time of the DMAs a `_start` starts at the `_start` (`CostModel.collective_first_step`)."""
+    axes: frozenset[str] | None = None
+    """The mesh axes whose links it crosses (None: explicit groups, any link)."""
 
 
 def engine_window(
@@ -291,6 +301,77 @@ def engine_window(
     """
     begin = max(issued, engine_free - overlap)
     return begin, begin + time
+
+
+Times = Any
+"""A time (float), or one per device (numpy array)."""
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A ring `_start` in flight, as its links see it: from `begin` to `end` (per device:
+    arrays), steps of `step` seconds of bytes each followed by `gap` seconds of hop
+    latency (`CostModel.collective_first_step`, `collective_overlap`), over the links of
+    mesh `axes` (None: any)."""
+
+    begin: Times
+    end: Times
+    step: float
+    gap: float
+    axes: frozenset[str] | None
+
+    def shares_links(self, axes: frozenset[str] | None) -> bool:
+        """Whether a collective over `axes` may cross its links (a mesh axis in common)."""
+        return self.axes is None or axes is None or bool(self.axes & axes)
+
+
+def first_step_push(issued: Times, ahead: InFlight, first_step: float) -> Times:
+    """
+    How much later a ring in flight (`ahead`) ends when a ring `_start` issued at
+    `issued` sends its first step (`first_step` seconds of link time) over the same
+    links: lower-to-tpu starts those DMAs at the `_start` (lowering/ring_steps.py), so
+    they share the links with the step `ahead` is sending (equal shares: its bytes drain
+    later by as much as crossed meanwhile), and what is left of them crosses in the hop
+    latency between its steps, when its links idle, then shares its next step. The
+    `_start` itself ends no later (`engine_window`: its first step is done by the time
+    the engine takes it). Zero when nothing is in flight at `issued`. Floats or arrays
+    (one per device, `step_estimate.DeviceClocks`; nan: not issued there).
+    """
+    period = ahead.step + ahead.gap
+    phase = np.mod(issued - ahead.begin, period) if period > 0 else issued * 0.0
+    shared = np.minimum(first_step, ahead.step - phase)
+    push = np.where(
+        phase < ahead.step,  # sharing the step being sent, then the gap after it
+        shared + np.maximum(0.0, first_step - shared - ahead.gap),
+        np.maximum(0.0, first_step - (period - phase)),  # in the gap, then the next step
+    )
+    # nan `issued`: a device outside the `_start`'s groups, not pushed
+    return np.nan_to_num(np.clip(push, 0.0, np.maximum(0.0, ahead.end - issued)), nan=0.0)
+
+
+def link_axes(op: coll.CollectiveOp) -> frozenset[str] | None:
+    """The mesh axes whose links `op` crosses (`InFlight.axes`; None: explicit groups)."""
+    return None if op.explicit_groups is not None else frozenset(op.axes)
+
+
+def push_in_flight(
+    flying: Iterable[InFlight], issued: Times, first_step: float, axes: frozenset[str] | None
+) -> Times:
+    """
+    A ring `_start` over `axes` issued at `issued` whose first step takes `first_step`:
+    every ring `flying` over links it shares ends later by `first_step_push`. Returns the
+    latest end among them (-inf: none), which the engine is busy until at least (its busy
+    time grows by as much). The one rule of the interpreter's timeline
+    (interpreter/rendezvous.py) and `step_estimate`'s.
+    """
+    latest: Times = -math.inf
+    if first_step <= 0:
+        return latest
+    for f in flying:
+        if f.shares_links(axes):
+            f.end = f.end + first_step_push(issued, f, first_step)
+            latest = np.maximum(latest, f.end)
+    return latest
 
 
 def engine_busy(engine_free: float, begin: float, end: float) -> float:
@@ -582,6 +663,10 @@ __all__ = [
     "compute_cost",
     "engine_busy",
     "engine_window",
+    "first_step_push",
+    "InFlight",
+    "link_axes",
+    "push_in_flight",
     "issued_behind",
     "memory_plan",
     "op_label",

@@ -5,7 +5,8 @@ that applies a transformation only where the step gets faster (`micro-batch`,
 
 Two numbers, both by the interpreter's timing rules (`interpreter.timing`: a compute
 stream, one collective engine taking collectives in issue order, each overlapping the
-ones ahead by its `collective_overlap` (`timing.engine_window`), a sync
+ones ahead by its `collective_overlap` (`timing.engine_window`), a ring `_start`'s first
+step pushing the rings in flight on its links (`timing.push_in_flight`), a sync
 collective or a `done` blocking the stream) and its per-op costs (`timing.compute_cost`),
 so that what a pass estimates is what `shardc-run --timing-only` reports for the program
 the pipeline returns:
@@ -39,7 +40,14 @@ import numpy as np
 from shardc.dialects import collective, hlo
 from shardc.hardware.cost import CachedCostModel, CostModel, Landings, OpCost, cached
 from shardc.hardware.vmem import IN_FLIGHT
-from shardc.interpreter.timing import compute_cost, engine_window, issued_behind
+from shardc.interpreter.timing import (
+    InFlight,
+    compute_cost,
+    engine_window,
+    issued_behind,
+    link_axes,
+    push_in_flight,
+)
 from shardc.passes.async_split import TO_START, start_and_done
 from shardc.passes.block_order import control_predecessors, used_values
 from shardc.passes.schedule import BlockScheduler, ScheduleStuck
@@ -87,19 +95,23 @@ def _forward(
     """The step of `ops` (each taking its `times` entry) in this order, one device standing
     for all; each collective's end into `ends` when given (`collective_slack`)."""
     clock = engine = 0.0
-    in_flight: dict[SSAValue, float] = {}
+    in_flight: dict[SSAValue, InFlight] = {}
     for op, time in zip(ops, times, strict=True):
         if isinstance(op, collective.CollectiveOp):
-            _, end = engine_window(clock, engine, time, model.collective_overlap(op))
+            overlap = model.collective_overlap(op)
+            begin, end = engine_window(clock, engine, time, overlap)
+            first = model.collective_first_step(op)
+            engine = max(engine, push_in_flight(in_flight.values(), clock, first, link_axes(op)))
             engine = max(engine, end)
             if ends is not None:
                 ends[op] = end
             if op.IS_START:
-                in_flight[op.results[0]] = end
+                in_flight[op.results[0]] = InFlight(begin, end, first, overlap, link_axes(op))
             else:
                 clock = end
         elif isinstance(op, collective.DoneOp):
-            clock = max(clock, in_flight.pop(op.future, clock))
+            flying = in_flight.pop(op.future, None)
+            clock = clock if flying is None else max(clock, flying.end)
         else:
             clock += time
     return max(clock, engine)
@@ -211,6 +223,37 @@ class DeviceClocks:
         self.engine = _collapsed(np.maximum(engine, ends))
         return ends
 
+    def issued(self, op: collective.CollectiveOp, model: CostModel) -> float | np.ndarray:
+        """When each device's group has issued `op` now (its last member's clock; nan
+        outside its groups: no push there, `timing.first_step_push`)."""
+        clock = self.clock
+        if not isinstance(clock, np.ndarray):
+            return clock
+        groups = model.group_array(op)
+        issued = np.full(self.devices, np.nan)
+        issued[groups] = clock[groups].max(axis=1, keepdims=True)
+        return issued
+
+    def collective_pushing(
+        self,
+        op: collective.CollectiveOp,
+        model: CostModel,
+        costs: tuple[float, float, float],
+        in_flight: Mapping[Any, InFlight | np.ndarray | float],
+    ) -> InFlight | np.ndarray | float:
+        """`collective` of `op` issued now, `costs` = (time, overlap, first step), after
+        its first step has pushed the rings `in_flight` (`timing.push_in_flight`): a
+        ring's `InFlight` (its ends per device), a one-round collective's ends."""
+        time, overlap, first = costs
+        issued = self.issued(op, model)
+        ends = self.collective(op, model, time, overlap)
+        rings = [f for f in in_flight.values() if isinstance(f, InFlight)]
+        latest = push_in_flight(rings, issued, first, link_axes(op))
+        self.engine = _collapsed(np.fmax(self.engine, latest))
+        if model.collective_landings(op) is not None:
+            return ends
+        return InFlight(ends - time, ends, first, overlap, link_axes(op))
+
     def step(self) -> float:
         clock, engine = self.clock, self.engine
         return float(
@@ -235,21 +278,22 @@ def _devices(model: CostModel) -> int:
 def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operation, float]) -> float:
     """`program_order_time` on every device's clocks (`DeviceClocks`)."""
     clocks = DeviceClocks(_devices(model))
-    in_flight: dict[SSAValue, np.ndarray] = {}
+    in_flight: dict[SSAValue, InFlight | np.ndarray | float] = {}
     for op in ops:
         time = memo.get(op)
         if time is None:
             time = memo[op] = _time(op, model)
         if isinstance(op, collective.CollectiveOp):
-            ends = clocks.collective(op, model, time, model.collective_overlap(op))
+            costs = (time, model.collective_overlap(op), model.collective_first_step(op))
+            ends = clocks.collective_pushing(op, model, costs, in_flight)
             if op.IS_START:
                 in_flight[op.results[0]] = ends
             else:
-                clocks.wait(ends)
+                clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
         elif isinstance(op, collective.DoneOp):
             ends = in_flight.pop(op.future, None)
             if ends is not None:
-                clocks.wait(ends)
+                clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
         else:
             clocks.advance(time)
     return clocks.step()
@@ -514,6 +558,8 @@ class StepGraph:
         self.overlap: list[float] = []
         """A collective's `collective_overlap` (what `timing.engine_window` lets overlap
         the collectives ahead); 0 for other nodes."""
+        self.first_step: list[float] = []
+        """A `_start` node's `collective_first_step` (`timing.push_in_flight`); 0 else."""
         self.ops: list[Operation] = []
         """Each node's op (a split collective's for both of its nodes)."""
         self.split = False
@@ -543,7 +589,7 @@ class StepGraph:
         ops every gate builds a graph of the module, issue 14 item 7)."""
         model, memo = self.model, self.memo
         kinds, costs, times, starts = self.kind, self.cost, self.time, self.start
-        overlaps, ops = self.overlap, self.ops
+        overlaps, ops, firsts = self.overlap, self.ops, self.first_step
         first, result = self.first_node, self.result_node
         op_cost, collective_time = model.op_cost, model.collective_time
         collective_overlap = model.collective_overlap
@@ -562,6 +608,7 @@ class StepGraph:
                 times += (time, 0.0)
                 starts += (-1, n)
                 overlaps += (collective_overlap(sync), 0.0)
+                firsts += (model.collective_first_step(sync, start=True), 0.0)
                 if not self.skewed:
                     self.skewed = skewed(sync, model)
                 first[id(op)], result[id(op)] = n, n + 1
@@ -581,16 +628,19 @@ class StepGraph:
                 costs.append(op_cost(op).time if op is not last else 0.0)
                 starts.append(-1)
                 overlaps.append(0.0)
+                firsts.append(0.0)
             elif kind == _DONE:
                 owner = cast(collective.DoneOp, op).future.owner
                 costs.append(0.0)
                 starts.append(first.get(id(owner), -1))
                 overlaps.append(0.0)
+                firsts.append(0.0)
             else:
                 coll = cast(collective.CollectiveOp, op)
                 costs.append(collective_time(coll))
                 starts.append(-1)
                 overlaps.append(collective_overlap(coll))
+                firsts.append(model.collective_first_step(coll))
                 if not self.skewed:
                     self.skewed = skewed(coll, model)
             first[id(op)] = result[id(op)] = n
@@ -792,18 +842,22 @@ class StepGraph:
         if self.skewed:
             return self._per_device_time(order, kind, time)
         clock = engine = 0.0
-        in_flight: dict[int, float] = {}
+        in_flight: dict[int, InFlight] = {}
+        firsts, ops = self.first_step, self.ops
         for n in order:
             k = kind[n]
             if k == _START:
-                _, end = engine_window(clock, engine, time[n], overlap[n])
+                begin, end = engine_window(clock, engine, time[n], overlap[n])
+                axes = link_axes(cast(collective.CollectiveOp, ops[n]))
+                engine = max(engine, push_in_flight(in_flight.values(), clock, firsts[n], axes))
                 engine = max(engine, end)
-                in_flight[n] = end
+                in_flight[n] = InFlight(begin, end, firsts[n], overlap[n], axes)
             elif k == _SYNC:
                 _, clock = engine_window(clock, engine, time[n], overlap[n])
                 engine = max(engine, clock)
             elif k == _DONE:
-                clock = max(clock, in_flight.pop(start_of[n], clock))
+                flying = in_flight.pop(start_of[n], None)
+                clock = clock if flying is None else max(clock, flying.end)
             else:
                 clock += time[n]
         return max(clock, engine)
@@ -812,20 +866,22 @@ class StepGraph:
         """`program_time` on every device's clocks (`DeviceClocks`)."""
         start_of, overlap, ops = self.start, self.overlap, self.ops
         clocks = DeviceClocks(_devices(self.model))
-        in_flight: dict[int, np.ndarray] = {}
+        in_flight: dict[int, InFlight | np.ndarray | float] = {}
         for n in order:
             k = kind[n]
             if k in (_START, _SYNC):
                 op = cast(collective.CollectiveOp, ops[n])
-                ends = clocks.collective(op, self.model, time[n], overlap[n])
+                ends = clocks.collective_pushing(
+                    op, self.model, (time[n], overlap[n], self.first_step[n]), in_flight
+                )
                 if k == _START:
                     in_flight[n] = ends
                 else:
-                    clocks.wait(ends)
+                    clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
             elif k == _DONE:
                 ends = in_flight.pop(start_of[n], None)
                 if ends is not None:
-                    clocks.wait(ends)
+                    clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
             else:
                 clocks.clock += time[n]  # `advance`, inlined
         return clocks.step()

@@ -17,7 +17,7 @@ from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
 from shardc.interpreter.devices import Executor
 from shardc.interpreter.testing import parse, run_global, time_program
-from shardc.interpreter.timing import KINDS, REPORT_KEYS
+from shardc.interpreter.timing import KINDS, REPORT_KEYS, InFlight, first_step_push
 
 V5E = get_chip("v5e")
 
@@ -201,7 +201,9 @@ def test_engine_overlaps_the_next_rings_first_step_only() -> None:
     """
     Two bandwidth-bound rings in flight: the second begins its first step's hop latency
     before the first ends (a line of 4: its chain of hops 1 + 1 + 3 = 5 us over 3 steps),
-    its bytes after the first's (they share the links): `timing.engine_window`.
+    its bytes after the first's (they share the links): `timing.engine_window`. The
+    second's first step, sent at its `_start`, holds the first's links meanwhile: the
+    first ends later by it (`timing.first_step_push`), the second no later.
     """
     t = "tensor<2048x1024xf32>"
     text = ring(
@@ -220,8 +222,14 @@ def test_engine_overlaps_the_next_rings_first_step_only() -> None:
     t_ag = all_gather_time("2048x1024xf32", "8192x1024xf32")
     first_step = 5 * V5E.hop_latency / 3
     tl = time_program(text)
-    (_, _, s1, e1), (_, _, s2, e2) = tl.devices[0].collectives
-    assert (s1, e1) == pytest.approx((0, t_ar))
+    (op1, _, s1, e1), (op2, _, s2, e2) = tl.devices[0].collectives
+    ar, ag = tl.collective_costs[op1], tl.collective_costs[op2]
+    ahead = InFlight(0.0, t_ar, ar.first_step, ar.overlap, ar.axes)
+    push = first_step_push(0.0, ahead, ag.first_step)
+    # the all_gather's first step (8 MiB) shares the all_reduce's first step (2 MiB),
+    # crosses in its hop latency and shares its next steps: all of it but that latency
+    assert push == pytest.approx(ag.first_step - ar.overlap) and push > 0.1 * t_ar
+    assert (s1, e1) == pytest.approx((0, t_ar + push))
     queued = t_ar - first_step  # queued behind the first, but for its first step
     assert (s2, e2) == pytest.approx((queued, queued + t_ag))
     r = tl.report()
@@ -721,11 +729,15 @@ def test_generated_programs_respect_the_bounds_and_stream_order(ops) -> None:
         assert d.busy <= d.finish * (1 + 1e-12) + 1e-18 and d.comm <= d.finish * (1 + 1e-12) + 1e-18
         stream = sorted([(s, e) for _, s, e in d.compute] + [(s, e) for _, s, e in d.waits])
         assert all(b[0] >= a[1] - 1e-15 for a, b in zip(stream, stream[1:], strict=False))
-        free = 0.0  # the engine, in issue order: each collective overlaps the ones ahead
-        for op, issued, start, end in d.collectives:  # by at most its overlap
-            overlap = tl.collective_costs[op].overlap
+        # the engine, in issue order: each collective overlaps the ones ahead by at most
+        # its overlap, their ends pushed by the first steps of those at or after it
+        free = 0.0
+        costs = [tl.collective_costs[op] for op, *_ in d.collectives]
+        for k, (_, issued, start, end) in enumerate(d.collectives):
+            overlap = costs[k].overlap
+            pushes = sum(c.first_step for c in costs[k:])
             assert 0 <= overlap <= end - start + 1e-15
-            assert issued <= start and start >= free - overlap - 1e-15
+            assert issued <= start and start >= free - overlap - pushes - 1e-15
             free = max(free, end)
     # busy + idle = finish on the compute stream: idle time is exactly the waits
     slow = tl.slowest
