@@ -59,6 +59,7 @@ from shardc.dialects.hlo import (
     is_unsigned,
 )
 from shardc.dialects.sizes import element_bytes
+from shardc.hardware.vmem import halo_slot
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType, i1, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -293,12 +294,13 @@ class Pooling:
 
     @property
     def hp(self) -> int:
-        return self.h + sum(self.pads[0])
+        """Rows of the slots: the padded height (`vmem.halo_slot`)."""
+        return halo_slot(self.h, self.w, self.pads, self.strides)[0]
 
     @property
     def wq(self) -> int:
-        """Width of the slots in units of the width stride."""
-        return -(-(self.w + sum(self.pads[1])) // self.strides[1])
+        """Width of the slots in units of the width stride (`vmem.halo_slot`)."""
+        return halo_slot(self.h, self.w, self.pads, self.strides)[1]
 
     @property
     def acc(self) -> Attribute:

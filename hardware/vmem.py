@@ -92,3 +92,15 @@ def rs_pieces(
         if (ways, pieces) == (1, 1):
             break
     return None, 1, 1
+
+
+def halo_slot(
+    h: int, w: int, pads: tuple[tuple[int, int], tuple[int, int]], strides: tuple[int, int]
+) -> tuple[int, int]:
+    """
+    (rows, width in units of the width stride) of the VMEM slot a halo kernel reads an
+    [h, w] image into (lowering/halo.py): the padded height, and the padded width rounded
+    up to a multiple of the width stride (the stride is a reshape of the slot). One
+    definition for the lowering's slots and level S's count of their bytes.
+    """
+    return h + sum(pads[0]), -(-(w + sum(pads[1])) // strides[1])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from shardc.dialects import tpu
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import memref_type
+from shardc.hardware.vmem import halo_slot
 from shardc.lowering.context import LoweringContext
 from shardc.lowering.emit import HBM, VMEM, reshape_view
 from shardc.lowering.tile_index import (
@@ -70,13 +71,13 @@ class HaloGeometry:
 
     @property
     def hp(self) -> int:
-        """Rows of the VMEM slot: the padded height."""
-        return self.h + sum(self.pads[0])
+        """Rows of the VMEM slot: the padded height (`vmem.halo_slot`)."""
+        return halo_slot(self.h, self.w, self.pads, self.strides)[0]
 
     @property
     def wq(self) -> int:
-        """Width of the VMEM slot in units of the width stride."""
-        return -(-(self.w + sum(self.pads[1])) // self.strides[1])
+        """Width of the VMEM slot in units of the width stride (`vmem.halo_slot`)."""
+        return halo_slot(self.h, self.w, self.pads, self.strides)[1]
 
     def slots_bytes(self) -> int:
         """Two operand slots and two result slots."""
