@@ -25,6 +25,7 @@ kernel's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from shardc.dialects import tpu
@@ -158,8 +159,19 @@ class HaloKernel:
         return self._slice(b, self.obuf, [slot, 0, 0, 0], shape, g.out_elem, VMEM, "halo_oslot")
 
     def _wait_out(self, b: TileEmitter, image: Ix) -> None:
+        self._wait_slot(b, image, self.osems, self._o_slot)
+
+    def _wait_slot(
+        self,
+        b: TileEmitter,
+        image: Ix,
+        sems: SSAValue,
+        view: Callable[[TileEmitter, Ix], SSAValue],
+    ) -> None:
+        """Wait for the DMA of `image`'s double-buffered slot (`view` of slot image % 2,
+        under that slot's semaphore of `sems`)."""
         slot = ix_rem(b, image, 2)
-        b.op(tpu.DMAWaitOp(self._sem(b, self.osems, slot), self._o_slot(b, slot)))
+        b.op(tpu.DMAWaitOp(self._sem(b, sems, slot), view(b, slot)))
 
     def tap(self, r: TileEmitter, xslot: SSAValue, oh: Ix, i: int, j: int) -> SSAValue:
         """The [wo, c] operand elements that window tap (i, j) reads for output row `oh`."""

@@ -185,8 +185,7 @@ class _SelectScatter(HaloKernel):
         return self._slice(b, self.rbuf, [slot, 0, 0, 0], shape, p.src, VMEM, "sas_rslot")
 
     def _wait_result(self, b: TileEmitter, image: Ix) -> None:
-        slot = ix_rem(b, image, 2)
-        b.op(tpu.DMAWaitOp(self._sem(b, self.rsems, slot), self._r_slot(b, slot)))
+        self._wait_slot(b, image, self.rsems, self._r_slot)
 
     def emit(self) -> None:
         p, e = self.p, self.e
