@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from shardc.dialects import make_context
+from shardc.dialects import collective, make_context
 from shardc.dialects.sizes import tensor_bytes
 from shardc.hardware.chips import get_chip
 from shardc.hardware.cost import CostModel
@@ -28,6 +28,7 @@ from shardc.interpreter.devices import module_mesh
 from shardc.interpreter.level_t import run_level_t
 from shardc.interpreter.testing import parse
 from shardc.lowering.lower_to_tpu import LowerToTpuPass
+from shardc.passes.async_split import split_in_place
 
 SHAPES = [
     ("v5e", 4, "reduce_scatter", 65536, 1024),
@@ -63,10 +64,15 @@ def program(n: int, kind: str, rows: int, cols: int, dtype: str = "f32") -> str:
     )
 
 
-def level_t(text: str, chip: str, n: int, pipelined: bool, vmem: int | None = None):
+def level_t(
+    text: str, chip: str, n: int, pipelined: bool, vmem: int | None = None, start: bool = False
+):
     """Level T step time (s) of `text` and its piece count (one per piece out of VMEM),
-    lowered with `vmem` bytes of VMEM (None: the chip's)."""
+    lowered with `vmem` bytes of VMEM (None: the chip's); `start`: its collective's
+    `_start` + `done` form (`async_split.split_in_place`)."""
     module = parse(text)
+    if start:
+        split_in_place(next(o for o in module.walk() if isinstance(o, collective.CollectiveOp)))
     LowerToTpuPass(chip=chip, pipeline_pieces=pipelined, vmem_limit=vmem).apply(
         make_context(), module
     )
@@ -78,22 +84,6 @@ def level_t(text: str, chip: str, n: int, pipelined: bool, vmem: int | None = No
     pieces = outs // rings + 1 if rings else 1
     _, report = run_level_t(module, [[None, None]] * n, chip=chip, values=False)
     return report["step_time_s"], pieces
-
-
-def as_start(text: str) -> str:
-    """The `_start` + `done` form of `program`'s sync collective."""
-    head, types = text.split("  %r = ", 1)[1].split("\n", 1)[0].rsplit(" : ", 1)
-    res = types.rsplit("-> ", 1)[-1] if types.startswith("(") else types
-    future = f"!collective.future<{res}>"
-    kind = head.split()[0]
-    start = head.replace(kind, kind + "_start", 1)
-    arg = types.split(")")[0] + ")" if types.startswith("(") else types
-    lines = [
-        f"  %f = {start} : {arg} -> {future}",
-        f"  %r = collective.done %f : {future} -> {res}",
-    ]
-    old = "  %r = " + text.split("  %r = ", 1)[1].split("\n", 1)[0]
-    return text.replace(old, "\n".join(lines))
 
 
 def _hint(op) -> str:
@@ -133,7 +123,7 @@ def main() -> None:
         text = program(n, kind, rows, cols, dtype)
         vmem = get_chip(chip).vmem_bytes
         t_pip, pieces = level_t(text, chip, n, True)
-        t_start, start_pieces = level_t(as_start(text), chip, n, True, vmem * 8)
+        t_start, start_pieces = level_t(text, chip, n, True, vmem * 8, start=True)
         assert start_pieces == pieces, (start_pieces, pieces)
         t_seq, _ = level_t(text, chip, n, False)
         s_pip, s_start = level_s(text, chip)

@@ -1948,9 +1948,9 @@ class CostModel:
     @staticmethod
     def _rs_pieces(ring: Ring, pieces: int, out: Attribute) -> list[Ring]:
         """The `pieces` rings of a reduce-scatter cut into pieces, one after the other (not
-        pipelined: a multi-axis low-precision all_reduce's phases): a piece's copy out overlaps the next piece's first
-        transfers (reduce_ring.py `_piece_out`) but where it rounds to a narrower `out`
-        (waited for), so only the last piece's counts then."""
+        pipelined: a multi-axis low-precision all_reduce's phases): a piece's copy out
+        overlaps the next piece's first transfers (reduce_ring.py `_piece_out`) but where
+        it rounds to a narrower `out` (waited for), so only the last piece's counts then."""
         mid = ring if accumulation_type(out) != out else replace(ring, tail=0.0)
         return [mid] * (pieces - 1) + [ring]
 
