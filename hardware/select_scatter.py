@@ -59,7 +59,7 @@ from shardc.dialects.hlo import (
     is_unsigned,
 )
 from shardc.dialects.sizes import element_bytes
-from shardc.hardware.vmem import halo_slot
+from shardc.hardware.vmem import halo_budget, halo_slot
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType, i1, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -487,4 +487,4 @@ def kernel_pooling(op: hlo.SelectAndScatterOp, vmem_bytes: int) -> Pooling | Non
     """`pooling`, if its slots fit half of `vmem_bytes` (as the halo kernels': the
     other half for what runs beside it); None: the op keeps the expansion."""
     p = pooling(op)
-    return p if p is not None and p.slots_bytes() <= vmem_bytes // 2 else None
+    return p if p is not None and p.slots_bytes() <= halo_budget(vmem_bytes) else None

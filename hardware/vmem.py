@@ -104,3 +104,9 @@ def halo_slot(
     definition for the lowering's slots and level S's count of their bytes.
     """
     return h + sum(pads[0]), -(-(w + sum(pads[1])) // strides[1])
+
+
+def halo_budget(vmem: int) -> int:
+    """The bytes of a kernel's `vmem` a halo kernel's slots may take (lowering/halo.py):
+    half, the other half left for what runs beside it (rings in flight, their buffers)."""
+    return vmem // 2

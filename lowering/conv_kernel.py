@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from shardc.dialects import hlo, tpu
 from shardc.dialects.sizes import element_bytes
+from shardc.hardware.vmem import halo_budget
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import reshape_view, tensor_type
-from shardc.lowering.halo import HaloGeometry, HaloKernel, as_2d
+from shardc.lowering.halo import HaloGeometry, HaloKernel, as_2d, target_vmem
 from shardc.lowering.tile_index import Ix, TileEmitter
 from shardc.lowering.vector_ops import convert_vector, splat_vector
 from xdsl.dialects.builtin import VectorType
@@ -84,7 +85,7 @@ def takes(target: Target | None, op: Operation) -> bool:
     if not isinstance(op, hlo.ConvolutionOp):
         return False
     g = geometry(op)
-    budget = (target.vmem_bytes if target is not None else 128 * 2**20) // 2
+    budget = halo_budget(target_vmem(target))
     return g is not None and _vmem_bytes(g) <= budget
 
 

@@ -32,7 +32,7 @@ from shardc.dialects import tpu
 from shardc.dialects.sizes import element_bytes
 from shardc.dialects.tpu import memref_type
 from shardc.hardware.vmem import halo_slot
-from shardc.lowering.context import LoweringContext
+from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import HBM, VMEM, reshape_view
 from shardc.lowering.tile_index import (
     Ix,
@@ -48,6 +48,15 @@ from shardc.lowering.tile_index import (
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, SSAValue
+
+NO_TARGET_VMEM = 128 * 2**20
+"""The VMEM a halo kernel assumes when asked without a target (a v5e's)."""
+
+
+def target_vmem(target: Target | None) -> int:
+    """The VMEM bytes of `target` (`NO_TARGET_VMEM` without one), of which a halo kernel's
+    slots may take `vmem.halo_budget`."""
+    return target.vmem_bytes if target is not None else NO_TARGET_VMEM
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from shardc.hardware import select_scatter
 from shardc.hardware.select_scatter import Pooling, taken_compare
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import HBM, VMEM, reshape_view
-from shardc.lowering.halo import HaloGeometry, HaloKernel
+from shardc.lowering.halo import HaloGeometry, HaloKernel, target_vmem
 from shardc.lowering.tile_index import (
     Ix,
     TileEmitter,
@@ -59,16 +59,12 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import TensorType, VectorType, i32
 from xdsl.ir import Operation, SSAValue
 
-DEFAULT_VMEM = 128 * 2**20
-"""VMEM assumed without a target (as lowering/window_kernel.py)."""
-
 
 def takes(target: Target | None, op: Operation) -> bool:
     """Whether `op` lowers as this kernel (else: as the expansion's level-S ops)."""
     if not isinstance(op, hlo.SelectAndScatterOp):
         return False
-    vmem = target.vmem_bytes if target is not None else DEFAULT_VMEM
-    return select_scatter.kernel_pooling(op, vmem) is not None
+    return select_scatter.kernel_pooling(op, target_vmem(target)) is not None
 
 
 def check(target: Target, op: hlo.SelectAndScatterOp) -> None:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
+from shardc.hardware.vmem import halo_budget
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import tensor_type
-from shardc.lowering.halo import HaloGeometry, HaloKernel
+from shardc.lowering.halo import HaloGeometry, HaloKernel, target_vmem
 from shardc.lowering.tile_index import Ix, TileEmitter
 from shardc.lowering.vector_ops import broadcast_to, convert_vector, elementwise
 from xdsl.dialects.builtin import TensorType, VectorType
@@ -86,7 +87,7 @@ def takes(target: Target | None, op: Operation) -> bool:
     if not isinstance(op, hlo.ReduceWindowOp):
         return False
     g = geometry(op)
-    budget = (target.vmem_bytes if target is not None else 128 * 2**20) // 2
+    budget = halo_budget(target_vmem(target))
     return g is not None and g.slots_bytes() <= budget
 
 
