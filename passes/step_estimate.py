@@ -275,6 +275,12 @@ def _devices(model: CostModel) -> int:
     return math.prod(mesh.shape) if mesh is not None else 1
 
 
+def _ends(flying: InFlight | np.ndarray | float) -> np.ndarray | float:
+    """When a collective in flight ends on each device (`DeviceClocks.collective_pushing`:
+    a ring's `InFlight`, a one-round collective's ends)."""
+    return flying.end if isinstance(flying, InFlight) else flying
+
+
 def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operation, float]) -> float:
     """`program_order_time` on every device's clocks (`DeviceClocks`)."""
     clocks = DeviceClocks(_devices(model))
@@ -289,11 +295,11 @@ def _per_device_time(ops: list[Operation], model: CostModel, memo: dict[Operatio
             if op.IS_START:
                 in_flight[op.results[0]] = ends
             else:
-                clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
+                clocks.wait(_ends(ends))
         elif isinstance(op, collective.DoneOp):
             ends = in_flight.pop(op.future, None)
             if ends is not None:
-                clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
+                clocks.wait(_ends(ends))
         else:
             clocks.advance(time)
     return clocks.step()
@@ -560,6 +566,9 @@ class StepGraph:
         the collectives ahead); 0 for other nodes."""
         self.first_step: list[float] = []
         """A `_start` node's `collective_first_step` (`timing.push_in_flight`); 0 else."""
+        self.link_axes: dict[int, frozenset[str] | None] = {}
+        """A `_start` node's `timing.link_axes`, made when `program_time` first needs it
+        (the schedulers call it per candidate order)."""
         self.ops: list[Operation] = []
         """Each node's op (a split collective's for both of its nodes)."""
         self.split = False
@@ -843,12 +852,14 @@ class StepGraph:
             return self._per_device_time(order, kind, time)
         clock = engine = 0.0
         in_flight: dict[int, InFlight] = {}
-        firsts, ops = self.first_step, self.ops
+        firsts, ops, axes_of = self.first_step, self.ops, self.link_axes
         for n in order:
             k = kind[n]
             if k == _START:
                 begin, end = engine_window(clock, engine, time[n], overlap[n])
-                axes = link_axes(cast(collective.CollectiveOp, ops[n]))
+                if n not in axes_of:
+                    axes_of[n] = link_axes(cast(collective.CollectiveOp, ops[n]))
+                axes = axes_of[n]
                 engine = max(engine, push_in_flight(in_flight.values(), clock, firsts[n], axes))
                 engine = max(engine, end)
                 in_flight[n] = InFlight(begin, end, firsts[n], overlap[n], axes)
@@ -877,11 +888,11 @@ class StepGraph:
                 if k == _START:
                     in_flight[n] = ends
                 else:
-                    clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
+                    clocks.wait(_ends(ends))
             elif k == _DONE:
                 ends = in_flight.pop(start_of[n], None)
                 if ends is not None:
-                    clocks.wait(ends.end if isinstance(ends, InFlight) else ends)
+                    clocks.wait(_ends(ends))
             else:
                 clocks.clock += time[n]  # `advance`, inlined
         return clocks.step()
