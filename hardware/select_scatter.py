@@ -59,7 +59,7 @@ from shardc.dialects.hlo import (
     is_unsigned,
 )
 from shardc.dialects.sizes import element_bytes
-from shardc.hardware.vmem import halo_budget, halo_slot
+from shardc.hardware.vmem import halo_budget, halo_slot, halo_spatial
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType, i1, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -447,18 +447,10 @@ def pooling(op: hlo.SelectAndScatterOp) -> Pooling | None:
     on the spatial dimensions only; None for the others."""
     x, src = _tensor(op.operand.type), _tensor(op.source.type)
     rank = x.get_num_dims()
-    spatial = {2: [1], 3: [1], 4: [1, 2]}.get(rank)
+    spatial = halo_spatial(op.window, op.strides, op.low, op.high)
     if spatial is None or not (_number(x.element_type) and _number(src.element_type)):
         return None
-    for d in range(rank):
-        if d not in spatial and (op.window[d], op.strides[d], op.low[d], op.high[d]) != (
-            1,
-            1,
-            0,
-            0,
-        ):
-            return None
-    if any(p < 0 for p in (*op.low, *op.high)) or 0 in x.get_shape() or 0 in src.get_shape():
+    if 0 in x.get_shape() or 0 in src.get_shape():
         return None
     shape, out = x.get_shape(), src.get_shape()
     hd, wd = ([None] if len(spatial) == 1 else [spatial[0]]) + [spatial[-1]]

@@ -110,3 +110,21 @@ def halo_budget(vmem: int) -> int:
     """The bytes of a kernel's `vmem` a halo kernel's slots may take (lowering/halo.py):
     half, the other half left for what runs beside it (rings in flight, their buffers)."""
     return vmem // 2
+
+
+def halo_spatial(
+    window: Sequence[int], strides: Sequence[int], low: Sequence[int], high: Sequence[int]
+) -> list[int] | None:
+    """
+    The spatial dimensions of a channels-last windowed op a halo kernel takes: [n, w],
+    [n, w, c] or [n, h, w, c], its window, strides and padding (>= 0) on those only
+    (window 1, stride 1, no padding on the others); None for any other layout.
+    """
+    rank = len(window)
+    spatial = {2: [1], 3: [1], 4: [1, 2]}.get(rank)
+    if spatial is None or any(p < 0 for p in (*low, *high)):
+        return None
+    for d in range(rank):
+        if d not in spatial and (window[d], strides[d], low[d], high[d]) != (1, 1, 0, 0):
+            return None
+    return spatial

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from shardc.dialects import hlo, tpu
 from shardc.dialects.hlo import BOOL, accumulation_type, element_kind
-from shardc.hardware.vmem import halo_budget
+from shardc.hardware.vmem import halo_budget, halo_spatial
 from shardc.lowering.context import LoweringContext, Target
 from shardc.lowering.emit import tensor_type
 from shardc.lowering.halo import HaloGeometry, HaloKernel, target_vmem
@@ -35,18 +35,9 @@ _COMBINE = {"add": hlo.AddOp, "mul": hlo.MulOp, "max": hlo.MaxOp, "min": hlo.Min
 
 def _spatial(op: hlo.ReduceWindowOp) -> list[int] | None:
     """The spatial dimensions of a channels-last pooling (see the module docstring)."""
-    rank = len(op.window)
-    spatial = {2: [1], 3: [1], 4: [1, 2]}.get(rank)
-    if spatial is None:
+    if any(b != 1 for b in op.base_dilation):
         return None
-    for d in range(rank):
-        if d in spatial:
-            continue
-        if (op.window[d], op.strides[d], op.low[d], op.high[d]) != (1, 1, 0, 0):
-            return None
-    if any(b != 1 for b in op.base_dilation) or any(p < 0 for p in (*op.low, *op.high)):
-        return None
-    return spatial
+    return halo_spatial(op.window, op.strides, op.low, op.high)
 
 
 def geometry(op: hlo.ReduceWindowOp) -> HaloGeometry | None:
